@@ -1,0 +1,77 @@
+//! The composition root: turns global options and the [`Host`] into the
+//! resolved paths and effective configuration every command works with.
+//!
+//! Invariants: loading an [`App`] creates nothing on disk; commands that
+//! write call [`App::ensure_state_dir`] / [`Paths::ensure_workspace`] first.
+//! Start-up work stays minimal: one small file read (the config) and no
+//! database is opened until a command needs it.
+
+pub mod status;
+
+use crate::config::{self, LoadedConfig};
+use crate::host::Host;
+use crate::paths::{self, PathFlags, Paths, StateLocation};
+
+/// Options every command accepts.
+#[derive(Debug, Clone, Default)]
+pub struct GlobalOptions {
+    pub paths: PathFlags,
+    /// `--set KEY=VALUE` pairs (the flag layer of the config).
+    pub config_values: Vec<(String, String)>,
+}
+
+impl GlobalOptions {
+    /// The flag layer of the config: `--set` pairs plus `--workspace`.
+    pub fn config_flag_values(&self) -> Vec<(String, String)> {
+        let mut values = self.config_values.clone();
+        if let Some(ws) = &self.paths.workspace {
+            values.push(("agents.defaults.workspace".to_string(), ws.clone()));
+        }
+        values
+    }
+}
+
+/// Everything a command needs to know about where it runs.
+#[derive(Debug, Clone)]
+pub struct App {
+    pub host: Host,
+    pub paths: Paths,
+    pub config: LoadedConfig,
+}
+
+impl App {
+    /// Resolves paths and loads the layered configuration.
+    pub fn load(options: &GlobalOptions, host: Host) -> anyhow::Result<App> {
+        let state = paths::resolve_state(&options.paths, &host)?;
+        let config = load_config(&state, options, &host)?;
+        let paths = resolve_paths(state, &config, &host);
+        Ok(App {
+            host,
+            paths,
+            config,
+        })
+    }
+
+    /// Creates the state directory (0700) if needed.
+    pub fn ensure_state_dir(&self) -> std::io::Result<()> {
+        self.paths.ensure_state_dir()
+    }
+}
+
+fn load_config(
+    state: &StateLocation,
+    options: &GlobalOptions,
+    host: &Host,
+) -> Result<LoadedConfig, config::ConfigError> {
+    config::load(&state.config_path, host, &options.config_flag_values())
+}
+
+fn resolve_paths(state: StateLocation, config: &LoadedConfig, host: &Host) -> Paths {
+    let key = "agents.defaults.workspace";
+    paths::resolve_workspace(
+        state,
+        config.config.agents.defaults.workspace.as_deref(),
+        config.origin(key),
+        host,
+    )
+}

@@ -1,0 +1,201 @@
+//! `almanac status`: where everything is and a one-line health summary per
+//! subsystem. Read-only: it creates no directory, file or database.
+
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use super::GlobalOptions;
+use crate::config::{self, Origin};
+use crate::host::Host;
+use crate::paths::{self, Paths};
+use crate::store::{Store, StoreKind};
+
+/// Files whose presence tells a user what kind of workspace this is.
+const WORKSPACE_FILES: &[&str] = &[
+    "AGENTS.md",
+    "SOUL.md",
+    "USER.md",
+    "IDENTITY.md",
+    "TOOLS.md",
+    "MEMORY.md",
+    "HEARTBEAT.md",
+];
+
+#[derive(Debug, Clone, Serialize)]
+pub struct StatusReport {
+    pub version: &'static str,
+    pub profile: String,
+    pub state_dir: PathBuf,
+    pub workspace: PathBuf,
+    pub config_path: PathBuf,
+    pub store_path: PathBuf,
+    pub index_path: PathBuf,
+    pub subsystems: Subsystems,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Subsystems {
+    pub state_dir: DirStatus,
+    pub config: ConfigStatus,
+    pub workspace: WorkspaceStatus,
+    pub store: StoreStatus,
+    pub index: StoreStatus,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct DirStatus {
+    pub exists: bool,
+    pub origin: Origin,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ConfigStatus {
+    pub exists: bool,
+    pub origin: Origin,
+    pub valid: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    pub unknown_keys: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct WorkspaceStatus {
+    pub exists: bool,
+    pub origin: Origin,
+    /// Which of the well-known workspace files are present.
+    pub files: Vec<String>,
+    /// Markdown files directly in `memory/`.
+    pub memory_files: usize,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct StoreStatus {
+    pub exists: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub schema_version: Option<u32>,
+    pub latest_schema_version: u32,
+    pub bytes: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+impl StatusReport {
+    /// Whether every subsystem is usable (the exit code of `status`).
+    pub fn healthy(&self) -> bool {
+        self.subsystems.config.valid
+            && self.subsystems.store.error.is_none()
+            && self.subsystems.index.error.is_none()
+    }
+}
+
+/// Gathers the report. Only an unusable state location (bad profile, no
+/// home) is an error; a broken config is reported inside the report.
+pub fn collect(options: &GlobalOptions, host: &Host) -> anyhow::Result<StatusReport> {
+    let state = paths::resolve_state(&options.paths, host)?;
+    tracing::debug!(state_dir = %state.state_dir.display(), profile = %state.profile, "state location resolved");
+    let state_dir_exists = state.state_dir.is_dir();
+    let config_origin = state.config_origin;
+    let values = options.config_flag_values();
+    let (config_status, layered) = match config::load(&state.config_path, host, &values) {
+        Ok(loaded) => (
+            ConfigStatus {
+                exists: loaded.file.exists,
+                origin: config_origin,
+                valid: true,
+                error: None,
+                unknown_keys: loaded.file.unknown_keys.clone(),
+            },
+            Some(loaded),
+        ),
+        Err(err) => (
+            ConfigStatus {
+                exists: state.config_path.exists(),
+                origin: config_origin,
+                valid: false,
+                error: Some(error_chain(&anyhow::Error::new(err))),
+                unknown_keys: Vec::new(),
+            },
+            // Without a usable file the flag and environment layers still
+            // decide the workspace.
+            config::load_without_file(&state.config_path, host, &values).ok(),
+        ),
+    };
+    let key = "agents.defaults.workspace";
+    let workspace_value = layered
+        .as_ref()
+        .and_then(|l| l.config.agents.defaults.workspace.clone());
+    let workspace_origin = layered.as_ref().map_or(Origin::Default, |l| l.origin(key));
+    let state_dir_origin = state.state_dir_origin;
+    let paths = paths::resolve_workspace(state, workspace_value.as_deref(), workspace_origin, host);
+    Ok(StatusReport {
+        version: env!("CARGO_PKG_VERSION"),
+        profile: paths.profile.clone(),
+        state_dir: paths.state_dir.clone(),
+        workspace: paths.workspace.clone(),
+        config_path: paths.config_path.clone(),
+        store_path: paths.state_store(),
+        index_path: paths.workspace_index(),
+        subsystems: Subsystems {
+            state_dir: DirStatus {
+                exists: state_dir_exists,
+                origin: state_dir_origin,
+            },
+            config: config_status,
+            workspace: workspace_status(&paths),
+            store: store_status(&paths.state_store(), StoreKind::State),
+            index: store_status(&paths.workspace_index(), StoreKind::Index),
+        },
+    })
+}
+
+fn workspace_status(paths: &Paths) -> WorkspaceStatus {
+    let ws = &paths.workspace;
+    let files = WORKSPACE_FILES
+        .iter()
+        .filter(|name| ws.join(name).is_file())
+        .map(|name| name.to_string())
+        .collect();
+    let memory_files = std::fs::read_dir(ws.join("memory"))
+        .map(|entries| {
+            entries
+                .filter_map(Result::ok)
+                .filter(|e| e.file_name().to_string_lossy().ends_with(".md"))
+                .count()
+        })
+        .unwrap_or(0);
+    WorkspaceStatus {
+        exists: ws.is_dir(),
+        origin: paths.workspace_origin,
+        files,
+        memory_files,
+    }
+}
+
+fn store_status(path: &Path, kind: StoreKind) -> StoreStatus {
+    let latest = kind.migrations().last().map_or(0, |m| m.version);
+    let bytes = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
+    let mut status = StoreStatus {
+        exists: path.exists(),
+        schema_version: None,
+        latest_schema_version: latest,
+        bytes,
+        error: None,
+    };
+    match Store::open_existing_read_only(path).and_then(|conn| match conn {
+        Some(conn) => Store::schema_version(&conn).map(Some),
+        None => Ok(None),
+    }) {
+        Ok(version) => status.schema_version = version,
+        Err(err) => status.error = Some(error_chain(&anyhow::Error::new(err))),
+    }
+    status
+}
+
+/// `message: cause: cause` on one line.
+pub fn error_chain(err: &anyhow::Error) -> String {
+    err.chain()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(": ")
+}

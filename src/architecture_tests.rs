@@ -1,0 +1,228 @@
+//! Enforces the dependency rules written in ARCHITECTURE.md by reading the
+//! source tree. Each rule lists what it forbids and where.
+
+use std::path::{Path, PathBuf};
+
+fn sources(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            sources(&path, out);
+        } else if matches!(
+            path.extension().and_then(|e| e.to_str()),
+            Some("rs" | "sql")
+        ) {
+            out.push(path);
+        }
+    }
+}
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn all_sources() -> Vec<(String, String)> {
+    let mut files = Vec::new();
+    sources(&root().join("src"), &mut files);
+    sources(&root().join("crates"), &mut files);
+    files
+        .into_iter()
+        .map(|p| {
+            let rel = p
+                .strip_prefix(root())
+                .unwrap()
+                .to_string_lossy()
+                .replace('\\', "/");
+            (rel, std::fs::read_to_string(&p).unwrap())
+        })
+        .collect()
+}
+
+/// Code outside `#[cfg(test)]` modules (tests may do what code may not).
+fn non_test_code(text: &str) -> String {
+    match text.find("#[cfg(test)]") {
+        Some(i) => text[..i].to_string(),
+        None => text.to_string(),
+    }
+}
+
+fn is_test_file(rel: &str) -> bool {
+    rel.ends_with("/tests.rs") || rel.ends_with("_tests.rs") || rel.contains("/tests/")
+}
+
+struct Rule {
+    name: &'static str,
+    /// Files the rule applies to (path prefix), and files exempt from it.
+    applies_to: fn(&str) -> bool,
+    forbidden: &'static [&'static str],
+}
+
+const DDL: &[&str] = &[
+    "CREATE TABLE",
+    "CREATE INDEX",
+    "CREATE UNIQUE INDEX",
+    "CREATE VIRTUAL TABLE",
+    "CREATE TRIGGER",
+    "CREATE VIEW",
+    "ALTER TABLE",
+    "DROP TABLE",
+];
+
+const RULES: &[Rule] = &[
+    Rule {
+        name: "only the store module holds SQL DDL",
+        applies_to: |rel| !rel.starts_with("src/store/") && rel != "src/architecture_tests.rs",
+        forbidden: DDL,
+    },
+    Rule {
+        name: "the CLI layer holds no storage or file-writing code",
+        applies_to: |rel| rel.starts_with("src/cli/"),
+        forbidden: &[
+            "rusqlite",
+            "Connection",
+            "fs::write",
+            "File::create",
+            "OpenOptions",
+            "fs::rename",
+            "fs::remove",
+            "atomic_replace",
+            "locked_append",
+        ],
+    },
+    Rule {
+        name: "canonical files are written only through the durable module",
+        applies_to: |rel| {
+            rel.starts_with("src/")
+                && !rel.starts_with("src/durable/")
+                && rel != "src/architecture_tests.rs"
+        },
+        forbidden: &["fs::write(", "File::create(", ".truncate(true)"],
+    },
+    Rule {
+        name: "the pure Markdown crate does no I/O and reads no clock or environment",
+        applies_to: |rel| rel.starts_with("crates/almanac-markdown/"),
+        forbidden: &[
+            "std::fs",
+            "std::env",
+            "std::net",
+            "std::process",
+            "SystemTime",
+            "Instant::now",
+            "jiff::Zoned::now",
+        ],
+    },
+    Rule {
+        name: "only the host module reads the process environment and clock",
+        applies_to: |rel| {
+            rel.starts_with("src/")
+                && !rel.starts_with("src/host/")
+                && rel != "src/architecture_tests.rs"
+        },
+        forbidden: &[
+            "std::env::var",
+            "env::vars",
+            "Zoned::now()",
+            "Timestamp::now()",
+        ],
+    },
+];
+
+#[test]
+fn dependency_rules_hold() {
+    let mut violations = Vec::new();
+    for (rel, text) in all_sources() {
+        if is_test_file(&rel) {
+            continue;
+        }
+        let code = non_test_code(&text);
+        for rule in RULES {
+            if !(rule.applies_to)(&rel) {
+                continue;
+            }
+            for needle in rule.forbidden {
+                for (n, line) in code.lines().enumerate() {
+                    let trimmed = line.trim_start();
+                    if trimmed.starts_with("//") {
+                        continue;
+                    }
+                    if line.contains(needle) {
+                        violations.push(format!("{rel}:{}: `{needle}` ({})", n + 1, rule.name));
+                    }
+                }
+            }
+        }
+    }
+    assert!(
+        violations.is_empty(),
+        "architecture violations:\n{}",
+        violations.join("\n")
+    );
+}
+
+#[test]
+fn main_rs_stays_thin() {
+    let main = std::fs::read_to_string(root().join("src/main.rs")).unwrap();
+    let code_lines = main.lines().filter(|l| !l.trim().is_empty()).count();
+    assert!(
+        code_lines <= 5,
+        "src/main.rs must only call almanac::cli::main()"
+    );
+    assert!(main.contains("almanac::cli::main()"));
+}
+
+#[test]
+fn every_subsystem_module_starts_with_a_doc_comment() {
+    let mut missing = Vec::new();
+    for entry in std::fs::read_dir(root().join("src")).unwrap() {
+        let dir = entry.unwrap().path();
+        if !dir.is_dir() {
+            continue;
+        }
+        let module = dir.join("mod.rs");
+        let text = std::fs::read_to_string(&module).unwrap_or_default();
+        if !text.starts_with("//!") {
+            missing.push(dir.display().to_string());
+        }
+    }
+    let lib = std::fs::read_to_string(root().join("crates/almanac-markdown/src/lib.rs")).unwrap();
+    if !lib.starts_with("//!") {
+        missing.push("crates/almanac-markdown/src/lib.rs".into());
+    }
+    assert!(
+        missing.is_empty(),
+        "modules without a leading //! doc: {missing:?}"
+    );
+}
+
+#[test]
+fn architecture_md_names_every_subsystem() {
+    let doc = std::fs::read_to_string(root().join("ARCHITECTURE.md")).unwrap();
+    for entry in std::fs::read_dir(root().join("src")).unwrap() {
+        let dir = entry.unwrap().path();
+        if dir.is_dir() {
+            let name = dir.file_name().unwrap().to_string_lossy().to_string();
+            assert!(
+                doc.contains(&format!("src/{name}/")),
+                "ARCHITECTURE.md does not describe src/{name}/"
+            );
+        }
+    }
+}
+
+#[test]
+fn rules_catch_what_they_forbid() {
+    // Guard against a rule that can never fire (a typo in a needle or a
+    // path filter that matches nothing).
+    let cli_sample = "let c = rusqlite::Connection::open(p)?;";
+    let rule = &RULES[1];
+    assert!((rule.applies_to)("src/cli/x.rs"));
+    assert!(rule.forbidden.iter().any(|n| cli_sample.contains(n)));
+    assert!((RULES[0].applies_to)("src/memory/mod.rs"));
+    assert!(!(RULES[0].applies_to)("src/store/mod.rs"));
+    assert!(
+        RULES[2]
+            .forbidden
+            .iter()
+            .any(|n| "std::fs::write(p, b)".contains(n))
+    );
+}

@@ -1,0 +1,144 @@
+//! `almanac config path|get|set|unset|validate`.
+
+use std::process::ExitCode;
+
+use clap::Subcommand;
+use serde_json::{Value, json};
+
+use super::JsonFlag;
+use super::output::print_json;
+use crate::app::GlobalOptions;
+use crate::config;
+use crate::host::Host;
+use crate::paths;
+
+#[derive(Debug, Subcommand)]
+pub enum ConfigCommand {
+    /// Print the path of the config file
+    Path(JsonFlag),
+    /// Print the effective value of KEY (e.g. agents.defaults.workspace)
+    Get {
+        key: String,
+        #[command(flatten)]
+        json: JsonFlag,
+    },
+    /// Set KEY to VALUE (JSON5, or a plain string), keeping the rest of the file
+    Set {
+        key: String,
+        value: String,
+        #[command(flatten)]
+        json: JsonFlag,
+    },
+    /// Remove KEY from the config file
+    Unset {
+        key: String,
+        #[command(flatten)]
+        json: JsonFlag,
+    },
+    /// Check the config file: syntax, types and unknown keys
+    Validate(JsonFlag),
+}
+
+pub fn run(cmd: ConfigCommand, options: &GlobalOptions, host: Host) -> anyhow::Result<ExitCode> {
+    let state = paths::resolve_state(&options.paths, &host)
+        .map_err(|e| super::output::classify_load_error(e.into()))?;
+    let path = state.config_path.clone();
+    match cmd {
+        ConfigCommand::Path(flag) => {
+            if flag.json {
+                print_json(&json!({ "path": path, "exists": path.exists() }))?;
+            } else {
+                println!("{}", path.display());
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        ConfigCommand::Get { key, json } => {
+            config::split_key(&key)?;
+            let app = super::load_app(options, host)?;
+            let Some(value) = app.config.get(&key) else {
+                anyhow::bail!("config key `{key}` is not set");
+            };
+            if json.json {
+                print_json(
+                    &json!({ "key": key, "value": value, "origin": app.config.origin(&key) }),
+                )?;
+            } else {
+                match &value {
+                    Value::String(s) => println!("{s}"),
+                    other => println!("{}", serde_json::to_string_pretty(other)?),
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        ConfigCommand::Set { key, value, json } => {
+            let outcome = config::set(&path, &key, &value)?;
+            if let Some(problem) = &outcome.remaining_problem {
+                super::output::warn(format!("the config file still has a problem: {problem}"));
+            }
+            if json.json {
+                print_json(&outcome)?;
+            } else {
+                let created = if outcome.created_file {
+                    " (created)"
+                } else {
+                    ""
+                };
+                println!(
+                    "Set {key} = {} in {}{created}",
+                    outcome.value,
+                    path.display()
+                );
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        ConfigCommand::Unset { key, json } => {
+            let removed = config::unset(&path, &key)?;
+            if json.json {
+                print_json(&json!({ "key": key, "removed": removed, "path": path }))?;
+            } else if removed {
+                println!("Removed {key} from {}", path.display());
+            } else {
+                println!("{key} was not set in {}", path.display());
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        ConfigCommand::Validate(flag) => {
+            let (valid, exists, unknown, error) = match config::read_file(&path) {
+                Ok((_, file)) => (true, file.exists, file.unknown_keys, None),
+                Err(err) => (
+                    false,
+                    path.exists(),
+                    Vec::new(),
+                    Some(crate::app::status::error_chain(&anyhow::Error::new(err))),
+                ),
+            };
+            if flag.json {
+                print_json(&json!({
+                    "path": path,
+                    "exists": exists,
+                    "valid": valid,
+                    "error": error,
+                    "unknown_keys": unknown,
+                }))?;
+            } else if let Some(error) = &error {
+                println!("{}: invalid", path.display());
+                println!("  {error}");
+            } else {
+                let what = if exists {
+                    "valid"
+                } else {
+                    "not found (defaults in use)"
+                };
+                println!("{}: {what}", path.display());
+                for key in &unknown {
+                    println!("  unknown key `{key}` (ignored)");
+                }
+            }
+            Ok(if valid {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            })
+        }
+    }
+}

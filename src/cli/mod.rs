@@ -1,0 +1,146 @@
+//! The command line: parses arguments, calls the library, prints results.
+//!
+//! Invariants (enforced by the architecture test):
+//! * no business logic, SQL or file writes here: every command is a call
+//!   into a subsystem followed by printing;
+//! * every command that prints data accepts `--json`;
+//! * exit codes: 0 success, 1 runtime failure or refusal, 2 usage error;
+//! * errors go to stderr as `error: <message>` followed by one
+//!   `  caused by: <cause>` line per underlying cause.
+
+mod config_cmd;
+mod logging;
+mod output;
+mod status_cmd;
+
+use std::process::ExitCode;
+
+use clap::{Args, CommandFactory, Parser, Subcommand};
+
+use crate::app::{App, GlobalOptions};
+use crate::host::{self, Host};
+use crate::paths::PathFlags;
+
+pub use output::UsageError;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "almanac",
+    version,
+    about = "Memory, time and skills core of a personal AI agent",
+    propagate_version = true,
+    max_term_width = 100
+)]
+pub struct Cli {
+    #[command(flatten)]
+    global: GlobalArgs,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Args)]
+struct GlobalArgs {
+    /// State directory [default: ~/.almanac; env: ALMANAC_STATE_DIR]
+    #[arg(long, global = true, value_name = "DIR")]
+    state_dir: Option<String>,
+    /// Use the profile NAME: state in ~/.almanac-NAME [env: ALMANAC_PROFILE]
+    #[arg(long, global = true, value_name = "NAME")]
+    profile: Option<String>,
+    /// Agent workspace, e.g. ~/.openclaw/workspace [env: ALMANAC_WORKSPACE]
+    #[arg(long, global = true, value_name = "DIR")]
+    workspace: Option<String>,
+    /// Config file [default: <state dir>/config.json5; env: ALMANAC_CONFIG]
+    #[arg(long, global = true, value_name = "FILE")]
+    config: Option<String>,
+    /// Override a config key for this command (repeatable)
+    #[arg(long = "set", global = true, value_name = "KEY=VALUE", value_parser = parse_key_value)]
+    set: Vec<(String, String)>,
+    /// Pretend the current time is TIME (RFC 3339) [env: ALMANAC_NOW]
+    #[arg(long, global = true, value_name = "TIME")]
+    now: Option<String>,
+    /// Log to stderr: -v info, -vv debug, -vvv trace [env: ALMANAC_LOG]
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    verbose: u8,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Show the resolved profile, paths and the state of each subsystem
+    Status(JsonFlag),
+    /// Read and edit config.json5
+    #[command(subcommand)]
+    Config(config_cmd::ConfigCommand),
+    /// Print a shell completion script
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+}
+
+/// The `--json` flag shared by every command that prints data.
+#[derive(Debug, Args, Clone, Copy)]
+pub struct JsonFlag {
+    /// Print machine-readable JSON
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn parse_key_value(text: &str) -> Result<(String, String), String> {
+    match text.split_once('=') {
+        Some((k, v)) if !k.trim().is_empty() => Ok((k.trim().to_string(), v.to_string())),
+        _ => Err(format!("expected KEY=VALUE, got `{text}`")),
+    }
+}
+
+/// Runs the command line and returns the process exit code.
+pub fn main() -> ExitCode {
+    output::restore_default_sigpipe();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(err) => {
+            let _ = err.print();
+            return ExitCode::from(if err.use_stderr() { 2 } else { 0 });
+        }
+    };
+    match run(cli) {
+        Ok(code) => code,
+        Err(err) => {
+            output::print_error(&err);
+            ExitCode::from(output::exit_code_for(&err))
+        }
+    }
+}
+
+fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    let mut host = Host::from_process().map_err(UsageError::wrap)?;
+    if let Some(now) = &cli.global.now {
+        host.set_now(host::parse_now(now).map_err(UsageError::wrap)?);
+    }
+    logging::init_from_flags(cli.global.verbose, host.raw_var("ALMANAC_LOG"))?;
+    let options = GlobalOptions {
+        paths: PathFlags {
+            state_dir: cli.global.state_dir.clone(),
+            profile: cli.global.profile.clone(),
+            workspace: cli.global.workspace.clone(),
+            config: cli.global.config.clone(),
+        },
+        config_values: cli.global.set.clone(),
+    };
+    match cli.command {
+        Command::Status(flag) => status_cmd::run(&options, &host, flag),
+        Command::Config(cmd) => config_cmd::run(cmd, &options, host),
+        Command::Completions { shell } => {
+            let mut cmd = Cli::command();
+            clap_complete::generate(shell, &mut cmd, "almanac", &mut std::io::stdout());
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+/// Loads the app for a command and prints config warnings once.
+fn load_app(options: &GlobalOptions, host: Host) -> anyhow::Result<App> {
+    let app = App::load(options, host).map_err(output::classify_load_error)?;
+    logging::init_from_config(app.config.config.logging.level);
+    output::print_config_warnings(&app.config.file);
+    Ok(app)
+}

@@ -1,0 +1,118 @@
+//! `almanac status`.
+
+use std::process::ExitCode;
+
+use super::JsonFlag;
+use super::output::print_json;
+use crate::app::GlobalOptions;
+use crate::app::status::{self, StatusReport, StoreStatus};
+use crate::config::Origin;
+use crate::host::Host;
+
+pub fn run(options: &GlobalOptions, host: &Host, flag: JsonFlag) -> anyhow::Result<ExitCode> {
+    let report = status::collect(options, host).map_err(super::output::classify_load_error)?;
+    if flag.json {
+        print_json(&report)?;
+    } else {
+        print_text(&report, host);
+    }
+    Ok(if report.healthy() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+fn origin_note(origin: Origin) -> &'static str {
+    match origin {
+        Origin::Flag => " (from flag)",
+        Origin::Env => " (from environment)",
+        Origin::Config => " (from config)",
+        Origin::Default => "",
+    }
+}
+
+fn print_text(r: &StatusReport, host: &Host) {
+    let s = &r.subsystems;
+    println!("almanac {} (profile {})", r.version, r.profile);
+    let state_note = if s.state_dir.exists {
+        ""
+    } else {
+        ", not created yet"
+    };
+    println!(
+        "  State dir   {}{}{state_note}",
+        host.tilde(&r.state_dir),
+        origin_note(s.state_dir.origin)
+    );
+    let config_note = match (&s.config.error, s.config.exists) {
+        (Some(err), _) => format!("INVALID: {err}"),
+        (None, false) => "not found, defaults in use".to_string(),
+        (None, true) if s.config.unknown_keys.is_empty() => "ok".to_string(),
+        (None, true) => format!(
+            "ok, {} unknown key(s) ignored: {}",
+            s.config.unknown_keys.len(),
+            s.config.unknown_keys.join(", ")
+        ),
+    };
+    println!(
+        "  Config      {}{} ({config_note})",
+        host.tilde(&r.config_path),
+        origin_note(s.config.origin)
+    );
+    let ws = &s.workspace;
+    let ws_note = if !ws.exists {
+        "not created yet".to_string()
+    } else {
+        let mut parts = ws.files.clone();
+        parts.push(format!("memory/ {} file(s)", ws.memory_files));
+        parts.join(", ")
+    };
+    println!(
+        "  Workspace   {}{} ({ws_note})",
+        host.tilde(&r.workspace),
+        origin_note(ws.origin)
+    );
+    println!(
+        "  Store       {} ({})",
+        host.tilde(&r.store_path),
+        store_note(&s.store)
+    );
+    println!(
+        "  Index       {} ({})",
+        host.tilde(&r.index_path),
+        store_note(&s.index)
+    );
+}
+
+fn store_note(s: &StoreStatus) -> String {
+    if let Some(err) = &s.error {
+        return format!("ERROR: {err}");
+    }
+    match s.schema_version {
+        None => "not created yet".to_string(),
+        Some(v) if v == s.latest_schema_version => {
+            format!("schema {v}, {}", human_bytes(s.bytes))
+        }
+        Some(v) => format!(
+            "schema {v}, will migrate to {}, {}",
+            s.latest_schema_version,
+            human_bytes(s.bytes)
+        ),
+    }
+}
+
+pub fn human_bytes(bytes: u64) -> String {
+    const UNITS: [&str; 4] = ["B", "KiB", "MiB", "GiB"];
+    let mut value = bytes as f64;
+    let mut unit = 0;
+    while value >= 1024.0 && unit + 1 < UNITS.len() {
+        value /= 1024.0;
+        unit += 1;
+    }
+    if unit == 0 {
+        format!("{bytes} B")
+    } else {
+        format!("{value:.1} {}", UNITS[unit])
+    }
+}

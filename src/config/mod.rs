@@ -1,0 +1,566 @@
+//! Settings: one typed [`Config`] with defaults, read from `config.json5`
+//! and layered defaults → file → environment → flags.
+//!
+//! The file uses OpenClaw's key paths for the settings almanac shares with
+//! it (`agents.defaults.workspace`, `skills.entries.<key>`, …), so sections of
+//! an `openclaw.json` can be copied over.
+//!
+//! Invariants:
+//! * Unknown keys never fail a load; each is reported once per command as a
+//!   warning naming its key path.
+//! * A value of the wrong type fails the load with one error naming the key
+//!   path and the expected type.
+//! * `config set` / `config unset` edit the file text in place (see
+//!   [`edit`]), keeping comments and formatting, verify by re-parsing that
+//!   exactly the intended value changed, and write atomically under a lock.
+
+pub mod edit;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::durable;
+use crate::host::Host;
+
+/// Where an effective setting came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Origin {
+    Flag,
+    Env,
+    Config,
+    Default,
+}
+
+/// The typed configuration. Every field has a default; the file only
+/// needs the keys a user wants to change.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct Config {
+    pub agents: AgentsConfig,
+    pub logging: LoggingConfig,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct AgentsConfig {
+    pub defaults: AgentDefaults,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct AgentDefaults {
+    /// The agent workspace (`~` allowed); default `<state dir>/workspace`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub workspace: Option<String>,
+    /// IANA zone of the user, for dates in notes and schedules; default
+    /// the host's zone.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub user_timezone: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct LoggingConfig {
+    /// Log level written to stderr when no `-v` / `ALMANAC_LOG` is given.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub level: Option<LogLevel>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LogLevel {
+    Off,
+    Error,
+    Warn,
+    Info,
+    Debug,
+    Trace,
+}
+
+/// Environment variables that set a config key (the env layer).
+pub const ENV_KEYS: &[(&str, &str)] = &[("ALMANAC_WORKSPACE", "agents.defaults.workspace")];
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read config file {}", path.display())]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot write config file {}", path.display())]
+    Write {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("config file {} is not UTF-8 text", path.display())]
+    NotUtf8 { path: PathBuf },
+    #[error("config file {} is not valid JSON5: {message}", path.display())]
+    Syntax { path: PathBuf, message: String },
+    #[error("config file {}: the top level must be an object", path.display())]
+    NotAnObject { path: PathBuf },
+    #[error("{source_name}: `{key}`: {message}")]
+    Type {
+        source_name: String,
+        key: String,
+        message: String,
+    },
+    #[error("invalid config key `{0}`: use dot-separated names such as agents.defaults.workspace")]
+    BadKey(String),
+    #[error("unknown config key `{0}`; `almanac config validate` lists the keys in use")]
+    UnknownKey(String),
+    #[error(transparent)]
+    Edit(#[from] edit::EditError),
+    #[error("editing the config file would also change other values; nothing was written")]
+    EditVerification,
+}
+
+/// The config file as read from disk.
+#[derive(Debug, Clone)]
+pub struct ConfigFile {
+    pub path: PathBuf,
+    pub exists: bool,
+    /// The file's value (an empty object when there is no file).
+    pub raw: Value,
+    /// Key paths present in the file that almanac does not know.
+    pub unknown_keys: Vec<String>,
+}
+
+/// The effective configuration and where its values came from.
+#[derive(Debug, Clone)]
+pub struct LoadedConfig {
+    pub config: Config,
+    pub file: ConfigFile,
+    /// Keys whose effective value came from the environment or a flag.
+    pub origins: BTreeMap<String, Origin>,
+}
+
+impl LoadedConfig {
+    /// The origin of an effective key.
+    pub fn origin(&self, key: &str) -> Origin {
+        if let Some(origin) = self.origins.get(key) {
+            return *origin;
+        }
+        if lookup(&self.file.raw, key).is_some() {
+            Origin::Config
+        } else {
+            Origin::Default
+        }
+    }
+
+    /// The effective value of `key`: typed settings first, then unknown keys
+    /// kept from the file.
+    pub fn get(&self, key: &str) -> Option<Value> {
+        let effective = serde_json::to_value(&self.config).expect("config serialises");
+        lookup(&effective, key)
+            .filter(|v| !v.is_null())
+            .or_else(|| lookup(&self.file.raw, key))
+            .cloned()
+    }
+}
+
+/// Reads the config file at `path` (a missing file means all defaults).
+pub fn read_file(path: &Path) -> Result<(Config, ConfigFile), ConfigError> {
+    let bytes = match std::fs::read(path) {
+        Ok(bytes) => bytes,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let file = ConfigFile {
+                path: path.to_path_buf(),
+                exists: false,
+                raw: Value::Object(Default::default()),
+                unknown_keys: Vec::new(),
+            };
+            return Ok((Config::default(), file));
+        }
+        Err(source) => {
+            return Err(ConfigError::Read {
+                path: path.to_path_buf(),
+                source,
+            });
+        }
+    };
+    let text = String::from_utf8(bytes).map_err(|_| ConfigError::NotUtf8 {
+        path: path.to_path_buf(),
+    })?;
+    let raw = parse_json5(&text, path)?;
+    let (config, unknown_keys) = typed(&raw, &path.display().to_string())?;
+    Ok((
+        config,
+        ConfigFile {
+            path: path.to_path_buf(),
+            exists: true,
+            raw,
+            unknown_keys,
+        },
+    ))
+}
+
+/// Loads the file and applies the environment and flag layers.
+/// `flag_values` are `(key, value)` pairs from flags, applied last.
+pub fn load(
+    path: &Path,
+    host: &Host,
+    flag_values: &[(String, String)],
+) -> Result<LoadedConfig, ConfigError> {
+    let (config, file) = read_file(path)?;
+    tracing::debug!(
+        path = %path.display(),
+        exists = file.exists,
+        unknown_keys = file.unknown_keys.len(),
+        "config file read"
+    );
+    apply_layers(config, file, host, flag_values)
+}
+
+/// The environment and flag layers over the defaults alone, for reporting
+/// what still holds when the config file itself is unusable.
+pub fn load_without_file(
+    path: &Path,
+    host: &Host,
+    flag_values: &[(String, String)],
+) -> Result<LoadedConfig, ConfigError> {
+    let file = ConfigFile {
+        path: path.to_path_buf(),
+        exists: path.exists(),
+        raw: Value::Object(Default::default()),
+        unknown_keys: Vec::new(),
+    };
+    apply_layers(Config::default(), file, host, flag_values)
+}
+
+fn apply_layers(
+    config: Config,
+    file: ConfigFile,
+    host: &Host,
+    flag_values: &[(String, String)],
+) -> Result<LoadedConfig, ConfigError> {
+    let mut loaded = LoadedConfig {
+        config,
+        file,
+        origins: BTreeMap::new(),
+    };
+    for (var, key) in ENV_KEYS {
+        if let Some(value) = host.var(var) {
+            apply_layer(&mut loaded, key, value, var)?;
+            loaded.origins.insert((*key).to_string(), Origin::Env);
+        }
+    }
+    for (key, value) in flag_values {
+        if !is_known_key(key) {
+            return Err(ConfigError::UnknownKey(key.clone()));
+        }
+        apply_layer(&mut loaded, key, value, &format!("--set {key}"))?;
+        loaded.origins.insert(key.clone(), Origin::Flag);
+    }
+    Ok(loaded)
+}
+
+fn apply_layer(
+    loaded: &mut LoadedConfig,
+    key: &str,
+    text: &str,
+    source_name: &str,
+) -> Result<(), ConfigError> {
+    let path = split_key(key)?;
+    let mut effective = serde_json::to_value(&loaded.config).expect("config serialises");
+    let value = coerce_value(&path, text, source_name)?;
+    insert_at(&mut effective, &path, value);
+    let (config, _) = typed(&effective, source_name)?;
+    loaded.config = config;
+    Ok(())
+}
+
+/// Reads a value given on the command line or in the environment: JSON5
+/// when it parses and fits the key's type, else the plain string. The value
+/// is checked on its own, so problems elsewhere in the file (reported
+/// separately) never block fixing this key.
+fn coerce_value(path: &[&str], text: &str, source_name: &str) -> Result<Value, ConfigError> {
+    let attempt = |candidate: Value| -> Result<Value, ConfigError> {
+        let mut trial = Value::Object(Default::default());
+        insert_at(&mut trial, path, candidate.clone());
+        typed(&trial, source_name).map(|_| candidate)
+    };
+    match json5::from_str::<Value>(text) {
+        Ok(parsed) if !parsed.is_string() => match attempt(parsed) {
+            Ok(v) => Ok(v),
+            Err(typed_err) => attempt(Value::String(text.to_string())).map_err(|_| typed_err),
+        },
+        Ok(parsed) => attempt(parsed),
+        Err(_) => attempt(Value::String(text.to_string())),
+    }
+}
+
+fn parse_json5(text: &str, path: &Path) -> Result<Value, ConfigError> {
+    let value: Value = json5::from_str(text).map_err(|e| {
+        let message = match e.position() {
+            Some(pos) => format!("{e} (line {}, column {})", pos.line + 1, pos.column + 1),
+            None => e.to_string(),
+        };
+        ConfigError::Syntax {
+            path: path.to_path_buf(),
+            message,
+        }
+    })?;
+    if !value.is_object() {
+        return Err(ConfigError::NotAnObject {
+            path: path.to_path_buf(),
+        });
+    }
+    Ok(value)
+}
+
+/// Deserialises the typed config from a value, collecting unknown keys.
+fn typed(value: &Value, source_name: &str) -> Result<(Config, Vec<String>), ConfigError> {
+    check_sections_are_objects(value, &default_shape(), &mut Vec::new(), source_name)?;
+    let mut unknown = Vec::new();
+    let mut record = |path: serde_ignored::Path| unknown.push(clean_path(&path.to_string()));
+    let ignored = serde_ignored::Deserializer::new(value, &mut record);
+    let config: Config = serde_path_to_error::deserialize(ignored).map_err(|e| {
+        let key = clean_path(&e.path().to_string());
+        ConfigError::Type {
+            source_name: source_name.to_string(),
+            key,
+            message: e.inner().to_string(),
+        }
+    })?;
+    Ok((config, unknown))
+}
+
+/// The serialised defaults: every section (struct or map) is an object.
+fn default_shape() -> Value {
+    serde_json::to_value(Config::default()).expect("config serialises")
+}
+
+/// serde accepts a list for a struct (`defaults: []` would silently mean
+/// "all defaults"); a section written as anything but an object is a type
+/// error instead.
+fn check_sections_are_objects(
+    value: &Value,
+    shape: &Value,
+    path: &mut Vec<String>,
+    source_name: &str,
+) -> Result<(), ConfigError> {
+    let (Value::Object(shape), Some(map)) = (shape, value.as_object()) else {
+        return Ok(());
+    };
+    for (key, sub_shape) in shape {
+        let Some(sub_value) = map.get(key) else {
+            continue;
+        };
+        path.push(key.clone());
+        if sub_shape.is_object() && !sub_value.is_object() && !sub_value.is_null() {
+            return Err(ConfigError::Type {
+                source_name: source_name.to_string(),
+                key: path.join("."),
+                message: format!("invalid type: {}, expected an object", type_name(sub_value)),
+            });
+        }
+        check_sections_are_objects(sub_value, sub_shape, path, source_name)?;
+        path.pop();
+    }
+    Ok(())
+}
+
+fn type_name(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "list",
+        Value::Object(_) => "object",
+    }
+}
+
+/// Drops the `?` segments serde adds for `Option` layers.
+fn clean_path(path: &str) -> String {
+    path.split('.')
+        .filter(|s| *s != "?" && !s.is_empty())
+        .collect::<Vec<_>>()
+        .join(".")
+}
+
+/// Splits `a.b.c`, refusing empty segments.
+pub fn split_key(key: &str) -> Result<Vec<&str>, ConfigError> {
+    let parts: Vec<&str> = key.split('.').collect();
+    if key.is_empty() || parts.iter().any(|p| p.trim().is_empty()) {
+        return Err(ConfigError::BadKey(key.to_string()));
+    }
+    Ok(parts)
+}
+
+/// Whether setting `key` would be read by almanac (not reported unknown).
+pub fn is_known_key(key: &str) -> bool {
+    let Ok(path) = split_key(key) else {
+        return false;
+    };
+    let mut probe = Value::Object(Default::default());
+    // A placeholder of any type: an unknown key is reported as ignored
+    // whatever its value, a known one either loads or fails on its type.
+    insert_at(&mut probe, &path, Value::Null);
+    match typed(&probe, "probe") {
+        Ok((_, unknown)) => unknown.is_empty(),
+        Err(_) => true,
+    }
+}
+
+fn lookup<'a>(value: &'a Value, key: &str) -> Option<&'a Value> {
+    key.split('.').try_fold(value, |v, k| v.get(k))
+}
+
+fn insert_at(root: &mut Value, path: &[&str], value: Value) {
+    let mut cursor = root;
+    for key in &path[..path.len() - 1] {
+        if !cursor.is_object() {
+            *cursor = Value::Object(Default::default());
+        }
+        cursor = cursor
+            .as_object_mut()
+            .expect("object")
+            .entry((*key).to_string())
+            .or_insert_with(|| Value::Object(Default::default()));
+    }
+    if !cursor.is_object() {
+        *cursor = Value::Object(Default::default());
+    }
+    cursor
+        .as_object_mut()
+        .expect("object")
+        .insert(path[path.len() - 1].to_string(), value);
+}
+
+fn remove_at(root: &mut Value, path: &[&str]) -> bool {
+    let mut cursor = root;
+    for key in &path[..path.len() - 1] {
+        match cursor.get_mut(*key) {
+            Some(next) => cursor = next,
+            None => return false,
+        }
+    }
+    cursor
+        .as_object_mut()
+        .is_some_and(|m| m.shift_remove(path[path.len() - 1]).is_some())
+}
+
+/// What `config set` did.
+#[derive(Debug, Clone, Serialize)]
+pub struct SetOutcome {
+    pub key: String,
+    pub value: Value,
+    pub path: PathBuf,
+    pub created_file: bool,
+    /// Problems elsewhere in the file that remain after the edit.
+    pub remaining_problem: Option<String>,
+}
+
+/// Sets `key` to the value written as `text` in the config file at `path`.
+pub fn set(path: &Path, key: &str, text: &str) -> Result<SetOutcome, ConfigError> {
+    let parts = split_key(key)?;
+    if !is_known_key(key) {
+        return Err(ConfigError::UnknownKey(key.to_string()));
+    }
+    edit_file(path, |current_text, current_value| {
+        let value = coerce_value(&parts, text, &path.display().to_string())?;
+        let new_text = edit::set(current_text, &parts, &value)?;
+        let mut expected = current_value.clone();
+        insert_at(&mut expected, &parts, value.clone());
+        Ok(Some((new_text, expected, value)))
+    })
+    .map(|(created_file, value, remaining_problem)| SetOutcome {
+        key: key.to_string(),
+        value: value.unwrap_or(Value::Null),
+        path: path.to_path_buf(),
+        created_file,
+        remaining_problem,
+    })
+}
+
+/// Removes `key` from the config file; `false` when it was not set.
+pub fn unset(path: &Path, key: &str) -> Result<bool, ConfigError> {
+    let parts = split_key(key)?;
+    edit_file(path, |current_text, current_value| {
+        let Some(new_text) = edit::unset(current_text, &parts)? else {
+            return Ok(None);
+        };
+        let mut expected = current_value.clone();
+        remove_at(&mut expected, &parts);
+        Ok(Some((new_text, expected, Value::Null)))
+    })
+    .map(|(_, value, _)| value.is_some())
+}
+
+type EditResult = Result<Option<(String, Value, Value)>, ConfigError>;
+
+/// Read-modify-write of the config file under its lock. The edit returns
+/// the new text, the value the new text must parse to, and the set value.
+fn edit_file(
+    path: &Path,
+    apply: impl FnOnce(&str, &Value) -> EditResult,
+) -> Result<(bool, Option<Value>, Option<String>), ConfigError> {
+    let write_err = |source| ConfigError::Write {
+        path: path.to_path_buf(),
+        source,
+    };
+    if let Some(parent) = path.parent() {
+        durable::create_private_dir_all(parent).map_err(write_err)?;
+    }
+    let lock_path = lock_path_for(path);
+    durable::with_file_lock(&lock_path, || {
+        let (text, exists) = match std::fs::read(path) {
+            Ok(bytes) => (
+                String::from_utf8(bytes).map_err(|_| ConfigError::NotUtf8 {
+                    path: path.to_path_buf(),
+                })?,
+                true,
+            ),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => (String::new(), false),
+            Err(source) => {
+                return Err(ConfigError::Read {
+                    path: path.to_path_buf(),
+                    source,
+                });
+            }
+        };
+        let current = if text.trim().is_empty() || only_comments(&text) {
+            Value::Object(Default::default())
+        } else {
+            parse_json5(&text, path)?
+        };
+        let Some((new_text, expected, value)) = apply(&text, &current)? else {
+            return Ok((false, None, None));
+        };
+        let reparsed = parse_json5(&new_text, path)?;
+        if reparsed != expected {
+            return Err(ConfigError::EditVerification);
+        }
+        let remaining_problem = match typed(&reparsed, &path.display().to_string()) {
+            Ok(_) => None,
+            Err(e) => Some(e.to_string()),
+        };
+        durable::atomic_replace(path, new_text.as_bytes(), durable::PRIVATE_FILE_MODE)
+            .map_err(write_err)?;
+        Ok((!exists, Some(value), remaining_problem))
+    })
+    .map_err(write_err)?
+}
+
+fn only_comments(text: &str) -> bool {
+    json5::from_str::<Value>(text).is_err()
+        && text
+            .lines()
+            .all(|l| l.trim().is_empty() || l.trim().starts_with("//"))
+}
+
+fn lock_path_for(path: &Path) -> PathBuf {
+    let mut name = path.file_name().unwrap_or_default().to_os_string();
+    name.push(".lock");
+    path.with_file_name(name)
+}
+
+#[cfg(test)]
+mod tests;

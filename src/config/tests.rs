@@ -1,0 +1,305 @@
+use super::*;
+use std::os::unix::fs::PermissionsExt;
+
+fn host(vars: &[(&str, &str)]) -> Host {
+    Host::with_vars(
+        vars.iter().map(|(k, v)| (k.to_string(), v.to_string())),
+        Path::new("/home/u"),
+        Path::new("/cwd"),
+        "2026-11-29T09:00:00+00:00[UTC]".parse().unwrap(),
+    )
+}
+
+const JSON5_WITH_EVERYTHING: &str = r#"// my almanac settings
+{
+  agents: {
+    defaults: {
+      workspace: '~/.openclaw/workspace', // single quotes
+      userTimezone: "Europe/Paris",
+    },
+  },
+  logging: { level: "debug", },
+  channels: { telegram: { botToken: "x" } }, // OpenClaw section almanac ignores
+  /* trailing comma above, block comment here */
+}
+"#;
+
+#[test]
+fn json5_with_comments_trailing_commas_and_unknown_key_loads_with_warning() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("config.json5");
+    std::fs::write(&path, JSON5_WITH_EVERYTHING).unwrap();
+    let (config, file) = read_file(&path).unwrap();
+    assert_eq!(
+        config.agents.defaults.workspace.as_deref(),
+        Some("~/.openclaw/workspace")
+    );
+    assert_eq!(
+        config.agents.defaults.user_timezone.as_deref(),
+        Some("Europe/Paris")
+    );
+    assert_eq!(config.logging.level, Some(LogLevel::Debug));
+    assert_eq!(file.unknown_keys, vec!["channels".to_string()]);
+}
+
+#[test]
+fn unknown_nested_keys_are_named_by_full_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("config.json5");
+    std::fs::write(
+        &path,
+        "{ agents: { defaults: { worksapce: 'x', heartbeat2: {} } } }",
+    )
+    .unwrap();
+    let (_, file) = read_file(&path).unwrap();
+    assert_eq!(
+        file.unknown_keys,
+        vec![
+            "agents.defaults.worksapce".to_string(),
+            "agents.defaults.heartbeat2".to_string()
+        ]
+    );
+}
+
+#[test]
+fn wrong_types_fail_with_the_key_path_and_expected_type() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("config.json5");
+    let cases = [
+        (
+            "{ agents: { defaults: { workspace: 5 } } }",
+            "`agents.defaults.workspace`",
+            "expected a string",
+        ),
+        (
+            "{ agents: { defaults: [] } }",
+            "`agents.defaults`",
+            "expected an object",
+        ),
+        (
+            "{ logging: { level: 'loud' } }",
+            "`logging.level`",
+            "unknown variant `loud`",
+        ),
+    ];
+    for (text, key, expected) in cases {
+        std::fs::write(&path, text).unwrap();
+        let err = read_file(&path).unwrap_err().to_string();
+        assert!(err.contains(key), "{err}");
+        assert!(err.contains(expected), "{err}");
+    }
+}
+
+#[test]
+fn syntax_errors_name_the_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("config.json5");
+    std::fs::write(
+        &path,
+        "{\n  agents: {\n    defaults: { workspace 'x' }\n  }\n}",
+    )
+    .unwrap();
+    let err = read_file(&path).unwrap_err().to_string();
+    assert!(err.contains("not valid JSON5"), "{err}");
+    assert!(err.contains("line 3"), "{err}");
+    std::fs::write(&path, "[1, 2]").unwrap();
+    assert!(matches!(
+        read_file(&path).unwrap_err(),
+        ConfigError::NotAnObject { .. }
+    ));
+    std::fs::write(&path, b"{ a: '\xff' }").unwrap();
+    assert!(matches!(
+        read_file(&path).unwrap_err(),
+        ConfigError::NotUtf8 { .. }
+    ));
+}
+
+#[test]
+fn layers_defaults_file_env_flags() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("config.json5");
+    std::fs::write(
+        &path,
+        "{ agents: { defaults: { workspace: '/from/file' } } }",
+    )
+    .unwrap();
+
+    let file_only = load(&path, &host(&[]), &[]).unwrap();
+    assert_eq!(
+        file_only.config.agents.defaults.workspace.as_deref(),
+        Some("/from/file")
+    );
+    assert_eq!(
+        file_only.origin("agents.defaults.workspace"),
+        Origin::Config
+    );
+    assert_eq!(
+        file_only.origin("agents.defaults.userTimezone"),
+        Origin::Default
+    );
+
+    let env = load(&path, &host(&[("ALMANAC_WORKSPACE", "/from/env")]), &[]).unwrap();
+    assert_eq!(
+        env.config.agents.defaults.workspace.as_deref(),
+        Some("/from/env")
+    );
+    assert_eq!(env.origin("agents.defaults.workspace"), Origin::Env);
+
+    let flags = vec![(
+        "agents.defaults.workspace".to_string(),
+        "/from/flag".to_string(),
+    )];
+    let flag = load(&path, &host(&[("ALMANAC_WORKSPACE", "/from/env")]), &flags).unwrap();
+    assert_eq!(
+        flag.config.agents.defaults.workspace.as_deref(),
+        Some("/from/flag")
+    );
+    assert_eq!(flag.origin("agents.defaults.workspace"), Origin::Flag);
+
+    let missing = load(&dir.path().join("none.json5"), &host(&[]), &[]).unwrap();
+    assert!(!missing.file.exists);
+    assert_eq!(missing.config, Config::default());
+}
+
+#[test]
+fn flag_layer_refuses_unknown_keys_and_bad_types() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("config.json5");
+    let unknown = vec![("agents.defaults.nope".to_string(), "1".to_string())];
+    assert!(matches!(
+        load(&path, &host(&[]), &unknown).unwrap_err(),
+        ConfigError::UnknownKey(_)
+    ));
+    let bad = vec![("logging.level".to_string(), "shouting".to_string())];
+    let err = load(&path, &host(&[]), &bad).unwrap_err().to_string();
+    assert!(err.contains("logging.level"), "{err}");
+}
+
+#[test]
+fn get_reads_effective_values_then_unknown_file_keys() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("config.json5");
+    std::fs::write(&path, JSON5_WITH_EVERYTHING).unwrap();
+    let loaded = load(&path, &host(&[("ALMANAC_WORKSPACE", "/env/ws")]), &[]).unwrap();
+    assert_eq!(
+        loaded.get("agents.defaults.workspace"),
+        Some(Value::String("/env/ws".into()))
+    );
+    assert_eq!(
+        loaded.get("channels.telegram.botToken"),
+        Some(Value::String("x".into()))
+    );
+    assert_eq!(loaded.get("agents.defaults.nothing"), None);
+}
+
+#[test]
+fn set_keeps_comments_and_other_keys() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("config.json5");
+    std::fs::write(&path, JSON5_WITH_EVERYTHING).unwrap();
+    let outcome = set(&path, "agents.defaults.workspace", "/srv/notes").unwrap();
+    assert!(!outcome.created_file);
+    let text = std::fs::read_to_string(&path).unwrap();
+    let expected = JSON5_WITH_EVERYTHING.replace("'~/.openclaw/workspace'", "\"/srv/notes\"");
+    assert_eq!(text, expected);
+
+    set(&path, "logging.level", "warn").unwrap();
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(text.contains("logging: { level: \"warn\", },"), "{text}");
+    assert!(text.contains("// OpenClaw section almanac ignores"));
+    assert!(text.contains("/* trailing comma above, block comment here */"));
+}
+
+#[test]
+fn set_creates_a_private_file_and_coerces_values_to_the_key_type() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("state").join("config.json5");
+    let outcome = set(&path, "agents.defaults.workspace", "123").unwrap();
+    assert!(outcome.created_file);
+    // `123` parses as a number, but the key takes a string.
+    assert_eq!(outcome.value, Value::String("123".into()));
+    let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600);
+    let (config, _) = read_file(&path).unwrap();
+    assert_eq!(config.agents.defaults.workspace.as_deref(), Some("123"));
+}
+
+#[test]
+fn set_refuses_unknown_keys_and_wrong_types_without_writing() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("config.json5");
+    std::fs::write(&path, JSON5_WITH_EVERYTHING).unwrap();
+    assert!(matches!(
+        set(&path, "agents.defaults.worksapce", "x").unwrap_err(),
+        ConfigError::UnknownKey(_)
+    ));
+    let err = set(&path, "logging.level", "[1,2]")
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("logging.level"), "{err}");
+    assert!(matches!(
+        set(&path, "agents..x", "1").unwrap_err(),
+        ConfigError::BadKey(_)
+    ));
+    assert_eq!(
+        std::fs::read_to_string(&path).unwrap(),
+        JSON5_WITH_EVERYTHING
+    );
+}
+
+#[test]
+fn set_can_fix_one_bad_key_while_another_stays_reported() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("config.json5");
+    std::fs::write(
+        &path,
+        "{ agents: { defaults: { workspace: 5 } }, logging: { level: 'loud' } }",
+    )
+    .unwrap();
+    let outcome = set(&path, "agents.defaults.workspace", "/w").unwrap();
+    let remaining = outcome
+        .remaining_problem
+        .expect("logging.level is still bad");
+    assert!(remaining.contains("logging.level"), "{remaining}");
+}
+
+#[test]
+fn set_on_a_syntax_error_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("config.json5");
+    std::fs::write(&path, "{ agents: ").unwrap();
+    assert!(matches!(
+        set(&path, "agents.defaults.workspace", "/w").unwrap_err(),
+        ConfigError::Syntax { .. }
+    ));
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), "{ agents: ");
+}
+
+#[test]
+fn unset_removes_the_key_and_reports_absence() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("config.json5");
+    std::fs::write(&path, JSON5_WITH_EVERYTHING).unwrap();
+    assert!(unset(&path, "agents.defaults.userTimezone").unwrap());
+    assert!(!unset(&path, "agents.defaults.userTimezone").unwrap());
+    let (config, _) = read_file(&path).unwrap();
+    assert_eq!(config.agents.defaults.user_timezone, None);
+    assert_eq!(
+        config.agents.defaults.workspace.as_deref(),
+        Some("~/.openclaw/workspace")
+    );
+}
+
+#[test]
+fn known_key_probe() {
+    for (key, known) in [
+        ("agents.defaults.workspace", true),
+        ("agents.defaults", true),
+        ("logging.level", true),
+        ("agents.defaults.bogus", false),
+        ("channels", false),
+        ("", false),
+    ] {
+        assert_eq!(is_known_key(key), known, "{key}");
+    }
+}

@@ -1,0 +1,236 @@
+//! Crash-safe file primitives shared by every subsystem.
+//!
+//! Owns every write to a canonical file. Invariants:
+//!
+//! * [`atomic_replace`] never leaves a partial or empty target: the new bytes
+//!   go to a temporary file in the same directory, are fsynced, renamed over
+//!   the target, and the directory is fsynced. A reader (or a process killed
+//!   at any point) sees either the old file or the new one.
+//! * [`locked_append`] holds an exclusive advisory lock on the file for the
+//!   whole write, so concurrent processes never interleave or lose lines. If
+//!   an earlier writer left the file without a final newline, the append
+//!   starts on a fresh line instead of gluing onto it.
+//! * [`quarantine`] moves a corrupt state file aside as
+//!   `<name>.corrupt-<timestamp>`; nothing is deleted, and because the file is
+//!   gone afterwards, the caller's warning is shown once.
+//! * Directories created here are private (0700); files are created 0600
+//!   unless the caller asks otherwise.
+//!
+//! Temporary files are named `.<name>.<pid>.<counter>.tmp`; a process killed
+//! between create and rename can leave one behind, and every reader ignores
+//! them (they start with a dot and end in `.tmp`).
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Permission bits for directories almanac creates.
+pub const PRIVATE_DIR_MODE: u32 = 0o700;
+/// Permission bits for files almanac creates.
+pub const PRIVATE_FILE_MODE: u32 = 0o600;
+
+static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
+
+/// Creates `dir` and any missing parents with mode 0700. Existing
+/// directories keep their permissions: pointing almanac at a user's own
+/// directory never changes it.
+pub fn create_private_dir_all(dir: &Path) -> io::Result<()> {
+    if dir.is_dir() {
+        return Ok(());
+    }
+    fs::DirBuilder::new()
+        .recursive(true)
+        .mode(PRIVATE_DIR_MODE)
+        .create(dir)
+}
+
+/// Replaces `path` with `bytes` atomically and durably.
+///
+/// An existing target keeps its permission bits; a new one gets `new_mode`.
+pub fn atomic_replace(path: &Path, bytes: &[u8], new_mode: u32) -> io::Result<()> {
+    let parent = parent_dir(path);
+    if !parent.as_os_str().is_empty() {
+        create_private_dir_all(parent)?;
+    }
+    let mode = match fs::metadata(path) {
+        Ok(meta) => meta.permissions().mode() & 0o7777,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => new_mode,
+        Err(e) => return Err(e),
+    };
+    let temp = temp_path_for(path);
+    let result = (|| {
+        let mut file = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(mode)
+            .open(&temp)?;
+        // The process umask may have narrowed the mode of the new file.
+        file.set_permissions(fs::Permissions::from_mode(mode))?;
+        file.write_all(bytes)?;
+        file.sync_all()?;
+        drop(file);
+        fs::rename(&temp, path)?;
+        sync_dir(parent)
+    })();
+    if result.is_err() {
+        let _ = fs::remove_file(&temp);
+    }
+    result
+}
+
+/// Appends `bytes` to `path` under an exclusive advisory lock, creating the
+/// file (mode `new_mode`) and its directory if needed. `sync` additionally
+/// flushes the data to disk before the lock is released.
+pub fn locked_append(path: &Path, bytes: &[u8], new_mode: u32, sync: bool) -> io::Result<()> {
+    let mut file = open_for_append(path, new_mode)?;
+    file.lock()?;
+    let result = append_on_fresh_line(&mut file, bytes)
+        .and_then(|()| if sync { file.sync_data() } else { Ok(()) });
+    let _ = file.unlock();
+    result
+}
+
+fn open_for_append(path: &Path, new_mode: u32) -> io::Result<File> {
+    let open = || {
+        OpenOptions::new()
+            .read(true)
+            .append(true)
+            .create(true)
+            .mode(new_mode)
+            .open(path)
+    };
+    match open() {
+        Ok(file) => Ok(file),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            create_private_dir_all(parent_dir(path))?;
+            open()
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// Writes `bytes` at the end of `file`, first adding a newline if the file
+/// is non-empty and does not end with one (a torn line from a crash).
+fn append_on_fresh_line(file: &mut File, bytes: &[u8]) -> io::Result<()> {
+    let len = file.seek(SeekFrom::End(0))?;
+    let mut needs_newline = false;
+    if len > 0 {
+        let mut last = [0u8; 1];
+        file.seek(SeekFrom::Start(len - 1))?;
+        file.read_exact(&mut last)?;
+        needs_newline = last[0] != b'\n';
+    }
+    if needs_newline {
+        let mut joined = Vec::with_capacity(bytes.len() + 1);
+        joined.push(b'\n');
+        joined.extend_from_slice(bytes);
+        file.write_all(&joined)
+    } else {
+        file.write_all(bytes)
+    }
+}
+
+/// Runs `f` while holding an exclusive lock on `lock_path` (created 0600 if
+/// missing). Used for read-modify-write of whole files, which must also use
+/// [`atomic_replace`] so readers without the lock never see a torn file.
+pub fn with_file_lock<T>(lock_path: &Path, f: impl FnOnce() -> T) -> io::Result<T> {
+    let file = open_for_append(lock_path, PRIVATE_FILE_MODE)?;
+    file.lock()?;
+    let value = f();
+    let _ = file.unlock();
+    Ok(value)
+}
+
+/// Moves a corrupt file aside as `<name>.corrupt-<UTC timestamp>` (with a
+/// numeric suffix if that name is taken) and returns the new path.
+pub fn quarantine(path: &Path, now: jiff::Timestamp) -> io::Result<PathBuf> {
+    let stamp = now.strftime("%Y%m%dT%H%M%SZ").to_string();
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let parent = parent_dir(path);
+    let mut target = parent.join(format!("{name}.corrupt-{stamp}"));
+    let mut n = 1;
+    while target.exists() {
+        n += 1;
+        target = parent.join(format!("{name}.corrupt-{stamp}-{n}"));
+    }
+    fs::rename(path, &target)?;
+    sync_dir(parent)?;
+    Ok(target)
+}
+
+/// What [`read_state_file`] found.
+#[derive(Debug)]
+pub enum StateFile<T> {
+    /// No file yet.
+    Missing,
+    /// The file parsed.
+    Loaded(T),
+    /// The file did not parse and was moved aside to `moved_to`.
+    Quarantined { moved_to: PathBuf, reason: String },
+}
+
+/// Reads a whole state file and parses it; a file that does not parse is
+/// quarantined instead of failing the caller.
+pub fn read_state_file<T, E: std::fmt::Display>(
+    path: &Path,
+    now: jiff::Timestamp,
+    parse: impl FnOnce(&[u8]) -> Result<T, E>,
+) -> io::Result<StateFile<T>> {
+    let bytes = match fs::read(path) {
+        Ok(bytes) => bytes,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(StateFile::Missing),
+        Err(e) => return Err(e),
+    };
+    match parse(&bytes) {
+        Ok(value) => Ok(StateFile::Loaded(value)),
+        Err(err) => {
+            let moved_to = quarantine(path, now)?;
+            Ok(StateFile::Quarantined {
+                moved_to,
+                reason: err.to_string(),
+            })
+        }
+    }
+}
+
+fn parent_dir(path: &Path) -> &Path {
+    path.parent().unwrap_or(Path::new("."))
+}
+
+fn temp_path_for(path: &Path) -> PathBuf {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let counter = TEMP_COUNTER.fetch_add(1, Ordering::Relaxed);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    parent_dir(path).join(format!(
+        ".{name}.{}.{nanos:08x}{counter}.tmp",
+        std::process::id()
+    ))
+}
+
+/// Whether `name` is one of the temporary files [`atomic_replace`] writes.
+pub fn is_temp_file_name(name: &str) -> bool {
+    name.starts_with('.') && name.ends_with(".tmp")
+}
+
+fn sync_dir(dir: &Path) -> io::Result<()> {
+    let dir = if dir.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        dir
+    };
+    File::open(dir)?.sync_all()
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,298 @@
+use super::*;
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+
+/// Re-runs this test binary as a worker process executing one test by name;
+/// the worker branch of that test reads its job from the environment.
+fn spawn_worker(test_name: &str, envs: &[(&str, String)]) -> std::process::Child {
+    let exe = std::env::current_exe().expect("test binary path");
+    let mut cmd = Command::new(exe);
+    cmd.args([
+        test_name,
+        "--exact",
+        "--nocapture",
+        "--test-threads=1",
+        "-q",
+    ])
+    .stdout(Stdio::piped())
+    .stderr(Stdio::inherit());
+    for (k, v) in envs {
+        cmd.env(k, v);
+    }
+    cmd.spawn().expect("spawn worker")
+}
+
+fn payload(worker: usize, seq: usize) -> String {
+    // Lengths vary from a few bytes to ~3 KB so some appends cross page
+    // boundaries; the content is derived from (worker, seq) so the reader can
+    // check every byte.
+    let len = (worker * 7919 + seq * 104_729) % 3000;
+    let ch = (b'a' + ((worker + seq) % 26) as u8) as char;
+    std::iter::repeat_n(ch, len).collect()
+}
+
+const APPEND_WORKERS: usize = 16;
+const APPENDS_PER_WORKER: usize = 500;
+
+#[test]
+fn locked_append_from_16_processes_keeps_every_line_intact() {
+    if let Ok(target) = std::env::var("ALMANAC_TEST_APPEND_TARGET") {
+        let worker: usize = std::env::var("ALMANAC_TEST_WORKER_ID")
+            .unwrap()
+            .parse()
+            .unwrap();
+        for seq in 0..APPENDS_PER_WORKER {
+            let line = format!("w{worker:02} s{seq:04} {}\n", payload(worker, seq));
+            locked_append(Path::new(&target), line.as_bytes(), 0o600, false).unwrap();
+        }
+        return;
+    }
+
+    let dir = tempfile::tempdir().unwrap();
+    let target = dir.path().join("nested").join("log.md");
+    let children: Vec<_> = (0..APPEND_WORKERS)
+        .map(|id| {
+            spawn_worker(
+                "durable::tests::locked_append_from_16_processes_keeps_every_line_intact",
+                &[
+                    ("ALMANAC_TEST_APPEND_TARGET", target.display().to_string()),
+                    ("ALMANAC_TEST_WORKER_ID", id.to_string()),
+                ],
+            )
+        })
+        .collect();
+    for mut child in children {
+        assert!(child.wait().unwrap().success());
+    }
+
+    let text = fs::read_to_string(&target).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), APPEND_WORKERS * APPENDS_PER_WORKER);
+    let mut next_seq = [0usize; APPEND_WORKERS];
+    for line in lines {
+        let mut parts = line.splitn(3, ' ');
+        let worker: usize = parts.next().unwrap()[1..].parse().expect(line);
+        let seq: usize = parts.next().unwrap()[1..].parse().expect(line);
+        let body = parts.next().unwrap_or("");
+        assert_eq!(
+            seq, next_seq[worker],
+            "lines of worker {worker} out of order"
+        );
+        assert_eq!(body, payload(worker, seq), "line body corrupted");
+        next_seq[worker] += 1;
+    }
+    assert!(next_seq.iter().all(|&n| n == APPENDS_PER_WORKER));
+    let mode = fs::metadata(&target).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600);
+    let dir_mode = fs::metadata(target.parent().unwrap())
+        .unwrap()
+        .permissions()
+        .mode()
+        & 0o777;
+    assert_eq!(dir_mode, 0o700);
+}
+
+/// A self-checking document: a header with the body length and a checksum.
+fn replace_content(round: u64) -> Vec<u8> {
+    let len = 50_000 + (round as usize * 7_777) % 900_000;
+    let body: Vec<u8> = (0..len)
+        .map(|i| b'a' + ((i as u64 + round) % 26) as u8)
+        .collect();
+    let sum: u64 = body.iter().map(|&b| b as u64).sum();
+    let mut out = format!("len={len} sum={sum}\n").into_bytes();
+    out.extend_from_slice(&body);
+    out
+}
+
+fn verify_content(bytes: &[u8]) -> Result<(), String> {
+    let newline = bytes
+        .iter()
+        .position(|&b| b == b'\n')
+        .ok_or("no header line")?;
+    let header = std::str::from_utf8(&bytes[..newline]).map_err(|e| e.to_string())?;
+    let mut len = None;
+    let mut sum = None;
+    for part in header.split(' ') {
+        if let Some(v) = part.strip_prefix("len=") {
+            len = v.parse::<usize>().ok();
+        }
+        if let Some(v) = part.strip_prefix("sum=") {
+            sum = v.parse::<u64>().ok();
+        }
+    }
+    let body = &bytes[newline + 1..];
+    if Some(body.len()) != len {
+        return Err(format!("length {} != header {len:?}", body.len()));
+    }
+    let actual: u64 = body.iter().map(|&b| b as u64).sum();
+    if Some(actual) != sum {
+        return Err("checksum mismatch".into());
+    }
+    Ok(())
+}
+
+#[test]
+fn atomic_replace_survives_kill_at_random_points() {
+    if let Ok(target) = std::env::var("ALMANAC_TEST_REPLACE_TARGET") {
+        let mut out = io::stdout().lock();
+        for round in 0u64.. {
+            atomic_replace(Path::new(&target), &replace_content(round), 0o600).unwrap();
+            writeln!(out, "round={round}").unwrap();
+            out.flush().unwrap();
+        }
+        return;
+    }
+
+    let dir = tempfile::tempdir().unwrap();
+    let target = dir.path().join("state.json");
+    // A small deterministic generator picks how many completed writes to
+    // wait for before the kill, so the kill lands in a different phase of
+    // the next write each round without relying on sleeps.
+    let mut seed: u64 = 0x9E37_79B9_7F4A_7C15;
+    let mut next = || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    for round in 0..25 {
+        let mut child = spawn_worker(
+            "durable::tests::atomic_replace_survives_kill_at_random_points",
+            &[("ALMANAC_TEST_REPLACE_TARGET", target.display().to_string())],
+        );
+        let wait_for = 1 + (next() % 4) as usize;
+        let stdout = child.stdout.take().unwrap();
+        let mut lines = BufReader::new(stdout).lines();
+        let mut seen = 0;
+        while seen < wait_for {
+            let line = lines.next().expect("worker output").unwrap();
+            // The test harness prints its own lines too; count only ours.
+            if line.starts_with("round=") {
+                seen += 1;
+            }
+        }
+        child.kill().unwrap(); // SIGKILL
+        child.wait().unwrap();
+        let bytes = fs::read(&target).expect("target must exist after a completed write");
+        if let Err(why) = verify_content(&bytes) {
+            panic!("round {round}: target is partial or corrupt: {why}");
+        }
+    }
+}
+
+#[test]
+fn atomic_replace_keeps_existing_mode_and_creates_private_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let fresh = dir.path().join("sub").join("fresh.json");
+    atomic_replace(&fresh, b"{}", 0o600).unwrap();
+    assert_eq!(
+        fs::metadata(&fresh).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+    assert_eq!(
+        fs::metadata(fresh.parent().unwrap())
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o777,
+        0o700
+    );
+
+    let shared = dir.path().join("shared.md");
+    fs::write(&shared, "old").unwrap();
+    fs::set_permissions(&shared, fs::Permissions::from_mode(0o644)).unwrap();
+    atomic_replace(&shared, b"new", 0o600).unwrap();
+    assert_eq!(fs::read_to_string(&shared).unwrap(), "new");
+    assert_eq!(
+        fs::metadata(&shared).unwrap().permissions().mode() & 0o777,
+        0o644
+    );
+    let leftovers: Vec<_> = fs::read_dir(dir.path())
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| is_temp_file_name(&e.file_name().to_string_lossy()))
+        .collect();
+    assert!(leftovers.is_empty(), "temp files left behind");
+}
+
+#[test]
+fn locked_append_starts_a_fresh_line_after_a_torn_write() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("daily.md");
+    fs::write(&path, "- complete\n- torn without newline").unwrap();
+    locked_append(&path, b"- next\n", 0o600, true).unwrap();
+    assert_eq!(
+        fs::read_to_string(&path).unwrap(),
+        "- complete\n- torn without newline\n- next\n"
+    );
+}
+
+#[test]
+fn quarantine_moves_the_file_aside_with_a_unique_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("heartbeat.json");
+    let now: jiff::Timestamp = "2026-11-29T17:06:52Z".parse().unwrap();
+    fs::write(&path, "{broken").unwrap();
+    let first = quarantine(&path, now).unwrap();
+    assert_eq!(
+        first.file_name().unwrap(),
+        "heartbeat.json.corrupt-20261129T170652Z"
+    );
+    assert!(!path.exists());
+    fs::write(&path, "{again").unwrap();
+    let second = quarantine(&path, now).unwrap();
+    assert_eq!(
+        second.file_name().unwrap(),
+        "heartbeat.json.corrupt-20261129T170652Z-2"
+    );
+    assert_eq!(fs::read_to_string(&first).unwrap(), "{broken");
+    assert_eq!(fs::read_to_string(&second).unwrap(), "{again");
+}
+
+#[test]
+fn read_state_file_quarantines_what_does_not_parse() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("state.json");
+    let now = jiff::Timestamp::UNIX_EPOCH;
+    let parse = |b: &[u8]| serde_json::from_slice::<serde_json::Value>(b);
+    assert!(matches!(
+        read_state_file(&path, now, parse).unwrap(),
+        StateFile::Missing
+    ));
+    fs::write(&path, b"{\"ok\":1}").unwrap();
+    assert!(matches!(
+        read_state_file(&path, now, parse).unwrap(),
+        StateFile::Loaded(_)
+    ));
+    fs::write(&path, b"\xff\xfe not json").unwrap();
+    match read_state_file(&path, now, parse).unwrap() {
+        StateFile::Quarantined { moved_to, reason } => {
+            assert!(moved_to.exists());
+            assert!(!path.exists());
+            assert!(!reason.is_empty());
+        }
+        other => panic!("expected quarantine, got {other:?}"),
+    }
+}
+
+#[test]
+fn with_file_lock_serialises_read_modify_write_across_threads() {
+    let dir = tempfile::tempdir().unwrap();
+    let counter = dir.path().join("counter.txt");
+    let lock = dir.path().join("counter.txt.lock");
+    atomic_replace(&counter, b"0", 0o600).unwrap();
+    std::thread::scope(|s| {
+        for _ in 0..8 {
+            s.spawn(|| {
+                for _ in 0..50 {
+                    with_file_lock(&lock, || {
+                        let n: u64 = fs::read_to_string(&counter).unwrap().parse().unwrap();
+                        atomic_replace(&counter, (n + 1).to_string().as_bytes(), 0o600).unwrap();
+                    })
+                    .unwrap();
+                }
+            });
+        }
+    });
+    assert_eq!(fs::read_to_string(&counter).unwrap(), "400");
+}

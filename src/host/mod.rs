@@ -1,0 +1,229 @@
+//! What the host gives a command: environment variables, home directory,
+//! working directory and the current time.
+//!
+//! Invariants: nothing below the CLI reads `std::env` or the system clock
+//! directly; it receives a [`Host`]. Tests build one by hand, so every
+//! behaviour that depends on the environment or on "now" is reproducible.
+//! All boolean environment values go through [`parse_bool`], so `SECURITY=0`,
+//! `SECURITY=false` and `SECURITY=off` mean the same thing everywhere.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use jiff::ZonedDateTime;
+
+/// A snapshot of the process environment and clock.
+#[derive(Debug, Clone)]
+pub struct Host {
+    vars: BTreeMap<String, String>,
+    pub home: Option<PathBuf>,
+    pub cwd: PathBuf,
+    /// The current instant in the host's time zone.
+    pub now: ZonedDateTime,
+}
+
+impl Host {
+    /// Reads the real process environment. `ALMANAC_NOW` (an RFC 3339
+    /// timestamp, optionally with a `[Zone/Name]` suffix) fixes the clock for
+    /// reproducible runs.
+    pub fn from_process() -> Result<Host, HostError> {
+        let vars: BTreeMap<String, String> = std::env::vars_os()
+            .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+            .collect();
+        let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
+        let home = vars
+            .get("HOME")
+            .filter(|h| !h.is_empty())
+            .map(PathBuf::from)
+            .or_else(std::env::home_dir);
+        let now = match vars.get("ALMANAC_NOW").filter(|v| !v.is_empty()) {
+            Some(text) => parse_now(text)?,
+            None => ZonedDateTime::now(),
+        };
+        Ok(Host {
+            vars,
+            home,
+            cwd,
+            now,
+        })
+    }
+
+    /// A host with exactly the given variables, for tests.
+    pub fn with_vars<I, K, V>(vars: I, home: &Path, cwd: &Path, now: ZonedDateTime) -> Host
+    where
+        I: IntoIterator<Item = (K, V)>,
+        K: Into<String>,
+        V: Into<String>,
+    {
+        Host {
+            vars: vars
+                .into_iter()
+                .map(|(k, v)| (k.into(), v.into()))
+                .collect(),
+            home: Some(home.to_path_buf()),
+            cwd: cwd.to_path_buf(),
+            now,
+        }
+    }
+
+    /// The value of a variable; empty values count as unset.
+    pub fn var(&self, name: &str) -> Option<&str> {
+        self.vars
+            .get(name)
+            .map(String::as_str)
+            .filter(|v| !v.is_empty())
+    }
+
+    /// The value of a variable, including an explicitly empty one.
+    pub fn raw_var(&self, name: &str) -> Option<&str> {
+        self.vars.get(name).map(String::as_str)
+    }
+
+    /// A boolean variable: `None` when unset or unparseable.
+    pub fn flag(&self, name: &str) -> Option<bool> {
+        self.var(name).and_then(parse_bool)
+    }
+
+    /// All variables, for handing a filtered environment to children.
+    pub fn vars(&self) -> &BTreeMap<String, String> {
+        &self.vars
+    }
+
+    /// Replaces the clock (the `--now` flag).
+    pub fn set_now(&mut self, now: ZonedDateTime) {
+        self.now = now;
+    }
+
+    /// Expands a leading `~` and makes `path` absolute against the working
+    /// directory.
+    pub fn resolve_path(&self, path: &str) -> PathBuf {
+        let expanded = match (path.strip_prefix('~'), &self.home) {
+            (Some(""), Some(home)) => home.clone(),
+            (Some(rest), Some(home)) if rest.starts_with('/') => {
+                home.join(rest.trim_start_matches('/'))
+            }
+            _ => PathBuf::from(path),
+        };
+        if expanded.is_absolute() {
+            expanded
+        } else {
+            self.cwd.join(expanded)
+        }
+    }
+
+    /// Shows `path` with the home directory as `~`.
+    pub fn tilde(&self, path: &Path) -> String {
+        match &self.home {
+            Some(home) => match path.strip_prefix(home) {
+                Ok(rest) if rest.as_os_str().is_empty() => "~".to_string(),
+                Ok(rest) => format!("~/{}", rest.display()),
+                Err(_) => path.display().to_string(),
+            },
+            None => path.display().to_string(),
+        }
+    }
+}
+
+/// Errors reading the host environment.
+#[derive(Debug, thiserror::Error)]
+pub enum HostError {
+    #[error("invalid time `{0}`: expected an RFC 3339 timestamp such as 2026-11-29T09:00:00+01:00")]
+    BadNow(String),
+}
+
+/// Parses a `--now` / `ALMANAC_NOW` value: RFC 3339 with offset, optionally
+/// with a bracketed IANA zone; a value without a zone is read in the host's
+/// zone.
+pub fn parse_now(text: &str) -> Result<ZonedDateTime, HostError> {
+    let text = text.trim();
+    if let Ok(zoned) = text.parse::<ZonedDateTime>() {
+        return Ok(zoned);
+    }
+    if let Ok(ts) = text.parse::<jiff::Timestamp>() {
+        return Ok(ts.to_zoned_datetime(jiff::tz::TimeZone::system()));
+    }
+    if let Ok(dt) = text.parse::<jiff::civil::DateTime>() {
+        return dt
+            .to_zoned_datetime(jiff::tz::TimeZone::system())
+            .map_err(|_| HostError::BadNow(text.to_string()));
+    }
+    Err(HostError::BadNow(text.to_string()))
+}
+
+/// The one parser for boolean settings: `1/true/yes/on` and
+/// `0/false/no/off`, case-insensitive, surrounding whitespace ignored.
+pub fn parse_bool(text: &str) -> Option<bool> {
+    match text.trim().to_ascii_lowercase().as_str() {
+        "1" | "true" | "yes" | "on" => Some(true),
+        "0" | "false" | "no" | "off" => Some(false),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn host() -> Host {
+        Host::with_vars(
+            [("EMPTY", ""), ("FLAG", " Off ")],
+            Path::new("/home/u"),
+            Path::new("/work"),
+            "2026-11-29T09:00:00+00:00[UTC]".parse().unwrap(),
+        )
+    }
+
+    #[test]
+    fn bool_values_table() {
+        for (text, want) in [
+            ("1", Some(true)),
+            ("TRUE", Some(true)),
+            ("yes", Some(true)),
+            ("On", Some(true)),
+            ("0", Some(false)),
+            ("false", Some(false)),
+            (" no ", Some(false)),
+            ("OFF", Some(false)),
+            ("", None),
+            ("2", None),
+            ("maybe", None),
+        ] {
+            assert_eq!(parse_bool(text), want, "{text:?}");
+        }
+    }
+
+    #[test]
+    fn empty_variables_count_as_unset_except_raw() {
+        let h = host();
+        assert_eq!(h.var("EMPTY"), None);
+        assert_eq!(h.raw_var("EMPTY"), Some(""));
+        assert_eq!(h.flag("FLAG"), Some(false));
+        assert_eq!(h.flag("MISSING"), None);
+    }
+
+    #[test]
+    fn paths_expand_tilde_and_become_absolute() {
+        let h = host();
+        for (input, want) in [
+            ("~", "/home/u"),
+            ("~/x/y", "/home/u/x/y"),
+            ("rel/dir", "/work/rel/dir"),
+            ("/abs", "/abs"),
+            ("~other", "/work/~other"),
+        ] {
+            assert_eq!(h.resolve_path(input), PathBuf::from(want), "{input}");
+        }
+        assert_eq!(h.tilde(Path::new("/home/u/.almanac")), "~/.almanac");
+        assert_eq!(h.tilde(Path::new("/home/u")), "~");
+        assert_eq!(h.tilde(Path::new("/elsewhere")), "/elsewhere");
+    }
+
+    #[test]
+    fn now_accepts_rfc3339_with_and_without_zone() {
+        let z = parse_now("2026-11-29T09:00:00+01:00[Europe/Paris]").unwrap();
+        assert_eq!(z.time_zone().iana_name(), Some("Europe/Paris"));
+        let ts = parse_now("2026-11-29T08:00:00Z").unwrap();
+        assert_eq!(ts.timestamp(), z.timestamp());
+        assert!(parse_now("yesterday").is_err());
+    }
+}

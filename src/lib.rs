@@ -1,0 +1,14 @@
+//! almanac: the memory, time and skills core of a personal AI agent.
+//!
+//! See `ARCHITECTURE.md` for the map of modules and their invariants.
+
+pub mod app;
+pub mod cli;
+pub mod config;
+pub mod durable;
+pub mod host;
+pub mod paths;
+pub mod store;
+
+#[cfg(test)]
+mod architecture_tests;

@@ -1,0 +1,407 @@
+//! SQLite storage: the canonical state store and the derived indexes.
+//!
+//! Invariants:
+//! * This module alone holds SQL DDL. Schemas are embedded, append-only
+//!   migrations (`migrations/<db>/NNNN_name.sql`); an applied migration is
+//!   never edited (its checksum is recorded and verified).
+//! * One connection policy for every database: WAL journal, 5 s busy
+//!   timeout, foreign keys on, files 0600 in 0700 directories.
+//! * [`StoreKind::State`] is canonical (never deleted automatically);
+//!   [`StoreKind::Index`] is derived from Markdown and safe to delete: when
+//!   it is corrupt or from a newer almanac it is removed and rebuilt.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use rusqlite::{Connection, OpenFlags, OptionalExtension};
+
+use crate::durable;
+use crate::paths::fnv1a64;
+
+/// One embedded migration.
+#[derive(Debug, Clone, Copy)]
+pub struct Migration {
+    pub version: u32,
+    pub name: &'static str,
+    pub sql: &'static str,
+}
+
+const STATE_MIGRATIONS: &[Migration] = &[Migration {
+    version: 1,
+    name: "init",
+    sql: include_str!("migrations/state/0001_init.sql"),
+}];
+
+const INDEX_MIGRATIONS: &[Migration] = &[];
+
+/// Which database a [`Store`] is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StoreKind {
+    /// Canonical data.
+    State,
+    /// Derived, rebuildable index.
+    Index,
+}
+
+impl StoreKind {
+    pub fn migrations(self) -> &'static [Migration] {
+        match self {
+            StoreKind::State => STATE_MIGRATIONS,
+            StoreKind::Index => INDEX_MIGRATIONS,
+        }
+    }
+
+    fn label(self) -> &'static str {
+        match self {
+            StoreKind::State => "state store",
+            StoreKind::Index => "index",
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("cannot open the {kind} at {}", path.display())]
+    Open {
+        kind: &'static str,
+        path: PathBuf,
+        #[source]
+        source: rusqlite::Error,
+    },
+    #[error("cannot create the directory of {}", path.display())]
+    Dir {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("the {kind} at {} has schema version {found}, newer than this almanac knows ({known}); upgrade almanac", path.display())]
+    TooNew {
+        kind: &'static str,
+        path: PathBuf,
+        found: u32,
+        known: u32,
+    },
+    #[error(
+        "migration {version} ({name}) of the {kind} was changed after it was applied; migrations are append-only"
+    )]
+    Tampered {
+        kind: &'static str,
+        version: u32,
+        name: String,
+    },
+    #[error("migration {version} ({name}) of the {kind} failed")]
+    Migrate {
+        kind: &'static str,
+        version: u32,
+        name: &'static str,
+        #[source]
+        source: rusqlite::Error,
+    },
+    #[error(transparent)]
+    Sql(#[from] rusqlite::Error),
+}
+
+/// An open database with its schema up to date.
+pub struct Store {
+    pub conn: Connection,
+    pub path: PathBuf,
+    pub kind: StoreKind,
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store")
+            .field("path", &self.path)
+            .field("kind", &self.kind)
+            .finish()
+    }
+}
+
+impl Store {
+    /// Opens (creating if needed) and migrates the database at `path`.
+    /// A derived index that is corrupt or too new is deleted and recreated.
+    pub fn open(path: &Path, kind: StoreKind) -> Result<Store, StoreError> {
+        match Self::open_once(path, kind) {
+            Ok(store) => Ok(store),
+            Err(err) if kind == StoreKind::Index && is_rebuildable(&err) => {
+                tracing::warn!(path = %path.display(), error = %err, "rebuilding the derived index");
+                remove_database_files(path);
+                Self::open_once(path, kind)
+            }
+            Err(err) => Err(err),
+        }
+    }
+
+    fn open_once(path: &Path, kind: StoreKind) -> Result<Store, StoreError> {
+        if let Some(parent) = path.parent() {
+            durable::create_private_dir_all(parent).map_err(|source| StoreError::Dir {
+                path: parent.to_path_buf(),
+                source,
+            })?;
+        }
+        let created = !path.exists();
+        let open_err = |source| StoreError::Open {
+            kind: kind.label(),
+            path: path.to_path_buf(),
+            source,
+        };
+        let conn = Connection::open_with_flags(
+            path,
+            OpenFlags::SQLITE_OPEN_READ_WRITE
+                | OpenFlags::SQLITE_OPEN_CREATE
+                | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )
+        .map_err(open_err)?;
+        if created {
+            use std::os::unix::fs::PermissionsExt;
+            let _ = std::fs::set_permissions(
+                path,
+                std::fs::Permissions::from_mode(durable::PRIVATE_FILE_MODE),
+            );
+        }
+        configure(&conn, kind).map_err(open_err)?;
+        let mut store = Store {
+            conn,
+            path: path.to_path_buf(),
+            kind,
+        };
+        store.migrate()?;
+        Ok(store)
+    }
+
+    /// Opens an existing database read-only without migrating; `None` when
+    /// it does not exist. For inspection (`status`) that must not create or
+    /// change anything.
+    pub fn open_existing_read_only(path: &Path) -> Result<Option<Connection>, StoreError> {
+        if !path.exists() {
+            return Ok(None);
+        }
+        let conn = Connection::open_with_flags(
+            path,
+            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )
+        .map_err(|source| StoreError::Open {
+            kind: "database",
+            path: path.to_path_buf(),
+            source,
+        })?;
+        conn.busy_timeout(Duration::from_secs(5))?;
+        Ok(Some(conn))
+    }
+
+    /// The schema version (`PRAGMA user_version`).
+    pub fn schema_version(conn: &Connection) -> Result<u32, StoreError> {
+        Ok(conn.query_row("PRAGMA user_version", [], |r| r.get(0))?)
+    }
+
+    fn migrate(&mut self) -> Result<(), StoreError> {
+        let migrations = self.kind.migrations();
+        let known = migrations.last().map_or(0, |m| m.version);
+        let current = Self::schema_version(&self.conn)?;
+        if current == known {
+            return Ok(());
+        }
+        if current > known {
+            return Err(StoreError::TooNew {
+                kind: self.kind.label(),
+                path: self.path.clone(),
+                found: current,
+                known,
+            });
+        }
+        let kind = self.kind.label();
+        let tx = self.conn.transaction()?;
+        tx.execute_batch(
+            "CREATE TABLE IF NOT EXISTS schema_migrations (
+                 version    INTEGER PRIMARY KEY,
+                 name       TEXT NOT NULL,
+                 checksum   TEXT NOT NULL,
+                 applied_at INTEGER NOT NULL
+             ) STRICT;",
+        )?;
+        for m in migrations.iter().filter(|m| m.version <= current) {
+            let recorded: Option<String> = tx
+                .query_row(
+                    "SELECT checksum FROM schema_migrations WHERE version = ?1",
+                    [m.version],
+                    |r| r.get(0),
+                )
+                .optional()?;
+            if recorded.is_some_and(|c| c != checksum(m.sql)) {
+                return Err(StoreError::Tampered {
+                    kind,
+                    version: m.version,
+                    name: m.name.to_string(),
+                });
+            }
+        }
+        for m in migrations.iter().filter(|m| m.version > current) {
+            tx.execute_batch(m.sql)
+                .map_err(|source| StoreError::Migrate {
+                    kind,
+                    version: m.version,
+                    name: m.name,
+                    source,
+                })?;
+            tx.execute(
+                "INSERT INTO schema_migrations (version, name, checksum, applied_at)
+                 VALUES (?1, ?2, ?3, unixepoch())",
+                rusqlite::params![m.version, m.name, checksum(m.sql)],
+            )?;
+        }
+        tx.pragma_update(None, "user_version", known)?;
+        tx.commit()?;
+        Ok(())
+    }
+}
+
+fn configure(conn: &Connection, kind: StoreKind) -> rusqlite::Result<()> {
+    conn.busy_timeout(Duration::from_secs(5))?;
+    conn.pragma_update(None, "journal_mode", "WAL")?;
+    // The canonical store syncs every commit; a derived index can be
+    // rebuilt, so it trades the last commit on power loss for speed.
+    let synchronous = match kind {
+        StoreKind::State => "FULL",
+        StoreKind::Index => "NORMAL",
+    };
+    conn.pragma_update(None, "synchronous", synchronous)?;
+    conn.pragma_update(None, "foreign_keys", true)?;
+    Ok(())
+}
+
+fn is_rebuildable(err: &StoreError) -> bool {
+    match err {
+        StoreError::TooNew { .. } | StoreError::Tampered { .. } | StoreError::Migrate { .. } => {
+            true
+        }
+        StoreError::Open { source, .. } => matches!(
+            source.sqlite_error_code(),
+            Some(rusqlite::ErrorCode::NotADatabase) | Some(rusqlite::ErrorCode::DatabaseCorrupt)
+        ),
+        StoreError::Sql(source) => matches!(
+            source.sqlite_error_code(),
+            Some(rusqlite::ErrorCode::NotADatabase) | Some(rusqlite::ErrorCode::DatabaseCorrupt)
+        ),
+        StoreError::Dir { .. } => false,
+    }
+}
+
+/// Deletes a database and its WAL/SHM side files.
+pub fn remove_database_files(path: &Path) {
+    for suffix in ["", "-wal", "-shm", "-journal"] {
+        let mut name = path.as_os_str().to_os_string();
+        name.push(suffix);
+        let _ = std::fs::remove_file(PathBuf::from(name));
+    }
+}
+
+/// The recorded checksum of a migration's SQL.
+pub fn checksum(sql: &str) -> String {
+    format!("{:016x}", fnv1a64(sql.as_bytes()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn migrations_are_contiguous_and_pinned() {
+        // Append-only: changing an applied migration breaks every existing
+        // store, so the checksums of released migrations are pinned here.
+        // Add a line for a new migration; never edit one.
+        let pinned: &[(StoreKind, u32, &str)] = &[(StoreKind::State, 1, "c2995823ad9504f4")];
+        for kind in [StoreKind::State, StoreKind::Index] {
+            for (i, m) in kind.migrations().iter().enumerate() {
+                assert_eq!(m.version as usize, i + 1, "{kind:?} versions must be 1..N");
+            }
+        }
+        for (kind, version, sum) in pinned {
+            let m = kind.migrations()[*version as usize - 1];
+            assert_eq!(
+                checksum(m.sql),
+                *sum,
+                "{kind:?} migration {version} was edited"
+            );
+        }
+    }
+
+    #[test]
+    fn open_creates_a_private_wal_database_and_is_idempotent() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("state").join("almanac.sqlite");
+        let store = Store::open(&path, StoreKind::State).unwrap();
+        let mode: String = store
+            .conn
+            .query_row("PRAGMA journal_mode", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(mode, "wal");
+        assert_eq!(Store::schema_version(&store.conn).unwrap(), 1);
+        store
+            .conn
+            .execute("INSERT INTO meta (key, value) VALUES ('k', 'v')", [])
+            .unwrap();
+        drop(store);
+        use std::os::unix::fs::PermissionsExt;
+        let file_mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(file_mode, 0o600);
+        let again = Store::open(&path, StoreKind::State).unwrap();
+        let v: String = again
+            .conn
+            .query_row("SELECT value FROM meta WHERE key = 'k'", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(v, "v");
+        let applied: i64 = again
+            .conn
+            .query_row("SELECT count(*) FROM schema_migrations", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(applied, 1);
+    }
+
+    #[test]
+    fn canonical_store_from_a_newer_version_is_refused_not_deleted() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("almanac.sqlite");
+        {
+            let conn = Connection::open(&path).unwrap();
+            conn.execute_batch("CREATE TABLE precious (x); PRAGMA user_version = 99;")
+                .unwrap();
+        }
+        let err = Store::open(&path, StoreKind::State).unwrap_err();
+        assert!(matches!(err, StoreError::TooNew { found: 99, .. }), "{err}");
+        let conn = Connection::open(&path).unwrap();
+        let n: i64 = conn
+            .query_row(
+                "SELECT count(*) FROM sqlite_master WHERE name = 'precious'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(n, 1, "canonical data must survive");
+    }
+
+    #[test]
+    fn corrupt_derived_index_is_rebuilt() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("index").join("ws.sqlite");
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(
+            &path,
+            b"this is not a sqlite database at all, just junk bytes....",
+        )
+        .unwrap();
+        let store = Store::open(&path, StoreKind::Index).unwrap();
+        let mode: String = store
+            .conn
+            .query_row("PRAGMA journal_mode", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(mode, "wal");
+    }
+
+    #[test]
+    fn read_only_inspection_creates_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("missing.sqlite");
+        assert!(Store::open_existing_read_only(&path).unwrap().is_none());
+        assert!(!path.exists());
+    }
+}

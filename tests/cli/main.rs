@@ -1,0 +1,5 @@
+//! The one integration test binary: runs the real `almanac` executable in a
+//! temporary home directory with a clean environment.
+
+mod common;
+mod foundation;
