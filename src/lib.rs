@@ -6,7 +6,9 @@ pub mod app;
 pub mod cli;
 pub mod config;
 pub mod durable;
+pub mod heartbeat;
 pub mod host;
+pub mod memory;
 pub mod paths;
 pub mod store;
 

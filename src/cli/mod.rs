@@ -9,8 +9,10 @@
 //!   `  caused by: <cause>` line per underlying cause.
 
 mod config_cmd;
+mod heartbeat_cmd;
 mod logging;
 mod output;
+mod session_memory_cmd;
 mod status_cmd;
 
 use std::process::ExitCode;
@@ -70,6 +72,12 @@ enum Command {
     /// Read and edit config.json5
     #[command(subcommand)]
     Config(config_cmd::ConfigCommand),
+    /// OpenClaw-style markdown session memory (Arka's commands)
+    #[command(subcommand, name = "session-memory", alias = "session_memory")]
+    SessionMemory(session_memory_cmd::SessionMemoryCommand),
+    /// The activity heartbeat (heartbeat.json)
+    #[command(subcommand)]
+    Heartbeat(heartbeat_cmd::HeartbeatCommand),
     /// Print a shell completion script
     Completions {
         #[arg(value_enum)]
@@ -129,6 +137,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Status(flag) => status_cmd::run(&options, &host, flag),
         Command::Config(cmd) => config_cmd::run(cmd, &options, host),
+        Command::SessionMemory(cmd) => session_memory_cmd::run(cmd, &load_app(&options, host)?),
+        Command::Heartbeat(cmd) => heartbeat_cmd::run(cmd, &load_app(&options, host)?),
         Command::Completions { shell } => {
             let mut cmd = Cli::command();
             clap_complete::generate(shell, &mut cmd, "almanac", &mut std::io::stdout());
@@ -141,6 +151,6 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
 fn load_app(options: &GlobalOptions, host: Host) -> anyhow::Result<App> {
     let app = App::load(options, host).map_err(output::classify_load_error)?;
     logging::init_from_config(app.config.config.logging.level);
-    output::print_config_warnings(&app.config.file);
+    output::print_config_warnings(&app.config);
     Ok(app)
 }

@@ -4,7 +4,7 @@ use std::io::Write;
 
 use serde::Serialize;
 
-use crate::config::ConfigFile;
+use crate::config::LoadedConfig;
 use crate::paths::PathError;
 
 /// An error caused by how the command was invoked (exit code 2).
@@ -45,9 +45,14 @@ pub fn print_error(err: &anyhow::Error) {
     }
 }
 
-/// One warning line per unknown config key.
-pub fn print_config_warnings(file: &ConfigFile) {
+/// One warning line per unknown config key and per setting that could not
+/// be used as given.
+pub fn print_config_warnings(config: &LoadedConfig) {
+    let file = &config.file;
     let mut stderr = std::io::stderr().lock();
+    for warning in &config.warnings {
+        let _ = writeln!(stderr, "warning: {warning}");
+    }
     for key in &file.unknown_keys {
         let _ = writeln!(
             stderr,

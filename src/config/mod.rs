@@ -42,6 +42,9 @@ pub enum Origin {
 pub struct Config {
     pub agents: AgentsConfig,
     pub logging: LoggingConfig,
+    pub memory: MemoryConfig,
+    pub security: SecurityConfig,
+    pub activity: ActivityConfig,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -81,8 +84,115 @@ pub enum LogLevel {
     Trace,
 }
 
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct MemoryConfig {
+    pub session: SessionMemoryConfig,
+}
+
+/// Session memory (`almanac session-memory …`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct SessionMemoryConfig {
+    /// `SESSION_MEMORY`: off refuses appends and empties the context.
+    pub enabled: bool,
+    /// `SESSION_MEMORY_DIR`: the memory root; default the workspace.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dir: Option<String>,
+    /// `MEMORY_LONGTERM_MAX_LINES`: MEMORY.md is pruned (whole entries,
+    /// oldest first, archived) when it grows past this many lines.
+    pub long_term_max_lines: u32,
+    /// `MEMORY_AUTO_LONGTERM`: every append is a long-term note.
+    pub auto_long_term: bool,
+    /// Longest note accepted, in characters.
+    pub max_note_chars: u32,
+    /// Default token budget of `session-memory context`.
+    pub context_budget_tokens: u32,
+}
+
+impl Default for SessionMemoryConfig {
+    fn default() -> Self {
+        SessionMemoryConfig {
+            enabled: true,
+            dir: None,
+            long_term_max_lines: 100,
+            auto_long_term: false,
+            max_note_chars: 16_000,
+            context_budget_tokens: 600,
+        }
+    }
+}
+
+/// Safety switches, shared with Arka's environment variables.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct SecurityConfig {
+    /// `SECURITY`: master switch of the checks below.
+    pub enabled: bool,
+    /// `SECURITY_LLM`: model-assisted checks (reported; almanac's memory
+    /// gate does not depend on a model).
+    pub llm: bool,
+    /// `SECURITY_SANITIZE`: the prompt-injection gate on memory notes.
+    pub sanitize: bool,
+    /// `SECURITY_ACTIONS`: confirmation of risky actions (reported).
+    pub actions: bool,
+}
+
+impl Default for SecurityConfig {
+    fn default() -> Self {
+        SecurityConfig {
+            enabled: true,
+            llm: true,
+            sanitize: true,
+            actions: true,
+        }
+    }
+}
+
+impl SecurityConfig {
+    /// Whether notes are checked for prompt injection before they are
+    /// stored.
+    pub fn memory_gate(&self) -> bool {
+        self.enabled && self.sanitize
+    }
+}
+
+/// The activity heartbeat (`heartbeat.json`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct ActivityConfig {
+    /// `HEARTBEAT_HISTORY`: events kept in the history ring (1–100).
+    pub history_size: u32,
+    /// `AGENT_NAME`: the `agent` field.
+    pub agent_name: String,
+}
+
+impl Default for ActivityConfig {
+    fn default() -> Self {
+        ActivityConfig {
+            history_size: 20,
+            agent_name: "almanac".to_string(),
+        }
+    }
+}
+
 /// Environment variables that set a config key (the env layer).
-pub const ENV_KEYS: &[(&str, &str)] = &[("ALMANAC_WORKSPACE", "agents.defaults.workspace")];
+pub const ENV_KEYS: &[(&str, &str)] = &[
+    ("ALMANAC_WORKSPACE", "agents.defaults.workspace"),
+    ("SESSION_MEMORY", "memory.session.enabled"),
+    ("SESSION_MEMORY_DIR", "memory.session.dir"),
+    (
+        "MEMORY_LONGTERM_MAX_LINES",
+        "memory.session.longTermMaxLines",
+    ),
+    ("MEMORY_AUTO_LONGTERM", "memory.session.autoLongTerm"),
+    ("SECURITY", "security.enabled"),
+    ("SECURITY_LLM", "security.llm"),
+    ("SECURITY_SANITIZE", "security.sanitize"),
+    ("SECURITY_ACTIONS", "security.actions"),
+    ("HEARTBEAT_HISTORY", "activity.historySize"),
+    ("AGENT_NAME", "activity.agentName"),
+];
 
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
@@ -138,6 +248,9 @@ pub struct LoadedConfig {
     pub file: ConfigFile,
     /// Keys whose effective value came from the environment or a flag.
     pub origins: BTreeMap<String, Origin>,
+    /// Problems that did not stop the load: environment values that could
+    /// not be used, values out of range that were clamped.
+    pub warnings: Vec<String>,
 }
 
 impl LoadedConfig {
@@ -243,11 +356,21 @@ fn apply_layers(
         config,
         file,
         origins: BTreeMap::new(),
+        warnings: Vec::new(),
     };
     for (var, key) in ENV_KEYS {
+        // Environment values are often set for other tools too; one that
+        // does not fit is ignored with a warning rather than breaking every
+        // command.
         if let Some(value) = host.var(var) {
-            apply_layer(&mut loaded, key, value, var)?;
-            loaded.origins.insert((*key).to_string(), Origin::Env);
+            match apply_layer(&mut loaded, key, value, var) {
+                Ok(()) => {
+                    loaded.origins.insert((*key).to_string(), Origin::Env);
+                }
+                Err(err) => loaded
+                    .warnings
+                    .push(format!("ignoring {var}={value:?}: {err}")),
+            }
         }
     }
     for (key, value) in flag_values {
@@ -257,7 +380,51 @@ fn apply_layers(
         apply_layer(&mut loaded, key, value, &format!("--set {key}"))?;
         loaded.origins.insert(key.clone(), Origin::Flag);
     }
+    loaded.warnings.extend(loaded.config.clamp_ranges());
     Ok(loaded)
+}
+
+impl Config {
+    /// Brings numeric settings into their valid ranges, returning a warning
+    /// for each value changed.
+    pub fn clamp_ranges(&mut self) -> Vec<String> {
+        let mut warnings = Vec::new();
+        let mut clamp = |name: &str, value: &mut u32, min: u32, max: u32| {
+            let clamped = (*value).clamp(min, max);
+            if clamped != *value {
+                warnings.push(format!(
+                    "{name} = {value} is outside {min}..={max}; using {clamped}"
+                ));
+                *value = clamped;
+            }
+        };
+        let s = &mut self.memory.session;
+        clamp(
+            "memory.session.longTermMaxLines",
+            &mut s.long_term_max_lines,
+            3,
+            1_000_000,
+        );
+        clamp(
+            "memory.session.maxNoteChars",
+            &mut s.max_note_chars,
+            1,
+            10_000_000,
+        );
+        clamp(
+            "memory.session.contextBudgetTokens",
+            &mut s.context_budget_tokens,
+            16,
+            1_000_000,
+        );
+        clamp(
+            "activity.historySize",
+            &mut self.activity.history_size,
+            1,
+            100,
+        );
+        warnings
+    }
 }
 
 fn apply_layer(
@@ -285,13 +452,18 @@ fn coerce_value(path: &[&str], text: &str, source_name: &str) -> Result<Value, C
         insert_at(&mut trial, path, candidate.clone());
         typed(&trial, source_name).map(|_| candidate)
     };
-    match json5::from_str::<Value>(text) {
+    let first = match json5::from_str::<Value>(text) {
         Ok(parsed) if !parsed.is_string() => match attempt(parsed) {
             Ok(v) => Ok(v),
             Err(typed_err) => attempt(Value::String(text.to_string())).map_err(|_| typed_err),
         },
         Ok(parsed) => attempt(parsed),
         Err(_) => attempt(Value::String(text.to_string())),
+    };
+    // Boolean settings read `on/off/yes/no` as environment variables do.
+    match (first, crate::host::parse_bool(text)) {
+        (Err(err), Some(b)) => attempt(Value::Bool(b)).map_err(|_| err),
+        (result, _) => result,
     }
 }
 

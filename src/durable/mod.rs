@@ -80,6 +80,59 @@ pub fn atomic_replace(path: &Path, bytes: &[u8], new_mode: u32) -> io::Result<()
     result
 }
 
+/// Creates `path` with `bytes` atomically, only if it does not exist yet:
+/// the content is written and synced under a temporary name, then linked
+/// into place (which fails if another writer created the file first).
+/// Returns `false`, writing nothing, when the file already exists.
+pub fn atomic_create(path: &Path, bytes: &[u8], mode: u32) -> io::Result<bool> {
+    let parent = parent_dir(path);
+    if !parent.as_os_str().is_empty() {
+        create_private_dir_all(parent)?;
+    }
+    let temp = temp_path_for(path);
+    let result = (|| {
+        let mut file = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(mode)
+            .open(&temp)?;
+        file.set_permissions(fs::Permissions::from_mode(mode))?;
+        file.write_all(bytes)?;
+        file.sync_all()?;
+        drop(file);
+        match fs::hard_link(&temp, path) {
+            Ok(()) => {
+                sync_dir(parent)?;
+                Ok(true)
+            }
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(false),
+            Err(e) => Err(e),
+        }
+    })();
+    let _ = fs::remove_file(&temp);
+    result
+}
+
+/// Moves a file, across file systems if needed (copy, sync, then remove
+/// the source), creating the destination's directory.
+pub fn move_file(from: &Path, to: &Path) -> io::Result<()> {
+    create_private_dir_all(parent_dir(to))?;
+    match fs::rename(from, to) {
+        Ok(()) => {
+            sync_dir(parent_dir(to))?;
+            sync_dir(parent_dir(from))
+        }
+        Err(e) if e.raw_os_error() == Some(libc::EXDEV) => {
+            let mode = fs::metadata(from)?.permissions().mode() & 0o7777;
+            let bytes = fs::read(from)?;
+            atomic_replace(to, &bytes, mode)?;
+            fs::remove_file(from)?;
+            sync_dir(parent_dir(from))
+        }
+        Err(e) => Err(e),
+    }
+}
+
 /// Appends `bytes` to `path` under an exclusive advisory lock, creating the
 /// file (mode `new_mode`) and its directory if needed. `sync` additionally
 /// flushes the data to disk before the lock is released.

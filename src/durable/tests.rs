@@ -296,3 +296,25 @@ fn with_file_lock_serialises_read_modify_write_across_threads() {
     });
     assert_eq!(fs::read_to_string(&counter).unwrap(), "400");
 }
+
+#[test]
+fn atomic_create_never_replaces_an_existing_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("memory").join("2026-11-29.md");
+    assert!(atomic_create(&path, b"# first\n", 0o600).unwrap());
+    assert!(!atomic_create(&path, b"# second\n", 0o600).unwrap());
+    assert_eq!(fs::read_to_string(&path).unwrap(), "# first\n");
+    let leftovers = fs::read_dir(path.parent().unwrap()).unwrap().count();
+    assert_eq!(leftovers, 1, "temporary files must be removed");
+}
+
+#[test]
+fn move_file_creates_the_destination_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let from = dir.path().join("a.md");
+    fs::write(&from, "note").unwrap();
+    let to = dir.path().join("trash").join("x").join("a.md");
+    move_file(&from, &to).unwrap();
+    assert!(!from.exists());
+    assert_eq!(fs::read_to_string(&to).unwrap(), "note");
+}

@@ -18,8 +18,12 @@ pub struct Host {
     vars: BTreeMap<String, String>,
     pub home: Option<PathBuf>,
     pub cwd: PathBuf,
-    /// The current instant in the host's time zone.
+    /// The current instant in the host's time zone (what commands treat
+    /// as "now"; `--now` / `ALMANAC_NOW` replace it).
     pub now: ZonedDateTime,
+    /// The real time at start-up, for file freshness checks, which compare
+    /// against real modification times even when "now" is pretended.
+    pub wall_clock: jiff::Timestamp,
 }
 
 impl Host {
@@ -36,15 +40,18 @@ impl Host {
             .filter(|h| !h.is_empty())
             .map(PathBuf::from)
             .or_else(std::env::home_dir);
+        let real_now = ZonedDateTime::now();
+        let wall_clock = real_now.timestamp();
         let now = match vars.get("ALMANAC_NOW").filter(|v| !v.is_empty()) {
             Some(text) => parse_now(text)?,
-            None => ZonedDateTime::now(),
+            None => real_now,
         };
         Ok(Host {
             vars,
             home,
             cwd,
             now,
+            wall_clock,
         })
     }
 
@@ -62,6 +69,7 @@ impl Host {
                 .collect(),
             home: Some(home.to_path_buf()),
             cwd: cwd.to_path_buf(),
+            wall_clock: now.timestamp(),
             now,
         }
     }

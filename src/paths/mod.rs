@@ -161,11 +161,16 @@ impl Paths {
         self.state_dir.join("index")
     }
 
-    /// The derived index of this workspace: one per workspace, keyed by its
-    /// real path, so two profiles or two workspaces never share an index.
+    /// The derived index of this workspace's memory.
     pub fn workspace_index(&self) -> PathBuf {
-        let real =
-            std::fs::canonicalize(&self.workspace).unwrap_or_else(|_| self.workspace.clone());
+        self.index_dir()
+            .join(format!("{}.sqlite", self.index_key(&self.workspace)))
+    }
+
+    /// A stable key for a directory (its name and a hash of its real path),
+    /// so two profiles or two roots never share an index or a lock.
+    pub fn index_key(&self, root: &Path) -> String {
+        let real = std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
         let label: String = real
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
@@ -181,8 +186,7 @@ impl Paths {
             .take(32)
             .collect();
         let hash = fnv1a64(real.as_os_str().as_encoded_bytes());
-        self.index_dir()
-            .join(format!("{label}-{:08x}.sqlite", hash as u32))
+        format!("{label}-{:08x}", hash as u32)
     }
 
     /// Creates the state directory (0700) if it is missing.

@@ -32,7 +32,11 @@ const STATE_MIGRATIONS: &[Migration] = &[Migration {
     sql: include_str!("migrations/state/0001_init.sql"),
 }];
 
-const INDEX_MIGRATIONS: &[Migration] = &[];
+const INDEX_MIGRATIONS: &[Migration] = &[Migration {
+    version: 1,
+    name: "memory",
+    sql: include_str!("migrations/index/0001_memory.sql"),
+}];
 
 /// Which database a [`Store`] is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -210,7 +214,15 @@ impl Store {
             });
         }
         let kind = self.kind.label();
-        let tx = self.conn.transaction()?;
+        // Take the write lock first, then look again: another process may
+        // have migrated while this one waited.
+        let tx = self
+            .conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+        let current: u32 = tx.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+        if current == known {
+            return Ok(());
+        }
         tx.execute_batch(
             "CREATE TABLE IF NOT EXISTS schema_migrations (
                  version    INTEGER PRIMARY KEY,
@@ -257,7 +269,12 @@ impl Store {
 
 fn configure(conn: &Connection, kind: StoreKind) -> rusqlite::Result<()> {
     conn.busy_timeout(Duration::from_secs(5))?;
-    conn.pragma_update(None, "journal_mode", "WAL")?;
+    // Switching the journal mode needs an exclusive lock; only a new
+    // database needs it, so ask first.
+    let mode: String = conn.pragma_query_value(None, "journal_mode", |r| r.get(0))?;
+    if !mode.eq_ignore_ascii_case("wal") {
+        conn.pragma_update(None, "journal_mode", "WAL")?;
+    }
     // The canonical store syncs every commit; a derived index can be
     // rebuilt, so it trades the last commit on power loss for speed.
     let synchronous = match kind {

@@ -7,6 +7,7 @@
 //! [`Diagnostic`]s saying what was wrong and where.
 
 pub mod frontmatter;
+pub mod notes;
 
 use std::fmt;
 

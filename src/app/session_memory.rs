@@ -1,0 +1,270 @@
+//! Session-memory and activity use cases: each command's work across the
+//! memory files, the index and the heartbeat, so the CLI only prints.
+//!
+//! A note is acknowledged once it is durably in its file; refreshing the
+//! index and pinging the heartbeat afterwards can only add warnings, never
+//! undo or fail the store.
+
+use serde::Serialize;
+
+use super::App;
+use crate::heartbeat::{self, MemoryCounts, SecurityFlags, Snapshot, Tracker};
+use crate::memory::context::{self, ContextBlock};
+use crate::memory::index::{Hit, SyncReport};
+use crate::memory::write::{self, AppendOutcome, AppendRequest, ClearOutcome, ClearScope};
+use crate::memory::{Memory, MemoryStats};
+
+impl App {
+    /// The session memory of this app: `SESSION_MEMORY_DIR` (config
+    /// `memory.session.dir`) or the workspace.
+    pub fn memory(&self) -> Memory {
+        let settings = self.config.config.memory.session.clone();
+        let root = match settings.dir.as_deref().filter(|d| !d.trim().is_empty()) {
+            Some(dir) => self.host.resolve_path(dir.trim()),
+            None => self.paths.workspace.clone(),
+        };
+        let key = self.paths.index_key(&root);
+        Memory {
+            index_path: self.paths.index_dir().join(format!("{key}.sqlite")),
+            lock_path: self
+                .paths
+                .state_dir
+                .join("locks")
+                .join(format!("memory-{key}.lock")),
+            trash_root: self.paths.state_dir.join("trash"),
+            gate: self.config.config.security.memory_gate(),
+            tz: self.user_time_zone(),
+            root,
+            settings,
+        }
+    }
+
+    /// `agents.defaults.userTimezone`, else the host's zone.
+    pub fn user_time_zone(&self) -> jiff::tz::TimeZone {
+        self.config
+            .config
+            .agents
+            .defaults
+            .user_timezone
+            .as_deref()
+            .and_then(|name| jiff::tz::TimeZone::get(name).ok())
+            .unwrap_or_else(|| self.host.now.time_zone().clone())
+    }
+
+    pub fn tracker(&self) -> Tracker {
+        Tracker::new(&self.paths.state_dir)
+    }
+
+    /// The values every heartbeat ping records, read now.
+    pub fn activity_snapshot(&self, memory: &MemoryStats) -> Snapshot {
+        let sec = &self.config.config.security;
+        Snapshot {
+            agent: self.config.config.activity.agent_name.clone(),
+            security: SecurityFlags {
+                enabled: sec.enabled,
+                llm: sec.llm,
+                actions: sec.actions,
+            },
+            routines_enabled: heartbeat::count_routines(
+                &self.paths.state_dir.join("routines.json"),
+            ),
+            memory: MemoryCounts {
+                json_entries: heartbeat::count_json_memory(
+                    &self.paths.state_dir.join("memory.json"),
+                ),
+                session_daily: memory.daily_files as u64,
+                longterm_lines: memory.long_term_lines as u64,
+            },
+        }
+    }
+
+    /// Records an activity event (`heartbeat ping`, and memory commands).
+    pub fn ping(&self, activity: &str, source: &str) -> anyhow::Result<heartbeat::PingOutcome> {
+        self.ensure_state_dir()?;
+        let stats = self.memory().stats();
+        let snapshot = self.activity_snapshot(&stats);
+        let size = self.config.config.activity.history_size as usize;
+        Ok(self
+            .tracker()
+            .ping(activity, source, &snapshot, size, &self.host.now)?)
+    }
+
+    /// Wall-clock nanoseconds, for file freshness (never the `--now` time).
+    fn wall_ns(&self) -> i64 {
+        self.host.wall_clock.as_nanosecond() as i64
+    }
+}
+
+/// An append and what followed it.
+#[derive(Debug, Serialize)]
+pub struct Appended {
+    #[serde(flatten)]
+    pub outcome: AppendOutcome,
+    pub warnings: Vec<String>,
+}
+
+pub fn append(app: &App, req: &AppendRequest<'_>) -> anyhow::Result<Appended> {
+    let memory = app.memory();
+    app.ensure_state_dir()?;
+    let outcome = write::append(&memory, req, &app.host.now)?;
+    let mut warnings = Vec::new();
+    let mut touched: Vec<String> = outcome.written.iter().map(|w| w.path.clone()).collect();
+    if let Some(pruned) = &outcome.pruned {
+        touched.extend(pruned.archives.iter().cloned());
+    }
+    if let Err(err) = refresh_index(&memory, &touched) {
+        warnings.push(format!(
+            "the note is stored, but the search index was not updated: {err:#}"
+        ));
+    }
+    if let Err(err) = app.ping("memory.append", "session_memory") {
+        warnings.push(format!(
+            "the note is stored, but the heartbeat was not updated: {err:#}"
+        ));
+    }
+    Ok(Appended { outcome, warnings })
+}
+
+fn refresh_index(memory: &Memory, rels: &[String]) -> anyhow::Result<SyncReport> {
+    use anyhow::Context;
+    let mut index =
+        crate::memory::index::Index::open(&memory.index_path, &memory.root, memory.tz.clone())
+            .context("cannot open the index")?;
+    index.refresh(rels).context("cannot refresh the index")
+}
+
+#[derive(Debug, Serialize)]
+pub struct SearchOutcome {
+    pub query: String,
+    pub hits: Vec<Hit>,
+    pub sync: SyncReport,
+}
+
+/// Ranked search over the whole memory (an empty query lists the newest
+/// notes).
+pub fn search(app: &App, query: &str, limit: usize) -> anyhow::Result<SearchOutcome> {
+    let memory = app.memory();
+    app.ensure_state_dir()?;
+    let (index, sync) = memory.synced_index(app.wall_ns())?;
+    let hits = if query.trim().is_empty() {
+        index.recent(limit, None)?
+    } else {
+        index.search(query, limit, None)?
+    };
+    Ok(SearchOutcome {
+        query: query.to_string(),
+        hits,
+        sync,
+    })
+}
+
+pub fn context(app: &App, goal: &str, budget: Option<usize>) -> anyhow::Result<ContextBlock> {
+    let memory = app.memory();
+    let budget = budget
+        .unwrap_or(memory.settings.context_budget_tokens as usize)
+        .max(1);
+    if !memory.settings.enabled {
+        return Ok(ContextBlock::empty(goal, budget));
+    }
+    app.ensure_state_dir()?;
+    let (index, _) = memory.synced_index(app.wall_ns())?;
+    Ok(context::build(&memory, &index, goal, budget)?)
+}
+
+#[derive(Debug, Serialize)]
+pub struct MemoryStatus {
+    pub enabled: bool,
+    pub root: std::path::PathBuf,
+    #[serde(flatten)]
+    pub stats: MemoryStats,
+    pub index_path: std::path::PathBuf,
+    pub index_files: Option<usize>,
+}
+
+/// Live counts; writes nothing and sends no heartbeat.
+pub fn status(app: &App) -> MemoryStatus {
+    let memory = app.memory();
+    let index_files = crate::store::Store::open_existing_read_only(&memory.index_path)
+        .ok()
+        .flatten()
+        .and_then(|conn| {
+            conn.query_row("SELECT count(*) FROM files", [], |r| r.get::<_, i64>(0))
+                .ok()
+        })
+        .map(|n| n as usize);
+    MemoryStatus {
+        enabled: memory.settings.enabled,
+        stats: memory.stats(),
+        index_path: memory.index_path.clone(),
+        root: memory.root,
+        index_files,
+    }
+}
+
+#[derive(Debug, Serialize)]
+pub struct Cleared {
+    #[serde(flatten)]
+    pub outcome: ClearOutcome,
+    pub warnings: Vec<String>,
+}
+
+pub fn clear(app: &App, scope: ClearScope) -> anyhow::Result<Cleared> {
+    let memory = app.memory();
+    app.ensure_state_dir()?;
+    let outcome = write::clear(&memory, scope, &app.host.now)?;
+    let mut warnings = Vec::new();
+    let mut touched = outcome.moved.clone();
+    touched.push("MEMORY.md".to_string());
+    if let Err(err) = refresh_index(&memory, &touched) {
+        warnings.push(format!(
+            "cleared, but the search index was not updated: {err:#}"
+        ));
+    }
+    let activity = format!("memory.clear.{}", scope.as_str());
+    if let Err(err) = app.ping(&activity, "session_memory") {
+        warnings.push(format!(
+            "cleared, but the heartbeat was not updated: {err:#}"
+        ));
+    }
+    Ok(Cleared { outcome, warnings })
+}
+
+/// The heartbeat state for `heartbeat status`: pings `status.check` first
+/// when there is no usable state (as Arka does), then overlays the live
+/// security flags, routine count and memory stats.
+pub fn heartbeat_status(
+    app: &App,
+) -> anyhow::Result<(serde_json::Map<String, serde_json::Value>, Vec<String>)> {
+    let tracker = app.tracker();
+    let mut warnings = Vec::new();
+    let loaded = tracker.read(&app.host.now)?;
+    warnings.extend(loaded.warning);
+    let mut state = loaded.state;
+    if state.is_empty() {
+        let outcome = app.ping("status.check", "heartbeat")?;
+        warnings.extend(outcome.warning);
+        state = tracker.read(&app.host.now)?.state;
+    }
+    let snapshot = app.activity_snapshot(&app.memory().stats());
+    state.insert("security".into(), serde_json::json!(snapshot.security));
+    state.insert(
+        "routines_enabled".into(),
+        serde_json::json!(snapshot.routines_enabled),
+    );
+    state.insert("memory".into(), serde_json::json!(snapshot.memory));
+    Ok((state, warnings))
+}
+
+/// The newest `limit` history rows, oldest first.
+pub fn heartbeat_history(
+    app: &App,
+    limit: usize,
+) -> anyhow::Result<(Vec<heartbeat::HistoryRow>, Vec<String>)> {
+    let loaded = app.tracker().read(&app.host.now)?;
+    let rows = heartbeat::history_rows(&loaded.state);
+    let skip = rows.len().saturating_sub(limit);
+    Ok((
+        rows.into_iter().skip(skip).collect(),
+        loaded.warning.into_iter().collect(),
+    ))
+}

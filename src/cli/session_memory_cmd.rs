@@ -1,0 +1,281 @@
+//! `almanac session-memory …` (Arka's commands and output shapes).
+
+use std::io::Read;
+use std::process::ExitCode;
+
+use clap::Subcommand;
+use serde_json::json;
+
+use super::JsonFlag;
+use super::output::{print_json, warn};
+use crate::app::{App, session_memory};
+use crate::memory::index::Hit;
+use crate::memory::snippet;
+use crate::memory::write::{AppendError, AppendRequest, ClearScope};
+
+#[derive(Debug, Subcommand)]
+pub enum SessionMemoryCommand {
+    /// Append sanitized note to daily + optional MEMORY.md
+    Append {
+        /// The note (words are joined with spaces; `-` reads stdin; put `--` before a note that starts with `-`)
+        #[arg(required = true, num_args = 1..)]
+        text: Vec<String>,
+        /// Store as a long-term note in MEMORY.md (only there, unless --daily)
+        #[arg(long)]
+        long_term: bool,
+        /// With --long-term, also keep the note in today's daily file
+        #[arg(long)]
+        daily: bool,
+        /// Store the note even if it looks like a prompt injection
+        #[arg(long)]
+        force: bool,
+        #[command(flatten)]
+        json: JsonFlag,
+    },
+    /// Search the whole memory, best matches first
+    Search {
+        /// Words to look for (none: the most recent notes)
+        #[arg(num_args = 0..)]
+        query: Vec<String>,
+        /// Maximum number of results
+        #[arg(long, default_value_t = 8)]
+        limit: usize,
+        /// Exit with status 1 when nothing matches
+        #[arg(long)]
+        exit_code: bool,
+        #[command(flatten)]
+        json: JsonFlag,
+    },
+    /// Print the memory recall block for a goal
+    Context {
+        #[arg(required = true, num_args = 1..)]
+        goal: Vec<String>,
+        /// Token budget [default: memory.session.contextBudgetTokens]
+        #[arg(long)]
+        budget: Option<usize>,
+        #[command(flatten)]
+        json: JsonFlag,
+    },
+    /// Show whether session memory is on and what it holds
+    Status(JsonFlag),
+    /// Clear daily notes, MEMORY.md, or both (into the trash)
+    Clear {
+        /// Clear MEMORY.md
+        #[arg(long)]
+        long_term: bool,
+        /// Clear daily notes and MEMORY.md
+        #[arg(long)]
+        all: bool,
+        /// daily, long_term or all
+        #[arg(long, value_parser = parse_scope)]
+        scope: Option<ClearScope>,
+        #[command(flatten)]
+        json: JsonFlag,
+    },
+}
+
+fn parse_scope(text: &str) -> Result<ClearScope, String> {
+    ClearScope::parse(text).ok_or_else(|| {
+        format!("invalid choice: '{text}' (choose from 'daily', 'long_term', 'all')")
+    })
+}
+
+pub fn run(cmd: SessionMemoryCommand, app: &App) -> anyhow::Result<ExitCode> {
+    match cmd {
+        SessionMemoryCommand::Append {
+            text,
+            long_term,
+            daily,
+            force,
+            json,
+        } => {
+            let text = if text.len() == 1 && text[0] == "-" {
+                let mut buf = String::new();
+                std::io::stdin().read_to_string(&mut buf)?;
+                buf
+            } else {
+                text.join(" ")
+            };
+            let req = AppendRequest {
+                text: &text,
+                long_term,
+                also_daily: daily,
+                force,
+            };
+            let appended = match session_memory::append(app, &req) {
+                Ok(appended) => appended,
+                Err(err) => {
+                    if let Some(AppendError::Blocked { .. }) = err.downcast_ref::<AppendError>() {
+                        return Err(err.context_hint(
+                            "rephrase the note, or pass --force to store it anyway",
+                        ));
+                    }
+                    return Err(err);
+                }
+            };
+            for w in &appended.warnings {
+                warn(w);
+            }
+            if let Some(label) = appended.outcome.forced_past {
+                warn(format!(
+                    "stored despite a prompt-injection pattern ({label}); it will be withheld from recalled context"
+                ));
+            }
+            if json.json {
+                print_json(&appended)?;
+            } else {
+                println!("Stored: {}", appended.outcome.preview);
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        SessionMemoryCommand::Search {
+            query,
+            limit,
+            exit_code,
+            json,
+        } => {
+            let query = query.join(" ");
+            let outcome = session_memory::search(app, &query, limit)?;
+            for w in &outcome.sync.warnings {
+                warn(w);
+            }
+            if json.json {
+                let results: Vec<_> = outcome.hits.iter().map(hit_json).collect();
+                print_json(&json!({ "query": query, "results": results }))?;
+            } else if outcome.hits.is_empty() {
+                println!("No matching session notes.");
+            } else {
+                for hit in &outcome.hits {
+                    println!("{}", hit_line(hit));
+                }
+            }
+            Ok(if exit_code && outcome.hits.is_empty() {
+                ExitCode::FAILURE
+            } else {
+                ExitCode::SUCCESS
+            })
+        }
+        SessionMemoryCommand::Context { goal, budget, json } => {
+            let block = session_memory::context(app, &goal.join(" "), budget)?;
+            if json.json {
+                print_json(&block)?;
+            } else if block.text.is_empty() {
+                println!("(no session memory context)");
+            } else {
+                println!("{}", block.text);
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        SessionMemoryCommand::Status(flag) => {
+            let status = session_memory::status(app);
+            if flag.json {
+                print_json(&status)?;
+            } else {
+                println!(
+                    "Session memory: {}",
+                    if status.enabled { "on" } else { "off" }
+                );
+                println!("  Root: {}", status.root.display());
+                println!(
+                    "  {} lines: {} (max {})",
+                    status
+                        .stats
+                        .long_term_path
+                        .file_name()
+                        .unwrap_or_default()
+                        .to_string_lossy(),
+                    status.stats.long_term_lines,
+                    status.stats.long_term_max_lines
+                );
+                println!("  Daily note files: {}", status.stats.daily_files);
+                match status.index_files {
+                    Some(n) => println!("  Index: {n} files ({})", status.index_path.display()),
+                    None => println!("  Index: not built yet (built by the first search)"),
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        SessionMemoryCommand::Clear {
+            long_term,
+            all,
+            scope,
+            json,
+        } => {
+            let scope = if all {
+                ClearScope::All
+            } else if long_term {
+                ClearScope::LongTerm
+            } else {
+                scope.unwrap_or(ClearScope::Daily)
+            };
+            let cleared = session_memory::clear(app, scope)?;
+            for w in &cleared.warnings {
+                warn(w);
+            }
+            if json.json {
+                print_json(&cleared)?;
+            } else {
+                let o = &cleared.outcome;
+                println!(
+                    "Cleared session memory ({}): daily={} long_term={}",
+                    scope.as_str(),
+                    o.daily,
+                    if o.long_term { "True" } else { "False" }
+                );
+                if let Some(trash) = &o.trash {
+                    println!(
+                        "Moved {} file(s) to {} (move them back to restore)",
+                        o.moved.len(),
+                        trash.display()
+                    );
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+/// `[path:line] [stamp] text`, on one line, capped.
+fn hit_line(hit: &Hit) -> String {
+    let stamp = hit
+        .stamp
+        .as_ref()
+        .map(|s| format!("[{s}] "))
+        .unwrap_or_default();
+    let body = hit.body.split_whitespace().collect::<Vec<_>>().join(" ");
+    format!(
+        "[{}:{}] {stamp}{}",
+        hit.path,
+        hit.start_line,
+        snippet(&body, SNIPPET_CHARS)
+    )
+}
+
+const SNIPPET_CHARS: usize = 300;
+
+/// OpenClaw's `memory_search` result shape plus almanac's fields.
+pub fn hit_json(hit: &Hit) -> serde_json::Value {
+    json!({
+        "path": hit.path,
+        "startLine": hit.start_line,
+        "endLine": hit.end_line,
+        "score": hit.score,
+        "snippet": snippet(&hit.body, SNIPPET_CHARS),
+        "source": "memory",
+        "kind": hit.kind,
+        "date": hit.day,
+        "stamp": hit.stamp,
+        "heading": hit.heading,
+    })
+}
+
+trait HintExt {
+    fn context_hint(self, hint: &str) -> anyhow::Error;
+}
+
+impl HintExt for anyhow::Error {
+    fn context_hint(self, hint: &str) -> anyhow::Error {
+        let message = self.to_string();
+        anyhow::anyhow!("{message}\n  hint: {hint}")
+    }
+}

@@ -1,0 +1,310 @@
+//! The activity heartbeat: `heartbeat.json` in the state directory, in
+//! Arka's format (last activity, source, security flags, routine count,
+//! memory stats, a bounded history ring), plus almanac's `events_total`
+//! counter and an `updated_at` timestamp with its UTC offset.
+//!
+//! Invariants:
+//! * Every ping is a read-modify-write under `heartbeat.json.lock`, written
+//!   by atomic replace: concurrent pings are never lost and readers never
+//!   see a torn file. `events_total` counts every ping ever recorded.
+//! * A file that is not UTF-8, not JSON, not an object, or has fields of
+//!   the wrong type is moved aside (`heartbeat.json.corrupt-<time>`) with a
+//!   warning; its valid fields and unknown keys carry over. Nothing crashes.
+//! * Unknown keys are preserved. The file is 2-space indented JSON with
+//!   non-ASCII escaped, as Arka writes it.
+
+use std::path::{Path, PathBuf};
+
+use jiff::ZonedDateTime;
+use serde::Serialize;
+use serde_json::{Map, Value, json};
+
+use crate::durable::{self, PRIVATE_FILE_MODE};
+
+/// Live values written with every ping.
+#[derive(Debug, Clone, Serialize)]
+pub struct Snapshot {
+    pub agent: String,
+    pub security: SecurityFlags,
+    pub routines_enabled: u64,
+    pub memory: MemoryCounts,
+}
+
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct SecurityFlags {
+    pub enabled: bool,
+    pub llm: bool,
+    pub actions: bool,
+}
+
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct MemoryCounts {
+    pub json_entries: u64,
+    pub session_daily: u64,
+    pub longterm_lines: u64,
+}
+
+/// One row of the history ring.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct HistoryRow {
+    pub ts: Option<f64>,
+    pub when: String,
+    pub activity: String,
+    pub source: String,
+}
+
+/// The tracker file and its lock.
+#[derive(Debug, Clone)]
+pub struct Tracker {
+    pub path: PathBuf,
+    lock: PathBuf,
+}
+
+/// The loaded state and what loading had to repair.
+#[derive(Debug, Clone)]
+pub struct Loaded {
+    pub state: Map<String, Value>,
+    pub warning: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct PingOutcome {
+    pub activity: String,
+    pub events_total: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub warning: Option<String>,
+}
+
+impl Tracker {
+    pub fn new(state_dir: &Path) -> Tracker {
+        Tracker {
+            path: state_dir.join("heartbeat.json"),
+            lock: state_dir.join("heartbeat.json.lock"),
+        }
+    }
+
+    /// Records one event.
+    pub fn ping(
+        &self,
+        activity: &str,
+        source: &str,
+        snapshot: &Snapshot,
+        history_size: usize,
+        now: &ZonedDateTime,
+    ) -> std::io::Result<PingOutcome> {
+        durable::with_file_lock(&self.lock, || {
+            let Loaded { mut state, warning } = self.load_locked(now)?;
+            let history_len = state
+                .get("history")
+                .and_then(Value::as_array)
+                .map_or(0, Vec::len);
+            let previous_total = state
+                .get("events_total")
+                .and_then(Value::as_u64)
+                .unwrap_or(history_len as u64);
+            let ts = now.timestamp().as_microsecond() as f64 / 1e6;
+            let when = now.strftime("%Y-%m-%d %H:%M:%S").to_string();
+            let channels = state
+                .get("channels")
+                .filter(|v| v.is_object())
+                .cloned()
+                .unwrap_or_else(
+                    || json!({"message_sessions": 0, "subagents_running": 0, "subagents_total": 0}),
+                );
+            state.insert("ts".into(), json!(ts));
+            state.insert("when".into(), json!(when));
+            state.insert("last_activity".into(), json!(activity));
+            state.insert("source".into(), json!(source));
+            state.insert("agent".into(), json!(snapshot.agent));
+            state.insert("security".into(), json!(snapshot.security));
+            state.insert("routines_enabled".into(), json!(snapshot.routines_enabled));
+            state.insert("memory".into(), json!(snapshot.memory));
+            state.insert("channels".into(), channels.clone());
+            state.insert("hermes".into(), channels);
+            let mut history: Vec<Value> =
+                history_rows(&state).into_iter().map(|r| json!(r)).collect();
+            history.push(json!({"ts": ts, "when": when, "activity": activity, "source": source}));
+            let keep = history_size.clamp(1, 100);
+            if history.len() > keep {
+                history.drain(..history.len() - keep);
+            }
+            state.insert("history".into(), Value::Array(history));
+            let events_total = previous_total + 1;
+            state.insert("events_total".into(), json!(events_total));
+            state.insert(
+                "updated_at".into(),
+                json!(
+                    now.timestamp()
+                        .display_with_offset(now.offset())
+                        .to_string()
+                ),
+            );
+            durable::atomic_replace(&self.path, render(&state).as_bytes(), PRIVATE_FILE_MODE)?;
+            Ok(PingOutcome {
+                activity: activity.to_string(),
+                events_total,
+                warning,
+            })
+        })?
+    }
+
+    /// Reads the state (repairing a corrupt file as described above).
+    pub fn read(&self, now: &ZonedDateTime) -> std::io::Result<Loaded> {
+        if !self.path.exists() {
+            return Ok(Loaded {
+                state: Map::new(),
+                warning: None,
+            });
+        }
+        durable::with_file_lock(&self.lock, || self.load_locked(now))?
+    }
+
+    fn load_locked(&self, now: &ZonedDateTime) -> std::io::Result<Loaded> {
+        let bytes = match std::fs::read(&self.path) {
+            Ok(bytes) => bytes,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Ok(Loaded {
+                    state: Map::new(),
+                    warning: None,
+                });
+            }
+            Err(e) => return Err(e),
+        };
+        let parsed = std::str::from_utf8(&bytes)
+            .map_err(|_| "it is not UTF-8 text".to_string())
+            .and_then(|text| {
+                serde_json::from_str::<Value>(text).map_err(|e| format!("it is not JSON ({e})"))
+            })
+            .and_then(|value| match value {
+                Value::Object(map) => Ok(map),
+                _ => Err("it is not a JSON object".to_string()),
+            });
+        let (state, problem) = match parsed {
+            Ok(map) => {
+                let (clean, problems) = validate(map);
+                let problem = (!problems.is_empty()).then(|| problems.join(", "));
+                (clean, problem)
+            }
+            Err(reason) => (Map::new(), Some(reason)),
+        };
+        let Some(problem) = problem else {
+            return Ok(Loaded {
+                state,
+                warning: None,
+            });
+        };
+        let moved = durable::quarantine(&self.path, now.timestamp())?;
+        Ok(Loaded {
+            state,
+            warning: Some(format!(
+                "{} was unusable ({problem}); moved it to {} and started a new one",
+                self.path.display(),
+                moved.display()
+            )),
+        })
+    }
+}
+
+/// Known fields and whether a value has the right type.
+const FIELD_TYPES: &[(&str, fn(&Value) -> bool)] = &[
+    ("ts", Value::is_number),
+    ("when", Value::is_string),
+    ("last_activity", Value::is_string),
+    ("source", Value::is_string),
+    ("agent", Value::is_string),
+    ("security", Value::is_object),
+    ("routines_enabled", Value::is_u64),
+    ("memory", Value::is_object),
+    ("channels", Value::is_object),
+    ("hermes", Value::is_object),
+    ("history", Value::is_array),
+    ("events_total", Value::is_u64),
+    ("updated_at", Value::is_string),
+];
+
+/// Splits off fields of the wrong type, returning the valid rest.
+fn validate(mut map: Map<String, Value>) -> (Map<String, Value>, Vec<String>) {
+    let mut problems = Vec::new();
+    for (key, ok) in FIELD_TYPES {
+        if let Some(value) = map.get(*key)
+            && !value.is_null()
+            && !ok(value)
+        {
+            problems.push(format!("`{key}` has the wrong type"));
+            map.shift_remove(*key);
+        }
+    }
+    (map, problems)
+}
+
+/// The history ring, normalised: non-object rows dropped, missing fields
+/// empty.
+pub fn history_rows(state: &Map<String, Value>) -> Vec<HistoryRow> {
+    let Some(rows) = state.get("history").and_then(Value::as_array) else {
+        return Vec::new();
+    };
+    rows.iter()
+        .filter_map(Value::as_object)
+        .map(|row| {
+            let text = |k: &str| match row.get(k) {
+                Some(Value::String(s)) => s.clone(),
+                Some(Value::Null) | None => String::new(),
+                Some(other) => other.to_string(),
+            };
+            HistoryRow {
+                ts: row.get("ts").and_then(Value::as_f64),
+                when: text("when"),
+                activity: text("activity"),
+                source: text("source"),
+            }
+        })
+        .collect()
+}
+
+/// Pretty JSON (2 spaces) with every non-ASCII character escaped.
+fn render(state: &Map<String, Value>) -> String {
+    let pretty = serde_json::to_string_pretty(state).expect("JSON values serialise");
+    let mut out = String::with_capacity(pretty.len() + 1);
+    for c in pretty.chars() {
+        if c.is_ascii() {
+            out.push(c);
+        } else {
+            let mut units = [0u16; 2];
+            for unit in c.encode_utf16(&mut units) {
+                out.push_str(&format!("\\u{unit:04x}"));
+            }
+        }
+    }
+    out.push('\n');
+    out
+}
+
+/// Enabled rows of an Arka `routines.json` (a list of objects; a row counts
+/// unless `enabled` is `false`). Anything else counts as none.
+pub fn count_routines(path: &Path) -> u64 {
+    let Ok(text) = std::fs::read_to_string(path) else {
+        return 0;
+    };
+    match serde_json::from_str::<Value>(&text) {
+        Ok(Value::Array(rows)) => rows
+            .iter()
+            .filter(|r| {
+                r.as_object()
+                    .is_some_and(|o| o.get("enabled") != Some(&Value::Bool(false)))
+            })
+            .count() as u64,
+        _ => 0,
+    }
+}
+
+/// Length of an Arka `memory.json` list; anything else counts as 0.
+pub fn count_json_memory(path: &Path) -> u64 {
+    std::fs::read_to_string(path)
+        .ok()
+        .and_then(|t| serde_json::from_str::<Value>(&t).ok())
+        .and_then(|v| v.as_array().map(|a| a.len() as u64))
+        .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests;

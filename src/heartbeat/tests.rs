@@ -1,0 +1,221 @@
+use super::*;
+
+fn now(text: &str) -> ZonedDateTime {
+    text.parse().unwrap()
+}
+
+fn snapshot() -> Snapshot {
+    Snapshot {
+        agent: "almanac".into(),
+        security: SecurityFlags {
+            enabled: true,
+            llm: false,
+            actions: true,
+        },
+        routines_enabled: 2,
+        memory: MemoryCounts {
+            json_entries: 0,
+            session_daily: 3,
+            longterm_lines: 7,
+        },
+    }
+}
+
+#[test]
+fn ping_writes_arkas_fields_and_the_event_counter() {
+    let dir = tempfile::tempdir().unwrap();
+    let tracker = Tracker::new(dir.path());
+    let t = now("2026-11-29T17:07:22.211727+01:00[Europe/Paris]");
+    let out = tracker
+        .ping("goal.completed", "cli", &snapshot(), 20, &t)
+        .unwrap();
+    assert_eq!(out.events_total, 1);
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&tracker.path).unwrap()).unwrap();
+    assert_eq!(v["ts"], json!(1795968442.211727));
+    assert_eq!(v["when"], "2026-11-29 17:07:22");
+    assert_eq!(v["last_activity"], "goal.completed");
+    assert_eq!(v["source"], "cli");
+    assert_eq!(v["agent"], "almanac");
+    assert_eq!(
+        v["security"],
+        json!({"enabled": true, "llm": false, "actions": true})
+    );
+    assert_eq!(v["routines_enabled"], 2);
+    assert_eq!(
+        v["memory"],
+        json!({"json_entries": 0, "session_daily": 3, "longterm_lines": 7})
+    );
+    assert_eq!(v["channels"], v["hermes"]);
+    assert_eq!(
+        v["history"],
+        json!([{"ts": 1795968442.211727, "when": "2026-11-29 17:07:22", "activity": "goal.completed", "source": "cli"}])
+    );
+    assert_eq!(v["events_total"], 1);
+    assert_eq!(v["updated_at"], "2026-11-29T17:07:22.211727+01:00");
+}
+
+#[test]
+fn history_is_a_bounded_ring_and_the_counter_keeps_counting() {
+    let dir = tempfile::tempdir().unwrap();
+    let tracker = Tracker::new(dir.path());
+    let t = now("2026-11-29T09:00:00+00:00[UTC]");
+    for i in 0..30 {
+        tracker
+            .ping(&format!("e{i}"), "cli", &snapshot(), 5, &t)
+            .unwrap();
+    }
+    let loaded = tracker.read(&t).unwrap();
+    let rows = history_rows(&loaded.state);
+    let names: Vec<&str> = rows.iter().map(|r| r.activity.as_str()).collect();
+    assert_eq!(names, vec!["e25", "e26", "e27", "e28", "e29"]);
+    assert_eq!(loaded.state["events_total"], 30);
+}
+
+#[test]
+fn unknown_keys_survive_and_non_ascii_is_escaped() {
+    let dir = tempfile::tempdir().unwrap();
+    let tracker = Tracker::new(dir.path());
+    std::fs::write(
+        &tracker.path,
+        r#"{"custom": {"keep": [1, 2]}, "history": []}"#,
+    )
+    .unwrap();
+    let t = now("2026-11-29T09:00:00+00:00[UTC]");
+    tracker
+        .ping("café 喜欢", "cli", &snapshot(), 20, &t)
+        .unwrap();
+    let text = std::fs::read_to_string(&tracker.path).unwrap();
+    assert!(text.is_ascii(), "{text}");
+    assert!(text.contains("caf\\u00e9 \\u559c\\u6b22"), "{text}");
+    assert!(text.starts_with("{\n  \"custom\": {"), "{text}");
+    let v: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(v["custom"], json!({"keep": [1, 2]}));
+    assert_eq!(v["last_activity"], "café 喜欢");
+}
+
+#[test]
+fn corrupt_files_are_quarantined_with_a_warning_and_never_crash() {
+    let t = now("2026-11-29T09:00:00+00:00[UTC]");
+    let cases: &[(&str, &[u8])] = &[
+        ("truncated", b"{\"history\": [{\"ts\": 1"),
+        ("list", b"[1, 2]"),
+        ("not utf-8", b"{\"agent\": \"\xff\xfe\"}"),
+        (
+            "wrong types",
+            b"{\"history\": \"oops\", \"memory\": 5, \"custom\": true}",
+        ),
+    ];
+    for (label, bytes) in cases {
+        let dir = tempfile::tempdir().unwrap();
+        let tracker = Tracker::new(dir.path());
+        std::fs::write(&tracker.path, bytes).unwrap();
+        let out = tracker.ping("after", "cli", &snapshot(), 20, &t).unwrap();
+        let warning = out.warning.unwrap_or_else(|| panic!("{label}: no warning"));
+        assert!(warning.contains("moved it to"), "{label}: {warning}");
+        let moved: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .filter_map(Result::ok)
+            .filter(|e| {
+                e.file_name()
+                    .to_string_lossy()
+                    .starts_with("heartbeat.json.corrupt-")
+            })
+            .collect();
+        assert_eq!(moved.len(), 1, "{label}");
+        assert_eq!(
+            std::fs::read(moved[0].path()).unwrap(),
+            *bytes,
+            "{label}: original kept"
+        );
+        let v: Value =
+            serde_json::from_str(&std::fs::read_to_string(&tracker.path).unwrap()).unwrap();
+        assert_eq!(v["last_activity"], "after", "{label}");
+        assert_eq!(v["history"].as_array().unwrap().len(), 1, "{label}");
+        // The next ping has nothing left to repair: the warning is shown once.
+        assert!(
+            tracker
+                .ping("again", "cli", &snapshot(), 20, &t)
+                .unwrap()
+                .warning
+                .is_none()
+        );
+    }
+    // Valid fields of a partly broken file carry over.
+    let dir = tempfile::tempdir().unwrap();
+    let tracker = Tracker::new(dir.path());
+    std::fs::write(
+        &tracker.path,
+        br#"{"history": "oops", "custom": true, "events_total": 41}"#,
+    )
+    .unwrap();
+    tracker.ping("x", "cli", &snapshot(), 20, &t).unwrap();
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&tracker.path).unwrap()).unwrap();
+    assert_eq!(v["custom"], true);
+    assert_eq!(v["events_total"], 42);
+}
+
+#[test]
+fn history_rows_are_normalised() {
+    let state: Map<String, Value> = serde_json::from_str(
+        r#"{"history": [5, {"activity": "only-activity"}, {"ts": 1.5, "when": "w", "activity": "a", "source": "s"}]}"#,
+    )
+    .unwrap();
+    assert_eq!(
+        history_rows(&state),
+        vec![
+            HistoryRow {
+                ts: None,
+                when: String::new(),
+                activity: "only-activity".into(),
+                source: String::new()
+            },
+            HistoryRow {
+                ts: Some(1.5),
+                when: "w".into(),
+                activity: "a".into(),
+                source: "s".into()
+            },
+        ]
+    );
+}
+
+#[test]
+fn concurrent_pings_from_threads_are_all_counted() {
+    let dir = tempfile::tempdir().unwrap();
+    let tracker = Tracker::new(dir.path());
+    let t = now("2026-11-29T09:00:00+00:00[UTC]");
+    std::thread::scope(|s| {
+        for w in 0..8 {
+            let tracker = tracker.clone();
+            let t = t.clone();
+            s.spawn(move || {
+                for i in 0..25 {
+                    tracker
+                        .ping(&format!("w{w}.{i}"), "cli", &snapshot(), 100, &t)
+                        .unwrap();
+                }
+            });
+        }
+    });
+    let loaded = tracker.read(&t).unwrap();
+    assert_eq!(loaded.state["events_total"], 200);
+    assert_eq!(history_rows(&loaded.state).len(), 100);
+}
+
+#[test]
+fn routine_and_json_memory_counts_tolerate_bad_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("routines.json");
+    for (text, want) in [
+        (r#"[{"enabled": true}, {}, {"enabled": false}]"#, 2),
+        ("[1]", 0),
+        ("{broken", 0),
+        ("{}", 0),
+    ] {
+        std::fs::write(&p, text).unwrap();
+        assert_eq!(count_routines(&p), want, "{text}");
+    }
+    assert_eq!(count_routines(&dir.path().join("missing.json")), 0);
+    std::fs::write(&p, "[1, 2, 3]").unwrap();
+    assert_eq!(count_json_memory(&p), 3);
+}

@@ -1,0 +1,373 @@
+use super::*;
+use crate::durable::atomic_replace;
+use std::time::{Duration, SystemTime};
+
+struct Fixture {
+    _dir: tempfile::TempDir,
+    root: PathBuf,
+    db: PathBuf,
+}
+
+fn fixture(files: &[(&str, &str)]) -> Fixture {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("ws");
+    std::fs::create_dir_all(&root).unwrap();
+    for (rel, text) in files {
+        atomic_replace(&root.join(rel), text.as_bytes(), 0o600).unwrap();
+    }
+    let db = dir.path().join("index.sqlite");
+    Fixture {
+        _dir: dir,
+        root,
+        db,
+    }
+}
+
+fn tz() -> TimeZone {
+    TimeZone::get("Europe/Paris").unwrap()
+}
+
+fn open(f: &Fixture) -> Index {
+    Index::open(&f.db, &f.root, tz()).unwrap()
+}
+
+fn wall_ns() -> i64 {
+    SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as i64
+}
+
+fn paths_lines(hits: &[Hit]) -> Vec<String> {
+    hits.iter()
+        .map(|h| format!("{}:{}", h.path, h.start_line))
+        .collect()
+}
+
+/// Makes a file look untouched for a month (outside the quick-sync window).
+fn age(path: &Path) {
+    let old = SystemTime::now() - Duration::from_secs(30 * 24 * 3600);
+    std::fs::File::options()
+        .write(true)
+        .open(path)
+        .unwrap()
+        .set_modified(old)
+        .unwrap();
+}
+
+const DAY1: &str = "# 2026-11-01\n\n- [2026-11-01 09:00] Alice booked the dentist\n- [2026-11-01 10:00] Standup moved to 9am\n";
+const DAY2: &str = "# 2026-11-02\n\n- [2026-11-02 09:00] Standup moved to 9am\n- [2026-11-02 11:00] 用户喜欢早上九点开站会\n";
+const LONG: &str = "# Long-term memory\n\n## Preferences\n- Always use dark terminal theme\n- Standup moved to 9am\n";
+
+#[test]
+fn full_sync_indexes_items_with_dates_headings_and_lines() {
+    let f = fixture(&[("memory/2026-11-01.md", DAY1), ("MEMORY.md", LONG)]);
+    let mut idx = open(&f);
+    let report = idx.sync(SyncMode::Quick, wall_ns()).unwrap();
+    assert_eq!(report.mode, "full", "an empty index is built in full");
+    assert_eq!(report.files_indexed, 2);
+    assert_eq!(report.items_indexed, 4);
+    let hits = idx.search("dentist", 5, None).unwrap();
+    assert_eq!(paths_lines(&hits), vec!["memory/2026-11-01.md:3"]);
+    let h = &hits[0];
+    assert_eq!(h.stamp.as_deref(), Some("2026-11-01 09:00"));
+    assert_eq!(h.day.as_deref(), Some("2026-11-01"));
+    assert_eq!(h.body, "Alice booked the dentist");
+    assert_eq!(h.kind, FileKind::Daily);
+    let theme = idx.search("terminal theme", 5, None).unwrap();
+    assert_eq!(theme[0].heading, "Long-term memory > Preferences");
+    assert_eq!(theme[0].kind, FileKind::LongTerm);
+}
+
+#[test]
+fn search_handles_stems_case_accents_cjk_and_hostile_queries() {
+    let f = fixture(&[
+        ("memory/2026-11-01.md", DAY1),
+        ("memory/2026-11-02.md", DAY2),
+        (
+            "memory/notes.md",
+            "- Meeting at the Café Straße\n- the theme park trip\n",
+        ),
+    ]);
+    let mut idx = open(&f);
+    idx.sync(SyncMode::Full, wall_ns()).unwrap();
+    let first = |q: &str| {
+        idx.search(q, 5, None)
+            .unwrap()
+            .first()
+            .map(|h| h.body.clone())
+    };
+    assert_eq!(
+        first("meetings").as_deref(),
+        Some("Meeting at the Café Straße")
+    );
+    assert_eq!(
+        first("CAFE strasse").as_deref(),
+        Some("Meeting at the Café Straße")
+    );
+    assert_eq!(first("喜欢站会").as_deref(), Some("用户喜欢早上九点开站会"));
+    assert_eq!(first("站会").as_deref(), Some("用户喜欢早上九点开站会"));
+    // `the` no longer matches `theme`: it is a stop word, not a substring.
+    assert!(idx.search("the", 5, None).unwrap().is_empty());
+    for hostile in [
+        "\"",
+        "(",
+        "AND OR NOT",
+        "*",
+        "^",
+        "NEAR(",
+        "a:b",
+        "!!!",
+        "'",
+        "-",
+        "\\",
+    ] {
+        let hits = idx.search(hostile, 5, None).unwrap();
+        assert!(hits.iter().all(|h| !h.body.is_empty()), "{hostile}");
+    }
+    assert!(
+        idx.search("\"AND\" (OR) NOT *", 5, None)
+            .unwrap()
+            .is_empty()
+    );
+}
+
+#[test]
+fn duplicates_are_returned_once_as_the_long_term_copy_and_ties_prefer_newer() {
+    let f = fixture(&[
+        ("memory/2026-11-01.md", DAY1),
+        ("memory/2026-11-02.md", DAY2),
+        ("MEMORY.md", LONG),
+    ]);
+    let mut idx = open(&f);
+    idx.sync(SyncMode::Full, wall_ns()).unwrap();
+    let hits = idx.search("standup 9am", 10, None).unwrap();
+    assert_eq!(
+        paths_lines(&hits),
+        vec!["MEMORY.md:5"],
+        "one memory, three copies"
+    );
+    let no_lt = idx
+        .search("standup 9am", 10, Some(&[FileKind::Daily]))
+        .unwrap();
+    assert_eq!(
+        paths_lines(&no_lt),
+        vec!["memory/2026-11-02.md:3"],
+        "newer copy wins the tie"
+    );
+}
+
+#[test]
+fn recent_lists_the_newest_dated_items_first() {
+    let f = fixture(&[
+        ("memory/2026-11-01.md", DAY1),
+        ("memory/2026-11-02.md", DAY2),
+    ]);
+    let mut idx = open(&f);
+    idx.sync(SyncMode::Full, wall_ns()).unwrap();
+    let recent = idx.recent(2, None).unwrap();
+    assert_eq!(
+        paths_lines(&recent),
+        vec!["memory/2026-11-02.md:4", "memory/2026-11-02.md:3"]
+    );
+}
+
+#[test]
+fn quick_sync_sees_added_removed_and_replaced_files_and_memory_md_edits() {
+    let f = fixture(&[("memory/2026-11-01.md", DAY1), ("MEMORY.md", LONG)]);
+    age(&f.root.join("memory/2026-11-01.md"));
+    let mut idx = open(&f);
+    idx.sync(SyncMode::Full, wall_ns()).unwrap();
+
+    // A new daily file (directory changes).
+    atomic_replace(&f.root.join("memory/2026-11-02.md"), DAY2.as_bytes(), 0o600).unwrap();
+    let r = idx.sync(SyncMode::Quick, wall_ns()).unwrap();
+    assert_eq!((r.mode, r.files_indexed), ("quick", 1));
+    assert!(!idx.search("站会", 5, None).unwrap().is_empty());
+
+    // An old file saved by an editor that renames (new inode).
+    atomic_replace(
+        &f.root.join("memory/2026-11-01.md"),
+        b"- [2026-11-01 09:00] Bob booked the vet\n",
+        0o600,
+    )
+    .unwrap();
+    age(&f.root.join("memory/2026-11-01.md"));
+    idx.sync(SyncMode::Quick, wall_ns()).unwrap();
+    assert!(idx.search("dentist", 5, None).unwrap().is_empty());
+    assert_eq!(idx.search("vet", 5, None).unwrap().len(), 1);
+
+    // MEMORY.md edited in place (same inode, same directory).
+    let mut file = std::fs::OpenOptions::new()
+        .append(true)
+        .open(f.root.join("MEMORY.md"))
+        .unwrap();
+    std::io::Write::write_all(&mut file, b"- Loves hiking in the Alps\n").unwrap();
+    drop(file);
+    idx.sync(SyncMode::Quick, wall_ns()).unwrap();
+    assert_eq!(idx.search("hiking", 5, None).unwrap().len(), 1);
+
+    // A removed file.
+    std::fs::remove_file(f.root.join("memory/2026-11-02.md")).unwrap();
+    let r = idx.sync(SyncMode::Quick, wall_ns()).unwrap();
+    assert_eq!(r.files_removed, 1);
+    assert!(idx.search("站会", 5, None).unwrap().is_empty());
+
+    // Nothing changed: a quick sync touches nothing.
+    let r = idx.sync(SyncMode::Quick, wall_ns()).unwrap();
+    assert_eq!((r.files_indexed, r.files_removed), (0, 0));
+}
+
+#[test]
+fn in_place_edits_of_old_files_are_caught_by_the_periodic_full_scan() {
+    let f = fixture(&[("memory/2026-11-01.md", DAY1)]);
+    let path = f.root.join("memory/2026-11-01.md");
+    age(&path);
+    let mut idx = open(&f);
+    let t0 = wall_ns();
+    idx.sync(SyncMode::Full, t0).unwrap();
+    let mut file = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&path)
+        .unwrap();
+    std::io::Write::write_all(&mut file, b"- [2026-11-01 12:00] Picked up the parcel\n").unwrap();
+    drop(file);
+    age(&path);
+    idx.sync(SyncMode::Quick, t0 + 1).unwrap();
+    assert!(
+        idx.search("parcel", 5, None).unwrap().is_empty(),
+        "quick sync does not stat old files"
+    );
+    let r = idx
+        .sync(SyncMode::Quick, t0 + FULL_SCAN_INTERVAL_NS + 1)
+        .unwrap();
+    assert_eq!(r.mode, "full");
+    assert_eq!(idx.search("parcel", 5, None).unwrap().len(), 1);
+}
+
+#[test]
+fn a_deleted_index_is_rebuilt_with_identical_results() {
+    let f = fixture(&[
+        ("memory/2026-11-01.md", DAY1),
+        ("memory/2026-11-02.md", DAY2),
+        ("MEMORY.md", LONG),
+    ]);
+    let queries = ["standup", "dentist Alice", "站会", "theme", ""];
+    let run = |f: &Fixture| -> Vec<Vec<(String, usize, String)>> {
+        let mut idx = open(f);
+        idx.sync(SyncMode::Quick, wall_ns()).unwrap();
+        queries
+            .iter()
+            .map(|q| {
+                let hits = if q.is_empty() {
+                    idx.recent(10, None)
+                } else {
+                    idx.search(q, 10, None)
+                }
+                .unwrap();
+                hits.into_iter()
+                    .map(|h| (h.path, h.start_line, format!("{:.6}", h.score)))
+                    .collect()
+            })
+            .collect()
+    };
+    let before = run(&f);
+    crate::store::remove_database_files(&f.db);
+    assert!(!f.db.exists());
+    assert_eq!(run(&f), before);
+}
+
+#[test]
+fn non_utf8_files_are_indexed_with_a_warning_not_dropped() {
+    let f = fixture(&[]);
+    crate::durable::atomic_replace(
+        &f.root.join("memory/2026-11-03.md"),
+        b"- caf\xe9 latte with Bob\n",
+        0o600,
+    )
+    .unwrap();
+    let mut idx = open(&f);
+    let r = idx.sync(SyncMode::Full, wall_ns()).unwrap();
+    assert_eq!(r.warnings.len(), 1, "{:?}", r.warnings);
+    assert!(r.warnings[0].contains("not valid UTF-8"));
+    assert_eq!(idx.search("latte", 5, None).unwrap().len(), 1);
+}
+
+#[test]
+fn timestamps_follow_the_user_zone_and_a_zone_change_rebuilds() {
+    let f = fixture(&[("memory/2026-11-01.md", DAY1)]);
+    let mut idx = open(&f);
+    idx.sync(SyncMode::Full, wall_ns()).unwrap();
+    let hit = idx.search("dentist", 1, None).unwrap().remove(0);
+    // 09:00 in Paris (UTC+1 in November) is 08:00 UTC.
+    assert_eq!(hit.ts, Some(1_793_520_000));
+    drop(idx);
+    let mut utc = Index::open(&f.db, &f.root, TimeZone::UTC).unwrap();
+    assert_eq!(
+        utc.stats().unwrap().files,
+        0,
+        "a different zone clears the index"
+    );
+    utc.sync(SyncMode::Quick, wall_ns()).unwrap();
+    let hit = utc.search("dentist", 1, None).unwrap().remove(0);
+    assert_eq!(hit.ts, Some(1_793_523_600));
+}
+
+#[test]
+fn refresh_indexes_just_written_files_immediately() {
+    let f = fixture(&[("memory/2026-11-01.md", DAY1)]);
+    let mut idx = open(&f);
+    idx.sync(SyncMode::Full, wall_ns()).unwrap();
+    crate::durable::locked_append(
+        &f.root.join("memory/2026-11-01.md"),
+        b"- [2026-11-01 18:00] Quillfeather hotel QF-5521\n",
+        0o600,
+        false,
+    )
+    .unwrap();
+    idx.refresh(&["memory/2026-11-01.md".to_string()]).unwrap();
+    let hits = idx.search("Quillfeather", 5, None).unwrap();
+    assert_eq!(paths_lines(&hits), vec!["memory/2026-11-01.md:5"]);
+}
+
+#[test]
+fn appends_add_only_new_items_and_continuations_reindex_the_file() {
+    let f = fixture(&[("memory/2026-11-01.md", DAY1)]);
+    let path = f.root.join("memory/2026-11-01.md");
+    let mut idx = open(&f);
+    idx.sync(SyncMode::Full, wall_ns()).unwrap();
+    let ids_before: Vec<i64> = idx
+        .items_of("memory/2026-11-01.md")
+        .unwrap()
+        .iter()
+        .map(|h| h.id)
+        .collect();
+    crate::durable::locked_append(
+        &path,
+        b"- [2026-11-01 12:00] lunch with Grace\n",
+        0o600,
+        false,
+    )
+    .unwrap();
+    let r = idx.refresh(&["memory/2026-11-01.md".to_string()]).unwrap();
+    assert_eq!(r.items_indexed, 1, "only the new note is indexed");
+    let items = idx.items_of("memory/2026-11-01.md").unwrap();
+    assert_eq!(
+        items.iter().map(|h| h.id).take(2).collect::<Vec<_>>(),
+        ids_before,
+        "old items kept"
+    );
+    assert_eq!(items.len(), 3);
+    assert_eq!(items[2].start_line, 5);
+    // A continuation line extends the last item: the file is re-indexed.
+    crate::durable::locked_append(&path, b"  and dessert\n", 0o600, false).unwrap();
+    let r = idx.refresh(&["memory/2026-11-01.md".to_string()]).unwrap();
+    assert_eq!(r.items_indexed, 3);
+    let hits = idx.search("dessert", 5, None).unwrap();
+    assert_eq!(hits[0].body, "lunch with Grace\nand dessert");
+    assert_eq!(
+        idx.search("lunch", 5, None).unwrap().len(),
+        1,
+        "no stale copy"
+    );
+}
