@@ -10,7 +10,9 @@ use serde::Serialize;
 use super::App;
 use crate::heartbeat::{self, MemoryCounts, SecurityFlags, Snapshot, Tracker};
 use crate::memory::context::{self, ContextBlock};
-use crate::memory::index::{Hit, SyncReport};
+use crate::memory::files::{FileKind, count_daily_files};
+use crate::memory::index::{Hit, Index, SyncReport};
+
 use crate::memory::write::{self, AppendOutcome, AppendRequest, ClearOutcome, ClearScope};
 use crate::memory::{Memory, MemoryStats};
 
@@ -80,9 +82,17 @@ impl App {
 
     /// Records an activity event (`heartbeat ping`, and memory commands).
     pub fn ping(&self, activity: &str, source: &str) -> anyhow::Result<heartbeat::PingOutcome> {
+        self.ping_with_stats(activity, source, &self.memory().stats())
+    }
+
+    fn ping_with_stats(
+        &self,
+        activity: &str,
+        source: &str,
+        stats: &MemoryStats,
+    ) -> anyhow::Result<heartbeat::PingOutcome> {
         self.ensure_state_dir()?;
-        let stats = self.memory().stats();
-        let snapshot = self.activity_snapshot(&stats);
+        let snapshot = self.activity_snapshot(stats);
         let size = self.config.config.activity.history_size as usize;
         Ok(self
             .tracker()
@@ -104,33 +114,45 @@ pub struct Appended {
 }
 
 pub fn append(app: &App, req: &AppendRequest<'_>) -> anyhow::Result<Appended> {
+    let started = std::time::Instant::now();
     let memory = app.memory();
     app.ensure_state_dir()?;
     let outcome = write::append(&memory, req, &app.host.now)?;
+    let stored = started.elapsed();
     let mut warnings = Vec::new();
     let mut touched: Vec<String> = outcome.written.iter().map(|w| w.path.clone()).collect();
     if let Some(pruned) = &outcome.pruned {
         touched.extend(pruned.archives.iter().cloned());
     }
-    if let Err(err) = refresh_index(&memory, &touched) {
-        warnings.push(format!(
-            "the note is stored, but the search index was not updated: {err:#}"
-        ));
-    }
-    if let Err(err) = app.ping("memory.append", "session_memory") {
+    // The index knows the daily files, which spares listing a large
+    // memory directory just for the heartbeat's counter.
+    let daily_from_index = match refresh_index(&memory, &touched) {
+        Ok(index) => index.count_files(FileKind::Daily).ok(),
+        Err(err) => {
+            warnings.push(format!(
+                "the note is stored, but the search index was not updated: {err:#}"
+            ));
+            None
+        }
+    };
+    let indexed = started.elapsed();
+    let mut stats = memory.stats_without_daily();
+    stats.daily_files = daily_from_index.unwrap_or_else(|| count_daily_files(&memory.root));
+    if let Err(err) = app.ping_with_stats("memory.append", "session_memory", &stats) {
         warnings.push(format!(
             "the note is stored, but the heartbeat was not updated: {err:#}"
         ));
     }
+    tracing::debug!(?stored, ?indexed, total = ?started.elapsed(), "append");
     Ok(Appended { outcome, warnings })
 }
 
-fn refresh_index(memory: &Memory, rels: &[String]) -> anyhow::Result<SyncReport> {
+fn refresh_index(memory: &Memory, rels: &[String]) -> anyhow::Result<Index> {
     use anyhow::Context;
-    let mut index =
-        crate::memory::index::Index::open(&memory.index_path, &memory.root, memory.tz.clone())
-            .context("cannot open the index")?;
-    index.refresh(rels).context("cannot refresh the index")
+    let mut index = Index::open(&memory.index_path, &memory.root, memory.tz.clone())
+        .context("cannot open the index")?;
+    index.refresh(rels).context("cannot refresh the index")?;
+    Ok(index)
 }
 
 #[derive(Debug, Serialize)]
@@ -145,12 +167,15 @@ pub struct SearchOutcome {
 pub fn search(app: &App, query: &str, limit: usize) -> anyhow::Result<SearchOutcome> {
     let memory = app.memory();
     app.ensure_state_dir()?;
+    let started = std::time::Instant::now();
     let (index, sync) = memory.synced_index(app.wall_ns())?;
+    let synced = started.elapsed();
     let hits = if query.trim().is_empty() {
         index.recent(limit, None)?
     } else {
         index.search(query, limit, None)?
     };
+    tracing::debug!(?synced, total = ?started.elapsed(), mode = sync.mode, "search");
     Ok(SearchOutcome {
         query: query.to_string(),
         hits,

@@ -33,7 +33,7 @@ use serde::Serialize;
 
 use super::files::FileKind;
 use super::index::{Hit, Index};
-use super::terms::estimate_tokens;
+use super::terms::{self, estimate_tokens};
 use super::{Memory, sanitize};
 use crate::store::StoreError;
 
@@ -94,7 +94,7 @@ impl ContextBlock {
 }
 
 /// Candidates considered for the notes section.
-const NOTE_CANDIDATES: usize = 24;
+const NOTE_CANDIDATES: usize = 16;
 
 /// Builds the recall block for `goal` within `budget` tokens.
 pub fn build(
@@ -114,10 +114,21 @@ pub fn build(
     let lt_header = format!("Long-term memory ({lt_rel}):\n");
     let lt_cap = budget / 2;
     let lt_items = index.items_of(&lt_rel)?;
-    let relevance: HashMap<i64, f64> = index
-        .search(goal, lt_items.len().max(1), Some(&[FileKind::LongTerm]))?
-        .into_iter()
-        .map(|h| (h.id, h.score))
+    // Relevance of long-term entries to the goal: the share of the goal's
+    // terms an entry (or its heading) contains. MEMORY.md is small, so this
+    // is computed here rather than by a second index query.
+    let goal_terms: HashSet<String> = terms::query_terms(goal).into_iter().collect();
+    let relevance: HashMap<i64, f64> = lt_items
+        .iter()
+        .filter_map(|hit| {
+            let text = format!("{} {}", hit.body, hit.heading);
+            let item_terms = terms::index_terms(&text);
+            let found = item_terms
+                .split(' ')
+                .filter(|t| goal_terms.contains(*t))
+                .collect::<HashSet<_>>();
+            (!found.is_empty()).then(|| (hit.id, found.len() as f64 / goal_terms.len() as f64))
+        })
         .collect();
     let mut order: Vec<&Hit> = lt_items.iter().collect();
     order.sort_by(|a, b| {

@@ -220,15 +220,32 @@ pub fn daily_rel(date: &str) -> String {
     format!("memory/{date}.md")
 }
 
-/// Number of daily note files (`memory/` and Arka's `daily/`), counted
+/// Number of daily note files (`memory/**` and Arka's `daily/`), counted
 /// from directory listings alone.
 pub fn count_daily_files(root: &Path) -> usize {
-    ["memory", "daily"]
-        .iter()
-        .filter_map(|d| std::fs::read_dir(root.join(d)).ok())
-        .flat_map(|entries| entries.filter_map(Result::ok))
-        .filter(|e| e.file_name().to_str().and_then(daily_file_date).is_some())
-        .count()
+    fn count(dir: &Path, recursive: bool) -> usize {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return 0;
+        };
+        let mut n = 0;
+        for entry in entries.filter_map(Result::ok) {
+            let name = entry.file_name();
+            let Some(name) = name.to_str() else { continue };
+            if name.starts_with('.') {
+                continue;
+            }
+            let is_dir = entry.file_type().is_ok_and(|t| t.is_dir());
+            if is_dir {
+                if recursive && name != "archive" && name != "node_modules" {
+                    n += count(&entry.path(), true);
+                }
+            } else if daily_file_date(name).is_some() {
+                n += 1;
+            }
+        }
+        n
+    }
+    count(&root.join("memory"), true) + count(&root.join("daily"), false)
 }
 
 #[cfg(test)]

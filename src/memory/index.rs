@@ -5,18 +5,24 @@
 //!   re-derived from them, and a deleted index is rebuilt on first use.
 //! * Freshness without a full scan on every call: a *quick* sync stats the
 //!   directories (an added, removed or renamed-over file changes its
-//!   directory), the long-term file and the recently modified files; files
-//!   in a changed directory are compared by inode from the listing alone.
-//!   A *full* sync (stat of every file) runs on `memory index`, on an empty
-//!   index, and when the last one is older than [`FULL_SCAN_INTERVAL_NS`],
-//!   which catches in-place edits of old files.
+//!   directory; files in a changed directory are compared by inode from the
+//!   listing alone) and the files people edit in place: the long-term file,
+//!   the daily files of the last few days and the most recently changed
+//!   topic files. A *full* sync (stat of every file) runs on
+//!   `memory index`, on an empty index, and when the last one is older
+//!   than [`FULL_SCAN_INTERVAL_NS`], which catches in-place edits of older
+//!   files.
+//! * A file that only grew at its end keeps its indexed items; only the new
+//!   ones are added, so appending to a long daily file stays cheap.
 //! * Writers take SQLite's write lock (`BEGIN IMMEDIATE`) before comparing,
 //!   so concurrent processes never index the same change twice.
+//! * Item ids grow with indexing order, and a full build indexes files
+//!   oldest first, so among equal scores a higher id is a newer note.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
-use almanac_markdown::notes::{self, BlockKind};
+use almanac_markdown::notes::{self, Block, BlockKind};
 use jiff::tz::TimeZone;
 use rusqlite::{OptionalExtension, TransactionBehavior, params};
 
@@ -26,16 +32,18 @@ use crate::paths::fnv1a64;
 use crate::store::{Store, StoreError, StoreKind};
 
 /// A full scan at least this often (ns), to catch in-place edits of files
-/// outside the recent window.
+/// outside the quick-sync set.
 pub const FULL_SCAN_INTERVAL_NS: i64 = 10 * 60 * 1_000_000_000;
-/// Files modified within this window (ns) are stat'ed on every quick sync.
-const HOT_WINDOW_NS: i64 = 7 * 24 * 3600 * 1_000_000_000;
+/// Daily files of this many recent days are stat'ed by every quick sync.
+const HOT_DAYS: i64 = 3;
+/// The most recently changed topic files stat'ed by every quick sync.
+const HOT_TOPICS: i64 = 64;
 /// Files larger than this are not indexed (reported instead).
 const MAX_FILE_BYTES: u64 = 16 * 1024 * 1024;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SyncMode {
-    /// Directories, the long-term file and recent files.
+    /// Directories and the files edited in place most often.
     Quick,
     /// Every file.
     Full,
@@ -70,6 +78,8 @@ pub struct Hit {
     pub body: String,
     #[serde(skip)]
     pub norm_hash: i64,
+    /// Relevance in (0, 1): BM25 `s` mapped to `s / (1 + s)`; 0 for lists
+    /// that are not ranked.
     pub score: f64,
 }
 
@@ -87,11 +97,19 @@ pub struct Index {
     tz: TimeZone,
 }
 
+const HIT_COLUMNS: &str = "i.id, f.path, f.kind, i.start_line, i.end_line, i.stamp, i.day, i.ts, i.heading, i.body, i.norm_hash";
+
 impl Index {
     /// Opens the index at `path` for the memory `root`. An index built for
     /// another root or time zone is cleared (it is derived).
     pub fn open(path: &Path, root: &Path, tz: TimeZone) -> Result<Index, StoreError> {
         let store = Store::open(path, StoreKind::Index)?;
+        // Builds touch many pages; a larger cache keeps them off the disk
+        // until commit. Memory is used only as needed.
+        store.conn.pragma_update(None, "cache_size", -65_536)?;
+        // Map the file instead of copying pages into the cache: short-lived
+        // processes read the same pages from the OS cache without copies.
+        store.conn.pragma_update(None, "mmap_size", 1_i64 << 30)?;
         let mut index = Index {
             store,
             root: root.to_path_buf(),
@@ -133,7 +151,8 @@ impl Index {
         &self.store.path
     }
 
-    /// Brings the index up to date with the files.
+    /// Brings the index up to date with the files. `now_ns` is wall-clock
+    /// time (file times are compared with it).
     pub fn sync(&mut self, mode: SyncMode, now_ns: i64) -> Result<SyncReport, StoreError> {
         let last_full: Option<i64> = self
             .store
@@ -159,7 +178,10 @@ impl Index {
     }
 
     fn full_sync(&mut self, rebuild: bool, now_ns: i64) -> Result<SyncReport, StoreError> {
-        let walk = files::walk(&self.root);
+        let mut walk = files::walk(&self.root);
+        // Oldest first, long-term last: item ids then follow recency.
+        walk.files
+            .sort_by(|a, b| build_order(a).cmp(&build_order(b)));
         let tx = self
             .store
             .conn
@@ -265,13 +287,12 @@ impl Index {
                 .ok()
                 .filter(|m| m.is_dir())
                 .map(|m| files::mtime_ns(&m));
-            let known = known_dirs.get(&dir).copied();
-            if current == known {
+            if current == known_dirs.get(&dir).copied() {
                 continue;
             }
             plan.dirs.push((dir.clone(), current));
-            // Everything indexed directly in this directory is re-checked
-            // unless the listing shows the same inode.
+            // Files indexed directly in this directory are re-checked unless
+            // the listing shows the same inode.
             let indexed = indexed_in_dir(conn, &dir)?;
             if current.is_none() {
                 plan.paths.extend(indexed.into_keys());
@@ -293,10 +314,9 @@ impl Index {
                 } else {
                     format!("{dir}/{name}")
                 };
-                let is_dir = entry.file_type().is_ok_and(|t| t.is_dir());
-                if is_dir {
-                    let recursive_parent = dir == "memory" || dir.starts_with("memory/");
-                    if recursive_parent && !known_dirs.contains_key(&rel) {
+                if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                    let below_memory = dir == "memory" || dir.starts_with("memory/");
+                    if below_memory && !known_dirs.contains_key(&rel) {
                         // A new subdirectory: list it whole.
                         let mut walk = files::Walk::default();
                         files::list_dir(&self.root, &real_root, &rel, true, &mut walk);
@@ -311,8 +331,7 @@ impl Index {
                     continue;
                 }
                 use std::os::unix::fs::DirEntryExt;
-                let ino = entry.ino() as i64;
-                if indexed.get(&rel) != Some(&ino) {
+                if indexed.get(&rel) != Some(&(entry.ino() as i64)) {
                     plan.paths.insert(rel.clone());
                 }
                 listed.insert(rel);
@@ -320,12 +339,23 @@ impl Index {
             plan.paths
                 .extend(indexed.into_keys().filter(|rel| !listed.contains(rel)));
         }
-        // The long-term file and recently modified files may change in place.
+        // Files people edit in place.
+        let cutoff_day = jiff::Timestamp::from_nanosecond(now_ns as i128)
+            .map(|ts| ts.to_zoned_datetime(self.tz.clone()).date())
+            .ok()
+            .and_then(|d| d.checked_sub(jiff::Span::new().days(HOT_DAYS)).ok())
+            .map(|d| d.to_string())
+            .unwrap_or_default();
         let mut stmt = conn.prepare_cached(
-            "SELECT path, size, mtime_ns, ino FROM files WHERE kind = 'long_term' OR mtime_ns > ?1",
+            "SELECT path, size, mtime_ns, ino FROM files WHERE kind = 'long_term'
+             UNION ALL
+             SELECT path, size, mtime_ns, ino FROM files WHERE kind = 'daily' AND day >= ?1
+             UNION ALL
+             SELECT * FROM (SELECT path, size, mtime_ns, ino FROM files WHERE kind = 'topic'
+                            ORDER BY mtime_ns DESC LIMIT ?2)",
         )?;
         let hot: Vec<(String, FileStat)> = stmt
-            .query_map([now_ns - HOT_WINDOW_NS], |r| {
+            .query_map(params![cutoff_day, HOT_TOPICS], |r| {
                 Ok((
                     r.get(0)?,
                     FileStat {
@@ -342,11 +372,6 @@ impl Index {
                 .map(|m| FileStat::of(&m));
             if now_stat.as_ref() != Some(&stat) {
                 plan.paths.insert(rel);
-            }
-        }
-        for rel in ["MEMORY.md", "memory.md"] {
-            if self.root.join(rel).is_file() && !is_indexed(conn, rel)? {
-                plan.paths.insert(rel.to_string());
             }
         }
         Ok(plan)
@@ -373,6 +398,15 @@ impl Index {
     }
 
     /// Ranked search. `kinds` restricts the files searched.
+    ///
+    /// Two passes. First, the inverted indexes give, for each query term,
+    /// the items containing it; every candidate gets the sum of the IDF of
+    /// the terms it contains (a quarter for a heading-only match), and the
+    /// best [`candidate_window`] candidates are kept, newer first among
+    /// equals. Second, those are scored exactly with BM25 (term frequency
+    /// and length normalisation, from the stored terms). This reads only
+    /// posting lists for the thousands of items a common word matches, and
+    /// full rows for a few hundred.
     pub fn search(
         &self,
         query: &str,
@@ -383,61 +417,261 @@ impl Index {
         if terms.is_empty() || limit == 0 {
             return Ok(Vec::new());
         }
-        let expression = terms
-            .iter()
-            .map(|t| format!("\"{}\"", t.replace('"', "\"\"")))
-            .collect::<Vec<_>>()
-            .join(" OR ");
-        let kind_filter = kind_clause(kinds);
-        let sql = format!(
-            "SELECT i.id, i.path, f.kind, i.start_line, i.end_line, i.stamp, i.day, i.ts, i.heading, i.body,
-                    i.norm_hash, -bm25(items_fts, 1.0, 0.25) AS score
-             FROM items_fts
-             JOIN items i ON i.id = items_fts.rowid
-             JOIN files f ON f.path = i.path
-             WHERE items_fts MATCH ?1 {kind_filter}
-             ORDER BY score DESC, f.kind = 'long_term' DESC, i.ts DESC, i.id DESC
-             LIMIT ?2"
-        );
-        let fetch = (limit * 4 + 16) as i64;
+        let corpus = self.corpus()?;
+        let mut idf = Vec::with_capacity(terms.len());
+        let mut coordination: HashMap<i64, f64> = HashMap::new();
+        for term in &terms {
+            let body = self.postings("items_fts", term)?;
+            let heading = self.postings("headings_fts", term)?;
+            let df = if heading.is_empty() {
+                body.len()
+            } else {
+                body.iter().chain(&heading).collect::<HashSet<_>>().len()
+            };
+            let weight = bm25_idf(corpus.items, df);
+            idf.push(weight);
+            for id in body {
+                *coordination.entry(id).or_default() += weight;
+            }
+            for id in heading {
+                *coordination.entry(id).or_default() += HEADING_WEIGHT * weight;
+            }
+        }
+        let mut candidates: Vec<(i64, f64)> = coordination.into_iter().collect();
+        candidates.sort_unstable_by(|a, b| b.1.total_cmp(&a.1).then(b.0.cmp(&a.0)));
+
+        // Second pass: score the best `window` distinct texts exactly.
+        // Copies of one text score the same, so only one copy per text is
+        // fetched in full (the long-term copy when there is one); a memory
+        // holding a note hundreds of times stays cheap to search.
+        let window = candidate_window(limit);
+        let long_term_files = self.file_ids_where("kind = 'long_term'")?;
+        // Files a `kinds` filter leaves out (usually few: the long-term file).
+        let excluded_files = match kinds {
+            Some(kinds) => self.file_ids_where(&format!(
+                "kind NOT IN ({})",
+                kinds
+                    .iter()
+                    .map(|k| format!("'{}'", k.as_str()))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ))?,
+            None => HashSet::new(),
+        };
+        let mut heading_terms: HashMap<String, String> = HashMap::new();
+        let mut chosen: HashMap<i64, (i64, bool)> = HashMap::new(); // norm_hash -> (id, long-term)
+        let mut next = 0;
+        while chosen.len() < window && next < candidates.len() {
+            // The first chunk is the window itself; later ones (reached only
+            // when copies or a filter used it up) are larger.
+            let chunk = if next == 0 { window } else { window * 4 };
+            let ids: Vec<i64> = candidates[next..(next + chunk).min(candidates.len())]
+                .iter()
+                .map(|(id, _)| *id)
+                .collect();
+            next += ids.len();
+            let identities = self.identities(&ids)?;
+            for id in ids {
+                let Some(&(hash, file_id)) = identities.get(&id) else {
+                    continue;
+                };
+                if excluded_files.contains(&file_id) {
+                    continue;
+                }
+                let long_term = long_term_files.contains(&file_id);
+                match chosen.get(&hash) {
+                    None if chosen.len() >= window => {}
+                    None => {
+                        chosen.insert(hash, (id, long_term));
+                    }
+                    Some(&(_, false)) if long_term => {
+                        chosen.insert(hash, (id, true));
+                    }
+                    Some(_) => {}
+                }
+            }
+        }
+        let mut rows = self.scoring_rows(chosen.values().map(|(id, _)| *id))?;
+        let mut scored: HashMap<i64, Hit> = HashMap::new();
+        for (id, _) in chosen.into_values() {
+            let Some((mut hit, item_terms)) = rows.remove(&id) else {
+                continue;
+            };
+            if kinds.is_some_and(|k| !k.contains(&hit.kind)) {
+                continue;
+            }
+            let head = heading_terms
+                .entry(hit.heading.clone())
+                .or_insert_with(|| terms::index_terms(&hit.heading));
+            let s = bm25(&terms, &idf, &item_terms, head, corpus.average_terms());
+            hit.score = s / (1.0 + s);
+            scored.insert(hit.norm_hash, hit);
+        }
+        let mut hits: Vec<Hit> = scored.into_values().collect();
+        // Equal scores: the newer note first.
+        hits.sort_by(|a, b| {
+            b.score
+                .total_cmp(&a.score)
+                .then(b.ts.unwrap_or(i64::MIN).cmp(&a.ts.unwrap_or(i64::MIN)))
+                .then(b.id.cmp(&a.id))
+        });
+        hits.truncate(limit);
+        Ok(hits)
+    }
+
+    /// `id -> (norm_hash, file id)` for the given items.
+    fn identities(&self, ids: &[i64]) -> Result<HashMap<i64, (i64, i64)>, StoreError> {
+        if ids.is_empty() {
+            return Ok(HashMap::new());
+        }
+        let mut stmt = self
+            .store
+            .conn
+            .prepare_cached("SELECT id, norm_hash, file_id FROM items WHERE id IN rarray(?1)")?;
+        let list = id_array(ids.iter().copied());
+        let rows = stmt.query_map([list], |r| Ok((r.get(0)?, (r.get(1)?, r.get(2)?))))?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// Ids of the files matching a fixed condition on `kind`.
+    fn file_ids_where(&self, condition: &str) -> Result<HashSet<i64>, StoreError> {
+        let mut stmt = self
+            .store
+            .conn
+            .prepare_cached(&format!("SELECT id FROM files WHERE {condition}"))?;
+        let ids = stmt
+            .query_map([], |r| r.get(0))?
+            .collect::<Result<_, _>>()?;
+        Ok(ids)
+    }
+
+    /// Ids of the items whose column contains `term`.
+    fn postings(&self, table: &str, term: &str) -> Result<Vec<i64>, StoreError> {
+        let sql = format!("SELECT rowid FROM {table} WHERE {table} MATCH ?1");
         let mut stmt = self.store.conn.prepare_cached(&sql)?;
-        let rows = stmt.query_map(params![expression, fetch], hit_from_row)?;
-        let mut hits = rows.collect::<Result<Vec<_>, _>>()?;
-        // BM25 (higher is better, unbounded) mapped to (0, 1), keeping the
-        // order, so scores read like OpenClaw's and `--min-score` works.
-        for hit in &mut hits {
-            hit.score = hit.score.max(0.0) / (1.0 + hit.score.max(0.0));
+        let phrase = format!("\"{}\"", term.replace('"', "\"\""));
+        let ids = stmt
+            .query_map([phrase], |r| r.get(0))?
+            .collect::<Result<_, _>>()?;
+        Ok(ids)
+    }
+
+    fn corpus(&self) -> Result<Corpus, StoreError> {
+        Ok(self
+            .store
+            .conn
+            .query_row("SELECT items, terms FROM totals WHERE id = 1", [], |r| {
+                Ok(Corpus {
+                    items: r.get::<_, i64>(0)? as usize,
+                    terms: r.get::<_, i64>(1)? as usize,
+                })
+            })?)
+    }
+
+    /// Items by id in one query, with their stored terms.
+    fn scoring_rows(
+        &self,
+        ids: impl Iterator<Item = i64>,
+    ) -> Result<HashMap<i64, (Hit, String)>, StoreError> {
+        let list = id_array(ids);
+        if list.is_empty() {
+            return Ok(HashMap::new());
+        }
+        let mut stmt = self.store.conn.prepare_cached(&format!(
+            "SELECT {HIT_COLUMNS}, 0.0, i.terms FROM items i JOIN files f ON f.id = i.file_id
+             WHERE i.id IN rarray(?1)"
+        ))?;
+        let capacity = list.len();
+        let rows = stmt.query_map([list], |r| Ok((hit_from_row(r)?, r.get::<_, String>(12)?)))?;
+        let mut out = HashMap::with_capacity(capacity);
+        for row in rows {
+            let (hit, item_terms) = row?;
+            out.insert(hit.id, (hit, item_terms));
+        }
+        Ok(out)
+    }
+
+    /// The most recent dated items, newest first, then undated ones (an
+    /// empty query lists these).
+    pub fn recent(&self, limit: usize, kinds: Option<&[FileKind]>) -> Result<Vec<Hit>, StoreError> {
+        let kind_filter = match kinds {
+            None => String::new(),
+            Some(kinds) => format!(
+                "AND f.kind IN ({})",
+                kinds
+                    .iter()
+                    .map(|k| format!("'{}'", k.as_str()))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        };
+        let fetch = (limit * 4 + 16) as i64;
+        let mut hits = Vec::new();
+        for order in [
+            "i.day IS NOT NULL {kind_filter} ORDER BY i.day DESC, i.ts DESC, i.id DESC",
+            "i.day IS NULL {kind_filter} ORDER BY i.id DESC",
+        ] {
+            let sql = format!(
+                "SELECT {HIT_COLUMNS}, 0.0 FROM items i JOIN files f ON f.id = i.file_id WHERE {} LIMIT ?1",
+                order.replace("{kind_filter}", &kind_filter)
+            );
+            let mut stmt = self.store.conn.prepare_cached(&sql)?;
+            hits.extend(
+                stmt.query_map([fetch], hit_from_row)?
+                    .collect::<Result<Vec<_>, _>>()?,
+            );
+            if hits.len() >= fetch as usize {
+                break;
+            }
         }
         Ok(dedupe(hits, limit))
     }
 
-    /// The most recent items (an empty query lists these).
-    pub fn recent(&self, limit: usize, kinds: Option<&[FileKind]>) -> Result<Vec<Hit>, StoreError> {
-        let kind_filter = kind_clause(kinds);
-        let sql = format!(
-            "SELECT i.id, i.path, f.kind, i.start_line, i.end_line, i.stamp, i.day, i.ts, i.heading, i.body,
-                    i.norm_hash, 0.0
-             FROM items i JOIN files f ON f.path = i.path
-             WHERE 1 {kind_filter}
-             ORDER BY i.ts IS NULL, i.ts DESC, i.path DESC, i.start_line DESC
-             LIMIT ?1"
-        );
-        let fetch = (limit * 4 + 16) as i64;
-        let mut stmt = self.store.conn.prepare_cached(&sql)?;
-        let rows = stmt.query_map([fetch], hit_from_row)?;
-        Ok(dedupe(rows.collect::<Result<Vec<_>, _>>()?, limit))
-    }
-
     /// Every item of one file, in file order.
     pub fn items_of(&self, rel: &str) -> Result<Vec<Hit>, StoreError> {
-        let mut stmt = self.store.conn.prepare_cached(
-            "SELECT i.id, i.path, f.kind, i.start_line, i.end_line, i.stamp, i.day, i.ts, i.heading, i.body,
-                    i.norm_hash, 0.0
-             FROM items i JOIN files f ON f.path = i.path
-             WHERE i.path = ?1 ORDER BY i.start_line",
-        )?;
+        let mut stmt = self.store.conn.prepare_cached(&format!(
+            "SELECT {HIT_COLUMNS}, 0.0 FROM items i JOIN files f ON f.id = i.file_id
+             WHERE f.path = ?1 ORDER BY i.start_line"
+        ))?;
         let rows = stmt.query_map([rel], hit_from_row)?;
         Ok(rows.collect::<Result<Vec<_>, _>>()?)
+    }
+
+    /// The count of daily files, read from an existing index without
+    /// changing it, if the index listed `memory/` and `daily/` at their
+    /// current modification times; `None` otherwise.
+    pub fn daily_count_if_current(index_path: &Path, root: &Path) -> Option<usize> {
+        let conn = Store::open_existing_read_only(index_path).ok()??;
+        for dir in ["memory", "daily"] {
+            let current = std::fs::metadata(root.join(dir))
+                .ok()
+                .filter(|m| m.is_dir())
+                .map(|m| files::mtime_ns(&m));
+            let listed: Option<i64> = conn
+                .query_row("SELECT mtime_ns FROM dirs WHERE path = ?1", [dir], |r| {
+                    r.get(0)
+                })
+                .optional()
+                .ok()?;
+            if current != listed {
+                return None;
+            }
+        }
+        conn.query_row("SELECT count(*) FROM files WHERE kind = 'daily'", [], |r| {
+            r.get::<_, i64>(0)
+        })
+        .ok()
+        .map(|n| n as usize)
+    }
+
+    /// Files of one kind (for cheap counts).
+    pub fn count_files(&self, kind: FileKind) -> Result<usize, StoreError> {
+        let n: i64 = self.store.conn.query_row(
+            "SELECT count(*) FROM files WHERE kind = ?1",
+            [kind.as_str()],
+            |r| r.get(0),
+        )?;
+        Ok(n as usize)
     }
 
     pub fn stats(&self) -> Result<IndexStats, StoreError> {
@@ -460,9 +694,79 @@ impl Index {
     }
 }
 
+fn build_order(found: &files::Found) -> (u8, Option<&str>, &str) {
+    let rank = match found.kind {
+        FileKind::Archive => 0,
+        FileKind::Topic => 1,
+        FileKind::Daily => 2,
+        FileKind::LongTerm => 3,
+    };
+    (rank, found.day.as_deref(), found.rel.as_str())
+}
+
+/// A list of ids bound as one parameter (`IN rarray(?)`).
+fn id_array(ids: impl Iterator<Item = i64>) -> std::rc::Rc<Vec<rusqlite::types::Value>> {
+    std::rc::Rc::new(ids.map(rusqlite::types::Value::Integer).collect())
+}
+
+/// Weight of a match in the enclosing headings relative to the body.
+const HEADING_WEIGHT: f64 = 0.25;
+/// BM25 parameters (the usual defaults).
+const K1: f64 = 1.2;
+const B: f64 = 0.75;
+
+/// How many first-pass candidates are scored exactly. The first pass
+/// already orders by the matched terms' IDF, which decides most of BM25;
+/// the window only has to cover ties broken by frequency and length (and
+/// among equal candidates it keeps the newest).
+fn candidate_window(limit: usize) -> usize {
+    limit * 4 + 32
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Corpus {
+    items: usize,
+    terms: usize,
+}
+
+impl Corpus {
+    fn average_terms(&self) -> f64 {
+        if self.items == 0 {
+            1.0
+        } else {
+            (self.terms as f64 / self.items as f64).max(1.0)
+        }
+    }
+}
+
+/// BM25 inverse document frequency (the always-positive form).
+fn bm25_idf(items: usize, df: usize) -> f64 {
+    let (n, df) = (items as f64, df as f64);
+    (1.0 + (n - df + 0.5) / (df + 0.5)).ln()
+}
+
+/// BM25 of one item: body terms with term frequency and length
+/// normalisation, plus heading matches at [`HEADING_WEIGHT`].
+fn bm25(query: &[String], idf: &[f64], body_terms: &str, heading_terms: &str, average: f64) -> f64 {
+    let body: Vec<&str> = body_terms.split(' ').filter(|t| !t.is_empty()).collect();
+    let norm = 1.0 - B + B * body.len() as f64 / average;
+    let mut score = 0.0;
+    for (term, weight) in query.iter().zip(idf) {
+        let tf = body.iter().filter(|t| **t == term).count() as f64;
+        if tf > 0.0 {
+            score += weight * tf * (K1 + 1.0) / (tf + K1 * norm);
+        }
+        let th = heading_terms.split(' ').filter(|t| *t == term).count() as f64;
+        if th > 0.0 {
+            score += HEADING_WEIGHT * weight * th * (K1 + 1.0) / (th + K1);
+        }
+    }
+    score
+}
+
 #[derive(Default)]
 struct QuickPlan {
-    paths: std::collections::BTreeSet<String>,
+    paths: BTreeSet<String>,
     dirs: Vec<(String, Option<i64>)>,
 }
 
@@ -481,20 +785,6 @@ impl FileStat {
             mtime_ns: files::mtime_ns(meta),
             ino: files::inode(meta),
         }
-    }
-}
-
-fn kind_clause(kinds: Option<&[FileKind]>) -> String {
-    match kinds {
-        None => String::new(),
-        Some(kinds) => format!(
-            "AND f.kind IN ({})",
-            kinds
-                .iter()
-                .map(|k| format!("'{}'", k.as_str()))
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
     }
 }
 
@@ -544,7 +834,10 @@ fn dedupe(hits: Vec<Hit>, limit: usize) -> Vec<Hit> {
 
 fn clear_all(tx: &rusqlite::Transaction<'_>) -> rusqlite::Result<()> {
     tx.execute_batch(
-        "DELETE FROM items_fts; DELETE FROM items; DELETE FROM files; DELETE FROM dirs;
+        "INSERT INTO items_fts (items_fts) VALUES ('delete-all');
+         INSERT INTO headings_fts (headings_fts) VALUES ('delete-all');
+         DELETE FROM items; DELETE FROM files;
+         DELETE FROM dirs; UPDATE totals SET items = 0, terms = 0;
          DELETE FROM meta WHERE key = 'last_full_scan_ns';",
     )
 }
@@ -590,12 +883,6 @@ fn indexed_in_dir(
     Ok(out)
 }
 
-fn is_indexed(conn: &rusqlite::Connection, rel: &str) -> rusqlite::Result<bool> {
-    conn.query_row("SELECT 1 FROM files WHERE path = ?1", [rel], |_| Ok(()))
-        .optional()
-        .map(|r| r.is_some())
-}
-
 /// Re-checks one file: re-indexes it if it changed, removes it if gone.
 fn refresh_one(
     tx: &rusqlite::Transaction<'_>,
@@ -637,13 +924,58 @@ fn refresh_one(
     Ok(())
 }
 
-fn remove_file(tx: &rusqlite::Transaction<'_>, rel: &str) -> rusqlite::Result<()> {
-    tx.execute(
-        "DELETE FROM items_fts WHERE rowid IN (SELECT id FROM items WHERE path = ?1)",
-        [rel],
+fn delete_items(tx: &rusqlite::Transaction<'_>, file_id: i64) -> rusqlite::Result<()> {
+    let (count, terms): (i64, i64) = tx
+        .prepare_cached("SELECT count(*), coalesce(sum(nterms), 0) FROM items WHERE file_id = ?1")?
+        .query_row([file_id], |r| Ok((r.get(0)?, r.get(1)?)))?;
+    if count == 0 {
+        return Ok(());
+    }
+    // A contentless FTS5 row is removed by repeating exactly what was
+    // inserted: the stored body terms, and the heading's terms (derived the
+    // same way again).
+    let rows: Vec<(i64, String, String)> = tx
+        .prepare_cached("SELECT id, terms, heading FROM items WHERE file_id = ?1")?
+        .query_map([file_id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+        .collect::<Result<_, _>>()?;
+    let mut delete_body = tx.prepare_cached(
+        "INSERT INTO items_fts (items_fts, rowid, terms) VALUES ('delete', ?1, ?2)",
     )?;
-    tx.execute("DELETE FROM items WHERE path = ?1", [rel])?;
-    tx.execute("DELETE FROM files WHERE path = ?1", [rel])?;
+    let mut delete_heading = tx.prepare_cached(
+        "INSERT INTO headings_fts (headings_fts, rowid, terms) VALUES ('delete', ?1, ?2)",
+    )?;
+    let mut heading_terms: Option<(String, String)> = None;
+    for (id, body_terms, heading) in rows {
+        if !body_terms.is_empty() {
+            delete_body.execute(params![id, body_terms])?;
+        }
+        let h_terms = match &heading_terms {
+            Some((h, t)) if *h == heading => t.clone(),
+            _ => {
+                let t = terms::index_terms(&heading);
+                heading_terms = Some((heading, t.clone()));
+                t
+            }
+        };
+        if !h_terms.is_empty() {
+            delete_heading.execute(params![id, h_terms])?;
+        }
+    }
+    tx.prepare_cached("DELETE FROM items WHERE file_id = ?1")?
+        .execute([file_id])?;
+    tx.prepare_cached("UPDATE totals SET items = items - ?1, terms = terms - ?2 WHERE id = 1")?
+        .execute([count, terms])?;
+    Ok(())
+}
+
+fn remove_file(tx: &rusqlite::Transaction<'_>, rel: &str) -> rusqlite::Result<()> {
+    let id: Option<i64> = tx
+        .query_row("SELECT id FROM files WHERE path = ?1", [rel], |r| r.get(0))
+        .optional()?;
+    if let Some(id) = id {
+        delete_items(tx, id)?;
+        tx.execute("DELETE FROM files WHERE id = ?1", [id])?;
+    }
     Ok(())
 }
 
@@ -674,18 +1006,18 @@ fn index_file(
         }
     };
     let hash = fnv1a64(&bytes) as i64;
-    let stored: Option<(i64, i64, i64)> = tx
-        .query_row(
-            "SELECT size, hash, lines FROM files WHERE path = ?1",
-            [rel],
-            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
-        )
+    let stored: Option<(i64, i64, i64, i64)> = tx
+        .prepare_cached("SELECT id, size, hash, lines FROM files WHERE path = ?1")?
+        .query_row([rel], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
         .optional()?;
-    // A file that only grew at the end (an appended note) keeps its indexed
-    // items; only the new ones are added.
+    // A file that only grew at its end (an appended note) keeps its indexed
+    // items; only the new ones are added. The old part must be unchanged
+    // and end with a line break (else the append extended its last line).
     let appended_after = match stored {
-        Some((old_size, old_hash, old_lines))
+        Some((_, old_size, old_hash, old_lines))
             if (old_size as usize) < bytes.len()
+                && old_size > 0
+                && bytes[old_size as usize - 1] == b'\n'
                 && fnv1a64(&bytes[..old_size as usize]) as i64 == old_hash =>
         {
             Some(old_lines as usize)
@@ -702,60 +1034,79 @@ fn index_file(
         }
     };
     let lines = text.lines().count() as i64;
-    if stored.is_some_and(|(_, old_hash, _)| old_hash == hash) {
+    if let Some((id, _, old_hash, _)) = stored
+        && old_hash == hash
+    {
         // Touched but unchanged: remember the new stat only.
-        tx.execute(
-            "UPDATE files SET size = ?2, mtime_ns = ?3, ino = ?4 WHERE path = ?1",
-            params![rel, stat.size, stat.mtime_ns, stat.ino],
-        )?;
+        tx.prepare_cached("UPDATE files SET size = ?2, mtime_ns = ?3, ino = ?4 WHERE id = ?1")?
+            .execute(params![id, stat.size, stat.mtime_ns, stat.ino])?;
         return Ok(());
     }
-    let blocks = notes::parse_blocks(&text);
-    // Appending must not have extended the old last item (a continuation
-    // line); then the old items are still exact.
-    let keep_before = appended_after.filter(|&old_lines| {
-        !blocks
-            .iter()
-            .any(|b| b.start_line <= old_lines && b.end_line > old_lines)
+    // The first new line must not continue the old last item (indented,
+    // or blank before an indented line); then the old items are exact and
+    // only the new part is parsed.
+    let keep_through = appended_after.filter(|&old_lines| {
+        let next = text.lines().nth(old_lines).unwrap_or("");
+        !(next.trim().is_empty() || next.starts_with(' ') || next.starts_with('\t'))
     });
-    match keep_before {
-        Some(_) => {
-            tx.execute(
-                "UPDATE files SET size = ?2, mtime_ns = ?3, ino = ?4, hash = ?5, lines = ?6 WHERE path = ?1",
-                params![rel, stat.size, stat.mtime_ns, stat.ino, hash, lines],
-            )?;
+    let blocks = match keep_through {
+        Some(old_lines) => notes::parse_blocks_after(&text, old_lines + 1),
+        None => notes::parse_blocks(&text),
+    };
+    let file_id = match stored {
+        Some((id, ..)) => {
+            if keep_through.is_none() {
+                delete_items(tx, id)?;
+            }
+            tx.prepare_cached(
+                "UPDATE files SET kind = ?2, day = ?3, size = ?4, mtime_ns = ?5, ino = ?6, hash = ?7, lines = ?8 WHERE id = ?1",
+            )?
+            .execute(params![id, kind.as_str(), file_day, stat.size, stat.mtime_ns, stat.ino, hash, lines])?;
+            id
         }
         None => {
-            remove_file(tx, rel)?;
-            tx.execute(
+            tx.prepare_cached(
                 "INSERT INTO files (path, kind, day, size, mtime_ns, ino, hash, lines)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-                params![
-                    rel,
-                    kind.as_str(),
-                    file_day,
-                    stat.size,
-                    stat.mtime_ns,
-                    stat.ino,
-                    hash,
-                    lines
-                ],
-            )?;
+            )?
+            .execute(params![
+                rel,
+                kind.as_str(),
+                file_day,
+                stat.size,
+                stat.mtime_ns,
+                stat.ino,
+                hash,
+                lines
+            ])?;
+            tx.last_insert_rowid()
         }
-    }
-    let first_new_line = keep_before.map_or(0, |old_lines| old_lines + 1);
+    };
+    insert_items(tx, tz, file_id, file_day, blocks.iter(), report)?;
+    report.files_indexed += 1;
+    Ok(())
+}
+
+fn insert_items<'a>(
+    tx: &rusqlite::Transaction<'_>,
+    tz: &TimeZone,
+    file_id: i64,
+    file_day: Option<&str>,
+    blocks: impl Iterator<Item = &'a Block>,
+    report: &mut SyncReport,
+) -> rusqlite::Result<()> {
     let mut insert_item = tx.prepare_cached(
-        "INSERT INTO items (path, start_line, end_line, kind, stamp, day, ts, heading, body, norm_hash)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+        "INSERT INTO items (file_id, start_line, end_line, kind, stamp, day, ts, heading, body, terms, nterms, norm_hash)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
     )?;
-    let mut insert_fts = tx.prepare_cached(
-        "INSERT INTO items_fts (rowid, terms, heading_terms) VALUES (?1, ?2, ?3)",
-    )?;
+    let mut insert_body =
+        tx.prepare_cached("INSERT INTO items_fts (rowid, terms) VALUES (?1, ?2)")?;
+    let mut insert_heading =
+        tx.prepare_cached("INSERT INTO headings_fts (rowid, terms) VALUES (?1, ?2)")?;
     let mut days = DayCache::default();
-    for block in blocks
-        .into_iter()
-        .filter(|b| b.start_line >= first_new_line)
-    {
+    let mut heading_terms: Option<(String, String)> = None;
+    let (mut added_items, mut added_terms) = (0i64, 0i64);
+    for block in blocks {
         let item_kind = match block.kind {
             BlockKind::Heading { .. } => continue,
             BlockKind::Item => "item",
@@ -765,14 +1116,29 @@ fn index_file(
         let day = block
             .stamp
             .as_ref()
-            .and_then(|s| s.date.clone())
-            .or_else(|| file_day.map(str::to_string));
+            .and_then(|s| s.date.as_deref())
+            .or(file_day);
         let time = block.stamp.as_ref().and_then(|s| s.time.as_deref());
-        let ts = day.as_deref().and_then(|d| days.timestamp(d, time, tz));
+        let ts = day.and_then(|d| days.timestamp(d, time, tz));
         let heading = block.heading_path.join(" > ");
+        // Consecutive items share their heading: tokenise it once.
+        let h_terms = match &heading_terms {
+            Some((h, t)) if *h == heading => t.clone(),
+            _ => {
+                let t = terms::index_terms(&heading);
+                heading_terms = Some((heading.clone(), t.clone()));
+                t
+            }
+        };
+        let body_terms = terms::index_terms(&block.body);
+        let nterms = if body_terms.is_empty() {
+            0
+        } else {
+            body_terms.matches(' ').count() as i64 + 1
+        };
         let norm_hash = fnv1a64(normalized_for_dedupe(&block.body).as_bytes()) as i64;
         insert_item.execute(params![
-            rel,
+            file_id,
             block.start_line as i64,
             block.end_line as i64,
             item_kind,
@@ -781,17 +1147,25 @@ fn index_file(
             ts,
             heading,
             block.body,
+            body_terms,
+            nterms,
             norm_hash
         ])?;
         let id = tx.last_insert_rowid();
-        insert_fts.execute(params![
-            id,
-            terms::index_terms(&block.body),
-            terms::index_terms(&heading)
-        ])?;
+        if !body_terms.is_empty() {
+            insert_body.execute(params![id, body_terms])?;
+        }
+        if !h_terms.is_empty() {
+            insert_heading.execute(params![id, h_terms])?;
+        }
+        added_items += 1;
+        added_terms += nterms;
         report.items_indexed += 1;
     }
-    report.files_indexed += 1;
+    if added_items > 0 {
+        tx.prepare_cached("UPDATE totals SET items = items + ?1, terms = terms + ?2 WHERE id = 1")?
+            .execute([added_items, added_terms])?;
+    }
     Ok(())
 }
 

@@ -87,6 +87,24 @@ impl Memory {
 
     /// Counts read from the files now (never a stale snapshot).
     pub fn stats(&self) -> MemoryStats {
+        MemoryStats {
+            daily_files: self.daily_file_count(),
+            ..self.stats_without_daily()
+        }
+    }
+
+    /// The number of daily files. When the index listed `memory/` and
+    /// `daily/` at their current modification times, its count is exact
+    /// and far cheaper than listing thousands of files; otherwise the
+    /// directories are listed.
+    pub fn daily_file_count(&self) -> usize {
+        index::Index::daily_count_if_current(&self.index_path, &self.root)
+            .unwrap_or_else(|| files::count_daily_files(&self.root))
+    }
+
+    /// [`Memory::stats`] without listing the daily directories
+    /// (`daily_files` is 0), for callers that know the count already.
+    pub fn stats_without_daily(&self) -> MemoryStats {
         let path = self.long_term_path();
         let (exists, lines) = match std::fs::read(&path) {
             Ok(bytes) => (true, count_lines(&bytes)),
@@ -97,7 +115,7 @@ impl Memory {
             long_term_exists: exists,
             long_term_lines: lines,
             long_term_max_lines: self.settings.long_term_max_lines as usize,
-            daily_files: files::count_daily_files(&self.root),
+            daily_files: 0,
         }
     }
 }

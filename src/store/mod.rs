@@ -203,6 +203,12 @@ impl Store {
         let known = migrations.last().map_or(0, |m| m.version);
         let current = Self::schema_version(&self.conn)?;
         if current == known {
+            // A derived index is cheap to rebuild and must match this
+            // almanac's schema exactly; a mismatch (an edited or foreign
+            // schema) makes `open` rebuild it.
+            if self.kind == StoreKind::Index {
+                self.verify_checksums(migrations)?;
+            }
             return Ok(());
         }
         if current > known {
@@ -267,8 +273,34 @@ impl Store {
     }
 }
 
+impl Store {
+    fn verify_checksums(&self, migrations: &[Migration]) -> Result<(), StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare_cached("SELECT version, checksum FROM schema_migrations")?;
+        let recorded: Vec<(u32, String)> = stmt
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+            .collect::<Result<_, _>>()?;
+        for m in migrations {
+            if !recorded
+                .iter()
+                .any(|(v, c)| *v == m.version && *c == checksum(m.sql))
+            {
+                return Err(StoreError::Tampered {
+                    kind: self.kind.label(),
+                    version: m.version,
+                    name: m.name.to_string(),
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
 fn configure(conn: &Connection, kind: StoreKind) -> rusqlite::Result<()> {
     conn.busy_timeout(Duration::from_secs(5))?;
+    // `rarray(?)` binds a list of values as one parameter.
+    rusqlite::vtab::array::load_module(conn)?;
     // Switching the journal mode needs an exclusive lock; only a new
     // database needs it, so ask first.
     let mode: String = conn.pragma_query_value(None, "journal_mode", |r| r.get(0))?;
@@ -295,10 +327,9 @@ fn is_rebuildable(err: &StoreError) -> bool {
             source.sqlite_error_code(),
             Some(rusqlite::ErrorCode::NotADatabase) | Some(rusqlite::ErrorCode::DatabaseCorrupt)
         ),
-        StoreError::Sql(source) => matches!(
-            source.sqlite_error_code(),
-            Some(rusqlite::ErrorCode::NotADatabase) | Some(rusqlite::ErrorCode::DatabaseCorrupt)
-        ),
+        // A missing schema_migrations table (a foreign database) is an
+        // ordinary SQL error here.
+        StoreError::Sql(_) => true,
         StoreError::Dir { .. } => false,
     }
 }
@@ -412,6 +443,35 @@ mod tests {
             .query_row("PRAGMA journal_mode", [], |r| r.get(0))
             .unwrap();
         assert_eq!(mode, "wal");
+    }
+
+    #[test]
+    fn derived_index_with_a_different_schema_is_rebuilt() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("ws.sqlite");
+        {
+            let store = Store::open(&path, StoreKind::Index).unwrap();
+            // As if an older build had applied a different migration 1.
+            store
+                .conn
+                .execute(
+                    "UPDATE schema_migrations SET checksum = 'other' WHERE version = 1",
+                    [],
+                )
+                .unwrap();
+            store
+                .conn
+                .execute("INSERT INTO meta (key, value) VALUES ('stale', 'x')", [])
+                .unwrap();
+        }
+        let store = Store::open(&path, StoreKind::Index).unwrap();
+        let stale: i64 = store
+            .conn
+            .query_row("SELECT count(*) FROM meta WHERE key = 'stale'", [], |r| {
+                r.get(0)
+            })
+            .unwrap();
+        assert_eq!(stale, 0, "the index was recreated");
     }
 
     #[test]

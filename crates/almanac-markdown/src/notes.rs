@@ -60,12 +60,36 @@ pub struct Block {
 
 /// Splits a memory file into blocks. Never fails.
 pub fn parse_blocks(text: &str) -> Vec<Block> {
+    parse_blocks_after(text, 1)
+}
+
+/// The blocks that start on or after line `first_line` (1-based), with the
+/// same heading paths [`parse_blocks`] gives them, reading the lines before
+/// only for headings and code fences. For a file that grew at its end this
+/// parses just the new part; it equals `parse_blocks` filtered to
+/// `start_line >= first_line` unless a block straddles that line (the caller
+/// checks that the line before is not continued).
+pub fn parse_blocks_after(text: &str, first_line: usize) -> Vec<Block> {
     let text = crate::normalize_newlines(text);
     let lines: Vec<&str> = text.split('\n').collect();
     let mut blocks = Vec::new();
     let mut headings: Vec<(u8, String)> = Vec::new();
     let mut in_fence: Option<&str> = None;
-    let mut i = 0;
+    let skip = first_line.saturating_sub(1).min(lines.len());
+    for line in &lines[..skip] {
+        let trimmed = line.trim();
+        if let Some(fence) = in_fence {
+            if trimmed.starts_with(fence) {
+                in_fence = None;
+            }
+        } else if let Some(fence) = fence_marker(trimmed) {
+            in_fence = Some(fence);
+        } else if let Some((level, title)) = heading(line) {
+            headings.retain(|(l, _)| *l < level);
+            headings.push((level, title.to_string()));
+        }
+    }
+    let mut i = skip;
     while i < lines.len() {
         let line = lines[i];
         let number = i + 1;
@@ -500,6 +524,30 @@ mod tests {
                     prop_assert!(b.end_line >= b.start_line);
                     last_end = b.end_line;
                 }
+            }
+
+            #[test]
+            fn parsing_after_a_line_matches_the_full_parse(
+                lines in proptest::collection::vec(
+                    prop_oneof![
+                        Just("# Title".to_string()),
+                        Just("## Section".to_string()),
+                        Just("```".to_string()),
+                        Just(String::new()),
+                        "- \\[2026-11-29 09:00\\] [a-z ]{0,12}",
+                        "[a-z][a-z ]{0,12}",
+                        "  [a-z]{1,8}",
+                    ],
+                    0..30,
+                ),
+                cut in 1usize..32,
+            ) {
+                let text = lines.join("\n");
+                let full = parse_blocks(&text);
+                let straddles = full.iter().any(|b| b.start_line < cut && b.end_line >= cut);
+                prop_assume!(!straddles);
+                let expected: Vec<Block> = full.into_iter().filter(|b| b.start_line >= cut).collect();
+                prop_assert_eq!(parse_blocks_after(&text, cut), expected);
             }
 
             #[test]

@@ -371,3 +371,74 @@ fn appends_add_only_new_items_and_continuations_reindex_the_file() {
         "no stale copy"
     );
 }
+
+#[test]
+fn corpus_totals_and_postings_stay_consistent_through_changes() {
+    let f = fixture(&[
+        ("memory/2026-11-01.md", DAY1),
+        ("memory/2026-11-02.md", DAY2),
+        ("MEMORY.md", LONG),
+    ]);
+    let mut idx = open(&f);
+    idx.sync(SyncMode::Full, wall_ns()).unwrap();
+    let check = |idx: &Index| {
+        let (items, terms): (i64, i64) = idx
+            .store
+            .conn
+            .query_row(
+                "SELECT count(*), coalesce(sum(nterms), 0) FROM items",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .unwrap();
+        let corpus = idx.corpus().unwrap();
+        assert_eq!((corpus.items as i64, corpus.terms as i64), (items, terms));
+        // Every posting points at a live item.
+        for term in ["standup", "dentist", "alic", "站会", "prefer"] {
+            for id in idx.postings("items_fts", term).unwrap() {
+                let live: i64 = idx
+                    .store
+                    .conn
+                    .query_row("SELECT count(*) FROM items WHERE id = ?1", [id], |r| {
+                        r.get(0)
+                    })
+                    .unwrap();
+                assert_eq!(live, 1, "stale posting for {term}");
+            }
+        }
+    };
+    check(&idx);
+    atomic_replace(
+        &f.root.join("memory/2026-11-01.md"),
+        b"# 2026-11-01\n\n- [2026-11-01 09:00] Standup cancelled\n",
+        0o600,
+    )
+    .unwrap();
+    std::fs::remove_file(f.root.join("memory/2026-11-02.md")).unwrap();
+    idx.sync(SyncMode::Full, wall_ns() + 1).unwrap();
+    check(&idx);
+    assert!(idx.search("dentist", 5, None).unwrap().is_empty());
+    idx.sync(SyncMode::Rebuild, wall_ns() + 2).unwrap();
+    check(&idx);
+    assert_eq!(idx.search("cancelled", 5, None).unwrap().len(), 1);
+}
+
+#[test]
+fn bm25_prefers_more_matched_terms_then_shorter_items() {
+    let f = fixture(&[(
+        "memory/topics.md",
+        "- garden tomatoes\n- garden tomatoes basil\n- garden notes about many unrelated things like fences and paint and tools\n- garden\n",
+    )]);
+    let mut idx = open(&f);
+    idx.sync(SyncMode::Full, wall_ns()).unwrap();
+    let hits = idx.search("garden tomatoes basil", 4, None).unwrap();
+    let bodies: Vec<&str> = hits.iter().map(|h| h.body.as_str()).collect();
+    assert_eq!(bodies[0], "garden tomatoes basil");
+    assert_eq!(bodies[1], "garden tomatoes");
+    assert_eq!(
+        bodies[2], "garden",
+        "a short item beats a long one with the same match"
+    );
+    assert!(hits.windows(2).all(|w| w[0].score >= w[1].score));
+    assert!(hits.iter().all(|h| h.score > 0.0 && h.score < 1.0));
+}

@@ -32,15 +32,20 @@ pub struct Normalized {
 
 impl Normalized {
     pub fn new(text: &str) -> Normalized {
-        let mut folded = String::with_capacity(text.len());
-        for c in text.nfkd() {
-            if is_invisible(c) || is_combining_mark(c) {
-                continue;
+        // Plain ASCII has no look-alikes or invisible characters to undo.
+        let folded = if text.is_ascii() {
+            text.to_ascii_lowercase()
+        } else {
+            let mut folded = String::with_capacity(text.len());
+            for c in text.nfkd() {
+                if is_invisible(c) || is_combining_mark(c) {
+                    continue;
+                }
+                let c = confusable(c).unwrap_or(c);
+                folded.extend(c.to_lowercase());
             }
-            let c = confusable(c).unwrap_or(c);
-            folded.extend(c.to_lowercase());
-        }
-        let folded = folded.replace('ß', "ss");
+            folded.replace('ß', "ss")
+        };
         let flat = collapse_whitespace(&folded);
         let compact: String = flat.chars().filter(|c| !c.is_whitespace()).collect();
         let words = join_spaced_letters(split_words(&flat));
