@@ -60,24 +60,27 @@ pub fn atomic_replace(path: &Path, bytes: &[u8], new_mode: u32) -> io::Result<()
         Err(e) => return Err(e),
     };
     let temp = temp_path_for(path);
-    let result = (|| {
-        let mut file = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(mode)
-            .open(&temp)?;
-        // The process umask may have narrowed the mode of the new file.
-        file.set_permissions(fs::Permissions::from_mode(mode))?;
-        file.write_all(bytes)?;
-        file.sync_all()?;
-        drop(file);
+    let result = write_synced(&temp, bytes, mode).and_then(|()| {
         fs::rename(&temp, path)?;
         sync_dir(parent)
-    })();
+    });
     if result.is_err() {
         let _ = fs::remove_file(&temp);
     }
     result
+}
+
+/// Writes a new file (which must not exist) with `mode` and syncs it.
+fn write_synced(path: &Path, bytes: &[u8], mode: u32) -> io::Result<()> {
+    let mut file = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(mode)
+        .open(path)?;
+    // The process umask may have narrowed the mode of the new file.
+    file.set_permissions(fs::Permissions::from_mode(mode))?;
+    file.write_all(bytes)?;
+    file.sync_all()
 }
 
 /// Creates `path` with `bytes` atomically, only if it does not exist yet:
@@ -90,25 +93,14 @@ pub fn atomic_create(path: &Path, bytes: &[u8], mode: u32) -> io::Result<bool> {
         create_private_dir_all(parent)?;
     }
     let temp = temp_path_for(path);
-    let result = (|| {
-        let mut file = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(mode)
-            .open(&temp)?;
-        file.set_permissions(fs::Permissions::from_mode(mode))?;
-        file.write_all(bytes)?;
-        file.sync_all()?;
-        drop(file);
-        match fs::hard_link(&temp, path) {
-            Ok(()) => {
-                sync_dir(parent)?;
-                Ok(true)
-            }
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(false),
-            Err(e) => Err(e),
+    let result = write_synced(&temp, bytes, mode).and_then(|()| match fs::hard_link(&temp, path) {
+        Ok(()) => {
+            sync_dir(parent)?;
+            Ok(true)
         }
-    })();
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(false),
+        Err(e) => Err(e),
+    });
     let _ = fs::remove_file(&temp);
     result
 }

@@ -356,14 +356,7 @@ impl Index {
         )?;
         let hot: Vec<(String, FileStat)> = stmt
             .query_map(params![cutoff_day, HOT_TOPICS], |r| {
-                Ok((
-                    r.get(0)?,
-                    FileStat {
-                        size: r.get(1)?,
-                        mtime_ns: r.get(2)?,
-                        ino: r.get(3)?,
-                    },
-                ))
+                Ok((r.get(0)?, FileStat::from_row(r, 1)?))
             })?
             .collect::<Result<_, _>>()?;
         for (rel, stat) in hot {
@@ -779,6 +772,15 @@ struct FileStat {
 }
 
 impl FileStat {
+    /// Reads `size, mtime_ns, ino` from columns `first..first + 3`.
+    fn from_row(r: &rusqlite::Row<'_>, first: usize) -> rusqlite::Result<FileStat> {
+        Ok(FileStat {
+            size: r.get(first)?,
+            mtime_ns: r.get(first + 1)?,
+            ino: r.get(first + 2)?,
+        })
+    }
+
     fn of(meta: &std::fs::Metadata) -> FileStat {
         FileStat {
             size: meta.len() as i64,
@@ -844,16 +846,7 @@ fn clear_all(tx: &rusqlite::Transaction<'_>) -> rusqlite::Result<()> {
 
 fn known_files(tx: &rusqlite::Transaction<'_>) -> rusqlite::Result<HashMap<String, FileStat>> {
     let mut stmt = tx.prepare_cached("SELECT path, size, mtime_ns, ino FROM files")?;
-    let rows = stmt.query_map([], |r| {
-        Ok((
-            r.get(0)?,
-            FileStat {
-                size: r.get(1)?,
-                mtime_ns: r.get(2)?,
-                ino: r.get(3)?,
-            },
-        ))
-    })?;
+    let rows = stmt.query_map([], |r| Ok((r.get(0)?, FileStat::from_row(r, 1)?)))?;
     rows.collect()
 }
 
@@ -895,13 +888,7 @@ fn refresh_one(
         .query_row(
             "SELECT size, mtime_ns, ino FROM files WHERE path = ?1",
             [rel],
-            |r| {
-                Ok(FileStat {
-                    size: r.get(0)?,
-                    mtime_ns: r.get(1)?,
-                    ino: r.get(2)?,
-                })
-            },
+            |r| FileStat::from_row(r, 0),
         )
         .optional()?;
     match std::fs::metadata(root.join(rel)) {

@@ -68,9 +68,18 @@ impl Sandbox {
         self.home().join(rel)
     }
 
-    /// A command with only HOME, PATH and TZ set.
+    /// `almanac` with only HOME, PATH and TZ set.
     pub fn cmd(&self) -> Command {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_almanac"));
+        self.command(env!("CARGO_BIN_EXE_almanac"))
+    }
+
+    /// `sh` in the same clean environment.
+    pub fn sh(&self) -> Command {
+        self.command("sh")
+    }
+
+    fn command(&self, program: &str) -> Command {
+        let mut cmd = Command::new(program);
         cmd.env_clear()
             .env("HOME", self.home())
             .env("PATH", std::env::var("PATH").unwrap_or_default())

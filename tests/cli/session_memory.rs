@@ -497,18 +497,6 @@ impl Arg0Almanac for std::process::Command {
     }
 }
 
-impl Sandbox {
-    fn sh(&self) -> std::process::Command {
-        let mut cmd = std::process::Command::new("sh");
-        cmd.env_clear()
-            .env("HOME", self.home())
-            .env("PATH", std::env::var("PATH").unwrap_or_default())
-            .env("TZ", "UTC")
-            .current_dir(self.home());
-        cmd
-    }
-}
-
 #[test]
 fn kill_during_append_prune_or_clear_loses_no_acknowledged_note() {
     let sb = Sandbox::new();
