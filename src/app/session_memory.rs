@@ -136,6 +136,18 @@ pub fn append(app: &App, req: &AppendRequest<'_>) -> anyhow::Result<Appended> {
         }
     };
     let indexed = started.elapsed();
+    let retention = memory.settings.daily_retention_days;
+    if retention > 0 {
+        match apply_retention(app, &memory, retention) {
+            Ok(Some(moved)) => warnings.push(format!(
+                "moved {} daily file(s) older than {retention} days to {} (memory.session.dailyRetentionDays)",
+                moved.moved.len(),
+                moved.trash.as_ref().map(|p| p.display().to_string()).unwrap_or_default()
+            )),
+            Ok(None) => {}
+            Err(err) => warnings.push(format!("the retention policy could not run: {err:#}")),
+        }
+    }
     let mut stats = memory.stats_without_daily();
     stats.daily_files = daily_from_index.unwrap_or_else(|| count_daily_files(&memory.root));
     if let Err(err) = app.ping_with_stats("memory.append", "session_memory", &stats) {
@@ -145,6 +157,29 @@ pub fn append(app: &App, req: &AppendRequest<'_>) -> anyhow::Result<Appended> {
     }
     tracing::debug!(?stored, ?indexed, total = ?started.elapsed(), "append");
     Ok(Appended { outcome, warnings })
+}
+
+/// `YYYY-MM-DD` of `days` days before today in the user's zone.
+fn cutoff_date(app: &App, days: u32) -> String {
+    let today = app.host.now.with_time_zone(app.user_time_zone()).date();
+    today
+        .checked_sub(jiff::Span::new().days(i64::from(days)))
+        .unwrap_or(today)
+        .to_string()
+}
+
+/// Moves daily files older than `days` to the trash when there are any
+/// (found through the index, so nothing is listed when there are none).
+fn apply_retention(app: &App, memory: &Memory, days: u32) -> anyhow::Result<Option<ClearOutcome>> {
+    let before = cutoff_date(app, days);
+    let index = Index::open(&memory.index_path, &memory.root, memory.tz.clone())?;
+    if !index.has_daily_before(&before)? {
+        return Ok(None);
+    }
+    drop(index);
+    let outcome = write::clear(memory, ClearScope::Daily, Some(&before), &app.host.now)?;
+    refresh_index(memory, &outcome.moved)?;
+    Ok(Some(outcome))
 }
 
 fn refresh_index(memory: &Memory, rels: &[String]) -> anyhow::Result<Index> {
@@ -233,10 +268,17 @@ pub struct Cleared {
     pub warnings: Vec<String>,
 }
 
-pub fn clear(app: &App, scope: ClearScope) -> anyhow::Result<Cleared> {
+/// Clears `scope`; with `older_than_days`, only daily files older than
+/// that many days (in the user's zone).
+pub fn clear(
+    app: &App,
+    scope: ClearScope,
+    older_than_days: Option<u32>,
+) -> anyhow::Result<Cleared> {
     let memory = app.memory();
     app.ensure_state_dir()?;
-    let outcome = write::clear(&memory, scope, &app.host.now)?;
+    let before = older_than_days.map(|days| cutoff_date(app, days));
+    let outcome = write::clear(&memory, scope, before.as_deref(), &app.host.now)?;
     let mut warnings = Vec::new();
     let mut touched = outcome.moved.clone();
     touched.push("MEMORY.md".to_string());

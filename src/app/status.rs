@@ -41,6 +41,30 @@ pub struct Subsystems {
     pub workspace: WorkspaceStatus,
     pub store: StoreStatus,
     pub index: StoreStatus,
+    /// Absent when the config file is unusable.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub memory: Option<MemoryStatus>,
+    pub heartbeat: HeartbeatStatus,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct MemoryStatus {
+    pub enabled: bool,
+    pub root: PathBuf,
+    pub long_term_lines: usize,
+    pub daily_files: usize,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct HeartbeatStatus {
+    pub exists: bool,
+    /// The file is not valid (the next heartbeat command repairs it).
+    pub corrupt: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_activity: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub when: Option<String>,
+    pub events_total: u64,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -65,8 +89,6 @@ pub struct WorkspaceStatus {
     pub origin: Origin,
     /// Which of the well-known workspace files are present.
     pub files: Vec<String>,
-    /// Markdown files directly in `memory/`.
-    pub memory_files: usize,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -128,6 +150,30 @@ pub fn collect(options: &GlobalOptions, host: &Host) -> anyhow::Result<StatusRep
     let workspace_origin = layered.as_ref().map_or(Origin::Default, |l| l.origin(key));
     let state_dir_origin = state.state_dir_origin;
     let paths = paths::resolve_workspace(state, workspace_value.as_deref(), workspace_origin, host);
+    let memory = match (&config_status.error, layered) {
+        (None, Some(config)) => {
+            let app = super::App {
+                host: host.clone(),
+                paths: paths.clone(),
+                config,
+            };
+            let memory = app.memory();
+            let stats = memory.stats();
+            Some((
+                MemoryStatus {
+                    enabled: memory.settings.enabled,
+                    root: memory.root.clone(),
+                    long_term_lines: stats.long_term_lines,
+                    daily_files: stats.daily_files,
+                },
+                memory.index_path,
+            ))
+        }
+        _ => None,
+    };
+    let index_path = memory
+        .as_ref()
+        .map_or_else(|| paths.workspace_index(), |(_, p)| p.clone());
     Ok(StatusReport {
         version: env!("CARGO_PKG_VERSION"),
         profile: paths.profile.clone(),
@@ -135,7 +181,7 @@ pub fn collect(options: &GlobalOptions, host: &Host) -> anyhow::Result<StatusRep
         workspace: paths.workspace.clone(),
         config_path: paths.config_path.clone(),
         store_path: paths.state_store(),
-        index_path: paths.workspace_index(),
+        index_path: index_path.clone(),
         subsystems: Subsystems {
             state_dir: DirStatus {
                 exists: state_dir_exists,
@@ -144,7 +190,9 @@ pub fn collect(options: &GlobalOptions, host: &Host) -> anyhow::Result<StatusRep
             config: config_status,
             workspace: workspace_status(&paths),
             store: store_status(&paths.state_store(), StoreKind::State),
-            index: store_status(&paths.workspace_index(), StoreKind::Index),
+            index: store_status(&index_path, StoreKind::Index),
+            memory: memory.map(|(m, _)| m),
+            heartbeat: heartbeat_status(&paths),
         },
     })
 }
@@ -156,20 +204,43 @@ fn workspace_status(paths: &Paths) -> WorkspaceStatus {
         .filter(|name| ws.join(name).is_file())
         .map(|name| name.to_string())
         .collect();
-    let memory_files = std::fs::read_dir(ws.join("memory"))
-        .map(|entries| {
-            entries
-                .filter_map(Result::ok)
-                .filter(|e| e.file_name().to_string_lossy().ends_with(".md"))
-                .count()
-        })
-        .unwrap_or(0);
     WorkspaceStatus {
         exists: ws.is_dir(),
         origin: paths.workspace_origin,
         files,
-        memory_files,
     }
+}
+
+/// Reads `heartbeat.json` without repairing it (status changes nothing).
+fn heartbeat_status(paths: &Paths) -> HeartbeatStatus {
+    let path = paths.state_dir.join("heartbeat.json");
+    let mut status = HeartbeatStatus {
+        exists: path.exists(),
+        corrupt: false,
+        last_activity: None,
+        when: None,
+        events_total: 0,
+    };
+    let Ok(bytes) = std::fs::read(&path) else {
+        return status;
+    };
+    match serde_json::from_slice::<serde_json::Value>(&bytes) {
+        Ok(serde_json::Value::Object(map)) => {
+            let text = |k: &str| map.get(k).and_then(|v| v.as_str()).map(str::to_string);
+            status.last_activity = text("last_activity");
+            status.when = text("when");
+            let history = map
+                .get("history")
+                .and_then(|h| h.as_array())
+                .map_or(0, Vec::len);
+            status.events_total = map
+                .get("events_total")
+                .and_then(|v| v.as_u64())
+                .unwrap_or(history as u64);
+        }
+        _ => status.corrupt = true,
+    }
+    status
 }
 
 fn store_status(path: &Path, kind: StoreKind) -> StoreStatus {

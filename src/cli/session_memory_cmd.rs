@@ -69,6 +69,9 @@ pub enum SessionMemoryCommand {
         /// daily, long_term or all
         #[arg(long, value_parser = parse_scope)]
         scope: Option<ClearScope>,
+        /// Only daily files older than DAYS days
+        #[arg(long, value_name = "DAYS", conflicts_with_all = ["long_term", "all"])]
+        older_than: Option<u32>,
         #[command(flatten)]
         json: JsonFlag,
     },
@@ -199,6 +202,7 @@ pub fn run(cmd: SessionMemoryCommand, app: &App) -> anyhow::Result<ExitCode> {
             long_term,
             all,
             scope,
+            older_than,
             json,
         } => {
             let scope = if all {
@@ -208,7 +212,12 @@ pub fn run(cmd: SessionMemoryCommand, app: &App) -> anyhow::Result<ExitCode> {
             } else {
                 scope.unwrap_or(ClearScope::Daily)
             };
-            let cleared = session_memory::clear(app, scope)?;
+            if older_than.is_some() && scope != ClearScope::Daily {
+                return Err(super::UsageError::wrap(
+                    "--older-than applies to daily files only",
+                ));
+            }
+            let cleared = session_memory::clear(app, scope, older_than)?;
             for w in &cleared.warnings {
                 warn(w);
             }

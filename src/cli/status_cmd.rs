@@ -64,9 +64,11 @@ fn print_text(r: &StatusReport, host: &Host) {
     let ws_note = if !ws.exists {
         "not created yet".to_string()
     } else {
-        let mut parts = ws.files.clone();
-        parts.push(format!("memory/ {} file(s)", ws.memory_files));
-        parts.join(", ")
+        if ws.files.is_empty() {
+            "no workspace files yet".to_string()
+        } else {
+            ws.files.join(", ")
+        }
     };
     println!(
         "  Workspace   {}{} ({ws_note})",
@@ -83,6 +85,30 @@ fn print_text(r: &StatusReport, host: &Host) {
         host.tilde(&r.index_path),
         store_note(&s.index)
     );
+    match &s.memory {
+        Some(m) => println!(
+            "  Memory      {} ({}, MEMORY.md {} lines, {} daily files)",
+            host.tilde(&m.root),
+            if m.enabled { "on" } else { "off" },
+            m.long_term_lines,
+            m.daily_files
+        ),
+        None => println!("  Memory      unavailable until the config file is fixed"),
+    }
+    let hb = &s.heartbeat;
+    let hb_note = if hb.corrupt {
+        "unreadable; the next heartbeat command moves it aside".to_string()
+    } else if !hb.exists {
+        "no activity recorded yet".to_string()
+    } else {
+        format!(
+            "last {} at {}, {} events",
+            hb.last_activity.as_deref().unwrap_or("?"),
+            hb.when.as_deref().unwrap_or("?"),
+            hb.events_total
+        )
+    };
+    println!("  Heartbeat   {hb_note}");
 }
 
 fn store_note(s: &StoreStatus) -> String {

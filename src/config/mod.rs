@@ -108,6 +108,9 @@ pub struct SessionMemoryConfig {
     pub max_note_chars: u32,
     /// Default token budget of `session-memory context`.
     pub context_budget_tokens: u32,
+    /// Daily files older than this many days are moved to the trash after
+    /// an append; 0 keeps them all.
+    pub daily_retention_days: u32,
 }
 
 impl Default for SessionMemoryConfig {
@@ -119,6 +122,7 @@ impl Default for SessionMemoryConfig {
             auto_long_term: false,
             max_note_chars: 16_000,
             context_budget_tokens: 600,
+            daily_retention_days: 0,
         }
     }
 }

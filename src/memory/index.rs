@@ -657,6 +657,20 @@ impl Index {
         .map(|n| n as usize)
     }
 
+    /// Whether any indexed daily file is dated before `day` (`YYYY-MM-DD`).
+    pub fn has_daily_before(&self, day: &str) -> Result<bool, StoreError> {
+        let found = self
+            .store
+            .conn
+            .query_row(
+                "SELECT 1 FROM files WHERE kind = 'daily' AND day < ?1 LIMIT 1",
+                [day],
+                |_| Ok(()),
+            )
+            .optional()?;
+        Ok(found.is_some())
+    }
+
     /// Files of one kind (for cheap counts).
     pub fn count_files(&self, kind: FileKind) -> Result<usize, StoreError> {
         let n: i64 = self.store.conn.query_row(

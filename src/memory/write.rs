@@ -346,9 +346,13 @@ pub struct ClearOutcome {
 
 /// Moves the daily files and/or `MEMORY.md` into a new folder of the trash
 /// and starts a fresh `MEMORY.md`.
+///
+/// `before` (a `YYYY-MM-DD` date) limits the daily files cleared to older
+/// ones (retention); it is ignored for `MEMORY.md`.
 pub fn clear(
     memory: &Memory,
     scope: ClearScope,
+    before: Option<&str>,
     now: &ZonedDateTime,
 ) -> std::io::Result<ClearOutcome> {
     memory.with_lock(|| {
@@ -366,7 +370,7 @@ pub fn clear(
         let mut moved = Vec::new();
         let mut daily = 0;
         if matches!(scope, ClearScope::Daily | ClearScope::All) {
-            for rel in daily_files(&memory.root) {
+            for rel in daily_files(&memory.root, before) {
                 durable::move_file(&memory.root.join(&rel), &trash.join(&rel))?;
                 moved.push(rel);
                 daily += 1;
@@ -402,8 +406,9 @@ pub fn clear(
     })?
 }
 
-/// Root-relative paths of the daily note files (`memory/` and `daily/`).
-fn daily_files(root: &Path) -> Vec<String> {
+/// Root-relative paths of the daily note files (`memory/` and `daily/`),
+/// only those dated before `before` when given.
+fn daily_files(root: &Path, before: Option<&str>) -> Vec<String> {
     let mut out = Vec::new();
     for dir in ["memory", "daily"] {
         let Ok(entries) = std::fs::read_dir(root.join(dir)) else {
@@ -413,7 +418,8 @@ fn daily_files(root: &Path) -> Vec<String> {
             let is_file = entry.file_type().is_ok_and(|t| t.is_file());
             if let Some(name) = entry.file_name().to_str()
                 && is_file
-                && notes::daily_file_date(name).is_some()
+                && let Some(date) = notes::daily_file_date(name)
+                && before.is_none_or(|b| date < b)
             {
                 out.push(format!("{dir}/{name}"));
             }

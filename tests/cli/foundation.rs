@@ -95,7 +95,8 @@ fn existing_openclaw_workspace_just_works_and_keeps_its_permissions() {
         v["subsystems"]["workspace"]["files"],
         serde_json::json!(["AGENTS.md", "MEMORY.md"])
     );
-    assert_eq!(v["subsystems"]["workspace"]["memory_files"], 1);
+    assert_eq!(v["subsystems"]["memory"]["daily_files"], 1);
+    assert_eq!(v["subsystems"]["memory"]["long_term_lines"], 1);
     assert_eq!(mode(&ws), 0o755);
 }
 

@@ -684,3 +684,51 @@ fn hostile_queries_and_notes() {
         "{daily}"
     );
 }
+
+#[test]
+fn retention_moves_old_daily_files_to_the_trash() {
+    let sb = Sandbox::new();
+    for day in ["2026-10-01", "2026-11-10", "2026-11-28"] {
+        let now = format!("{day}T09:00:00Z");
+        sb.run(&[
+            "--now",
+            &now,
+            "session-memory",
+            "append",
+            &format!("note of {day}"),
+        ])
+        .ok();
+    }
+    let out = sm(&sb, &["clear", "--older-than", "30"]).ok().stdout;
+    assert!(
+        out.starts_with("Cleared session memory (daily): daily=1 long_term=False"),
+        "{out}"
+    );
+    assert!(!sb.path(".almanac/workspace/memory/2026-10-01.md").exists());
+    assert!(sb.path(".almanac/workspace/memory/2026-11-10.md").exists());
+    sm(&sb, &["clear", "--older-than", "3", "--all"]).code(2);
+    // The configured policy runs after an append.
+    let run = sm(
+        &sb,
+        &[
+            "--set",
+            "memory.session.dailyRetentionDays=7",
+            "append",
+            "today",
+        ],
+    )
+    .ok();
+    assert!(
+        run.stderr
+            .contains("moved 1 daily file(s) older than 7 days"),
+        "{}",
+        run.stderr
+    );
+    assert!(!sb.path(".almanac/workspace/memory/2026-11-10.md").exists());
+    assert!(sb.path(".almanac/workspace/memory/2026-11-28.md").exists());
+    assert_eq!(
+        sm(&sb, &["search", "note"]).ok().stdout.lines().count(),
+        1,
+        "the index forgot the moved files"
+    );
+}

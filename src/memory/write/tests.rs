@@ -228,7 +228,7 @@ fn clear_moves_files_to_the_trash_and_resets_memory_md() {
     durable::atomic_replace(&m.root.join("daily/2026-11-28.md"), b"- arka note\n", 0o600).unwrap();
     durable::atomic_replace(&m.root.join("memory/projects.md"), b"- topic note\n", 0o600).unwrap();
 
-    let daily = clear(&m, ClearScope::Daily, &t).unwrap();
+    let daily = clear(&m, ClearScope::Daily, None, &t).unwrap();
     assert_eq!(daily.daily, 2);
     assert!(!daily.long_term);
     let trash = daily.trash.unwrap();
@@ -240,17 +240,17 @@ fn clear_moves_files_to_the_trash_and_resets_memory_md() {
         "topic notes stay"
     );
 
-    let lt = clear(&m, ClearScope::LongTerm, &t).unwrap();
+    let lt = clear(&m, ClearScope::LongTerm, None, &t).unwrap();
     assert!(lt.long_term);
     assert_eq!(read(&m, "MEMORY.md"), LONG_TERM_HEADER);
     let saved = std::fs::read_to_string(lt.trash.unwrap().join("MEMORY.md")).unwrap();
     assert!(saved.contains("long one"));
 
     // A second clear in the same second gets its own folder.
-    let again = clear(&m, ClearScope::All, &t).unwrap();
+    let again = clear(&m, ClearScope::All, None, &t).unwrap();
     assert!(again.trash.unwrap().to_string_lossy().ends_with("-all"));
     let fresh = memory_in(tempfile::tempdir().unwrap().path());
-    let nothing = clear(&fresh, ClearScope::All, &t).unwrap();
+    let nothing = clear(&fresh, ClearScope::All, None, &t).unwrap();
     assert!(!nothing.long_term && nothing.trash.is_none());
 }
 
@@ -267,4 +267,18 @@ fn scope_names_table() {
     ] {
         assert_eq!(ClearScope::parse(text), want, "{text}");
     }
+}
+
+#[test]
+fn clear_before_a_date_keeps_newer_daily_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = memory_in(dir.path());
+    for day in ["2026-11-01", "2026-11-20", "2026-11-29"] {
+        durable::atomic_replace(&m.root.join(format!("memory/{day}.md")), b"- note\n", 0o600)
+            .unwrap();
+    }
+    let t = at("2026-11-29T09:00:00+01:00[Europe/Paris]");
+    let out = clear(&m, ClearScope::Daily, Some("2026-11-20"), &t).unwrap();
+    assert_eq!(out.moved, vec!["memory/2026-11-01.md"]);
+    assert!(m.root.join("memory/2026-11-20.md").exists());
 }
