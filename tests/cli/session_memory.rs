@@ -497,6 +497,13 @@ impl Arg0Almanac for std::process::Command {
     }
 }
 
+/// The note of one round of the kill test (as stored: no trailing space).
+fn durable_note(round: usize) -> String {
+    format!("durable note {round} {}", "x".repeat((round * 37) % 400))
+        .trim_end()
+        .to_string()
+}
+
 #[test]
 fn kill_during_append_prune_or_clear_loses_no_acknowledged_note() {
     let sb = Sandbox::new();
@@ -507,7 +514,7 @@ fn kill_during_append_prune_or_clear_loses_no_acknowledged_note() {
         (seed >> 33) % n
     };
     for round in 0..60 {
-        let note = format!("durable note {round} {}", "x".repeat((round * 37) % 400));
+        let note = durable_note(round);
         let mut args = vec!["--now", NOW, "session-memory"];
         let clearing = round % 10 == 9;
         if clearing {
@@ -559,7 +566,7 @@ fn kill_during_append_prune_or_clear_loses_no_acknowledged_note() {
                 assert!(
                     body.starts_with("durable note ") && {
                         let round: usize = body.split(' ').nth(2).unwrap().parse().unwrap();
-                        body == format!("durable note {round} {}", "x".repeat((round * 37) % 400))
+                        body == durable_note(round)
                     },
                     "partial or corrupt line in {name}: {line:?}"
                 );
