@@ -10,6 +10,7 @@ pub mod heartbeat;
 pub mod host;
 pub mod memory;
 pub mod paths;
+pub mod skills;
 pub mod store;
 
 #[cfg(test)]

@@ -7,6 +7,7 @@
 //! database is opened until a command needs it.
 
 pub mod session_memory;
+pub mod skills;
 pub mod status;
 
 use crate::config::{self, LoadedConfig};

@@ -13,6 +13,7 @@ mod heartbeat_cmd;
 mod logging;
 mod output;
 mod session_memory_cmd;
+mod skills_cmd;
 mod status_cmd;
 
 use std::process::ExitCode;
@@ -78,6 +79,9 @@ enum Command {
     /// The activity heartbeat (heartbeat.json)
     #[command(subcommand)]
     Heartbeat(heartbeat_cmd::HeartbeatCommand),
+    /// Skills: list, check, catalog, routing, running, security scan
+    #[command(subcommand, alias = "plugins")]
+    Skills(skills_cmd::SkillsCommand),
     /// Print a shell completion script
     Completions {
         #[arg(value_enum)]
@@ -139,6 +143,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Config(cmd) => config_cmd::run(cmd, &options, host),
         Command::SessionMemory(cmd) => session_memory_cmd::run(cmd, &load_app(&options, host)?),
         Command::Heartbeat(cmd) => heartbeat_cmd::run(cmd, &load_app(&options, host)?),
+        Command::Skills(cmd) => {
+            skills_cmd::run(cmd, &load_app(&options, host)?, cli.global.verbose > 0)
+        }
         Command::Completions { shell } => {
             let mut cmd = Cli::command();
             clap_complete::generate(shell, &mut cmd, "almanac", &mut std::io::stdout());

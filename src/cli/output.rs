@@ -68,9 +68,12 @@ pub fn warn(message: impl std::fmt::Display) {
 
 /// Pretty JSON on stdout with a final newline.
 pub fn print_json<T: Serialize + ?Sized>(value: &T) -> anyhow::Result<()> {
-    let mut out = std::io::stdout().lock();
+    // Large blocks: stdout is line-buffered, and pretty JSON has a line per
+    // field.
+    let mut out = std::io::BufWriter::with_capacity(64 * 1024, std::io::stdout().lock());
     serde_json::to_writer_pretty(&mut out, value)?;
     writeln!(out)?;
+    out.flush()?;
     Ok(())
 }
 

@@ -45,6 +45,102 @@ pub struct Config {
     pub memory: MemoryConfig,
     pub security: SecurityConfig,
     pub activity: ActivityConfig,
+    pub skills: SkillsConfig,
+}
+
+/// Skills (`skills.*`, as in OpenClaw).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct SkillsConfig {
+    /// When non-empty, only these bundled skills (by key or name) are used.
+    pub allow_bundled: Vec<String>,
+    pub load: SkillsLoadConfig,
+    pub limits: SkillsLimits,
+    /// Per-skill settings by skill key.
+    pub entries: BTreeMap<String, SkillEntryConfig>,
+    pub install: SkillsInstallConfig,
+    /// Permissions skills may declare (`SKILL_PERMISSIONS`); default
+    /// `read, write, network, shell`. An empty list allows none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub allow_permissions: Option<Vec<String>>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct SkillsLoadConfig {
+    /// Extra skill folders, lowest precedence (`~` allowed).
+    pub extra_dirs: Vec<String>,
+    /// Watch skill folders for changes (the gateway's snapshot).
+    pub watch: bool,
+    pub watch_debounce_ms: u64,
+    /// Real paths that symlinked skills in the workspace, project and extra
+    /// folders may point into.
+    pub allow_symlink_targets: Vec<String>,
+}
+
+impl Default for SkillsLoadConfig {
+    fn default() -> Self {
+        SkillsLoadConfig {
+            extra_dirs: Vec::new(),
+            watch: true,
+            watch_debounce_ms: 250,
+            allow_symlink_targets: Vec::new(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct SkillsLimits {
+    pub max_candidates_per_root: u32,
+    pub max_skills_loaded_per_source: u32,
+    pub max_skills_in_prompt: u32,
+    pub max_skills_prompt_chars: u32,
+    pub max_skill_file_bytes: u64,
+}
+
+impl Default for SkillsLimits {
+    fn default() -> Self {
+        SkillsLimits {
+            max_candidates_per_root: 300,
+            max_skills_loaded_per_source: 200,
+            max_skills_in_prompt: 150,
+            max_skills_prompt_chars: 30_000,
+            max_skill_file_bytes: 256_000,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct SkillEntryConfig {
+    /// `false` turns the skill off.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub enabled: Option<bool>,
+    /// Environment values given to this skill's runs only.
+    pub env: BTreeMap<String, String>,
+    /// Given to the skill as its `primaryEnv` variable.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub api_key: Option<String>,
+    /// Free-form settings for the skill.
+    #[serde(skip_serializing_if = "Value::is_null")]
+    pub config: Value,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct SkillsInstallConfig {
+    pub prefer_brew: bool,
+    pub node_manager: String,
+}
+
+impl Default for SkillsInstallConfig {
+    fn default() -> Self {
+        SkillsInstallConfig {
+            prefer_brew: true,
+            node_manager: "npm".to_string(),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -56,6 +152,9 @@ pub struct AgentsConfig {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub struct AgentDefaults {
+    /// Skills the agent may use, by name; unset means all.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub skills: Option<Vec<String>>,
     /// The agent workspace (`~` allowed); default `<state dir>/workspace`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub workspace: Option<String>,

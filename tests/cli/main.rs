@@ -4,3 +4,4 @@
 mod common;
 mod foundation;
 mod session_memory;
+mod skills;

@@ -11,7 +11,10 @@
 //!    as YAML 1.2. YAML wins, except where the line parser saw one-line JSON
 //!    (`metadata: {"openclaw": …}`) or YAML misread an unquoted `key: a: b`.
 //!    When YAML fails, the line parser's result is used alone and the failure
-//!    is reported as a diagnostic instead of dropping the file.
+//!    is reported as a diagnostic instead of dropping the file. A block of
+//!    plain `key: value` lines, whose values YAML would read as the same
+//!    strings, skips the YAML pass: the outcome is the same and a large
+//!    skill set loads several times faster.
 //!
 //! Every value ends up as a string: scalars as their text, maps and lists as
 //! compact JSON, so `metadata` written as a nested YAML map and `metadata`
@@ -57,7 +60,8 @@ impl Frontmatter {
 /// Splits off and parses the frontmatter block of `text`.
 pub fn parse(text: &str) -> Frontmatter {
     let text = normalize_newlines(text);
-    let text = text.as_ref();
+    // Editors on Windows may start the file with a byte-order mark.
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text.as_ref());
     let mut diagnostics = Vec::new();
 
     if !text.starts_with("---") {
@@ -99,6 +103,15 @@ pub fn parse(text: &str) -> Frontmatter {
     let first_block_line = text[..block_start].matches('\n').count() + 1;
 
     let line_fields = parse_lines(block);
+    if reads_the_same_without_yaml(block) {
+        return Frontmatter {
+            status: BlockStatus::Present,
+            fields: line_fields,
+            body: text[body_start..].to_string(),
+            body_line,
+            diagnostics,
+        };
+    }
     let fields = match parse_yaml(block) {
         Ok(YamlOutcome::Map(yaml_fields)) => merge(yaml_fields, &line_fields),
         Ok(YamlOutcome::NotAMap) => {
@@ -165,6 +178,102 @@ pub fn parse_lines(block: &str) -> BTreeMap<String, String> {
         }
     }
     fields
+}
+
+/// Whether YAML is sure to read `block` as the line parser does: every
+/// line is blank, a `#` comment, or `key: value` with a distinct key, where
+/// the value is a plain string YAML would not resolve to another type,
+/// strip a comment from, or reject; or one-line JSON (which the line
+/// parser's reading wins for anyway).
+fn reads_the_same_without_yaml(block: &str) -> bool {
+    let mut keys: Vec<&str> = Vec::new();
+    for line in block.split('\n') {
+        let trimmed = line.trim_end_matches(' ');
+        if trimmed.is_empty() || trimmed.starts_with('#') {
+            continue;
+        }
+        let Some((key, value)) = split_key_line(trimmed) else {
+            return false;
+        };
+        if !key.starts_with(|c: char| c.is_ascii_alphabetic())
+            || is_yaml_keyword(key)
+            || keys.contains(&key)
+        {
+            return false;
+        }
+        keys.push(key);
+        if value.is_empty() {
+            // An empty value with nothing indented below: absent either way.
+            continue;
+        }
+        if value.starts_with('{') || value.starts_with('[') {
+            if serde_json::from_str::<serde_json::Value>(value).is_err() {
+                return false;
+            }
+            continue;
+        }
+        if !is_plain_yaml_string(value) {
+            return false;
+        }
+    }
+    true
+}
+
+/// A plain scalar YAML reads as exactly this text.
+fn is_plain_yaml_string(value: &str) -> bool {
+    let Some(first) = value.chars().next() else {
+        return false;
+    };
+    // Indicators, quotes, and the starts of numbers and special floats.
+    if "-?:,[]{}#&*!|>'\"%@`+.~".contains(first) || first.is_ascii_digit() || first.is_whitespace()
+    {
+        return false;
+    }
+    if is_yaml_keyword(value)
+        || value.ends_with(':')
+        || value.contains(": ")
+        || value.contains(" #")
+        || value.contains(":\t")
+    {
+        return false;
+    }
+    // Control characters, tabs and the byte-order mark make YAML fail, and
+    // YAML 1.1 line breaks would split the value.
+    !value
+        .chars()
+        .any(|c| c.is_control() || matches!(c, '\u{feff}' | '\u{85}' | '\u{2028}' | '\u{2029}'))
+}
+
+/// Words YAML resolves to null or a boolean.
+fn is_yaml_keyword(text: &str) -> bool {
+    matches!(
+        text,
+        "null"
+            | "Null"
+            | "NULL"
+            | "true"
+            | "True"
+            | "TRUE"
+            | "false"
+            | "False"
+            | "FALSE"
+            | "y"
+            | "Y"
+            | "n"
+            | "N"
+            | "yes"
+            | "Yes"
+            | "YES"
+            | "no"
+            | "No"
+            | "NO"
+            | "on"
+            | "On"
+            | "ON"
+            | "off"
+            | "Off"
+            | "OFF"
+    )
 }
 
 fn starts_indented(line: &str) -> bool {
@@ -405,6 +514,9 @@ mod tests {
         assert_eq!(empty.status, BlockStatus::Present);
         assert!(empty.fields.is_empty());
         assert_eq!(empty.body, "");
+        let bom = parse("\u{feff}---\nname: x\n---\n");
+        assert_eq!(bom.status, BlockStatus::Present);
+        assert_eq!(bom.get("name"), Some("x"));
     }
 
     #[test]
@@ -450,6 +562,34 @@ mod tests {
                 let lf = format!("---\n{}\n---\nbody\n", block.join("\n"));
                 let crlf = lf.replace('\n', "\r\n");
                 prop_assert_eq!(parse(&lf), parse(&crlf));
+            }
+
+            /// The fast path gives what the YAML pass would have given.
+            #[test]
+            fn skipping_yaml_changes_nothing(
+                lines in proptest::collection::vec(
+                    prop_oneof![
+                        ("[a-zA-Z][a-zA-Z0-9_-]{0,6}", "[ -~éß中]{0,24}").prop_map(|(k, v)| format!("{k}: {v}")),
+                        ("[a-z]{1,4}", "(true|null|~|yes|-1|0x1F|1e3|\\.5|\\[1, 2\\]|\\{\"a\": 1\\}|\\{a: 1\\}|a: b|a #c|'q'|\"d\")")
+                            .prop_map(|(k, v)| format!("{k}: {v}")),
+                        "(# note|| |  indented|- item)".prop_map(String::from),
+                    ],
+                    0..8,
+                )
+            ) {
+                let block = lines.join("\n");
+                if reads_the_same_without_yaml(&block) {
+                    let line_fields = parse_lines(&block);
+                    let full = match parse_yaml(&block) {
+                        Ok(YamlOutcome::Map(yaml_fields)) => merge(yaml_fields, &line_fields),
+                        Ok(YamlOutcome::NotAMap) => {
+                            prop_assert!(block.trim().is_empty() || line_fields.is_empty(), "not a map: {block:?}");
+                            line_fields.clone()
+                        }
+                        Err(e) => return Err(TestCaseError::fail(format!("YAML fails on {block:?}: {e:?}"))),
+                    };
+                    prop_assert_eq!(line_fields, full, "block {:?}", block);
+                }
             }
 
             #[test]

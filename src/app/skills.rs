@@ -1,0 +1,232 @@
+//! Skills use cases: where the six sources are for this app, and running a
+//! skill with its own environment.
+
+use std::path::PathBuf;
+
+use serde::Serialize;
+
+use super::App;
+use crate::skills::discover::Root;
+use crate::skills::gates::GateContext;
+use crate::skills::run::{self, Plan, RunError};
+use crate::skills::types::RunSpec;
+use crate::skills::{self, SkillsInputs, SkillsReport, SourceKind, bundled};
+
+impl App {
+    /// The managed skills folder (`<state dir>/skills`).
+    pub fn managed_skills_dir(&self) -> PathBuf {
+        self.paths.state_dir.join("skills")
+    }
+
+    /// The inputs of skills for this app, writing out the bundled skills if
+    /// needed. Problems doing so are returned as warnings.
+    pub fn skills_inputs(&self) -> (SkillsInputs, Vec<String>) {
+        let mut warnings = Vec::new();
+        let skills_config = &self.config.config.skills;
+        let mut roots = Vec::new();
+        for dir in &skills_config.load.extra_dirs {
+            roots.push(Root {
+                source: SourceKind::Extra,
+                dir: self.host.resolve_path(dir),
+            });
+        }
+        if let Some(path) = self.host.var("SKILLS_PATH") {
+            for dir in std::env::split_paths(path).filter(|p| !p.as_os_str().is_empty()) {
+                roots.push(Root {
+                    source: SourceKind::Extra,
+                    dir: self.host.resolve_path(&dir.to_string_lossy()),
+                });
+            }
+        }
+        let bundled_dir = match self.host.var("ALMANAC_BUNDLED_SKILLS_DIR") {
+            Some(dir) => Some(self.host.resolve_path(dir)),
+            None => {
+                let dir = self.paths.state_dir.join("bundled-skills");
+                match self
+                    .ensure_state_dir()
+                    .and_then(|()| bundled::materialize(&dir))
+                {
+                    Ok(()) => Some(dir),
+                    Err(err) => {
+                        warnings.push(format!(
+                            "bundled skills unavailable: cannot write {}: {err}",
+                            dir.display()
+                        ));
+                        None
+                    }
+                }
+            }
+        };
+        if let Some(dir) = bundled_dir {
+            roots.push(Root {
+                source: SourceKind::Bundled,
+                dir,
+            });
+        }
+        roots.push(Root {
+            source: SourceKind::Managed,
+            dir: self.managed_skills_dir(),
+        });
+        if let Some(home) = &self.host.home {
+            roots.push(Root {
+                source: SourceKind::Personal,
+                dir: home.join(".agents").join("skills"),
+            });
+        }
+        let ws = &self.paths.workspace;
+        roots.push(Root {
+            source: SourceKind::Project,
+            dir: ws.join(".agents").join("skills"),
+        });
+        roots.push(Root {
+            source: SourceKind::Workspace,
+            dir: ws.join("skills"),
+        });
+        let mut homes: Vec<PathBuf> = self.host.home.iter().cloned().collect();
+        if let Some(real) = self
+            .host
+            .home
+            .as_ref()
+            .and_then(|h| std::fs::canonicalize(h).ok())
+            && !homes.contains(&real)
+        {
+            homes.push(real);
+        }
+        let allow_symlink_targets = skills_config
+            .load
+            .allow_symlink_targets
+            .iter()
+            .map(|t| {
+                let p = self.host.resolve_path(t);
+                std::fs::canonicalize(&p).unwrap_or(p)
+            })
+            .collect();
+        let inputs = SkillsInputs {
+            roots,
+            config: self.config.clone(),
+            env: self.host.vars().clone(),
+            permissions_override: self.host.raw_var("SKILL_PERMISSIONS").map(str::to_string),
+            allow_symlink_targets,
+            homes,
+            workspace_dir: ws.clone(),
+            managed_dir: self.managed_skills_dir(),
+        };
+        (inputs, warnings)
+    }
+
+    /// Discovers and gates the skills.
+    pub fn skills_report(&self) -> (SkillsInputs, SkillsReport) {
+        let (inputs, warnings) = self.skills_inputs();
+        let mut report = skills::report(&inputs);
+        report.warnings.splice(0..0, warnings);
+        (inputs, report)
+    }
+}
+
+/// What `skills run` decided.
+#[derive(Debug)]
+pub enum RunOutcome {
+    /// The child exited with this code.
+    Exited(i32),
+    /// An instruction skill: print this.
+    Print(String),
+}
+
+/// Why a skill did not run.
+#[derive(Debug, thiserror::Error)]
+pub enum RefusedRun {
+    /// Unknown or disabled (exit 1).
+    #[error("Unknown or disabled third-party skill: {0}")]
+    Unknown(String),
+    /// Gated (exit 2).
+    #[error("{0}")]
+    Gated(String),
+    /// It cannot be run as asked (exit 2).
+    #[error(transparent)]
+    NotRunnable(#[from] RunError),
+    #[error("cannot start the skill")]
+    Io(#[from] std::io::Error),
+}
+
+/// Runs skill `name` with `args`: gates re-checked now, the skill's own
+/// environment values added for its process only.
+pub fn run_skill(app: &App, name: &str, args: &[String]) -> Result<RunOutcome, RefusedRun> {
+    let (inputs, report) = app.skills_report();
+    let Some(status) = report.find(name) else {
+        return Err(RefusedRun::Unknown(name.to_string()));
+    };
+    let skill = &status.skill;
+    let e = &status.eligibility;
+    if e.disabled {
+        return Err(RefusedRun::Unknown(name.to_string()));
+    }
+    if !e.eligible {
+        let message = if let Some(bin) = e.missing.bins.first() {
+            format!("Cannot run {}: {bin} not found on PATH.", skill.name)
+        } else if let Some(var) = e.missing.env.first() {
+            format!(
+                "Cannot run {}: missing {var}. Set {var} in your shell environment or in skills.entries.{}.env.",
+                skill.name, skill.skill_key
+            )
+        } else {
+            format!("Cannot run {}: {}", skill.name, e.reasons.join("; "))
+        };
+        return Err(RefusedRun::Gated(message));
+    }
+    let ctx = GateContext::new(
+        &inputs.env,
+        &inputs.config,
+        inputs.permissions_override.as_deref(),
+    );
+    let plan = run::plan(skill, args, |bin| ctx.find_bin(bin))?;
+    match plan {
+        Plan::Print(text) => Ok(RunOutcome::Print(text)),
+        Plan::Exec { program, args, cwd } => {
+            let entry = app
+                .config
+                .config
+                .skills
+                .entries
+                .get(&skill.skill_key)
+                .or_else(|| app.config.config.skills.entries.get(&skill.name));
+            let mut env = inputs.env.clone();
+            env.extend(run::skill_env(skill, entry, &inputs.env));
+            let code = run::execute(&program, &args, &cwd, &env)?;
+            Ok(RunOutcome::Exited(code))
+        }
+    }
+}
+
+/// Whether a skill's `skills run` would print its instructions.
+pub fn is_instruction_skill(spec: Option<&RunSpec>) -> bool {
+    matches!(spec, None | Some(RunSpec::Prompt))
+}
+
+/// `skills check`: counts and lists.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CheckSummary {
+    pub total: usize,
+    pub eligible: usize,
+    pub disabled: usize,
+    pub blocked: usize,
+    pub missing_requirements: usize,
+    pub failed: usize,
+}
+
+pub fn check_summary(report: &SkillsReport) -> CheckSummary {
+    let count =
+        |f: &dyn Fn(&skills::SkillStatus) -> bool| report.skills.iter().filter(|s| f(s)).count();
+    CheckSummary {
+        total: report.skills.len() + report.failures.len(),
+        eligible: count(&|s| s.eligibility.eligible),
+        disabled: count(&|s| s.eligibility.disabled),
+        blocked: count(&|s| s.eligibility.blocked_by_allowlist && !s.eligibility.disabled),
+        missing_requirements: count(&|s| {
+            !s.eligibility.eligible
+                && !s.eligibility.disabled
+                && !s.eligibility.blocked_by_allowlist
+        }),
+        failed: report.failures.len(),
+    }
+}

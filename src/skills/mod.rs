@@ -1,0 +1,170 @@
+//! Skills: `SKILL.md` folders and `skill.json` / `manifest.json` /
+//! `plugin.json` plugins from six sources, gated, listed, offered to the
+//! model as a budgeted catalog, routed and run.
+//!
+//! * [`parse`]: one skill file → a [`Skill`] or the reason it cannot load;
+//! * [`discover`]: sources, precedence, limits, containment;
+//! * [`gates`]: eligibility with every failing reason;
+//! * [`catalog`]: the `<available_skills>` block within its budget;
+//! * [`commands`]: slash-command names and the invocation matrix;
+//! * [`route`]: Arka-style routing of a command line to a skill;
+//! * [`run`]: running plugins with a per-run environment;
+//! * [`scan`]: the install-time security scan;
+//! * [`snapshot`]: the immutable, versioned snapshot the gateway uses,
+//!   rebuilt when a skill file changes or an input (PATH, environment,
+//!   config) does.
+//!
+//! Invariants: no skill is dropped silently (a file that cannot load is a
+//! [`LoadFailure`] with its reason); nothing about gating is cached across
+//! commands; the process environment is never modified for a skill.
+
+pub mod bundled;
+pub mod catalog;
+pub mod commands;
+pub mod discover;
+pub mod gates;
+pub mod parse;
+pub mod route;
+pub mod run;
+pub mod scan;
+pub mod snapshot;
+pub mod types;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use serde::Serialize;
+
+pub use types::{LoadFailure, Skill, SourceKind};
+
+use crate::config::LoadedConfig;
+use discover::{DiscoverOptions, Root};
+use gates::{Eligibility, GateContext};
+
+/// Everything skills are computed from.
+#[derive(Debug, Clone)]
+pub struct SkillsInputs {
+    pub roots: Vec<Root>,
+    pub config: LoadedConfig,
+    /// The process environment (PATH, variables skills require).
+    pub env: BTreeMap<String, String>,
+    /// `SKILL_PERMISSIONS` when set (an empty value allows none).
+    pub permissions_override: Option<String>,
+    pub allow_symlink_targets: Vec<PathBuf>,
+    /// Home directories, for `~` in locations and messages.
+    pub homes: Vec<PathBuf>,
+    pub workspace_dir: PathBuf,
+    pub managed_dir: PathBuf,
+}
+
+/// A skill with its gating outcome.
+#[derive(Debug, Clone, Serialize)]
+pub struct SkillStatus {
+    pub skill: Skill,
+    pub eligibility: Eligibility,
+}
+
+/// The skills of a setup, gated.
+#[derive(Debug, Clone, Serialize)]
+pub struct SkillsReport {
+    pub skills: Vec<SkillStatus>,
+    pub failures: Vec<LoadFailure>,
+    pub warnings: Vec<String>,
+    pub conflicts: Vec<route::TriggerConflict>,
+}
+
+impl SkillsReport {
+    pub fn find(&self, name: &str) -> Option<&SkillStatus> {
+        self.skills
+            .iter()
+            .find(|s| s.skill.name == name)
+            .or_else(|| self.skills.iter().find(|s| s.skill.skill_key == name))
+            .or_else(|| {
+                self.skills
+                    .iter()
+                    .find(|s| s.skill.name.eq_ignore_ascii_case(name))
+            })
+    }
+
+    /// Eligible skills, in name order.
+    pub fn usable(&self) -> Vec<&Skill> {
+        self.skills
+            .iter()
+            .filter(|s| s.eligibility.eligible)
+            .map(|s| &s.skill)
+            .collect()
+    }
+}
+
+/// Discovers and gates the skills of `inputs`.
+pub fn report(inputs: &SkillsInputs) -> SkillsReport {
+    let limits = &inputs.config.config.skills.limits;
+    let discovery = discover::discover(&DiscoverOptions {
+        roots: inputs.roots.clone(),
+        limits,
+        allow_symlink_targets: inputs.allow_symlink_targets.clone(),
+        home: inputs.homes.first().cloned(),
+    });
+    let ctx = GateContext::new(
+        &inputs.env,
+        &inputs.config,
+        inputs.permissions_override.as_deref(),
+    );
+    let skills: Vec<SkillStatus> = discovery
+        .skills
+        .into_iter()
+        .map(|skill| {
+            let eligibility = gates::evaluate(&skill, &ctx);
+            SkillStatus { skill, eligibility }
+        })
+        .collect();
+    let usable: Vec<&Skill> = skills
+        .iter()
+        .filter(|s| s.eligibility.eligible)
+        .map(|s| &s.skill)
+        .collect();
+    let (_, conflicts) = route::resolve_triggers(&usable);
+    let mut warnings = discovery.warnings;
+    for c in &conflicts {
+        warnings.push(format!(
+            "trigger `{}` is declared by {} and {}; it routes to {}",
+            c.trigger,
+            c.winner,
+            c.losers.join(", "),
+            c.winner
+        ));
+    }
+    SkillsReport {
+        skills,
+        failures: discovery.failures,
+        warnings,
+        conflicts,
+    }
+}
+
+/// The catalog the model gets: eligible skills without
+/// `disable-model-invocation`, allowed for the agent (`agents.defaults.skills`).
+pub fn catalog(report: &SkillsReport, inputs: &SkillsInputs) -> catalog::Catalog {
+    let allow = inputs.config.config.agents.defaults.skills.as_ref();
+    let visible: Vec<catalog::CatalogSkill> = report
+        .skills
+        .iter()
+        .filter(|s| s.eligibility.eligible && !s.skill.disable_model_invocation)
+        .filter(|s| allow.is_none_or(|a| a.iter().any(|n| n == &s.skill.name)))
+        .map(|s| catalog::CatalogSkill {
+            name: s.skill.name.clone(),
+            description: s.skill.description.clone(),
+            location: s.skill.file_path.clone(),
+        })
+        .collect();
+    let limits = &inputs.config.config.skills.limits;
+    catalog::build(
+        &visible,
+        limits.max_skills_in_prompt as usize,
+        limits.max_skills_prompt_chars as usize,
+        &inputs.homes,
+    )
+}
+
+#[cfg(test)]
+mod tests;

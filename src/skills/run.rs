@@ -1,0 +1,342 @@
+//! Running a skill (`skills run`), and the environment a skill's process
+//! gets.
+//!
+//! Invariants:
+//! * almanac never changes its own environment for a skill. A skill's
+//!   configured values (`skills.entries.<key>.env`, and `apiKey` as its
+//!   `primaryEnv`) are given to that skill's child process only, and never
+//!   replace a variable the user already set.
+//! * While skills run inside a long-lived process, the keys injected for
+//!   them are counted in a [`SkillEnvLeases`]; children that are not that
+//!   skill get an environment with those keys removed.
+//! * A command template never reaches a shell: it is split into words and
+//!   `{args}` is replaced by the arguments, and arguments containing shell
+//!   metacharacters are refused anyway.
+//! * The interpreter follows the entry's extension (`.py` python3, `.sh`
+//!   bash, `.fish` fish, `.js`/`.mjs`/`.cjs` node); an executable entry
+//!   without one runs directly.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use super::types::{RunSpec, Skill};
+use crate::config::SkillEntryConfig;
+
+/// Characters refused in command-template arguments.
+const SHELL_META: &[&str] = &[";", "&&", "||", "|", ">", "<", "`", "$", "\n"];
+
+/// Largest instruction file `skills run` prints.
+pub const MAX_PROMPT_BYTES: usize = 64 * 1024;
+
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum RunError {
+    #[error("Cannot run {skill}: argument {arg:?} contains a shell metacharacter ({meta:?})")]
+    Metacharacter {
+        skill: String,
+        arg: String,
+        meta: String,
+    },
+    #[error("Cannot run {skill}: {reason}")]
+    NotRunnable { skill: String, reason: String },
+}
+
+/// The variables a skill's run adds: configured `env` and `apiKey` (as the
+/// skill's `primaryEnv`), minus any the user's environment already has.
+pub fn skill_env(
+    skill: &Skill,
+    entry: Option<&SkillEntryConfig>,
+    user_env: &BTreeMap<String, String>,
+) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    let Some(entry) = entry else {
+        return out;
+    };
+    let usable = |k: &str, v: &str| {
+        let taken = user_env.get(k).is_some_and(|existing| !existing.is_empty());
+        !k.is_empty() && !v.is_empty() && !v.contains('\0') && !taken && !is_dangerous_key(k)
+    };
+    for (k, v) in &entry.env {
+        if usable(k, v) {
+            out.insert(k.clone(), v.clone());
+        }
+    }
+    if let (Some(key), Some(var)) = (&entry.api_key, &skill.primary_env)
+        && !out.contains_key(var)
+        && usable(var, key)
+    {
+        out.insert(var.clone(), key.clone());
+    }
+    out
+}
+
+/// Keys that change how programs load or run; never injected.
+fn is_dangerous_key(key: &str) -> bool {
+    matches!(
+        key,
+        "PATH"
+            | "LD_PRELOAD"
+            | "LD_LIBRARY_PATH"
+            | "BASH_ENV"
+            | "ENV"
+            | "OPENSSL_CONF"
+            | "NODE_OPTIONS"
+            | "PYTHONPATH"
+            | "PYTHONSTARTUP"
+    ) || key.starts_with("DYLD_")
+}
+
+/// Counts, per variable, the running skills it was injected for, so other
+/// children can be given an environment without them.
+#[derive(Debug, Clone, Default)]
+pub struct SkillEnvLeases {
+    active: Arc<Mutex<HashMap<String, usize>>>,
+}
+
+/// Held while a skill runs; releases its keys when dropped.
+#[derive(Debug)]
+pub struct EnvLease {
+    leases: SkillEnvLeases,
+    keys: Vec<String>,
+}
+
+impl SkillEnvLeases {
+    pub fn acquire(&self, keys: impl IntoIterator<Item = String>) -> EnvLease {
+        let keys: Vec<String> = keys.into_iter().collect();
+        let mut active = self.active.lock().expect("lease lock");
+        for k in &keys {
+            *active.entry(k.clone()).or_default() += 1;
+        }
+        EnvLease {
+            leases: self.clone(),
+            keys,
+        }
+    }
+
+    /// Keys injected for at least one running skill.
+    pub fn active_keys(&self) -> Vec<String> {
+        let mut keys: Vec<String> = self
+            .active
+            .lock()
+            .expect("lease lock")
+            .keys()
+            .cloned()
+            .collect();
+        keys.sort();
+        keys
+    }
+
+    /// `base` without the keys of running skills (for children that are not
+    /// those skills).
+    pub fn strip(&self, base: &BTreeMap<String, String>) -> BTreeMap<String, String> {
+        let active = self.active.lock().expect("lease lock");
+        base.iter()
+            .filter(|(k, _)| !active.contains_key(*k))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect()
+    }
+}
+
+impl Drop for EnvLease {
+    fn drop(&mut self) {
+        let mut active = self.leases.active.lock().expect("lease lock");
+        for k in &self.keys {
+            if let Some(n) = active.get_mut(k) {
+                *n -= 1;
+                if *n == 0 {
+                    active.remove(k);
+                }
+            }
+        }
+    }
+}
+
+/// What to execute for a run.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Plan {
+    /// Start `program` with `args` in `cwd`.
+    Exec {
+        program: PathBuf,
+        args: Vec<String>,
+        cwd: PathBuf,
+    },
+    /// Print this text (an instruction skill).
+    Print(String),
+}
+
+/// Decides how to run `skill` with `args`; `find_bin` looks up an
+/// interpreter on PATH.
+pub fn plan(
+    skill: &Skill,
+    args: &[String],
+    find_bin: impl Fn(&str) -> Option<PathBuf>,
+) -> Result<Plan, RunError> {
+    let not_runnable = |reason: String| RunError::NotRunnable {
+        skill: skill.name.clone(),
+        reason,
+    };
+    match skill.run.as_ref().unwrap_or(&RunSpec::Prompt) {
+        RunSpec::Prompt => {
+            let bytes = std::fs::read(&skill.file_path).map_err(|e| {
+                not_runnable(format!("cannot read {}: {e}", skill.file_path.display()))
+            })?;
+            let mut text =
+                String::from_utf8_lossy(&bytes[..bytes.len().min(MAX_PROMPT_BYTES)]).into_owned();
+            if bytes.len() > MAX_PROMPT_BYTES {
+                text.push_str("\n… (truncated at 64 KiB)\n");
+            }
+            Ok(Plan::Print(text))
+        }
+        RunSpec::Mcp => Err(not_runnable(
+            "it is an MCP server skill; the agent connects to MCP servers, `skills run` does not"
+                .to_string(),
+        )),
+        RunSpec::Command { command } => {
+            for arg in args {
+                if let Some(meta) = SHELL_META.iter().find(|m| arg.contains(**m)) {
+                    return Err(RunError::Metacharacter {
+                        skill: skill.name.clone(),
+                        arg: arg.clone(),
+                        meta: meta.to_string(),
+                    });
+                }
+            }
+            let words = split_words(command).ok_or_else(|| {
+                not_runnable("its command template has an unclosed quote".to_string())
+            })?;
+            let mut argv = Vec::new();
+            let mut placed = false;
+            for w in words {
+                if w == "{args}" {
+                    argv.extend(args.iter().cloned());
+                    placed = true;
+                } else {
+                    argv.push(w.replace("{baseDir}", &skill.base_dir.to_string_lossy()));
+                }
+            }
+            if !placed {
+                argv.extend(args.iter().cloned());
+            }
+            let (program, rest) = argv
+                .split_first()
+                .ok_or_else(|| not_runnable("its command template is empty".to_string()))?;
+            let program = find_bin(program)
+                .ok_or_else(|| not_runnable(format!("{program} not found on PATH.")))?;
+            Ok(Plan::Exec {
+                program,
+                args: rest.to_vec(),
+                cwd: skill.base_dir.clone(),
+            })
+        }
+        RunSpec::Entry { entry } => {
+            if !entry.is_file() {
+                return Err(not_runnable(format!(
+                    "its entry {} does not exist",
+                    entry.display()
+                )));
+            }
+            let ext = entry.extension().and_then(|e| e.to_str()).unwrap_or("");
+            let interpreter = match ext {
+                "py" => Some("python3"),
+                "sh" | "bash" => Some("bash"),
+                "fish" => Some("fish"),
+                "js" | "mjs" | "cjs" => Some("node"),
+                _ => None,
+            };
+            let mut full_args = Vec::new();
+            let program = match interpreter {
+                Some(name) => {
+                    full_args.push(entry.to_string_lossy().into_owned());
+                    find_bin(name)
+                        .ok_or_else(|| not_runnable(format!("{name} not found on PATH.")))?
+                }
+                None if is_executable(entry) => entry.clone(),
+                None => {
+                    return Err(not_runnable(format!(
+                        "no interpreter for {} (not executable, unknown extension)",
+                        entry.display()
+                    )));
+                }
+            };
+            full_args.extend(args.iter().cloned());
+            Ok(Plan::Exec {
+                program,
+                args: full_args,
+                cwd: skill.base_dir.clone(),
+            })
+        }
+    }
+}
+
+fn is_executable(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    path.metadata()
+        .is_ok_and(|m| m.permissions().mode() & 0o111 != 0)
+}
+
+/// Splits a command template into words: whitespace separates, single and
+/// double quotes group, backslash escapes the next character. `None` on an
+/// unclosed quote.
+pub fn split_words(text: &str) -> Option<Vec<String>> {
+    let mut words = Vec::new();
+    let mut current = String::new();
+    let mut in_word = false;
+    let mut quote: Option<char> = None;
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        match (quote, c) {
+            (Some(q), c) if c == q => quote = None,
+            (Some(_), '\\') => current.push(chars.next()?),
+            (Some(_), c) => current.push(c),
+            (None, '\'' | '"') => {
+                quote = Some(c);
+                in_word = true;
+            }
+            (None, '\\') => {
+                current.push(chars.next()?);
+                in_word = true;
+            }
+            (None, c) if c.is_whitespace() => {
+                if in_word {
+                    words.push(std::mem::take(&mut current));
+                    in_word = false;
+                }
+            }
+            (None, c) => {
+                current.push(c);
+                in_word = true;
+            }
+        }
+    }
+    if quote.is_some() {
+        return None;
+    }
+    if in_word {
+        words.push(current);
+    }
+    Some(words)
+}
+
+/// Starts `program` with `args` in `cwd`, with `env` as the child's whole
+/// environment and the terminal's stdin/stdout/stderr. Returns the exit
+/// code (128 + signal when killed).
+pub fn execute(
+    program: &Path,
+    args: &[String],
+    cwd: &Path,
+    env: &BTreeMap<String, String>,
+) -> std::io::Result<i32> {
+    let status = std::process::Command::new(program)
+        .args(args)
+        .current_dir(cwd)
+        .env_clear()
+        .envs(env)
+        .status()?;
+    use std::os::unix::process::ExitStatusExt;
+    Ok(status
+        .code()
+        .unwrap_or_else(|| 128 + status.signal().unwrap_or(0)))
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,496 @@
+//! Discovery, precedence and gating together.
+
+use super::*;
+use crate::config::{self, LoadedConfig};
+use crate::host::Host;
+
+struct Setup {
+    dir: tempfile::TempDir,
+}
+
+impl Setup {
+    fn new() -> Setup {
+        Setup {
+            dir: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    fn root(&self, source: SourceKind) -> PathBuf {
+        self.dir.path().join(source.short())
+    }
+
+    fn skill_md(&self, source: SourceKind, folder: &str, frontmatter: &str) -> PathBuf {
+        let dir = self.root(source).join(folder);
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("SKILL.md");
+        std::fs::write(&path, format!("---\n{frontmatter}\n---\nBody\n")).unwrap();
+        path
+    }
+
+    fn inputs(
+        &self,
+        config_text: &str,
+        env: &[(&str, &str)],
+        permissions: Option<&str>,
+    ) -> SkillsInputs {
+        let config_path = self.dir.path().join("config.json5");
+        std::fs::write(&config_path, config_text).unwrap();
+        let host = Host::with_vars(
+            env.iter().map(|(k, v)| (k.to_string(), v.to_string())),
+            self.dir.path(),
+            self.dir.path(),
+            "2026-11-29T09:00:00+00:00[UTC]".parse().unwrap(),
+        );
+        let config: LoadedConfig = config::load(&config_path, &host, &[]).unwrap();
+        SkillsInputs {
+            roots: SourceKind::ALL
+                .iter()
+                .map(|s| discover::Root {
+                    source: *s,
+                    dir: self.root(*s),
+                })
+                .collect(),
+            config,
+            env: host.vars().clone(),
+            permissions_override: permissions.map(str::to_string),
+            allow_symlink_targets: vec![],
+            homes: vec![self.dir.path().to_path_buf()],
+            workspace_dir: self.root(SourceKind::Workspace),
+            managed_dir: self.root(SourceKind::Managed),
+        }
+    }
+}
+
+fn names(r: &SkillsReport) -> Vec<(String, &'static str)> {
+    r.skills
+        .iter()
+        .map(|s| (s.skill.name.clone(), s.skill.source.short()))
+        .collect()
+}
+
+#[test]
+fn higher_sources_replace_lower_ones_whole_and_record_it() {
+    let s = Setup::new();
+    let low = s.skill_md(SourceKind::Extra, "deploy", "name: deploy\ndescription: from extra\nmetadata: {\"openclaw\":{\"requires\":{\"bins\":[\"nope-bin\"]}}}");
+    s.skill_md(
+        SourceKind::Bundled,
+        "deploy",
+        "name: deploy\ndescription: from bundled",
+    );
+    s.skill_md(
+        SourceKind::Workspace,
+        "deploy-ws",
+        "name: deploy\ndescription: from workspace",
+    );
+    s.skill_md(
+        SourceKind::Personal,
+        "only-personal",
+        "name: solo\ndescription: personal",
+    );
+    let r = report(&s.inputs("{}", &[("PATH", "/usr/bin:/bin")], None));
+    assert_eq!(
+        names(&r),
+        vec![
+            ("deploy".to_string(), "workspace"),
+            ("solo".to_string(), "personal")
+        ]
+    );
+    let deploy = &r.skills[0];
+    assert_eq!(deploy.skill.description, "from workspace");
+    assert!(
+        deploy.eligibility.eligible,
+        "the replacement is whole: no requirement carried over"
+    );
+    assert_eq!(deploy.skill.shadows.len(), 2);
+    assert_eq!(deploy.skill.shadows[0], low);
+}
+
+#[test]
+fn every_gate_reason_is_reported() {
+    let s = Setup::new();
+    s.skill_md(
+        SourceKind::Workspace,
+        "many-gates",
+        "name: many\ndescription: d\nmetadata: {\"openclaw\":{\"os\":[\"macos\"],\"requires\":{\"bins\":[\"nope-a\",\"sh\"],\"anyBins\":[\"nope-b\",\"nope-c\"],\"env\":[\"NEED_ME\"],\"config\":[\"feature.flag\"],\"env_any\":[\"A1\",\"A2\"]},\"permissions\":[\"admin\",\"read\"]}}",
+    );
+    let r = report(&s.inputs("{}", &[("PATH", "/usr/bin:/bin")], None));
+    let e = &r.skills[0].eligibility;
+    assert!(!e.eligible);
+    assert_eq!(e.missing.os, vec!["darwin"]);
+    assert_eq!(e.missing.bins, vec!["nope-a"]);
+    assert_eq!(e.missing.any_bins, vec!["nope-b", "nope-c"]);
+    assert_eq!(e.missing.env, vec!["NEED_ME"]);
+    assert_eq!(e.missing.config, vec!["feature.flag"]);
+    assert_eq!(e.missing_env_any, vec!["A1", "A2"]);
+    assert_eq!(e.denied_permissions, vec!["admin"]);
+    assert_eq!(e.reasons.len(), 7, "{:?}", e.reasons);
+}
+
+#[test]
+fn env_requirements_are_met_by_the_process_entries_or_api_key() {
+    let s = Setup::new();
+    s.skill_md(SourceKind::Workspace, "a", "name: by-process\ndescription: d\nmetadata: {\"openclaw\":{\"requires\":{\"env\":[\"TOK\"]}}}");
+    s.skill_md(SourceKind::Workspace, "b", "name: by-entry\ndescription: d\nmetadata: {\"openclaw\":{\"requires\":{\"env\":[\"ENTRY_TOK\"]}}}");
+    s.skill_md(SourceKind::Workspace, "c", "name: by-key\ndescription: d\nmetadata: {\"openclaw\":{\"requires\":{\"env\":[\"GEMINI_API_KEY\"]},\"primaryEnv\":\"GEMINI_API_KEY\"}}");
+    s.skill_md(SourceKind::Workspace, "d", "name: key-wrong-var\ndescription: d\nmetadata: {\"openclaw\":{\"requires\":{\"env\":[\"OTHER\"]},\"primaryEnv\":\"GEMINI_API_KEY\"}}");
+    let config = "{ skills: { entries: { 'by-entry': { env: { ENTRY_TOK: 'x' } }, 'by-key': { apiKey: 'k' }, 'key-wrong-var': { apiKey: 'k' } } } }";
+    let r = report(&s.inputs(config, &[("TOK", "1")], None));
+    let eligible: Vec<(String, bool)> = r
+        .skills
+        .iter()
+        .map(|s| (s.skill.name.clone(), s.eligibility.eligible))
+        .collect();
+    assert_eq!(
+        eligible,
+        vec![
+            ("by-entry".into(), true),
+            ("by-key".into(), true),
+            ("by-process".into(), true),
+            ("key-wrong-var".into(), false)
+        ]
+    );
+    // A change of environment is seen at once (nothing is cached).
+    let r = report(&s.inputs(config, &[], None));
+    assert!(!r.find("by-process").unwrap().eligibility.eligible);
+}
+
+#[test]
+fn disabled_allow_bundled_always_and_permissions() {
+    let s = Setup::new();
+    s.skill_md(SourceKind::Bundled, "b1", "name: b-allowed\ndescription: d");
+    s.skill_md(SourceKind::Bundled, "b2", "name: b-blocked\ndescription: d");
+    s.skill_md(SourceKind::Workspace, "off", "name: off\ndescription: d");
+    s.skill_md(SourceKind::Workspace, "always", "name: always-on\ndescription: d\nmetadata: {\"openclaw\":{\"always\":true,\"requires\":{\"bins\":[\"nope\"]}}}");
+    s.skill_md(SourceKind::Workspace, "always-os", "name: always-wrong-os\ndescription: d\nmetadata: {\"openclaw\":{\"always\":true,\"os\":[\"win\"]}}");
+    s.skill_md(
+        SourceKind::Workspace,
+        "perm",
+        "name: needs-shell\ndescription: d\npermissions: [shell]",
+    );
+    let config =
+        "{ skills: { allowBundled: ['b-allowed'], entries: { off: { enabled: false } } } }";
+    let r = report(&s.inputs(config, &[], None));
+    let st = |n: &str| r.find(n).unwrap().eligibility.clone();
+    assert!(st("b-allowed").eligible);
+    assert!(st("b-blocked").blocked_by_allowlist && !st("b-blocked").eligible);
+    assert!(st("off").disabled && !st("off").eligible);
+    assert!(st("always-on").eligible, "always skips requirements");
+    assert!(
+        !st("always-wrong-os").eligible,
+        "always does not override os"
+    );
+    assert!(st("needs-shell").eligible, "shell is allowed by default");
+    // An empty SKILL_PERMISSIONS allows nothing.
+    let r = report(&s.inputs(config, &[], Some("")));
+    assert_eq!(
+        r.find("needs-shell")
+            .unwrap()
+            .eligibility
+            .denied_permissions,
+        vec!["shell"]
+    );
+    let r = report(&s.inputs(config, &[], Some("read, SHELL ")));
+    assert!(r.find("needs-shell").unwrap().eligibility.eligible);
+}
+
+#[test]
+fn broken_files_are_reported_never_dropped_silently() {
+    let s = Setup::new();
+    s.skill_md(SourceKind::Workspace, "no-desc", "name: no-desc");
+    let dir = s.root(SourceKind::Workspace).join("unclosed");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("SKILL.md"),
+        "---\nname: unclosed\ndescription: d\n",
+    )
+    .unwrap();
+    let big = s.root(SourceKind::Workspace).join("big");
+    std::fs::create_dir_all(&big).unwrap();
+    std::fs::write(
+        big.join("SKILL.md"),
+        format!(
+            "---\nname: big\ndescription: d\n---\n{}",
+            "x".repeat(260_000)
+        ),
+    )
+    .unwrap();
+    let outside = s.dir.path().join("outside/escaper");
+    std::fs::create_dir_all(&outside).unwrap();
+    std::fs::write(
+        outside.join("SKILL.md"),
+        "---\nname: escaper\ndescription: d\n---\n",
+    )
+    .unwrap();
+    std::os::unix::fs::symlink(&outside, s.root(SourceKind::Workspace).join("escaper")).unwrap();
+    let plugin = s.root(SourceKind::Workspace).join("Bad Plugin");
+    std::fs::create_dir_all(&plugin).unwrap();
+    std::fs::write(plugin.join("skill.json"), "{}").unwrap();
+    let r = report(&s.inputs("{}", &[], None));
+    assert!(r.skills.is_empty(), "{:?}", names(&r));
+    let mut reasons: Vec<(String, String)> = r
+        .failures
+        .iter()
+        .map(|f| (f.name.clone(), f.reason.clone()))
+        .collect();
+    reasons.sort();
+    let find = |n: &str| {
+        reasons
+            .iter()
+            .find(|(name, _)| name == n)
+            .map(|(_, r)| r.as_str())
+            .unwrap_or_else(|| panic!("{n} not reported"))
+    };
+    assert!(find("no-desc").contains("no description"));
+    assert!(find("unclosed").contains("no closing"));
+    assert!(find("big").contains("oversized"));
+    assert!(find("escaper").contains("reason=symlink-escape"));
+    assert!(find("Bad Plugin").contains("bad name"));
+}
+
+#[test]
+fn symlinks_are_fine_inside_the_root_or_an_allowed_target() {
+    let s = Setup::new();
+    let target = s.skill_md(SourceKind::Workspace, "real", "name: real\ndescription: d");
+    std::os::unix::fs::symlink(
+        target.parent().unwrap(),
+        s.root(SourceKind::Workspace).join("alias"),
+    )
+    .unwrap();
+    let outside = s.dir.path().join("shared/tool");
+    std::fs::create_dir_all(&outside).unwrap();
+    std::fs::write(
+        outside.join("SKILL.md"),
+        "---\nname: shared-tool\ndescription: d\n---\n",
+    )
+    .unwrap();
+    std::os::unix::fs::symlink(&outside, s.root(SourceKind::Workspace).join("shared-tool"))
+        .unwrap();
+    let mut inputs = s.inputs("{}", &[], None);
+    inputs.allow_symlink_targets =
+        vec![std::fs::canonicalize(s.dir.path().join("shared")).unwrap()];
+    let r = report(&inputs);
+    assert!(r.find("shared-tool").is_some(), "{:?}", r.failures);
+    assert!(r.find("real").is_some());
+    // The managed source follows symlinked folders anywhere.
+    let managed_target = s.dir.path().join("elsewhere/m");
+    std::fs::create_dir_all(&managed_target).unwrap();
+    std::fs::write(
+        managed_target.join("SKILL.md"),
+        "---\nname: managed-link\ndescription: d\n---\n",
+    )
+    .unwrap();
+    std::fs::create_dir_all(s.root(SourceKind::Managed)).unwrap();
+    std::os::unix::fs::symlink(&managed_target, s.root(SourceKind::Managed).join("m")).unwrap();
+    assert!(
+        report(&s.inputs("{}", &[], None))
+            .find("managed-link")
+            .is_some()
+    );
+}
+
+#[test]
+fn skill_files_may_link_within_their_folder_but_not_out_of_it() {
+    let s = Setup::new();
+    // The root itself reached through a symlink: its skills are inside it.
+    let real_root = s.dir.path().join("real-workspace-skills");
+    std::fs::create_dir_all(real_root.join("plain")).unwrap();
+    std::fs::write(
+        real_root.join("plain/SKILL.md"),
+        "---\nname: plain\ndescription: d\n---\n",
+    )
+    .unwrap();
+    std::fs::create_dir_all(real_root.join("linked-file")).unwrap();
+    std::fs::write(
+        real_root.join("linked-file/real.md"),
+        "---\nname: linked-file\ndescription: d\n---\n",
+    )
+    .unwrap();
+    std::os::unix::fs::symlink("real.md", real_root.join("linked-file/SKILL.md")).unwrap();
+    let secret = s.dir.path().join("secret.md");
+    std::fs::write(&secret, "---\nname: leaked\ndescription: d\n---\n").unwrap();
+    std::fs::create_dir_all(real_root.join("leaky")).unwrap();
+    std::os::unix::fs::symlink(&secret, real_root.join("leaky/SKILL.md")).unwrap();
+    std::fs::create_dir_all(real_root.join("dangling")).unwrap();
+    std::os::unix::fs::symlink("missing.md", real_root.join("dangling/SKILL.md")).unwrap();
+    let root = s.root(SourceKind::Workspace);
+    std::fs::create_dir_all(root.parent().unwrap()).unwrap();
+    std::os::unix::fs::symlink(&real_root, &root).unwrap();
+
+    let r = report(&s.inputs("{}", &[], None));
+    let loaded: Vec<&str> = r.skills.iter().map(|s| s.skill.name.as_str()).collect();
+    assert_eq!(loaded, vec!["linked-file", "plain"], "{:?}", r.failures);
+    let failures: Vec<(&str, &str)> = r
+        .failures
+        .iter()
+        .map(|f| (f.name.as_str(), f.reason.as_str()))
+        .collect();
+    assert_eq!(failures.len(), 2, "{failures:?}");
+    assert_eq!(failures[0].0, "dangling");
+    assert!(
+        failures[0].1.starts_with("cannot read"),
+        "{}",
+        failures[0].1
+    );
+    assert_eq!(failures[1].0, "leaky");
+    assert!(
+        failures[1].1.contains("symlink leaving its skill folder"),
+        "{}",
+        failures[1].1
+    );
+}
+
+#[test]
+fn nested_roots_groups_and_limits() {
+    let s = Setup::new();
+    // A root holding its skills under `skills/`.
+    let nested = s.root(SourceKind::Extra).join("skills/inner");
+    std::fs::create_dir_all(&nested).unwrap();
+    std::fs::write(
+        nested.join("SKILL.md"),
+        "---\nname: inner\ndescription: d\n---\n",
+    )
+    .unwrap();
+    // A group folder one level down.
+    let grouped = s.root(SourceKind::Workspace).join("group/member");
+    std::fs::create_dir_all(&grouped).unwrap();
+    std::fs::write(
+        grouped.join("SKILL.md"),
+        "---\nname: member\ndescription: d\n---\n",
+    )
+    .unwrap();
+    for i in 0..5 {
+        s.skill_md(
+            SourceKind::Project,
+            &format!("p{i}"),
+            &format!("name: p{i}\ndescription: d"),
+        );
+    }
+    let config = "{ skills: { limits: { maxCandidatesPerRoot: 3, maxSkillsLoadedPerSource: 2 } } }";
+    let r = report(&s.inputs(config, &[], None));
+    let got: Vec<String> = r.skills.iter().map(|s| s.skill.name.clone()).collect();
+    assert_eq!(got, vec!["inner", "member", "p0", "p1"]);
+    assert!(
+        r.warnings.iter().any(|w| w.contains("many entries")),
+        "{:?}",
+        r.warnings
+    );
+    assert!(
+        r.warnings
+            .iter()
+            .any(|w| w.contains("maxSkillsLoadedPerSource")),
+        "{:?}",
+        r.warnings
+    );
+}
+
+#[test]
+fn trigger_conflicts_go_to_the_higher_source_with_a_warning() {
+    let s = Setup::new();
+    for (source, name) in [
+        (SourceKind::Extra, "low_one"),
+        (SourceKind::Workspace, "high_one"),
+    ] {
+        let dir = s.root(source).join(name);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("skill.json"), r#"{"triggers":["shared trigger"]}"#).unwrap();
+    }
+    let r = report(&s.inputs("{}", &[], None));
+    assert_eq!(r.conflicts.len(), 1);
+    assert_eq!(r.conflicts[0].winner, "high_one");
+    assert!(r.warnings.iter().any(|w| w.contains("shared trigger")));
+    let usable = r.usable();
+    assert_eq!(
+        route::route("shared trigger now", &usable).unwrap().skill,
+        "high_one"
+    );
+    assert_eq!(
+        route::route("low_one do it", &usable).unwrap().line,
+        "low_one do it"
+    );
+}
+
+#[test]
+fn catalog_leaves_out_hidden_and_ineligible_skills_and_honours_the_agent_allowlist() {
+    let s = Setup::new();
+    s.skill_md(SourceKind::Workspace, "a", "name: a\ndescription: visible");
+    s.skill_md(
+        SourceKind::Workspace,
+        "b",
+        "name: b\ndescription: hidden\ndisable-model-invocation: true",
+    );
+    s.skill_md(SourceKind::Workspace, "c", "name: c\ndescription: gated\nmetadata: {\"openclaw\":{\"requires\":{\"bins\":[\"nope\"]}}}");
+    s.skill_md(
+        SourceKind::Workspace,
+        "d",
+        "name: d\ndescription: not allowed for the agent",
+    );
+    let inputs = s.inputs(
+        "{ agents: { defaults: { skills: ['a', 'b', 'c'] } } }",
+        &[],
+        None,
+    );
+    let r = report(&inputs);
+    let cat = catalog(&r, &inputs);
+    assert_eq!(cat.included, 1);
+    assert!(cat.prompt.contains("<name>a</name>"));
+    for hidden in ["<name>b</name>", "<name>c</name>", "<name>d</name>"] {
+        assert!(!cat.prompt.contains(hidden));
+    }
+    assert!(
+        cat.prompt
+            .contains("<location>~/workspace/a/SKILL.md</location>"),
+        "{}",
+        cat.prompt
+    );
+}
+
+#[test]
+fn snapshot_rebuilds_when_inputs_change_and_versions_grow() {
+    let s = Setup::new();
+    s.skill_md(SourceKind::Workspace, "e", "name: env-gated\ndescription: d\nmetadata: {\"openclaw\":{\"requires\":{\"env\":[\"NEED\"]}}}");
+    let manager = snapshot::SkillsManager::new(s.inputs("{}", &[], None));
+    let first = manager.snapshot();
+    assert!(!first.report.find("env-gated").unwrap().eligibility.eligible);
+    assert!(
+        Arc::ptr_eq(&first, &manager.snapshot()),
+        "unchanged inputs reuse the snapshot"
+    );
+    let rx = manager.subscribe();
+    manager.set_inputs(s.inputs("{}", &[("NEED", "yes")], None));
+    let second = manager.snapshot();
+    assert!(second.version > first.version);
+    assert!(
+        second
+            .report
+            .find("env-gated")
+            .unwrap()
+            .eligibility
+            .eligible
+    );
+    assert_eq!(rx.try_recv().unwrap(), second.version);
+    manager.invalidate();
+    assert!(manager.snapshot().version > second.version);
+}
+
+#[test]
+fn watcher_picks_up_a_new_skill_after_writes_settle() {
+    let s = Setup::new();
+    std::fs::create_dir_all(s.root(SourceKind::Workspace)).unwrap();
+    let manager = snapshot::SkillsManager::new(s.inputs("{}", &[], None));
+    let rx = manager.subscribe();
+    manager.watch(std::time::Duration::from_millis(50)).unwrap();
+    s.skill_md(
+        SourceKind::Workspace,
+        "fresh",
+        "name: fresh\ndescription: added while watching",
+    );
+    // Waits for the watcher's event (not a fixed sleep).
+    let version = rx
+        .recv_timeout(std::time::Duration::from_secs(10))
+        .expect("watcher rebuilt the snapshot");
+    let snap = manager.snapshot();
+    assert!(snap.version >= version);
+    assert!(snap.report.find("fresh").is_some());
+}
+
+use std::sync::Arc;
