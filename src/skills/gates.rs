@@ -198,6 +198,17 @@ impl Eligibility {
     }
 }
 
+/// What a named check (Arka's `requires.checks`) probes for; `None` for a
+/// name no probe exists for (such names are ignored, with a diagnostic).
+pub fn check_description(name: &str) -> Option<&'static str> {
+    match name {
+        "stt" => Some("speech-to-text provider"),
+        "tts" => Some("text-to-speech provider"),
+        "image_gen" => Some("image generation provider"),
+        _ => None,
+    }
+}
+
 /// Evaluates every gate of `skill`.
 pub fn evaluate(skill: &Skill, ctx: &GateContext<'_>) -> Eligibility {
     let entry = ctx.entry(skill);
@@ -276,12 +287,12 @@ pub fn evaluate(skill: &Skill, ctx: &GateContext<'_>) -> Eligibility {
         if !missing.config.is_empty() {
             reasons.push(format!("missing config: {}", missing.config.join(", ")));
         }
+        // almanac has no speech or image provider of its own yet, so a
+        // skill that needs one cannot work here.
         unsupported_checks = req.checks.clone();
-        if !unsupported_checks.is_empty() {
-            reasons.push(format!(
-                "unsupported checks: {}",
-                unsupported_checks.join(", ")
-            ));
+        for check in &unsupported_checks {
+            let description = check_description(check).unwrap_or(check);
+            reasons.push(format!("missing check: {description}"));
         }
     }
     for p in &skill.permissions {

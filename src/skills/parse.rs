@@ -403,6 +403,14 @@ fn requirements(m: &Map<String, Value>, diagnostics: &mut Vec<String>) -> Requir
             other => config = list_from_value(other),
         }
     }
+    let mut checks = list("checks");
+    checks.retain(|c| {
+        let known = super::gates::check_description(c).is_some();
+        if !known {
+            diagnostics.push(format!("unknown check `{c}` in `requires.checks`: ignored"));
+        }
+        known
+    });
     Requirements {
         bins: list("bins"),
         any_bins: m
@@ -422,7 +430,7 @@ fn requirements(m: &Map<String, Value>, diagnostics: &mut Vec<String>) -> Requir
             .map(list_from_value)
             .unwrap_or_default(),
         config,
-        checks: list("checks"),
+        checks,
         note: m.get("note").and_then(Value::as_str).map(str::to_string),
     }
 }

@@ -158,12 +158,13 @@ impl SkillsManager {
     }
 
     /// Watches the skill roots; changes rebuild the snapshot once writes
-    /// have been quiet for `debounce`.
+    /// have been quiet for `debounce`. A root that does not exist yet is
+    /// picked up when it is created (its nearest existing parent is
+    /// watched until then).
     pub fn watch(self: &Arc<Self>, debounce: Duration) -> notify::Result<()> {
-        use notify::{RecursiveMode, Watcher};
         let (tx, rx) = mpsc::channel::<notify::Result<notify::Event>>();
         let mut watcher = notify::recommended_watcher(tx)?;
-        let roots: Vec<PathBuf> = self
+        let mut missing: Vec<PathBuf> = self
             .inputs
             .lock()
             .expect("inputs lock")
@@ -171,9 +172,7 @@ impl SkillsManager {
             .iter()
             .map(|r| r.dir.clone())
             .collect();
-        for root in roots.iter().filter(|r| r.is_dir()) {
-            watcher.watch(root, RecursiveMode::Recursive)?;
-        }
+        arm_roots(&mut watcher, &mut missing)?;
         *self.watcher.lock().expect("watcher lock") = Some(watcher);
         let manager = Arc::downgrade(self);
         std::thread::Builder::new()
@@ -186,7 +185,22 @@ impl SkillsManager {
                         .unwrap_or(Duration::from_secs(3600));
                     match rx.recv_timeout(timeout) {
                         Ok(Ok(event)) => {
-                            if event.paths.iter().any(|p| relevant(p)) {
+                            let creates_root = event
+                                .paths
+                                .iter()
+                                .any(|p| missing.iter().any(|root| root.starts_with(p)));
+                            if creates_root {
+                                let Some(manager) = manager.upgrade() else {
+                                    return;
+                                };
+                                let mut watcher = manager.watcher.lock().expect("watcher lock");
+                                if let Some(watcher) = watcher.as_mut()
+                                    && let Err(err) = arm_roots(watcher, &mut missing)
+                                {
+                                    tracing::warn!(%err, "cannot watch a new skills root");
+                                }
+                            }
+                            if creates_root || event.paths.iter().any(|p| relevant(p)) {
                                 debouncer.event(Instant::now());
                             }
                         }
@@ -206,6 +220,45 @@ impl SkillsManager {
             .map_err(notify::Error::io)?;
         Ok(())
     }
+}
+
+/// Watches each root in `missing` that exists now (recursively) and drops
+/// it from the list; for the others, watches the nearest existing parent
+/// (not recursively) so their creation is seen.
+fn arm_roots(
+    watcher: &mut notify::RecommendedWatcher,
+    missing: &mut Vec<PathBuf>,
+) -> notify::Result<()> {
+    use notify::{RecursiveMode, Watcher};
+    let mut still_missing = Vec::new();
+    let nearest_parent = |root: &Path| {
+        root.ancestors()
+            .skip(1)
+            .find(|a| a.is_dir())
+            .map(Path::to_path_buf)
+    };
+    for root in missing.drain(..) {
+        loop {
+            if root.is_dir() {
+                watcher.watch(&root, RecursiveMode::Recursive)?;
+                break;
+            }
+            let Some(parent) = nearest_parent(&root) else {
+                still_missing.push(root);
+                break;
+            };
+            // A parent that vanishes meanwhile is retried on the next event.
+            let _ = watcher.watch(&parent, RecursiveMode::NonRecursive);
+            // A deeper folder created before the watch took hold sends no
+            // event: look again until nothing changed.
+            if nearest_parent(&root).as_ref() == Some(&parent) && !root.is_dir() {
+                still_missing.push(root);
+                break;
+            }
+        }
+    }
+    *missing = still_missing;
+    Ok(())
 }
 
 fn build(inputs: &SkillsInputs, version: u64) -> Snapshot {

@@ -111,7 +111,7 @@ fn every_gate_reason_is_reported() {
     s.skill_md(
         SourceKind::Workspace,
         "many-gates",
-        "name: many\ndescription: d\nmetadata: {\"openclaw\":{\"os\":[\"macos\"],\"requires\":{\"bins\":[\"nope-a\",\"sh\"],\"anyBins\":[\"nope-b\",\"nope-c\"],\"env\":[\"NEED_ME\"],\"config\":[\"feature.flag\"],\"env_any\":[\"A1\",\"A2\"]},\"permissions\":[\"admin\",\"read\"]}}",
+        "name: many\ndescription: d\nmetadata: {\"openclaw\":{\"os\":[\"macos\"],\"requires\":{\"bins\":[\"nope-a\",\"sh\"],\"anyBins\":[\"nope-b\",\"nope-c\"],\"env\":[\"NEED_ME\"],\"config\":[\"feature.flag\"],\"env_any\":[\"A1\",\"A2\"],\"checks\":[\"tts\",\"telepathy\"]},\"permissions\":[\"admin\",\"read\"]}}",
     );
     let r = report(&s.inputs("{}", &[("PATH", "/usr/bin:/bin")], None));
     let e = &r.skills[0].eligibility;
@@ -123,7 +123,23 @@ fn every_gate_reason_is_reported() {
     assert_eq!(e.missing.config, vec!["feature.flag"]);
     assert_eq!(e.missing_env_any, vec!["A1", "A2"]);
     assert_eq!(e.denied_permissions, vec!["admin"]);
-    assert_eq!(e.reasons.len(), 7, "{:?}", e.reasons);
+    // A known check is unmet (no speech provider); an unknown one is
+    // ignored, as Arka does, with a diagnostic.
+    assert_eq!(e.unsupported_checks, vec!["tts"]);
+    assert!(
+        e.reasons
+            .contains(&"missing check: text-to-speech provider".to_string()),
+        "{:?}",
+        e.reasons
+    );
+    assert!(
+        r.skills[0]
+            .skill
+            .diagnostics
+            .iter()
+            .any(|d| d.contains("unknown check `telepathy`"))
+    );
+    assert_eq!(e.reasons.len(), 8, "{:?}", e.reasons);
 }
 
 #[test]
@@ -494,3 +510,34 @@ fn watcher_picks_up_a_new_skill_after_writes_settle() {
 }
 
 use std::sync::Arc;
+
+#[test]
+fn watcher_picks_up_a_root_created_after_it_started() {
+    let s = Setup::new();
+    // Neither the workspace skills folder nor its parents exist yet.
+    let root = s.dir.path().join("later/workspace/skills");
+    let mut inputs = s.inputs("{}", &[], None);
+    inputs.roots.retain(|r| r.source != SourceKind::Workspace);
+    inputs.roots.push(discover::Root {
+        source: SourceKind::Workspace,
+        dir: root.clone(),
+    });
+    let manager = snapshot::SkillsManager::new(inputs);
+    let rx = manager.subscribe();
+    manager.watch(std::time::Duration::from_millis(50)).unwrap();
+    std::fs::create_dir_all(root.join("late")).unwrap();
+    std::fs::write(
+        root.join("late/SKILL.md"),
+        "---\nname: late\ndescription: its root came later\n---\n",
+    )
+    .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    // Each rebuild is announced; wait for the one that sees the skill.
+    loop {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        rx.recv_timeout(left).expect("watcher rebuilt the snapshot");
+        if manager.snapshot().report.find("late").is_some() {
+            break;
+        }
+    }
+}
