@@ -9,6 +9,7 @@ pub mod durable;
 pub mod heartbeat;
 pub mod host;
 pub mod memory;
+pub mod par;
 pub mod paths;
 pub mod skills;
 pub mod store;

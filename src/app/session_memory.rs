@@ -36,6 +36,25 @@ impl App {
             trash_root: self.paths.state_dir.join("trash"),
             gate: self.config.config.security.memory_gate(),
             tz: self.user_time_zone(),
+            extra_paths: self
+                .config
+                .config
+                .agents
+                .defaults
+                .memory_search
+                .extra_paths
+                .iter()
+                .map(|p| {
+                    let p = p.trim();
+                    let expanded = self.host.resolve_path(p);
+                    // Relative paths are relative to the workspace.
+                    if std::path::Path::new(p).is_relative() && !p.starts_with('~') {
+                        self.paths.workspace.join(p)
+                    } else {
+                        expanded
+                    }
+                })
+                .collect(),
             root,
             settings,
         }
@@ -172,7 +191,7 @@ fn cutoff_date(app: &App, days: u32) -> String {
 /// (found through the index, so nothing is listed when there are none).
 fn apply_retention(app: &App, memory: &Memory, days: u32) -> anyhow::Result<Option<ClearOutcome>> {
     let before = cutoff_date(app, days);
-    let index = Index::open(&memory.index_path, &memory.root, memory.tz.clone())?;
+    let (index, _) = memory.open_index()?;
     if !index.has_daily_before(&before)? {
         return Ok(None);
     }
@@ -184,7 +203,9 @@ fn apply_retention(app: &App, memory: &Memory, days: u32) -> anyhow::Result<Opti
 
 fn refresh_index(memory: &Memory, rels: &[String]) -> anyhow::Result<Index> {
     use anyhow::Context;
-    let mut index = Index::open(&memory.index_path, &memory.root, memory.tz.clone())
+    let mut index = memory
+        .open_index()
+        .map(|(index, _)| index)
         .context("cannot open the index")?;
     index.refresh(rels).context("cannot refresh the index")?;
     Ok(index)

@@ -11,6 +11,7 @@
 mod config_cmd;
 mod heartbeat_cmd;
 mod logging;
+mod memory_cmd;
 mod output;
 mod session_memory_cmd;
 mod skills_cmd;
@@ -79,6 +80,9 @@ enum Command {
     /// The activity heartbeat (heartbeat.json)
     #[command(subcommand)]
     Heartbeat(heartbeat_cmd::HeartbeatCommand),
+    /// Memory search and recall: ranked search, files, entities, fact packs
+    #[command(subcommand)]
+    Memory(memory_cmd::MemoryCommand),
     /// Skills: list, check, catalog, routing, running, security scan
     #[command(subcommand, alias = "plugins")]
     Skills(skills_cmd::SkillsCommand),
@@ -143,6 +147,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Config(cmd) => config_cmd::run(cmd, &options, host),
         Command::SessionMemory(cmd) => session_memory_cmd::run(cmd, &load_app(&options, host)?),
         Command::Heartbeat(cmd) => heartbeat_cmd::run(cmd, &load_app(&options, host)?),
+        Command::Memory(cmd) => memory_cmd::run(cmd, &load_app(&options, host)?),
         Command::Skills(cmd) => {
             skills_cmd::run(cmd, &load_app(&options, host)?, cli.global.verbose > 0)
         }

@@ -162,6 +162,48 @@ pub struct AgentDefaults {
     /// the host's zone.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub user_timezone: Option<String>,
+    /// Memory search (OpenClaw's `memorySearch`).
+    pub memory_search: MemorySearchConfig,
+}
+
+/// `agents.defaults.memorySearch`: what the memory index covers and the
+/// defaults of `memory search`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct MemorySearchConfig {
+    pub enabled: bool,
+    /// More Markdown to index: folders (walked for `.md`) or single `.md`
+    /// files, absolute or relative to the workspace.
+    pub extra_paths: Vec<String>,
+    pub query: MemoryQueryConfig,
+}
+
+impl Default for MemorySearchConfig {
+    fn default() -> Self {
+        MemorySearchConfig {
+            enabled: true,
+            extra_paths: Vec::new(),
+            query: MemoryQueryConfig::default(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct MemoryQueryConfig {
+    /// Results returned when a search does not say (`--max-results`).
+    pub max_results: u32,
+    /// Results scoring below this are dropped (`--min-score`), in [0, 1].
+    pub min_score: f64,
+}
+
+impl Default for MemoryQueryConfig {
+    fn default() -> Self {
+        MemoryQueryConfig {
+            max_results: 6,
+            min_score: 0.35,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

@@ -301,7 +301,7 @@ mod tests {
     }
 
     fn index(memory: &Memory) -> Index {
-        let mut idx = Index::open(&memory.index_path, &memory.root, memory.tz.clone()).unwrap();
+        let (mut idx, _) = memory.open_index().unwrap();
         idx.sync(SyncMode::Full, 0).unwrap();
         idx
     }

@@ -7,8 +7,17 @@
 //! * `memory/archive/**.md`: long-term entries pruned from MEMORY.md;
 //! * any other `memory/**/*.md` or `daily/*.md`: topic notes.
 //!
+//! * extra paths (`agents.defaults.memorySearch.extraPaths`): folders
+//!   walked for `.md` files and single `.md` files, inside the root or
+//!   anywhere else; their files are topic notes (daily notes when the name
+//!   is a date).
+//!
+//! Paths are relative to the root, `/`-separated; a file outside the root
+//! (from an extra path) is named by its absolute path.
+//!
 //! Hidden entries, `node_modules` and temporary files are skipped; a
-//! symlink whose target leaves the root is skipped with a warning.
+//! symlink whose target leaves the root (or the extra folder it was found
+//! in) is skipped with a warning.
 
 use std::path::{Path, PathBuf};
 
@@ -92,25 +101,184 @@ pub struct Walk {
     pub warnings: Vec<String>,
 }
 
-/// Lists every memory file under `root`.
-pub fn walk(root: &Path) -> Walk {
-    let mut walk = Walk::default();
-    let real_root = std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
-    for top in TOP_DIRS {
-        let recursive = *top == "memory";
-        list_dir(root, &real_root, top, recursive, &mut walk);
+/// Which files of a root are memory: the standard layout plus extra paths.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Layout {
+    pub root: PathBuf,
+    /// Extra folders, as relative or absolute names (see the module doc).
+    pub extra_dirs: Vec<String>,
+    /// Extra single files, named the same way.
+    pub extra_files: Vec<String>,
+}
+
+impl Layout {
+    /// The standard layout of `root`.
+    pub fn new(root: &Path) -> Layout {
+        Layout {
+            root: root.to_path_buf(),
+            extra_dirs: Vec::new(),
+            extra_files: Vec::new(),
+        }
     }
-    walk
+
+    /// The standard layout plus `extra` paths (absolute). Paths that do
+    /// not exist are kept (they may appear later); a folder is walked, a
+    /// `.md` file indexed; anything else is reported.
+    pub fn with_extra(root: &Path, extra: &[PathBuf]) -> (Layout, Vec<String>) {
+        let mut layout = Layout::new(root);
+        let mut warnings = Vec::new();
+        for path in extra {
+            let name = layout.name_of(path);
+            let is_md = path.extension().is_some_and(|e| e == "md");
+            if path.is_dir() || (!path.exists() && !is_md) {
+                if !layout.extra_dirs.contains(&name) && classify(&format!("{name}/x.md")).is_none()
+                {
+                    layout.extra_dirs.push(name);
+                }
+            } else if is_md {
+                if !layout.extra_files.contains(&name) {
+                    layout.extra_files.push(name);
+                }
+            } else {
+                warnings.push(format!(
+                    "extra memory path {} is neither a folder nor a .md file; ignored",
+                    path.display()
+                ));
+            }
+        }
+        (layout, warnings)
+    }
+
+    /// A path's name in the index: relative to the root when inside it,
+    /// else absolute.
+    pub fn name_of(&self, path: &Path) -> String {
+        match path.strip_prefix(&self.root) {
+            Ok(rel) if !rel.as_os_str().is_empty() => rel.to_string_lossy().replace('\\', "/"),
+            Ok(_) => String::new(),
+            Err(_) => path.to_string_lossy().into_owned(),
+        }
+    }
+
+    /// Where a named file or folder is.
+    pub fn path_of(&self, name: &str) -> PathBuf {
+        if name.is_empty() {
+            self.root.clone()
+        } else {
+            // An absolute name replaces the root.
+            self.root.join(name)
+        }
+    }
+
+    /// The kind (and day) of a named file, `None` when it is not memory.
+    pub fn classify(&self, rel: &str) -> Option<(FileKind, Option<String>)> {
+        if let Some(found) = classify(rel) {
+            return Some(found);
+        }
+        let in_extra_dir = self.extra_dirs.iter().any(|d| {
+            d.is_empty()
+                || rel
+                    .strip_prefix(d.as_str())
+                    .is_some_and(|r| r.starts_with('/'))
+        });
+        let is_extra_file = self.extra_files.iter().any(|f| f == rel);
+        if !(is_extra_file || in_extra_dir && rel.ends_with(".md")) {
+            return None;
+        }
+        let name = rel.rsplit('/').next().unwrap_or(rel);
+        if name.starts_with('.') {
+            return None;
+        }
+        Some(match daily_file_date(name) {
+            Some(date) => (FileKind::Daily, Some(date.to_string())),
+            None => (FileKind::Topic, None),
+        })
+    }
+
+    /// The folders listed by a walk, with whether they are walked
+    /// recursively.
+    pub fn top_dirs(&self) -> Vec<(String, bool)> {
+        let mut dirs: Vec<(String, bool)> = TOP_DIRS
+            .iter()
+            .map(|d| (d.to_string(), *d == "memory"))
+            .collect();
+        dirs.extend(self.extra_dirs.iter().map(|d| (d.clone(), true)));
+        dirs
+    }
+
+    /// Whether new subfolders of `dir` hold memory.
+    pub fn is_recursive(&self, dir: &str) -> bool {
+        let under =
+            |top: &str| dir == top || dir.strip_prefix(top).is_some_and(|r| r.starts_with('/'));
+        under("memory") || self.extra_dirs.iter().any(|d| under(d))
+    }
+
+    /// The real folder symlinks found in `dir` must stay inside: the extra
+    /// folder outside the root it belongs to, else the root.
+    pub fn containment(&self, dir: &str) -> PathBuf {
+        let under =
+            |top: &str| dir == top || dir.strip_prefix(top).is_some_and(|r| r.starts_with('/'));
+        let path = self
+            .extra_dirs
+            .iter()
+            .filter(|d| d.starts_with('/') && under(d))
+            .max_by_key(|d| d.len())
+            .map_or_else(|| self.root.clone(), |d| self.path_of(d));
+        std::fs::canonicalize(&path).unwrap_or(path)
+    }
+
+    /// Lists every memory file.
+    pub fn walk(&self) -> Walk {
+        let mut walk = Walk::default();
+        for (dir, recursive) in self.top_dirs() {
+            let real_base = self.containment(&dir);
+            list_dir_in(self, &real_base, &dir, recursive, &mut walk);
+        }
+        for name in &self.extra_files {
+            let path = self.path_of(name);
+            match std::fs::metadata(&path) {
+                Ok(meta) if meta.is_file() => {
+                    if let Some((kind, day)) = self.classify(name) {
+                        walk.files.push(Found {
+                            rel: name.clone(),
+                            kind,
+                            day,
+                            meta,
+                        });
+                    }
+                }
+                Ok(_) => walk
+                    .warnings
+                    .push(format!("extra memory path {name} is not a file; ignored")),
+                Err(_) => {}
+            }
+        }
+        walk.files.sort_by(|a, b| a.rel.cmp(&b.rel));
+        walk.files.dedup_by(|a, b| a.rel == b.rel);
+        walk
+    }
+}
+
+/// Lists every memory file under `root` (the standard layout).
+pub fn walk(root: &Path) -> Walk {
+    Layout::new(root).walk()
 }
 
 /// Lists the memory files directly in (or, when `recursive`, below) the
-/// root-relative directory `rel_dir`.
+/// root-relative directory `rel_dir` of the standard layout.
 pub fn list_dir(root: &Path, real_root: &Path, rel_dir: &str, recursive: bool, walk: &mut Walk) {
-    let dir = if rel_dir.is_empty() {
-        root.to_path_buf()
-    } else {
-        root.join(rel_dir)
-    };
+    list_dir_in(&Layout::new(root), real_root, rel_dir, recursive, walk);
+}
+
+/// Lists the memory files directly in (or, when `recursive`, below) the
+/// folder named `rel_dir`; symlinks must resolve inside `real_base`.
+pub fn list_dir_in(
+    layout: &Layout,
+    real_base: &Path,
+    rel_dir: &str,
+    recursive: bool,
+    walk: &mut Walk,
+) {
+    let dir = layout.path_of(rel_dir);
     let Ok(meta) = std::fs::metadata(&dir) else {
         return;
     };
@@ -122,7 +290,7 @@ pub fn list_dir(root: &Path, real_root: &Path, rel_dir: &str, recursive: bool, w
         walk.warnings.push(format!("cannot list {}", dir.display()));
         return;
     };
-    let mut subdirs = Vec::new();
+    let mut listed = Vec::new();
     for entry in entries.filter_map(Result::ok) {
         let name = entry.file_name();
         let Some(name) = name.to_str() else {
@@ -146,30 +314,40 @@ pub fn list_dir(root: &Path, real_root: &Path, rel_dir: &str, recursive: bool, w
         let Ok(file_type) = entry.file_type() else {
             continue;
         };
-        let path = entry.path();
-        let meta = if file_type.is_symlink() {
-            match std::fs::canonicalize(&path) {
-                Ok(target) if target.starts_with(real_root) => match std::fs::metadata(&target) {
-                    Ok(meta) => meta,
-                    Err(_) => continue,
-                },
-                Ok(target) => {
-                    walk.warnings.push(format!(
-                        "skipping {}: symlink leaves the memory root (points to {})",
-                        rel,
-                        target.display()
-                    ));
-                    continue;
-                }
-                Err(_) => continue,
-            }
-        } else if file_type.is_dir() || file_type.is_file() {
-            match entry.metadata() {
-                Ok(meta) => meta,
-                Err(_) => continue,
-            }
-        } else {
+        // The listing tells files from folders: other files need no stat.
+        if file_type.is_file() && layout.classify(&rel).is_none() {
             continue;
+        }
+        if file_type.is_symlink() || file_type.is_dir() || file_type.is_file() {
+            listed.push((rel, entry, file_type));
+        }
+    }
+    // Stating thousands of daily files is most of a full sync: spread it.
+    let stated = crate::par::map(
+        &listed,
+        |(rel, entry, file_type)| -> Result<Option<std::fs::Metadata>, String> {
+            if !file_type.is_symlink() {
+                return Ok(entry.metadata().ok());
+            }
+            match std::fs::canonicalize(entry.path()) {
+                Ok(target) if target.starts_with(real_base) => Ok(std::fs::metadata(&target).ok()),
+                Ok(target) => Err(format!(
+                    "skipping {rel}: symlink leaves the memory root (points to {})",
+                    target.display()
+                )),
+                Err(_) => Ok(None),
+            }
+        },
+    );
+    let mut subdirs = Vec::new();
+    for ((rel, _, _), meta) in listed.into_iter().zip(stated) {
+        let meta = match meta {
+            Ok(Some(meta)) => meta,
+            Ok(None) => continue,
+            Err(warning) => {
+                walk.warnings.push(warning);
+                continue;
+            }
         };
         if meta.is_dir() {
             if recursive {
@@ -177,7 +355,7 @@ pub fn list_dir(root: &Path, real_root: &Path, rel_dir: &str, recursive: bool, w
             }
             continue;
         }
-        if let Some((kind, day)) = classify(&rel) {
+        if let Some((kind, day)) = layout.classify(&rel) {
             walk.files.push(Found {
                 rel,
                 kind,
@@ -187,7 +365,7 @@ pub fn list_dir(root: &Path, real_root: &Path, rel_dir: &str, recursive: bool, w
         }
     }
     for sub in subdirs {
-        list_dir(root, real_root, &sub, true, walk);
+        list_dir_in(layout, real_base, &sub, true, walk);
     }
 }
 

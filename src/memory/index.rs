@@ -20,16 +20,17 @@
 //!   oldest first, so among equal scores a higher id is a newer note.
 
 use std::collections::{BTreeSet, HashMap, HashSet};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use almanac_markdown::notes::{self, Block, BlockKind};
 use jiff::tz::TimeZone;
 use rusqlite::{OptionalExtension, TransactionBehavior, params};
 
 use super::files::{self, FileKind};
-use super::terms;
+use super::{entities, terms};
 use crate::paths::fnv1a64;
 use crate::store::{Store, StoreError, StoreKind};
+use almanac_markdown::retain;
 
 /// A full scan at least this often (ns), to catch in-place edits of files
 /// outside the quick-sync set.
@@ -78,9 +79,25 @@ pub struct Hit {
     pub body: String,
     #[serde(skip)]
     pub norm_hash: i64,
-    /// Relevance in (0, 1): BM25 `s` mapped to `s / (1 + s)`; 0 for lists
-    /// that are not ranked.
+    #[serde(skip)]
+    pub file_id: i64,
+    /// Relevance in (0, 1): the ranking score `s` mapped to `s / (1 + s)`;
+    /// 0 for lists that are not ranked.
     pub score: f64,
+    /// Neighbouring items under the same heading, when asked for.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub before: Vec<Neighbor>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub after: Vec<Neighbor>,
+}
+
+/// An item next to a hit, for context.
+#[derive(Debug, Clone, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Neighbor {
+    pub start_line: usize,
+    pub end_line: usize,
+    pub body: String,
 }
 
 /// Counts for `status`.
@@ -93,16 +110,16 @@ pub struct IndexStats {
 
 pub struct Index {
     store: Store,
-    root: PathBuf,
+    layout: files::Layout,
     tz: TimeZone,
 }
 
-const HIT_COLUMNS: &str = "i.id, f.path, f.kind, i.start_line, i.end_line, i.stamp, i.day, i.ts, i.heading, i.body, i.norm_hash";
+const HIT_COLUMNS: &str = "i.id, f.path, f.kind, i.start_line, i.end_line, i.stamp, i.day, i.ts, i.heading, i.body, i.norm_hash, i.file_id";
 
 impl Index {
     /// Opens the index at `path` for the memory `root`. An index built for
     /// another root or time zone is cleared (it is derived).
-    pub fn open(path: &Path, root: &Path, tz: TimeZone) -> Result<Index, StoreError> {
+    pub fn open(path: &Path, layout: files::Layout, tz: TimeZone) -> Result<Index, StoreError> {
         let store = Store::open(path, StoreKind::Index)?;
         // Builds touch many pages; a larger cache keeps them off the disk
         // until commit. Memory is used only as needed.
@@ -110,11 +127,7 @@ impl Index {
         // Map the file instead of copying pages into the cache: short-lived
         // processes read the same pages from the OS cache without copies.
         store.conn.pragma_update(None, "mmap_size", 1_i64 << 30)?;
-        let mut index = Index {
-            store,
-            root: root.to_path_buf(),
-            tz,
-        };
+        let mut index = Index { store, layout, tz };
         let identity = index.identity();
         let stored: Option<String> = index
             .store
@@ -139,11 +152,14 @@ impl Index {
     }
 
     fn identity(&self) -> String {
-        let real = std::fs::canonicalize(&self.root).unwrap_or_else(|_| self.root.clone());
+        let root = &self.layout.root;
+        let real = std::fs::canonicalize(root).unwrap_or_else(|_| root.clone());
         format!(
-            "root={} tz={} terms=1",
+            "root={} tz={} terms=2 extra={:?} {:?}",
             real.display(),
-            self.tz.iana_name().unwrap_or("fixed")
+            self.tz.iana_name().unwrap_or("fixed"),
+            self.layout.extra_dirs,
+            self.layout.extra_files
         )
     }
 
@@ -178,7 +194,7 @@ impl Index {
     }
 
     fn full_sync(&mut self, rebuild: bool, now_ns: i64) -> Result<SyncReport, StoreError> {
-        let mut walk = files::walk(&self.root);
+        let mut walk = self.layout.walk();
         // Oldest first, long-term last: item ids then follow recency.
         walk.files
             .sort_by(|a, b| build_order(a).cmp(&build_order(b)));
@@ -204,7 +220,7 @@ impl Index {
             }
             index_file(
                 &tx,
-                &self.root,
+                &self.layout,
                 &self.tz,
                 &found.rel,
                 found.kind,
@@ -247,7 +263,7 @@ impl Index {
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
         for rel in &plan.paths {
-            refresh_one(&tx, &self.root, &self.tz, rel, &mut report)?;
+            refresh_one(&tx, &self.layout, &self.tz, rel, &mut report)?;
         }
         for (dir, mtime) in &plan.dirs {
             match mtime {
@@ -271,18 +287,13 @@ impl Index {
                 .collect::<Result<_, _>>()?
         };
         let mut dirs: Vec<String> = known_dirs.keys().cloned().collect();
-        for top in files::TOP_DIRS {
-            if !known_dirs.contains_key(*top) {
-                dirs.push((*top).to_string());
+        for (top, _) in self.layout.top_dirs() {
+            if !known_dirs.contains_key(&top) {
+                dirs.push(top);
             }
         }
-        let real_root = std::fs::canonicalize(&self.root).unwrap_or_else(|_| self.root.clone());
         for dir in dirs {
-            let full = if dir.is_empty() {
-                self.root.clone()
-            } else {
-                self.root.join(&dir)
-            };
+            let full = self.layout.path_of(&dir);
             let current = std::fs::metadata(&full)
                 .ok()
                 .filter(|m| m.is_dir())
@@ -315,11 +326,11 @@ impl Index {
                     format!("{dir}/{name}")
                 };
                 if entry.file_type().is_ok_and(|t| t.is_dir()) {
-                    let below_memory = dir == "memory" || dir.starts_with("memory/");
-                    if below_memory && !known_dirs.contains_key(&rel) {
+                    if self.layout.is_recursive(&dir) && !known_dirs.contains_key(&rel) {
                         // A new subdirectory: list it whole.
                         let mut walk = files::Walk::default();
-                        files::list_dir(&self.root, &real_root, &rel, true, &mut walk);
+                        let real_base = self.layout.containment(&rel);
+                        files::list_dir_in(&self.layout, &real_base, &rel, true, &mut walk);
                         plan.paths.extend(walk.files.into_iter().map(|f| f.rel));
                         plan.dirs
                             .extend(walk.dirs.into_iter().map(|(d, m)| (d, Some(m))));
@@ -327,7 +338,7 @@ impl Index {
                     }
                     continue;
                 }
-                if files::classify(&rel).is_none() {
+                if self.layout.classify(&rel).is_none() {
                     continue;
                 }
                 use std::os::unix::fs::DirEntryExt;
@@ -360,7 +371,7 @@ impl Index {
             })?
             .collect::<Result<_, _>>()?;
         for (rel, stat) in hot {
-            let now_stat = std::fs::metadata(self.root.join(&rel))
+            let now_stat = std::fs::metadata(self.layout.path_of(&rel))
                 .ok()
                 .map(|m| FileStat::of(&m));
             if now_stat.as_ref() != Some(&stat) {
@@ -384,145 +395,48 @@ impl Index {
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
         for rel in rels {
-            refresh_one(&tx, &self.root, &self.tz, rel, &mut report)?;
+            refresh_one(&tx, &self.layout, &self.tz, rel, &mut report)?;
         }
         tx.commit()?;
         Ok(report)
     }
 
-    /// Ranked search. `kinds` restricts the files searched.
-    ///
-    /// Two passes. First, the inverted indexes give, for each query term,
-    /// the items containing it; every candidate gets the sum of the IDF of
-    /// the terms it contains (a quarter for a heading-only match), and the
-    /// best [`candidate_window`] candidates are kept, newer first among
-    /// equals. Second, those are scored exactly with BM25 (term frequency
-    /// and length normalisation, from the stored terms). This reads only
-    /// posting lists for the thousands of items a common word matches, and
-    /// full rows for a few hundred.
+    /// Ranked search over all items (see [`search`] for the ranking).
+    /// `kinds` restricts the files searched.
     pub fn search(
         &self,
         query: &str,
         limit: usize,
         kinds: Option<&[FileKind]>,
     ) -> Result<Vec<Hit>, StoreError> {
-        let terms = terms::query_terms(query);
-        if terms.is_empty() || limit == 0 {
-            return Ok(Vec::new());
-        }
-        let corpus = self.corpus()?;
-        let mut idf = Vec::with_capacity(terms.len());
-        let mut coordination: HashMap<i64, f64> = HashMap::new();
-        for term in &terms {
-            let body = self.postings("items_fts", term)?;
-            let heading = self.postings("headings_fts", term)?;
-            let df = if heading.is_empty() {
-                body.len()
-            } else {
-                body.iter().chain(&heading).collect::<HashSet<_>>().len()
-            };
-            let weight = bm25_idf(corpus.items, df);
-            idf.push(weight);
-            for id in body {
-                *coordination.entry(id).or_default() += weight;
-            }
-            for id in heading {
-                *coordination.entry(id).or_default() += HEADING_WEIGHT * weight;
-            }
-        }
-        let mut candidates: Vec<(i64, f64)> = coordination.into_iter().collect();
-        candidates.sort_unstable_by(|a, b| b.1.total_cmp(&a.1).then(b.0.cmp(&a.0)));
-
-        // Second pass: score the best `window` distinct texts exactly.
-        // Copies of one text score the same, so only one copy per text is
-        // fetched in full (the long-term copy when there is one); a memory
-        // holding a note hundreds of times stays cheap to search.
-        let window = candidate_window(limit);
-        let long_term_files = self.file_ids_where("kind = 'long_term'")?;
-        // Files a `kinds` filter leaves out (usually few: the long-term file).
-        let excluded_files = match kinds {
-            Some(kinds) => self.file_ids_where(&format!(
-                "kind NOT IN ({})",
-                kinds
-                    .iter()
-                    .map(|k| format!("'{}'", k.as_str()))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ))?,
-            None => HashSet::new(),
+        let q = search::Query {
+            text: query,
+            limit,
+            kinds,
+            ..search::Query::default()
         };
-        let mut heading_terms: HashMap<String, String> = HashMap::new();
-        let mut chosen: HashMap<i64, (i64, bool)> = HashMap::new(); // norm_hash -> (id, long-term)
-        let mut next = 0;
-        while chosen.len() < window && next < candidates.len() {
-            // The first chunk is the window itself; later ones (reached only
-            // when copies or a filter used it up) are larger.
-            let chunk = if next == 0 { window } else { window * 4 };
-            let ids: Vec<i64> = candidates[next..(next + chunk).min(candidates.len())]
-                .iter()
-                .map(|(id, _)| *id)
-                .collect();
-            next += ids.len();
-            let identities = self.identities(&ids)?;
-            for id in ids {
-                let Some(&(hash, file_id)) = identities.get(&id) else {
-                    continue;
-                };
-                if excluded_files.contains(&file_id) {
-                    continue;
-                }
-                let long_term = long_term_files.contains(&file_id);
-                match chosen.get(&hash) {
-                    None if chosen.len() >= window => {}
-                    None => {
-                        chosen.insert(hash, (id, long_term));
-                    }
-                    Some(&(_, false)) if long_term => {
-                        chosen.insert(hash, (id, true));
-                    }
-                    Some(_) => {}
-                }
-            }
-        }
-        let mut rows = self.scoring_rows(chosen.values().map(|(id, _)| *id))?;
-        let mut scored: HashMap<i64, Hit> = HashMap::new();
-        for (id, _) in chosen.into_values() {
-            let Some((mut hit, item_terms)) = rows.remove(&id) else {
-                continue;
-            };
-            if kinds.is_some_and(|k| !k.contains(&hit.kind)) {
-                continue;
-            }
-            let head = heading_terms
-                .entry(hit.heading.clone())
-                .or_insert_with(|| terms::index_terms(&hit.heading));
-            let s = bm25(&terms, &idf, &item_terms, head, corpus.average_terms());
-            hit.score = s / (1.0 + s);
-            scored.insert(hit.norm_hash, hit);
-        }
-        let mut hits: Vec<Hit> = scored.into_values().collect();
-        // Equal scores: the newer note first.
-        hits.sort_by(|a, b| {
-            b.score
-                .total_cmp(&a.score)
-                .then(b.ts.unwrap_or(i64::MIN).cmp(&a.ts.unwrap_or(i64::MIN)))
-                .then(b.id.cmp(&a.id))
-        });
-        hits.truncate(limit);
-        Ok(hits)
+        Ok(self.search_with(&q)?.hits)
     }
 
-    /// `id -> (norm_hash, file id)` for the given items.
-    fn identities(&self, ids: &[i64]) -> Result<HashMap<i64, (i64, i64)>, StoreError> {
+    /// `id -> (norm_hash, file id, day)` for the given items.
+    fn identities(&self, ids: &[i64]) -> Result<HashMap<i64, Identity>, StoreError> {
         if ids.is_empty() {
             return Ok(HashMap::new());
         }
-        let mut stmt = self
-            .store
-            .conn
-            .prepare_cached("SELECT id, norm_hash, file_id FROM items WHERE id IN rarray(?1)")?;
+        let mut stmt = self.store.conn.prepare_cached(
+            "SELECT id, norm_hash, file_id, day FROM items WHERE id IN rarray(?1)",
+        )?;
         let list = id_array(ids.iter().copied());
-        let rows = stmt.query_map([list], |r| Ok((r.get(0)?, (r.get(1)?, r.get(2)?))))?;
+        let rows = stmt.query_map([list], |r| {
+            Ok((
+                r.get(0)?,
+                Identity {
+                    norm_hash: r.get(1)?,
+                    file_id: r.get(2)?,
+                    day: r.get(3)?,
+                },
+            ))
+        })?;
         Ok(rows.collect::<Result<_, _>>()?)
     }
 
@@ -575,7 +489,7 @@ impl Index {
              WHERE i.id IN rarray(?1)"
         ))?;
         let capacity = list.len();
-        let rows = stmt.query_map([list], |r| Ok((hit_from_row(r)?, r.get::<_, String>(12)?)))?;
+        let rows = stmt.query_map([list], |r| Ok((hit_from_row(r)?, r.get::<_, String>(13)?)))?;
         let mut out = HashMap::with_capacity(capacity);
         for row in rows {
             let (hit, item_terms) = row?;
@@ -699,6 +613,34 @@ impl Index {
             last_full_scan_ns,
         })
     }
+
+    /// Files whose content may differ from the index: changed, added or
+    /// removed since they were indexed (a stat of every file; nothing is
+    /// read or written).
+    pub fn dirty_files(&self) -> Result<Vec<String>, StoreError> {
+        let walk = self.layout.walk();
+        let mut stmt = self
+            .store
+            .conn
+            .prepare_cached("SELECT path, size, mtime_ns, ino FROM files")?;
+        let mut known: HashMap<String, FileStat> = stmt
+            .query_map([], |r| Ok((r.get(0)?, FileStat::from_row(r, 1)?)))?
+            .collect::<Result<_, _>>()?;
+        let mut dirty = Vec::new();
+        for found in walk.files {
+            if known.remove(&found.rel) != Some(FileStat::of(&found.meta)) {
+                dirty.push(found.rel);
+            }
+        }
+        dirty.extend(known.into_keys());
+        dirty.sort();
+        Ok(dirty)
+    }
+
+    /// The files this index covers.
+    pub fn layout(&self) -> &files::Layout {
+        &self.layout
+    }
 }
 
 fn build_order(found: &files::Found) -> (u8, Option<&str>, &str) {
@@ -718,9 +660,11 @@ fn id_array(ids: impl Iterator<Item = i64>) -> std::rc::Rc<Vec<rusqlite::types::
 
 /// Weight of a match in the enclosing headings relative to the body.
 const HEADING_WEIGHT: f64 = 0.25;
-/// BM25 parameters (the usual defaults).
+/// BM25 parameters. Items are a line or a list item, short and of similar
+/// length, so length normalisation is kept weak: a long note that says
+/// more is not pushed below a terse one.
 const K1: f64 = 1.2;
-const B: f64 = 0.75;
+const B: f64 = 0.3;
 
 /// How many first-pass candidates are scored exactly. The first pass
 /// already orders by the matched terms' IDF, which decides most of BM25;
@@ -728,6 +672,14 @@ const B: f64 = 0.75;
 /// among equal candidates it keeps the newest).
 fn candidate_window(limit: usize) -> usize {
     limit * 4 + 32
+}
+
+/// What the first pass needs to know of a candidate.
+#[derive(Debug, Clone)]
+struct Identity {
+    norm_hash: i64,
+    file_id: i64,
+    day: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -817,7 +769,10 @@ fn hit_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Hit> {
         heading: r.get(8)?,
         body: r.get(9)?,
         norm_hash: r.get(10)?,
-        score: r.get(11)?,
+        file_id: r.get(11)?,
+        score: r.get(12)?,
+        before: Vec::new(),
+        after: Vec::new(),
     })
 }
 
@@ -852,6 +807,7 @@ fn clear_all(tx: &rusqlite::Transaction<'_>) -> rusqlite::Result<()> {
     tx.execute_batch(
         "INSERT INTO items_fts (items_fts) VALUES ('delete-all');
          INSERT INTO headings_fts (headings_fts) VALUES ('delete-all');
+         DELETE FROM mentions; DELETE FROM facts;
          DELETE FROM items; DELETE FROM files;
          DELETE FROM dirs; UPDATE totals SET items = 0, terms = 0;
          DELETE FROM meta WHERE key = 'last_full_scan_ns';",
@@ -893,7 +849,7 @@ fn indexed_in_dir(
 /// Re-checks one file: re-indexes it if it changed, removes it if gone.
 fn refresh_one(
     tx: &rusqlite::Transaction<'_>,
-    root: &Path,
+    layout: &files::Layout,
     tz: &TimeZone,
     rel: &str,
     report: &mut SyncReport,
@@ -905,14 +861,14 @@ fn refresh_one(
             |r| FileStat::from_row(r, 0),
         )
         .optional()?;
-    match std::fs::metadata(root.join(rel)) {
+    match std::fs::metadata(layout.path_of(rel)) {
         Ok(meta) if meta.is_file() => {
-            let Some((kind, day)) = files::classify(rel) else {
+            let Some((kind, day)) = layout.classify(rel) else {
                 return Ok(());
             };
             let stat = FileStat::of(&meta);
             if known.as_ref() != Some(&stat) {
-                index_file(tx, root, tz, rel, kind, day.as_deref(), &stat, report)?;
+                index_file(tx, layout, tz, rel, kind, day.as_deref(), &stat, report)?;
             }
         }
         _ => {
@@ -962,6 +918,14 @@ fn delete_items(tx: &rusqlite::Transaction<'_>, file_id: i64) -> rusqlite::Resul
             delete_heading.execute(params![id, h_terms])?;
         }
     }
+    tx.prepare_cached(
+        "DELETE FROM mentions WHERE item_id IN (SELECT id FROM items WHERE file_id = ?1)",
+    )?
+    .execute([file_id])?;
+    tx.prepare_cached(
+        "DELETE FROM facts WHERE item_id IN (SELECT id FROM items WHERE file_id = ?1)",
+    )?
+    .execute([file_id])?;
     tx.prepare_cached("DELETE FROM items WHERE file_id = ?1")?
         .execute([file_id])?;
     tx.prepare_cached("UPDATE totals SET items = items - ?1, terms = terms - ?2 WHERE id = 1")?
@@ -983,7 +947,7 @@ fn remove_file(tx: &rusqlite::Transaction<'_>, rel: &str) -> rusqlite::Result<()
 #[allow(clippy::too_many_arguments)]
 fn index_file(
     tx: &rusqlite::Transaction<'_>,
-    root: &Path,
+    layout: &files::Layout,
     tz: &TimeZone,
     rel: &str,
     kind: FileKind,
@@ -999,7 +963,7 @@ fn index_file(
         remove_file(tx, rel)?;
         return Ok(());
     }
-    let bytes = match std::fs::read(root.join(rel)) {
+    let bytes = match std::fs::read(layout.path_of(rel)) {
         Ok(bytes) => bytes,
         Err(e) => {
             report.warnings.push(format!("cannot read {rel}: {e}"));
@@ -1083,7 +1047,7 @@ fn index_file(
             tx.last_insert_rowid()
         }
     };
-    insert_items(tx, tz, file_id, file_day, blocks.iter(), report)?;
+    insert_items(tx, tz, rel, file_id, file_day, blocks.iter(), report)?;
     report.files_indexed += 1;
     Ok(())
 }
@@ -1091,6 +1055,7 @@ fn index_file(
 fn insert_items<'a>(
     tx: &rusqlite::Transaction<'_>,
     tz: &TimeZone,
+    rel: &str,
     file_id: i64,
     file_day: Option<&str>,
     blocks: impl Iterator<Item = &'a Block>,
@@ -1104,6 +1069,11 @@ fn insert_items<'a>(
         tx.prepare_cached("INSERT INTO items_fts (rowid, terms) VALUES (?1, ?2)")?;
     let mut insert_heading =
         tx.prepare_cached("INSERT INTO headings_fts (rowid, terms) VALUES (?1, ?2)")?;
+    let mut insert_mention =
+        tx.prepare_cached("INSERT INTO mentions (entity, item_id, display) VALUES (?1, ?2, ?3)")?;
+    let mut insert_fact = tx.prepare_cached(
+        "INSERT INTO facts (item_id, kind, confidence, entities, content) VALUES (?1, ?2, ?3, ?4, ?5)",
+    )?;
     let mut days = DayCache::default();
     let mut heading_terms: Option<(String, String)> = None;
     let (mut added_items, mut added_terms) = (0i64, 0i64);
@@ -1159,6 +1129,32 @@ fn insert_items<'a>(
         if !h_terms.is_empty() {
             insert_heading.execute(params![id, h_terms])?;
         }
+        for m in entities::mentions(&block.body) {
+            insert_mention.execute(params![m.key, id, m.display])?;
+        }
+        let in_retain = block
+            .heading_path
+            .last()
+            .is_some_and(|h| retain::is_retain_heading(h));
+        if in_retain && item_kind == "item" {
+            match retain::parse_fact(&block.body) {
+                Ok(fact) => {
+                    let keys: Vec<String> =
+                        fact.entities.iter().map(|e| entities::key(e)).collect();
+                    insert_fact.execute(params![
+                        id,
+                        fact.kind.as_str(),
+                        fact.confidence,
+                        keys.join("|"),
+                        fact.content
+                    ])?;
+                }
+                Err(why) => report.warnings.push(format!(
+                    "{rel}:{}: not a retained fact ({why}); indexed as a note",
+                    block.start_line
+                )),
+            }
+        }
         added_items += 1;
         added_terms += nterms;
         report.items_indexed += 1;
@@ -1202,6 +1198,9 @@ impl DayCache {
         Some(zoned.timestamp().as_second())
     }
 }
+
+pub mod recall;
+pub mod search;
 
 #[cfg(test)]
 mod tests;

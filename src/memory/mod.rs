@@ -19,10 +19,12 @@
 //!   bring it up to date first.
 
 pub mod context;
+pub mod entities;
 pub mod files;
 pub mod index;
 pub mod sanitize;
 pub mod terms;
+pub mod when;
 pub mod write;
 
 use std::path::{Path, PathBuf};
@@ -44,6 +46,8 @@ pub struct Memory {
     pub trash_root: PathBuf,
     /// The user's time zone: stamps and file dates are written in it.
     pub tz: TimeZone,
+    /// More Markdown the index covers (absolute paths).
+    pub extra_paths: Vec<PathBuf>,
 }
 
 /// Live counts for `status` and the activity heartbeat.
@@ -75,13 +79,28 @@ impl Memory {
         crate::durable::with_file_lock(&self.lock_path, f)
     }
 
+    /// The files the index covers, and problems with the extra paths.
+    pub fn layout(&self) -> (files::Layout, Vec<String>) {
+        files::Layout::with_extra(&self.root, &self.extra_paths)
+    }
+
+    /// Opens the index (not synced), with warnings about the extra paths.
+    pub fn open_index(&self) -> Result<(index::Index, Vec<String>), StoreError> {
+        let (layout, warnings) = self.layout();
+        Ok((
+            index::Index::open(&self.index_path, layout, self.tz.clone())?,
+            warnings,
+        ))
+    }
+
     /// Opens the index and brings it up to date (quick sync).
     pub fn synced_index(
         &self,
         now_ns: i64,
     ) -> Result<(index::Index, index::SyncReport), StoreError> {
-        let mut idx = index::Index::open(&self.index_path, &self.root, self.tz.clone())?;
-        let report = idx.sync(index::SyncMode::Quick, now_ns)?;
+        let (mut idx, warnings) = self.open_index()?;
+        let mut report = idx.sync(index::SyncMode::Quick, now_ns)?;
+        report.warnings.splice(0..0, warnings);
         Ok((idx, report))
     }
 

@@ -180,7 +180,7 @@ const STOP_WORDS: &[&str] = &[
     "yourselves",
 ];
 
-fn is_stop_word(word: &str) -> bool {
+pub fn is_stop_word(word: &str) -> bool {
     STOP_WORDS.binary_search(&word).is_ok()
 }
 

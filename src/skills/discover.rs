@@ -64,7 +64,7 @@ pub fn discover(opts: &DiscoverOptions<'_>) -> Discovery {
         .iter()
         .flat_map(|p| p.visits.iter().map(move |v| (p, v)))
         .collect();
-    let mut results = parallel_map(&visits, |(plan, visit)| {
+    let mut results = crate::par::map(&visits, |(plan, visit)| {
         let mut local = Discovery::default();
         visit_folder(plan, visit, opts, &mut local);
         local
@@ -219,49 +219,6 @@ fn visit_folder(
             out.skills.push(skill);
         }
     }
-}
-
-/// `f` over `items` on up to four threads, results in item order. Small
-/// inputs stay on the calling thread.
-fn parallel_map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
-    const MIN_PER_THREAD: usize = 32;
-    let threads = std::thread::available_parallelism()
-        .map_or(1, usize::from)
-        .min(4)
-        .min(items.len() / MIN_PER_THREAD);
-    if threads <= 1 {
-        return items.iter().map(f).collect();
-    }
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let work = || {
-        let mut done = Vec::new();
-        loop {
-            let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            let Some(item) = items.get(i) else {
-                return done;
-            };
-            done.push((i, f(item)));
-        }
-    };
-    let mut slots: Vec<Option<R>> = std::iter::repeat_with(|| None).take(items.len()).collect();
-    std::thread::scope(|scope| {
-        let helpers: Vec<_> = (1..threads).map(|_| scope.spawn(work)).collect();
-        for (i, r) in work() {
-            slots[i] = Some(r);
-        }
-        for helper in helpers {
-            let done = helper
-                .join()
-                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-            for (i, r) in done {
-                slots[i] = Some(r);
-            }
-        }
-    });
-    slots
-        .into_iter()
-        .map(|r| r.expect("every item is mapped once"))
-        .collect()
 }
 
 /// `parent/name` when it is a folder (or a link to one).

@@ -32,11 +32,18 @@ const STATE_MIGRATIONS: &[Migration] = &[Migration {
     sql: include_str!("migrations/state/0001_init.sql"),
 }];
 
-const INDEX_MIGRATIONS: &[Migration] = &[Migration {
-    version: 1,
-    name: "memory",
-    sql: include_str!("migrations/index/0001_memory.sql"),
-}];
+const INDEX_MIGRATIONS: &[Migration] = &[
+    Migration {
+        version: 1,
+        name: "memory",
+        sql: include_str!("migrations/index/0001_memory.sql"),
+    },
+    Migration {
+        version: 2,
+        name: "recall",
+        sql: include_str!("migrations/index/0002_recall.sql"),
+    },
+];
 
 /// Which database a [`Store`] is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

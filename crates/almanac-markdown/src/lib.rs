@@ -8,6 +8,7 @@
 
 pub mod frontmatter;
 pub mod notes;
+pub mod retain;
 
 use std::fmt;
 

@@ -1,5 +1,6 @@
 use super::*;
 use crate::durable::atomic_replace;
+use std::path::PathBuf;
 use std::time::{Duration, SystemTime};
 
 struct Fixture {
@@ -28,7 +29,7 @@ fn tz() -> TimeZone {
 }
 
 fn open(f: &Fixture) -> Index {
-    Index::open(&f.db, &f.root, tz()).unwrap()
+    Index::open(&f.db, files::Layout::new(&f.root), tz()).unwrap()
 }
 
 fn wall_ns() -> i64 {
@@ -302,7 +303,7 @@ fn timestamps_follow_the_user_zone_and_a_zone_change_rebuilds() {
     // 09:00 in Paris (UTC+1 in November) is 08:00 UTC.
     assert_eq!(hit.ts, Some(1_793_520_000));
     drop(idx);
-    let mut utc = Index::open(&f.db, &f.root, TimeZone::UTC).unwrap();
+    let mut utc = Index::open(&f.db, files::Layout::new(&f.root), TimeZone::UTC).unwrap();
     assert_eq!(
         utc.stats().unwrap().files,
         0,

@@ -10,6 +10,7 @@ pub(crate) fn memory_in(dir: &Path) -> Memory {
         lock_path: dir.join("state/locks/memory.lock"),
         trash_root: dir.join("state/trash"),
         tz: jiff::tz::TimeZone::get("Europe/Paris").unwrap(),
+        extra_paths: Vec::new(),
     }
 }
 

@@ -1,0 +1,354 @@
+//! Memory search and recall use cases (`almanac memory …`): the shapes of
+//! OpenClaw's `memory_search` / `memory_get` tools, entity summaries and
+//! fact packs, all over the index session memory keeps.
+//!
+//! Searches bring the index up to date first (a quick sync); `index`
+//! forces a full one. Nothing here writes to the memory files.
+
+use std::path::{Component, Path, PathBuf};
+
+use serde::Serialize;
+
+use super::App;
+use crate::memory::Memory;
+use crate::memory::index::recall::{EntitySummary, RecallPack};
+use crate::memory::index::search::{Outcome, Query};
+use crate::memory::index::{IndexStats, SyncMode, SyncReport};
+use crate::memory::when::{self, DayRange};
+
+impl App {
+    /// Today in the user's zone (from `--now` when given).
+    pub fn today(&self) -> jiff::civil::Date {
+        self.host.now.with_time_zone(self.user_time_zone()).date()
+    }
+
+    /// A `--since` / `--until` pair as a day range.
+    pub fn day_range(
+        &self,
+        since: Option<&str>,
+        until: Option<&str>,
+    ) -> Result<DayRange, BadRange> {
+        let today = self.today();
+        let range = DayRange {
+            since: since
+                .map(|s| when::parse_bound(s, today, false))
+                .transpose()
+                .map_err(BadRange)?,
+            until: until
+                .map(|u| when::parse_bound(u, today, true))
+                .transpose()
+                .map_err(BadRange)?,
+        };
+        if let (Some(s), Some(u)) = (range.since, range.until)
+            && s > u
+        {
+            return Err(BadRange(format!("--since {s} is after --until {u}")));
+        }
+        Ok(range)
+    }
+}
+
+/// A `--since` / `--until` value that cannot be read.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct BadRange(pub String);
+
+/// What `memory index` did.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Indexed {
+    pub sync: SyncReport,
+    pub elapsed_ms: f64,
+    pub stats: IndexStats,
+}
+
+pub fn index(app: &App, force: bool) -> anyhow::Result<Indexed> {
+    let memory = app.memory();
+    app.ensure_state_dir()?;
+    let started = std::time::Instant::now();
+    let (mut index, warnings) = memory.open_index()?;
+    let mode = if force {
+        SyncMode::Rebuild
+    } else {
+        SyncMode::Full
+    };
+    let mut sync = index.sync(mode, app.host.wall_clock.as_nanosecond() as i64)?;
+    sync.warnings.splice(0..0, warnings);
+    Ok(Indexed {
+        sync,
+        elapsed_ms: started.elapsed().as_secs_f64() * 1000.0,
+        stats: index.stats()?,
+    })
+}
+
+/// `memory status`.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Status {
+    pub enabled: bool,
+    pub root: PathBuf,
+    pub index_path: PathBuf,
+    pub index_bytes: u64,
+    pub files: usize,
+    /// Searchable units (lines and list items).
+    pub chunks: usize,
+    pub entities: usize,
+    pub facts: usize,
+    /// The last full sync (RFC 3339), if any.
+    pub last_sync: Option<String>,
+    /// Files changed, added or removed since they were indexed.
+    pub dirty: Vec<String>,
+    pub extra_paths: Vec<PathBuf>,
+    pub warnings: Vec<String>,
+}
+
+pub fn status(app: &App) -> anyhow::Result<Status> {
+    let memory = app.memory();
+    let enabled = app.config.config.agents.defaults.memory_search.enabled;
+    let index_bytes = ["", "-wal"]
+        .iter()
+        .filter_map(|suffix| {
+            let mut p = memory.index_path.clone().into_os_string();
+            p.push(suffix);
+            std::fs::metadata(p).ok().map(|m| m.len())
+        })
+        .sum();
+    let mut status = Status {
+        enabled,
+        root: memory.root.clone(),
+        index_path: memory.index_path.clone(),
+        index_bytes,
+        files: 0,
+        chunks: 0,
+        entities: 0,
+        facts: 0,
+        last_sync: None,
+        dirty: Vec::new(),
+        extra_paths: memory.extra_paths.clone(),
+        warnings: memory.layout().1,
+    };
+    if !memory.index_path.exists() {
+        // Nothing indexed yet: every memory file is pending.
+        status.dirty = memory
+            .layout()
+            .0
+            .walk()
+            .files
+            .into_iter()
+            .map(|f| f.rel)
+            .collect();
+        return Ok(status);
+    }
+    let (index, _) = memory.open_index()?;
+    let stats = index.stats()?;
+    let (entities, facts) = index.recall_counts()?;
+    status.files = stats.files;
+    status.chunks = stats.items;
+    status.entities = entities;
+    status.facts = facts;
+    status.last_sync = stats
+        .last_full_scan_ns
+        .and_then(|ns| jiff::Timestamp::from_nanosecond(i128::from(ns)).ok())
+        .map(|ts| {
+            ts.to_zoned_datetime(app.user_time_zone())
+                .strftime("%Y-%m-%dT%H:%M:%S%:z")
+                .to_string()
+        });
+    status.dirty = index.dirty_files()?;
+    Ok(status)
+}
+
+/// A `memory search` request.
+#[derive(Debug, Clone, Default)]
+pub struct SearchRequest {
+    pub query: String,
+    pub max_results: Option<usize>,
+    pub min_score: Option<f64>,
+    pub since: Option<String>,
+    pub until: Option<String>,
+    /// Neighbouring items shown with each hit, either side.
+    pub context: usize,
+}
+
+/// The outcome of `memory search`.
+#[derive(Debug, Serialize)]
+pub struct Searched {
+    #[serde(flatten)]
+    pub outcome: Outcome,
+    #[serde(skip)]
+    pub sync: SyncReport,
+    /// Workspace-relative paths are relative to this.
+    #[serde(skip)]
+    pub root: PathBuf,
+    #[serde(skip)]
+    pub disabled: bool,
+}
+
+pub fn search(app: &App, req: &SearchRequest) -> anyhow::Result<Searched> {
+    let settings = &app.config.config.agents.defaults.memory_search;
+    let memory = app.memory();
+    if !settings.enabled {
+        return Ok(Searched {
+            outcome: Outcome::default(),
+            sync: SyncReport::default(),
+            root: memory.root,
+            disabled: true,
+        });
+    }
+    let range = app.day_range(req.since.as_deref(), req.until.as_deref())?;
+    app.ensure_state_dir()?;
+    let (index, sync) = memory.synced_index(app.host.wall_clock.as_nanosecond() as i64)?;
+    let q = Query {
+        text: &req.query,
+        limit: req
+            .max_results
+            .unwrap_or(settings.query.max_results as usize)
+            .clamp(1, 1000),
+        kinds: None,
+        range,
+        today: Some(app.today()),
+        min_score: req
+            .min_score
+            .unwrap_or(settings.query.min_score)
+            .clamp(0.0, 1.0),
+        context: req.context,
+        context_hits: true,
+    };
+    let outcome = index.search_with(&q)?;
+    Ok(Searched {
+        outcome,
+        sync,
+        root: memory.root,
+        disabled: false,
+    })
+}
+
+/// Why `memory get` refused a path.
+#[derive(Debug, thiserror::Error)]
+pub enum GetError {
+    #[error(
+        "not a memory file: {0} (memory get reads MEMORY.md, memory/**/*.md, daily/*.md and the configured extra paths)"
+    )]
+    NotMemory(String),
+    #[error("cannot read {0}")]
+    Read(String, #[source] std::io::Error),
+}
+
+/// `memory get`: `{path, text}`.
+#[derive(Debug, Serialize)]
+pub struct Got {
+    pub path: String,
+    pub text: String,
+}
+
+/// Reads lines of a memory file. `path` is absolute or relative to the
+/// memory root; `from` is 1-based; without `from` and `lines`, the whole
+/// file. A memory file that does not exist reads as empty.
+pub fn get(
+    app: &App,
+    path: &str,
+    from: Option<usize>,
+    lines: Option<usize>,
+) -> Result<Got, GetError> {
+    let memory = app.memory();
+    let (name, full) = memory_file(&memory, path)?;
+    let text = match std::fs::read(&full) {
+        Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(e) => return Err(GetError::Read(name, e)),
+    };
+    let text = if from.is_none() && lines.is_none() {
+        text
+    } else {
+        let start = from.unwrap_or(1).max(1) - 1;
+        let count = lines.map_or(usize::MAX, |n| n.max(1));
+        text.lines()
+            .skip(start)
+            .take(count)
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    Ok(Got { path: name, text })
+}
+
+/// The index name and location of `path` when it is a memory file: inside
+/// the root (or an extra path), a `.md` file, not a symlink, and not
+/// reached through a symlink that leaves its folder.
+fn memory_file(memory: &Memory, path: &str) -> Result<(String, PathBuf), GetError> {
+    let refuse = || GetError::NotMemory(path.to_string());
+    let requested = Path::new(path.trim());
+    if path.trim().is_empty() {
+        return Err(refuse());
+    }
+    let joined = if requested.is_absolute() {
+        requested.to_path_buf()
+    } else {
+        memory.root.join(requested)
+    };
+    let full = normalize(&joined).ok_or_else(refuse)?;
+    let (layout, _) = memory.layout();
+    let name = layout.name_of(&full);
+    if name.is_empty() || !name.ends_with(".md") || layout.classify(&name).is_none() {
+        return Err(refuse());
+    }
+    match std::fs::symlink_metadata(&full) {
+        Ok(meta) if meta.file_type().is_symlink() || !meta.is_file() => return Err(refuse()),
+        Ok(_) => {
+            let parent = name.rsplit_once('/').map_or("", |(dir, _)| dir);
+            let real = std::fs::canonicalize(&full).map_err(|_| refuse())?;
+            if !real.starts_with(layout.containment(parent)) {
+                return Err(refuse());
+            }
+        }
+        Err(_) => {}
+    }
+    Ok((name, full))
+}
+
+/// `a/./b/../c` → `a/c` without touching the disk; `None` when `..` climbs
+/// above the start.
+fn normalize(path: &Path) -> Option<PathBuf> {
+    let mut out = PathBuf::new();
+    for c in path.components() {
+        match c {
+            Component::ParentDir => {
+                if !out.pop() {
+                    return None;
+                }
+            }
+            Component::CurDir => {}
+            other => out.push(other),
+        }
+    }
+    Some(out)
+}
+
+pub fn entity(app: &App, name: &str, max_lines: usize) -> anyhow::Result<Option<EntitySummary>> {
+    let memory = app.memory();
+    app.ensure_state_dir()?;
+    let (index, _) = memory.synced_index(app.host.wall_clock.as_nanosecond() as i64)?;
+    Ok(index.entity(name, max_lines)?)
+}
+
+/// A `memory recall` request.
+#[derive(Debug, Clone, Default)]
+pub struct RecallRequest {
+    pub query: String,
+    pub budget: usize,
+    pub since: Option<String>,
+    pub until: Option<String>,
+}
+
+pub fn recall(app: &App, req: &RecallRequest) -> anyhow::Result<RecallPack> {
+    let range = app.day_range(req.since.as_deref(), req.until.as_deref())?;
+    let memory = app.memory();
+    app.ensure_state_dir()?;
+    let (index, _) = memory.synced_index(app.host.wall_clock.as_nanosecond() as i64)?;
+    let q = Query {
+        text: &req.query,
+        range,
+        today: Some(app.today()),
+        ..Query::default()
+    };
+    Ok(index.recall(&q, req.budget)?)
+}

@@ -1,0 +1,414 @@
+//! `almanac memory index|status|search|get|entity|recall`.
+
+use std::process::ExitCode;
+
+use clap::Subcommand;
+use serde::Serialize;
+
+use super::JsonFlag;
+use super::output::{UsageError, print_json, warn};
+use crate::app::App;
+use crate::app::memory::{self as app_memory, GetError, RecallRequest, SearchRequest};
+use crate::memory::index::Hit;
+use crate::memory::index::recall::ENTITY_LINES;
+use crate::memory::snippet;
+
+#[derive(Debug, Subcommand)]
+pub enum MemoryCommand {
+    /// Bring the memory index up to date (--force rebuilds it from the files)
+    Index {
+        #[arg(long)]
+        force: bool,
+        #[command(flatten)]
+        json: JsonFlag,
+    },
+    /// Show what the index holds and which files changed since
+    Status(JsonFlag),
+    /// Search memory: best lines and list items first, with context
+    Search {
+        /// A question or keywords; a time phrase ("in March 2024", "last week") filters by date
+        #[arg(required = true, num_args = 1..)]
+        query: Vec<String>,
+        /// Most results [default: agents.defaults.memorySearch.query.maxResults]
+        #[arg(long, visible_alias = "limit", short = 'n')]
+        max_results: Option<usize>,
+        /// Drop results scoring below this, 0..1 [default: agents.defaults.memorySearch.query.minScore]
+        #[arg(long)]
+        min_score: Option<f64>,
+        /// Only notes from this day on: 2025-11-27, 2025-11, 2025, 30d, "last week"
+        #[arg(long)]
+        since: Option<String>,
+        /// Only notes up to this day
+        #[arg(long)]
+        until: Option<String>,
+        /// Neighbouring lines shown with each result, either side
+        #[arg(long, default_value_t = 1)]
+        context: usize,
+        #[command(flatten)]
+        json: JsonFlag,
+    },
+    /// Print lines of a memory file (MEMORY.md, memory/…, extra paths)
+    Get {
+        path: String,
+        /// First line, 1-based
+        #[arg(long)]
+        from: Option<usize>,
+        /// Number of lines
+        #[arg(long)]
+        lines: Option<usize>,
+        #[command(flatten)]
+        json: JsonFlag,
+    },
+    /// Summarise what memory holds about a person, place or project
+    Entity {
+        /// The name (or @tag)
+        #[arg(required = true, num_args = 1..)]
+        name: Vec<String>,
+        /// Most lines shown
+        #[arg(long, default_value_t = ENTITY_LINES)]
+        lines: usize,
+        #[command(flatten)]
+        json: JsonFlag,
+    },
+    /// A small fact pack for a question: typed facts first, then supporting lines
+    Recall {
+        #[arg(required = true, num_args = 1..)]
+        query: Vec<String>,
+        /// Token budget of the pack
+        #[arg(long, default_value_t = 400)]
+        budget: usize,
+        #[arg(long)]
+        since: Option<String>,
+        #[arg(long)]
+        until: Option<String>,
+        #[command(flatten)]
+        json: JsonFlag,
+    },
+}
+
+/// One result in OpenClaw's `memory_search` shape, plus almanac's fields.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ToolHit<'a> {
+    path: &'a str,
+    start_line: usize,
+    end_line: usize,
+    score: f64,
+    snippet: String,
+    source: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    day: Option<&'a str>,
+    #[serde(skip_serializing_if = "str::is_empty")]
+    heading: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    context: Option<ToolContext<'a>>,
+}
+
+#[derive(Serialize)]
+struct ToolContext<'a> {
+    before: Vec<&'a str>,
+    after: Vec<&'a str>,
+}
+
+/// OpenClaw's snippet limit.
+const SNIPPET_CHARS: usize = 700;
+
+impl<'a> ToolHit<'a> {
+    fn of(hit: &'a Hit) -> Self {
+        let context = (!hit.before.is_empty() || !hit.after.is_empty()).then(|| ToolContext {
+            before: hit.before.iter().map(|n| n.body.as_str()).collect(),
+            after: hit.after.iter().map(|n| n.body.as_str()).collect(),
+        });
+        ToolHit {
+            path: &hit.path,
+            start_line: hit.start_line,
+            end_line: hit.end_line,
+            score: (hit.score * 10_000.0).round() / 10_000.0,
+            snippet: snippet(&hit.body, SNIPPET_CHARS),
+            source: "memory",
+            day: hit.day.as_deref(),
+            heading: &hit.heading,
+            context,
+        }
+    }
+}
+
+pub fn run(cmd: MemoryCommand, app: &App) -> anyhow::Result<ExitCode> {
+    match cmd {
+        MemoryCommand::Index { force, json } => {
+            let done = app_memory::index(app, force)?;
+            done.sync.warnings.iter().for_each(warn);
+            if json.json {
+                print_json(&done)?;
+            } else {
+                println!(
+                    "{} sync: {} file(s) indexed, {} removed, {} item(s) added in {:.0} ms; the index holds {} file(s), {} item(s)",
+                    done.sync.mode,
+                    done.sync.files_indexed,
+                    done.sync.files_removed,
+                    done.sync.items_indexed,
+                    done.elapsed_ms,
+                    done.stats.files,
+                    done.stats.items
+                );
+            }
+        }
+        MemoryCommand::Status(json) => {
+            let status = app_memory::status(app)?;
+            status.warnings.iter().for_each(warn);
+            if json.json {
+                print_json(&status)?;
+            } else {
+                println!(
+                    "Memory search: {}",
+                    if status.enabled { "on" } else { "off" }
+                );
+                println!("Root: {}", app.host.tilde(&status.root));
+                println!(
+                    "Index: {} ({} KiB)",
+                    app.host.tilde(&status.index_path),
+                    status.index_bytes / 1024
+                );
+                println!("Files: {}", status.files);
+                println!("Chunks: {}", status.chunks);
+                println!("Entities: {}", status.entities);
+                println!("Facts: {}", status.facts);
+                println!(
+                    "Last full sync: {}",
+                    status.last_sync.as_deref().unwrap_or("never")
+                );
+                for extra in &status.extra_paths {
+                    println!("Extra path: {}", app.host.tilde(extra));
+                }
+                println!("Changed since indexed: {}", status.dirty.len());
+                for rel in status.dirty.iter().take(20) {
+                    println!("  {rel}");
+                }
+                if status.dirty.len() > 20 {
+                    println!("  … and {} more", status.dirty.len() - 20);
+                }
+            }
+        }
+        MemoryCommand::Search {
+            query,
+            max_results,
+            min_score,
+            since,
+            until,
+            context,
+            json,
+        } => {
+            let req = SearchRequest {
+                query: query.join(" "),
+                max_results,
+                min_score,
+                since,
+                until,
+                context,
+            };
+            let searched = app_memory::search(app, &req).map_err(range_is_usage)?;
+            searched.sync.warnings.iter().for_each(warn);
+            if json.json {
+                if searched.disabled {
+                    print_json(&serde_json::json!({
+                        "results": [],
+                        "disabled": true,
+                        "error": "memory search is off (agents.defaults.memorySearch.enabled)"
+                    }))?;
+                    return Ok(ExitCode::SUCCESS);
+                }
+                let results: Vec<ToolHit> = searched.outcome.hits.iter().map(ToolHit::of).collect();
+                let mut doc = serde_json::json!({
+                    "results": results,
+                    "provider": "none",
+                    "model": null,
+                    "mode": "fts-only",
+                    "citations": "auto",
+                });
+                let extra = serde_json::to_value(&searched.outcome)?;
+                if let (Some(doc), Some(extra)) = (doc.as_object_mut(), extra.as_object()) {
+                    for (k, v) in extra {
+                        if k != "hits" {
+                            doc.insert(k.clone(), v.clone());
+                        }
+                    }
+                }
+                print_json(&doc)?;
+                return Ok(ExitCode::SUCCESS);
+            }
+            if searched.disabled {
+                println!("Memory search is off (agents.defaults.memorySearch.enabled).");
+                return Ok(ExitCode::SUCCESS);
+            }
+            if let Some(range) = &searched.outcome.time_range {
+                let show =
+                    |d: Option<jiff::civil::Date>| d.map_or("…".to_string(), |d| d.to_string());
+                println!("Notes from {} to {}", show(range.since), show(range.until));
+            }
+            if searched.outcome.hits.is_empty() {
+                println!("No matching memory.");
+            }
+            // A hit already shown as the context of a better one is not
+            // repeated.
+            let mut shown: std::collections::HashSet<(&str, usize)> =
+                std::collections::HashSet::new();
+            for hit in &searched.outcome.hits {
+                if !shown.insert((hit.path.as_str(), hit.start_line)) {
+                    continue;
+                }
+                for n in hit.before.iter().chain(&hit.after) {
+                    shown.insert((hit.path.as_str(), n.start_line));
+                }
+                let lines = if hit.start_line == hit.end_line {
+                    format!("{}", hit.start_line)
+                } else {
+                    format!("{}-{}", hit.start_line, hit.end_line)
+                };
+                let heading = if hit.heading.is_empty() {
+                    String::new()
+                } else {
+                    format!("  ({})", hit.heading)
+                };
+                println!("{}:{lines}  {:.2}{heading}", hit.path, hit.score);
+                for n in &hit.before {
+                    println!("    {}", snippet(&n.body, 160));
+                }
+                println!("  > {}", snippet(&hit.body, 400));
+                for n in &hit.after {
+                    println!("    {}", snippet(&n.body, 160));
+                }
+            }
+        }
+        MemoryCommand::Get {
+            path,
+            from,
+            lines,
+            json,
+        } => match app_memory::get(app, &path, from, lines) {
+            Ok(got) => {
+                if json.json {
+                    print_json(&got)?;
+                } else {
+                    println!("{}", got.text);
+                }
+            }
+            Err(err @ GetError::NotMemory(_)) => {
+                if json.json {
+                    print_json(
+                        &serde_json::json!({"path": path, "text": "", "disabled": true, "error": err.to_string()}),
+                    )?;
+                }
+                return Err(UsageError::wrap(err));
+            }
+            Err(err) => return Err(err.into()),
+        },
+        MemoryCommand::Entity { name, lines, json } => {
+            let name = name.join(" ");
+            let summary = app_memory::entity(app, &name, lines)?;
+            if json.json {
+                match &summary {
+                    Some(s) => print_json(s)?,
+                    None => print_json(&serde_json::json!({"entity": name, "mentions": 0}))?,
+                }
+            } else {
+                match &summary {
+                    None => println!("Nothing in memory mentions {name}."),
+                    Some(s) => {
+                        let span = match (&s.first_seen, &s.last_seen) {
+                            (Some(a), Some(b)) if a == b => format!(", on {a}"),
+                            (Some(a), Some(b)) => format!(", first seen {a}, last seen {b}"),
+                            _ => String::new(),
+                        };
+                        println!(
+                            "{}: {} mention(s) in {} file(s){span}",
+                            s.display, s.mentions, s.files
+                        );
+                        if !s.facts.is_empty() {
+                            println!("Facts:");
+                            for f in &s.facts {
+                                let c = f.confidence.map(|c| format!(" c={c}")).unwrap_or_default();
+                                println!(
+                                    "  [{}{c}] {} ({}#L{})",
+                                    f.kind, f.content, f.path, f.line
+                                );
+                            }
+                        }
+                        if !s.lines.is_empty() {
+                            println!("Lines:");
+                            for l in &s.lines {
+                                println!(
+                                    "  {}:{}  {}",
+                                    l.path,
+                                    l.start_line,
+                                    snippet(&l.text, 200)
+                                );
+                            }
+                        }
+                        if !s.related.is_empty() {
+                            let related: Vec<String> = s
+                                .related
+                                .iter()
+                                .map(|r| format!("{} ({})", r.display, r.together))
+                                .collect();
+                            println!("Mentioned with: {}", related.join(", "));
+                        }
+                    }
+                }
+            }
+            if summary.is_none() {
+                return Ok(ExitCode::FAILURE);
+            }
+        }
+        MemoryCommand::Recall {
+            query,
+            budget,
+            since,
+            until,
+            json,
+        } => {
+            let req = RecallRequest {
+                query: query.join(" "),
+                budget,
+                since,
+                until,
+            };
+            let pack = app_memory::recall(app, &req).map_err(range_is_usage)?;
+            if json.json {
+                print_json(&pack)?;
+            } else {
+                println!(
+                    "Recall for \"{}\" ({}/{} tokens):",
+                    pack.query, pack.used_tokens, pack.budget_tokens
+                );
+                for item in &pack.items {
+                    let c = item
+                        .confidence
+                        .map(|c| format!(" c={c}"))
+                        .unwrap_or_default();
+                    println!(
+                        "- [{}{c}] {} ({})",
+                        item.kind,
+                        item.content.replace('\n', " "),
+                        item.source
+                    );
+                }
+                if pack.items.is_empty() {
+                    println!("Nothing relevant in memory.");
+                }
+                if pack.omitted > 0 {
+                    println!("({} more left out for the budget)", pack.omitted);
+                }
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// A bad `--since` / `--until` is a usage error.
+fn range_is_usage(err: anyhow::Error) -> anyhow::Error {
+    if err.is::<app_memory::BadRange>() {
+        UsageError::wrap(err)
+    } else {
+        err
+    }
+}

@@ -1,0 +1,569 @@
+//! Ranked search over the index.
+//!
+//! 1. **Time.** With a "today", the first time expression in the query
+//!    (`in March 2024`, `last week`, `2025-11`) is taken out of the text
+//!    and filters the items by day, together with an explicit range
+//!    (`--since` / `--until`). A query that is only a time expression
+//!    lists the notes of that range, newest first.
+//! 2. **Candidates.** The inverted indexes give, for each query term, the
+//!    items containing it; every candidate gets the sum of the IDF of the
+//!    terms it contains (a quarter for a heading-only match), and the best
+//!    [`candidate_window`] distinct texts are kept.
+//! 3. **Exact score.** Those are scored with BM25 from their stored terms,
+//!    times a phrase factor when query terms appear next to each other in
+//!    the same order.
+//! 4. **Context.** A note is often understood through its neighbours (the
+//!    answer follows the question; a list continues a thought), so each
+//!    item gains a share of the best score among the two items either side
+//!    of it under the same heading. Items with no query term at all can be
+//!    found this way.
+//! 5. **Entities.** Items mentioning an entity the query names (a known
+//!    `@tag`, speaker or name) are preferred.
+//! 6. **Recency.** Newer notes get a small lift (at most
+//!    [`RECENCY_LIFT`]), never enough to bury a clearly better old match.
+//!
+//! One hit per distinct text (a note kept in `MEMORY.md` and a daily file
+//! is shown once, as its long-term copy). Scores are mapped to (0, 1) by
+//! `s / (1 + s)`.
+
+use std::collections::{HashMap, HashSet};
+
+use jiff::civil::Date;
+
+use super::{Corpus, Hit, Identity, Index, Neighbor, bm25, bm25_idf, candidate_window, id_array};
+use crate::memory::files::FileKind;
+use crate::memory::when::{self, DayRange};
+use crate::memory::{entities, terms};
+use crate::store::StoreError;
+
+/// Weight of a match in the enclosing headings relative to the body.
+const HEADING_WEIGHT: f64 = super::HEADING_WEIGHT;
+/// Share of the best neighbour's score an item gains.
+const NEIGHBOR_SHARE: f64 = 0.4;
+/// How many items either side count as neighbours.
+const NEIGHBOR_SPAN: usize = 2;
+/// How many of the best items lend their score to their neighbours.
+const NEIGHBOR_SOURCES: usize = 40;
+/// Factor for an item in which all consecutive query-term pairs occur
+/// next to each other (scaled by the share of pairs that do).
+const PHRASE_BOOST: f64 = 0.5;
+/// Factor for an item mentioning an entity the query names.
+const ENTITY_BOOST: f64 = 1.5;
+/// The largest lift recency gives (for a note from today).
+pub const RECENCY_LIFT: f64 = 0.05;
+/// Days over which the recency lift halves.
+const RECENCY_HALF_LIFE_DAYS: f64 = 180.0;
+
+/// A search request.
+#[derive(Debug, Clone)]
+pub struct Query<'a> {
+    pub text: &'a str,
+    pub limit: usize,
+    /// Only these kinds of file.
+    pub kinds: Option<&'a [FileKind]>,
+    /// Only items whose day is in this range (open: no filter).
+    pub range: DayRange,
+    /// "Today" in the user's zone: enables time expressions in the query
+    /// and the recency lift.
+    pub today: Option<Date>,
+    /// Hits scoring below this are dropped.
+    pub min_score: f64,
+    /// Neighbouring items attached to each hit, either side.
+    pub context: usize,
+    /// Whether an item without any query term may be a hit on the
+    /// strength of its neighbours (the answer after a question). Off, the
+    /// neighbours only re-rank items that match.
+    pub context_hits: bool,
+}
+
+impl Default for Query<'_> {
+    fn default() -> Self {
+        Query {
+            text: "",
+            limit: 10,
+            kinds: None,
+            range: DayRange::default(),
+            today: None,
+            min_score: 0.0,
+            context: 0,
+            context_hits: false,
+        }
+    }
+}
+
+/// Hits and how the query was read.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Outcome {
+    pub hits: Vec<Hit>,
+    /// The day range applied, when any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub time_range: Option<DayRange>,
+    /// The words of the query read as that range.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub time_phrase: Option<String>,
+    /// Entities the query names (keys).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub entities: Vec<String>,
+}
+
+/// A scored item during ranking.
+struct Scored {
+    hit: Hit,
+    /// BM25 times the phrase factor.
+    base: f64,
+}
+
+impl Index {
+    /// Ranked search; see the module documentation.
+    pub fn search_with(&self, q: &Query<'_>) -> Result<Outcome, StoreError> {
+        let mut outcome = Outcome::default();
+        if q.limit == 0 {
+            return Ok(outcome);
+        }
+        let mut text = q.text.to_string();
+        let mut range = q.range;
+        if let Some(today) = q.today
+            && let Some(found) = when::find_in_query(q.text, today)
+        {
+            outcome.time_phrase = Some(found.phrase);
+            text = found.rest;
+            match range.intersect(&found.range) {
+                Some(r) => range = r,
+                None => return Ok(outcome),
+            }
+        }
+        if !range.is_open() {
+            outcome.time_range = Some(range);
+        }
+        let mut query_terms = terms::query_terms(&text);
+        // With a time range, words memory never uses ("what happened in
+        // March") only ask for the range.
+        if !range.is_open() {
+            let mut known = Vec::with_capacity(query_terms.len());
+            for term in query_terms {
+                if !self.postings("items_fts", &term)?.is_empty()
+                    || !self.postings("headings_fts", &term)?.is_empty()
+                {
+                    known.push(term);
+                }
+            }
+            query_terms = known;
+        }
+        if query_terms.is_empty() {
+            if range.is_open() {
+                return Ok(outcome);
+            }
+            outcome.hits = self.in_range(&range, q.kinds, q.limit)?;
+            return Ok(outcome);
+        }
+        outcome.entities = self.known_entities(&text)?;
+
+        // Candidates by the IDF of the terms they contain.
+        let corpus = self.corpus()?;
+        let mut idf = Vec::with_capacity(query_terms.len());
+        let mut coordination: HashMap<i64, f64> = HashMap::new();
+        for term in &query_terms {
+            let body = self.postings("items_fts", term)?;
+            let heading = self.postings("headings_fts", term)?;
+            let df = if heading.is_empty() {
+                body.len()
+            } else {
+                body.iter().chain(&heading).collect::<HashSet<_>>().len()
+            };
+            let weight = bm25_idf(corpus.items, df);
+            idf.push(weight);
+            for id in body {
+                *coordination.entry(id).or_default() += weight;
+            }
+            for id in heading {
+                *coordination.entry(id).or_default() += HEADING_WEIGHT * weight;
+            }
+        }
+        let mut candidates: Vec<(i64, f64)> = coordination.into_iter().collect();
+        candidates.sort_unstable_by(|a, b| b.1.total_cmp(&a.1).then(b.0.cmp(&a.0)));
+
+        let filter = Filter::new(self, q.kinds, range)?;
+        let chosen = self.distinct_window(&candidates, candidate_window(q.limit), &filter)?;
+        let mut scorer = Scorer {
+            terms: &query_terms,
+            idf: &idf,
+            corpus,
+            headings: HashMap::new(),
+        };
+        let mut scored: HashMap<i64, Scored> = HashMap::new();
+        for (hit, item_terms) in self.scoring_rows(chosen.into_iter())?.into_values() {
+            let base = scorer.score(&hit, &item_terms);
+            scored.insert(hit.id, Scored { hit, base });
+        }
+
+        // Context: the best items lend a share of their score to their
+        // neighbours, which are scored too if they were not candidates.
+        let mut sources: Vec<(i64, f64)> = scored.values().map(|s| (s.hit.id, s.base)).collect();
+        sources.sort_unstable_by(|a, b| b.1.total_cmp(&a.1).then(b.0.cmp(&a.0)));
+        sources.truncate(NEIGHBOR_SOURCES);
+        let mut lent: HashMap<i64, f64> = HashMap::new();
+        let mut missing: Vec<i64> = Vec::new();
+        for &(id, base) in &sources {
+            let hit = &scored[&id].hit;
+            for neighbor in self.neighbors(hit, NEIGHBOR_SPAN)? {
+                let share = lent.entry(neighbor).or_default();
+                *share = share.max(NEIGHBOR_SHARE * base);
+                if !scored.contains_key(&neighbor) {
+                    missing.push(neighbor);
+                }
+            }
+        }
+        missing.sort_unstable();
+        missing.dedup();
+        for (hit, item_terms) in self.scoring_rows(missing.into_iter())?.into_values() {
+            if !filter.admits(&hit) {
+                continue;
+            }
+            let base = scorer.score(&hit, &item_terms);
+            scored.insert(hit.id, Scored { hit, base });
+        }
+
+        let boosted = self.mentioning(&outcome.entities, scored.keys().copied())?;
+        let mut hits: Vec<Hit> = Vec::with_capacity(scored.len());
+        for (id, s) in scored {
+            if s.base <= 0.0 && !q.context_hits {
+                continue;
+            }
+            let mut value = s.base + lent.get(&id).copied().unwrap_or(0.0);
+            if boosted.contains(&id) {
+                value *= ENTITY_BOOST;
+            }
+            if let Some(today) = q.today {
+                value *= recency_factor(s.hit.day.as_deref(), today);
+            }
+            let mut hit = s.hit;
+            hit.score = value / (1.0 + value);
+            hits.push(hit);
+        }
+        // Best first; equal scores: the newer note first.
+        hits.sort_by(|a, b| {
+            b.score
+                .total_cmp(&a.score)
+                .then(b.ts.unwrap_or(i64::MIN).cmp(&a.ts.unwrap_or(i64::MIN)))
+                .then(b.id.cmp(&a.id))
+        });
+        let mut hits = super::dedupe(hits, usize::MAX);
+        hits.retain(|h| h.score > 0.0 && h.score >= q.min_score);
+        hits.truncate(q.limit);
+        if q.context > 0 {
+            self.attach_context(&mut hits, q.context)?;
+        }
+        outcome.hits = hits;
+        Ok(outcome)
+    }
+
+    /// The best `window` distinct texts among `candidates` (best first)
+    /// that pass `filter`, preferring the long-term copy of a text.
+    fn distinct_window(
+        &self,
+        candidates: &[(i64, f64)],
+        window: usize,
+        filter: &Filter,
+    ) -> Result<Vec<i64>, StoreError> {
+        let mut chosen: HashMap<i64, (i64, bool)> = HashMap::new(); // norm_hash -> (id, long-term)
+        let mut next = 0;
+        while chosen.len() < window && next < candidates.len() {
+            // The first chunk is the window itself; later ones (reached only
+            // when copies or a filter used it up) are larger.
+            let chunk = if next == 0 { window } else { window * 4 };
+            let ids: Vec<i64> = candidates[next..(next + chunk).min(candidates.len())]
+                .iter()
+                .map(|(id, _)| *id)
+                .collect();
+            next += ids.len();
+            let identities = self.identities(&ids)?;
+            for id in ids {
+                let Some(identity) = identities.get(&id) else {
+                    continue;
+                };
+                if !filter.admits_identity(identity) {
+                    continue;
+                }
+                let long_term = filter.long_term_files.contains(&identity.file_id);
+                match chosen.get(&identity.norm_hash) {
+                    None if chosen.len() >= window => {}
+                    None => {
+                        chosen.insert(identity.norm_hash, (id, long_term));
+                    }
+                    Some(&(_, false)) if long_term => {
+                        chosen.insert(identity.norm_hash, (id, true));
+                    }
+                    Some(_) => {}
+                }
+            }
+        }
+        Ok(chosen.into_values().map(|(id, _)| id).collect())
+    }
+
+    /// Ids of the items up to `span` either side of `hit` in its file,
+    /// under the same heading.
+    fn neighbors(&self, hit: &Hit, span: usize) -> Result<Vec<i64>, StoreError> {
+        let mut out = Vec::with_capacity(span * 2);
+        for sql in [
+            "SELECT id FROM items WHERE file_id = ?1 AND start_line < ?2 AND heading = ?3 ORDER BY start_line DESC LIMIT ?4",
+            "SELECT id FROM items WHERE file_id = ?1 AND start_line > ?2 AND heading = ?3 ORDER BY start_line LIMIT ?4",
+        ] {
+            let mut stmt = self.store.conn.prepare_cached(sql)?;
+            let ids = stmt.query_map(
+                rusqlite::params![hit.file_id, hit.start_line as i64, hit.heading, span as i64],
+                |r| r.get::<_, i64>(0),
+            )?;
+            for id in ids {
+                out.push(id?);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Adds up to `span` neighbouring items either side to each hit.
+    fn attach_context(&self, hits: &mut [Hit], span: usize) -> Result<(), StoreError> {
+        for hit in hits {
+            for (sql, before) in [
+                (
+                    "SELECT start_line, end_line, body FROM items WHERE file_id = ?1 AND start_line < ?2 AND heading = ?3 ORDER BY start_line DESC LIMIT ?4",
+                    true,
+                ),
+                (
+                    "SELECT start_line, end_line, body FROM items WHERE file_id = ?1 AND start_line > ?2 AND heading = ?3 ORDER BY start_line LIMIT ?4",
+                    false,
+                ),
+            ] {
+                let mut stmt = self.store.conn.prepare_cached(sql)?;
+                let rows = stmt.query_map(
+                    rusqlite::params![hit.file_id, hit.start_line as i64, hit.heading, span as i64],
+                    |r| {
+                        Ok(Neighbor {
+                            start_line: r.get::<_, i64>(0)? as usize,
+                            end_line: r.get::<_, i64>(1)? as usize,
+                            body: r.get(2)?,
+                        })
+                    },
+                )?;
+                let mut found = rows.collect::<Result<Vec<_>, _>>()?;
+                if before {
+                    found.reverse();
+                    hit.before = found;
+                } else {
+                    hit.after = found;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Keys among the query's word runs that are known entities.
+    fn known_entities(&self, text: &str) -> Result<Vec<String>, StoreError> {
+        let keys = entities::query_keys(text);
+        if keys.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut stmt = self
+            .store
+            .conn
+            .prepare_cached("SELECT DISTINCT entity FROM mentions WHERE entity IN rarray(?1)")?;
+        let list = std::rc::Rc::new(
+            keys.into_iter()
+                .map(rusqlite::types::Value::Text)
+                .collect::<Vec<_>>(),
+        );
+        let found = stmt.query_map([list], |r| r.get::<_, String>(0))?;
+        let mut found = found.collect::<Result<Vec<_>, _>>()?;
+        found.sort();
+        Ok(found)
+    }
+
+    /// Which of `ids` mention one of `entities`.
+    fn mentioning(
+        &self,
+        entities: &[String],
+        ids: impl Iterator<Item = i64>,
+    ) -> Result<HashSet<i64>, StoreError> {
+        if entities.is_empty() {
+            return Ok(HashSet::new());
+        }
+        let mut stmt = self.store.conn.prepare_cached(
+            "SELECT DISTINCT item_id FROM mentions WHERE entity IN rarray(?1) AND item_id IN rarray(?2)",
+        )?;
+        let names = std::rc::Rc::new(
+            entities
+                .iter()
+                .map(|e| rusqlite::types::Value::Text(e.clone()))
+                .collect::<Vec<_>>(),
+        );
+        let rows = stmt.query_map(rusqlite::params![names, id_array(ids)], |r| {
+            r.get::<_, i64>(0)
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// Items of a day range, newest first (a query that is only a time
+    /// expression).
+    fn in_range(
+        &self,
+        range: &DayRange,
+        kinds: Option<&[FileKind]>,
+        limit: usize,
+    ) -> Result<Vec<Hit>, StoreError> {
+        let since = range.since.map(|d| d.to_string()).unwrap_or_default();
+        let until = range
+            .until
+            .map(|d| d.to_string())
+            .unwrap_or_else(|| "9999-12-31".to_string());
+        let mut stmt = self.store.conn.prepare_cached(&format!(
+            "SELECT {}, 0.0 FROM items i JOIN files f ON f.id = i.file_id
+             WHERE i.day >= ?1 AND i.day <= ?2
+             ORDER BY i.day DESC, i.ts DESC, i.id DESC LIMIT ?3",
+            super::HIT_COLUMNS
+        ))?;
+        let fetch = (limit * 4 + 16) as i64;
+        let hits = stmt
+            .query_map(rusqlite::params![since, until, fetch], super::hit_from_row)?
+            .collect::<Result<Vec<_>, _>>()?;
+        let hits: Vec<Hit> = hits
+            .into_iter()
+            .filter(|h| kinds.is_none_or(|k| k.contains(&h.kind)))
+            .collect();
+        Ok(super::dedupe(hits, limit))
+    }
+}
+
+/// Which items a search may return.
+struct Filter {
+    range: DayRange,
+    since: Option<String>,
+    until: Option<String>,
+    /// Files a `kinds` filter leaves out.
+    excluded_files: HashSet<i64>,
+    long_term_files: HashSet<i64>,
+}
+
+impl Filter {
+    fn new(
+        index: &Index,
+        kinds: Option<&[FileKind]>,
+        range: DayRange,
+    ) -> Result<Filter, StoreError> {
+        let excluded_files = match kinds {
+            Some(kinds) => index.file_ids_where(&format!(
+                "kind NOT IN ({})",
+                kinds
+                    .iter()
+                    .map(|k| format!("'{}'", k.as_str()))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ))?,
+            None => HashSet::new(),
+        };
+        Ok(Filter {
+            range,
+            since: range.since.map(|d| d.to_string()),
+            until: range.until.map(|d| d.to_string()),
+            excluded_files,
+            long_term_files: index.file_ids_where("kind = 'long_term'")?,
+        })
+    }
+
+    fn admits_day(&self, day: Option<&str>) -> bool {
+        if self.range.is_open() {
+            return true;
+        }
+        // Days are ISO dates: string order is date order.
+        let Some(day) = day else {
+            return false;
+        };
+        self.since.as_deref().is_none_or(|s| day >= s)
+            && self.until.as_deref().is_none_or(|u| day <= u)
+    }
+
+    fn admits_identity(&self, identity: &Identity) -> bool {
+        !self.excluded_files.contains(&identity.file_id) && self.admits_day(identity.day.as_deref())
+    }
+
+    fn admits(&self, hit: &Hit) -> bool {
+        !self.excluded_files.contains(&hit.file_id) && self.admits_day(hit.day.as_deref())
+    }
+}
+
+/// Exact scores of items for one query.
+struct Scorer<'a> {
+    terms: &'a [String],
+    idf: &'a [f64],
+    corpus: Corpus,
+    /// Heading text → its terms, computed once per heading.
+    headings: HashMap<String, String>,
+}
+
+impl Scorer<'_> {
+    fn score(&mut self, hit: &Hit, item_terms: &str) -> f64 {
+        let head = self
+            .headings
+            .entry(hit.heading.clone())
+            .or_insert_with(|| terms::index_terms(&hit.heading));
+        let s = bm25(
+            self.terms,
+            self.idf,
+            item_terms,
+            head,
+            self.corpus.average_terms(),
+        );
+        s * phrase_factor(self.terms, item_terms)
+    }
+}
+
+/// `1 + PHRASE_BOOST × (share of consecutive query-term pairs that occur
+/// next to each other, in order, in the item)`.
+fn phrase_factor(query: &[String], item_terms: &str) -> f64 {
+    if query.len() < 2 {
+        return 1.0;
+    }
+    let item: Vec<&str> = item_terms.split(' ').collect();
+    let pairs = query.len() - 1;
+    let matched = query
+        .windows(2)
+        .filter(|pair| item.windows(2).any(|w| w[0] == pair[0] && w[1] == pair[1]))
+        .count();
+    1.0 + PHRASE_BOOST * matched as f64 / pairs as f64
+}
+
+/// `1 + RECENCY_LIFT × 2^(−age / half-life)` for a note of `day`.
+fn recency_factor(day: Option<&str>, today: Date) -> f64 {
+    let Some(day) = day.and_then(|d| d.parse::<Date>().ok()) else {
+        return 1.0;
+    };
+    let age = (today - day).get_days().max(0) as f64;
+    1.0 + RECENCY_LIFT * (-age / RECENCY_HALF_LIFE_DAYS).exp2()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn phrase_factor_rewards_adjacent_query_terms() {
+        let q: Vec<String> = ["gate", "code"].iter().map(|s| s.to_string()).collect();
+        assert_eq!(
+            phrase_factor(&q, "storag unit gate code 7719"),
+            1.0 + PHRASE_BOOST
+        );
+        assert_eq!(phrase_factor(&q, "code for the gate"), 1.0);
+        assert_eq!(phrase_factor(&q[..1], "gate code"), 1.0);
+    }
+
+    #[test]
+    fn recency_lifts_a_little_and_fades() {
+        let today = jiff::civil::date(2026, 11, 29);
+        let fresh = recency_factor(Some("2026-11-29"), today);
+        let half = recency_factor(Some("2026-06-02"), today);
+        let old = recency_factor(Some("2016-11-29"), today);
+        assert!((fresh - (1.0 + RECENCY_LIFT)).abs() < 1e-9);
+        assert!((half - (1.0 + RECENCY_LIFT / 2.0)).abs() < 1e-3, "{half}");
+        assert!((1.0..1.0001).contains(&old));
+        assert_eq!(recency_factor(None, today), 1.0);
+    }
+}
