@@ -207,7 +207,12 @@ pub fn search(app: &App, req: &SearchRequest) -> anyhow::Result<Searched> {
         kinds: None,
         range,
         today: Some(app.today()),
-        min_score: req
+        // Without a vector score, the configured floor would drop plain
+        // keyword matches in a small memory (BM25 scores are low there):
+        // it applies to hits found only through their neighbours. A floor
+        // given for this search applies to every hit.
+        min_score: req.min_score.unwrap_or(0.0).clamp(0.0, 1.0),
+        min_context_score: req
             .min_score
             .unwrap_or(settings.query.min_score)
             .clamp(0.0, 1.0),

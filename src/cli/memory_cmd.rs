@@ -245,6 +245,9 @@ pub fn run(cmd: MemoryCommand, app: &App) -> anyhow::Result<ExitCode> {
                     |d: Option<jiff::civil::Date>| d.map_or("…".to_string(), |d| d.to_string());
                 println!("Notes from {} to {}", show(range.since), show(range.until));
             }
+            if let Some(phrase) = &searched.outcome.unmatched_time_phrase {
+                println!("Nothing from \"{phrase}\"; searched all dates.");
+            }
             if searched.outcome.hits.is_empty() {
                 println!("No matching memory.");
             }

@@ -470,6 +470,53 @@ mod tests {
     }
 
     #[test]
+    fn extra_paths_extend_the_layout() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("ws");
+        std::fs::create_dir_all(root.join("notes")).unwrap();
+        std::fs::create_dir_all(dir.path().join("shared")).unwrap();
+        std::fs::write(root.join("people.md"), "- a").unwrap();
+        std::fs::write(dir.path().join("todo.txt"), "x").unwrap();
+        let extras = [
+            root.join("notes"),
+            dir.path().join("shared"),
+            root.join("people.md"),
+            dir.path().join("todo.txt"),
+            root.join("memory/topics"),
+        ];
+        let (layout, warnings) = Layout::with_extra(&root, &extras);
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        assert!(warnings[0].contains("todo.txt"));
+        let shared = dir.path().join("shared").display().to_string();
+        assert_eq!(
+            layout.extra_dirs,
+            vec!["notes".to_string(), shared.clone()],
+            "memory/ is walked already"
+        );
+        assert_eq!(layout.extra_files, vec!["people.md".to_string()]);
+        let cases = [
+            ("notes/garden.md", Some(FileKind::Topic)),
+            ("notes/deep/2026-01-02.md", Some(FileKind::Daily)),
+            ("notes/garden.txt", None),
+            ("notes/.hidden.md", None),
+            ("people.md", Some(FileKind::Topic)),
+            ("AGENTS.md", None),
+            ("notesx/a.md", None),
+        ];
+        for (rel, want) in cases {
+            assert_eq!(layout.classify(rel).map(|(k, _)| k), want, "{rel}");
+        }
+        let abs = format!("{shared}/trip.md");
+        assert_eq!(layout.classify(&abs).map(|(k, _)| k), Some(FileKind::Topic));
+        assert_eq!(layout.path_of(&abs), dir.path().join("shared/trip.md"));
+        assert!(
+            layout.is_recursive("notes/deep")
+                && layout.is_recursive(&shared)
+                && !layout.is_recursive("daily")
+        );
+    }
+
+    #[test]
     fn walk_finds_memory_and_skips_escaping_symlinks() {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().join("ws");

@@ -54,6 +54,7 @@ pub enum SyncMode {
 
 /// What a sync did.
 #[derive(Debug, Clone, Default, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct SyncReport {
     pub mode: &'static str,
     pub files_indexed: usize,
@@ -102,6 +103,7 @@ pub struct Neighbor {
 
 /// Counts for `status`.
 #[derive(Debug, Clone, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct IndexStats {
     pub files: usize,
     pub items: usize,

@@ -3,5 +3,6 @@
 
 mod common;
 mod foundation;
+mod memory;
 mod session_memory;
 mod skills;

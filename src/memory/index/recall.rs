@@ -60,7 +60,8 @@ pub struct EntitySummary {
     pub facts: Vec<Fact>,
     /// Its most telling lines: tagged or named ones first, newest first.
     pub lines: Vec<EntityLine>,
-    /// Entities mentioned with it most often.
+    /// Entities mentioned with it most often (among its tagged and most
+    /// recent items).
     pub related: Vec<Related>,
 }
 
@@ -111,6 +112,9 @@ pub struct RecallPack {
 
 /// Most lines an entity summary shows.
 pub const ENTITY_LINES: usize = 10;
+/// Items (tagged first, then the newest) whose co-mentions make the
+/// "mentioned with" list.
+const RELATED_SAMPLE: usize = 1000;
 /// Hits a recall pack draws its supporting lines from.
 const RECALL_POOL: usize = 40;
 
@@ -135,10 +139,25 @@ impl Index {
         if all.is_empty() {
             return Ok(None);
         }
-        let ids = || id_array(all.iter().copied());
-        let (first_seen, last_seen, files): (Option<String>, Option<String>, i64) = conn
-            .prepare_cached("SELECT min(day), max(day), count(DISTINCT file_id) FROM items WHERE id IN rarray(?1)")?
-            .query_row([ids()], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
+        // One pass over the items for the dates, files and order.
+        let mut meta: Vec<(i64, Option<String>, i64)> = conn
+            .prepare_cached("SELECT id, day, file_id FROM items WHERE id IN rarray(?1)")?
+            .query_map([id_array(all.iter().copied())], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+            })?
+            .collect::<Result<_, _>>()?;
+        let first_seen = meta.iter().filter_map(|m| m.1.clone()).min();
+        let last_seen = meta.iter().filter_map(|m| m.1.clone()).max();
+        let files = meta.iter().map(|m| m.2).collect::<HashSet<_>>().len();
+        // Tagged or named items first, then the newest.
+        meta.sort_unstable_by(|a, b| {
+            tagged
+                .contains(&b.0)
+                .cmp(&tagged.contains(&a.0))
+                .then(b.1.is_some().cmp(&a.1.is_some()))
+                .then(b.1.cmp(&a.1))
+                .then(b.0.cmp(&a.0))
+        });
         let display: Option<String> = conn
             .prepare_cached(
                 "SELECT display FROM mentions WHERE entity = ?1 GROUP BY display ORDER BY count(*) DESC, display LIMIT 1",
@@ -147,49 +166,54 @@ impl Index {
             .ok();
         let facts = self.facts_where(
             "f.item_id IN rarray(?1) OR ('|' || f.entities || '|') LIKE ?2 ESCAPE '\\'",
-            rusqlite::params![ids(), format!("%|{}|%", like_escape(&key))],
+            rusqlite::params![
+                id_array(all.iter().copied()),
+                format!("%|{}|%", like_escape(&key))
+            ],
         )?;
         let fact_items: HashSet<i64> = facts.iter().map(|f| f.item_id).collect();
-        // Lines: named or tagged first, then the newest.
-        let mut lines: Vec<(bool, Option<String>, i64, EntityLine)> = Vec::new();
-        let mut stmt = conn.prepare_cached(
-            "SELECT i.id, f.path, i.start_line, i.end_line, i.day, i.body FROM items i JOIN files f ON f.id = i.file_id
-             WHERE i.id IN rarray(?1)",
-        )?;
-        let rows = stmt.query_map([ids()], |r| {
-            Ok((
-                r.get::<_, i64>(0)?,
-                EntityLine {
-                    path: r.get(1)?,
-                    start_line: r.get::<_, i64>(2)? as usize,
-                    end_line: r.get::<_, i64>(3)? as usize,
-                    day: r.get(4)?,
-                    text: r.get(5)?,
-                },
-            ))
-        })?;
-        for row in rows {
-            let (id, line) = row?;
-            if fact_items.contains(&id) {
-                continue;
-            }
-            lines.push((tagged.contains(&id), line.day.clone(), id, line));
-        }
-        lines.sort_by(|a, b| b.0.cmp(&a.0).then(b.1.cmp(&a.1)).then(b.2.cmp(&a.2)));
+        // Bodies of a few more items than shown (copies of a text are
+        // shown once).
+        let wanted: Vec<i64> = meta
+            .iter()
+            .map(|m| m.0)
+            .filter(|id| !fact_items.contains(id))
+            .take(max_lines * 3 + 8)
+            .collect();
+        let mut bodies: HashMap<i64, EntityLine> = conn
+            .prepare_cached(
+                "SELECT i.id, f.path, i.start_line, i.end_line, i.day, i.body FROM items i JOIN files f ON f.id = i.file_id
+                 WHERE i.id IN rarray(?1)",
+            )?
+            .query_map([id_array(wanted.iter().copied())], |r| {
+                Ok((
+                    r.get::<_, i64>(0)?,
+                    EntityLine {
+                        path: r.get(1)?,
+                        start_line: r.get::<_, i64>(2)? as usize,
+                        end_line: r.get::<_, i64>(3)? as usize,
+                        day: r.get(4)?,
+                        text: r.get(5)?,
+                    },
+                ))
+            })?
+            .collect::<Result<_, _>>()?;
         let mut seen_texts = HashSet::new();
-        let lines: Vec<EntityLine> = lines
-            .into_iter()
-            .map(|(_, _, _, line)| line)
+        let lines: Vec<EntityLine> = wanted
+            .iter()
+            .filter_map(|id| bodies.remove(id))
             .filter(|l| seen_texts.insert(terms::fold(&l.text)))
             .take(max_lines)
             .collect();
+        // Entities mentioned with it, among its tagged and most recent items.
+        let sample: Vec<i64> = meta.iter().take(RELATED_SAMPLE).map(|m| m.0).collect();
         let related = {
             let mut stmt = conn.prepare_cached(
                 "SELECT entity, min(display), count(DISTINCT item_id) AS n FROM mentions
                  WHERE item_id IN rarray(?1) AND entity != ?2
                  GROUP BY entity ORDER BY n DESC, entity LIMIT 5",
             )?;
-            stmt.query_map(rusqlite::params![ids(), key], |r| {
+            stmt.query_map(rusqlite::params![id_array(sample.into_iter()), key], |r| {
                 Ok(Related {
                     entity: r.get(0)?,
                     display: r.get(1)?,
@@ -202,7 +226,7 @@ impl Index {
             display: display.unwrap_or_else(|| name.trim().trim_start_matches('@').to_string()),
             entity: key,
             mentions: all.len(),
-            files: files as usize,
+            files,
             first_seen,
             last_seen,
             facts,
@@ -245,7 +269,9 @@ impl Index {
     }
 
     /// Facts matching a condition on `facts f` (joined with its item `i`
-    /// and file `fl`).
+    /// and file `fl`). The facts drive the join (`CROSS JOIN` fixes the
+    /// order): there are few, and the planner would otherwise walk every
+    /// item to sort by day.
     fn facts_where(
         &self,
         condition: &str,
@@ -253,7 +279,7 @@ impl Index {
     ) -> Result<Vec<Fact>, StoreError> {
         let mut stmt = self.store.conn.prepare(&format!(
             "SELECT f.item_id, f.kind, f.content, f.confidence, f.entities, fl.path, i.start_line, i.day
-             FROM facts f JOIN items i ON i.id = f.item_id JOIN files fl ON fl.id = i.file_id
+             FROM facts f CROSS JOIN items i ON i.id = f.item_id CROSS JOIN files fl ON fl.id = i.file_id
              WHERE {condition} ORDER BY i.day DESC, i.id DESC"
         ))?;
         let rows = stmt.query_map(params, |r| {

@@ -1,10 +1,12 @@
 //! Ranked search over the index.
 //!
-//! 1. **Time.** With a "today", the first time expression in the query
+//! 1. **Time.** An explicit range (`--since` / `--until`) filters the
+//!    items by day. With a "today", the first time expression in the query
 //!    (`in March 2024`, `last week`, `2025-11`) is taken out of the text
-//!    and filters the items by day, together with an explicit range
-//!    (`--since` / `--until`). A query that is only a time expression
-//!    lists the notes of that range, newest first.
+//!    and filters too; when no note of that time matches, the phrase is
+//!    read as words instead (it may describe the note, not date it). A
+//!    query that is only a time expression lists the notes of that range,
+//!    newest first.
 //! 2. **Candidates.** The inverted indexes give, for each query term, the
 //!    items containing it; every candidate gets the sum of the IDF of the
 //!    terms it contains (a quarter for a heading-only match), and the best
@@ -68,6 +70,9 @@ pub struct Query<'a> {
     pub today: Option<Date>,
     /// Hits scoring below this are dropped.
     pub min_score: f64,
+    /// Hits found only through their neighbours (no query term of their
+    /// own) scoring below this are dropped.
+    pub min_context_score: f64,
     /// Neighbouring items attached to each hit, either side.
     pub context: usize,
     /// Whether an item without any query term may be a hit on the
@@ -85,6 +90,7 @@ impl Default for Query<'_> {
             range: DayRange::default(),
             today: None,
             min_score: 0.0,
+            min_context_score: 0.0,
             context: 0,
             context_hits: false,
         }
@@ -102,6 +108,10 @@ pub struct Outcome {
     /// The words of the query read as that range.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub time_phrase: Option<String>,
+    /// A time phrase of the query no note of that time matched: it was
+    /// searched as words instead.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unmatched_time_phrase: Option<String>,
     /// Entities the query names (keys).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub entities: Vec<String>,
@@ -117,34 +127,41 @@ struct Scored {
 impl Index {
     /// Ranked search; see the module documentation.
     pub fn search_with(&self, q: &Query<'_>) -> Result<Outcome, StoreError> {
-        let mut outcome = Outcome::default();
         if q.limit == 0 {
-            return Ok(outcome);
+            return Ok(Outcome::default());
         }
-        let mut text = q.text.to_string();
-        let mut range = q.range;
         if let Some(today) = q.today
             && let Some(found) = when::find_in_query(q.text, today)
         {
-            outcome.time_phrase = Some(found.phrase);
-            text = found.rest;
-            match range.intersect(&found.range) {
-                Some(r) => range = r,
-                None => return Ok(outcome),
+            if let Some(range) = q.range.intersect(&found.range) {
+                let mut outcome = self.ranked(q, &found.rest, range)?;
+                if !outcome.hits.is_empty() {
+                    outcome.time_phrase = Some(found.phrase);
+                    return Ok(outcome);
+                }
             }
+            // Nothing from that time: the words may be about the note
+            // rather than its date ("where is Peter this week?").
+            let mut outcome = self.ranked(q, q.text, q.range)?;
+            outcome.unmatched_time_phrase = Some(found.phrase);
+            return Ok(outcome);
         }
+        self.ranked(q, q.text, q.range)
+    }
+
+    /// Ranked search of `text` within `range`.
+    fn ranked(&self, q: &Query<'_>, text: &str, range: DayRange) -> Result<Outcome, StoreError> {
+        let mut outcome = Outcome::default();
         if !range.is_open() {
             outcome.time_range = Some(range);
         }
-        let mut query_terms = terms::query_terms(&text);
+        let mut query_terms = terms::query_terms(text);
         // With a time range, words memory never uses ("what happened in
         // March") only ask for the range.
         if !range.is_open() {
             let mut known = Vec::with_capacity(query_terms.len());
             for term in query_terms {
-                if !self.postings("items_fts", &term)?.is_empty()
-                    || !self.postings("headings_fts", &term)?.is_empty()
-                {
+                if self.has_term("items_fts", &term)? || self.has_term("headings_fts", &term)? {
                     known.push(term);
                 }
             }
@@ -157,7 +174,7 @@ impl Index {
             outcome.hits = self.in_range(&range, q.kinds, q.limit)?;
             return Ok(outcome);
         }
-        outcome.entities = self.known_entities(&text)?;
+        outcome.entities = self.known_entities(text)?;
 
         // Candidates by the IDF of the terms they contain.
         let corpus = self.corpus()?;
@@ -184,6 +201,11 @@ impl Index {
         candidates.sort_unstable_by(|a, b| b.1.total_cmp(&a.1).then(b.0.cmp(&a.0)));
 
         let filter = Filter::new(self, q.kinds, range)?;
+        // A narrow range: keep only its items before looking any up (a
+        // common word in one month of ten years is otherwise a long scan).
+        if let Some(in_range) = self.ids_in_narrow_range(&range)? {
+            candidates.retain(|(id, _)| in_range.contains(id));
+        }
         let chosen = self.distinct_window(&candidates, candidate_window(q.limit), &filter)?;
         let mut scorer = Scorer {
             terms: &query_terms,
@@ -226,9 +248,13 @@ impl Index {
 
         let boosted = self.mentioning(&outcome.entities, scored.keys().copied())?;
         let mut hits: Vec<Hit> = Vec::with_capacity(scored.len());
+        let mut context_only: HashSet<i64> = HashSet::new();
         for (id, s) in scored {
-            if s.base <= 0.0 && !q.context_hits {
-                continue;
+            if s.base <= 0.0 {
+                if !q.context_hits {
+                    continue;
+                }
+                context_only.insert(id);
             }
             let mut value = s.base + lent.get(&id).copied().unwrap_or(0.0);
             if boosted.contains(&id) {
@@ -249,7 +275,14 @@ impl Index {
                 .then(b.id.cmp(&a.id))
         });
         let mut hits = super::dedupe(hits, usize::MAX);
-        hits.retain(|h| h.score > 0.0 && h.score >= q.min_score);
+        hits.retain(|h| {
+            let floor = if context_only.contains(&h.id) {
+                q.min_score.max(q.min_context_score)
+            } else {
+                q.min_score
+            };
+            h.score > 0.0 && h.score >= floor
+        });
         hits.truncate(q.limit);
         if q.context > 0 {
             self.attach_context(&mut hits, q.context)?;
@@ -299,6 +332,40 @@ impl Index {
             }
         }
         Ok(chosen.into_values().map(|(id, _)| id).collect())
+    }
+
+    /// The ids of the items in `range` when there are few of them
+    /// (`None` for an open or wide range).
+    fn ids_in_narrow_range(&self, range: &DayRange) -> Result<Option<HashSet<i64>>, StoreError> {
+        const NARROW: i64 = 20_000;
+        if range.is_open() {
+            return Ok(None);
+        }
+        let since = range.since.map(|d| d.to_string()).unwrap_or_default();
+        let until = range
+            .until
+            .map(|d| d.to_string())
+            .unwrap_or_else(|| "9999-12-31".to_string());
+        let conn = &self.store.conn;
+        let count: i64 = conn
+            .prepare_cached(
+                "SELECT count(*) FROM (SELECT 1 FROM items WHERE day >= ?1 AND day <= ?2 LIMIT ?3)",
+            )?
+            .query_row(rusqlite::params![since, until, NARROW + 1], |r| r.get(0))?;
+        if count > NARROW {
+            return Ok(None);
+        }
+        let mut stmt = conn.prepare_cached("SELECT id FROM items WHERE day >= ?1 AND day <= ?2")?;
+        let ids = stmt.query_map(rusqlite::params![since, until], |r| r.get::<_, i64>(0))?;
+        Ok(Some(ids.collect::<Result<_, _>>()?))
+    }
+
+    /// Whether any item has `term` in the column of `table`.
+    fn has_term(&self, table: &str, term: &str) -> Result<bool, StoreError> {
+        let sql = format!("SELECT 1 FROM {table} WHERE {table} MATCH ?1 LIMIT 1");
+        let mut stmt = self.store.conn.prepare_cached(&sql)?;
+        let phrase = format!("\"{}\"", term.replace('"', "\"\""));
+        Ok(stmt.exists([phrase])?)
     }
 
     /// Ids of the items up to `span` either side of `hit` in its file,

@@ -443,3 +443,113 @@ fn bm25_prefers_more_matched_terms_then_shorter_items() {
     assert!(hits.windows(2).all(|w| w[0].score >= w[1].score));
     assert!(hits.iter().all(|h| h.score > 0.0 && h.score < 1.0));
 }
+
+fn ranked(idx: &Index, q: search::Query<'_>) -> Vec<String> {
+    paths_lines(&idx.search_with(&q).unwrap().hits)
+}
+
+const CHAT: &str = "# 2026-03-02\n\n## Lunch\n\n- [12:00] Ana: Where did you eat on Friday?\n- [12:01] Bo: The ramen place by the river.\n- [12:02] Ana: Was it good?\n\n## Later\n\n- [18:00] Bo: Paid the electricity bill.\n";
+
+#[test]
+fn neighbours_lend_context_under_the_same_heading() {
+    let f = fixture(&[("memory/2026-03-02.md", CHAT)]);
+    let mut idx = open(&f);
+    idx.sync(SyncMode::Full, wall_ns()).unwrap();
+    let q = |context_hits| search::Query {
+        text: "where did Ana eat on Friday",
+        limit: 10,
+        context_hits,
+        ..search::Query::default()
+    };
+    // The answer (line 6) shares no word with the question but follows it.
+    let with = ranked(&idx, q(true));
+    assert_eq!(with[0], "memory/2026-03-02.md:5");
+    assert!(
+        with.contains(&"memory/2026-03-02.md:6".to_string()),
+        "{with:?}"
+    );
+    // Another heading is another conversation: no context across it.
+    assert!(
+        !with.contains(&"memory/2026-03-02.md:11".to_string()),
+        "{with:?}"
+    );
+    // Off, only items with a query term are hits.
+    let without = ranked(&idx, q(false));
+    assert_eq!(
+        without,
+        vec!["memory/2026-03-02.md:5", "memory/2026-03-02.md:7"]
+    );
+    // Context attached to a hit.
+    let hits = idx
+        .search_with(&search::Query {
+            text: "ramen river",
+            context: 1,
+            ..search::Query::default()
+        })
+        .unwrap()
+        .hits;
+    assert_eq!(hits[0].before[0].body, "Ana: Where did you eat on Friday?");
+    assert_eq!(hits[0].after[0].body, "Ana: Was it good?");
+}
+
+#[test]
+fn entities_the_query_names_are_preferred_and_phrases_count() {
+    let f = fixture(&[(
+        "memory/2026-03-03.md",
+        "- talked to Ana about the garden plan\n- talked about the garden plan with the neighbours\n- the plan for the garden\n",
+    )]);
+    let mut idx = open(&f);
+    idx.sync(SyncMode::Full, wall_ns()).unwrap();
+    let out = idx
+        .search_with(&search::Query {
+            text: "what did Ana say about the garden plan",
+            ..search::Query::default()
+        })
+        .unwrap();
+    assert_eq!(out.entities, vec!["ana"]);
+    assert_eq!(paths_lines(&out.hits)[0], "memory/2026-03-03.md:1");
+    // `garden plan` in that order beats the same words apart.
+    let hits = ranked(
+        &idx,
+        search::Query {
+            text: "garden plan",
+            ..search::Query::default()
+        },
+    );
+    assert_eq!(hits[2], "memory/2026-03-03.md:3", "{hits:?}");
+}
+
+#[test]
+fn time_phrases_filter_or_fall_back_to_words() {
+    let f = fixture(&[
+        ("memory/2026-03-02.md", "- paid the electricity bill\n"),
+        ("memory/2026-04-02.md", "- paid the water bill this week\n"),
+    ]);
+    let mut idx = open(&f);
+    idx.sync(SyncMode::Full, wall_ns()).unwrap();
+    let today = jiff::civil::date(2026, 4, 20);
+    let q = |text| search::Query {
+        text,
+        today: Some(today),
+        ..search::Query::default()
+    };
+    let march = idx.search_with(&q("bill in March")).unwrap();
+    assert_eq!(paths_lines(&march.hits), vec!["memory/2026-03-02.md:1"]);
+    assert_eq!(march.time_phrase.as_deref(), Some("in March"));
+    // No note from this week (2026-04-20): the phrase is words in a note.
+    let week = idx.search_with(&q("bill this week")).unwrap();
+    assert_eq!(week.unmatched_time_phrase.as_deref(), Some("this week"));
+    assert_eq!(paths_lines(&week.hits)[0], "memory/2026-04-02.md:1");
+    // An explicit range is strict.
+    let strict = idx
+        .search_with(&search::Query {
+            text: "bill",
+            range: crate::memory::when::DayRange {
+                since: Some(jiff::civil::date(2026, 4, 1)),
+                until: None,
+            },
+            ..search::Query::default()
+        })
+        .unwrap();
+    assert_eq!(paths_lines(&strict.hits), vec!["memory/2026-04-02.md:1"]);
+}
