@@ -13,7 +13,8 @@
 //!    [`candidate_window`] distinct texts are kept.
 //! 3. **Exact score.** Those are scored with BM25 from their stored terms,
 //!    times a phrase factor when query terms appear next to each other in
-//!    the same order.
+//!    the same order, and a rare-term factor for items holding the query's
+//!    rarest term when it stands out from the others (a name or a code).
 //! 4. **Context.** A note is often understood through its neighbours (the
 //!    answer follows the question; a list continues a thought), so each
 //!    item gains a share of the best score among the two items either side
@@ -49,6 +50,10 @@ const NEIGHBOR_SOURCES: usize = 40;
 /// Factor for an item in which all consecutive query-term pairs occur
 /// next to each other (scaled by the share of pairs that do).
 const PHRASE_BOOST: f64 = 0.5;
+/// Factor for an item holding the query's rarest term when it stands out
+/// by at least [`RARE_MARGIN`] (natural log units of IDF) from the others.
+const RARE_BOOST: f64 = 1.2;
+const RARE_MARGIN: f64 = 1.0;
 /// Factor for an item mentioning an entity the query names.
 const ENTITY_BOOST: f64 = 1.5;
 /// The largest lift recency gives (for a note from today).
@@ -567,6 +572,32 @@ struct Scorer<'a> {
 }
 
 impl Scorer<'_> {
+    /// `RARE_BOOST` for an item holding the query's rarest term when that
+    /// term stands out (its IDF well above the others'): a name, a code or
+    /// an unusual word usually carries the question.
+    fn rare_factor(&self, item_terms: &str) -> f64 {
+        if self.terms.len() < 2 {
+            return 1.0;
+        }
+        let (rarest, top) = self
+            .idf
+            .iter()
+            .enumerate()
+            .max_by(|a, b| a.1.total_cmp(b.1))
+            .map(|(i, w)| (i, *w))
+            .unwrap_or((0, 0.0));
+        let others = (self.idf.iter().sum::<f64>() - top) / (self.idf.len() - 1) as f64;
+        if top - others < RARE_MARGIN {
+            return 1.0;
+        }
+        let term = &self.terms[rarest];
+        if item_terms.split(' ').any(|t| t == term) {
+            RARE_BOOST
+        } else {
+            1.0
+        }
+    }
+
     fn score(&mut self, hit: &Hit, item_terms: &str) -> f64 {
         let head = self
             .headings
@@ -579,7 +610,7 @@ impl Scorer<'_> {
             head,
             self.corpus.average_terms(),
         );
-        s * phrase_factor(self.terms, item_terms)
+        s * phrase_factor(self.terms, item_terms) * self.rare_factor(item_terms)
     }
 }
 
@@ -620,6 +651,26 @@ mod tests {
         );
         assert_eq!(phrase_factor(&q, "code for the gate"), 1.0);
         assert_eq!(phrase_factor(&q[..1], "gate code"), 1.0);
+    }
+
+    #[test]
+    fn the_rarest_term_counts_when_it_stands_out() {
+        let terms: Vec<String> = ["badg", "zephyrin"].iter().map(|s| s.to_string()).collect();
+        let corpus = Corpus {
+            items: 1000,
+            terms: 5000,
+        };
+        let scorer = |idf: &'static [f64]| Scorer {
+            terms: &terms,
+            idf,
+            corpus,
+            headings: HashMap::new(),
+        };
+        let standing_out = scorer(&[1.0, 6.0]);
+        assert_eq!(standing_out.rare_factor("zephyrin lab"), RARE_BOOST);
+        assert_eq!(standing_out.rare_factor("badg number"), 1.0);
+        let alike = scorer(&[5.5, 6.0]);
+        assert_eq!(alike.rare_factor("zephyrin lab"), 1.0);
     }
 
     #[test]
