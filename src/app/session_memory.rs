@@ -248,8 +248,12 @@ pub fn context(app: &App, goal: &str, budget: Option<usize>) -> anyhow::Result<C
         return Ok(ContextBlock::empty(goal, budget));
     }
     app.ensure_state_dir()?;
-    let (index, _) = memory.synced_index(app.wall_ns())?;
-    Ok(context::build(&memory, &index, goal, budget)?)
+    let started = std::time::Instant::now();
+    let (index, sync) = memory.synced_index(app.wall_ns())?;
+    let synced = started.elapsed();
+    let block = context::build(&memory, &index, goal, budget)?;
+    tracing::debug!(?synced, total = ?started.elapsed(), mode = sync.mode, "context");
+    Ok(block)
 }
 
 #[derive(Debug, Serialize)]

@@ -39,13 +39,37 @@ use crate::memory::when::{self, DayRange};
 use crate::memory::{entities, terms};
 use crate::store::StoreError;
 
+/// Hashes item ids (small distinct integers) with one multiplication: the
+/// first pass puts tens of thousands of postings in a map.
+#[derive(Default, Clone, Copy)]
+struct IdHasher(u64);
+
+impl std::hash::Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 = (self.0 ^ u64::from(*b)).wrapping_mul(0x100_0000_01b3);
+        }
+    }
+
+    fn write_i64(&mut self, n: i64) {
+        self.0 = (n as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
+
+type IdMap<V> = HashMap<i64, V, std::hash::BuildHasherDefault<IdHasher>>;
+
 /// Weight of a match in the enclosing headings relative to the body.
 const HEADING_WEIGHT: f64 = super::HEADING_WEIGHT;
 /// Share of the best neighbour's score an item gains.
 const NEIGHBOR_SHARE: f64 = 0.4;
 /// How many items either side count as neighbours.
 const NEIGHBOR_SPAN: usize = 2;
-/// How many of the best items lend their score to their neighbours.
+/// How many of the best items lend their score to their neighbours (at
+/// most; fewer for a search that wants few results).
 const NEIGHBOR_SOURCES: usize = 40;
 /// Factor for an item in which all consecutive query-term pairs occur
 /// next to each other (scaled by the share of pairs that do).
@@ -184,7 +208,7 @@ impl Index {
         // Candidates by the IDF of the terms they contain.
         let corpus = self.corpus()?;
         let mut idf = Vec::with_capacity(query_terms.len());
-        let mut coordination: HashMap<i64, f64> = HashMap::new();
+        let mut coordination: IdMap<f64> = IdMap::default();
         for term in &query_terms {
             let body = self.postings("items_fts", term)?;
             let heading = self.postings("headings_fts", term)?;
@@ -228,7 +252,7 @@ impl Index {
         // neighbours, which are scored too if they were not candidates.
         let mut sources: Vec<(i64, f64)> = scored.values().map(|s| (s.hit.id, s.base)).collect();
         sources.sort_unstable_by(|a, b| b.1.total_cmp(&a.1).then(b.0.cmp(&a.0)));
-        sources.truncate(NEIGHBOR_SOURCES);
+        sources.truncate((q.limit + 8).clamp(16, NEIGHBOR_SOURCES));
         let mut lent: HashMap<i64, f64> = HashMap::new();
         let mut missing: Vec<i64> = Vec::new();
         for &(id, base) in &sources {
@@ -236,7 +260,10 @@ impl Index {
             for neighbor in self.neighbors(hit, NEIGHBOR_SPAN)? {
                 let share = lent.entry(neighbor).or_default();
                 *share = share.max(NEIGHBOR_SHARE * base);
-                if !scored.contains_key(&neighbor) {
+                // Without context hits, only candidates can gain: an item
+                // outside the window is not read for a share it could not
+                // use.
+                if q.context_hits && !scored.contains_key(&neighbor) {
                     missing.push(neighbor);
                 }
             }
@@ -376,21 +403,19 @@ impl Index {
     /// Ids of the items up to `span` either side of `hit` in its file,
     /// under the same heading.
     fn neighbors(&self, hit: &Hit, span: usize) -> Result<Vec<i64>, StoreError> {
-        let mut out = Vec::with_capacity(span * 2);
-        for sql in [
-            "SELECT id FROM items WHERE file_id = ?1 AND start_line < ?2 AND heading = ?3 ORDER BY start_line DESC LIMIT ?4",
-            "SELECT id FROM items WHERE file_id = ?1 AND start_line > ?2 AND heading = ?3 ORDER BY start_line LIMIT ?4",
-        ] {
-            let mut stmt = self.store.conn.prepare_cached(sql)?;
-            let ids = stmt.query_map(
-                rusqlite::params![hit.file_id, hit.start_line as i64, hit.heading, span as i64],
-                |r| r.get::<_, i64>(0),
-            )?;
-            for id in ids {
-                out.push(id?);
-            }
-        }
-        Ok(out)
+        // Both sides in one statement.
+        let mut stmt = self.store.conn.prepare_cached(
+            "SELECT id FROM (SELECT id FROM items WHERE file_id = ?1 AND start_line < ?2 AND heading = ?3
+                             ORDER BY start_line DESC LIMIT ?4)
+             UNION ALL
+             SELECT id FROM (SELECT id FROM items WHERE file_id = ?1 AND start_line > ?2 AND heading = ?3
+                             ORDER BY start_line LIMIT ?4)",
+        )?;
+        let ids = stmt.query_map(
+            rusqlite::params![hit.file_id, hit.start_line as i64, hit.heading, span as i64],
+            |r| r.get::<_, i64>(0),
+        )?;
+        Ok(ids.collect::<Result<_, _>>()?)
     }
 
     /// Adds up to `span` neighbouring items either side to each hit.
@@ -522,14 +547,24 @@ impl Filter {
         range: DayRange,
     ) -> Result<Filter, StoreError> {
         let excluded_files = match kinds {
-            Some(kinds) => index.file_ids_where(&format!(
-                "kind NOT IN ({})",
-                kinds
-                    .iter()
-                    .map(|k| format!("'{}'", k.as_str()))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ))?,
+            // The kinds left out, so the lookup uses the index on kind.
+            Some(kinds) => {
+                let left_out: Vec<String> = [
+                    FileKind::LongTerm,
+                    FileKind::Daily,
+                    FileKind::Archive,
+                    FileKind::Topic,
+                ]
+                .iter()
+                .filter(|k| !kinds.contains(k))
+                .map(|k| format!("'{}'", k.as_str()))
+                .collect();
+                if left_out.is_empty() {
+                    HashSet::new()
+                } else {
+                    index.file_ids_where(&format!("kind IN ({})", left_out.join(", ")))?
+                }
+            }
             None => HashSet::new(),
         };
         Ok(Filter {
