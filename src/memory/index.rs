@@ -39,6 +39,8 @@ pub const FULL_SCAN_INTERVAL_NS: i64 = 10 * 60 * 1_000_000_000;
 const HOT_DAYS: i64 = 3;
 /// The most recently changed topic files stat'ed by every quick sync.
 const HOT_TOPICS: i64 = 64;
+/// A sync that adds more items than this checkpoints the WAL at once.
+const BIG_WRITE_ITEMS: usize = 5_000;
 /// Files larger than this are not indexed (reported instead).
 const MAX_FILE_BYTES: u64 = 16 * 1024 * 1024;
 
@@ -247,6 +249,13 @@ impl Index {
             [now_ns.to_string()],
         )?;
         tx.commit()?;
+        if report.items_indexed > BIG_WRITE_ITEMS {
+            // A build leaves a WAL as large as the index; fold it in and
+            // cut it back now rather than carry it.
+            self.store
+                .conn
+                .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))?;
+        }
         Ok(report)
     }
 

@@ -322,6 +322,9 @@ fn configure(conn: &Connection, kind: StoreKind) -> rusqlite::Result<()> {
     };
     conn.pragma_update(None, "synchronous", synchronous)?;
     conn.pragma_update(None, "foreign_keys", true)?;
+    // After a large write (an index build) the WAL file is cut back once
+    // checkpointed, instead of keeping its largest size.
+    conn.pragma_update(None, "journal_size_limit", 4 * 1024 * 1024)?;
     Ok(())
 }
 
