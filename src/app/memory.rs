@@ -218,6 +218,7 @@ pub fn search(app: &App, req: &SearchRequest) -> anyhow::Result<Searched> {
             .clamp(0.0, 1.0),
         context: req.context,
         context_hits: true,
+        lend: true,
     };
     let outcome = index.search_with(&q)?;
     Ok(Searched {

@@ -412,8 +412,9 @@ impl Index {
         Ok(report)
     }
 
-    /// Ranked search over all items (see [`search`] for the ranking).
-    /// `kinds` restricts the files searched.
+    /// Plain lexical ranked search over all items (session memory's
+    /// `search` and `context`; see [`search`] for the full ranking of
+    /// `memory search`). `kinds` restricts the files searched.
     pub fn search(
         &self,
         query: &str,
@@ -424,6 +425,7 @@ impl Index {
             text: query,
             limit,
             kinds,
+            lend: false,
             ..search::Query::default()
         };
         Ok(self.search_with(&q)?.hits)

@@ -108,6 +108,9 @@ pub struct Query<'a> {
     /// strength of its neighbours (the answer after a question). Off, the
     /// neighbours only re-rank items that match.
     pub context_hits: bool,
+    /// Whether items lend a share of their score to their neighbours at
+    /// all (off: plain lexical ranking, a little cheaper).
+    pub lend: bool,
 }
 
 impl Default for Query<'_> {
@@ -122,6 +125,7 @@ impl Default for Query<'_> {
             min_context_score: 0.0,
             context: 0,
             context_hits: false,
+            lend: true,
         }
     }
 }
@@ -252,7 +256,11 @@ impl Index {
         // neighbours, which are scored too if they were not candidates.
         let mut sources: Vec<(i64, f64)> = scored.values().map(|s| (s.hit.id, s.base)).collect();
         sources.sort_unstable_by(|a, b| b.1.total_cmp(&a.1).then(b.0.cmp(&a.0)));
-        sources.truncate((q.limit + 8).clamp(16, NEIGHBOR_SOURCES));
+        sources.truncate(if q.lend {
+            (q.limit + 8).clamp(16, NEIGHBOR_SOURCES)
+        } else {
+            0
+        });
         let mut lent: HashMap<i64, f64> = HashMap::new();
         let mut missing: Vec<i64> = Vec::new();
         for &(id, base) in &sources {
