@@ -219,6 +219,7 @@ pub fn search(app: &App, req: &SearchRequest) -> anyhow::Result<Searched> {
         context: req.context,
         context_hits: true,
         lend: true,
+        exhaustive: false,
     };
     let outcome = index.search_with(&q)?;
     Ok(Searched {

@@ -43,6 +43,11 @@ const INDEX_MIGRATIONS: &[Migration] = &[
         name: "recall",
         sql: include_str!("migrations/index/0002_recall.sql"),
     },
+    Migration {
+        version: 3,
+        name: "vocab",
+        sql: include_str!("migrations/index/0003_vocab.sql"),
+    },
 ];
 
 /// Which database a [`Store`] is.

@@ -553,3 +553,51 @@ fn time_phrases_filter_or_fall_back_to_words() {
         .unwrap();
     assert_eq!(paths_lines(&strict.hits), vec!["memory/2026-04-02.md:1"]);
 }
+
+#[test]
+fn reading_only_the_newest_postings_of_a_common_word_changes_nothing() {
+    // 900 notes hold "plan"; a few also hold rarer words.
+    let mut text = String::from("# Notes\n\n");
+    for i in 0..900 {
+        let extra = match i % 97 {
+            0 => " with the garden crew",
+            13 => " near the garden",
+            29 => " about the roof",
+            _ => "",
+        };
+        text.push_str(&format!("- plan number {i}{extra}\n"));
+    }
+    let f = fixture(&[
+        ("memory/notes.md", &text),
+        ("memory/2026-01-01.md", "- plan the roof garden\n"),
+        ("memory/2026-01-02.md", "# Plan\n\n- the garden again\n"),
+    ]);
+    let mut idx = open(&f);
+    idx.sync(SyncMode::Full, wall_ns()).unwrap();
+    // "number" is in no heading (the shortcut applies); "plan" is in one.
+    for query in [
+        "plan",
+        "garden plan",
+        "number",
+        "garden number",
+        "roof number crew",
+        "number of the garden",
+    ] {
+        for limit in [1, 5, 20] {
+            let q = |exhaustive| search::Query {
+                text: query,
+                limit,
+                exhaustive,
+                ..search::Query::default()
+            };
+            let fast = idx.search_with(&q(false)).unwrap().hits;
+            let full = idx.search_with(&q(true)).unwrap().hits;
+            let key = |hits: &[Hit]| {
+                hits.iter()
+                    .map(|h| (h.id, (h.score * 1e9).round() as i64))
+                    .collect::<Vec<_>>()
+            };
+            assert_eq!(key(&fast), key(&full), "{query} / {limit}");
+        }
+    }
+}
