@@ -11,6 +11,7 @@ pub mod host;
 pub mod memory;
 pub mod par;
 pub mod paths;
+pub mod provider;
 pub mod skills;
 pub mod store;
 

@@ -41,6 +41,8 @@ pub enum Origin {
 #[serde(default, rename_all = "camelCase")]
 pub struct Config {
     pub agents: AgentsConfig,
+    pub models: ModelsConfig,
+    pub session: SessionConfig,
     pub logging: LoggingConfig,
     pub memory: MemoryConfig,
     pub security: SecurityConfig,
@@ -149,7 +151,7 @@ pub struct AgentsConfig {
     pub defaults: AgentDefaults,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub struct AgentDefaults {
     /// Skills the agent may use, by name; unset means all.
@@ -164,6 +166,145 @@ pub struct AgentDefaults {
     pub user_timezone: Option<String>,
     /// Memory search (OpenClaw's `memorySearch`).
     pub memory_search: MemorySearchConfig,
+    /// The model of agent turns: `provider/model`, or `{primary,
+    /// fallbacks}`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model: Option<ModelRef>,
+    /// The model's context window in tokens, when the provider does not
+    /// say; compaction starts near it.
+    pub context_tokens: u32,
+    /// Longest answer a turn asks the model for, in tokens.
+    pub max_tokens: u32,
+    /// Seconds one model call may take.
+    pub timeout_seconds: u32,
+    /// Most model calls in one turn (each tool round is one).
+    pub max_steps: u32,
+    /// Characters of each workspace bootstrap file put in the prompt.
+    pub bootstrap_max_chars: u32,
+    /// Characters of all bootstrap files together.
+    pub bootstrap_total_max_chars: u32,
+}
+
+impl Default for AgentDefaults {
+    fn default() -> Self {
+        AgentDefaults {
+            skills: None,
+            workspace: None,
+            user_timezone: None,
+            memory_search: MemorySearchConfig::default(),
+            model: None,
+            context_tokens: 128_000,
+            max_tokens: 4_096,
+            timeout_seconds: 600,
+            max_steps: 16,
+            bootstrap_max_chars: 20_000,
+            bootstrap_total_max_chars: 150_000,
+        }
+    }
+}
+
+/// `provider/model`, or a primary with fallbacks.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum ModelRef {
+    Name(String),
+    Chain {
+        primary: String,
+        #[serde(default)]
+        fallbacks: Vec<String>,
+    },
+}
+
+impl ModelRef {
+    pub fn primary(&self) -> &str {
+        match self {
+            ModelRef::Name(name) => name,
+            ModelRef::Chain { primary, .. } => primary,
+        }
+    }
+
+    pub fn fallbacks(&self) -> &[String] {
+        match self {
+            ModelRef::Name(_) => &[],
+            ModelRef::Chain { fallbacks, .. } => fallbacks,
+        }
+    }
+}
+
+/// `models.*`: model providers.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct ModelsConfig {
+    /// By provider id (`openai`, `anthropic`, `ollama`, or any name).
+    pub providers: BTreeMap<String, ProviderConfig>,
+}
+
+/// `models.providers.<id>`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct ProviderConfig {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub base_url: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub api_key: Option<String>,
+    /// The wire protocol: `openai-completions` or `anthropic-messages`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub api: Option<String>,
+    /// Extra HTTP headers sent with every request.
+    pub headers: BTreeMap<String, String>,
+}
+
+/// `session.*`: how messages map to sessions and when sessions reset.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct SessionConfig {
+    /// `per-sender` or `global` (everything in one session).
+    pub scope: String,
+    /// `main`, `per-peer`, `per-channel-peer` or `per-account-channel-peer`.
+    pub dm_scope: String,
+    /// The main session's key under `agent:<id>:`.
+    pub main_key: String,
+    pub reset: ResetConfig,
+    /// Per chat type (`direct`, `group`, `thread`; `dm` is read as
+    /// `direct`).
+    pub reset_by_type: BTreeMap<String, ResetConfig>,
+    /// Per channel; replaces the rest for that channel.
+    pub reset_by_channel: BTreeMap<String, ResetConfig>,
+    /// Messages that start a new session (default `/new`, `/reset`).
+    pub reset_triggers: Vec<String>,
+    /// Legacy idle expiry in minutes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub idle_minutes: Option<u32>,
+}
+
+impl Default for SessionConfig {
+    fn default() -> Self {
+        SessionConfig {
+            scope: "per-sender".to_string(),
+            dm_scope: "main".to_string(),
+            main_key: "main".to_string(),
+            reset: ResetConfig::default(),
+            reset_by_type: BTreeMap::new(),
+            reset_by_channel: BTreeMap::new(),
+            reset_triggers: Vec::new(),
+            idle_minutes: None,
+        }
+    }
+}
+
+/// A reset policy; unset fields fall back to the wider one.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct ResetConfig {
+    /// `daily` or `idle`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mode: Option<String>,
+    /// Hour of the daily reset, host-local (default 4).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub at_hour: Option<u32>,
+    /// Minutes without activity after which a session resets (0: never).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub idle_minutes: Option<u32>,
 }
 
 /// `agents.defaults.memorySearch`: what the memory index covers and the

@@ -1,0 +1,288 @@
+//! What both protocols share: the HTTP client, the request with its
+//! timeout, reading an error answer, and the retry policy.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures_util::StreamExt;
+
+use super::{BoxFuture, Endpoint, ProviderError, sse};
+
+/// Sleeps between retries; injected so tests can record the waits
+/// instead of waiting.
+pub trait Sleeper: Send + Sync {
+    fn sleep(&self, duration: Duration) -> BoxFuture<'_, ()>;
+}
+
+/// The real sleeper.
+pub struct TokioSleeper;
+
+impl Sleeper for TokioSleeper {
+    fn sleep(&self, duration: Duration) -> BoxFuture<'_, ()> {
+        Box::pin(tokio::time::sleep(duration))
+    }
+}
+
+/// How often and how long to wait before trying a call again.
+#[derive(Clone)]
+pub struct RetryPolicy {
+    pub max_retries: u32,
+    /// The first wait; it doubles after each try.
+    pub base: Duration,
+    /// The longest wait of the backoff.
+    pub cap: Duration,
+    /// The longest `Retry-After` honoured; a server asking for more gets
+    /// this much.
+    pub max_retry_after: Duration,
+    pub sleeper: Arc<dyn Sleeper>,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        RetryPolicy {
+            max_retries: 3,
+            base: Duration::from_millis(500),
+            cap: Duration::from_secs(8),
+            max_retry_after: Duration::from_secs(60),
+            sleeper: Arc::new(TokioSleeper),
+        }
+    }
+}
+
+impl RetryPolicy {
+    /// The wait before try `attempt + 1`: the server's `Retry-After` when
+    /// given, else `base · 2^attempt` capped, plus up to a fifth of it as
+    /// jitter (derived from the attempt, so runs are reproducible).
+    pub fn delay(&self, attempt: u32, retry_after: Option<Duration>) -> Duration {
+        if let Some(wait) = retry_after {
+            return wait.min(self.max_retry_after);
+        }
+        let backoff = self
+            .base
+            .saturating_mul(1u32 << attempt.min(16))
+            .min(self.cap);
+        let jitter =
+            backoff.mul_f64(f64::from((attempt.wrapping_mul(2_654_435_761)) % 200) / 1000.0);
+        backoff + jitter
+    }
+}
+
+/// The HTTP client of an endpoint.
+pub fn client(endpoint: &Endpoint) -> reqwest::Client {
+    ensure_crypto_provider();
+    reqwest::Client::builder()
+        .connect_timeout(Duration::from_secs(10))
+        .read_timeout(endpoint.timeout)
+        .user_agent(concat!("almanac/", env!("CARGO_PKG_VERSION")))
+        .build()
+        .expect("the HTTP client builds with a crypto provider installed")
+}
+
+/// rustls needs one process-wide crypto provider; ring is the one built in.
+fn ensure_crypto_provider() {
+    static INSTALLED: std::sync::OnceLock<()> = std::sync::OnceLock::new();
+    INSTALLED.get_or_init(|| {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    });
+}
+
+/// POSTs `body` to `url` and returns the response once its status is a
+/// success; an error status is read and turned into a [`ProviderError`].
+pub async fn post(
+    client: &reqwest::Client,
+    endpoint: &Endpoint,
+    url: &str,
+    headers: &[(&str, String)],
+    body: &serde_json::Value,
+) -> Result<reqwest::Response, ProviderError> {
+    let mut request = client
+        .post(url)
+        .timeout(endpoint.timeout)
+        .header("content-type", "application/json")
+        .header("accept", "text/event-stream")
+        .body(serde_json::to_vec(body).expect("a JSON value serialises"));
+    for (name, value) in headers {
+        request = request.header(*name, value);
+    }
+    for (name, value) in &endpoint.headers {
+        request = request.header(name.as_str(), value.as_str());
+    }
+    let response = request.send().await.map_err(|source| {
+        if source.is_timeout() {
+            ProviderError::Timeout {
+                provider: endpoint.provider.clone(),
+                seconds: endpoint.timeout.as_secs(),
+            }
+        } else {
+            ProviderError::Unreachable {
+                provider: endpoint.provider.clone(),
+                url: url.to_string(),
+                source,
+            }
+        }
+    })?;
+    let status = response.status();
+    if status.is_success() {
+        return Ok(response);
+    }
+    let header = |name: &str| {
+        response
+            .headers()
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string)
+    };
+    let retry_after =
+        header("retry-after").and_then(|v| parse_retry_after(&v, header("date").as_deref()));
+    let text = response.text().await.unwrap_or_default();
+    Err(ProviderError::Status {
+        provider: endpoint.provider.clone(),
+        status: status.as_u16(),
+        message: error_message(&text),
+        retry_after,
+    })
+}
+
+/// The message of an error body: `{"error": {"message": …}}` (both
+/// protocols), `{"message": …}`, or the text itself, cut short.
+pub fn error_message(body: &str) -> String {
+    let parsed: Option<serde_json::Value> = serde_json::from_str(body).ok();
+    let message = parsed.as_ref().and_then(|v| {
+        v.pointer("/error/message")
+            .or_else(|| v.get("message"))
+            .or_else(|| v.get("error").filter(|e| e.is_string()))
+            .and_then(|m| m.as_str())
+            .map(str::to_string)
+    });
+    let message = message.unwrap_or_else(|| body.trim().to_string());
+    let message: String = message.chars().take(300).collect();
+    if message.is_empty() {
+        "no details".to_string()
+    } else {
+        message
+    }
+}
+
+/// `Retry-After` as seconds (`120`, `1.5`), or as an HTTP date, read
+/// against the answer's own `Date` header (the server's clock, not ours).
+pub fn parse_retry_after(value: &str, date: Option<&str>) -> Option<Duration> {
+    let value = value.trim();
+    if let Ok(secs) = value.parse::<f64>() {
+        return (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs));
+    }
+    let until = jiff::fmt::rfc2822::parse(value).ok()?.timestamp();
+    let now = jiff::fmt::rfc2822::parse(date?.trim()).ok()?.timestamp();
+    let wait = until.duration_since(now);
+    Some(Duration::try_from(wait).unwrap_or(Duration::ZERO))
+}
+
+/// Reads the events of a streamed answer, calling `on_event` for each;
+/// `on_event` returns `true` once the answer is complete. A stream that
+/// ends before that is [`ProviderError::Dropped`].
+pub async fn read_events(
+    endpoint: &Endpoint,
+    response: reqwest::Response,
+    mut on_event: impl FnMut(sse::Event) -> Result<bool, ProviderError>,
+) -> Result<(), ProviderError> {
+    let mut parser = sse::Parser::default();
+    let mut stream = response.bytes_stream();
+    let dropped = || ProviderError::Dropped {
+        provider: endpoint.provider.clone(),
+    };
+    while let Some(chunk) = stream.next().await {
+        let chunk = chunk.map_err(|e| {
+            if e.is_timeout() {
+                ProviderError::Timeout {
+                    provider: endpoint.provider.clone(),
+                    seconds: endpoint.timeout.as_secs(),
+                }
+            } else {
+                dropped()
+            }
+        })?;
+        for event in parser.push(&chunk) {
+            if on_event(event)? {
+                return Ok(());
+            }
+        }
+    }
+    if let Some(event) = parser.finish()
+        && on_event(event)?
+    {
+        return Ok(());
+    }
+    Err(dropped())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_doubles_caps_and_honours_retry_after() {
+        let p = RetryPolicy::default();
+        let d0 = p.delay(0, None);
+        let d1 = p.delay(1, None);
+        assert!(
+            d0 >= Duration::from_millis(500) && d0 <= Duration::from_millis(600),
+            "{d0:?}"
+        );
+        assert!(
+            d1 >= Duration::from_millis(1000) && d1 <= Duration::from_millis(1200),
+            "{d1:?}"
+        );
+        assert!(p.delay(10, None) <= Duration::from_millis(9600));
+        assert_eq!(
+            p.delay(0, Some(Duration::from_secs(7))),
+            Duration::from_secs(7)
+        );
+        assert_eq!(
+            p.delay(0, Some(Duration::from_secs(3600))),
+            Duration::from_secs(60)
+        );
+        assert_eq!(p.delay(2, None), p.delay(2, None), "reproducible");
+    }
+
+    #[test]
+    fn retry_after_values() {
+        assert_eq!(parse_retry_after("2", None), Some(Duration::from_secs(2)));
+        assert_eq!(
+            parse_retry_after(" 1.5 ", None),
+            Some(Duration::from_millis(1500))
+        );
+        assert_eq!(parse_retry_after("-1", None), None);
+        assert_eq!(parse_retry_after("soon", None), None);
+        let date = Some("Wed, 21 Oct 2015 07:28:00 GMT");
+        assert_eq!(
+            parse_retry_after("Wed, 21 Oct 2015 07:28:30 GMT", date),
+            Some(Duration::from_secs(30))
+        );
+        assert_eq!(
+            parse_retry_after("Wed, 21 Oct 2015 07:27:00 GMT", date),
+            Some(Duration::ZERO)
+        );
+        assert_eq!(
+            parse_retry_after("Wed, 21 Oct 2015 07:28:30 GMT", None),
+            None
+        );
+    }
+
+    #[test]
+    fn error_messages() {
+        assert_eq!(
+            error_message(r#"{"error":{"message":"Rate limit reached","type":"rate_limit"}}"#),
+            "Rate limit reached"
+        );
+        assert_eq!(
+            error_message(
+                r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#
+            ),
+            "Overloaded"
+        );
+        assert_eq!(
+            error_message("<html>bad gateway</html>"),
+            "<html>bad gateway</html>"
+        );
+        assert_eq!(error_message(""), "no details");
+    }
+}

@@ -1,0 +1,300 @@
+//! Model providers: one trait, two wire protocols.
+//!
+//! * [`openai`]: OpenAI-compatible Chat Completions (OpenAI, Ollama,
+//!   llama.cpp server, vLLM, LM Studio, OpenRouter… through `baseUrl`);
+//! * [`anthropic`]: Anthropic Messages.
+//!
+//! Both stream (server-sent events, [`sse`]) and support tool calls. The
+//! conversation is given in one provider-neutral shape ([`Message`]), the
+//! answer comes back the same way ([`Response`]). [`http`] holds what both
+//! share: timeouts, and retries with backoff on 429 and 5xx that honour
+//! `Retry-After`, with the sleep injected so tests never wait.
+//!
+//! Invariants: nothing here reads the environment or config files (the
+//! app resolves a [`Endpoint`] and passes it in); a response is returned
+//! only when the stream ended properly — a dropped connection or a
+//! malformed event is an error, never a truncated answer.
+
+pub mod anthropic;
+pub mod http;
+pub mod openai;
+pub mod sse;
+
+use std::future::Future;
+use std::pin::Pin;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+pub use http::{RetryPolicy, Sleeper, TokioSleeper};
+
+/// A piece of a message.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "camelCase")]
+pub enum Block {
+    Text {
+        text: String,
+    },
+    /// Base64 image data.
+    Image {
+        #[serde(rename = "mimeType")]
+        media_type: String,
+        data: String,
+    },
+    Thinking {
+        thinking: String,
+        /// Providers that check thinking blocks sign them.
+        #[serde(
+            default,
+            skip_serializing_if = "Option::is_none",
+            rename = "thinkingSignature"
+        )]
+        signature: Option<String>,
+    },
+    ToolCall {
+        id: String,
+        name: String,
+        arguments: Value,
+    },
+}
+
+impl Block {
+    pub fn text(text: impl Into<String>) -> Block {
+        Block::Text { text: text.into() }
+    }
+}
+
+/// One message of a conversation.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Message {
+    /// Text and images.
+    User(Vec<Block>),
+    /// Text, thinking and tool calls.
+    Assistant(Vec<Block>),
+    /// The result of one tool call.
+    ToolResult {
+        tool_call_id: String,
+        tool_name: String,
+        content: Vec<Block>,
+        is_error: bool,
+    },
+}
+
+/// A tool the model may call.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ToolSpec {
+    pub name: String,
+    pub description: String,
+    /// JSON Schema of the arguments object.
+    pub parameters: Value,
+}
+
+/// One model call.
+#[derive(Debug, Clone)]
+pub struct Request {
+    pub model: String,
+    pub system: String,
+    pub messages: Vec<Message>,
+    pub tools: Vec<ToolSpec>,
+    pub max_tokens: u32,
+}
+
+/// Why the model stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum StopReason {
+    Stop,
+    Length,
+    ToolUse,
+    Error,
+    Aborted,
+}
+
+/// Token counts of one call.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Usage {
+    pub input: u64,
+    pub output: u64,
+    pub cache_read: u64,
+    pub cache_write: u64,
+    pub total_tokens: u64,
+}
+
+impl Usage {
+    pub fn add(&mut self, other: &Usage) {
+        self.input += other.input;
+        self.output += other.output;
+        self.cache_read += other.cache_read;
+        self.cache_write += other.cache_write;
+        self.total_tokens += other.total_tokens;
+    }
+}
+
+/// The model's answer to one call.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Response {
+    pub content: Vec<Block>,
+    pub stop_reason: StopReason,
+    pub usage: Usage,
+}
+
+/// The wire protocol of an endpoint.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum Api {
+    #[serde(rename = "openai-completions")]
+    OpenAiCompletions,
+    #[serde(rename = "anthropic-messages")]
+    AnthropicMessages,
+}
+
+impl Api {
+    pub fn parse(text: &str) -> Option<Api> {
+        match text {
+            "openai-completions" | "openai" | "openai-chat" => Some(Api::OpenAiCompletions),
+            "anthropic-messages" | "anthropic" => Some(Api::AnthropicMessages),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Api::OpenAiCompletions => "openai-completions",
+            Api::AnthropicMessages => "anthropic-messages",
+        }
+    }
+}
+
+/// Where and how to call a model.
+#[derive(Debug, Clone)]
+pub struct Endpoint {
+    /// The provider id (`openai`, `anthropic`, `ollama`, …).
+    pub provider: String,
+    pub api: Api,
+    /// Without a trailing slash: `https://api.openai.com/v1`,
+    /// `https://api.anthropic.com`.
+    pub base_url: String,
+    pub api_key: Option<String>,
+    pub headers: Vec<(String, String)>,
+    pub timeout: std::time::Duration,
+}
+
+/// Receives text as it streams in.
+pub trait StreamSink: Send {
+    fn text(&mut self, delta: &str);
+}
+
+/// A sink that drops everything.
+pub struct Quiet;
+
+impl StreamSink for Quiet {
+    fn text(&mut self, _delta: &str) {}
+}
+
+/// Why a call failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ProviderError {
+    #[error("cannot reach {provider} at {url}")]
+    Unreachable {
+        provider: String,
+        url: String,
+        #[source]
+        source: reqwest::Error,
+    },
+    #[error("{provider} answered HTTP {status}: {message}")]
+    Status {
+        provider: String,
+        status: u16,
+        message: String,
+        /// Seconds the server asked to wait, if it said.
+        retry_after: Option<std::time::Duration>,
+    },
+    #[error("the connection to {provider} closed in the middle of the answer")]
+    Dropped { provider: String },
+    #[error("{provider} sent a malformed answer: {detail}")]
+    Malformed { provider: String, detail: String },
+    #[error("{provider} reported an error: {message}")]
+    Stream { provider: String, message: String },
+    #[error("{provider} did not answer within {seconds} s")]
+    Timeout { provider: String, seconds: u64 },
+}
+
+impl ProviderError {
+    /// Worth another try: rate limits, server errors, overload, and
+    /// connections that failed or dropped.
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            ProviderError::Status { status, .. } => {
+                matches!(status, 408 | 409 | 425 | 429 | 500..=599)
+            }
+            ProviderError::Unreachable { .. }
+            | ProviderError::Dropped { .. }
+            | ProviderError::Timeout { .. } => true,
+            ProviderError::Stream { message, .. } => {
+                let m = message.to_ascii_lowercase();
+                m.contains("overloaded") || m.contains("rate") || m.contains("timeout")
+            }
+            ProviderError::Malformed { .. } => false,
+        }
+    }
+
+    pub fn retry_after(&self) -> Option<std::time::Duration> {
+        match self {
+            ProviderError::Status { retry_after, .. } => *retry_after,
+            _ => None,
+        }
+    }
+}
+
+/// A boxed future, so providers can sit behind one trait object.
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// A model provider.
+pub trait Provider: Send + Sync {
+    fn endpoint(&self) -> &Endpoint;
+
+    /// One streamed call, without retries.
+    fn call<'a>(
+        &'a self,
+        request: &'a Request,
+        sink: &'a mut dyn StreamSink,
+    ) -> BoxFuture<'a, Result<Response, ProviderError>>;
+}
+
+/// The provider for `endpoint`.
+pub fn connect(endpoint: Endpoint) -> Box<dyn Provider> {
+    let client = http::client(&endpoint);
+    match endpoint.api {
+        Api::OpenAiCompletions => Box::new(openai::OpenAi { endpoint, client }),
+        Api::AnthropicMessages => Box::new(anthropic::Anthropic { endpoint, client }),
+    }
+}
+
+/// One call with retries: 429 and 5xx answers, failed connections and
+/// streams that dropped are tried again after a backoff, or after the
+/// server's `Retry-After` when it gave one. Text streamed by a failed
+/// attempt is not repeated to `sink` as final: the caller gets only the
+/// answer of the attempt that completed.
+pub async fn call_with_retries(
+    provider: &dyn Provider,
+    request: &Request,
+    sink: &mut dyn StreamSink,
+    policy: &RetryPolicy,
+) -> Result<Response, ProviderError> {
+    let mut attempt = 0;
+    loop {
+        match provider.call(request, sink).await {
+            Ok(response) => return Ok(response),
+            Err(err) if err.is_retryable() && attempt < policy.max_retries => {
+                let wait = policy.delay(attempt, err.retry_after());
+                tracing::warn!(%err, attempt, wait_ms = wait.as_millis() as u64, "model call failed; retrying");
+                policy.sleeper.sleep(wait).await;
+                attempt += 1;
+            }
+            Err(err) => return Err(err),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

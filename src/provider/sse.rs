@@ -1,0 +1,172 @@
+//! Server-sent events, read incrementally: bytes arrive in any chunking
+//! (a line, or a UTF-8 character, may be split between reads) and the
+//! events come out the same.
+
+/// One event.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Event {
+    /// The `event:` field, if any.
+    pub event: Option<String>,
+    /// The `data:` lines joined with `\n`.
+    pub data: String,
+}
+
+/// The incremental parser.
+#[derive(Debug, Default)]
+pub struct Parser {
+    /// Bytes of an unfinished line.
+    pending: Vec<u8>,
+    /// A `\r` ended the last chunk: a `\n` starting the next one belongs
+    /// to it.
+    after_cr: bool,
+    event: Option<String>,
+    data: Vec<String>,
+}
+
+impl Parser {
+    /// Feeds bytes; returns the events they complete.
+    pub fn push(&mut self, chunk: &[u8]) -> Vec<Event> {
+        let mut out = Vec::new();
+        let mut start = 0;
+        let mut bytes = chunk;
+        if self.after_cr {
+            self.after_cr = false;
+            if bytes.first() == Some(&b'\n') {
+                bytes = &bytes[1..];
+            }
+        }
+        let mut i = 0;
+        while i < bytes.len() {
+            let b = bytes[i];
+            if b == b'\n' || b == b'\r' {
+                self.pending.extend_from_slice(&bytes[start..i]);
+                let line = std::mem::take(&mut self.pending);
+                self.line(&line, &mut out);
+                if b == b'\r' {
+                    if i + 1 < bytes.len() {
+                        if bytes[i + 1] == b'\n' {
+                            i += 1;
+                        }
+                    } else {
+                        self.after_cr = true;
+                    }
+                }
+                start = i + 1;
+            }
+            i += 1;
+        }
+        self.pending
+            .extend_from_slice(&bytes[start.min(bytes.len())..]);
+        out
+    }
+
+    /// The end of the stream: an event still being collected is returned
+    /// (a server may close without the final blank line).
+    pub fn finish(&mut self) -> Option<Event> {
+        let mut out = Vec::new();
+        if !self.pending.is_empty() {
+            let line = std::mem::take(&mut self.pending);
+            self.line(&line, &mut out);
+        }
+        self.line(b"", &mut out);
+        out.pop()
+    }
+
+    fn line(&mut self, line: &[u8], out: &mut Vec<Event>) {
+        if line.is_empty() {
+            if !self.data.is_empty() {
+                out.push(Event {
+                    event: self.event.take(),
+                    data: std::mem::take(&mut self.data).join("\n"),
+                });
+            }
+            self.event = None;
+            return;
+        }
+        let line = String::from_utf8_lossy(line);
+        if line.starts_with(':') {
+            return; // a comment (keep-alive)
+        }
+        let (field, value) = match line.split_once(':') {
+            Some((f, v)) => (f, v.strip_prefix(' ').unwrap_or(v)),
+            None => (line.as_ref(), ""),
+        };
+        match field {
+            "data" => self.data.push(value.to_string()),
+            "event" => self.event = Some(value.to_string()),
+            _ => {} // id, retry: not used
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn all(text: &str) -> Vec<Event> {
+        let mut p = Parser::default();
+        let mut out = p.push(text.as_bytes());
+        out.extend(p.finish());
+        out
+    }
+
+    #[test]
+    fn fields_comments_and_line_endings() {
+        let events = all(
+            ": ping\n\nevent: message_start\ndata: {\"a\":1}\n\ndata: one\r\ndata:two\r\n\r\ndata: [DONE]",
+        );
+        assert_eq!(
+            events,
+            vec![
+                Event {
+                    event: Some("message_start".into()),
+                    data: "{\"a\":1}".into()
+                },
+                Event {
+                    event: None,
+                    data: "one\ntwo".into()
+                },
+                Event {
+                    event: None,
+                    data: "[DONE]".into()
+                },
+            ]
+        );
+    }
+
+    mod props {
+        use super::*;
+        use proptest::prelude::*;
+
+        proptest! {
+            /// However the bytes are cut, the same events come out.
+            #[test]
+            fn chunking_does_not_matter(
+                events in prop::collection::vec(("[a-z_]{0,8}", "[ -~é中]{0,20}"), 0..6),
+                newline in prop::sample::select(vec!["\n", "\r\n", "\r"]),
+                cuts in prop::collection::vec(0usize..200, 0..10),
+            ) {
+                let mut text = String::new();
+                for (name, data) in &events {
+                    if !name.is_empty() {
+                        text.push_str(&format!("event: {name}{newline}"));
+                    }
+                    text.push_str(&format!("data: {data}{newline}{newline}"));
+                }
+                let bytes = text.as_bytes();
+                let mut cuts: Vec<usize> = cuts.into_iter().map(|c| c % (bytes.len() + 1)).collect();
+                cuts.sort_unstable();
+                let mut p = Parser::default();
+                let mut got = Vec::new();
+                let mut last = 0;
+                for c in cuts.into_iter().chain([bytes.len()]) {
+                    got.extend(p.push(&bytes[last..c]));
+                    last = c;
+                }
+                got.extend(p.finish());
+                prop_assert_eq!(got, all(&text));
+                prop_assert_eq!(all(&text).len(), events.len());
+            }
+        }
+    }
+}

@@ -1,0 +1,503 @@
+//! Both protocols against a local scripted server: streaming, tool calls,
+//! error answers, 429 with `Retry-After`, a dropped connection and
+//! malformed events. The retry waits are recorded, never slept.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use super::*;
+
+#[path = "../../tests/support/scripted_server.rs"]
+mod scripted;
+use scripted::{Reply, ScriptedServer, sse};
+
+/// Records the waits instead of sleeping.
+#[derive(Default)]
+struct Recorder(Mutex<Vec<Duration>>);
+
+impl Sleeper for Recorder {
+    fn sleep(&self, duration: Duration) -> BoxFuture<'_, ()> {
+        self.0.lock().unwrap().push(duration);
+        Box::pin(async {})
+    }
+}
+
+fn policy() -> (RetryPolicy, Arc<Recorder>) {
+    let recorder = Arc::new(Recorder::default());
+    (
+        RetryPolicy {
+            sleeper: recorder.clone(),
+            ..RetryPolicy::default()
+        },
+        recorder,
+    )
+}
+
+fn endpoint(server: &ScriptedServer, api: Api) -> Endpoint {
+    Endpoint {
+        provider: "test".to_string(),
+        api,
+        base_url: server.url.clone(),
+        api_key: Some("sk-test".to_string()),
+        headers: vec![("x-extra".to_string(), "1".to_string())],
+        timeout: Duration::from_secs(30),
+    }
+}
+
+fn request() -> Request {
+    Request {
+        model: "m1".to_string(),
+        system: "You are terse.".to_string(),
+        messages: vec![Message::User(vec![Block::text("What is in notes.md?")])],
+        tools: vec![ToolSpec {
+            name: "read".to_string(),
+            description: "Read a file".to_string(),
+            parameters: json!({"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}),
+        }],
+        max_tokens: 256,
+    }
+}
+
+#[derive(Default)]
+struct Collect(String);
+
+impl StreamSink for Collect {
+    fn text(&mut self, delta: &str) {
+        self.0.push_str(delta);
+    }
+}
+
+fn run<T>(f: impl std::future::Future<Output = T>) -> T {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(f)
+}
+
+fn call(
+    server: &ScriptedServer,
+    api: Api,
+    policy: &RetryPolicy,
+) -> (Result<Response, ProviderError>, String) {
+    let provider = connect(endpoint(server, api));
+    let mut sink = Collect::default();
+    let result = run(call_with_retries(
+        provider.as_ref(),
+        &request(),
+        &mut sink,
+        policy,
+    ));
+    (result, sink.0)
+}
+
+fn openai_chunk(delta: Value, finish: Option<&str>) -> Value {
+    json!({"id": "c1", "object": "chat.completion.chunk", "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
+}
+
+fn openai_text_stream(text: &[&str]) -> Vec<String> {
+    let mut events: Vec<Value> = vec![openai_chunk(
+        json!({"role": "assistant", "content": ""}),
+        None,
+    )];
+    events.extend(
+        text.iter()
+            .map(|t| openai_chunk(json!({"content": t}), None)),
+    );
+    events.push(openai_chunk(json!({}), Some("stop")));
+    events.push(json!({"id": "c1", "choices": [], "usage": {"prompt_tokens": 12, "completion_tokens": 3, "total_tokens": 15}}));
+    let mut chunks = sse(&events);
+    chunks.push("data: [DONE]\n\n".to_string());
+    chunks
+}
+
+#[test]
+fn openai_streams_text_and_sends_the_conversation() {
+    let server = ScriptedServer::start(vec![Reply::Sse(openai_text_stream(&["Hel", "lo", "!"]))]);
+    let (p, _) = policy();
+    let (result, streamed) = call(&server, Api::OpenAiCompletions, &p);
+    let response = result.unwrap();
+    assert_eq!(streamed, "Hello!");
+    assert_eq!(response.content, vec![Block::text("Hello!")]);
+    assert_eq!(response.stop_reason, StopReason::Stop);
+    assert_eq!(
+        (
+            response.usage.input,
+            response.usage.output,
+            response.usage.total_tokens
+        ),
+        (12, 3, 15)
+    );
+    let req = &server.requests()[0];
+    assert_eq!(req.path, "/chat/completions");
+    assert_eq!(req.header("authorization"), Some("Bearer sk-test"));
+    assert_eq!(req.header("x-extra"), Some("1"));
+    let body = req.json();
+    assert_eq!(body["model"], "m1");
+    assert_eq!(body["stream"], true);
+    assert_eq!(
+        body["messages"][0],
+        json!({"role": "system", "content": "You are terse."})
+    );
+    assert_eq!(
+        body["messages"][1],
+        json!({"role": "user", "content": "What is in notes.md?"})
+    );
+    assert_eq!(body["tools"][0]["function"]["name"], "read");
+}
+
+#[test]
+fn openai_tool_calls_arrive_in_fragments() {
+    let events = vec![
+        openai_chunk(
+            json!({"role": "assistant", "content": null, "tool_calls": [{"index": 0, "id": "call_abc", "type": "function", "function": {"name": "read", "arguments": ""}}]}),
+            None,
+        ),
+        openai_chunk(
+            json!({"tool_calls": [{"index": 0, "function": {"arguments": "{\"pa"}}]}),
+            None,
+        ),
+        openai_chunk(
+            json!({"tool_calls": [{"index": 0, "function": {"arguments": "th\": \"notes.md\"}"}}]}),
+            None,
+        ),
+        // A second call from a server that sends no id.
+        openai_chunk(
+            json!({"tool_calls": [{"index": 1, "function": {"name": "read", "arguments": "{\"path\":\"b.md\"}"}}]}),
+            None,
+        ),
+        openai_chunk(json!({}), Some("tool_calls")),
+    ];
+    let mut chunks = sse(&events);
+    chunks.push("data: [DONE]\n\n".to_string());
+    let server = ScriptedServer::start(vec![Reply::Sse(chunks)]);
+    let (p, _) = policy();
+    let response = call(&server, Api::OpenAiCompletions, &p).0.unwrap();
+    assert_eq!(response.stop_reason, StopReason::ToolUse);
+    assert_eq!(
+        response.content,
+        vec![
+            Block::ToolCall {
+                id: "call_abc".into(),
+                name: "read".into(),
+                arguments: json!({"path": "notes.md"})
+            },
+            Block::ToolCall {
+                id: "call_1".into(),
+                name: "read".into(),
+                arguments: json!({"path": "b.md"})
+            },
+        ]
+    );
+}
+
+#[test]
+fn rate_limits_wait_as_long_as_the_server_asks() {
+    let server = ScriptedServer::start(vec![
+        Reply::Status {
+            status: 429,
+            headers: vec![("retry-after".into(), "7".into())],
+            body: r#"{"error":{"message":"Rate limit reached","type":"rate_limit_exceeded"}}"#
+                .into(),
+        },
+        Reply::Status {
+            status: 503,
+            headers: vec![],
+            body: "upstream busy".into(),
+        },
+        Reply::Sse(openai_text_stream(&["ok"])),
+    ]);
+    let (p, waits) = policy();
+    let response = call(&server, Api::OpenAiCompletions, &p).0.unwrap();
+    assert_eq!(response.content, vec![Block::text("ok")]);
+    let waits = waits.0.lock().unwrap().clone();
+    assert_eq!(waits[0], Duration::from_secs(7), "Retry-After honoured");
+    assert!(
+        waits[1] >= Duration::from_millis(1000) && waits[1] <= Duration::from_millis(1200),
+        "backoff {:?}",
+        waits[1]
+    );
+    assert_eq!(server.requests().len(), 3);
+}
+
+#[test]
+fn persistent_errors_end_after_the_retries_with_the_server_message() {
+    let busy = || Reply::Status {
+        status: 500,
+        headers: vec![],
+        body: r#"{"error":{"message":"internal trouble"}}"#.into(),
+    };
+    let server = ScriptedServer::start(vec![busy(), busy(), busy(), busy(), busy()]);
+    let (p, waits) = policy();
+    let err = call(&server, Api::OpenAiCompletions, &p).0.unwrap_err();
+    assert_eq!(err.to_string(), "test answered HTTP 500: internal trouble");
+    assert_eq!(server.requests().len(), 4, "one try and three retries");
+    assert_eq!(waits.0.lock().unwrap().len(), 3);
+    // A client error is not retried.
+    let server = ScriptedServer::start(vec![Reply::Status {
+        status: 401,
+        headers: vec![],
+        body: r#"{"error":{"message":"Incorrect API key"}}"#.into(),
+    }]);
+    let err = call(&server, Api::OpenAiCompletions, &p).0.unwrap_err();
+    assert!(err.to_string().contains("401: Incorrect API key"), "{err}");
+    assert_eq!(server.requests().len(), 1);
+}
+
+#[test]
+fn a_dropped_stream_is_retried_and_never_returned_half() {
+    let mut partial = openai_text_stream(&["This answer is cut"]);
+    partial.truncate(2); // the role chunk and some text, no finish
+    let server = ScriptedServer::start(vec![
+        Reply::SseDrop(partial.clone()),
+        Reply::Sse(openai_text_stream(&["Whole answer."])),
+    ]);
+    let (p, _) = policy();
+    let response = call(&server, Api::OpenAiCompletions, &p).0.unwrap();
+    assert_eq!(response.content, vec![Block::text("Whole answer.")]);
+    // Without retries the drop is an error, not a truncated answer.
+    let server = ScriptedServer::start(vec![Reply::SseDrop(partial)]);
+    let no_retries = RetryPolicy {
+        max_retries: 0,
+        ..p
+    };
+    let err = call(&server, Api::OpenAiCompletions, &no_retries)
+        .0
+        .unwrap_err();
+    assert!(matches!(err, ProviderError::Dropped { .. }), "{err:?}");
+}
+
+#[test]
+fn malformed_answers_are_errors_and_not_retried() {
+    let server = ScriptedServer::start(vec![Reply::Sse(vec![
+        "data: {\"choices\": [\n\n".to_string(),
+    ])]);
+    let (p, _) = policy();
+    let err = call(&server, Api::OpenAiCompletions, &p).0.unwrap_err();
+    assert!(matches!(err, ProviderError::Malformed { .. }), "{err:?}");
+    assert_eq!(server.requests().len(), 1);
+    // An error event inside the stream.
+    let server = ScriptedServer::start(vec![Reply::Sse(sse(&[
+        json!({"error": {"message": "context length exceeded"}}),
+    ]))]);
+    let err = call(&server, Api::OpenAiCompletions, &p).0.unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "test reported an error: context length exceeded"
+    );
+}
+
+#[test]
+fn unreachable_servers_say_where() {
+    // A port nothing listens on.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    drop(listener);
+    let mut ep = Endpoint {
+        provider: "local".into(),
+        api: Api::OpenAiCompletions,
+        base_url: format!("http://127.0.0.1:{port}/v1"),
+        api_key: None,
+        headers: vec![],
+        timeout: Duration::from_secs(5),
+    };
+    let (p, _) = policy();
+    let no_retries = RetryPolicy {
+        max_retries: 0,
+        ..p
+    };
+    let provider = connect(ep.clone());
+    let err = run(call_with_retries(
+        provider.as_ref(),
+        &request(),
+        &mut Quiet,
+        &no_retries,
+    ))
+    .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        format!("cannot reach local at http://127.0.0.1:{port}/v1/chat/completions")
+    );
+    ep.api = Api::AnthropicMessages;
+    let provider = connect(ep);
+    let err = run(call_with_retries(
+        provider.as_ref(),
+        &request(),
+        &mut Quiet,
+        &no_retries,
+    ))
+    .unwrap_err();
+    assert!(matches!(err, ProviderError::Unreachable { .. }));
+}
+
+fn anthropic_stream(blocks: Vec<Vec<Value>>, stop: &str) -> Vec<String> {
+    let mut events = vec![
+        json!({"type": "message_start", "message": {"id": "msg_1", "type": "message", "role": "assistant", "content": [], "usage": {"input_tokens": 20, "output_tokens": 1, "cache_read_input_tokens": 5}}}),
+    ];
+    events.push(json!({"type": "ping"}));
+    for block in blocks {
+        events.extend(block);
+    }
+    events.push(json!({"type": "message_delta", "delta": {"stop_reason": stop}, "usage": {"output_tokens": 9}}));
+    events.push(json!({"type": "message_stop"}));
+    sse(&events)
+}
+
+#[test]
+fn anthropic_streams_thinking_text_and_tool_use() {
+    let blocks = vec![
+        vec![
+            json!({"type": "content_block_start", "index": 0, "content_block": {"type": "thinking", "thinking": ""}}),
+            json!({"type": "content_block_delta", "index": 0, "delta": {"type": "thinking_delta", "thinking": "Need the file."}}),
+            json!({"type": "content_block_delta", "index": 0, "delta": {"type": "signature_delta", "signature": "sig=="}}),
+            json!({"type": "content_block_stop", "index": 0}),
+        ],
+        vec![
+            json!({"type": "content_block_start", "index": 1, "content_block": {"type": "text", "text": ""}}),
+            json!({"type": "content_block_delta", "index": 1, "delta": {"type": "text_delta", "text": "Let me "}}),
+            json!({"type": "content_block_delta", "index": 1, "delta": {"type": "text_delta", "text": "look."}}),
+            json!({"type": "content_block_stop", "index": 1}),
+        ],
+        vec![
+            json!({"type": "content_block_start", "index": 2, "content_block": {"type": "tool_use", "id": "toolu_01", "name": "read", "input": {}}}),
+            json!({"type": "content_block_delta", "index": 2, "delta": {"type": "input_json_delta", "partial_json": "{\"path\": "}}),
+            json!({"type": "content_block_delta", "index": 2, "delta": {"type": "input_json_delta", "partial_json": "\"notes.md\"}"}}),
+            json!({"type": "content_block_stop", "index": 2}),
+        ],
+    ];
+    let server = ScriptedServer::start(vec![Reply::Sse(anthropic_stream(blocks, "tool_use"))]);
+    let (p, _) = policy();
+    let (result, streamed) = call(&server, Api::AnthropicMessages, &p);
+    let response = result.unwrap();
+    assert_eq!(streamed, "Let me look.");
+    assert_eq!(
+        response.content,
+        vec![
+            Block::Thinking {
+                thinking: "Need the file.".into(),
+                signature: Some("sig==".into())
+            },
+            Block::text("Let me look."),
+            Block::ToolCall {
+                id: "toolu_01".into(),
+                name: "read".into(),
+                arguments: json!({"path": "notes.md"})
+            },
+        ]
+    );
+    assert_eq!(response.stop_reason, StopReason::ToolUse);
+    assert_eq!(
+        (
+            response.usage.input,
+            response.usage.output,
+            response.usage.cache_read
+        ),
+        (20, 9, 5)
+    );
+    let req = &server.requests()[0];
+    assert_eq!(req.path, "/v1/messages");
+    assert_eq!(req.header("x-api-key"), Some("sk-test"));
+    assert_eq!(req.header("anthropic-version"), Some(anthropic::VERSION));
+    let body = req.json();
+    assert_eq!(body["system"], "You are terse.");
+    assert_eq!(body["max_tokens"], 256);
+    assert_eq!(body["tools"][0]["input_schema"]["required"][0], "path");
+}
+
+#[test]
+fn anthropic_overload_is_retried_and_errors_are_clear() {
+    let overloaded = sse(&[
+        json!({"type": "message_start", "message": {"usage": {"input_tokens": 1}}}),
+        json!({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}),
+    ]);
+    let ok = anthropic_stream(
+        vec![vec![
+            json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+            json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Fine."}}),
+            json!({"type": "content_block_stop", "index": 0}),
+        ]],
+        "end_turn",
+    );
+    let server = ScriptedServer::start(vec![Reply::Sse(overloaded), Reply::Sse(ok)]);
+    let (p, waits) = policy();
+    let response = call(&server, Api::AnthropicMessages, &p).0.unwrap();
+    assert_eq!(response.content, vec![Block::text("Fine.")]);
+    assert_eq!(waits.0.lock().unwrap().len(), 1);
+    // A delta for a block that never started is malformed.
+    let bad = sse(&[
+        json!({"type": "message_start", "message": {"usage": {}}}),
+        json!({"type": "content_block_delta", "index": 3, "delta": {"type": "text_delta", "text": "x"}}),
+    ]);
+    let server = ScriptedServer::start(vec![Reply::Sse(bad)]);
+    let err = call(&server, Api::AnthropicMessages, &p).0.unwrap_err();
+    assert!(matches!(err, ProviderError::Malformed { .. }), "{err:?}");
+}
+
+#[test]
+fn anthropic_tool_results_travel_together_in_the_next_user_message() {
+    let req = Request {
+        messages: vec![
+            Message::User(vec![Block::text("Read both")]),
+            Message::Assistant(vec![
+                Block::Thinking {
+                    thinking: "unsigned".into(),
+                    signature: None,
+                },
+                Block::ToolCall {
+                    id: "t1".into(),
+                    name: "read".into(),
+                    arguments: json!({"path": "a"}),
+                },
+                Block::ToolCall {
+                    id: "t2".into(),
+                    name: "read".into(),
+                    arguments: json!({"path": "b"}),
+                },
+            ]),
+            Message::ToolResult {
+                tool_call_id: "t1".into(),
+                tool_name: "read".into(),
+                content: vec![Block::text("A")],
+                is_error: false,
+            },
+            Message::ToolResult {
+                tool_call_id: "t2".into(),
+                tool_name: "read".into(),
+                content: vec![Block::text("no such file")],
+                is_error: true,
+            },
+            Message::User(vec![Block::text("and summarise")]),
+        ],
+        ..request()
+    };
+    let body = anthropic::body(&req);
+    let messages = body["messages"].as_array().unwrap();
+    assert_eq!(messages.len(), 3);
+    assert_eq!(
+        messages[1]["content"].as_array().unwrap().len(),
+        2,
+        "unsigned thinking is not sent"
+    );
+    let last = messages[2]["content"].as_array().unwrap();
+    let kinds: Vec<&str> = last.iter().map(|b| b["type"].as_str().unwrap()).collect();
+    assert_eq!(kinds, vec!["tool_result", "tool_result", "text"]);
+    assert_eq!(last[1]["is_error"], true);
+    // OpenAI: one tool message per result, after the assistant's calls.
+    let body = openai::body(&req);
+    let roles: Vec<&str> = body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        roles,
+        vec!["system", "user", "assistant", "tool", "tool", "user"]
+    );
+    assert_eq!(
+        body["messages"][2]["tool_calls"][1]["function"]["arguments"],
+        "{\"path\":\"b\"}"
+    );
+}

@@ -1,0 +1,167 @@
+//! A local HTTP server that answers with scripted replies, for tests of
+//! model providers: it speaks plain HTTP/1.1 and streams server-sent
+//! events, one write per chunk, so a test controls exactly what the client
+//! receives (including a connection closed halfway). Shared by the unit
+//! tests of the provider module and the integration tests.
+
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::sync::{Arc, Mutex};
+
+/// A request the server received.
+#[derive(Debug, Clone)]
+pub struct Recorded {
+    pub method: String,
+    pub path: String,
+    pub headers: Vec<(String, String)>,
+    pub body: String,
+}
+
+impl Recorded {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_str(&self.body).expect("the request body is JSON")
+    }
+}
+
+/// What to answer to the next request.
+#[derive(Debug, Clone)]
+pub enum Reply {
+    /// `200 text/event-stream`: these chunks, each written on its own.
+    Sse(Vec<String>),
+    /// The same, then the connection is closed without ending the answer.
+    SseDrop(Vec<String>),
+    /// Any status with headers and a body.
+    Status {
+        status: u16,
+        headers: Vec<(String, String)>,
+        body: String,
+    },
+}
+
+/// Server-sent event chunks, one `data:` event per JSON value (with the
+/// `event:` line Anthropic sends when the value has a `type`).
+pub fn sse(events: &[serde_json::Value]) -> Vec<String> {
+    events
+        .iter()
+        .map(|e| match e.get("type").and_then(|t| t.as_str()) {
+            Some(kind) => format!("event: {kind}\ndata: {e}\n\n"),
+            None => format!("data: {e}\n\n"),
+        })
+        .collect()
+}
+
+pub struct ScriptedServer {
+    pub url: String,
+    requests: Arc<Mutex<Vec<Recorded>>>,
+}
+
+impl ScriptedServer {
+    /// Starts a server on a free local port answering `replies` in order
+    /// (then `500 no scripted reply`).
+    pub fn start(replies: Vec<Reply>) -> ScriptedServer {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind a local port");
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let requests = Arc::new(Mutex::new(Vec::new()));
+        let recorded = requests.clone();
+        let replies = Arc::new(Mutex::new(std::collections::VecDeque::from(replies)));
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(stream) = stream else { continue };
+                let recorded = recorded.clone();
+                let replies = replies.clone();
+                std::thread::spawn(move || serve(stream, &recorded, &replies));
+            }
+        });
+        ScriptedServer { url, requests }
+    }
+
+    pub fn requests(&self) -> Vec<Recorded> {
+        self.requests.lock().unwrap().clone()
+    }
+}
+
+fn serve(
+    stream: TcpStream,
+    recorded: &Mutex<Vec<Recorded>>,
+    replies: &Mutex<std::collections::VecDeque<Reply>>,
+) {
+    let mut reader = BufReader::new(stream.try_clone().unwrap());
+    let mut line = String::new();
+    if reader.read_line(&mut line).unwrap_or(0) == 0 {
+        return;
+    }
+    let mut parts = line.split_whitespace();
+    let method = parts.next().unwrap_or("").to_string();
+    let path = parts.next().unwrap_or("").to_string();
+    let mut headers = Vec::new();
+    loop {
+        let mut h = String::new();
+        if reader.read_line(&mut h).unwrap_or(0) == 0 || h == "\r\n" || h == "\n" {
+            break;
+        }
+        if let Some((k, v)) = h.trim_end().split_once(':') {
+            headers.push((k.trim().to_string(), v.trim().to_string()));
+        }
+    }
+    let length: usize = headers
+        .iter()
+        .find(|(k, _)| k.eq_ignore_ascii_case("content-length"))
+        .and_then(|(_, v)| v.parse().ok())
+        .unwrap_or(0);
+    let mut body = vec![0; length];
+    let _ = reader.read_exact(&mut body);
+    recorded.lock().unwrap().push(Recorded {
+        method,
+        path,
+        headers,
+        body: String::from_utf8_lossy(&body).into_owned(),
+    });
+    let reply = replies
+        .lock()
+        .unwrap()
+        .pop_front()
+        .unwrap_or(Reply::Status {
+            status: 500,
+            headers: Vec::new(),
+            body: "{\"error\":{\"message\":\"no scripted reply\"}}".to_string(),
+        });
+    let mut out = stream;
+    match reply {
+        Reply::Sse(chunks) | Reply::SseDrop(chunks) => {
+            let _ = out.write_all(
+                b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\nconnection: close\r\n\r\n",
+            );
+            for chunk in chunks {
+                let _ = out.write_all(chunk.as_bytes());
+                let _ = out.flush();
+            }
+        }
+        Reply::Status {
+            status,
+            headers,
+            body,
+        } => {
+            let mut head = format!(
+                "HTTP/1.1 {status} Scripted\r\ncontent-length: {}\r\nconnection: close\r\n",
+                body.len()
+            );
+            for (k, v) in headers {
+                head.push_str(&format!("{k}: {v}\r\n"));
+            }
+            head.push_str("\r\n");
+            let _ = out.write_all(head.as_bytes());
+            let _ = out.write_all(body.as_bytes());
+        }
+    }
+    let _ = out.flush();
+    let _ = out.shutdown(std::net::Shutdown::Both);
+}
