@@ -12,6 +12,7 @@ pub mod memory;
 pub mod par;
 pub mod paths;
 pub mod provider;
+pub mod session;
 pub mod skills;
 pub mod store;
 

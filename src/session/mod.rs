@@ -1,0 +1,278 @@
+//! Sessions: which conversation a message belongs to, its transcript, and
+//! when it starts over. OpenClaw's layout under the state directory:
+//!
+//! ```text
+//! agents/<agentId>/sessions/sessions.json        key → entry
+//! agents/<agentId>/sessions/<sessionId>.jsonl    transcript (format 3)
+//! agents/<agentId>/sessions/system-events.json   queued system events
+//! ```
+//!
+//! * [`key`]: the key grammar (pure);
+//! * [`reset`]: daily and idle reset rules (pure, "now" injected);
+//! * [`store`]: `sessions.json`, read-modify-write under a lock, unknown
+//!   fields kept;
+//! * [`transcript`]: append-only JSONL, synced, torn lines skipped;
+//! * [`events`]: the system event queue.
+//!
+//! Invariants: a reset gives the key a new session id and transcript; the
+//! old transcript and all memory stay. Transcripts are never rewritten.
+//! Turns that are bookkeeping (heartbeat, cron events) never start a new
+//! session and never count as interaction.
+
+pub mod events;
+pub mod key;
+pub mod reset;
+pub mod store;
+pub mod transcript;
+
+use std::path::{Path, PathBuf};
+
+use jiff::tz::TimeZone;
+use serde::Serialize;
+
+use crate::config::SessionConfig;
+use store::{SessionEntry, Store};
+
+/// Why the current session is new.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Started {
+    /// The key had no session.
+    First,
+    /// The daily reset time passed.
+    Daily,
+    /// Idle longer than allowed.
+    Idle,
+    /// `/reset`.
+    Reset,
+    /// `/new`.
+    New,
+}
+
+/// The session a turn runs in.
+#[derive(Debug, Clone)]
+pub struct Current {
+    pub key: String,
+    pub entry: SessionEntry,
+    pub transcript: PathBuf,
+    /// Set when this turn starts the session.
+    pub started: Option<Started>,
+}
+
+/// The sessions of one agent.
+#[derive(Debug, Clone)]
+pub struct Sessions {
+    pub dir: PathBuf,
+    pub agent_id: String,
+    pub config: SessionConfig,
+    /// The host's zone: the daily reset hour is host-local.
+    pub zone: TimeZone,
+}
+
+impl Sessions {
+    pub fn new(
+        state_dir: &Path,
+        agent_id: &str,
+        config: &SessionConfig,
+        zone: TimeZone,
+    ) -> Sessions {
+        let agent_id = key::normalize_id(agent_id, "main");
+        Sessions {
+            dir: state_dir.join("agents").join(&agent_id).join("sessions"),
+            agent_id,
+            config: config.clone(),
+            zone,
+        }
+    }
+
+    pub fn store(&self) -> Store {
+        Store::new(&self.dir.join("sessions.json"))
+    }
+
+    pub fn events(&self) -> events::Queue {
+        events::Queue::new(&self.dir.join("system-events.json"))
+    }
+
+    /// The store key of a requested key.
+    pub fn resolve_key(&self, request: Option<&str>) -> String {
+        key::resolve(
+            request,
+            &self.agent_id,
+            &self.config.main_key,
+            self.config.scope == "global",
+        )
+    }
+
+    /// Where the transcript of `entry` is.
+    pub fn transcript_path(&self, entry: &SessionEntry) -> PathBuf {
+        match &entry.session_file {
+            Some(file) => {
+                let p = PathBuf::from(file);
+                if p.is_absolute() { p } else { self.dir.join(p) }
+            }
+            None => self.dir.join(format!("{}.jsonl", entry.session_id)),
+        }
+    }
+
+    /// The session for a turn on `key` at `now_ms`: the current one, or a
+    /// new one when there is none, when it is stale (unless `bookkeeping`),
+    /// or when `explicit` asks. An explicit reset keeps the model choice
+    /// and label; a stale rollover keeps nothing.
+    pub fn current(
+        &self,
+        key: &str,
+        now: jiff::Timestamp,
+        cwd: &Path,
+        explicit: Option<Started>,
+        bookkeeping: bool,
+    ) -> std::io::Result<(Current, Vec<String>)> {
+        let now_ms = now.as_millisecond();
+        let chat_type = key::chat_type(key);
+        let policy = reset::policy(&self.config, chat_type, key::channel_of(key));
+        let ((entry, started), warnings) = self.store().update(now, |map| {
+            let existing = map.get(key).and_then(SessionEntry::from_value);
+            let started = match (&existing, explicit) {
+                (None, _) => Some(Started::First),
+                (Some(_), Some(why)) => Some(why),
+                (Some(_), None) if bookkeeping => None,
+                (Some(e), None) => {
+                    let began = e.session_started_at.unwrap_or(e.updated_at);
+                    let active = e.last_interaction_at.unwrap_or(e.updated_at);
+                    reset::staleness(&policy, began, active, now_ms, &self.zone).map(|s| match s {
+                        reset::Stale::Daily => Started::Daily,
+                        reset::Stale::Idle => Started::Idle,
+                    })
+                }
+            };
+            let mut entry = existing.clone().unwrap_or_default();
+            if started.is_some() {
+                let old = existing.unwrap_or_default();
+                entry = SessionEntry {
+                    session_id: uuid::Uuid::new_v4().to_string(),
+                    updated_at: now_ms,
+                    session_started_at: Some(now_ms),
+                    last_interaction_at: Some(now_ms),
+                    chat_type: Some(chat_type.to_string()),
+                    ..SessionEntry::default()
+                };
+                if matches!(explicit, Some(Started::Reset | Started::New)) {
+                    entry.provider_override = old.provider_override;
+                    entry.model_override = old.model_override;
+                    entry.label = old.label;
+                }
+                let value = map
+                    .entry(key.to_string())
+                    .or_insert(serde_json::Value::Null);
+                // A new session keeps none of the old entry's fields.
+                *value = serde_json::Value::Object(Default::default());
+                entry.write_into(value);
+            }
+            (entry, started)
+        })?;
+        let transcript = self.transcript_path(&entry);
+        if started.is_some() || !transcript.exists() {
+            let stamp = iso(now);
+            transcript::create(&transcript, &entry.session_id, cwd, &stamp)?;
+        }
+        Ok((
+            Current {
+                key: key.to_string(),
+                entry,
+                transcript,
+                started,
+            },
+            warnings,
+        ))
+    }
+
+    /// Changes the entry of `key` after a turn.
+    pub fn record(
+        &self,
+        key: &str,
+        now: jiff::Timestamp,
+        f: impl FnOnce(&mut SessionEntry),
+    ) -> std::io::Result<Vec<String>> {
+        let (_, warnings) = self.store().update(now, |map| {
+            if let Some(value) = map.get_mut(key)
+                && let Some(mut entry) = SessionEntry::from_value(value)
+            {
+                f(&mut entry);
+                entry.write_into(value);
+            }
+        })?;
+        Ok(warnings)
+    }
+
+    /// Every session, most recently updated first.
+    pub fn list(&self) -> (Vec<(String, SessionEntry)>, Vec<String>) {
+        let (map, warnings) = self.store().load();
+        let mut out: Vec<(String, SessionEntry)> = map
+            .iter()
+            .filter_map(|(k, v)| SessionEntry::from_value(v).map(|e| (k.clone(), e)))
+            .collect();
+        out.sort_by(|a, b| b.1.updated_at.cmp(&a.1.updated_at).then(a.0.cmp(&b.0)));
+        (out, warnings)
+    }
+}
+
+/// ISO 8601 UTC with milliseconds, as transcripts write times.
+pub fn iso(ts: jiff::Timestamp) -> String {
+    ts.strftime("%Y-%m-%dT%H:%M:%S%.3fZ").to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(text: &str) -> jiff::Timestamp {
+        text.parse().unwrap()
+    }
+
+    #[test]
+    fn sessions_start_roll_over_and_reset() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = Sessions::new(dir.path(), "main", &SessionConfig::default(), TimeZone::UTC);
+        let key = s.resolve_key(None);
+        let (first, _) = s
+            .current(&key, at("2026-11-29T09:00:00Z"), dir.path(), None, false)
+            .unwrap();
+        assert_eq!(first.started, Some(Started::First));
+        assert!(first.transcript.exists());
+        let (same, _) = s
+            .current(&key, at("2026-11-29T23:00:00Z"), dir.path(), None, false)
+            .unwrap();
+        assert_eq!(same.started, None);
+        assert_eq!(same.entry.session_id, first.entry.session_id);
+        // Past 04:00 the next day: a new session; the old transcript stays.
+        let (next, _) = s
+            .current(&key, at("2026-11-30T04:00:00Z"), dir.path(), None, false)
+            .unwrap();
+        assert_eq!(next.started, Some(Started::Daily));
+        assert_ne!(next.entry.session_id, first.entry.session_id);
+        assert!(first.transcript.exists() && next.transcript.exists());
+        // A heartbeat never rolls a session.
+        let (beat, _) = s
+            .current(&key, at("2026-12-05T12:00:00Z"), dir.path(), None, true)
+            .unwrap();
+        assert_eq!(beat.started, None);
+        // An explicit reset keeps the model choice.
+        s.record(&key, at("2026-12-05T12:00:00Z"), |e| {
+            e.model_override = Some("small".into())
+        })
+        .unwrap();
+        let (reset, _) = s
+            .current(
+                &key,
+                at("2026-12-05T12:01:00Z"),
+                dir.path(),
+                Some(Started::Reset),
+                false,
+            )
+            .unwrap();
+        assert_eq!(reset.started, Some(Started::Reset));
+        assert_eq!(reset.entry.model_override.as_deref(), Some("small"));
+        let (list, _) = s.list();
+        assert_eq!(list.len(), 1);
+        assert_eq!(list[0].1.session_id, reset.entry.session_id);
+    }
+}

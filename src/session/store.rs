@@ -1,0 +1,259 @@
+//! `sessions.json`: session key → entry, as OpenClaw writes it.
+//!
+//! Unknown fields of an entry, and entries almanac does not understand,
+//! are kept as they are. Every change is a read-modify-write under the
+//! store's lock file, written by atomic replace (2-space indent, 0600).
+//! A file that is not a JSON object is moved aside with a warning and a
+//! new store started; nothing is lost silently.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::durable;
+
+/// The fields of an entry almanac reads and writes; the rest of the
+/// entry's JSON is carried along untouched.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionEntry {
+    pub session_id: String,
+    /// Last change of the entry (ms).
+    pub updated_at: i64,
+    /// When the current session started (ms): the daily reset compares it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_started_at: Option<i64>,
+    /// Last real interaction (ms): the idle reset compares it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_interaction_at: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_file: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chat_type: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider_override: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model_override: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model_provider: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    #[serde(default)]
+    pub input_tokens: u64,
+    #[serde(default)]
+    pub output_tokens: u64,
+    #[serde(default)]
+    pub total_tokens: u64,
+    /// Tokens of the context sent with the last call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context_tokens: Option<u64>,
+    #[serde(default)]
+    pub compaction_count: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_flush_at: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_flush_compaction_count: Option<u64>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub aborted_last_run: bool,
+}
+
+impl SessionEntry {
+    /// Reads the known fields of an entry's JSON.
+    pub fn from_value(value: &Value) -> Option<SessionEntry> {
+        serde_json::from_value(value.clone()).ok()
+    }
+
+    /// Writes the known fields into `value`, keeping the others.
+    pub fn write_into(&self, value: &mut Value) {
+        let known = serde_json::to_value(self).expect("an entry serialises");
+        if !value.is_object() {
+            *value = Value::Object(Map::new());
+        }
+        let target = value.as_object_mut().expect("object");
+        // Optional fields that are now unset are removed.
+        for key in OPTIONAL_FIELDS {
+            if known.get(*key).is_none() {
+                target.remove(*key);
+            }
+        }
+        if let Value::Object(fields) = known {
+            for (k, v) in fields {
+                target.insert(k, v);
+            }
+        }
+    }
+}
+
+const OPTIONAL_FIELDS: &[&str] = &[
+    "sessionStartedAt",
+    "lastInteractionAt",
+    "sessionFile",
+    "chatType",
+    "label",
+    "providerOverride",
+    "modelOverride",
+    "modelProvider",
+    "model",
+    "contextTokens",
+    "memoryFlushAt",
+    "memoryFlushCompactionCount",
+    "abortedLastRun",
+];
+
+/// One `sessions.json`.
+#[derive(Debug, Clone)]
+pub struct Store {
+    pub path: PathBuf,
+}
+
+impl Store {
+    pub fn new(path: &Path) -> Store {
+        Store {
+            path: path.to_path_buf(),
+        }
+    }
+
+    fn lock_path(&self) -> PathBuf {
+        let mut p = self.path.clone().into_os_string();
+        p.push(".lock");
+        PathBuf::from(p)
+    }
+
+    /// Reads the store (not locked: a snapshot), with warnings.
+    pub fn load(&self) -> (Map<String, Value>, Vec<String>) {
+        read(&self.path)
+    }
+
+    /// Reads, lets `f` change, and writes back if anything changed, under
+    /// the store's lock. `now` names a quarantined file.
+    pub fn update<T>(
+        &self,
+        now: jiff::Timestamp,
+        f: impl FnOnce(&mut Map<String, Value>) -> T,
+    ) -> std::io::Result<(T, Vec<String>)> {
+        durable::with_file_lock(&self.lock_path(), || {
+            let (mut map, mut warnings) = read(&self.path);
+            if warnings.iter().any(|w| w.starts_with(CORRUPT)) {
+                match durable::quarantine(&self.path, now) {
+                    Ok(moved) => warnings.push(format!(
+                        "the unreadable session store was moved to {}",
+                        moved.display()
+                    )),
+                    Err(e) => return Err(e),
+                }
+            }
+            let before = map.clone();
+            let value = f(&mut map);
+            if map != before {
+                let mut bytes =
+                    serde_json::to_vec_pretty(&Value::Object(map)).expect("a JSON map serialises");
+                bytes.push(b'\n');
+                durable::atomic_replace(&self.path, &bytes, durable::PRIVATE_FILE_MODE)?;
+            }
+            Ok((value, warnings))
+        })?
+    }
+}
+
+const CORRUPT: &str = "session store is not readable";
+
+fn read(path: &Path) -> (Map<String, Value>, Vec<String>) {
+    let bytes = match std::fs::read(path) {
+        Ok(bytes) => bytes,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return (Map::new(), Vec::new()),
+        Err(e) => {
+            return (
+                Map::new(),
+                vec![format!("{CORRUPT}: {} ({e})", path.display())],
+            );
+        }
+    };
+    match serde_json::from_slice::<Value>(&bytes) {
+        Ok(Value::Object(map)) => (map, Vec::new()),
+        Ok(_) => (
+            Map::new(),
+            vec![format!(
+                "{CORRUPT}: {} is not a JSON object",
+                path.display()
+            )],
+        ),
+        Err(e) => (
+            Map::new(),
+            vec![format!("{CORRUPT}: {} ({e})", path.display())],
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unknown_fields_and_entries_survive_updates() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("sessions.json");
+        std::fs::write(
+            &path,
+            r#"{"agent:main:main":{"sessionId":"a","updatedAt":1,"thinkingLevel":"high","origin":{"label":"x"}},"weird":42}"#,
+        )
+        .unwrap();
+        let store = Store::new(&path);
+        let now = jiff::Timestamp::UNIX_EPOCH;
+        store
+            .update(now, |map| {
+                let value = map.get_mut("agent:main:main").unwrap();
+                let mut entry = SessionEntry::from_value(value).unwrap();
+                entry.updated_at = 99;
+                entry.model = Some("m".into());
+                entry.write_into(value);
+            })
+            .unwrap();
+        let (map, warnings) = store.load();
+        assert!(warnings.is_empty());
+        assert_eq!(map["weird"], 42);
+        let e = &map["agent:main:main"];
+        assert_eq!(e["thinkingLevel"], "high");
+        assert_eq!(e["origin"]["label"], "x");
+        assert_eq!(e["updatedAt"], 99);
+        assert_eq!(e["model"], "m");
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(
+            text.contains("\n  \"agent:main:main\""),
+            "2-space indent: {text}"
+        );
+    }
+
+    #[test]
+    fn a_corrupt_store_is_moved_aside_not_lost() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("sessions.json");
+        std::fs::write(&path, "{not json").unwrap();
+        let store = Store::new(&path);
+        let (_, warnings) = store
+            .update(jiff::Timestamp::UNIX_EPOCH, |map| {
+                map.insert(
+                    "k".into(),
+                    serde_json::json!({"sessionId": "n", "updatedAt": 1}),
+                );
+            })
+            .unwrap();
+        assert!(
+            warnings.iter().any(|w| w.contains("moved to")),
+            "{warnings:?}"
+        );
+        let moved: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .filter_map(Result::ok)
+            .filter(|e| e.file_name().to_string_lossy().contains("corrupt"))
+            .collect();
+        assert_eq!(moved.len(), 1);
+        assert_eq!(
+            std::fs::read_to_string(moved[0].path()).unwrap(),
+            "{not json"
+        );
+        assert_eq!(store.load().0["k"]["sessionId"], "n");
+    }
+}

@@ -1,0 +1,514 @@
+//! Transcripts: append-only JSONL, OpenClaw's format version 3.
+//!
+//! Line 1 is the header `{"type":"session","version":3,"id","timestamp",
+//! "cwd"}`; every other line is an entry with `type`, `id` (8 hex),
+//! `parentId` and `timestamp`. Entries form a tree; the active branch runs
+//! from the last entry back to the root. A `compaction` entry on that
+//! branch stands for everything before `firstKeptEntryId`.
+//!
+//! Entries are appended under the file's lock and synced before a turn is
+//! acknowledged; a line torn by a crash is skipped on reading (with a
+//! diagnostic) and the next append starts on a fresh line. The file is
+//! never rewritten.
+
+use std::collections::{HashMap, HashSet};
+use std::path::Path;
+
+use serde_json::{Value, json};
+
+use crate::durable;
+use crate::provider::{Block, Message, StopReason, Usage};
+
+pub const VERSION: u64 = 3;
+
+/// Call metadata kept with an assistant message.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct AssistantMeta {
+    pub api: String,
+    pub provider: String,
+    pub model: String,
+    pub usage: Usage,
+    pub stop_reason: Option<StopReason>,
+    pub error_message: Option<String>,
+}
+
+/// What an entry holds.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Payload {
+    Message {
+        message: Message,
+        /// Assistant messages only.
+        meta: Option<AssistantMeta>,
+        timestamp_ms: i64,
+    },
+    Compaction {
+        summary: String,
+        first_kept_entry_id: String,
+        tokens_before: u64,
+    },
+    /// Entries almanac does not interpret (custom, labels, model changes…).
+    Other(Value),
+}
+
+/// One entry.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Entry {
+    pub id: String,
+    pub parent_id: Option<String>,
+    pub timestamp: String,
+    pub payload: Payload,
+}
+
+/// A transcript read from disk.
+#[derive(Debug, Clone, Default)]
+pub struct Transcript {
+    pub session_id: Option<String>,
+    pub header_timestamp: Option<String>,
+    pub entries: Vec<Entry>,
+    pub diagnostics: Vec<String>,
+}
+
+/// Creates the file with its header unless it exists.
+pub fn create(path: &Path, session_id: &str, cwd: &Path, timestamp: &str) -> std::io::Result<()> {
+    let header = json!({"type": "session", "version": VERSION, "id": session_id, "timestamp": timestamp, "cwd": cwd});
+    let mut line = header.to_string();
+    line.push('\n');
+    durable::atomic_create(path, line.as_bytes(), durable::PRIVATE_FILE_MODE).map(|_| ())
+}
+
+/// Reads a transcript. A missing file is empty; a first line that is not a
+/// header makes the file read as empty; malformed lines are skipped.
+pub fn read(path: &Path) -> std::io::Result<Transcript> {
+    let bytes = match std::fs::read(path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Transcript::default()),
+        Err(e) => return Err(e),
+    };
+    let text = String::from_utf8_lossy(&bytes);
+    let mut out = Transcript::default();
+    let mut lines = text.lines().enumerate();
+    match lines.next().map(|(_, l)| serde_json::from_str::<Value>(l)) {
+        Some(Ok(h)) if h["type"] == "session" => {
+            out.session_id = h["id"].as_str().map(str::to_string);
+            out.header_timestamp = h["timestamp"].as_str().map(str::to_string);
+        }
+        Some(_) => {
+            out.diagnostics.push(format!(
+                "{}: the first line is not a session header; read as empty",
+                path.display()
+            ));
+            return Ok(out);
+        }
+        None => return Ok(out),
+    }
+    for (n, line) in lines {
+        if line.trim().is_empty() {
+            continue;
+        }
+        match serde_json::from_str::<Value>(line)
+            .ok()
+            .and_then(|v| parse_entry(&v))
+        {
+            Some(entry) => out.entries.push(entry),
+            None => out.diagnostics.push(format!(
+                "{}:{}: not a transcript entry; skipped",
+                path.display(),
+                n + 1
+            )),
+        }
+    }
+    Ok(out)
+}
+
+fn parse_entry(v: &Value) -> Option<Entry> {
+    let id = v["id"].as_str()?.to_string();
+    let parent_id = v["parentId"].as_str().map(str::to_string);
+    let timestamp = v["timestamp"].as_str().unwrap_or("").to_string();
+    let payload = match v["type"].as_str()? {
+        "message" => {
+            let m = &v["message"];
+            let timestamp_ms = m["timestamp"].as_i64().unwrap_or(0);
+            let (message, meta) = message_from_json(m)?;
+            Payload::Message {
+                message,
+                meta,
+                timestamp_ms,
+            }
+        }
+        "compaction" => Payload::Compaction {
+            summary: v["summary"].as_str()?.to_string(),
+            first_kept_entry_id: v["firstKeptEntryId"].as_str()?.to_string(),
+            tokens_before: v["tokensBefore"].as_u64().unwrap_or(0),
+        },
+        _ => Payload::Other(v.clone()),
+    };
+    Some(Entry {
+        id,
+        parent_id,
+        timestamp,
+        payload,
+    })
+}
+
+fn blocks_from(content: &Value) -> Option<Vec<Block>> {
+    match content {
+        Value::String(text) => Some(vec![Block::text(text.clone())]),
+        Value::Array(items) => Some(
+            items
+                .iter()
+                // Block kinds almanac does not know are left out of the
+                // context, not fatal.
+                .filter_map(|b| serde_json::from_value::<Block>(b.clone()).ok())
+                .collect(),
+        ),
+        Value::Null => Some(Vec::new()),
+        _ => None,
+    }
+}
+
+fn message_from_json(m: &Value) -> Option<(Message, Option<AssistantMeta>)> {
+    match m["role"].as_str()? {
+        "user" => Some((Message::User(blocks_from(&m["content"])?), None)),
+        "assistant" => {
+            let usage = &m["usage"];
+            let n = |k: &str| usage[k].as_u64().unwrap_or(0);
+            let meta = AssistantMeta {
+                api: m["api"].as_str().unwrap_or("").to_string(),
+                provider: m["provider"].as_str().unwrap_or("").to_string(),
+                model: m["model"].as_str().unwrap_or("").to_string(),
+                usage: Usage {
+                    input: n("input"),
+                    output: n("output"),
+                    cache_read: n("cacheRead"),
+                    cache_write: n("cacheWrite"),
+                    total_tokens: n("totalTokens"),
+                },
+                stop_reason: serde_json::from_value(m["stopReason"].clone()).ok(),
+                error_message: m["errorMessage"].as_str().map(str::to_string),
+            };
+            Some((Message::Assistant(blocks_from(&m["content"])?), Some(meta)))
+        }
+        "toolResult" => Some((
+            Message::ToolResult {
+                tool_call_id: m["toolCallId"].as_str()?.to_string(),
+                tool_name: m["toolName"].as_str().unwrap_or("").to_string(),
+                content: blocks_from(&m["content"])?,
+                is_error: m["isError"].as_bool().unwrap_or(false),
+            },
+            None,
+        )),
+        _ => None,
+    }
+}
+
+/// The JSON of a message as the transcript stores it.
+pub fn message_json(message: &Message, meta: Option<&AssistantMeta>, timestamp_ms: i64) -> Value {
+    let blocks = |b: &[Block]| serde_json::to_value(b).expect("blocks serialise");
+    match message {
+        Message::User(content) => {
+            json!({"role": "user", "content": blocks(content), "timestamp": timestamp_ms})
+        }
+        Message::Assistant(content) => {
+            let meta = meta.cloned().unwrap_or_default();
+            let u = meta.usage;
+            let mut m = json!({
+                "role": "assistant",
+                "content": blocks(content),
+                "api": meta.api,
+                "provider": meta.provider,
+                "model": meta.model,
+                "usage": {
+                    "input": u.input, "output": u.output, "cacheRead": u.cache_read, "cacheWrite": u.cache_write,
+                    "totalTokens": u.total_tokens,
+                    "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0},
+                },
+                "stopReason": meta.stop_reason.unwrap_or(StopReason::Stop),
+                "timestamp": timestamp_ms,
+            });
+            if let Some(e) = meta.error_message {
+                m["errorMessage"] = Value::String(e);
+            }
+            m
+        }
+        Message::ToolResult {
+            tool_call_id,
+            tool_name,
+            content,
+            is_error,
+        } => json!({
+            "role": "toolResult", "toolCallId": tool_call_id, "toolName": tool_name,
+            "content": blocks(content), "isError": is_error, "timestamp": timestamp_ms,
+        }),
+    }
+}
+
+/// Appends entries (built by `build`, each given its new id and its
+/// parent's) after `parent`, in one locked and synced write; returns the
+/// new ids.
+pub fn append(
+    path: &Path,
+    parent: Option<&str>,
+    taken: &HashSet<String>,
+    seed: u64,
+    payloads: &[(String, Value)],
+) -> std::io::Result<Vec<String>> {
+    let mut lines = String::new();
+    let mut ids = Vec::with_capacity(payloads.len());
+    let mut parent = parent.map(str::to_string);
+    let mut used: HashSet<String> = HashSet::new();
+    for (i, (timestamp, payload)) in payloads.iter().enumerate() {
+        let id = new_id(seed.wrapping_add(i as u64), |c| {
+            taken.contains(c) || used.contains(c)
+        });
+        used.insert(id.clone());
+        let mut entry = payload.clone();
+        entry["id"] = Value::String(id.clone());
+        entry["parentId"] = parent.clone().map_or(Value::Null, Value::String);
+        entry["timestamp"] = Value::String(timestamp.clone());
+        lines.push_str(&entry.to_string());
+        lines.push('\n');
+        parent = Some(id.clone());
+        ids.push(id);
+    }
+    durable::locked_append(path, lines.as_bytes(), durable::PRIVATE_FILE_MODE, true)?;
+    Ok(ids)
+}
+
+/// An 8-hex id not in use.
+fn new_id(seed: u64, taken: impl Fn(&str) -> bool) -> String {
+    let mut state = seed ^ 0x9E37_79B9_7F4A_7C15;
+    loop {
+        state = state
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        let id = format!("{:08x}", (state >> 32) as u32);
+        if !taken(&id) {
+            return id;
+        }
+    }
+}
+
+impl Transcript {
+    /// The last entry: the leaf of the active branch.
+    pub fn leaf(&self) -> Option<&Entry> {
+        self.entries.last()
+    }
+
+    pub fn ids(&self) -> HashSet<String> {
+        self.entries.iter().map(|e| e.id.clone()).collect()
+    }
+
+    /// The active branch, root first.
+    pub fn branch(&self) -> Vec<&Entry> {
+        let by_id: HashMap<&str, &Entry> =
+            self.entries.iter().map(|e| (e.id.as_str(), e)).collect();
+        let mut out = Vec::new();
+        let mut seen = HashSet::new();
+        let mut cursor = self.leaf();
+        while let Some(entry) = cursor {
+            if !seen.insert(entry.id.as_str()) {
+                break; // a cycle in a hand-edited file
+            }
+            out.push(entry);
+            cursor = entry
+                .parent_id
+                .as_deref()
+                .and_then(|p| by_id.get(p).copied());
+        }
+        out.reverse();
+        out
+    }
+
+    /// The messages the model sees: the active branch, with the newest
+    /// compaction on it standing for what came before the entry it kept.
+    pub fn context(&self) -> Vec<Message> {
+        let branch = self.branch();
+        let compaction = branch
+            .iter()
+            .rposition(|e| matches!(e.payload, Payload::Compaction { .. }));
+        let mut out = Vec::new();
+        let start = match compaction {
+            Some(at) => {
+                let Payload::Compaction {
+                    summary,
+                    first_kept_entry_id,
+                    ..
+                } = &branch[at].payload
+                else {
+                    unreachable!()
+                };
+                out.push(Message::User(vec![Block::text(format!(
+                    "The conversation so far, summarised:\n\n{summary}"
+                ))]));
+                let kept = branch[..at]
+                    .iter()
+                    .position(|e| &e.id == first_kept_entry_id)
+                    .unwrap_or(at);
+                for e in &branch[kept..at] {
+                    if let Payload::Message { message, .. } = &e.payload {
+                        out.push(message.clone());
+                    }
+                }
+                at + 1
+            }
+            None => 0,
+        };
+        for e in &branch[start..] {
+            if let Payload::Message { message, .. } = &e.payload {
+                out.push(message.clone());
+            }
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn msg(text: &str) -> Value {
+        json!({"type": "message", "message": message_json(&Message::User(vec![Block::text(text)]), None, 1)})
+    }
+
+    #[test]
+    fn append_read_branch_and_torn_lines() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.jsonl");
+        create(&path, "sid", dir.path(), "2026-11-29T09:00:00.000Z").unwrap();
+        let ids = append(
+            &path,
+            None,
+            &HashSet::new(),
+            1,
+            &[("t".into(), msg("one")), ("t".into(), msg("two"))],
+        )
+        .unwrap();
+        // A crash tore the next line.
+        use std::io::Write;
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .unwrap()
+            .write_all(b"{\"type\":\"mess")
+            .unwrap();
+        let t = read(&path).unwrap();
+        assert_eq!(t.entries.len(), 2);
+        assert_eq!(t.diagnostics.len(), 1, "{:?}", t.diagnostics);
+        let more = append(
+            &path,
+            Some(&ids[1]),
+            &t.ids(),
+            2,
+            &[("t".into(), msg("three"))],
+        )
+        .unwrap();
+        let t = read(&path).unwrap();
+        assert_eq!(t.entries.len(), 3);
+        assert_eq!(t.entries[2].parent_id.as_deref(), Some(ids[1].as_str()));
+        assert_ne!(more[0], ids[0]);
+        let texts: Vec<String> = t
+            .context()
+            .into_iter()
+            .map(|m| match m {
+                Message::User(b) => match &b[0] {
+                    Block::Text { text } => text.clone(),
+                    _ => String::new(),
+                },
+                _ => String::new(),
+            })
+            .collect();
+        assert_eq!(texts, vec!["one", "two", "three"]);
+        assert_eq!(t.session_id.as_deref(), Some("sid"));
+    }
+
+    #[test]
+    fn compaction_stands_for_what_it_summarised() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.jsonl");
+        create(&path, "sid", dir.path(), "t").unwrap();
+        let ids = append(
+            &path,
+            None,
+            &HashSet::new(),
+            1,
+            &[
+                ("t".into(), msg("a")),
+                ("t".into(), msg("b")),
+                ("t".into(), msg("c")),
+            ],
+        )
+        .unwrap();
+        let t = read(&path).unwrap();
+        let compaction = json!({"type": "compaction", "summary": "A and B happened.", "firstKeptEntryId": ids[2], "tokensBefore": 900});
+        append(
+            &path,
+            Some(&ids[2]),
+            &t.ids(),
+            5,
+            &[("t".into(), compaction), ("t".into(), msg("d"))],
+        )
+        .unwrap();
+        let context = read(&path).unwrap().context();
+        let texts: Vec<String> = context
+            .iter()
+            .map(|m| match m {
+                Message::User(b) => match &b[0] {
+                    Block::Text { text } => text.clone(),
+                    _ => String::new(),
+                },
+                _ => String::new(),
+            })
+            .collect();
+        assert_eq!(texts.len(), 3);
+        assert!(texts[0].contains("A and B happened."));
+        assert_eq!(&texts[1..], &["c".to_string(), "d".to_string()]);
+    }
+
+    #[test]
+    fn messages_round_trip_in_openclaw_shape() {
+        let assistant = Message::Assistant(vec![
+            Block::Thinking {
+                thinking: "hm".into(),
+                signature: Some("s".into()),
+            },
+            Block::text("Reading."),
+            Block::ToolCall {
+                id: "c1".into(),
+                name: "read".into(),
+                arguments: json!({"path": "a.md"}),
+            },
+        ]);
+        let meta = AssistantMeta {
+            api: "anthropic-messages".into(),
+            provider: "anthropic".into(),
+            model: "claude".into(),
+            usage: Usage {
+                input: 10,
+                output: 5,
+                ..Usage::default()
+            },
+            stop_reason: Some(StopReason::ToolUse),
+            error_message: None,
+        };
+        let j = message_json(&assistant, Some(&meta), 7);
+        assert_eq!(j["content"][0]["thinkingSignature"], "s");
+        assert_eq!(j["content"][2]["type"], "toolCall");
+        assert_eq!(j["stopReason"], "toolUse");
+        assert_eq!(j["usage"]["input"], 10);
+        let (back, back_meta) = message_from_json(&j).unwrap();
+        assert_eq!(back, assistant);
+        assert_eq!(back_meta.unwrap(), meta);
+        let result = Message::ToolResult {
+            tool_call_id: "c1".into(),
+            tool_name: "read".into(),
+            content: vec![Block::text("text")],
+            is_error: true,
+        };
+        let j = message_json(&result, None, 8);
+        assert_eq!(j["role"], "toolResult");
+        assert_eq!(message_from_json(&j).unwrap().0, result);
+        // A user message stored as a plain string reads too.
+        let (m, _) = message_from_json(&json!({"role": "user", "content": "hi"})).unwrap();
+        assert_eq!(m, Message::User(vec![Block::text("hi")]));
+    }
+}
