@@ -2,6 +2,7 @@
 //!
 //! See `ARCHITECTURE.md` for the map of modules and their invariants.
 
+pub mod agent;
 pub mod app;
 pub mod cli;
 pub mod config;
