@@ -1,5 +1,21 @@
 //! The agent turn: the only place a model is called. Prompt assembly →
 //! provider ↔ tools → transcript.
+//!
+//! * [`prompt`]: the system prompt (identity, tools, skills catalog,
+//!   memory guidance, workspace bootstrap files, recalled notes) and the
+//!   user message with queued system events;
+//! * [`tools`]: read, write, edit, exec, memory tools and skill tools;
+//! * [`turn`]: the loop, writing every message to the transcript as it
+//!   happens;
+//! * [`hygiene`]: per-provider repair of a stored conversation, in memory;
+//! * [`compaction`]: memory flush and summary near the context window.
+//!
+//! Invariants: schedulers and webhooks never import this module; they
+//! hand a message to the app, which runs a turn. Nothing here rewrites a
+//! transcript or reads the environment.
 
+pub mod compaction;
 pub mod hygiene;
+pub mod prompt;
 pub mod tools;
+pub mod turn;

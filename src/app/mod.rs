@@ -6,6 +6,7 @@
 //! Start-up work stays minimal: one small file read (the config) and no
 //! database is opened until a command needs it.
 
+pub mod agent;
 pub mod memory;
 pub mod session_memory;
 pub mod skills;

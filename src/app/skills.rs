@@ -197,6 +197,54 @@ pub fn run_skill(app: &App, name: &str, args: &[String]) -> Result<RunOutcome, R
     }
 }
 
+/// Runs skill `name` like [`run_skill`] and returns its output (stdout
+/// and stderr) and exit code instead of passing them through: a skill
+/// called as an agent tool.
+pub fn run_skill_captured(
+    app: &App,
+    name: &str,
+    args: &[String],
+) -> Result<(String, i32), RefusedRun> {
+    let (inputs, report) = app.skills_report();
+    let Some(status) = report.find(name) else {
+        return Err(RefusedRun::Unknown(name.to_string()));
+    };
+    if !status.eligibility.eligible {
+        return Err(RefusedRun::Gated(format!(
+            "Cannot run {}: {}",
+            status.skill.name,
+            status.eligibility.reasons.join("; ")
+        )));
+    }
+    let skill = &status.skill;
+    let ctx = GateContext::new(
+        &inputs.env,
+        &inputs.config,
+        inputs.permissions_override.as_deref(),
+    );
+    match run::plan(skill, args, |bin| ctx.find_bin(bin))? {
+        Plan::Print(text) => Ok((text, 0)),
+        Plan::Exec { program, args, cwd } => {
+            let entries = &app.config.config.skills.entries;
+            let entry = entries
+                .get(&skill.skill_key)
+                .or_else(|| entries.get(&skill.name));
+            let mut env = inputs.env.clone();
+            env.extend(run::skill_env(skill, entry, &inputs.env));
+            let out = std::process::Command::new(&program)
+                .args(&args)
+                .current_dir(&cwd)
+                .env_clear()
+                .envs(&env)
+                .stdin(std::process::Stdio::null())
+                .output()?;
+            let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
+            text.push_str(&String::from_utf8_lossy(&out.stderr));
+            Ok((text, out.status.code().unwrap_or(-1)))
+        }
+    }
+}
+
 /// Whether a skill's `skills run` would print its instructions.
 pub fn is_instruction_skill(spec: Option<&RunSpec>) -> bool {
     matches!(spec, None | Some(RunSpec::Prompt))

@@ -8,6 +8,7 @@
 //! * errors go to stderr as `error: <message>` followed by one
 //!   `  caused by: <cause>` line per underlying cause.
 
+mod agent_cmd;
 mod config_cmd;
 mod heartbeat_cmd;
 mod logging;
@@ -83,6 +84,10 @@ enum Command {
     /// Memory search and recall: ranked search, files, entities, fact packs
     #[command(subcommand)]
     Memory(memory_cmd::MemoryCommand),
+    /// Run one agent turn (--message), or show its prompt (agent prompt)
+    Agent(agent_cmd::AgentArgs),
+    /// List sessions, or show one
+    Sessions(agent_cmd::SessionsArgs),
     /// Skills: list, check, catalog, routing, running, security scan
     #[command(subcommand, alias = "plugins")]
     Skills(skills_cmd::SkillsCommand),
@@ -148,6 +153,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::SessionMemory(cmd) => session_memory_cmd::run(cmd, &load_app(&options, host)?),
         Command::Heartbeat(cmd) => heartbeat_cmd::run(cmd, &load_app(&options, host)?),
         Command::Memory(cmd) => memory_cmd::run(cmd, &load_app(&options, host)?),
+        Command::Agent(args) => agent_cmd::run(args, &load_app(&options, host)?),
+        Command::Sessions(args) => agent_cmd::sessions(args, &load_app(&options, host)?),
         Command::Skills(cmd) => {
             skills_cmd::run(cmd, &load_app(&options, host)?, cli.global.verbose > 0)
         }

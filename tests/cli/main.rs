@@ -1,8 +1,11 @@
 //! The one integration test binary: runs the real `almanac` executable in a
 //! temporary home directory with a clean environment.
 
+mod agent;
 mod common;
 mod foundation;
 mod memory;
+#[path = "../support/scripted_server.rs"]
+mod scripted;
 mod session_memory;
 mod skills;

@@ -39,6 +39,8 @@ pub enum Reply {
     Sse(Vec<String>),
     /// The same, then the connection is closed without ending the answer.
     SseDrop(Vec<String>),
+    /// Read the request and never answer (until the client goes away).
+    Hang,
     /// Any status with headers and a body.
     Status {
         status: u16,
@@ -136,6 +138,12 @@ fn serve(
         });
     let mut out = stream;
     match reply {
+        Reply::Hang => {
+            // Wait for the client to close its side.
+            let mut sink = [0u8; 64];
+            while matches!(reader.read(&mut sink), Ok(n) if n > 0) {}
+            return;
+        }
         Reply::Sse(chunks) | Reply::SseDrop(chunks) => {
             let _ = out.write_all(
                 b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\nconnection: close\r\n\r\n",

@@ -1,0 +1,237 @@
+//! The system prompt of a turn and the text of its user message.
+//!
+//! The system prompt is, in order: who the agent is and what time it is;
+//! its tools; the skills catalog; how to use memory; the workspace's
+//! bootstrap files (`AGENTS.md`, `SOUL.md`, `TOOLS.md`, `IDENTITY.md`,
+//! `USER.md`, `MEMORY.md`), each capped and all together capped, as the
+//! always-in-context core; and recalled session notes. Queued system
+//! events go in front of the user's message.
+
+use std::path::{Path, PathBuf};
+
+use crate::provider::ToolSpec;
+
+/// The bootstrap files, in the order they are given.
+pub const BOOTSTRAP_FILES: &[&str] = &[
+    "AGENTS.md",
+    "SOUL.md",
+    "TOOLS.md",
+    "IDENTITY.md",
+    "USER.md",
+    "MEMORY.md",
+];
+
+/// A workspace file put in the prompt.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BootstrapFile {
+    pub name: String,
+    pub path: PathBuf,
+    pub content: String,
+    /// Characters cut to fit the caps.
+    pub truncated_chars: usize,
+}
+
+/// Reads the bootstrap files of `workspace` within the caps. `MEMORY.md`
+/// is read as `memory.md` when only that exists; files that are missing
+/// or unreadable are left out.
+pub fn bootstrap_files(workspace: &Path, max_each: usize, max_total: usize) -> Vec<BootstrapFile> {
+    let mut out = Vec::new();
+    let mut left = max_total;
+    for name in BOOTSTRAP_FILES {
+        let mut path = workspace.join(name);
+        if *name == "MEMORY.md" && !path.exists() && workspace.join("memory.md").exists() {
+            path = workspace.join("memory.md");
+        }
+        let Ok(bytes) = std::fs::read(&path) else {
+            continue;
+        };
+        let text = String::from_utf8_lossy(&bytes);
+        let text = text.trim();
+        if text.is_empty() {
+            continue;
+        }
+        let total = text.chars().count();
+        let keep = total.min(max_each).min(left);
+        if keep == 0 {
+            break;
+        }
+        let content = if keep < total {
+            cut(text, keep)
+        } else {
+            text.to_string()
+        };
+        left -= keep;
+        out.push(BootstrapFile {
+            name: path
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+            path,
+            content,
+            truncated_chars: total - keep,
+        });
+    }
+    out
+}
+
+/// The first `keep` characters, ending on a line where possible, with a
+/// note of what was cut.
+fn cut(text: &str, keep: usize) -> String {
+    let prefix: String = text.chars().take(keep).collect();
+    let at = prefix
+        .rfind('\n')
+        .filter(|i| *i > prefix.len() / 2)
+        .unwrap_or(prefix.len());
+    format!(
+        "{}\n[… cut to fit the prompt; read the file for the rest]",
+        &prefix[..at]
+    )
+}
+
+/// Everything the system prompt is made of.
+#[derive(Debug, Clone, Default)]
+pub struct Parts {
+    pub agent_id: String,
+    /// `2026-11-29 09:00 (Europe/Paris, Sunday)`.
+    pub now: String,
+    pub workspace: PathBuf,
+    pub model: String,
+    pub tools: Vec<ToolSpec>,
+    /// The `<available_skills>` block, if any skill is offered.
+    pub skills_catalog: Option<String>,
+    pub memory_tools: bool,
+    pub bootstrap: Vec<BootstrapFile>,
+    /// The recall block of session memory for this message.
+    pub memory_context: Option<String>,
+}
+
+/// The system prompt.
+pub fn system_prompt(p: &Parts) -> String {
+    let mut s = String::new();
+    s.push_str("You are a personal assistant running inside almanac.\n\n");
+    s.push_str("## Runtime\n");
+    s.push_str(&format!(
+        "Agent: {}\nModel: {}\nCurrent time: {}\nWorkspace: {}\n",
+        p.agent_id,
+        p.model,
+        p.now,
+        p.workspace.display()
+    ));
+    if !p.tools.is_empty() {
+        s.push_str("\n## Tooling\nTools available in this turn (call them by name):\n");
+        for t in &p.tools {
+            let first = t.description.lines().next().unwrap_or("");
+            s.push_str(&format!("- {}: {first}\n", t.name));
+        }
+        s.push_str("Paths are relative to the workspace. Say what you did after using a tool.\n");
+    }
+    if let Some(catalog) = &p.skills_catalog {
+        s.push_str("\n## Skills\n");
+        s.push_str(catalog.trim_end());
+        s.push('\n');
+    }
+    if p.memory_tools {
+        s.push_str("\n## Memory Recall\n");
+        s.push_str(
+            "Before answering anything about prior work, decisions, dates, people, preferences or todos: run memory_search on MEMORY.md and memory/*.md, then use memory_get to read only the lines you need. If confidence stays low after searching, say that you checked.\n",
+        );
+    }
+    if !p.bootstrap.is_empty() {
+        s.push_str(
+            "\n# Project Context\nThe following workspace files are loaded into every turn:\n",
+        );
+        for f in &p.bootstrap {
+            s.push_str(&format!("\n## {}\n\n{}\n", f.name, f.content));
+        }
+    }
+    if let Some(context) = &p.memory_context {
+        s.push_str("\n## Recalled session notes\n");
+        s.push_str(context.trim_end());
+        s.push('\n');
+    }
+    s
+}
+
+/// The user's message with queued system events in front of it.
+pub fn user_text(message: &str, event_lines: &[String]) -> String {
+    if event_lines.is_empty() {
+        return message.to_string();
+    }
+    let mut s = event_lines.join("\n");
+    if !message.is_empty() {
+        s.push_str("\n\n");
+        s.push_str(message);
+    }
+    s
+}
+
+/// A rough token count (4 characters a token), for budgets only.
+pub fn estimate_tokens(text: &str) -> usize {
+    text.chars().count().div_ceil(4)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bootstrap_files_are_read_in_order_and_capped() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = dir.path();
+        std::fs::write(ws.join("SOUL.md"), "Be kind.").unwrap();
+        std::fs::write(ws.join("AGENTS.md"), "Rules.\n".repeat(10)).unwrap();
+        std::fs::write(ws.join("memory.md"), "- likes tea").unwrap();
+        std::fs::write(ws.join("USER.md"), "   \n").unwrap();
+        let files = bootstrap_files(ws, 30, 1000);
+        let names: Vec<&str> = files.iter().map(|f| f.name.as_str()).collect();
+        assert_eq!(names, vec!["AGENTS.md", "SOUL.md", "memory.md"]);
+        assert_eq!(files[0].truncated_chars, 70 - 1 - 30);
+        assert!(files[0].content.ends_with("read the file for the rest]"));
+        assert!(files[0].content.starts_with("Rules.\nRules."));
+        // The total cap.
+        let files = bootstrap_files(ws, 1000, 75);
+        assert_eq!(files.len(), 2);
+        assert_eq!(files[1].name, "SOUL.md");
+        assert_eq!(files[1].truncated_chars, 8 - (75 - 69));
+    }
+
+    #[test]
+    fn the_prompt_has_its_sections_in_order() {
+        let parts = Parts {
+            agent_id: "main".into(),
+            now: "2026-11-29 09:00 (UTC, Sunday)".into(),
+            workspace: PathBuf::from("/ws"),
+            model: "openai/m".into(),
+            tools: vec![ToolSpec {
+                name: "read".into(),
+                description: "Read a file.\nMore.".into(),
+                parameters: serde_json::json!({}),
+            }],
+            skills_catalog: Some("<available_skills>\n</available_skills>".into()),
+            memory_tools: true,
+            bootstrap: vec![BootstrapFile {
+                name: "SOUL.md".into(),
+                path: PathBuf::from("/ws/SOUL.md"),
+                content: "Be kind.".into(),
+                truncated_chars: 0,
+            }],
+            memory_context: Some("Relevant session notes:\n- tea".into()),
+        };
+        let s = system_prompt(&parts);
+        let at = |needle: &str| {
+            s.find(needle)
+                .unwrap_or_else(|| panic!("{needle} missing in\n{s}"))
+        };
+        assert!(at("## Runtime") < at("## Tooling"));
+        assert!(at("- read: Read a file.\n") < at("## Skills"));
+        assert!(at("## Skills") < at("## Memory Recall"));
+        assert!(at("## Memory Recall") < at("## SOUL.md\n\nBe kind."));
+        assert!(at("Be kind.") < at("## Recalled session notes"));
+        assert_eq!(
+            user_text("hi", &["System: [09:00] backup done".into()]),
+            "System: [09:00] backup done\n\nhi"
+        );
+        assert_eq!(user_text("hi", &[]), "hi");
+    }
+}

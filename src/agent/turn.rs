@@ -1,0 +1,234 @@
+//! One agent turn: the user's message → model ↔ tools → reply, with every
+//! message written to the session's transcript as it happens.
+//!
+//! Invariants:
+//! * The user's message is in the transcript (synced) before the model is
+//!   called; each assistant message and each tool result is appended as
+//!   soon as it exists. A turn killed at any point leaves a transcript
+//!   whose next turn is valid (hygiene repairs a call left without its
+//!   result).
+//! * What the provider sees is the transcript's context after hygiene;
+//!   the file is never rewritten.
+//! * The loop ends when the model answers without calling a tool, or at
+//!   the step limit, which is reported.
+
+use std::collections::HashSet;
+
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use super::{hygiene, tools::Tools};
+use crate::provider::{
+    self, Block, Message, Provider, Request, RetryPolicy, StopReason, StreamSink, Usage,
+};
+use crate::session::transcript::{self, AssistantMeta};
+
+/// The silent reply token: the turn has nothing to tell the user.
+pub const NO_REPLY: &str = "NO_REPLY";
+
+/// Settings of one turn.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// The model name sent to the provider.
+    pub model: String,
+    pub max_tokens: u32,
+    pub max_steps: u32,
+}
+
+/// One tool call of the turn, for the caller's report.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolCallRecord {
+    pub id: String,
+    pub name: String,
+    pub arguments: Value,
+    pub is_error: bool,
+    /// The start of the output.
+    pub output: String,
+}
+
+/// What a turn did.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Outcome {
+    pub reply: String,
+    /// The reply was `NO_REPLY`: nothing to deliver.
+    pub silent: bool,
+    pub tool_calls: Vec<ToolCallRecord>,
+    pub usage: Usage,
+    /// Model calls made.
+    pub steps: u32,
+    pub stop_reason: StopReason,
+    /// Set when the step limit ended the turn.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stopped: Option<String>,
+    /// What hygiene repaired in the stored conversation.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub repairs: Vec<String>,
+}
+
+/// Where the turn writes.
+pub struct Log<'a> {
+    pub path: &'a std::path::Path,
+    /// The last entry id (the new entries' parent).
+    pub leaf: Option<String>,
+    /// Ids in use in the file.
+    pub taken: HashSet<String>,
+    /// Seeds entry ids (the time the turn started, in ms).
+    pub seed: u64,
+    /// The clock of entry timestamps.
+    pub clock: &'a dyn Fn() -> jiff::Timestamp,
+}
+
+impl Log<'_> {
+    /// Appends one message, synced.
+    pub fn message(
+        &mut self,
+        message: &Message,
+        meta: Option<&AssistantMeta>,
+    ) -> std::io::Result<String> {
+        let now = (self.clock)();
+        let payload = json!({"type": "message", "message": transcript::message_json(message, meta, now.as_millisecond())});
+        self.append(vec![(crate::session::iso(now), payload)])
+    }
+
+    /// Appends raw entries (each with its `type`), synced, chained.
+    pub fn append(&mut self, payloads: Vec<(String, Value)>) -> std::io::Result<String> {
+        self.seed = self.seed.wrapping_add(payloads.len() as u64 + 1);
+        let ids = transcript::append(
+            self.path,
+            self.leaf.as_deref(),
+            &self.taken,
+            self.seed,
+            &payloads,
+        )?;
+        for id in &ids {
+            self.taken.insert(id.clone());
+        }
+        let last = ids.last().cloned().unwrap_or_default();
+        self.leaf = Some(last.clone());
+        Ok(last)
+    }
+}
+
+/// Why a turn failed.
+#[derive(Debug, thiserror::Error)]
+pub enum TurnError {
+    #[error(transparent)]
+    Provider(#[from] provider::ProviderError),
+    #[error("cannot write the transcript")]
+    Transcript(#[from] std::io::Error),
+}
+
+/// Runs the turn. `history` is the context before the user's message;
+/// `user` is the message, already appended by the caller or appended here
+/// when `append_user` is set.
+#[allow(clippy::too_many_arguments)]
+pub async fn run(
+    provider: &dyn Provider,
+    retry: &RetryPolicy,
+    settings: &Settings,
+    system: &str,
+    tools: &Tools<'_>,
+    history: Vec<Message>,
+    user: Message,
+    log: &mut Log<'_>,
+    sink: &mut dyn StreamSink,
+) -> Result<Outcome, TurnError> {
+    let endpoint = provider.endpoint();
+    log.message(&user, None)?;
+    let mut conversation = history;
+    conversation.push(user);
+    let specs = tools.specs();
+    let mut outcome = Outcome {
+        reply: String::new(),
+        silent: false,
+        tool_calls: Vec::new(),
+        usage: Usage::default(),
+        steps: 0,
+        stop_reason: StopReason::Stop,
+        stopped: None,
+        repairs: Vec::new(),
+    };
+    loop {
+        if outcome.steps >= settings.max_steps {
+            outcome.stopped = Some(format!(
+                "stopped after {} model calls (agents.defaults.maxSteps)",
+                settings.max_steps
+            ));
+            break;
+        }
+        let (messages, repairs) = hygiene::clean(&conversation, endpoint.api);
+        if outcome.steps == 0 {
+            outcome.repairs = repairs;
+        }
+        let request = Request {
+            model: settings.model.clone(),
+            system: system.to_string(),
+            messages,
+            tools: specs.clone(),
+            max_tokens: settings.max_tokens,
+        };
+        let response = provider::call_with_retries(provider, &request, sink, retry).await?;
+        outcome.steps += 1;
+        outcome.usage.add(&response.usage);
+        outcome.stop_reason = response.stop_reason;
+        let meta = AssistantMeta {
+            api: endpoint.api.as_str().to_string(),
+            provider: endpoint.provider.clone(),
+            model: settings.model.clone(),
+            usage: response.usage,
+            stop_reason: Some(response.stop_reason),
+            error_message: None,
+        };
+        let assistant = Message::Assistant(response.content.clone());
+        log.message(&assistant, Some(&meta))?;
+        conversation.push(assistant);
+        let calls: Vec<(String, String, Value)> = response
+            .content
+            .iter()
+            .filter_map(|b| match b {
+                Block::ToolCall {
+                    id,
+                    name,
+                    arguments,
+                } => Some((id.clone(), name.clone(), arguments.clone())),
+                _ => None,
+            })
+            .collect();
+        let text = response
+            .content
+            .iter()
+            .filter_map(|b| match b {
+                Block::Text { text } => Some(text.as_str()),
+                _ => None,
+            })
+            .collect::<Vec<_>>()
+            .join("\n");
+        if calls.is_empty() {
+            outcome.reply = text;
+            break;
+        }
+        for (id, name, arguments) in calls {
+            let output = tools.call(&name, &arguments).await;
+            let result = Message::ToolResult {
+                tool_call_id: id.clone(),
+                tool_name: name.clone(),
+                content: vec![Block::text(output.text.clone())],
+                is_error: output.is_error,
+            };
+            log.message(&result, None)?;
+            conversation.push(result);
+            outcome.tool_calls.push(ToolCallRecord {
+                id,
+                name,
+                arguments,
+                is_error: output.is_error,
+                output: output.text.chars().take(500).collect(),
+            });
+        }
+    }
+    let trimmed = outcome.reply.trim();
+    outcome.silent = trimmed == NO_REPLY || trimmed.starts_with(&format!("{NO_REPLY}\n"));
+    Ok(outcome)
+}

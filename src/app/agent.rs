@@ -1,0 +1,744 @@
+//! Agent use cases: resolving the model and its endpoint, assembling a
+//! turn's prompt from the workspace, skills and memory, and running the
+//! turn in its session (`almanac agent`, `almanac agent prompt`,
+//! `almanac sessions`).
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use super::App;
+use super::memory::{self as app_memory, SearchRequest};
+use super::session_memory;
+use crate::agent::compaction::{self, Report};
+use crate::agent::prompt::{self, Parts};
+use crate::agent::tools::{Services, SkillTool, Tools};
+use crate::agent::turn::{self, Log, Outcome, Settings};
+use crate::config::ModelRef;
+use crate::memory::write::AppendRequest;
+use crate::provider::{self, Api, Block, Endpoint, Message, RetryPolicy, StreamSink, ToolSpec};
+use crate::session::store::SessionEntry;
+use crate::session::{Sessions, Started, events, transcript};
+use crate::skills;
+
+/// Why no model can be called.
+#[derive(Debug, thiserror::Error)]
+pub enum ModelError {
+    #[error(
+        "no model is configured: set agents.defaults.model (for example openai/gpt-4o-mini) or pass --model provider/model"
+    )]
+    None,
+    #[error("`{0}` is not a model reference: use provider/model, for example openai/gpt-4o-mini")]
+    BadRef(String),
+    #[error("unknown provider `{0}`: set models.providers.{0}.baseUrl (and api)")]
+    UnknownProvider(String),
+    #[error("no API key for {provider}: set {hint}")]
+    NoKey { provider: String, hint: String },
+    #[error(
+        "models.providers.{provider}.api is `{api}`; almanac speaks openai-completions and anthropic-messages"
+    )]
+    BadApi { provider: String, api: String },
+}
+
+/// A model ready to call.
+#[derive(Debug, Clone)]
+pub struct Model {
+    /// `provider/model`.
+    pub reference: String,
+    /// The name sent to the provider.
+    pub name: String,
+    pub endpoint: Endpoint,
+}
+
+/// Built-in endpoints: (provider, api, base URL, key variable, base URL
+/// variable, whether a key is required).
+const KNOWN: &[(&str, Api, &str, Option<&str>, Option<&str>, bool)] = &[
+    (
+        "openai",
+        Api::OpenAiCompletions,
+        "https://api.openai.com/v1",
+        Some("OPENAI_API_KEY"),
+        Some("OPENAI_BASE_URL"),
+        true,
+    ),
+    (
+        "anthropic",
+        Api::AnthropicMessages,
+        "https://api.anthropic.com",
+        Some("ANTHROPIC_API_KEY"),
+        Some("ANTHROPIC_BASE_URL"),
+        true,
+    ),
+    (
+        "openrouter",
+        Api::OpenAiCompletions,
+        "https://openrouter.ai/api/v1",
+        Some("OPENROUTER_API_KEY"),
+        None,
+        true,
+    ),
+    (
+        "ollama",
+        Api::OpenAiCompletions,
+        "http://127.0.0.1:11434/v1",
+        None,
+        Some("OLLAMA_BASE_URL"),
+        false,
+    ),
+    (
+        "lmstudio",
+        Api::OpenAiCompletions,
+        "http://127.0.0.1:1234/v1",
+        None,
+        None,
+        false,
+    ),
+    (
+        "vllm",
+        Api::OpenAiCompletions,
+        "http://127.0.0.1:8000/v1",
+        None,
+        None,
+        false,
+    ),
+    (
+        "llamacpp",
+        Api::OpenAiCompletions,
+        "http://127.0.0.1:8080/v1",
+        None,
+        None,
+        false,
+    ),
+];
+
+impl App {
+    /// The model of a turn: `--model`, else the session's override, else
+    /// `agents.defaults.model`; its endpoint from `models.providers.<id>`
+    /// and the usual environment variables.
+    pub fn model(&self, requested: Option<&str>) -> Result<Model, ModelError> {
+        let configured = self
+            .config
+            .config
+            .agents
+            .defaults
+            .model
+            .as_ref()
+            .map(ModelRef::primary);
+        let reference = requested
+            .or(configured)
+            .map(str::trim)
+            .filter(|r| !r.is_empty())
+            .ok_or(ModelError::None)?;
+        let (provider, name) = reference
+            .split_once('/')
+            .filter(|(p, n)| !p.is_empty() && !n.is_empty())
+            .ok_or_else(|| ModelError::BadRef(reference.to_string()))?;
+        let provider = provider.to_lowercase();
+        let cfg = self.config.config.models.providers.get(&provider);
+        let known = KNOWN.iter().find(|k| k.0 == provider);
+        let api = match cfg.and_then(|c| c.api.as_deref()) {
+            Some(text) => Api::parse(text).ok_or_else(|| ModelError::BadApi {
+                provider: provider.clone(),
+                api: text.to_string(),
+            })?,
+            None => known.map(|k| k.1).unwrap_or(Api::OpenAiCompletions),
+        };
+        let env_base = known
+            .and_then(|k| k.4)
+            .and_then(|var| self.host.var(var))
+            .map(str::to_string);
+        let base_url = cfg
+            .and_then(|c| c.base_url.clone())
+            .or(env_base.clone())
+            .or_else(|| known.map(|k| k.2.to_string()))
+            .ok_or_else(|| ModelError::UnknownProvider(provider.clone()))?;
+        let env_key = known
+            .and_then(|k| k.3)
+            .and_then(|var| self.host.var(var))
+            .map(str::to_string);
+        let api_key = cfg
+            .and_then(|c| c.api_key.clone())
+            .or(env_key)
+            .filter(|k| !k.is_empty());
+        // The public endpoints need a key; a server the user points at
+        // (a base URL of their own, a local server) may not.
+        let own_server = cfg.and_then(|c| c.base_url.as_ref()).is_some() || env_base.is_some();
+        if api_key.is_none()
+            && let Some(k) = known.filter(|k| k.5 && !own_server)
+        {
+            return Err(ModelError::NoKey {
+                provider: provider.clone(),
+                hint: format!(
+                    "{} or models.providers.{provider}.apiKey",
+                    k.3.unwrap_or("an API key")
+                ),
+            });
+        }
+        let headers = cfg
+            .map(|c| {
+                c.headers
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect()
+            })
+            .unwrap_or_default();
+        Ok(Model {
+            reference: format!("{provider}/{name}"),
+            name: name.to_string(),
+            endpoint: Endpoint {
+                provider,
+                api,
+                base_url: base_url.trim_end_matches('/').to_string(),
+                api_key,
+                headers,
+                timeout: Duration::from_secs(u64::from(
+                    self.config.config.agents.defaults.timeout_seconds.max(1),
+                )),
+            },
+        })
+    }
+
+    /// The sessions of `agent` (default `main`).
+    pub fn sessions(&self, agent: Option<&str>) -> Sessions {
+        Sessions::new(
+            &self.paths.state_dir,
+            agent.unwrap_or("main"),
+            &self.config.config.session,
+            self.host.now.time_zone().clone(),
+        )
+    }
+}
+
+/// A request for one turn.
+#[derive(Debug, Clone, Default)]
+pub struct TurnRequest {
+    pub message: String,
+    pub session_key: Option<String>,
+    pub agent: Option<String>,
+    pub model: Option<String>,
+}
+
+/// What `almanac agent` reports.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TurnReport {
+    pub session_key: String,
+    pub session_id: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub started: Option<Started>,
+    pub model: String,
+    #[serde(flatten)]
+    pub outcome: Outcome,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub compaction: Option<Report>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
+}
+
+/// A message that resets the session: the trigger and what follows it.
+fn reset_trigger<'a>(app: &App, message: &'a str) -> Option<(Started, &'a str)> {
+    let triggers = &app.config.config.session.reset_triggers;
+    let defaults = ["/new".to_string(), "/reset".to_string()];
+    let triggers: &[String] = if triggers.is_empty() {
+        &defaults
+    } else {
+        triggers
+    };
+    let text = message.trim_start();
+    for t in triggers {
+        let head = text.get(..t.len())?;
+        if head.eq_ignore_ascii_case(t)
+            && text[t.len()..]
+                .chars()
+                .next()
+                .is_none_or(char::is_whitespace)
+        {
+            let why = if t.eq_ignore_ascii_case("/reset") {
+                Started::Reset
+            } else {
+                Started::New
+            };
+            return Some((why, text[t.len()..].trim()));
+        }
+    }
+    None
+}
+
+/// Everything a turn is assembled from.
+struct Assembled {
+    system: String,
+    tool_specs: Vec<ToolSpec>,
+    skill_tools: Vec<SkillTool>,
+    read_roots: Vec<PathBuf>,
+    allow_shell: bool,
+    exec_env: BTreeMap<String, String>,
+    memory_search: bool,
+    memory_write: bool,
+    bootstrap: Vec<prompt::BootstrapFile>,
+}
+
+fn assemble(app: &App, model: &Model, message: &str, services: &AppServices) -> Assembled {
+    let defaults = &app.config.config.agents.defaults;
+    let workspace = app.paths.workspace.clone();
+    // Skills: the catalog, the folders `read` may open, skill tools.
+    let (inputs, report) = app.skills_report();
+    let catalog = skills::catalog(&report, &inputs);
+    let ctx = skills::gates::GateContext::new(
+        &inputs.env,
+        &inputs.config,
+        inputs.permissions_override.as_deref(),
+    );
+    let allow_shell = ctx.allowed_permissions.contains("shell");
+    let usable = report.usable();
+    let commands = skills::commands::slash_commands(usable.iter().copied());
+    let mut skill_tools = Vec::new();
+    for skill in &usable {
+        if let Some(dispatch) = &skill.dispatch {
+            let tool = if dispatch.tool_name.is_empty() {
+                commands
+                    .iter()
+                    .find(|c| c.skill_name == skill.name)
+                    .map(|c| c.name.clone())
+                    .unwrap_or_else(|| skill.name.clone())
+            } else {
+                dispatch.tool_name.clone()
+            };
+            skill_tools.push(SkillTool {
+                tool,
+                skill: skill.name.clone(),
+                description: skill.description.clone(),
+            });
+        }
+    }
+    let read_roots: Vec<PathBuf> = usable.iter().map(|s| s.base_dir.clone()).collect();
+    let exec_env = exec_env(app, &report);
+    let memory_search = defaults.memory_search.enabled;
+    let memory_write = app.config.config.memory.session.enabled;
+    let bootstrap = prompt::bootstrap_files(
+        &workspace,
+        defaults.bootstrap_max_chars as usize,
+        defaults.bootstrap_total_max_chars as usize,
+    );
+    let memory_context = if memory_write && !message.trim().is_empty() {
+        services.context(message)
+    } else {
+        None
+    };
+    let tools = Tools {
+        workspace: workspace.clone(),
+        home: app.host.home.clone(),
+        read_roots: read_roots.clone(),
+        allow_shell,
+        exec_env: exec_env.clone(),
+        memory_search,
+        memory_write,
+        skills: skill_tools.clone(),
+        services,
+    };
+    let tool_specs = tools.specs();
+    let tz = app.user_time_zone();
+    let now = app.host.now.with_time_zone(tz.clone());
+    let parts = Parts {
+        agent_id: "main".to_string(),
+        now: format!(
+            "{} ({}, {})",
+            now.strftime("%Y-%m-%d %H:%M"),
+            tz.iana_name().unwrap_or("local"),
+            now.strftime("%A")
+        ),
+        workspace,
+        model: model.reference.clone(),
+        tools: tool_specs.clone(),
+        skills_catalog: (!catalog.prompt.trim().is_empty()).then(|| catalog.prompt.clone()),
+        memory_tools: memory_search,
+        bootstrap: bootstrap.clone(),
+        memory_context,
+    };
+    Assembled {
+        system: prompt::system_prompt(&parts),
+        tool_specs,
+        skill_tools,
+        read_roots,
+        allow_shell,
+        exec_env,
+        memory_search,
+        memory_write,
+        bootstrap,
+    }
+}
+
+/// The environment of `exec` children: almanac's, without the values
+/// configured for skills (`skills.entries.<key>.env`, `apiKey` as the
+/// skill's primary variable). Those belong to the skill's own process.
+fn exec_env(app: &App, report: &skills::SkillsReport) -> BTreeMap<String, String> {
+    let mut env = app.host.vars().clone();
+    let entries = &app.config.config.skills.entries;
+    let mut secrets: Vec<(String, String)> = Vec::new();
+    for entry in entries.values() {
+        secrets.extend(entry.env.iter().map(|(k, v)| (k.clone(), v.clone())));
+    }
+    for status in &report.skills {
+        let skill = &status.skill;
+        let entry = entries
+            .get(&skill.skill_key)
+            .or_else(|| entries.get(&skill.name));
+        if let (Some(var), Some(key)) = (&skill.primary_env, entry.and_then(|e| e.api_key.as_ref()))
+        {
+            secrets.push((var.clone(), key.clone()));
+        }
+    }
+    for (k, v) in secrets {
+        if env.get(&k).is_some_and(|cur| cur == &v) {
+            env.remove(&k);
+        }
+    }
+    env
+}
+
+/// Memory and skills for the tools, through the app's use cases.
+struct AppServices {
+    app: App,
+}
+
+impl AppServices {
+    fn context(&self, goal: &str) -> Option<String> {
+        let block = session_memory::context(&self.app, goal, None).ok()?;
+        (!block.items.is_empty()).then_some(block.text)
+    }
+}
+
+impl Services for AppServices {
+    fn memory_search(
+        &self,
+        query: &str,
+        max_results: Option<usize>,
+        min_score: Option<f64>,
+    ) -> Result<Value, String> {
+        let req = SearchRequest {
+            query: query.to_string(),
+            max_results,
+            min_score,
+            context: 1,
+            ..SearchRequest::default()
+        };
+        let searched = app_memory::search(&self.app, &req).map_err(|e| format!("{e:#}"))?;
+        if searched.disabled {
+            return Ok(json!({"results": [], "disabled": true, "error": "memory search is off"}));
+        }
+        let results: Vec<Value> = searched
+            .outcome
+            .hits
+            .iter()
+            .map(|h| json!({"path": h.path, "startLine": h.start_line, "endLine": h.end_line, "score": (h.score * 10_000.0).round() / 10_000.0, "snippet": h.body, "source": "memory", "day": h.day}))
+            .collect();
+        Ok(json!({"results": results, "provider": "none", "mode": "fts-only"}))
+    }
+
+    fn memory_get(
+        &self,
+        path: &str,
+        from: Option<usize>,
+        lines: Option<usize>,
+    ) -> Result<Value, String> {
+        app_memory::get(&self.app, path, from, lines)
+            .map(|g| json!({"path": g.path, "text": g.text}))
+            .map_err(|e| e.to_string())
+    }
+
+    fn memory_append(&self, text: &str, long_term: bool) -> Result<Value, String> {
+        let req = AppendRequest {
+            text,
+            long_term,
+            also_daily: false,
+            force: false,
+        };
+        let done = session_memory::append(&self.app, &req).map_err(|e| format!("{e:#}"))?;
+        Ok(serde_json::to_value(&done).unwrap_or(Value::Null))
+    }
+
+    fn run_skill(&self, skill: &str, args: &[String]) -> Result<(String, i32), String> {
+        super::skills::run_skill_captured(&self.app, skill, args).map_err(|e| e.to_string())
+    }
+}
+
+/// What the model would be sent for a message (`almanac agent prompt`).
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PromptView {
+    pub session_key: String,
+    pub model: String,
+    pub system: String,
+    pub tools: Vec<ToolSpec>,
+    /// The conversation after hygiene, with the new message last.
+    pub messages: Vec<Value>,
+    pub bootstrap: Vec<prompt::BootstrapFile>,
+    pub estimated_tokens: usize,
+}
+
+pub fn prompt_view(app: &App, req: &TurnRequest) -> anyhow::Result<PromptView> {
+    let sessions = app.sessions(req.agent.as_deref());
+    let key = sessions.resolve_key(req.session_key.as_deref());
+    let entry = sessions
+        .store()
+        .load()
+        .0
+        .get(&key)
+        .and_then(SessionEntry::from_value);
+    let model = app.model(
+        req.model
+            .as_deref()
+            .or(entry.as_ref().and_then(|e| e.model_override.as_deref())),
+    )?;
+    let services = AppServices { app: app.clone() };
+    let assembled = assemble(app, &model, &req.message, &services);
+    let mut history = match &entry {
+        Some(e) => transcript::read(&sessions.transcript_path(e))?.context(),
+        None => Vec::new(),
+    };
+    let events = sessions.events().peek(&key);
+    let lines = events::render(&events, |ts| event_time(app, ts));
+    history.push(Message::User(vec![Block::text(prompt::user_text(
+        &req.message,
+        &lines,
+    ))]));
+    let (messages, _) = crate::agent::hygiene::clean(&history, model.endpoint.api);
+    let estimated_tokens = compaction::estimate(&assembled.system, &messages);
+    Ok(PromptView {
+        session_key: key,
+        model: model.reference,
+        system: assembled.system,
+        tools: assembled.tool_specs,
+        messages: messages
+            .iter()
+            .map(|m| transcript::message_json(m, None, 0))
+            .collect(),
+        bootstrap: assembled.bootstrap,
+        estimated_tokens,
+    })
+}
+
+fn event_time(app: &App, ts: i64) -> String {
+    jiff::Timestamp::from_millisecond(ts)
+        .map(|t| {
+            t.to_zoned_datetime(app.user_time_zone())
+                .strftime("%Y-%m-%d %H:%M")
+                .to_string()
+        })
+        .unwrap_or_default()
+}
+
+/// Runs one turn in its session. `retry` is the retry policy (tests pass
+/// one that records its waits).
+pub fn run_turn(
+    app: &App,
+    req: &TurnRequest,
+    retry: &RetryPolicy,
+    sink: &mut dyn StreamSink,
+) -> anyhow::Result<TurnReport> {
+    app.ensure_state_dir()?;
+    app.paths.ensure_workspace()?;
+    let sessions = app.sessions(req.agent.as_deref());
+    let key = sessions.resolve_key(req.session_key.as_deref());
+    let (explicit, rest) = match reset_trigger(app, &req.message) {
+        Some((why, rest)) => (Some(why), rest.to_string()),
+        None => (None, req.message.clone()),
+    };
+    // `/new provider/model`: the new session's model.
+    let (model_choice, message) = match explicit {
+        Some(_) if rest.contains('/') && !rest.contains(char::is_whitespace) => {
+            (Some(rest.clone()), String::new())
+        }
+        _ => (None, rest),
+    };
+    let now = app.host.now.timestamp();
+    let (current, mut warnings) =
+        sessions.current(&key, now, &app.paths.workspace, explicit, false)?;
+    if let Some(choice) = &model_choice {
+        app.model(Some(choice))?;
+        sessions.record(&key, now, |e| e.model_override = Some(choice.clone()))?;
+    }
+    // `/new provider/model` names the new session's model; then `--model`,
+    // then the session's choice.
+    let model = app.model(
+        model_choice
+            .as_deref()
+            .or(req.model.as_deref())
+            .or(current.entry.model_override.as_deref()),
+    )?;
+    let message = if message.trim().is_empty() {
+        "A new session was started. Greet the user briefly.".to_string()
+    } else {
+        message
+    };
+    let services = AppServices { app: app.clone() };
+    let assembled = assemble(app, &model, &message, &services);
+    let events = sessions.events().drain(&key)?;
+    let lines = events::render(&events, |ts| event_time(app, ts));
+    let stored = transcript::read(&current.transcript)?;
+    warnings.extend(stored.diagnostics.iter().cloned());
+    let defaults = &app.config.config.agents.defaults;
+    let settings = Settings {
+        model: model.name.clone(),
+        max_tokens: defaults.max_tokens,
+        max_steps: defaults.max_steps.max(1),
+    };
+    let provider = provider::connect(model.endpoint.clone());
+    let clock_now = app.host.now.timestamp();
+    let clock = move || clock_now;
+    let mut log = Log {
+        path: &current.transcript,
+        leaf: stored.leaf().map(|e| e.id.clone()),
+        taken: stored.ids(),
+        seed: now.as_millisecond() as u64,
+        clock: &clock,
+    };
+    let tools = Tools {
+        workspace: app.paths.workspace.clone(),
+        home: app.host.home.clone(),
+        read_roots: assembled.read_roots.clone(),
+        allow_shell: assembled.allow_shell,
+        exec_env: assembled.exec_env.clone(),
+        memory_search: assembled.memory_search,
+        memory_write: assembled.memory_write,
+        skills: assembled.skill_tools.clone(),
+        services: &services,
+    };
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let user = Message::User(vec![Block::text(prompt::user_text(&message, &lines))]);
+    let (compaction, outcome) = runtime.block_on(async {
+        // Near the window: flush notes, then summarise older turns.
+        let mut history = stored.context();
+        let mut compaction = None;
+        let needed =
+            compaction::estimate(&assembled.system, &history) + prompt::estimate_tokens(&message);
+        if needed > compaction::threshold(defaults.context_tokens) {
+            let today = app.today().to_string();
+            let now_text = app
+                .host
+                .now
+                .with_time_zone(app.user_time_zone())
+                .strftime("%Y-%m-%d %H:%M")
+                .to_string();
+            let flush = assembled.memory_write.then_some(&tools);
+            compaction = compaction::compact(
+                provider.as_ref(),
+                retry,
+                &settings,
+                &stored,
+                flush,
+                &today,
+                &now_text,
+                &mut log,
+            )
+            .await?;
+            if compaction.is_some() {
+                history = transcript::read(&current.transcript)?.context();
+            }
+        }
+        let outcome = turn::run(
+            provider.as_ref(),
+            retry,
+            &settings,
+            &assembled.system,
+            &tools,
+            history,
+            user,
+            &mut log,
+            sink,
+        )
+        .await?;
+        Ok::<_, anyhow::Error>((compaction, outcome))
+    })?;
+    let usage = outcome.usage;
+    let compacted = compaction.is_some();
+    let flushed = compaction
+        .as_ref()
+        .is_some_and(|c| c.flushed_notes > 0 || assembled.memory_write);
+    warnings.extend(sessions.record(&key, app.host.now.timestamp(), |e| {
+        let ms = now.as_millisecond();
+        e.updated_at = ms;
+        e.last_interaction_at = Some(ms);
+        e.model = Some(model.name.clone());
+        e.model_provider = Some(model.endpoint.provider.clone());
+        e.input_tokens += usage.input;
+        e.output_tokens += usage.output;
+        e.total_tokens += usage.total_tokens;
+        e.context_tokens = Some(usage.input);
+        if compacted {
+            e.compaction_count += 1;
+            if flushed {
+                e.memory_flush_at = Some(ms);
+                e.memory_flush_compaction_count = Some(e.compaction_count);
+            }
+        }
+    })?);
+    Ok(TurnReport {
+        session_key: key,
+        session_id: current.entry.session_id,
+        started: current.started,
+        model: model.reference,
+        outcome,
+        compaction,
+        warnings,
+    })
+}
+
+/// `almanac sessions show`: the entry and the transcript's context.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionView {
+    pub key: String,
+    pub entry: Value,
+    pub transcript: PathBuf,
+    pub messages: Vec<Value>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub diagnostics: Vec<String>,
+}
+
+pub fn session_view(
+    app: &App,
+    agent: Option<&str>,
+    key: &str,
+) -> anyhow::Result<Option<SessionView>> {
+    let sessions = app.sessions(agent);
+    let key = sessions.resolve_key(Some(key));
+    let (map, _) = sessions.store().load();
+    let Some(raw) = map.get(&key) else {
+        return Ok(None);
+    };
+    let Some(entry) = SessionEntry::from_value(raw) else {
+        return Ok(None);
+    };
+    let path = sessions.transcript_path(&entry);
+    let t = transcript::read(&path)?;
+    Ok(Some(SessionView {
+        key,
+        entry: raw.clone(),
+        transcript: path,
+        messages: t
+            .branch()
+            .iter()
+            .filter_map(|e| match &e.payload {
+                transcript::Payload::Message {
+                    message,
+                    meta,
+                    timestamp_ms,
+                } => Some(transcript::message_json(
+                    message,
+                    meta.as_ref(),
+                    *timestamp_ms,
+                )),
+                transcript::Payload::Compaction { summary, .. } => {
+                    Some(json!({"role": "compaction", "summary": summary}))
+                }
+                transcript::Payload::Other(_) => None,
+            })
+            .collect(),
+        diagnostics: t.diagnostics,
+    }))
+}

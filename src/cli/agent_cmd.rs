@@ -1,0 +1,219 @@
+//! `almanac agent --message TEXT` (one turn), `almanac agent prompt`, and
+//! `almanac sessions [show KEY]`.
+
+use std::process::ExitCode;
+
+use clap::{Args, Subcommand};
+
+use super::JsonFlag;
+use super::output::{UsageError, print_json, warn};
+use crate::app::App;
+use crate::app::agent::{self, ModelError, TurnRequest};
+use crate::provider::{Quiet, RetryPolicy};
+
+#[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct AgentArgs {
+    #[command(subcommand)]
+    pub command: Option<AgentCommand>,
+    #[command(flatten)]
+    pub turn: TurnArgs,
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct TurnArgs {
+    /// The message (`/new` or `/reset` starts a new session)
+    #[arg(long, short = 'm')]
+    pub message: Option<String>,
+    /// Session key (default: the agent's main session)
+    #[arg(long)]
+    pub session_key: Option<String>,
+    /// Agent id
+    #[arg(long)]
+    pub agent: Option<String>,
+    /// Model as provider/model [default: agents.defaults.model]
+    #[arg(long)]
+    pub model: Option<String>,
+    #[command(flatten)]
+    pub json: JsonFlag,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum AgentCommand {
+    /// Print what the model would get for a message: system prompt, tools, conversation
+    Prompt(TurnArgs),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SessionsCommand {
+    /// One session: its entry and conversation
+    Show {
+        key: String,
+        #[arg(long)]
+        agent: Option<String>,
+        #[command(flatten)]
+        json: JsonFlag,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct SessionsArgs {
+    #[command(subcommand)]
+    pub command: Option<SessionsCommand>,
+    #[arg(long)]
+    pub agent: Option<String>,
+    #[command(flatten)]
+    pub json: JsonFlag,
+}
+
+fn request(args: &TurnArgs) -> TurnRequest {
+    TurnRequest {
+        message: args.message.clone().unwrap_or_default(),
+        session_key: args.session_key.clone(),
+        agent: args.agent.clone(),
+        model: args.model.clone(),
+    }
+}
+
+/// A model that cannot be resolved is a usage error.
+fn classify(err: anyhow::Error) -> anyhow::Error {
+    if err.is::<ModelError>() {
+        UsageError::wrap(err)
+    } else {
+        err
+    }
+}
+
+pub fn run(args: AgentArgs, app: &App) -> anyhow::Result<ExitCode> {
+    match args.command {
+        Some(AgentCommand::Prompt(turn)) => {
+            let view = agent::prompt_view(app, &request(&turn)).map_err(classify)?;
+            if turn.json.json {
+                print_json(&view)?;
+            } else {
+                println!(
+                    "# System prompt ({} tokens estimated with the conversation)\n",
+                    view.estimated_tokens
+                );
+                println!("{}", view.system);
+                println!("# Tools");
+                for t in &view.tools {
+                    println!("- {}", t.name);
+                }
+                println!("\n# Conversation ({} message(s))", view.messages.len());
+                for m in &view.messages {
+                    println!("{}", serde_json::to_string(m)?);
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        None => {
+            let turn = args.turn;
+            if turn.message.as_deref().is_none_or(|m| m.trim().is_empty()) {
+                return Err(UsageError::wrap(
+                    "give a message with --message TEXT (or use `agent prompt`)",
+                ));
+            }
+            let report = agent::run_turn(app, &request(&turn), &RetryPolicy::default(), &mut Quiet)
+                .map_err(classify)?;
+            report.warnings.iter().for_each(warn);
+            if let Some(stopped) = &report.outcome.stopped {
+                warn(stopped);
+            }
+            if turn.json.json {
+                print_json(&report)?;
+            } else if !report.outcome.silent {
+                println!("{}", report.outcome.reply.trim_end());
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+pub fn sessions(args: SessionsArgs, app: &App) -> anyhow::Result<ExitCode> {
+    match args.command {
+        Some(SessionsCommand::Show { key, agent, json }) => {
+            match agent::session_view(app, agent.as_deref(), &key)? {
+                Some(view) => {
+                    if json.json {
+                        print_json(&view)?;
+                    } else {
+                        println!(
+                            "{} → {}",
+                            view.key,
+                            view.entry["sessionId"].as_str().unwrap_or("")
+                        );
+                        println!("transcript: {}", app.host.tilde(&view.transcript));
+                        for m in &view.messages {
+                            let role = m["role"].as_str().unwrap_or("");
+                            let text: Vec<String> = m["content"]
+                                .as_array()
+                                .map(|blocks| {
+                                    blocks
+                                        .iter()
+                                        .map(|b| match b["type"].as_str() {
+                                            Some("text") => {
+                                                b["text"].as_str().unwrap_or("").to_string()
+                                            }
+                                            Some("toolCall") => format!(
+                                                "[call {} {}]",
+                                                b["name"].as_str().unwrap_or(""),
+                                                b["arguments"]
+                                            ),
+                                            Some(other) => format!("[{other}]"),
+                                            None => String::new(),
+                                        })
+                                        .collect()
+                                })
+                                .unwrap_or_else(|| {
+                                    vec![m["summary"].as_str().unwrap_or("").to_string()]
+                                });
+                            println!("{role:>10}: {}", text.join(" ").replace('\n', " "));
+                        }
+                        view.diagnostics.iter().for_each(warn);
+                    }
+                    Ok(ExitCode::SUCCESS)
+                }
+                None => {
+                    if json.json {
+                        print_json(&serde_json::json!({"error": "not found", "key": key}))?;
+                    } else {
+                        println!("No session {key}.");
+                    }
+                    Ok(ExitCode::FAILURE)
+                }
+            }
+        }
+        None => {
+            let sessions = app.sessions(args.agent.as_deref());
+            let (list, warnings) = sessions.list();
+            warnings.iter().for_each(warn);
+            if args.json.json {
+                let rows: Vec<serde_json::Value> = list
+                    .iter()
+                    .map(|(key, e)| {
+                        let mut v = serde_json::to_value(e).unwrap_or_default();
+                        v["key"] = serde_json::Value::String(key.clone());
+                        v
+                    })
+                    .collect();
+                print_json(
+                    &serde_json::json!({"path": sessions.store().path, "count": rows.len(), "sessions": rows}),
+                )?;
+            } else if list.is_empty() {
+                println!("No sessions.");
+            } else {
+                println!("{:<40} {:<38} {:>8} Model", "Key", "Session", "Tokens");
+                for (key, e) in &list {
+                    println!(
+                        "{key:<40} {:<38} {:>8} {}",
+                        e.session_id,
+                        e.total_tokens,
+                        e.model.as_deref().unwrap_or("-")
+                    );
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
