@@ -65,6 +65,9 @@ pub struct Outcome {
     /// What hygiene repaired in the stored conversation.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub repairs: Vec<String>,
+    /// Time spent waiting for the model and running tools, in ms.
+    pub model_ms: f64,
+    pub tools_ms: f64,
 }
 
 /// Where the turn writes.
@@ -149,6 +152,8 @@ pub async fn run(
         stop_reason: StopReason::Stop,
         stopped: None,
         repairs: Vec::new(),
+        model_ms: 0.0,
+        tools_ms: 0.0,
     };
     loop {
         if outcome.steps >= settings.max_steps {
@@ -169,7 +174,9 @@ pub async fn run(
             tools: specs.clone(),
             max_tokens: settings.max_tokens,
         };
+        let asked = std::time::Instant::now();
         let response = provider::call_with_retries(provider, &request, sink, retry).await?;
+        outcome.model_ms += asked.elapsed().as_secs_f64() * 1000.0;
         outcome.steps += 1;
         outcome.usage.add(&response.usage);
         outcome.stop_reason = response.stop_reason;
@@ -210,7 +217,9 @@ pub async fn run(
             break;
         }
         for (id, name, arguments) in calls {
+            let started = std::time::Instant::now();
             let output = tools.call(&name, &arguments).await;
+            outcome.tools_ms += started.elapsed().as_secs_f64() * 1000.0;
             let result = Message::ToolResult {
                 tool_call_id: id.clone(),
                 tool_name: name.clone(),

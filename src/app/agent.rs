@@ -236,6 +236,21 @@ pub struct TurnReport {
     pub compaction: Option<Report>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
+    pub timings: Timings,
+}
+
+/// Where a turn's time went, in ms.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Timings {
+    /// Skills, memory recall, bootstrap files, system prompt.
+    pub assemble_ms: f64,
+    pub model_ms: f64,
+    pub tools_ms: f64,
+    /// Everything but the model and the tools: assembly, transcript and
+    /// session writes.
+    pub overhead_ms: f64,
+    pub total_ms: f64,
 }
 
 /// A message that resets the session: the trigger and what follows it.
@@ -283,8 +298,22 @@ struct Assembled {
 fn assemble(app: &App, model: &Model, message: &str, services: &AppServices) -> Assembled {
     let defaults = &app.config.config.agents.defaults;
     let workspace = app.paths.workspace.clone();
+    let memory_search = defaults.memory_search.enabled;
+    let memory_write = app.config.config.memory.session.enabled;
+    // Recalling session notes and reading the skills are independent:
+    // both run at once.
+    let ((inputs, report), memory_context) = std::thread::scope(|scope| {
+        let recall = scope.spawn(|| {
+            if memory_write && !message.trim().is_empty() {
+                services.context(message)
+            } else {
+                None
+            }
+        });
+        let skills = app.skills_report();
+        (skills, recall.join().unwrap_or(None))
+    });
     // Skills: the catalog, the folders `read` may open, skill tools.
-    let (inputs, report) = app.skills_report();
     let catalog = skills::catalog(&report, &inputs);
     let ctx = skills::gates::GateContext::new(
         &inputs.env,
@@ -315,18 +344,11 @@ fn assemble(app: &App, model: &Model, message: &str, services: &AppServices) -> 
     }
     let read_roots: Vec<PathBuf> = usable.iter().map(|s| s.base_dir.clone()).collect();
     let exec_env = exec_env(app, &report);
-    let memory_search = defaults.memory_search.enabled;
-    let memory_write = app.config.config.memory.session.enabled;
     let bootstrap = prompt::bootstrap_files(
         &workspace,
         defaults.bootstrap_max_chars as usize,
         defaults.bootstrap_total_max_chars as usize,
     );
-    let memory_context = if memory_write && !message.trim().is_empty() {
-        services.context(message)
-    } else {
-        None
-    };
     let tools = Tools {
         workspace: workspace.clone(),
         home: app.host.home.clone(),
@@ -538,6 +560,7 @@ pub fn run_turn(
     retry: &RetryPolicy,
     sink: &mut dyn StreamSink,
 ) -> anyhow::Result<TurnReport> {
+    let started_at = std::time::Instant::now();
     app.ensure_state_dir()?;
     app.paths.ensure_workspace()?;
     let sessions = app.sessions(req.agent.as_deref());
@@ -573,8 +596,14 @@ pub fn run_turn(
     } else {
         message
     };
+    // The HTTP client (and for HTTPS the system's trust store) is set up
+    // while the prompt is assembled.
+    let endpoint = model.endpoint.clone();
+    let connecting = std::thread::spawn(move || provider::connect(endpoint));
     let services = AppServices { app: app.clone() };
+    let assembly_started = std::time::Instant::now();
     let assembled = assemble(app, &model, &message, &services);
+    let assemble_ms = assembly_started.elapsed().as_secs_f64() * 1000.0;
     let events = sessions.events().drain(&key)?;
     let lines = events::render(&events, |ts| event_time(app, ts));
     let stored = transcript::read(&current.transcript)?;
@@ -585,7 +614,9 @@ pub fn run_turn(
         max_tokens: defaults.max_tokens,
         max_steps: defaults.max_steps.max(1),
     };
-    let provider = provider::connect(model.endpoint.clone());
+    let provider = connecting
+        .join()
+        .map_err(|_| anyhow::anyhow!("setting up the HTTP client failed"))?;
     let clock_now = app.host.now.timestamp();
     let clock = move || clock_now;
     let mut log = Log {
@@ -677,6 +708,14 @@ pub fn run_turn(
             }
         }
     })?);
+    let total_ms = started_at.elapsed().as_secs_f64() * 1000.0;
+    let timings = Timings {
+        assemble_ms,
+        model_ms: outcome.model_ms,
+        tools_ms: outcome.tools_ms,
+        overhead_ms: total_ms - outcome.model_ms - outcome.tools_ms,
+        total_ms,
+    };
     Ok(TurnReport {
         session_key: key,
         session_id: current.entry.session_id,
@@ -685,6 +724,7 @@ pub fn run_turn(
         outcome,
         compaction,
         warnings,
+        timings,
     })
 }
 

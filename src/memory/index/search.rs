@@ -10,10 +10,11 @@
 //! 2. **Candidates.** The inverted indexes give, for each query term, the
 //!    items containing it; every candidate gets the sum of the IDF of the
 //!    terms it contains (a quarter for a heading-only match), and the best
-//!    [`candidate_window`] distinct texts are kept. A very common word is
-//!    read last; when the rarer words leave few candidates, only its newest
-//!    postings are read (items holding just that word tie, and ties go to
-//!    the newer note), which gives the same window for far less reading.
+//!    [`candidate_window`] distinct texts are kept. Very common words are
+//!    read last and in part: their newest postings, every item holding all
+//!    of them, and the other words' candidates that hold them. Items
+//!    holding only common words tie, and ties go to the newer note, so for
+//!    one common word the window is the one a full read gives.
 //! 3. **Exact score.** Those are scored with BM25 from their stored terms,
 //!    times a phrase factor when query terms appear next to each other in
 //!    the same order, and a rare-term factor for items holding the query's
@@ -68,6 +69,9 @@ type IdMap<V> = HashMap<i64, V, std::hash::BuildHasherDefault<IdHasher>>;
 
 /// Weight of a match in the enclosing headings relative to the body.
 const HEADING_WEIGHT: f64 = super::HEADING_WEIGHT;
+/// Postings read of a very common word (at least; more for a search that
+/// wants many results).
+const COMMON_POSTINGS: usize = 2_000;
 /// Share of the best neighbour's score an item gains.
 const NEIGHBOR_SHARE: f64 = 0.4;
 /// How many items either side count as neighbours.
@@ -221,18 +225,17 @@ impl Index {
         let corpus = self.corpus()?;
         let mut idf = vec![0.0; query_terms.len()];
         let mut coordination: IdMap<f64> = IdMap::default();
-        // A very common word is read last, and when the rarer words leave
-        // few candidates, only its newest postings are read: every item
-        // holding just that word scores the same, and ties go to the newer
-        // note, so older ones cannot reach the window.
+        // Very common words (held by more than `cap` items, in no heading)
+        // are read last and in part; the others in full.
         let fill = candidate_window(q.limit) * 4;
+        let cap = (fill * 2).max(COMMON_POSTINGS);
         let common = if range.is_open() && !q.exhaustive {
-            self.most_common(&query_terms, fill * 2)?
+            self.common_terms(&query_terms, cap)?
         } else {
-            None
+            Vec::new()
         };
         for (i, term) in query_terms.iter().enumerate() {
-            if common == Some(i) {
+            if common.iter().any(|(c, _)| *c == i) {
                 continue;
             }
             let body = self.postings("items_fts", term)?;
@@ -251,27 +254,45 @@ impl Index {
                 *coordination.entry(id).or_default() += HEADING_WEIGHT * weight;
             }
         }
-        if let Some(i) = common {
-            let term = &query_terms[i];
-            let heading = self.postings("headings_fts", term)?;
-            // The shortcut needs the word's exact item count, which the
-            // vocabulary gives for the bodies only.
-            let (df, body) = if heading.is_empty() && coordination.len() <= fill {
-                self.newest_postings(term, fill, &coordination)?
+        if !common.is_empty() {
+            // What can reach the window: the candidates of the rarer words
+            // (their stored terms say which common words they hold), every
+            // item holding all the common words, and the newest `cap`
+            // items of each. Items holding only common words tie by
+            // recency, so for one common word this is exactly the window a
+            // full read gives; with several, an old item holding some but
+            // not all of them may be left out.
+            let seen: Vec<i64> = coordination.keys().copied().collect();
+            let seen_terms = if seen.len() <= fill {
+                self.stored_terms(&seen)?
             } else {
-                // Many candidates already (the word's postings decide among
-                // them), or the word is in headings too: read it all.
-                let body = self.postings("items_fts", term)?;
-                let df = body.iter().chain(&heading).collect::<HashSet<_>>().len();
-                (df, body)
+                HashMap::new()
             };
-            let weight = bm25_idf(corpus.items, df);
-            idf[i] = weight;
-            for id in body {
-                *coordination.entry(id).or_default() += weight;
-            }
-            for id in heading {
-                *coordination.entry(id).or_default() += HEADING_WEIGHT * weight;
+            let holds_all: HashSet<i64> = if common.len() >= 2 {
+                let terms: Vec<&str> = common
+                    .iter()
+                    .map(|(i, _)| query_terms[*i].as_str())
+                    .collect();
+                self.items_with_all(&terms)?.into_iter().collect()
+            } else {
+                HashSet::new()
+            };
+            for (i, df) in &common {
+                let term = &query_terms[*i];
+                let weight = bm25_idf(corpus.items, *df);
+                idf[*i] = weight;
+                let mut credited: HashSet<i64> =
+                    self.newest_postings(term, cap)?.into_iter().collect();
+                credited.extend(holds_all.iter().copied());
+                credited.extend(
+                    seen_terms
+                        .iter()
+                        .filter(|(_, t)| t.split(' ').any(|w| w == term))
+                        .map(|(id, _)| *id),
+                );
+                for id in credited {
+                    *coordination.entry(id).or_default() += weight;
+                }
             }
         }
         let mut candidates: Vec<(i64, f64)> = coordination.into_iter().collect();
@@ -444,75 +465,69 @@ impl Index {
         Ok(Some(ids.collect::<Result<_, _>>()?))
     }
 
-    /// The index of the query term held by the most items, when more than
-    /// `threshold` hold it.
-    fn most_common(
+    /// The query terms held by more than `cap` items and in no heading,
+    /// with how many items hold them.
+    fn common_terms(
         &self,
         query_terms: &[String],
-        threshold: usize,
-    ) -> Result<Option<usize>, StoreError> {
+        cap: usize,
+    ) -> Result<Vec<(usize, usize)>, StoreError> {
         let mut stmt = self
             .store
             .conn
             .prepare_cached("SELECT doc FROM items_vocab WHERE term = ?1")?;
-        let mut best: Option<(usize, i64)> = None;
+        let mut out = Vec::new();
         for (i, term) in query_terms.iter().enumerate() {
             let doc: i64 = stmt
                 .query_row([term], |r| r.get(0))
                 .optional()?
                 .unwrap_or(0);
-            if best.is_none_or(|(_, d)| doc > d) {
-                best = Some((i, doc));
+            if doc as usize > cap && !self.has_term("headings_fts", term)? {
+                out.push((i, doc as usize));
             }
         }
-        Ok(best
-            .filter(|(_, doc)| *doc as usize > threshold)
-            .map(|(i, _)| i))
+        Ok(out)
     }
 
-    /// For a very common `term`: how many items hold it, and which of them
-    /// can matter: the newest `fill` ones, and those among `seen` (the
-    /// candidates of the other words) that hold it, found from their
-    /// stored terms.
-    fn newest_postings(
-        &self,
-        term: &str,
-        fill: usize,
-        seen: &IdMap<f64>,
-    ) -> Result<(usize, Vec<i64>), StoreError> {
-        let conn = &self.store.conn;
-        let df: i64 = conn
-            .prepare_cached("SELECT doc FROM items_vocab WHERE term = ?1")?
-            .query_row([term], |r| r.get(0))
-            .optional()?
-            .unwrap_or(0);
+    /// The newest `limit` items holding `term`.
+    fn newest_postings(&self, term: &str, limit: usize) -> Result<Vec<i64>, StoreError> {
         let phrase = format!("\"{}\"", term.replace('"', "\"\""));
-        let mut stmt = conn.prepare_cached(
+        let mut stmt = self.store.conn.prepare_cached(
             "SELECT rowid FROM items_fts WHERE items_fts MATCH ?1 ORDER BY rowid DESC LIMIT ?2",
         )?;
-        let mut ids: Vec<i64> = stmt
-            .query_map(rusqlite::params![phrase, fill as i64], |r| r.get(0))?
-            .collect::<Result<_, _>>()?;
-        let newest: HashSet<i64> = ids.iter().copied().collect();
-        let others: Vec<i64> = seen
-            .keys()
-            .copied()
-            .filter(|id| !newest.contains(id))
-            .collect();
-        if !others.is_empty() {
-            let mut stmt =
-                conn.prepare_cached("SELECT id, terms FROM items WHERE id IN rarray(?1)")?;
-            let rows = stmt.query_map([id_array(others.into_iter())], |r| {
-                Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?))
-            })?;
-            for row in rows {
-                let (id, item_terms) = row?;
-                if item_terms.split(' ').any(|t| t == term) {
-                    ids.push(id);
-                }
-            }
+        let ids = stmt.query_map(rusqlite::params![phrase, limit as i64], |r| r.get(0))?;
+        Ok(ids.collect::<Result<_, _>>()?)
+    }
+
+    /// The items holding every one of `terms` (the inverted index
+    /// intersects them).
+    fn items_with_all(&self, terms: &[&str]) -> Result<Vec<i64>, StoreError> {
+        let expr = terms
+            .iter()
+            .map(|t| format!("\"{}\"", t.replace('"', "\"\"")))
+            .collect::<Vec<_>>()
+            .join(" AND ");
+        let mut stmt = self
+            .store
+            .conn
+            .prepare_cached("SELECT rowid FROM items_fts WHERE items_fts MATCH ?1")?;
+        let ids = stmt.query_map([expr], |r| r.get(0))?;
+        Ok(ids.collect::<Result<_, _>>()?)
+    }
+
+    /// The stored terms of `ids`.
+    fn stored_terms(&self, ids: &[i64]) -> Result<HashMap<i64, String>, StoreError> {
+        if ids.is_empty() {
+            return Ok(HashMap::new());
         }
-        Ok((df as usize, ids))
+        let mut stmt = self
+            .store
+            .conn
+            .prepare_cached("SELECT id, terms FROM items WHERE id IN rarray(?1)")?;
+        let rows = stmt.query_map([id_array(ids.iter().copied())], |r| {
+            Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?))
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
     }
 
     /// Whether any item has `term` in the column of `table`.

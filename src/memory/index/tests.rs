@@ -556,16 +556,17 @@ fn time_phrases_filter_or_fall_back_to_words() {
 
 #[test]
 fn reading_only_the_newest_postings_of_a_common_word_changes_nothing() {
-    // 900 notes hold "plan"; a few also hold rarer words.
-    let mut text = String::from("# Notes\n\n");
-    for i in 0..900 {
+    // 2,600 notes hold "plan", "note" and "number" (more than the partial
+    // read takes); a few also hold rarer words.
+    let mut text = String::from("# Log\n\n");
+    for i in 0..2600 {
         let extra = match i % 97 {
             0 => " with the garden crew",
             13 => " near the garden",
             29 => " about the roof",
             _ => "",
         };
-        text.push_str(&format!("- plan number {i}{extra}\n"));
+        text.push_str(&format!("- plan note number {i}{extra}\n"));
     }
     let f = fixture(&[
         ("memory/notes.md", &text),
@@ -574,7 +575,8 @@ fn reading_only_the_newest_postings_of_a_common_word_changes_nothing() {
     ]);
     let mut idx = open(&f);
     idx.sync(SyncMode::Full, wall_ns()).unwrap();
-    // "number" is in no heading (the shortcut applies); "plan" is in one.
+    // "number" and "note" are in no heading (the shortcut applies);
+    // "plan" is in one.
     for query in [
         "plan",
         "garden plan",
@@ -582,6 +584,8 @@ fn reading_only_the_newest_postings_of_a_common_word_changes_nothing() {
         "garden number",
         "roof number crew",
         "number of the garden",
+        "note number",
+        "crew note number",
     ] {
         for limit in [1, 5, 20] {
             let q = |exhaustive| search::Query {

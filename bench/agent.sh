@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# Agent turn overhead: everything a turn does outside the model (prompt
+# assembly from 150 skills, a 10-year memory and the workspace files;
+# transcript and session writes), against a local server that answers
+# instantly in the OpenAI streaming protocol.
+#
+#   bench/agent.sh [RUNS]        (default 40)
+#
+# Needs ../shared/bench/gen_memory.py (or GEN_MEMORY=path), hyperfine, python3.
+source "$(dirname "$0")/lib.sh"
+need_hyperfine
+RUNS="${1:-40}"
+GEN="${GEN_MEMORY:-$BENCH_ROOT/../shared/bench/gen_memory.py}"
+[ -f "$GEN" ] || { echo "memory generator not found: $GEN (set GEN_MEMORY)" >&2; exit 1; }
+build_release
+
+home="$(mktemp -d)"
+server_pid=""
+cleanup() { [ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null; rm -rf "$home"; }
+trap cleanup EXIT
+export HOME="$home" TZ=UTC
+ws="$home/.almanac/workspace"
+python3 "$GEN" --out "$ws" --days 3650 >/dev/null
+printf '# Agents\n\nKeep answers short.\n' > "$ws/AGENTS.md"
+python3 - "$ws/skills" <<'PY'
+import os, sys
+root = sys.argv[1]
+for i in range(150):
+    d = os.path.join(root, f"skill-{i:03d}")
+    os.makedirs(d, exist_ok=True)
+    open(f"{d}/SKILL.md", "w").write(
+        f"---\nname: skill-{i:03d}\ndescription: Does task number {i} when the user asks for it.\n---\n# Skill {i}\n")
+PY
+port_file="$home/port"
+python3 - "$port_file" <<'PY' &
+import http.server, json, socketserver, sys
+class H(http.server.BaseHTTPRequestHandler):
+    def do_POST(self):
+        self.rfile.read(int(self.headers.get("content-length", 0)))
+        chunks = [{"choices": [{"index": 0, "delta": {"role": "assistant", "content": "Noted."}, "finish_reason": None}]},
+                  {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]},
+                  {"choices": [], "usage": {"prompt_tokens": 10, "completion_tokens": 2, "total_tokens": 12}}]
+        body = "".join(f"data: {json.dumps(c)}\n\n" for c in chunks) + "data: [DONE]\n\n"
+        self.send_response(200)
+        self.send_header("content-type", "text/event-stream")
+        self.send_header("content-length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body.encode())
+    def log_message(self, *a): pass
+class S(socketserver.ThreadingMixIn, http.server.HTTPServer): daemon_threads = True
+s = S(("127.0.0.1", 0), H)
+open(sys.argv[1], "w").write(str(s.server_address[1]))
+s.serve_forever()
+PY
+server_pid=$!
+for _ in $(seq 100); do [ -s "$port_file" ] && break; sleep 0.05; done
+export OPENAI_BASE_URL="http://127.0.0.1:$(cat "$port_file")/v1"
+A="$ALMANAC"
+"$A" memory index >/dev/null
+"$A" skills list --json | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["skills"]), "skills,", end=" ")'
+echo "10-year memory, release, $(nproc) cores"
+hyperfine_median "agent turn (wall, instant model)" "$A agent --model openai/bench --message plan-my-morning-routine --json"
+python3 - "$A" "$RUNS" <<'PY'
+import json, statistics, subprocess, sys
+almanac, runs = sys.argv[1], int(sys.argv[2])
+rows = [json.loads(subprocess.run([almanac, "agent", "--model", "openai/bench", "--message", "what did Alice book last week?", "--json"],
+                                  capture_output=True, text=True, check=True).stdout)["timings"] for _ in range(runs)]
+med = lambda k: statistics.median(r[k] for r in rows)
+print(f"inside the process, median of {runs}: overhead {med('overheadMs'):.2f} ms (assembly {med('assembleMs'):.2f} ms), model {med('modelMs'):.2f} ms, total {med('totalMs'):.2f} ms")
+PY
