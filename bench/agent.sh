@@ -4,7 +4,13 @@
 # transcript and session writes), against a local server that answers
 # instantly in the OpenAI streaming protocol.
 #
-#   bench/agent.sh [RUNS]        (default 40)
+#   bench/agent.sh [RUNS]        (default 40 per message)
+#
+# Every measured turn starts from the same session: 20 earlier turns (40
+# messages) in its transcript, restored before each run. Figures are taken
+# inside the process (`agent --json` timings): overhead = everything but
+# the model and the tools, i.e. prompt assembly (skills, recall, bootstrap
+# files), reading the session, and writing the transcript and sessions.json.
 #
 # Needs ../shared/bench/gen_memory.py (or GEN_MEMORY=path), hyperfine, python3.
 source "$(dirname "$0")/lib.sh"
@@ -57,14 +63,42 @@ for _ in $(seq 100); do [ -s "$port_file" ] && break; sleep 0.05; done
 export OPENAI_BASE_URL="http://127.0.0.1:$(cat "$port_file")/v1"
 A="$ALMANAC"
 "$A" memory index >/dev/null
+# Skill files written within the last 2 s are not trusted by the skills
+# snapshot (file times are coarse); a real skill set is older than that.
+sleep 2.1
 "$A" skills list --json | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["skills"]), "skills,", end=" ")'
 echo "10-year memory, release, $(nproc) cores"
-hyperfine_median "agent turn (wall, instant model)" "$A agent --model openai/bench --message plan-my-morning-routine --json"
-python3 - "$A" "$RUNS" <<'PY'
-import json, statistics, subprocess, sys
-almanac, runs = sys.argv[1], int(sys.argv[2])
-rows = [json.loads(subprocess.run([almanac, "agent", "--model", "openai/bench", "--message", "what did Alice book last week?", "--json"],
-                                  capture_output=True, text=True, check=True).stdout)["timings"] for _ in range(runs)]
-med = lambda k: statistics.median(r[k] for r in rows)
-print(f"inside the process, median of {runs}: overhead {med('overheadMs'):.2f} ms (assembly {med('assembleMs'):.2f} ms), model {med('modelMs'):.2f} ms, total {med('totalMs'):.2f} ms")
+for i in $(seq 20); do "$A" agent --model openai/bench --message "earlier message number $i" >/dev/null; done
+sessions="$home/.almanac/agents/main/sessions"
+cp -a "$sessions" "$home/sessions.seed"
+restore="rm -rf $sessions && cp -a $home/sessions.seed $sessions"
+hyperfine --style none --shell=bash --warmup 3 --min-runs "$RUNS" --prepare "$restore" \
+    --export-json "$BENCH_OUT/agent-turn.json" \
+    "$A agent --model openai/bench --message 'what did Alice book last week?'" >/dev/null 2>&1
+python3 - "$BENCH_OUT/agent-turn.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))["results"][0]
+print(f"agent turn, wall (instant model)   median {r['median']*1000:7.2f} ms   min {r['min']*1000:7.2f} ms")
+PY
+python3 - "$A" "$RUNS" "$sessions" "$home/sessions.seed" <<'PY'
+import json, shutil, statistics, subprocess, sys
+almanac, runs, sessions, seed = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
+messages = ["what did Alice book last week?", "plan my morning routine", "remind me about the dentist", "hi"]
+print("inside the process, median of", runs, "runs per message (ms):")
+print(f"  {'message':<34}{'overhead':>9}{'assembly':>9}{'model':>7}{'total':>7}  skills")
+overall = []
+for msg in messages:
+    rows = []
+    for _ in range(runs):
+        shutil.rmtree(sessions)
+        shutil.copytree(seed, sessions, symlinks=True)
+        out = subprocess.run([almanac, "agent", "--model", "openai/bench", "--message", msg, "--json"],
+                             capture_output=True, text=True, check=True).stdout
+        rows.append(json.loads(out)["timings"])
+    med = lambda k: statistics.median(r[k] for r in rows)
+    overall += [r["overheadMs"] for r in rows]
+    cached = sum(r["skills"] == "cached" for r in rows)
+    print(f"  {msg!r:<34}{med('overheadMs'):9.2f}{med('assembleMs'):9.2f}{med('modelMs'):7.2f}{med('totalMs'):7.2f}  {cached}/{runs} from the snapshot")
+overall.sort()
+print(f"  all messages: overhead median {statistics.median(overall):.2f} ms, p90 {overall[int(len(overall) * 0.9)]:.2f} ms")
 PY

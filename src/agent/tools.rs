@@ -48,7 +48,7 @@ pub trait Services: Send + Sync {
 }
 
 /// A skill offered as a tool.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct SkillTool {
     /// The tool name (the skill's `command-tool`, else its command name).
     pub tool: String,

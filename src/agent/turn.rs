@@ -2,9 +2,12 @@
 //! message written to the session's transcript as it happens.
 //!
 //! Invariants:
-//! * The user's message is in the transcript (synced) before the model is
-//!   called; each assistant message and each tool result is appended as
-//!   soon as it exists. A turn killed at any point leaves a transcript
+//! * The user's message is in the transcript before the model is called;
+//!   each assistant message and each tool result is appended, synced, as
+//!   soon as it exists (the sync of the model's first answer covers the
+//!   user's message too, which saves a disk flush per turn; an unsynced
+//!   write survives the process being killed). The transcript is synced
+//!   before the turn returns, whatever the outcome. A turn killed at any point leaves a transcript
 //!   whose next turn is valid (hygiene repairs a call left without its
 //!   result).
 //! * What the provider sees is the transcript's context after hygiene;
@@ -81,6 +84,8 @@ pub struct Log<'a> {
     pub seed: u64,
     /// The clock of entry timestamps.
     pub clock: &'a dyn Fn() -> jiff::Timestamp,
+    /// Written but not yet synced.
+    pub unsynced: bool,
 }
 
 impl Log<'_> {
@@ -90,13 +95,35 @@ impl Log<'_> {
         message: &Message,
         meta: Option<&AssistantMeta>,
     ) -> std::io::Result<String> {
+        self.write_message(message, meta, true)
+    }
+
+    fn write_message(
+        &mut self,
+        message: &Message,
+        meta: Option<&AssistantMeta>,
+        sync: bool,
+    ) -> std::io::Result<String> {
         let now = (self.clock)();
         let payload = json!({"type": "message", "message": transcript::message_json(message, meta, now.as_millisecond())});
-        self.append(vec![(crate::session::iso(now), payload)])
+        self.write(vec![(crate::session::iso(now), payload)], sync)
     }
 
     /// Appends raw entries (each with its `type`), synced, chained.
     pub fn append(&mut self, payloads: Vec<(String, Value)>) -> std::io::Result<String> {
+        self.write(payloads, true)
+    }
+
+    /// Flushes what was written unsynced.
+    pub fn sync(&mut self) -> std::io::Result<()> {
+        if self.unsynced {
+            std::fs::File::open(self.path)?.sync_data()?;
+            self.unsynced = false;
+        }
+        Ok(())
+    }
+
+    fn write(&mut self, payloads: Vec<(String, Value)>, sync: bool) -> std::io::Result<String> {
         self.seed = self.seed.wrapping_add(payloads.len() as u64 + 1);
         let ids = transcript::append(
             self.path,
@@ -104,7 +131,9 @@ impl Log<'_> {
             &self.taken,
             self.seed,
             &payloads,
+            sync,
         )?;
+        self.unsynced = !sync;
         for id in &ids {
             self.taken.insert(id.clone());
         }
@@ -138,8 +167,29 @@ pub async fn run(
     log: &mut Log<'_>,
     sink: &mut dyn StreamSink,
 ) -> Result<Outcome, TurnError> {
+    log.write_message(&user, None, false)?;
+    let result = converse(
+        provider, retry, settings, system, tools, history, user, log, sink,
+    )
+    .await;
+    // A failed turn still keeps the user's message.
+    log.sync()?;
+    result
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn converse(
+    provider: &dyn Provider,
+    retry: &RetryPolicy,
+    settings: &Settings,
+    system: &str,
+    tools: &Tools<'_>,
+    history: Vec<Message>,
+    user: Message,
+    log: &mut Log<'_>,
+    sink: &mut dyn StreamSink,
+) -> Result<Outcome, TurnError> {
     let endpoint = provider.endpoint();
-    log.message(&user, None)?;
     let mut conversation = history;
     conversation.push(user);
     let specs = tools.specs();

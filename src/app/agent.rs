@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::App;
@@ -245,6 +245,8 @@ pub struct TurnReport {
 pub struct Timings {
     /// Skills, memory recall, bootstrap files, system prompt.
     pub assemble_ms: f64,
+    /// Whether the skills came from the previous turns' snapshot.
+    pub skills: skills::stored::Origin,
     pub model_ms: f64,
     pub tools_ms: f64,
     /// Everything but the model and the tools: assembly, transcript and
@@ -282,48 +284,54 @@ fn reset_trigger<'a>(app: &App, message: &'a str) -> Option<(Started, &'a str)> 
     None
 }
 
-/// Everything a turn is assembled from.
-struct Assembled {
-    system: String,
-    tool_specs: Vec<ToolSpec>,
-    skill_tools: Vec<SkillTool>,
+/// What a turn takes from the skills, kept between turns
+/// ([`skills::stored`]) while no skill file or gating input changes.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct DerivedSkills {
+    /// The `<available_skills>` catalog (empty: no skill visible).
+    catalog: String,
+    /// Eligible skills declared with `command-dispatch: tool`.
+    tools: Vec<SkillTool>,
+    /// Folders of eligible skills, which `read` may open.
     read_roots: Vec<PathBuf>,
-    allow_shell: bool,
-    exec_env: BTreeMap<String, String>,
-    memory_search: bool,
-    memory_write: bool,
-    bootstrap: Vec<prompt::BootstrapFile>,
+    /// Every skill's keys, for the secrets `exec` children must not get.
+    keys: Vec<SkillKeys>,
 }
 
-fn assemble(app: &App, model: &Model, message: &str, services: &AppServices) -> Assembled {
-    let defaults = &app.config.config.agents.defaults;
-    let workspace = app.paths.workspace.clone();
-    let memory_search = defaults.memory_search.enabled;
-    let memory_write = app.config.config.memory.session.enabled;
-    // Recalling session notes and reading the skills are independent:
-    // both run at once.
-    let ((inputs, report), memory_context) = std::thread::scope(|scope| {
-        let recall = scope.spawn(|| {
-            if memory_write && !message.trim().is_empty() {
-                services.context(message)
-            } else {
-                None
-            }
-        });
-        let skills = app.skills_report();
-        (skills, recall.join().unwrap_or(None))
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct SkillKeys {
+    name: String,
+    skill_key: String,
+    primary_env: Option<String>,
+}
+
+struct TurnSkills {
+    inputs: skills::SkillsInputs,
+    derived: DerivedSkills,
+    origin: skills::stored::Origin,
+}
+
+fn turn_skills(app: &App) -> TurnSkills {
+    let (inputs, _warnings) = app.skills_inputs();
+    let cache = app.paths.skills_cache();
+    let wall_ns = app.host.wall_clock.as_nanosecond();
+    let (derived, origin) = skills::stored::load_or_build(&cache, &inputs, wall_ns, |report| {
+        derive_skills(report, &inputs)
     });
-    // Skills: the catalog, the folders `read` may open, skill tools.
-    let catalog = skills::catalog(&report, &inputs);
-    let ctx = skills::gates::GateContext::new(
-        &inputs.env,
-        &inputs.config,
-        inputs.permissions_override.as_deref(),
-    );
-    let allow_shell = ctx.allowed_permissions.contains("shell");
+    TurnSkills {
+        inputs,
+        derived,
+        origin,
+    }
+}
+
+fn derive_skills(report: &skills::SkillsReport, inputs: &skills::SkillsInputs) -> DerivedSkills {
+    let catalog = skills::catalog(report, inputs);
     let usable = report.usable();
     let commands = skills::commands::slash_commands(usable.iter().copied());
-    let mut skill_tools = Vec::new();
+    let mut tools = Vec::new();
     for skill in &usable {
         if let Some(dispatch) = &skill.dispatch {
             let tool = if dispatch.tool_name.is_empty() {
@@ -335,20 +343,98 @@ fn assemble(app: &App, model: &Model, message: &str, services: &AppServices) -> 
             } else {
                 dispatch.tool_name.clone()
             };
-            skill_tools.push(SkillTool {
+            tools.push(SkillTool {
                 tool,
                 skill: skill.name.clone(),
                 description: skill.description.clone(),
             });
         }
     }
-    let read_roots: Vec<PathBuf> = usable.iter().map(|s| s.base_dir.clone()).collect();
-    let exec_env = exec_env(app, &report);
-    let bootstrap = prompt::bootstrap_files(
-        &workspace,
-        defaults.bootstrap_max_chars as usize,
-        defaults.bootstrap_total_max_chars as usize,
+    DerivedSkills {
+        catalog: catalog.prompt,
+        tools,
+        read_roots: usable.iter().map(|s| s.base_dir.clone()).collect(),
+        keys: report
+            .skills
+            .iter()
+            .map(|s| SkillKeys {
+                name: s.skill.name.clone(),
+                skill_key: s.skill.skill_key.clone(),
+                primary_env: s.skill.primary_env.clone(),
+            })
+            .collect(),
+    }
+}
+
+/// Everything a turn is assembled from.
+struct Assembled {
+    system: String,
+    tool_specs: Vec<ToolSpec>,
+    skill_tools: Vec<SkillTool>,
+    read_roots: Vec<PathBuf>,
+    allow_shell: bool,
+    exec_env: BTreeMap<String, String>,
+    memory_search: bool,
+    memory_write: bool,
+    bootstrap: Vec<prompt::BootstrapFile>,
+    skills_from: skills::stored::Origin,
+}
+
+/// Assembles the turn; `alongside` (the session's own reading) runs on the
+/// thread that reads the skills, while the memory is recalled.
+fn assemble<T: Send>(
+    app: &App,
+    model: &Model,
+    message: &str,
+    services: &AppServices,
+    alongside: impl FnOnce() -> T + Send,
+) -> (Assembled, T) {
+    let defaults = &app.config.config.agents.defaults;
+    let workspace = app.paths.workspace.clone();
+    let memory_search = defaults.memory_search.enabled;
+    let memory_write = app.config.config.memory.session.enabled;
+    // Recalling session notes is the longest part; the skills and the
+    // workspace files are read meanwhile on another thread (which ends
+    // first, so its exit costs nothing here).
+    let (skills, bootstrap, memory_context, also) = std::thread::scope(|scope| {
+        let reading = scope.spawn(|| {
+            let also = alongside();
+            let skills = turn_skills(app);
+            let bootstrap = prompt::bootstrap_files(
+                &workspace,
+                defaults.bootstrap_max_chars as usize,
+                defaults.bootstrap_total_max_chars as usize,
+            );
+            (skills, bootstrap, also)
+        });
+        let recalled = if memory_write && !message.trim().is_empty() {
+            services.context(message)
+        } else {
+            None
+        };
+        let (skills, bootstrap, also) = reading
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        (skills, bootstrap, recalled, also)
+    });
+    let TurnSkills {
+        inputs,
+        derived:
+            DerivedSkills {
+                catalog,
+                tools: skill_tools,
+                read_roots,
+                keys,
+            },
+        origin: skills_from,
+    } = skills;
+    let ctx = skills::gates::GateContext::new(
+        &inputs.env,
+        &inputs.config,
+        inputs.permissions_override.as_deref(),
     );
+    let allow_shell = ctx.allowed_permissions.contains("shell");
+    let exec_env = exec_env(app, &keys);
     let tools = Tools {
         workspace: workspace.clone(),
         home: app.host.home.clone(),
@@ -374,12 +460,12 @@ fn assemble(app: &App, model: &Model, message: &str, services: &AppServices) -> 
         workspace,
         model: model.reference.clone(),
         tools: tool_specs.clone(),
-        skills_catalog: (!catalog.prompt.trim().is_empty()).then(|| catalog.prompt.clone()),
+        skills_catalog: (!catalog.trim().is_empty()).then_some(catalog),
         memory_tools: memory_search,
         bootstrap: bootstrap.clone(),
         memory_context,
     };
-    Assembled {
+    let assembled = Assembled {
         system: prompt::system_prompt(&parts),
         tool_specs,
         skill_tools,
@@ -389,21 +475,22 @@ fn assemble(app: &App, model: &Model, message: &str, services: &AppServices) -> 
         memory_search,
         memory_write,
         bootstrap,
-    }
+        skills_from,
+    };
+    (assembled, also)
 }
 
 /// The environment of `exec` children: almanac's, without the values
 /// configured for skills (`skills.entries.<key>.env`, `apiKey` as the
 /// skill's primary variable). Those belong to the skill's own process.
-fn exec_env(app: &App, report: &skills::SkillsReport) -> BTreeMap<String, String> {
+fn exec_env(app: &App, keys: &[SkillKeys]) -> BTreeMap<String, String> {
     let mut env = app.host.vars().clone();
     let entries = &app.config.config.skills.entries;
     let mut secrets: Vec<(String, String)> = Vec::new();
     for entry in entries.values() {
         secrets.extend(entry.env.iter().map(|(k, v)| (k.clone(), v.clone())));
     }
-    for status in &report.skills {
-        let skill = &status.skill;
+    for skill in keys {
         let entry = entries
             .get(&skill.skill_key)
             .or_else(|| entries.get(&skill.name));
@@ -515,7 +602,7 @@ pub fn prompt_view(app: &App, req: &TurnRequest) -> anyhow::Result<PromptView> {
             .or(entry.as_ref().and_then(|e| e.model_override.as_deref())),
     )?;
     let services = AppServices { app: app.clone() };
-    let assembled = assemble(app, &model, &req.message, &services);
+    let (assembled, ()) = assemble(app, &model, &req.message, &services, || ());
     let mut history = match &entry {
         Some(e) => transcript::read(&sessions.transcript_path(e))?.context(),
         None => Vec::new(),
@@ -602,11 +689,18 @@ pub fn run_turn(
     let connecting = std::thread::spawn(move || provider::connect(endpoint));
     let services = AppServices { app: app.clone() };
     let assembly_started = std::time::Instant::now();
-    let assembled = assemble(app, &model, &message, &services);
+    // The session's queued events and its transcript are read while the
+    // turn is assembled.
+    let (assembled, (events, stored)) = assemble(app, &model, &message, &services, || {
+        (
+            sessions.events().drain(&key),
+            transcript::read(&current.transcript),
+        )
+    });
     let assemble_ms = assembly_started.elapsed().as_secs_f64() * 1000.0;
-    let events = sessions.events().drain(&key)?;
+    let events = events?;
     let lines = events::render(&events, |ts| event_time(app, ts));
-    let stored = transcript::read(&current.transcript)?;
+    let stored = stored?;
     warnings.extend(stored.diagnostics.iter().cloned());
     let defaults = &app.config.config.agents.defaults;
     let settings = Settings {
@@ -625,6 +719,7 @@ pub fn run_turn(
         taken: stored.ids(),
         seed: now.as_millisecond() as u64,
         clock: &clock,
+        unsynced: false,
     };
     let tools = Tools {
         workspace: app.paths.workspace.clone(),
@@ -711,6 +806,7 @@ pub fn run_turn(
     let total_ms = started_at.elapsed().as_secs_f64() * 1000.0;
     let timings = Timings {
         assemble_ms,
+        skills: assembled.skills_from,
         model_ms: outcome.model_ms,
         tools_ms: outcome.tools_ms,
         overhead_ms: total_ms - outcome.model_ms - outcome.tools_ms,

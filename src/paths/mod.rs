@@ -161,6 +161,11 @@ impl Paths {
         self.state_dir.join("index")
     }
 
+    /// What agent turns keep of the skills between turns (derived).
+    pub fn skills_cache(&self) -> PathBuf {
+        self.state_dir.join("cache").join("skills-turn.json")
+    }
+
     /// The derived index of this workspace's memory.
     pub fn workspace_index(&self) -> PathBuf {
         self.index_dir()

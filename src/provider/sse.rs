@@ -29,9 +29,10 @@ impl Parser {
         let mut out = Vec::new();
         let mut start = 0;
         let mut bytes = chunk;
-        if self.after_cr {
+        // An empty read says nothing about what follows the `\r`.
+        if self.after_cr && !bytes.is_empty() {
             self.after_cr = false;
-            if bytes.first() == Some(&b'\n') {
+            if bytes[0] == b'\n' {
                 bytes = &bytes[1..];
             }
         }
@@ -131,6 +132,21 @@ mod tests {
                     data: "[DONE]".into()
                 },
             ]
+        );
+    }
+
+    #[test]
+    fn an_empty_read_between_cr_and_lf_keeps_them_one_line_end() {
+        let mut p = Parser::default();
+        let mut got = p.push(b"event: a\r");
+        got.extend(p.push(b""));
+        got.extend(p.push(b"\ndata: x\r\n\r\n"));
+        assert_eq!(
+            got,
+            vec![Event {
+                event: Some("a".into()),
+                data: "x".into()
+            }]
         );
     }
 

@@ -7,7 +7,8 @@
 //! branch stands for everything before `firstKeptEntryId`.
 //!
 //! Entries are appended under the file's lock and synced before a turn is
-//! acknowledged; a line torn by a crash is skipped on reading (with a
+//! acknowledged (a write not yet synced survives the process being killed;
+//! only a power loss before the turn answers can take it); a line torn by a crash is skipped on reading (with a
 //! diagnostic) and the next append starts on a fresh line. The file is
 //! never rewritten.
 
@@ -243,14 +244,15 @@ pub fn message_json(message: &Message, meta: Option<&AssistantMeta>, timestamp_m
 }
 
 /// Appends entries (built by `build`, each given its new id and its
-/// parent's) after `parent`, in one locked and synced write; returns the
-/// new ids.
+/// parent's) after `parent`, in one locked write, synced when `sync` is
+/// set; returns the new ids.
 pub fn append(
     path: &Path,
     parent: Option<&str>,
     taken: &HashSet<String>,
     seed: u64,
     payloads: &[(String, Value)],
+    sync: bool,
 ) -> std::io::Result<Vec<String>> {
     let mut lines = String::new();
     let mut ids = Vec::with_capacity(payloads.len());
@@ -270,7 +272,7 @@ pub fn append(
         parent = Some(id.clone());
         ids.push(id);
     }
-    durable::locked_append(path, lines.as_bytes(), durable::PRIVATE_FILE_MODE, true)?;
+    durable::locked_append(path, lines.as_bytes(), durable::PRIVATE_FILE_MODE, sync)?;
     Ok(ids)
 }
 
@@ -381,6 +383,7 @@ mod tests {
             &HashSet::new(),
             1,
             &[("t".into(), msg("one")), ("t".into(), msg("two"))],
+            true,
         )
         .unwrap();
         // A crash tore the next line.
@@ -400,6 +403,7 @@ mod tests {
             &t.ids(),
             2,
             &[("t".into(), msg("three"))],
+            true,
         )
         .unwrap();
         let t = read(&path).unwrap();
@@ -436,6 +440,7 @@ mod tests {
                 ("t".into(), msg("b")),
                 ("t".into(), msg("c")),
             ],
+            true,
         )
         .unwrap();
         let t = read(&path).unwrap();
@@ -446,6 +451,7 @@ mod tests {
             &t.ids(),
             5,
             &[("t".into(), compaction), ("t".into(), msg("d"))],
+            true,
         )
         .unwrap();
         let context = read(&path).unwrap().context();

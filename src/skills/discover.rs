@@ -46,6 +46,10 @@ pub struct Discovery {
     pub skills: Vec<Skill>,
     pub failures: Vec<LoadFailure>,
     pub warnings: Vec<String>,
+    /// Every folder listed or probed and every skill file read: a change
+    /// of any of them (their modification time, size or identity) can
+    /// change the outcome, and nothing else on disk can.
+    pub watched: Vec<PathBuf>,
 }
 
 pub fn discover(opts: &DiscoverOptions<'_>) -> Discovery {
@@ -75,9 +79,11 @@ pub fn discover(opts: &DiscoverOptions<'_>) -> Discovery {
         let mut loaded_for_source: Vec<Skill> = Vec::new();
         while let Some(plan) = plans.next_if(|p| p.root.source == source) {
             out.warnings.extend(plan.warnings);
+            out.watched.extend(plan.watched);
             for mut local in results.by_ref().take(plan.visits.len()) {
                 out.warnings.append(&mut local.warnings);
                 out.failures.append(&mut local.failures);
+                out.watched.append(&mut local.watched);
                 loaded_for_source.append(&mut local.skills);
             }
         }
@@ -154,6 +160,8 @@ struct RootPlan<'a> {
     real_root: PathBuf,
     /// Warnings from listing the root.
     warnings: Vec<String>,
+    /// The root and the folders listed in it (see [`Discovery::watched`]).
+    watched: Vec<PathBuf>,
     /// The root itself when it is one skill, else its child folders: each
     /// a skill or a group of skills.
     visits: Vec<Folder>,
@@ -166,6 +174,7 @@ fn plan_root<'a>(root: &'a Root, opts: &DiscoverOptions<'_>) -> RootPlan<'a> {
         root,
         real_root: PathBuf::new(),
         warnings: Vec::new(),
+        watched: vec![root.dir.clone()],
         visits: Vec::new(),
     };
     let Ok(real_root) = std::fs::canonicalize(&root.dir) else {
@@ -185,14 +194,20 @@ fn plan_root<'a>(root: &'a Root, opts: &DiscoverOptions<'_>) -> RootPlan<'a> {
     }
     if let Some(nested) = subfolder(&top, "skills") {
         let mut warnings = Vec::new();
-        let children = children(&nested, opts.limits, root, &mut warnings);
+        let children = children(&nested, opts.limits, root, &mut warnings, &mut plan.watched);
         if children.iter().any(|c| probe(&c.path).is_some()) {
             plan.warnings = warnings;
             plan.visits = children;
             return plan;
         }
     }
-    let children = children(&top, opts.limits, root, &mut plan.warnings);
+    let children = children(
+        &top,
+        opts.limits,
+        root,
+        &mut plan.warnings,
+        &mut plan.watched,
+    );
     plan.visits = children;
     plan
 }
@@ -205,16 +220,27 @@ fn visit_folder(
     out: &mut Discovery,
 ) {
     if let Some(files) = probe(&folder.path) {
+        files.watch(&mut out.watched);
         if let Some(skill) = load_skill_dir(folder, files, plan.root, &plan.real_root, opts, out) {
             out.skills.push(skill);
         }
         return;
     }
     // A group folder: its children may be skills.
-    for grandchild in children(folder, opts.limits, plan.root, &mut out.warnings) {
-        if let Some(files) = probe(&grandchild.path)
-            && let Some(skill) =
-                load_skill_dir(&grandchild, files, plan.root, &plan.real_root, opts, out)
+    let grandchildren = children(
+        folder,
+        opts.limits,
+        plan.root,
+        &mut out.warnings,
+        &mut out.watched,
+    );
+    for grandchild in grandchildren {
+        let Some(files) = probe(&grandchild.path) else {
+            continue;
+        };
+        files.watch(&mut out.watched);
+        if let Some(skill) =
+            load_skill_dir(&grandchild, files, plan.root, &plan.real_root, opts, out)
         {
             out.skills.push(skill);
         }
@@ -251,7 +277,9 @@ fn children(
     limits: &SkillsLimits,
     root: &Root,
     warnings: &mut Vec<String>,
+    watched: &mut Vec<PathBuf>,
 ) -> Vec<Folder> {
+    watched.push(dir.path.clone());
     let Ok(entries) = std::fs::read_dir(&dir.path) else {
         return Vec::new();
     };
@@ -294,7 +322,21 @@ fn children(
     }
     folders.sort_by(|a, b| a.0.cmp(&b.0));
     folders.truncate(max);
+    // A folder that holds no skill yet becomes one when a file is added
+    // to it, which changes the folder, not its parent.
+    watched.extend(folders.iter().map(|(_, folder)| folder.path.clone()));
     folders.into_iter().map(|(_, folder)| folder).collect()
+}
+
+impl SkillFiles {
+    fn watch(&self, watched: &mut Vec<PathBuf>) {
+        watched.extend(
+            self.skill_md
+                .iter()
+                .chain(&self.manifest)
+                .map(|f| f.path.clone()),
+        );
+    }
 }
 
 /// The skill files of `dir`, or `None` when it holds no skill.

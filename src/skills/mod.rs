@@ -12,11 +12,14 @@
 //! * [`scan`]: the install-time security scan;
 //! * [`snapshot`]: the immutable, versioned snapshot the gateway uses,
 //!   rebuilt when a skill file changes or an input (PATH, environment,
-//!   config) does.
+//!   config) does;
+//! * [`stored`]: what agent turns keep of the skills between commands.
 //!
 //! Invariants: no skill is dropped silently (a file that cannot load is a
-//! [`LoadFailure`] with its reason); nothing about gating is cached across
-//! commands; the process environment is never modified for a skill.
+//! [`LoadFailure`] with its reason); across commands only agent turns keep
+//! anything, and only while every file discovery read and every gating
+//! input is unchanged (`skills` commands and `skills run` always read and
+//! gate afresh); the process environment is never modified for a skill.
 
 pub mod bundled;
 pub mod catalog;
@@ -28,6 +31,7 @@ pub mod route;
 pub mod run;
 pub mod scan;
 pub mod snapshot;
+pub mod stored;
 pub mod types;
 
 use std::collections::BTreeMap;
@@ -71,6 +75,9 @@ pub struct SkillsReport {
     pub failures: Vec<LoadFailure>,
     pub warnings: Vec<String>,
     pub conflicts: Vec<route::TriggerConflict>,
+    /// What on disk the report was read from ([`discover::Discovery::watched`]).
+    #[serde(skip)]
+    pub watched: Vec<PathBuf>,
 }
 
 impl SkillsReport {
@@ -139,6 +146,7 @@ pub fn report(inputs: &SkillsInputs) -> SkillsReport {
         failures: discovery.failures,
         warnings,
         conflicts,
+        watched: discovery.watched,
     }
 }
 

@@ -46,48 +46,73 @@ pub struct Snapshot {
 }
 
 /// What makes a snapshot stale besides skill files: the environment
-/// values gating reads and the config file's identity.
+/// values gating reads and the config.
 pub fn fingerprint(inputs: &SkillsInputs, report: Option<&SkillsReport>) -> u64 {
+    let vars = report.map(required_vars).unwrap_or_default();
+    inputs_fingerprint(inputs, &vars)
+}
+
+/// The environment variables the skills of `report` read for gating and
+/// their own keys, sorted.
+pub fn required_vars(report: &SkillsReport) -> Vec<String> {
+    let mut vars: Vec<String> = report
+        .skills
+        .iter()
+        .flat_map(|s| {
+            s.skill
+                .requires
+                .env
+                .iter()
+                .chain(&s.skill.requires.env_any)
+                .chain(s.skill.primary_env.iter())
+        })
+        .cloned()
+        .collect();
+    vars.sort();
+    vars.dedup();
+    vars
+}
+
+/// A hash of every input of gating but the files: `PATH`, `SKILLS_PATH`,
+/// `HOME`, `SKILL_PERMISSIONS`, the values of `vars`, the effective
+/// config, the config file's identity, the roots and the folders symlinked
+/// skills may point into.
+pub fn inputs_fingerprint(inputs: &SkillsInputs, vars: &[String]) -> u64 {
     let mut text = String::new();
     for key in ["PATH", "SKILLS_PATH", "HOME"] {
         text.push_str(inputs.env.get(key).map_or("", String::as_str));
         text.push('\0');
     }
     text.push_str(inputs.permissions_override.as_deref().unwrap_or("\u{1}"));
-    if let Some(report) = report {
-        let mut vars: Vec<&String> = report
-            .skills
-            .iter()
-            .flat_map(|s| {
-                s.skill
-                    .requires
-                    .env
-                    .iter()
-                    .chain(&s.skill.requires.env_any)
-                    .chain(s.skill.primary_env.iter())
-            })
-            .collect();
-        vars.sort();
-        vars.dedup();
-        for v in vars {
-            text.push_str(v);
-            text.push('=');
-            text.push_str(inputs.env.get(v).map_or("", String::as_str));
-            text.push('\0');
-        }
+    for v in vars {
+        text.push_str(v);
+        text.push('=');
+        text.push_str(inputs.env.get(v).map_or("\u{1}", String::as_str));
+        text.push('\0');
+    }
+    // Gates read config keys (`requires.config`), which environment
+    // variables and flags can set as well as the file.
+    if let Ok(config) = serde_json::to_string(&inputs.config.config) {
+        text.push_str(&config);
     }
     let config = &inputs.config.file.path;
     if let Ok(meta) = std::fs::metadata(config) {
         use std::os::unix::fs::MetadataExt;
         text.push_str(&format!(
-            "{}:{}:{}",
+            "{}:{}:{}:{}",
             config.display(),
+            meta.mtime(),
             meta.mtime_nsec(),
             meta.size()
         ));
     }
     for root in &inputs.roots {
+        text.push_str(root.source.short());
         text.push_str(&root.dir.to_string_lossy());
+        text.push('\0');
+    }
+    for dir in inputs.allow_symlink_targets.iter().chain(&inputs.homes) {
+        text.push_str(&dir.to_string_lossy());
         text.push('\0');
     }
     crate::paths::fnv1a64(text.as_bytes())

@@ -541,3 +541,192 @@ fn watcher_picks_up_a_root_created_after_it_started() {
         }
     }
 }
+
+/// Sets every file and folder under `dir` an hour into the past, as an
+/// existing skill set is: changes made after that are seen by their times.
+fn backdate(dir: &std::path::Path) {
+    let past = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(path) = stack.pop() {
+        if path.is_dir() {
+            for entry in std::fs::read_dir(&path).unwrap() {
+                stack.push(entry.unwrap().path());
+            }
+        }
+        std::fs::File::open(&path)
+            .unwrap()
+            .set_modified(past)
+            .unwrap();
+    }
+}
+
+fn wall_ns() -> i128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as i128
+}
+
+/// What the tests derive from a report: each skill's name, eligibility and
+/// description.
+fn summary(report: &SkillsReport) -> Vec<(String, bool, String)> {
+    report
+        .skills
+        .iter()
+        .map(|s| {
+            (
+                s.skill.name.clone(),
+                s.eligibility.eligible,
+                s.skill.description.clone(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn the_stored_snapshot_is_used_only_while_nothing_it_came_from_changed() {
+    type Change = fn(&Setup, &std::path::Path);
+    let bin_dir = |s: &Setup| s.dir.path().join("bin");
+    let cases: Vec<(&str, Change, &str, bool)> = vec![
+        ("nothing", |_, _| {}, "{}", true),
+        (
+            "a skill file edited",
+            |s, _| {
+                s.skill_md(
+                    SourceKind::Workspace,
+                    "a",
+                    "name: a\ndescription: edited text",
+                );
+            },
+            "{}",
+            false,
+        ),
+        (
+            "a new skill folder",
+            |s, _| {
+                s.skill_md(SourceKind::Managed, "new", "name: new\ndescription: added");
+            },
+            "{}",
+            false,
+        ),
+        (
+            "SKILL.md added to a folder that had none",
+            |s, _| {
+                s.skill_md(
+                    SourceKind::Workspace,
+                    "empty",
+                    "name: empty\ndescription: now a skill",
+                );
+            },
+            "{}",
+            false,
+        ),
+        (
+            "a skill removed",
+            |s, _| std::fs::remove_dir_all(s.root(SourceKind::Workspace).join("a")).unwrap(),
+            "{}",
+            false,
+        ),
+        (
+            "a required binary installed",
+            |s, _| {
+                let tool = s.dir.path().join("bin/mytool");
+                std::fs::write(&tool, "#!/bin/sh\n").unwrap();
+                use std::os::unix::fs::PermissionsExt;
+                std::fs::set_permissions(&tool, std::fs::Permissions::from_mode(0o755)).unwrap();
+            },
+            "{}",
+            false,
+        ),
+        (
+            "the config changed",
+            |_, _| {},
+            "{skills: {entries: {a: {enabled: false}}}}",
+            false,
+        ),
+        (
+            "the cache file is corrupt",
+            |_, cache| std::fs::write(cache, "{not json").unwrap(),
+            "{}",
+            false,
+        ),
+    ];
+    for (what, change, config_after, stays_cached) in cases {
+        let s = Setup::new();
+        s.skill_md(
+            SourceKind::Workspace,
+            "a",
+            "name: a\ndescription: first text",
+        );
+        std::fs::create_dir_all(s.root(SourceKind::Workspace).join("empty")).unwrap();
+        s.skill_md(SourceKind::Workspace, "b", "name: tooled\ndescription: d\nmetadata: {\"openclaw\":{\"requires\":{\"bins\":[\"mytool\"]}}}");
+        std::fs::create_dir_all(bin_dir(&s)).unwrap();
+        let path = bin_dir(&s).to_string_lossy().into_owned();
+        let inputs = s.inputs("{}", &[("PATH", &path)], None);
+        backdate(s.dir.path());
+        let cache = s.dir.path().join("state/cache/skills.json");
+        let (first, origin) = stored::load_or_build(&cache, &inputs, wall_ns(), summary);
+        assert_eq!(origin, stored::Origin::Built, "{what}");
+        let (again, origin) = stored::load_or_build(&cache, &inputs, wall_ns(), summary);
+        assert_eq!(
+            (origin, &again),
+            (stored::Origin::Cached, &first),
+            "{what}: unchanged"
+        );
+
+        change(&s, &cache);
+        let inputs = if config_after == "{}" {
+            inputs
+        } else {
+            s.inputs(config_after, &[("PATH", &path)], None)
+        };
+        let (after, origin) = stored::load_or_build(&cache, &inputs, wall_ns(), summary);
+        let fresh = summary(&report(&inputs));
+        assert_eq!(after, fresh, "{what}: the value is the current one");
+        let want = if stays_cached {
+            stored::Origin::Cached
+        } else {
+            stored::Origin::Built
+        };
+        assert_eq!(origin, want, "{what}");
+    }
+}
+
+#[test]
+fn an_environment_value_a_gate_reads_invalidates_the_stored_snapshot() {
+    let s = Setup::new();
+    s.skill_md(SourceKind::Workspace, "e", "name: env-gated\ndescription: d\nmetadata: {\"openclaw\":{\"requires\":{\"env\":[\"NEED\"]}}}");
+    let inputs = s.inputs("{}", &[], None);
+    backdate(s.dir.path());
+    let cache = s.dir.path().join("cache.json");
+    let (before, _) = stored::load_or_build(&cache, &inputs, wall_ns(), summary);
+    assert!(!before[0].1);
+    let mut with_var = inputs.clone();
+    with_var.env.insert("NEED".into(), "yes".into());
+    let (after, origin) = stored::load_or_build(&cache, &with_var, wall_ns(), summary);
+    assert_eq!(origin, stored::Origin::Built);
+    assert!(after[0].1, "the gate sees the variable");
+    // An unrelated variable changes nothing.
+    with_var.env.insert("UNRELATED".into(), "x".into());
+    let (_, origin) = stored::load_or_build(&cache, &with_var, wall_ns(), summary);
+    assert_eq!(origin, stored::Origin::Cached);
+}
+
+#[test]
+fn a_snapshot_of_files_changed_moments_ago_is_not_kept() {
+    let s = Setup::new();
+    s.skill_md(
+        SourceKind::Workspace,
+        "a",
+        "name: a\ndescription: just written",
+    );
+    let inputs = s.inputs("{}", &[], None);
+    let cache = s.dir.path().join("cache.json");
+    // The skill was written now: a change within the same clock tick could
+    // go unseen, so nothing is stored.
+    let (_, origin) = stored::load_or_build(&cache, &inputs, wall_ns(), summary);
+    assert_eq!(origin, stored::Origin::Built);
+    assert!(!cache.exists());
+    let (_, origin) = stored::load_or_build(&cache, &inputs, wall_ns(), summary);
+    assert_eq!(origin, stored::Origin::Built);
+}
