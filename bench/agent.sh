@@ -63,10 +63,11 @@ for _ in $(seq 100); do [ -s "$port_file" ] && break; sleep 0.05; done
 export OPENAI_BASE_URL="http://127.0.0.1:$(cat "$port_file")/v1"
 A="$ALMANAC"
 "$A" memory index >/dev/null
-# Skill files written within the last 2 s are not trusted by the skills
-# snapshot (file times are coarse); a real skill set is older than that.
-sleep 2.1
 "$A" skills list --json | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["skills"]), "skills,", end=" ")'
+# Skill files written within the last 2 s (these were, and the bundled
+# skills are written on first use) are not trusted by the skills snapshot:
+# file times are coarse. A real skill set is older than that.
+sleep 2.1
 echo "10-year memory, release, $(nproc) cores"
 for i in $(seq 20); do "$A" agent --model openai/bench --message "earlier message number $i" >/dev/null; done
 sessions="$home/.almanac/agents/main/sessions"

@@ -4,10 +4,12 @@
 //! Invariants:
 //! * The user's message is in the transcript before the model is called;
 //!   each assistant message and each tool result is appended, synced, as
-//!   soon as it exists (the sync of the model's first answer covers the
-//!   user's message too, which saves a disk flush per turn; an unsynced
-//!   write survives the process being killed). The transcript is synced
-//!   before the turn returns, whatever the outcome. A turn killed at any point leaves a transcript
+//!   soon as it exists. Tool calls and results are synced before the next
+//!   step; the user's message and the final answer are synced by the
+//!   caller's [`Log::sync`] (or when the [`Log`] is dropped), so one disk
+//!   flush covers a turn without tools and the caller can update the
+//!   session entry meanwhile. A write not yet synced survives the process
+//!   being killed; only a power loss before the turn answers can take it. A turn killed at any point leaves a transcript
 //!   whose next turn is valid (hygiene repairs a call left without its
 //!   result).
 //! * What the provider sees is the transcript's context after hygiene;
@@ -88,6 +90,14 @@ pub struct Log<'a> {
     pub unsynced: bool,
 }
 
+impl Drop for Log<'_> {
+    fn drop(&mut self) {
+        if let Err(err) = self.sync() {
+            tracing::warn!(%err, path = %self.path.display(), "cannot sync the transcript");
+        }
+    }
+}
+
 impl Log<'_> {
     /// Appends one message, synced.
     pub fn message(
@@ -112,6 +122,12 @@ impl Log<'_> {
     /// Appends raw entries (each with its `type`), synced, chained.
     pub fn append(&mut self, payloads: Vec<(String, Value)>) -> std::io::Result<String> {
         self.write(payloads, true)
+    }
+
+    /// Hands the pending flush over: the caller must sync the returned
+    /// file (on another thread, say) before acknowledging the turn.
+    pub fn take_pending_sync(&mut self) -> Option<std::path::PathBuf> {
+        std::mem::take(&mut self.unsynced).then(|| self.path.to_path_buf())
     }
 
     /// Flushes what was written unsynced.
@@ -172,8 +188,8 @@ pub async fn run(
         provider, retry, settings, system, tools, history, user, log, sink,
     )
     .await;
-    // A failed turn still keeps the user's message.
-    log.sync()?;
+    // The final answer is flushed by the caller (`Log::sync`, or the drop
+    // of the log), which can update the session's entry meanwhile.
     result
 }
 
@@ -238,9 +254,6 @@ async fn converse(
             stop_reason: Some(response.stop_reason),
             error_message: None,
         };
-        let assistant = Message::Assistant(response.content.clone());
-        log.message(&assistant, Some(&meta))?;
-        conversation.push(assistant);
         let calls: Vec<(String, String, Value)> = response
             .content
             .iter()
@@ -253,6 +266,11 @@ async fn converse(
                 _ => None,
             })
             .collect();
+        let assistant = Message::Assistant(response.content.clone());
+        // Tool calls are on disk before any tool runs; a final answer is
+        // synced by the caller.
+        log.write_message(&assistant, Some(&meta), !calls.is_empty())?;
+        conversation.push(assistant);
         let text = response
             .content
             .iter()

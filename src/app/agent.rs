@@ -785,24 +785,38 @@ pub fn run_turn(
     let flushed = compaction
         .as_ref()
         .is_some_and(|c| c.flushed_notes > 0 || assembled.memory_write);
-    warnings.extend(sessions.record(&key, app.host.now.timestamp(), |e| {
-        let ms = now.as_millisecond();
-        e.updated_at = ms;
-        e.last_interaction_at = Some(ms);
-        e.model = Some(model.name.clone());
-        e.model_provider = Some(model.endpoint.provider.clone());
-        e.input_tokens += usage.input;
-        e.output_tokens += usage.output;
-        e.total_tokens += usage.total_tokens;
-        e.context_tokens = Some(usage.input);
-        if compacted {
-            e.compaction_count += 1;
-            if flushed {
-                e.memory_flush_at = Some(ms);
-                e.memory_flush_compaction_count = Some(e.compaction_count);
+    // The transcript's last flush and the session entry's update go to
+    // different files: both at once.
+    let pending = log.take_pending_sync();
+    let (synced, recorded) = std::thread::scope(|scope| {
+        let syncing = scope.spawn(|| match pending {
+            Some(path) => std::fs::File::open(path).and_then(|f| f.sync_data()),
+            None => Ok(()),
+        });
+        let recorded = sessions.record(&key, app.host.now.timestamp(), |e| {
+            let ms = now.as_millisecond();
+            e.updated_at = ms;
+            e.last_interaction_at = Some(ms);
+            e.model = Some(model.name.clone());
+            e.model_provider = Some(model.endpoint.provider.clone());
+            e.input_tokens += usage.input;
+            e.output_tokens += usage.output;
+            e.total_tokens += usage.total_tokens;
+            e.context_tokens = Some(usage.input);
+            if compacted {
+                e.compaction_count += 1;
+                if flushed {
+                    e.memory_flush_at = Some(ms);
+                    e.memory_flush_compaction_count = Some(e.compaction_count);
+                }
             }
-        }
-    })?);
+        });
+        (syncing.join(), recorded)
+    });
+    synced
+        .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+        .map_err(|e| anyhow::anyhow!("cannot sync the transcript: {e}"))?;
+    warnings.extend(recorded?);
     let total_ms = started_at.elapsed().as_secs_f64() * 1000.0;
     let timings = Timings {
         assemble_ms,

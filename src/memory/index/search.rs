@@ -71,7 +71,7 @@ type IdMap<V> = HashMap<i64, V, std::hash::BuildHasherDefault<IdHasher>>;
 const HEADING_WEIGHT: f64 = super::HEADING_WEIGHT;
 /// Postings read of a very common word (at least; more for a search that
 /// wants many results).
-const COMMON_POSTINGS: usize = 2_000;
+const COMMON_POSTINGS: usize = 512;
 /// Share of the best neighbour's score an item gains.
 const NEIGHBOR_SHARE: f64 = 0.4;
 /// How many items either side count as neighbours.
@@ -312,7 +312,7 @@ impl Index {
             headings: HashMap::new(),
         };
         let mut scored: HashMap<i64, Scored> = HashMap::new();
-        for (hit, item_terms) in self.scoring_rows(chosen.into_iter())?.into_values() {
+        for (hit, item_terms) in chosen {
             let base = scorer.score(&hit, &item_terms);
             scored.insert(hit.id, Scored { hit, base });
         }
@@ -397,13 +397,17 @@ impl Index {
     }
 
     /// The best `window` distinct texts among `candidates` (best first)
-    /// that pass `filter`, preferring the long-term copy of a text.
+    /// that pass `filter`, preferring the long-term copy of a text, read
+    /// whole for scoring. The first chunk (usually all it takes) is read
+    /// whole at once: its rows are mostly read from disk for the first
+    /// time, and a second pass over them would cost as much again.
     fn distinct_window(
         &self,
         candidates: &[(i64, f64)],
         window: usize,
         filter: &Filter,
-    ) -> Result<Vec<i64>, StoreError> {
+    ) -> Result<Vec<(Hit, String)>, StoreError> {
+        let mut rows: HashMap<i64, (Hit, String)> = HashMap::new();
         let mut chosen: HashMap<i64, (i64, bool)> = HashMap::new(); // norm_hash -> (id, long-term)
         let mut next = 0;
         while chosen.len() < window && next < candidates.len() {
@@ -414,8 +418,22 @@ impl Index {
                 .iter()
                 .map(|(id, _)| *id)
                 .collect();
+            let identities = if next == 0 {
+                rows = self.scoring_rows(ids.iter().copied())?;
+                rows.iter()
+                    .map(|(id, (hit, _))| {
+                        let identity = Identity {
+                            norm_hash: hit.norm_hash,
+                            file_id: hit.file_id,
+                            day: hit.day.clone(),
+                        };
+                        (*id, identity)
+                    })
+                    .collect()
+            } else {
+                self.identities(&ids)?
+            };
             next += ids.len();
-            let identities = self.identities(&ids)?;
             for id in ids {
                 let Some(identity) = identities.get(&id) else {
                     continue;
@@ -436,7 +454,18 @@ impl Index {
                 }
             }
         }
-        Ok(chosen.into_values().map(|(id, _)| id).collect())
+        let missing: Vec<i64> = chosen
+            .values()
+            .map(|(id, _)| *id)
+            .filter(|id| !rows.contains_key(id))
+            .collect();
+        if !missing.is_empty() {
+            rows.extend(self.scoring_rows(missing.into_iter())?);
+        }
+        Ok(chosen
+            .into_values()
+            .filter_map(|(id, _)| rows.remove(&id))
+            .collect())
     }
 
     /// The ids of the items in `range` when there are few of them
