@@ -98,8 +98,9 @@ for msg in messages:
         rows.append(json.loads(out)["timings"])
     med = lambda k: statistics.median(r[k] for r in rows)
     overall += [r["overheadMs"] for r in rows]
-    cached = sum(r["skills"] == "cached" for r in rows)
-    print(f"  {msg!r:<34}{med('overheadMs'):9.2f}{med('assembleMs'):9.2f}{med('modelMs'):7.2f}{med('totalMs'):7.2f}  {cached}/{runs} from the snapshot")
+    built = [i for i, r in enumerate(rows) if r["skills"] != "cached"]
+    note = f"rebuilt in runs {built}" if built else "all from the snapshot"
+    print(f"  {msg!r:<34}{med('overheadMs'):9.2f}{med('assembleMs'):9.2f}{med('modelMs'):7.2f}{med('totalMs'):7.2f}  {note}")
 overall.sort()
 print(f"  all messages: overhead median {statistics.median(overall):.2f} ms, p90 {overall[int(len(overall) * 0.9)]:.2f} ms")
 PY

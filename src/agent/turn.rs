@@ -70,8 +70,11 @@ pub struct Outcome {
     /// What hygiene repaired in the stored conversation.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub repairs: Vec<String>,
-    /// Time spent waiting for the model and running tools, in ms.
+    /// Time spent waiting for the model and running tools, in ms (reported
+    /// with the turn's other timings).
+    #[serde(skip)]
     pub model_ms: f64,
+    #[serde(skip)]
     pub tools_ms: f64,
 }
 

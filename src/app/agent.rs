@@ -585,6 +585,8 @@ pub struct PromptView {
     pub messages: Vec<Value>,
     pub bootstrap: Vec<prompt::BootstrapFile>,
     pub estimated_tokens: usize,
+    /// Whether the skills came from the previous turns' snapshot.
+    pub skills: skills::stored::Origin,
 }
 
 pub fn prompt_view(app: &App, req: &TurnRequest) -> anyhow::Result<PromptView> {
@@ -626,6 +628,7 @@ pub fn prompt_view(app: &App, req: &TurnRequest) -> anyhow::Result<PromptView> {
             .collect(),
         bootstrap: assembled.bootstrap,
         estimated_tokens,
+        skills: assembled.skills_from,
     })
 }
 

@@ -28,7 +28,7 @@ pub struct TurnArgs {
     /// Session key (default: the agent's main session)
     #[arg(long)]
     pub session_key: Option<String>,
-    /// Agent id
+    /// Agent id [default: main]
     #[arg(long)]
     pub agent: Option<String>,
     /// Model as provider/model [default: agents.defaults.model]
@@ -48,7 +48,9 @@ pub enum AgentCommand {
 pub enum SessionsCommand {
     /// One session: its entry and conversation
     Show {
+        /// Session key, e.g. agent:main:main
         key: String,
+        /// Agent id [default: main]
         #[arg(long)]
         agent: Option<String>,
         #[command(flatten)]
@@ -60,6 +62,7 @@ pub enum SessionsCommand {
 pub struct SessionsArgs {
     #[command(subcommand)]
     pub command: Option<SessionsCommand>,
+    /// Agent id [default: main]
     #[arg(long)]
     pub agent: Option<String>,
     #[command(flatten)]

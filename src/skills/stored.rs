@@ -37,7 +37,11 @@ pub const RACY_WINDOW: Duration = Duration::from_secs(2);
 
 /// What a path looked like when the snapshot was built.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", tag = "kind")]
+#[serde(
+    rename_all = "camelCase",
+    rename_all_fields = "camelCase",
+    tag = "kind"
+)]
 pub enum Stamp {
     Missing,
     Present {

@@ -643,3 +643,89 @@ fn prompt_shows_what_the_model_would_get() {
     assert_eq!(v["messages"].as_array().unwrap().len(), 1);
     assert!(v["estimatedTokens"].as_u64().unwrap() > 100);
 }
+
+/// Sets every file and folder under `dir` an hour into the past, as an
+/// existing setup is.
+fn backdate(dir: &std::path::Path) {
+    let past = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(path) = stack.pop() {
+        let meta = std::fs::symlink_metadata(&path).unwrap();
+        if meta.is_dir() {
+            for entry in std::fs::read_dir(&path).unwrap() {
+                stack.push(entry.unwrap().path());
+            }
+        }
+        if meta.is_dir() || meta.is_file() {
+            std::fs::File::open(&path)
+                .unwrap()
+                .set_modified(past)
+                .unwrap();
+        }
+    }
+}
+
+#[test]
+fn turns_reuse_the_skills_until_a_skill_changes() {
+    let sb = Sandbox::new();
+    std::fs::create_dir_all(sb.path("bin")).unwrap();
+    let bin = sb.path("bin").to_string_lossy().into_owned();
+    let prompt = || {
+        sb.run_env(
+            &[
+                "agent", "prompt", "--model", "openai/m", "-m", "hi", "--json",
+            ],
+            &[("OPENAI_BASE_URL", "http://127.0.0.1:9"), ("PATH", &bin)],
+        )
+        .ok()
+        .json()
+    };
+    sb.write(
+        ".almanac/workspace/skills/weather/SKILL.md",
+        "---\nname: weather\ndescription: Forecasts the weather.\n---\n",
+    );
+    // The first run writes the bundled skills; then the setup is an hour old.
+    prompt();
+    backdate(sb.home());
+    let first = prompt();
+    assert_eq!(first["skills"], "built");
+    let again = prompt();
+    assert_eq!(again["skills"], "cached", "nothing changed");
+    assert_eq!(again["system"], first["system"]);
+    assert!(
+        again["system"]
+            .as_str()
+            .unwrap()
+            .contains("Forecasts the weather.")
+    );
+
+    sb.write(
+        ".almanac/workspace/skills/weather/SKILL.md",
+        "---\nname: weather\ndescription: Tells the weather of tomorrow.\n---\n",
+    );
+    let edited = prompt();
+    assert_eq!(edited["skills"], "built");
+    let system = edited["system"].as_str().unwrap();
+    assert!(
+        system.contains("Tells the weather of tomorrow."),
+        "{system}"
+    );
+    assert!(!system.contains("Forecasts the weather."));
+
+    sb.write(
+        ".almanac/workspace/skills/tides/SKILL.md",
+        "---\nname: tides\ndescription: Gives the tide times.\n---\n",
+    );
+    let added = prompt();
+    assert_eq!(added["skills"], "built");
+    assert!(
+        added["system"]
+            .as_str()
+            .unwrap()
+            .contains("Gives the tide times.")
+    );
+
+    std::fs::remove_dir_all(sb.path(".almanac/workspace/skills/weather")).unwrap();
+    let removed = prompt();
+    assert!(!removed["system"].as_str().unwrap().contains("weather."));
+}
