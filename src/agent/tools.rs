@@ -15,7 +15,7 @@
 //! failed turn.
 
 use std::collections::BTreeMap;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde_json::{Value, json};
@@ -256,7 +256,8 @@ impl Tools<'_> {
         } else {
             self.workspace.join(expanded)
         };
-        let lexical = normalize(&joined).ok_or_else(|| format!("{path} leaves the workspace"))?;
+        let lexical = crate::paths::normalize(&joined)
+            .ok_or_else(|| format!("{path} leaves the workspace"))?;
         // Resolve symlinks of what exists, then check where it really is.
         let real = real_path(&lexical);
         let inside = |root: &Path| {
@@ -396,24 +397,6 @@ fn existing_mode(path: &Path) -> Option<u32> {
     std::fs::metadata(path)
         .ok()
         .map(|m| m.permissions().mode() & 0o777)
-}
-
-/// `a/./b/../c` → `a/c` without touching the disk; `None` when `..` climbs
-/// above the root.
-fn normalize(path: &Path) -> Option<PathBuf> {
-    let mut out = PathBuf::new();
-    for c in path.components() {
-        match c {
-            Component::ParentDir => {
-                if !out.pop() {
-                    return None;
-                }
-            }
-            Component::CurDir => {}
-            other => out.push(other),
-        }
-    }
-    Some(out)
 }
 
 /// The real location of `path`: its longest existing ancestor resolved,

@@ -171,9 +171,10 @@ pub enum TurnError {
     Transcript(#[from] std::io::Error),
 }
 
-/// Runs the turn. `history` is the context before the user's message;
-/// `user` is the message, already appended by the caller or appended here
-/// when `append_user` is set.
+/// Runs the turn: appends `user` (the new message) after `history` (the
+/// context before it) and talks with the model until it answers. The final
+/// answer is flushed by the caller ([`Log::sync`], or when the log is
+/// dropped), which can update the session's entry meanwhile.
 #[allow(clippy::too_many_arguments)]
 pub async fn run(
     provider: &dyn Provider,
@@ -187,27 +188,6 @@ pub async fn run(
     sink: &mut dyn StreamSink,
 ) -> Result<Outcome, TurnError> {
     log.write_message(&user, None, false)?;
-    let result = converse(
-        provider, retry, settings, system, tools, history, user, log, sink,
-    )
-    .await;
-    // The final answer is flushed by the caller (`Log::sync`, or the drop
-    // of the log), which can update the session's entry meanwhile.
-    result
-}
-
-#[allow(clippy::too_many_arguments)]
-async fn converse(
-    provider: &dyn Provider,
-    retry: &RetryPolicy,
-    settings: &Settings,
-    system: &str,
-    tools: &Tools<'_>,
-    history: Vec<Message>,
-    user: Message,
-    log: &mut Log<'_>,
-    sink: &mut dyn StreamSink,
-) -> Result<Outcome, TurnError> {
     let endpoint = provider.endpoint();
     let mut conversation = history;
     conversation.push(user);

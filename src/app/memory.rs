@@ -5,7 +5,7 @@
 //! Searches bring the index up to date first (a quick sync); `index`
 //! forces a full one. Nothing here writes to the memory files.
 
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
@@ -292,7 +292,7 @@ fn memory_file(memory: &Memory, path: &str) -> Result<(String, PathBuf), GetErro
     } else {
         memory.root.join(requested)
     };
-    let full = normalize(&joined).ok_or_else(refuse)?;
+    let full = crate::paths::normalize(&joined).ok_or_else(refuse)?;
     let (layout, _) = memory.layout();
     let name = layout.name_of(&full);
     if name.is_empty() || !name.ends_with(".md") || layout.classify(&name).is_none() {
@@ -310,24 +310,6 @@ fn memory_file(memory: &Memory, path: &str) -> Result<(String, PathBuf), GetErro
         Err(_) => {}
     }
     Ok((name, full))
-}
-
-/// `a/./b/../c` → `a/c` without touching the disk; `None` when `..` climbs
-/// above the start.
-fn normalize(path: &Path) -> Option<PathBuf> {
-    let mut out = PathBuf::new();
-    for c in path.components() {
-        match c {
-            Component::ParentDir => {
-                if !out.pop() {
-                    return None;
-                }
-            }
-            Component::CurDir => {}
-            other => out.push(other),
-        }
-    }
-    Some(out)
 }
 
 pub fn entity(app: &App, name: &str, max_lines: usize) -> anyhow::Result<Option<EntitySummary>> {

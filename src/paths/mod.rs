@@ -217,6 +217,25 @@ pub fn fnv1a64(bytes: &[u8]) -> u64 {
 }
 
 /// Whether `path` is inside `root` after resolving symlinks.
+/// `a/./b/../c` → `a/c` without touching the disk; `None` when `..` climbs
+/// above the start.
+pub fn normalize(path: &Path) -> Option<PathBuf> {
+    use std::path::Component;
+    let mut out = PathBuf::new();
+    for c in path.components() {
+        match c {
+            Component::ParentDir => {
+                if !out.pop() {
+                    return None;
+                }
+            }
+            Component::CurDir => {}
+            other => out.push(other),
+        }
+    }
+    Some(out)
+}
+
 pub fn is_within(root: &Path, path: &Path) -> bool {
     match (std::fs::canonicalize(root), std::fs::canonicalize(path)) {
         (Ok(root), Ok(path)) => path.starts_with(root),
@@ -227,6 +246,23 @@ pub fn is_within(root: &Path, path: &Path) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn normalize_resolves_dots_lexically_and_refuses_climbing_out() {
+        for (path, want) in [
+            ("a/./b/../c", Some("a/c")),
+            ("/ws/notes/../MEMORY.md", Some("/ws/MEMORY.md")),
+            ("a/..", Some("")),
+            ("../x", None),
+            ("a/../../x", None),
+        ] {
+            assert_eq!(
+                normalize(Path::new(path)),
+                want.map(PathBuf::from),
+                "{path}"
+            );
+        }
+    }
 
     fn host(vars: &[(&str, &str)]) -> Host {
         Host::with_vars(
