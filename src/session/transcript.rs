@@ -106,10 +106,11 @@ pub fn read(path: &Path) -> std::io::Result<Transcript> {
         if line.trim().is_empty() {
             continue;
         }
-        match serde_json::from_str::<Value>(line)
-            .ok()
-            .and_then(|v| parse_entry(&v))
-        {
+        match fast::entry(line).or_else(|| {
+            serde_json::from_str::<Value>(line)
+                .ok()
+                .and_then(|v| parse_entry(&v))
+        }) {
             Some(entry) => out.entries.push(entry),
             None => out.diagnostics.push(format!(
                 "{}:{}: not a transcript entry; skipped",
@@ -364,6 +365,161 @@ impl Transcript {
     }
 }
 
+/// The common case read without building a JSON tree: a `message` entry
+/// whose fields all have the expected types. Anything else (other entry
+/// kinds, unknown block kinds, odd values) returns `None` and is read by
+/// [`parse_entry`], which decides; where both read a line they agree
+/// (property-tested).
+mod fast {
+    use serde::Deserialize;
+    use serde::de::{self, Deserializer, SeqAccess, Visitor};
+
+    use super::{AssistantMeta, Entry, Payload};
+    use crate::provider::{Block, Message, StopReason, Usage};
+
+    #[derive(Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Line {
+        #[serde(rename = "type")]
+        kind: String,
+        id: String,
+        #[serde(default)]
+        parent_id: Option<String>,
+        #[serde(default)]
+        timestamp: Option<String>,
+        #[serde(default)]
+        message: Option<RawMessage>,
+    }
+
+    #[derive(Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    struct RawMessage {
+        role: String,
+        #[serde(default)]
+        content: Content,
+        #[serde(default)]
+        api: Option<String>,
+        #[serde(default)]
+        provider: Option<String>,
+        #[serde(default)]
+        model: Option<String>,
+        #[serde(default)]
+        usage: Option<RawUsage>,
+        #[serde(default)]
+        stop_reason: Option<String>,
+        #[serde(default)]
+        error_message: Option<String>,
+        #[serde(default)]
+        tool_call_id: Option<String>,
+        #[serde(default)]
+        tool_name: Option<String>,
+        #[serde(default)]
+        is_error: Option<bool>,
+        #[serde(default)]
+        timestamp: Option<i64>,
+    }
+
+    #[derive(Deserialize, Default)]
+    #[serde(rename_all = "camelCase")]
+    struct RawUsage {
+        #[serde(default)]
+        input: Option<u64>,
+        #[serde(default)]
+        output: Option<u64>,
+        #[serde(default)]
+        cache_read: Option<u64>,
+        #[serde(default)]
+        cache_write: Option<u64>,
+        #[serde(default)]
+        total_tokens: Option<u64>,
+    }
+
+    /// `content`: a string, a list of known blocks, or null.
+    #[derive(Default)]
+    struct Content(Vec<Block>);
+
+    impl<'de> Deserialize<'de> for Content {
+        fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Content, D::Error> {
+            struct V;
+            impl<'de> Visitor<'de> for V {
+                type Value = Content;
+                fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                    f.write_str("text, a list of blocks or null")
+                }
+                fn visit_str<E: de::Error>(self, v: &str) -> Result<Content, E> {
+                    Ok(Content(vec![Block::text(v)]))
+                }
+                fn visit_unit<E: de::Error>(self) -> Result<Content, E> {
+                    Ok(Content(Vec::new()))
+                }
+                fn visit_none<E: de::Error>(self) -> Result<Content, E> {
+                    Ok(Content(Vec::new()))
+                }
+                fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Content, A::Error> {
+                    let mut blocks = Vec::new();
+                    while let Some(block) = seq.next_element::<Block>()? {
+                        blocks.push(block);
+                    }
+                    Ok(Content(blocks))
+                }
+            }
+            d.deserialize_any(V)
+        }
+    }
+
+    pub(super) fn entry(line: &str) -> Option<Entry> {
+        let line: Line = serde_json::from_str(line).ok()?;
+        if line.kind != "message" {
+            return None;
+        }
+        let m = line.message?;
+        let content = m.content.0;
+        let (message, meta) = match m.role.as_str() {
+            "user" => (Message::User(content), None),
+            "assistant" => {
+                let u = m.usage.unwrap_or_default();
+                let meta = AssistantMeta {
+                    api: m.api.unwrap_or_default(),
+                    provider: m.provider.unwrap_or_default(),
+                    model: m.model.unwrap_or_default(),
+                    usage: Usage {
+                        input: u.input.unwrap_or(0),
+                        output: u.output.unwrap_or(0),
+                        cache_read: u.cache_read.unwrap_or(0),
+                        cache_write: u.cache_write.unwrap_or(0),
+                        total_tokens: u.total_tokens.unwrap_or(0),
+                    },
+                    stop_reason: m.stop_reason.and_then(|r| {
+                        serde_json::from_value::<StopReason>(serde_json::Value::String(r)).ok()
+                    }),
+                    error_message: m.error_message,
+                };
+                (Message::Assistant(content), Some(meta))
+            }
+            "toolResult" => (
+                Message::ToolResult {
+                    tool_call_id: m.tool_call_id?,
+                    tool_name: m.tool_name.unwrap_or_default(),
+                    content,
+                    is_error: m.is_error.unwrap_or(false),
+                },
+                None,
+            ),
+            _ => return None,
+        };
+        Some(Entry {
+            id: line.id,
+            parent_id: line.parent_id,
+            timestamp: line.timestamp.unwrap_or_default(),
+            payload: Payload::Message {
+                message,
+                meta,
+                timestamp_ms: m.timestamp.unwrap_or(0),
+            },
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -516,5 +672,121 @@ mod tests {
         // A user message stored as a plain string reads too.
         let (m, _) = message_from_json(&json!({"role": "user", "content": "hi"})).unwrap();
         assert_eq!(m, Message::User(vec![Block::text("hi")]));
+    }
+}
+
+#[cfg(test)]
+mod fast_path_tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn slow(line: &str) -> Option<Entry> {
+        serde_json::from_str::<Value>(line)
+            .ok()
+            .and_then(|v| parse_entry(&v))
+    }
+
+    #[test]
+    fn odd_lines_are_left_to_the_tree_reader_which_decides() {
+        for line in [
+            // An unknown block kind: the tree reader leaves the block out.
+            r#"{"type":"message","id":"a","parentId":null,"timestamp":"t","message":{"role":"assistant","content":[{"type":"text","text":"hi"},{"type":"video","url":"x"}]}}"#,
+            // Values of unexpected types.
+            r#"{"type":"message","id":"a","parentId":7,"timestamp":"t","message":{"role":"user","content":"x"}}"#,
+            r#"{"type":"message","id":"a","timestamp":"t","message":{"role":"assistant","content":[],"usage":{"input":1.5},"stopReason":"weird"}}"#,
+            r#"{"type":"message","id":"a","timestamp":"t","message":{"role":"assistant","content":[],"stopReason":3}}"#,
+            r#"{"type":"message","id":"a","timestamp":"t","message":{"role":"user","content":12}}"#,
+            r#"{"type":"message","id":"a","timestamp":"t","message":{"role":"toolResult","content":"x"}}"#,
+            r#"{"type":"message","id":"a","timestamp":"t","message":{"role":"narrator","content":"x"}}"#,
+            r#"{"type":"message","id":"a","timestamp":1,"message":{"role":"user","content":null,"timestamp":1.5}}"#,
+            r#"{"type":"custom","customType":"memory-flush","id":"b","parentId":"a","timestamp":"t","data":{}}"#,
+            r#"{"type":"compaction","id":"c","parentId":"b","timestamp":"t","summary":"s","firstKeptEntryId":"a","tokensBefore":9}"#,
+            r#"{"type":"message","id":3,"message":{"role":"user","content":"x"}}"#,
+        ] {
+            let expected = slow(line);
+            let got = fast::entry(line).or_else(|| slow(line));
+            assert_eq!(got, expected, "{line}");
+        }
+        // The common case takes the fast path.
+        let plain = r#"{"type":"message","id":"a","parentId":null,"timestamp":"t","message":{"role":"assistant","content":[{"type":"text","text":"hi"}],"api":"openai-completions","provider":"p","model":"m","usage":{"input":3,"output":1,"cacheRead":0,"cacheWrite":0,"totalTokens":4,"cost":{"total":0}},"stopReason":"stop","timestamp":5}}"#;
+        assert!(fast::entry(plain).is_some());
+        assert_eq!(fast::entry(plain), slow(plain));
+    }
+
+    fn any_block() -> impl Strategy<Value = Block> {
+        prop_oneof![
+            "[a-z é\"\\\\\n]{0,12}".prop_map(Block::text),
+            ("[a-z]{0,5}", proptest::option::of("[a-z]{1,4}")).prop_map(|(thinking, signature)| {
+                Block::Thinking {
+                    thinking,
+                    signature,
+                }
+            }),
+            ("[a-z0-9_|]{0,8}", "[a-z_]{1,6}").prop_map(|(id, name)| Block::ToolCall {
+                id,
+                name,
+                arguments: json!({"path": "a.md", "n": 1}),
+            }),
+            "[A-Za-z0-9+/]{0,16}".prop_map(|data| Block::Image {
+                media_type: "image/png".into(),
+                data,
+            }),
+        ]
+    }
+
+    fn any_message() -> impl Strategy<Value = (Message, Option<AssistantMeta>)> {
+        let blocks = || prop::collection::vec(any_block(), 0..4);
+        prop_oneof![
+            blocks().prop_map(|b| (Message::User(b), None)),
+            (blocks(), 0u64..1000, any::<bool>()).prop_map(|(b, n, err)| {
+                let meta = AssistantMeta {
+                    api: "anthropic-messages".into(),
+                    provider: "anthropic".into(),
+                    model: "m".into(),
+                    usage: Usage {
+                        input: n,
+                        output: n / 2,
+                        cache_read: 0,
+                        cache_write: 1,
+                        total_tokens: n + n / 2,
+                    },
+                    stop_reason: Some(StopReason::ToolUse),
+                    error_message: err.then(|| "boom".to_string()),
+                };
+                (Message::Assistant(b), Some(meta))
+            }),
+            (blocks(), "[a-z0-9_]{1,8}", any::<bool>()).prop_map(|(content, id, is_error)| {
+                (
+                    Message::ToolResult {
+                        tool_call_id: id,
+                        tool_name: "read".into(),
+                        content,
+                        is_error,
+                    },
+                    None,
+                )
+            }),
+        ]
+    }
+
+    proptest! {
+        /// Every message almanac writes is read the same by both readers,
+        /// and by the fast one.
+        #[test]
+        fn both_readers_agree_on_written_messages(
+            (message, meta) in any_message(),
+            parent in proptest::option::of("[0-9a-f]{8}"),
+            ts in 0i64..2_000_000_000_000,
+        ) {
+            let line = json!({
+                "type": "message", "id": "0123abcd", "parentId": parent,
+                "timestamp": "2026-11-29T09:00:00.000Z",
+                "message": message_json(&message, meta.as_ref(), ts),
+            })
+            .to_string();
+            let fast = fast::entry(&line);
+            prop_assert!(fast.is_some(), "{}", line);
+            prop_assert_eq!(fast, slow(&line));
+        }
     }
 }
