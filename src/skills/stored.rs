@@ -18,68 +18,30 @@
 //! not trusted, so that snapshot is not kept; the cache is derived, so an
 //! unreadable, corrupt or foreign cache file is rebuilt, never an error.
 
-use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use rustix::fs::{AtFlags, Mode, OFlags};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
 use super::{SkillsInputs, SkillsReport};
 
 /// Bumped when the file's shape changes.
-const FORMAT: u32 = 1;
+const FORMAT: u32 = 2;
 
 /// Changes this close to the build may share a time stamp with a later
 /// change (file times tick in milliseconds on Linux and in seconds on
 /// some file systems), so a snapshot holding one is not kept.
 pub const RACY_WINDOW: Duration = Duration::from_secs(2);
 
-/// What a path looked like when the snapshot was built.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(
-    rename_all = "camelCase",
-    rename_all_fields = "camelCase",
-    tag = "kind"
-)]
-pub enum Stamp {
-    Missing,
-    Present {
-        modified_s: i64,
-        modified_ns: i64,
-        size: u64,
-        inode: u64,
-        device: u64,
-    },
-}
-
-impl Stamp {
-    /// The stamp of `path` now (symlinks followed: a linked skill changes
-    /// when its target does).
-    pub fn of(path: &Path) -> Stamp {
-        match std::fs::metadata(path) {
-            Ok(meta) => Stamp::Present {
-                modified_s: meta.mtime(),
-                modified_ns: meta.mtime_nsec(),
-                size: meta.size(),
-                inode: meta.ino(),
-                device: meta.dev(),
-            },
-            Err(_) => Stamp::Missing,
-        }
-    }
-
-    /// Whether it was modified at or after `since` (Unix ns).
-    fn modified_since(&self, since_ns: i128) -> bool {
-        match self {
-            Stamp::Missing => false,
-            Stamp::Present {
-                modified_s,
-                modified_ns,
-                ..
-            } => i128::from(*modified_s) * 1_000_000_000 + i128::from(*modified_ns) >= since_ns,
-        }
-    }
+/// Watched paths under one folder (a skills root or a `PATH` folder),
+/// relative to it: each is looked up from the open folder, which is
+/// cheaper than resolving every absolute path again. `""` is the folder.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+struct Group {
+    dir: PathBuf,
+    paths: Vec<String>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -87,11 +49,14 @@ impl Stamp {
 struct CacheFile<T> {
     format: u32,
     almanac: String,
-    /// [`inputs_fingerprint`] with the variables in `vars`.
+    /// [`super::snapshot::inputs_fingerprint`] with the variables in `vars`.
     inputs: u64,
     /// The environment variables gating read.
     vars: Vec<String>,
-    watched: Vec<(PathBuf, Stamp)>,
+    watched: Vec<Group>,
+    /// A hash of every watched path's modification time, size and
+    /// identity (or its absence).
+    stamps: u64,
     value: T,
 }
 
@@ -119,25 +84,21 @@ pub fn load_or_build<T: Serialize + DeserializeOwned>(
     let report = super::report(inputs);
     let value = derive(&report);
     let vars = super::snapshot::required_vars(&report);
+    let mut anchors: Vec<PathBuf> = inputs.roots.iter().map(|r| r.dir.clone()).collect();
+    let path_dirs = path_dirs(inputs);
+    anchors.extend(path_dirs.iter().cloned());
     let mut paths = report.watched.clone();
-    paths.extend(path_dirs(inputs));
-    paths.sort();
-    paths.dedup();
-    let watched: Vec<(PathBuf, Stamp)> = paths
-        .into_iter()
-        .map(|p| {
-            let stamp = Stamp::of(&p);
-            (p, stamp)
-        })
-        .collect();
-    let racy_since = wall_ns - RACY_WINDOW.as_nanos() as i128;
-    let racy = watched.iter().any(|(_, s)| s.modified_since(racy_since));
+    paths.extend(path_dirs);
+    let watched = group(paths, &anchors);
+    let (stamps, newest) = stamp(&watched);
+    let racy = newest >= wall_ns - RACY_WINDOW.as_nanos() as i128;
     let file = CacheFile {
         format: FORMAT,
         almanac: env!("CARGO_PKG_VERSION").to_string(),
         inputs: super::snapshot::inputs_fingerprint(inputs, &vars),
         vars,
         watched,
+        stamps,
         value,
     };
     if !racy && let Err(err) = store(cache, &file) {
@@ -159,16 +120,76 @@ fn load<T: DeserializeOwned>(cache: &Path, inputs: &SkillsInputs) -> Option<T> {
     if file.format != FORMAT || file.almanac != env!("CARGO_PKG_VERSION") {
         return None;
     }
+    // A new PATH changes the fingerprint; its folders are watched.
     if super::snapshot::inputs_fingerprint(inputs, &file.vars) != file.inputs {
         return None;
     }
-    // PATH folders are part of the watched list; a new PATH changes the
-    // fingerprint above.
-    let unchanged = file
-        .watched
-        .iter()
-        .all(|(path, stamp)| Stamp::of(path) == *stamp);
-    unchanged.then_some(file.value)
+    (stamp(&file.watched).0 == file.stamps).then_some(file.value)
+}
+
+/// `paths` grouped under the deepest of `anchors` holding them (a path
+/// under none is a group of its own).
+fn group(mut paths: Vec<PathBuf>, anchors: &[PathBuf]) -> Vec<Group> {
+    paths.sort();
+    paths.dedup();
+    let mut groups: Vec<Group> = Vec::new();
+    for path in paths {
+        let anchor = anchors
+            .iter()
+            .filter(|a| path.starts_with(a))
+            .max_by_key(|a| a.as_os_str().len());
+        let (dir, rel) = match anchor.and_then(|a| {
+            let rel = path.strip_prefix(a).ok()?.to_str()?.to_string();
+            Some((a.clone(), rel))
+        }) {
+            Some(found) => found,
+            None => (path.clone(), String::new()),
+        };
+        match groups.iter_mut().find(|g| g.dir == dir) {
+            Some(g) => g.paths.push(rel),
+            None => groups.push(Group {
+                dir,
+                paths: vec![rel],
+            }),
+        }
+    }
+    groups
+}
+
+/// A hash of what every watched path looks like now (symlinks followed: a
+/// linked skill changes when its target does), and the newest
+/// modification time among them (Unix ns).
+fn stamp(groups: &[Group]) -> (u64, i128) {
+    let mut bytes: Vec<u8> = Vec::with_capacity(groups.len() * 64);
+    let mut newest = i128::MIN;
+    for g in groups {
+        let dir = rustix::fs::open(
+            &g.dir,
+            OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+        );
+        for rel in &g.paths {
+            let stat = match &dir {
+                Ok(fd) if rel.is_empty() => rustix::fs::fstat(fd).ok(),
+                Ok(fd) => rustix::fs::statat(fd, rel.as_str(), AtFlags::empty()).ok(),
+                Err(_) => None,
+            };
+            match stat {
+                Some(st) => {
+                    let modified =
+                        i128::from(st.st_mtime) * 1_000_000_000 + i128::from(st.st_mtime_nsec);
+                    newest = newest.max(modified);
+                    bytes.extend_from_slice(&st.st_mtime.to_le_bytes());
+                    bytes.extend_from_slice(&st.st_mtime_nsec.to_le_bytes());
+                    bytes.extend_from_slice(&st.st_size.to_le_bytes());
+                    bytes.extend_from_slice(&st.st_ino.to_le_bytes());
+                    bytes.extend_from_slice(&st.st_dev.to_le_bytes());
+                }
+                None => bytes.push(0),
+            }
+        }
+    }
+    (crate::paths::fnv1a64(&bytes), newest)
 }
 
 /// Replaced whole (a reader sees the old file or the new one).
