@@ -378,6 +378,8 @@ struct Assembled {
     memory_write: bool,
     bootstrap: Vec<prompt::BootstrapFile>,
     skills_from: skills::stored::Origin,
+    /// The memory index's periodic full scan is due.
+    full_scan_due: bool,
 }
 
 /// Assembles the turn; `alongside` (the session's own reading) runs on the
@@ -396,7 +398,7 @@ fn assemble<T: Send>(
     // Recalling session notes is the longest part; the skills and the
     // workspace files are read meanwhile on another thread (which ends
     // first, so its exit costs nothing here).
-    let (skills, bootstrap, memory_context, also) = std::thread::scope(|scope| {
+    let (skills, bootstrap, (memory_context, full_scan_due), also) = std::thread::scope(|scope| {
         let reading = scope.spawn(|| {
             let also = alongside();
             let skills = turn_skills(app);
@@ -410,7 +412,7 @@ fn assemble<T: Send>(
         let recalled = if memory_write && !message.trim().is_empty() {
             services.context(message)
         } else {
-            None
+            (None, false)
         };
         let (skills, bootstrap, also) = reading
             .join()
@@ -476,6 +478,7 @@ fn assemble<T: Send>(
         memory_write,
         bootstrap,
         skills_from,
+        full_scan_due,
     };
     (assembled, also)
 }
@@ -513,9 +516,16 @@ struct AppServices {
 }
 
 impl AppServices {
-    fn context(&self, goal: &str) -> Option<String> {
-        let block = session_memory::context(&self.app, goal, None).ok()?;
-        (!block.items.is_empty()).then_some(block.text)
+    /// The notes recalled for `goal`, and whether the memory index's
+    /// periodic full scan is due (left for later: it is not waited for).
+    fn context(&self, goal: &str) -> (Option<String>, bool) {
+        match session_memory::context_for_turn(&self.app, goal) {
+            Ok((block, due)) => ((!block.items.is_empty()).then_some(block.text), due),
+            Err(err) => {
+                tracing::warn!(err = %format!("{err:#}"), "no notes recalled");
+                (None, false)
+            }
+        }
     }
 }
 
@@ -714,6 +724,15 @@ pub fn run_turn(
     let provider = connecting
         .join()
         .map_err(|_| anyhow::anyhow!("setting up the HTTP client failed"))?;
+    // A due full scan of the memory index runs while the model answers.
+    let scanning = assembled.full_scan_due.then(|| {
+        let app = app.clone();
+        std::thread::spawn(move || {
+            app.memory()
+                .synced_index(app.host.wall_clock.as_nanosecond() as i64)
+                .map(|(_, report)| report.warnings)
+        })
+    });
     let clock_now = app.host.now.timestamp();
     let clock = move || clock_now;
     let mut log = Log {
@@ -820,6 +839,13 @@ pub fn run_turn(
         .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
         .map_err(|e| anyhow::anyhow!("cannot sync the transcript: {e}"))?;
     warnings.extend(recorded?);
+    if let Some(scanning) = scanning {
+        match scanning.join() {
+            Ok(Ok(scan_warnings)) => warnings.extend(scan_warnings),
+            Ok(Err(err)) => warnings.push(format!("memory index not rescanned: {err}")),
+            Err(_) => warnings.push("memory index not rescanned".to_string()),
+        }
+    }
     let total_ms = started_at.elapsed().as_secs_f64() * 1000.0;
     let timings = Timings {
         assemble_ms,

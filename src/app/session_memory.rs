@@ -11,7 +11,7 @@ use super::App;
 use crate::heartbeat::{self, MemoryCounts, SecurityFlags, Snapshot, Tracker};
 use crate::memory::context::{self, ContextBlock};
 use crate::memory::files::{FileKind, count_daily_files};
-use crate::memory::index::{Hit, Index, SyncReport};
+use crate::memory::index::{Hit, Index, SyncMode, SyncReport};
 
 use crate::memory::write::{self, AppendOutcome, AppendRequest, ClearOutcome, ClearScope};
 use crate::memory::{Memory, MemoryStats};
@@ -240,20 +240,36 @@ pub fn search(app: &App, query: &str, limit: usize) -> anyhow::Result<SearchOutc
 }
 
 pub fn context(app: &App, goal: &str, budget: Option<usize>) -> anyhow::Result<ContextBlock> {
+    Ok(context_with(app, goal, budget, SyncMode::Quick)?.0)
+}
+
+/// The recall block of an agent turn: a full scan of the memory index
+/// that falls due is not run here but reported (`true`), for the turn to
+/// run while the model answers.
+pub fn context_for_turn(app: &App, goal: &str) -> anyhow::Result<(ContextBlock, bool)> {
+    context_with(app, goal, None, SyncMode::QuickOnly)
+}
+
+fn context_with(
+    app: &App,
+    goal: &str,
+    budget: Option<usize>,
+    mode: SyncMode,
+) -> anyhow::Result<(ContextBlock, bool)> {
     let memory = app.memory();
     let budget = budget
         .unwrap_or(memory.settings.context_budget_tokens as usize)
         .max(1);
     if !memory.settings.enabled {
-        return Ok(ContextBlock::empty(goal, budget));
+        return Ok((ContextBlock::empty(goal, budget), false));
     }
     app.ensure_state_dir()?;
     let started = std::time::Instant::now();
-    let (index, sync) = memory.synced_index(app.wall_ns())?;
+    let (index, sync) = memory.synced_index_with(mode, app.wall_ns())?;
     let synced = started.elapsed();
     let block = context::build(&memory, &index, goal, budget)?;
     tracing::debug!(?synced, total = ?started.elapsed(), mode = sync.mode, "context");
-    Ok(block)
+    Ok((block, sync.full_scan_due))
 }
 
 #[derive(Debug, Serialize)]

@@ -11,7 +11,8 @@
 //!   topic files. A *full* sync (stat of every file) runs on
 //!   `memory index`, on an empty index, and when the last one is older
 //!   than [`FULL_SCAN_INTERVAL_NS`], which catches in-place edits of older
-//!   files.
+//!   files (an agent turn is told it is due and runs it while the model
+//!   answers: [`SyncMode::QuickOnly`]).
 //! * A file that only grew at its end keeps its indexed items; only the new
 //!   ones are added, so appending to a long daily file stays cheap.
 //! * Writers take SQLite's write lock (`BEGIN IMMEDIATE`) before comparing,
@@ -46,8 +47,13 @@ const MAX_FILE_BYTES: u64 = 16 * 1024 * 1024;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SyncMode {
-    /// Directories and the files edited in place most often.
+    /// Directories and the files edited in place most often; a full scan
+    /// when one is due.
     Quick,
+    /// As `Quick`, but a due full scan is left to the caller (the report
+    /// says so), who runs it where its time is not waited for. An index
+    /// never scanned in full is scanned now.
+    QuickOnly,
     /// Every file.
     Full,
     /// Drop everything and index every file.
@@ -63,6 +69,9 @@ pub struct SyncReport {
     pub files_removed: usize,
     pub items_indexed: usize,
     pub warnings: Vec<String>,
+    /// A full scan is due and was left to the caller (`QuickOnly`).
+    #[serde(skip)]
+    pub full_scan_due: bool,
 }
 
 /// One search result.
@@ -184,15 +193,19 @@ impl Index {
             )
             .optional()?
             .and_then(|v| v.parse().ok());
+        let due = last_full.is_none_or(|t| now_ns.saturating_sub(t) >= FULL_SCAN_INTERVAL_NS);
         let mode = match (mode, last_full) {
-            (SyncMode::Quick, Some(t)) if now_ns.saturating_sub(t) < FULL_SCAN_INTERVAL_NS => {
-                SyncMode::Quick
+            (SyncMode::QuickOnly, Some(_)) if due => {
+                let mut report = self.quick_sync(now_ns)?;
+                report.full_scan_due = true;
+                return Ok(report);
             }
-            (SyncMode::Quick, _) => SyncMode::Full,
+            (SyncMode::Quick | SyncMode::QuickOnly, _) if due => SyncMode::Full,
+            (SyncMode::QuickOnly, _) => SyncMode::Quick,
             (other, _) => other,
         };
         match mode {
-            SyncMode::Quick => self.quick_sync(now_ns),
+            SyncMode::Quick | SyncMode::QuickOnly => self.quick_sync(now_ns),
             SyncMode::Full | SyncMode::Rebuild => self.full_sync(mode == SyncMode::Rebuild, now_ns),
         }
     }

@@ -98,8 +98,17 @@ impl Memory {
         &self,
         now_ns: i64,
     ) -> Result<(index::Index, index::SyncReport), StoreError> {
+        self.synced_index_with(index::SyncMode::Quick, now_ns)
+    }
+
+    /// [`Memory::synced_index`] with the sync mode chosen by the caller.
+    pub fn synced_index_with(
+        &self,
+        mode: index::SyncMode,
+        now_ns: i64,
+    ) -> Result<(index::Index, index::SyncReport), StoreError> {
         let (mut idx, warnings) = self.open_index()?;
-        let mut report = idx.sync(index::SyncMode::Quick, now_ns)?;
+        let mut report = idx.sync(mode, now_ns)?;
         report.warnings.splice(0..0, warnings);
         Ok((idx, report))
     }

@@ -247,6 +247,36 @@ fn in_place_edits_of_old_files_are_caught_by_the_periodic_full_scan() {
 }
 
 #[test]
+fn a_turn_can_leave_a_due_full_scan_for_later() {
+    let f = fixture(&[("memory/2026-11-01.md", DAY1)]);
+    let path = f.root.join("memory/2026-11-01.md");
+    age(&path);
+    let mut idx = open(&f);
+    let t0 = wall_ns();
+    // Never scanned in full: scanned now whatever the mode.
+    let r = idx.sync(SyncMode::QuickOnly, t0).unwrap();
+    assert_eq!((r.mode, r.full_scan_due), ("full", false));
+    let mut file = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&path)
+        .unwrap();
+    std::io::Write::write_all(&mut file, b"- [2026-11-01 12:00] Picked up the parcel\n").unwrap();
+    drop(file);
+    age(&path);
+    let later = t0 + FULL_SCAN_INTERVAL_NS + 1;
+    // Due, but left to the caller, who is told.
+    let r = idx.sync(SyncMode::QuickOnly, later).unwrap();
+    assert_eq!((r.mode, r.full_scan_due), ("quick", true));
+    assert!(idx.search("parcel", 5, None).unwrap().is_empty());
+    // The caller's scan catches the edit.
+    let r = idx.sync(SyncMode::Quick, later).unwrap();
+    assert_eq!((r.mode, r.full_scan_due), ("full", false));
+    assert_eq!(idx.search("parcel", 5, None).unwrap().len(), 1);
+    let r = idx.sync(SyncMode::QuickOnly, later + 1).unwrap();
+    assert_eq!((r.mode, r.full_scan_due), ("quick", false));
+}
+
+#[test]
 fn a_deleted_index_is_rebuilt_with_identical_results() {
     let f = fixture(&[
         ("memory/2026-11-01.md", DAY1),
