@@ -11,6 +11,14 @@ build_release() {
     (cd "$BENCH_ROOT" && cargo build --release --quiet --bin almanac)
 }
 
+# memory_generator: the path of gen_memory.py (GEN_MEMORY overrides it);
+# stops the script when it is missing.
+memory_generator() {
+    local gen="${GEN_MEMORY:-$BENCH_ROOT/../shared/bench/gen_memory.py}"
+    [ -f "$gen" ] || { echo "memory generator not found: $gen (set GEN_MEMORY)" >&2; exit 1; }
+    echo "$gen"
+}
+
 need_hyperfine() {
     if ! command -v hyperfine >/dev/null 2>&1; then
         echo "hyperfine is required (apt-get install hyperfine)" >&2

@@ -9,8 +9,7 @@
 source "$(dirname "$0")/lib.sh"
 need_hyperfine
 DAYS="${1:-3650}"
-GEN="${GEN_MEMORY:-$BENCH_ROOT/../shared/bench/gen_memory.py}"
-[ -f "$GEN" ] || { echo "memory generator not found: $GEN (set GEN_MEMORY)" >&2; exit 1; }
+GEN="$(memory_generator)"
 build_release
 
 home="$(mktemp -d)"

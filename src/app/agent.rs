@@ -729,7 +729,7 @@ pub fn run_turn(
         let app = app.clone();
         std::thread::spawn(move || {
             app.memory()
-                .synced_index(app.host.wall_clock.as_nanosecond() as i64)
+                .synced_index(app.wall_ns())
                 .map(|(_, report)| report.warnings)
         })
     });

@@ -72,7 +72,7 @@ pub fn index(app: &App, force: bool) -> anyhow::Result<Indexed> {
     } else {
         SyncMode::Full
     };
-    let mut sync = index.sync(mode, app.host.wall_clock.as_nanosecond() as i64)?;
+    let mut sync = index.sync(mode, app.wall_ns())?;
     sync.warnings.splice(0..0, warnings);
     Ok(Indexed {
         sync,
@@ -197,7 +197,7 @@ pub fn search(app: &App, req: &SearchRequest) -> anyhow::Result<Searched> {
     }
     let range = app.day_range(req.since.as_deref(), req.until.as_deref())?;
     app.ensure_state_dir()?;
-    let (index, sync) = memory.synced_index(app.host.wall_clock.as_nanosecond() as i64)?;
+    let (index, sync) = memory.synced_index(app.wall_ns())?;
     let q = Query {
         text: &req.query,
         limit: req
@@ -315,7 +315,7 @@ fn memory_file(memory: &Memory, path: &str) -> Result<(String, PathBuf), GetErro
 pub fn entity(app: &App, name: &str, max_lines: usize) -> anyhow::Result<Option<EntitySummary>> {
     let memory = app.memory();
     app.ensure_state_dir()?;
-    let (index, _) = memory.synced_index(app.host.wall_clock.as_nanosecond() as i64)?;
+    let (index, _) = memory.synced_index(app.wall_ns())?;
     Ok(index.entity(name, max_lines)?)
 }
 
@@ -332,7 +332,7 @@ pub fn recall(app: &App, req: &RecallRequest) -> anyhow::Result<RecallPack> {
     let range = app.day_range(req.since.as_deref(), req.until.as_deref())?;
     let memory = app.memory();
     app.ensure_state_dir()?;
-    let (index, _) = memory.synced_index(app.host.wall_clock.as_nanosecond() as i64)?;
+    let (index, _) = memory.synced_index(app.wall_ns())?;
     let q = Query {
         text: &req.query,
         range,

@@ -44,6 +44,11 @@ pub struct App {
 }
 
 impl App {
+    /// Wall-clock nanoseconds, for file freshness (never the `--now` time).
+    pub fn wall_ns(&self) -> i64 {
+        self.host.wall_clock.as_nanosecond() as i64
+    }
+
     /// Resolves paths and loads the layered configuration.
     pub fn load(options: &GlobalOptions, host: Host) -> anyhow::Result<App> {
         let state = paths::resolve_state(&options.paths, &host)?;

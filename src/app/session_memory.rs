@@ -117,11 +117,6 @@ impl App {
             .tracker()
             .ping(activity, source, &snapshot, size, &self.host.now)?)
     }
-
-    /// Wall-clock nanoseconds, for file freshness (never the `--now` time).
-    fn wall_ns(&self) -> i64 {
-        self.host.wall_clock.as_nanosecond() as i64
-    }
 }
 
 /// An append and what followed it.
