@@ -2,11 +2,15 @@
 set -euo pipefail
 
 BENCH_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-ALMANAC="$BENCH_ROOT/target/release/almanac"
+# ALMANAC_BIN=path runs the figures on another build (nothing is built);
+# BASELINE_BIN=path also times each start-up command on that build, in the
+# same run, and prints the ratio.
+ALMANAC="${ALMANAC_BIN:-$BENCH_ROOT/target/release/almanac}"
 BENCH_OUT="$BENCH_ROOT/bench/out"
 mkdir -p "$BENCH_OUT"
 
 build_release() {
+    [ -n "${ALMANAC_BIN:-}" ] && return 0
     echo "building almanac in release mode..." >&2
     (cd "$BENCH_ROOT" && cargo build --release --quiet --bin almanac)
 }
@@ -26,18 +30,27 @@ need_hyperfine() {
     fi
 }
 
-# hyperfine_median NAME CMD...: times CMD and prints "NAME  median  mean  min" in ms.
+# hyperfine_median NAME CMD: times CMD and prints "NAME  median  mean  min"
+# in ms. With BASELINE_BIN, CMD is also timed with that binary in place of
+# $ALMANAC and both lines are printed with the ratio of the medians.
 hyperfine_median() {
     local name="$1"
     shift
     local json="$BENCH_OUT/$name.json"
+    local cmds=("$1")
+    if [ -n "${BASELINE_BIN:-}" ] && [[ "$1" == *"$ALMANAC"* ]]; then
+        cmds+=("${1//$ALMANAC/$BASELINE_BIN}")
+    fi
     hyperfine --style none --shell=none --warmup 5 --min-runs "${BENCH_RUNS:-50}" \
-        --export-json "$json" "$@" >/dev/null 2>&1
+        --export-json "$json" "${cmds[@]}" >/dev/null 2>&1
     python3 - "$name" "$json" <<'PY'
 import json, sys
 name, path = sys.argv[1], sys.argv[2]
-r = json.load(open(path))["results"][0]
+results = json.load(open(path))["results"]
 ms = lambda s: s * 1000
-print(f"{name:<34} median {ms(r['median']):7.2f} ms   mean {ms(r['mean']):7.2f} ms   min {ms(r['min']):7.2f} ms")
+for label, r in zip([name, "  baseline"], results):
+    print(f"{label:<34} median {ms(r['median']):7.2f} ms   mean {ms(r['mean']):7.2f} ms   min {ms(r['min']):7.2f} ms")
+if len(results) == 2:
+    print(f"{'  this build / baseline':<34} {results[0]['median'] / results[1]['median']:.2f}x")
 PY
 }
