@@ -81,6 +81,8 @@ pub struct ConfigStatus {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
     pub unknown_keys: Vec<String>,
+    /// Settings that could not be used as given.
+    pub warnings: Vec<String>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -112,7 +114,8 @@ impl StatusReport {
 }
 
 /// Gathers the report. Only an unusable state location (bad profile, no
-/// home) is an error; a broken config is reported inside the report.
+/// home) or a bad `--set` is an error; a broken config file is reported
+/// inside the report.
 pub fn collect(options: &GlobalOptions, host: &Host) -> anyhow::Result<StatusReport> {
     let state = paths::resolve_state(&options.paths, host)?;
     tracing::debug!(state_dir = %state.state_dir.display(), profile = %state.profile, "state location resolved");
@@ -120,6 +123,10 @@ pub fn collect(options: &GlobalOptions, host: &Host) -> anyhow::Result<StatusRep
     let config_origin = state.config_origin;
     let values = options.config_flag_values();
     let (config_status, layered) = match config::load(&state.config_path, host, &values) {
+        // A bad `--set` is the invocation's fault, not the file's.
+        Err(err @ (config::ConfigError::UnknownKey(_) | config::ConfigError::BadValue { .. })) => {
+            return Err(err.into());
+        }
         Ok(loaded) => (
             ConfigStatus {
                 exists: loaded.file.exists,
@@ -127,6 +134,7 @@ pub fn collect(options: &GlobalOptions, host: &Host) -> anyhow::Result<StatusRep
                 valid: true,
                 error: None,
                 unknown_keys: loaded.file.unknown_keys.clone(),
+                warnings: loaded.warnings.clone(),
             },
             Some(loaded),
         ),
@@ -137,6 +145,7 @@ pub fn collect(options: &GlobalOptions, host: &Host) -> anyhow::Result<StatusRep
                 valid: false,
                 error: Some(error_chain(&anyhow::Error::new(err))),
                 unknown_keys: Vec::new(),
+                warnings: Vec::new(),
             },
             // Without a usable file the flag and environment layers still
             // decide the workspace.

@@ -55,13 +55,11 @@ pub fn run(cmd: ConfigCommand, options: &GlobalOptions, host: Host) -> anyhow::R
         ConfigCommand::Get { key, json } => {
             config::split_key(&key)?;
             let app = super::load_app(options, host)?;
-            let Some(value) = app.config.get(&key) else {
-                anyhow::bail!("config key `{key}` is not set");
+            let Some((value, origin)) = app.config_value(&key)? else {
+                anyhow::bail!("config key `{key}` is not set (it has no default)");
             };
             if json.json {
-                print_json(
-                    &json!({ "key": key, "value": value, "origin": app.config.origin(&key) }),
-                )?;
+                print_json(&json!({ "key": key, "value": value, "origin": origin }))?;
             } else {
                 match &value {
                     Value::String(s) => println!("{s}"),
@@ -104,7 +102,15 @@ pub fn run(cmd: ConfigCommand, options: &GlobalOptions, host: Host) -> anyhow::R
         }
         ConfigCommand::Validate(flag) => {
             let (valid, exists, unknown, error) = match config::read_file(&path) {
-                Ok((_, file)) => (true, file.exists, file.unknown_keys, None),
+                Ok((config, file)) => match config::value_problems(&config).first() {
+                    None => (true, file.exists, file.unknown_keys, None),
+                    Some((key, problem)) => (
+                        false,
+                        file.exists,
+                        file.unknown_keys,
+                        Some(format!("{}: `{key}`: {problem}", path.display())),
+                    ),
+                },
                 Err(err) => (
                     false,
                     path.exists(),

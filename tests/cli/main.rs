@@ -9,4 +9,5 @@ mod memory;
 mod scripted;
 mod session_memory;
 mod skills;
+mod time_and_activity;
 mod tour;

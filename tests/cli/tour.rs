@@ -205,3 +205,36 @@ fn agent_prompt_needs_no_key_and_sends_nothing() {
     assert_eq!(v["model"], "anthropic/claude-x");
     assert!(server.requests().is_empty());
 }
+
+#[test]
+fn the_readme_config_examples_work_on_a_fresh_install() {
+    let sb = Sandbox::new();
+    let block = README
+        .split("```sh\n")
+        .skip(1)
+        .map(|rest| rest.split("```").next().unwrap())
+        .find(|b| b.contains("almanac config get"))
+        .expect("the README shows config commands");
+    let mut got = None;
+    for line in block.lines().filter(|l| l.starts_with("almanac ")) {
+        let words = words(line);
+        let args: Vec<&str> = words[1..].iter().map(String::as_str).collect();
+        let run = sb.run(&args);
+        assert_eq!(run.code, 0, "`{line}`: {}", run.stderr);
+        if line.starts_with("almanac config get") {
+            got = Some(run.stdout);
+        }
+    }
+    let workspace = sb.path(".almanac/workspace").display().to_string();
+    assert_eq!(got.unwrap(), format!("{workspace}\n"));
+    // The example of `config get --help` too, on another fresh home.
+    let fresh = Sandbox::new();
+    let help = fresh.run(&["config", "get", "--help"]).ok().stdout;
+    assert!(help.contains("e.g. agents.defaults.workspace"), "{help}");
+    let v = fresh
+        .run(&["config", "get", "agents.defaults.workspace", "--json"])
+        .ok()
+        .json();
+    assert_eq!(v["origin"], "default");
+    assert!(!fresh.path(".almanac").exists(), "a read creates nothing");
+}
