@@ -40,8 +40,7 @@ pub enum ConfigCommand {
 }
 
 pub fn run(cmd: ConfigCommand, options: &GlobalOptions, host: Host) -> anyhow::Result<ExitCode> {
-    let state = paths::resolve_state(&options.paths, &host)
-        .map_err(|e| super::output::classify_load_error(e.into()))?;
+    let state = paths::resolve_state(&options.paths, &host)?;
     let path = state.config_path.clone();
     match cmd {
         ConfigCommand::Path(flag) => {

@@ -6,7 +6,7 @@ use clap::Subcommand;
 use serde::Serialize;
 
 use super::JsonFlag;
-use super::output::{UsageError, print_json, warn};
+use super::output::{print_json, warn};
 use crate::app::App;
 use crate::app::memory::{self as app_memory, GetError, RecallRequest, SearchRequest};
 use crate::memory::index::Hit;
@@ -206,7 +206,7 @@ pub fn run(cmd: MemoryCommand, app: &App) -> anyhow::Result<ExitCode> {
                 until,
                 context,
             };
-            let searched = app_memory::search(app, &req).map_err(range_is_usage)?;
+            let searched = app_memory::search(app, &req)?;
             searched.sync.warnings.iter().for_each(warn);
             if json.json {
                 if searched.disabled {
@@ -301,7 +301,7 @@ pub fn run(cmd: MemoryCommand, app: &App) -> anyhow::Result<ExitCode> {
                         &serde_json::json!({"path": path, "text": "", "disabled": true, "error": err.to_string()}),
                     )?;
                 }
-                return Err(UsageError::wrap(err));
+                return Err(err.into());
             }
             Err(err) => return Err(err.into()),
         },
@@ -375,7 +375,7 @@ pub fn run(cmd: MemoryCommand, app: &App) -> anyhow::Result<ExitCode> {
                 since,
                 until,
             };
-            let pack = app_memory::recall(app, &req).map_err(range_is_usage)?;
+            let pack = app_memory::recall(app, &req)?;
             if json.json {
                 print_json(&pack)?;
             } else {
@@ -405,13 +405,4 @@ pub fn run(cmd: MemoryCommand, app: &App) -> anyhow::Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// A bad `--since` / `--until` is a usage error.
-fn range_is_usage(err: anyhow::Error) -> anyhow::Error {
-    if err.is::<app_memory::BadRange>() {
-        UsageError::wrap(err)
-    } else {
-        err
-    }
 }

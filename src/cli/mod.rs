@@ -120,7 +120,7 @@ pub fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(err) => {
             let _ = err.print();
-            return ExitCode::from(if err.use_stderr() { 2 } else { 0 });
+            return ExitCode::from(if err.use_stderr() { output::REFUSED } else { 0 });
         }
     };
     match run(cli) {
@@ -133,9 +133,9 @@ pub fn main() -> ExitCode {
 }
 
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
-    let mut host = Host::from_process().map_err(UsageError::wrap)?;
+    let mut host = Host::from_process()?;
     if let Some(now) = &cli.global.now {
-        host.set_now(host::parse_now(now).map_err(UsageError::wrap)?);
+        host.set_now(host::parse_now(now)?);
     }
     logging::init_from_flags(cli.global.verbose, host.raw_var("ALMANAC_LOG"))?;
     let options = GlobalOptions {
@@ -168,7 +168,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
 
 /// Loads the app for a command and prints config warnings once.
 fn load_app(options: &GlobalOptions, host: Host) -> anyhow::Result<App> {
-    let app = App::load(options, host).map_err(output::classify_load_error)?;
+    let app = App::load(options, host)?;
     logging::init_from_config(app.config.config.logging.level);
     output::print_config_warnings(&app.config);
     Ok(app)

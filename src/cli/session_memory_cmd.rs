@@ -11,7 +11,7 @@ use super::output::{print_json, warn};
 use crate::app::{App, session_memory};
 use crate::memory::index::Hit;
 use crate::memory::snippet;
-use crate::memory::write::{AppendError, AppendRequest, ClearScope};
+use crate::memory::write::{AppendRequest, ClearScope};
 
 #[derive(Debug, Subcommand)]
 pub enum SessionMemoryCommand {
@@ -105,17 +105,7 @@ pub fn run(cmd: SessionMemoryCommand, app: &App) -> anyhow::Result<ExitCode> {
                 also_daily: daily,
                 force,
             };
-            let appended = match session_memory::append(app, &req) {
-                Ok(appended) => appended,
-                Err(err) => {
-                    if let Some(AppendError::Blocked { .. }) = err.downcast_ref::<AppendError>() {
-                        return Err(err.context_hint(
-                            "rephrase the note, or pass --force to store it anyway",
-                        ));
-                    }
-                    return Err(err);
-                }
-            };
+            let appended = session_memory::append(app, &req)?;
             for w in &appended.warnings {
                 warn(w);
             }

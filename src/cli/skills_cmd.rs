@@ -9,9 +9,9 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use super::JsonFlag;
-use super::output::{UsageError, print_json, warn};
+use super::output::{print_json, warn};
 use crate::app::App;
-use crate::app::skills::{self as app_skills, RefusedRun, RunOutcome};
+use crate::app::skills::{self as app_skills, RunOutcome};
 use crate::skills::catalog::compact_home;
 use crate::skills::commands;
 use crate::skills::gates::Missing;
@@ -375,12 +375,6 @@ pub fn run(cmd: SkillsCommand, app: &App, verbose: bool) -> anyhow::Result<ExitC
                 Ok(ExitCode::SUCCESS)
             }
             Ok(RunOutcome::Exited(code)) => Ok(ExitCode::from(code.clamp(0, 255) as u8)),
-            Err(RefusedRun::Unknown(n)) => Err(anyhow::anyhow!(
-                "Unknown or disabled third-party skill: {n}"
-            )),
-            Err(err @ (RefusedRun::Gated(_) | RefusedRun::NotRunnable(_))) => {
-                Err(UsageError::wrap(err))
-            }
             Err(err) => Err(err.into()),
         },
         SkillsCommand::Scan { dir, force, json } => {

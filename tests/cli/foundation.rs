@@ -207,7 +207,7 @@ fn config_set_keeps_other_keys_and_comments_and_writes_privately() {
     let before = sb.read(".almanac/config.json5");
     let run = sb
         .run(&["config", "set", "agents.defaults.wrokspace", "x"])
-        .code(1);
+        .code(2);
     assert!(run.stderr.contains("unknown config key"), "{}", run.stderr);
     assert_eq!(sb.read(".almanac/config.json5"), before);
     // unset
@@ -250,7 +250,7 @@ fn set_flag_layers_over_file_and_env() {
         .json();
     assert_eq!(v["value"], "/flag");
     assert_eq!(v["origin"], "flag");
-    sb.run(&["status", "--set", "nope.key=1"]).code(1);
+    sb.run(&["status", "--set", "nope.key=1"]).code(2);
 }
 
 #[test]

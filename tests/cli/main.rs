@@ -3,6 +3,7 @@
 
 mod agent;
 mod common;
+mod exit_codes;
 mod foundation;
 mod memory;
 #[path = "../support/scripted_server.rs"]
