@@ -274,6 +274,7 @@ fn context_with(
 }
 
 #[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct MemoryStatus {
     pub enabled: bool,
     pub root: std::path::PathBuf,

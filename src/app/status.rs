@@ -23,6 +23,7 @@ const WORKSPACE_FILES: &[&str] = &[
 ];
 
 #[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct StatusReport {
     pub version: &'static str,
     pub profile: String,
@@ -35,6 +36,7 @@ pub struct StatusReport {
 }
 
 #[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct Subsystems {
     pub state_dir: DirStatus,
     pub config: ConfigStatus,
@@ -48,6 +50,7 @@ pub struct Subsystems {
 }
 
 #[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct MemoryStatus {
     pub enabled: bool,
     pub root: PathBuf,
@@ -56,6 +59,7 @@ pub struct MemoryStatus {
 }
 
 #[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct HeartbeatStatus {
     pub exists: bool,
     /// The file is not valid (the next heartbeat command repairs it).
@@ -68,12 +72,14 @@ pub struct HeartbeatStatus {
 }
 
 #[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct DirStatus {
     pub exists: bool,
     pub origin: Origin,
 }
 
 #[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct ConfigStatus {
     pub exists: bool,
     pub origin: Origin,
@@ -86,6 +92,7 @@ pub struct ConfigStatus {
 }
 
 #[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct WorkspaceStatus {
     pub exists: bool,
     pub origin: Origin,
@@ -94,6 +101,7 @@ pub struct WorkspaceStatus {
 }
 
 #[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct StoreStatus {
     pub exists: bool,
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -123,7 +123,7 @@ pub fn run(cmd: ConfigCommand, options: &GlobalOptions, host: Host) -> anyhow::R
                     "exists": exists,
                     "valid": valid,
                     "error": error,
-                    "unknown_keys": unknown,
+                    "unknownKeys": unknown,
                 }))?;
             } else if let Some(error) = &error {
                 println!("{}: invalid", path.display());

@@ -86,26 +86,28 @@ pub enum MemoryCommand {
     },
 }
 
-/// One result in OpenClaw's `memory_search` shape, plus almanac's fields.
+/// One search result in OpenClaw's `memory_search` shape (`path`,
+/// `startLine`, `endLine`, `score`, `snippet`, `source`) plus almanac's
+/// fields; `memory search` and `session-memory search` print the same.
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
-struct ToolHit<'a> {
+pub struct JsonHit<'a> {
     path: &'a str,
     start_line: usize,
     end_line: usize,
     score: f64,
     snippet: String,
     source: &'static str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    day: Option<&'a str>,
-    #[serde(skip_serializing_if = "str::is_empty")]
+    kind: crate::memory::files::FileKind,
+    date: Option<&'a str>,
+    stamp: Option<&'a str>,
     heading: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
-    context: Option<ToolContext<'a>>,
+    context: Option<JsonContext<'a>>,
 }
 
 #[derive(Serialize)]
-struct ToolContext<'a> {
+struct JsonContext<'a> {
     before: Vec<&'a str>,
     after: Vec<&'a str>,
 }
@@ -113,20 +115,23 @@ struct ToolContext<'a> {
 /// OpenClaw's snippet limit.
 const SNIPPET_CHARS: usize = 700;
 
-impl<'a> ToolHit<'a> {
-    fn of(hit: &'a Hit) -> Self {
-        let context = (!hit.before.is_empty() || !hit.after.is_empty()).then(|| ToolContext {
+impl<'a> JsonHit<'a> {
+    /// The hit with its snippet cut at `snippet_chars`.
+    pub fn of(hit: &'a Hit, snippet_chars: usize) -> Self {
+        let context = (!hit.before.is_empty() || !hit.after.is_empty()).then(|| JsonContext {
             before: hit.before.iter().map(|n| n.body.as_str()).collect(),
             after: hit.after.iter().map(|n| n.body.as_str()).collect(),
         });
-        ToolHit {
+        JsonHit {
             path: &hit.path,
             start_line: hit.start_line,
             end_line: hit.end_line,
             score: (hit.score * 10_000.0).round() / 10_000.0,
-            snippet: snippet(&hit.body, SNIPPET_CHARS),
+            snippet: snippet(&hit.body, snippet_chars),
             source: "memory",
-            day: hit.day.as_deref(),
+            kind: hit.kind,
+            date: hit.day.as_deref(),
+            stamp: hit.stamp.as_deref(),
             heading: &hit.heading,
             context,
         }
@@ -217,7 +222,12 @@ pub fn run(cmd: MemoryCommand, app: &App) -> anyhow::Result<ExitCode> {
                     }))?;
                     return Ok(ExitCode::SUCCESS);
                 }
-                let results: Vec<ToolHit> = searched.outcome.hits.iter().map(ToolHit::of).collect();
+                let results: Vec<JsonHit> = searched
+                    .outcome
+                    .hits
+                    .iter()
+                    .map(|hit| JsonHit::of(hit, SNIPPET_CHARS))
+                    .collect();
                 let mut doc = serde_json::json!({
                     "results": results,
                     "provider": "none",

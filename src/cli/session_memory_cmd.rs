@@ -7,6 +7,7 @@ use clap::Subcommand;
 use serde_json::json;
 
 use super::JsonFlag;
+use super::memory_cmd::JsonHit;
 use super::output::{print_json, warn};
 use crate::app::{App, session_memory};
 use crate::memory::index::Hit;
@@ -133,7 +134,11 @@ pub fn run(cmd: SessionMemoryCommand, app: &App) -> anyhow::Result<ExitCode> {
                 warn(w);
             }
             if json.json {
-                let results: Vec<_> = outcome.hits.iter().map(hit_json).collect();
+                let results: Vec<JsonHit> = outcome
+                    .hits
+                    .iter()
+                    .map(|hit| JsonHit::of(hit, SNIPPET_CHARS))
+                    .collect();
                 print_json(&json!({ "query": query, "results": results }))?;
             } else if outcome.hits.is_empty() {
                 println!("No matching session notes.");
@@ -251,30 +256,3 @@ fn hit_line(hit: &Hit) -> String {
 }
 
 const SNIPPET_CHARS: usize = 300;
-
-/// OpenClaw's `memory_search` result shape plus almanac's fields.
-pub fn hit_json(hit: &Hit) -> serde_json::Value {
-    json!({
-        "path": hit.path,
-        "startLine": hit.start_line,
-        "endLine": hit.end_line,
-        "score": hit.score,
-        "snippet": snippet(&hit.body, SNIPPET_CHARS),
-        "source": "memory",
-        "kind": hit.kind,
-        "date": hit.day,
-        "stamp": hit.stamp,
-        "heading": hit.heading,
-    })
-}
-
-trait HintExt {
-    fn context_hint(self, hint: &str) -> anyhow::Error;
-}
-
-impl HintExt for anyhow::Error {
-    fn context_hint(self, hint: &str) -> anyhow::Error {
-        let message = self.to_string();
-        anyhow::anyhow!("{message}\n  hint: {hint}")
-    }
-}

@@ -980,6 +980,7 @@ fn remove_at(root: &mut Value, path: &[&str]) -> bool {
 
 /// What `config set` did.
 #[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct SetOutcome {
     pub key: String,
     pub value: Value,

@@ -114,7 +114,10 @@ pub struct Loaded {
     pub warning: Option<String>,
 }
 
+/// What `heartbeat ping --json` prints (almanac's own output, in
+/// camelCase; the file keeps Arka's names).
 #[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct PingOutcome {
     pub activity: String,
     pub events_total: u64,

@@ -5,6 +5,7 @@ mod agent;
 mod common;
 mod exit_codes;
 mod foundation;
+mod json_names;
 mod memory;
 #[path = "../support/scripted_server.rs"]
 mod scripted;

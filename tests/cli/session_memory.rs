@@ -323,12 +323,12 @@ fn every_command_prints_json() {
     let c = sm(&sb, &["context", "standup", "--json", "--budget", "100"])
         .ok()
         .json();
-    assert_eq!(c["budget_tokens"], 100);
+    assert_eq!(c["budgetTokens"], 100);
     assert_eq!(c["items"][0]["path"], "memory/2026-11-29.md");
     assert_eq!(c["items"][0]["section"], "notes");
     let st = sm(&sb, &["status", "--json"]).ok().json();
     assert_eq!(st["enabled"], true);
-    assert_eq!(st["daily_files"], 1);
+    assert_eq!(st["dailyFiles"], 1);
     let cl = sm(&sb, &["clear", "--json"]).ok().json();
     assert_eq!(cl["daily"], 1);
     assert_eq!(cl["scope"], "daily");
