@@ -18,19 +18,23 @@ pub enum ConfigCommand {
     Path(JsonFlag),
     /// Print the effective value of KEY (e.g. agents.defaults.workspace)
     Get {
+        /// Dot-separated key path, e.g. agents.defaults.userTimezone
         key: String,
         #[command(flatten)]
         json: JsonFlag,
     },
     /// Set KEY to VALUE (JSON5, or a plain string), keeping the rest of the file
     Set {
+        /// Dot-separated key path, e.g. agents.defaults.userTimezone
         key: String,
+        /// The value: JSON5 when it fits the key's type (5, true, ["a"]), else a string
         value: String,
         #[command(flatten)]
         json: JsonFlag,
     },
     /// Remove KEY from the config file
     Unset {
+        /// Dot-separated key path, e.g. agents.defaults.userTimezone
         key: String,
         #[command(flatten)]
         json: JsonFlag,

@@ -17,6 +17,7 @@ use crate::memory::snippet;
 pub enum MemoryCommand {
     /// Bring the memory index up to date (--force rebuilds it from the files)
     Index {
+        /// Rebuild the index from the files instead of syncing it
         #[arg(long)]
         force: bool,
         #[command(flatten)]
@@ -49,6 +50,7 @@ pub enum MemoryCommand {
     },
     /// Print lines of a memory file (MEMORY.md, memory/…, extra paths)
     Get {
+        /// A memory file, relative to the memory root (e.g. memory/2025-11-27.md) or absolute
         path: String,
         /// First line, 1-based
         #[arg(long)]
@@ -72,13 +74,16 @@ pub enum MemoryCommand {
     },
     /// A small fact pack for a question: typed facts first, then supporting lines
     Recall {
+        /// The question; a time phrase ("in March 2024", "last week") filters by date
         #[arg(required = true, num_args = 1..)]
         query: Vec<String>,
         /// Token budget of the pack
         #[arg(long, default_value_t = 400)]
         budget: usize,
+        /// Only notes from this day on: 2025-11-27, 2025-11, 2025, 30d, "last week"
         #[arg(long)]
         since: Option<String>,
+        /// Only notes up to this day
         #[arg(long)]
         until: Option<String>,
         #[command(flatten)]

@@ -3,10 +3,13 @@
 //! Invariants (enforced by the architecture test):
 //! * no business logic, SQL or file writes here: every command is a call
 //!   into a subsystem followed by printing;
-//! * every command that prints data accepts `--json`;
-//! * exit codes: 0 success, 1 runtime failure or refusal, 2 usage error;
+//! * every command that prints data accepts `--json`, with camelCase field
+//!   names (Arka's `heartbeat status|history` keep Arka's shapes);
+//! * exit codes: 0 success, 1 failure, 2 usage error or refusal by a gate
+//!   or policy, decided by error type in one place ([`output`]);
 //! * errors go to stderr as `error: <message>` followed by one
-//!   `  caused by: <cause>` line per underlying cause.
+//!   `  caused by: <cause>` line per underlying cause (and a `  hint:`);
+//! * every argument and flag has a help text.
 
 mod agent_cmd;
 mod config_cmd;
@@ -93,6 +96,7 @@ enum Command {
     Skills(skills_cmd::SkillsCommand),
     /// Print a shell completion script
     Completions {
+        /// The shell: bash, zsh, fish, elvish or powershell
         #[arg(value_enum)]
         shell: clap_complete::Shell,
     },
@@ -172,4 +176,34 @@ fn load_app(options: &GlobalOptions, host: Host) -> anyhow::Result<App> {
     logging::init_from_config(app.config.config.logging.level);
     output::print_config_warnings(&app.config);
     Ok(app)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Arguments without a help text, as `command path: argument`.
+    fn undocumented(cmd: &clap::Command, path: &str, out: &mut Vec<String>) {
+        for arg in cmd.get_arguments() {
+            let builtin = matches!(arg.get_id().as_str(), "help" | "version");
+            if !builtin && arg.get_help().is_none() && arg.get_long_help().is_none() {
+                out.push(format!("{path}: {}", arg.get_id()));
+            }
+        }
+        for sub in cmd.get_subcommands() {
+            if sub.get_about().is_none() && sub.get_long_about().is_none() {
+                out.push(format!("{path} {}: (no description)", sub.get_name()));
+            }
+            undocumented(sub, &format!("{path} {}", sub.get_name()), out);
+        }
+    }
+
+    #[test]
+    fn every_command_argument_and_flag_is_described() {
+        let cmd = Cli::command();
+        cmd.clone().debug_assert();
+        let mut missing = Vec::new();
+        undocumented(&cmd, "almanac", &mut missing);
+        assert!(missing.is_empty(), "undocumented:\n{}", missing.join("\n"));
+    }
 }

@@ -49,6 +49,7 @@ pub enum SessionMemoryCommand {
     },
     /// Print the memory recall block for a goal
     Context {
+        /// What the context is for (a goal or a message); the words are joined
         #[arg(required = true, num_args = 1..)]
         goal: Vec<String>,
         /// Token budget [default: memory.session.contextBudgetTokens]

@@ -30,6 +30,7 @@ pub enum SkillsCommand {
     },
     /// Show one skill: details, requirements, install options
     Info {
+        /// Skill name (or skill key)
         name: String,
         #[command(flatten)]
         json: JsonFlag,
@@ -40,6 +41,7 @@ pub enum SkillsCommand {
     Prompt(JsonFlag),
     /// Route a command line to a skill by its name or triggers
     Match {
+        /// The command line to route, e.g. "say hello to bob"
         #[arg(required = true, num_args = 1..)]
         text: Vec<String>,
         /// Exit with status 1 when no skill matches
@@ -50,12 +52,15 @@ pub enum SkillsCommand {
     },
     /// Run a skill (plugins run their entry; instruction skills print it)
     Run {
+        /// Skill name (or skill key)
         name: String,
+        /// Arguments passed to the skill as they are
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
     /// Security-scan a skill folder before installing it
     Scan {
+        /// The skill folder to scan
         dir: PathBuf,
         /// Accept critical findings (an install would go ahead)
         #[arg(long)]

@@ -238,3 +238,35 @@ fn the_readme_config_examples_work_on_a_fresh_install() {
     assert_eq!(v["origin"], "default");
     assert!(!fresh.path(".almanac").exists(), "a read creates nothing");
 }
+
+#[test]
+fn the_readme_says_how_to_install_which_rust_and_the_license() {
+    let manifest = include_str!("../../Cargo.toml");
+    let field = |name: &str| {
+        manifest
+            .lines()
+            .find_map(|l| l.strip_prefix(&format!("{name} = \"")))
+            .and_then(|rest| rest.strip_suffix('"'))
+            .unwrap_or_else(|| panic!("Cargo.toml declares {name}"))
+    };
+    assert!(README.contains("cargo install --path ."), "install step");
+    let rust = field("rust-version");
+    assert!(
+        README.contains(&format!("Rust {rust} or newer")),
+        "the README names Rust {rust}"
+    );
+    assert_eq!(field("license"), "MIT");
+    let license = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/LICENSE"))
+        .expect("a LICENSE file");
+    assert!(license.starts_with("MIT License\n"), "{license}");
+    assert!(license.contains("Copyright (c) 2026 The almanac developers"));
+    // The README still opens with build-and-run, then the test command.
+    let first_blocks: Vec<&str> = README
+        .split("```sh\n")
+        .skip(1)
+        .take(2)
+        .map(|b| b.split("```").next().unwrap().trim())
+        .collect();
+    assert_eq!(first_blocks[0], "cargo run --release -- status");
+    assert!(first_blocks[1].starts_with("cargo fmt --all --check && "));
+}
