@@ -45,10 +45,10 @@ first = sum(1 for n in needles
             if (r := run("search", "--json", n["query"])["results"]) and r[0]["path"] == n["path"] and r[0]["startLine"] == n["line"])
 print(f"needles first: {first}/{len(needles)}")
 hits = run("search", "--json", "-n", "50", "dentist in March 2024")["results"]
-inside = all("2024-03-01" <= h["day"] <= "2024-03-31" for h in hits)
+inside = all("2024-03-01" <= h["date"] <= "2024-03-31" for h in hits)
 print(f"'dentist in March 2024': {len(hits)} hits, all from March 2024: {'yes' if hits and inside else 'NO'}")
 hits = run("search", "--json", "-n", "50", "--since", "2025-06-01", "--until", "2025-06-07", "standup")["results"]
-inside = all("2025-06-01" <= h["day"] <= "2025-06-07" for h in hits)
+inside = all("2025-06-01" <= h["date"] <= "2025-06-07" for h in hits)
 print(f"--since 2025-06-01 --until 2025-06-07: {len(hits)} hits, all in range: {'yes' if hits and inside else 'NO'}")
 planted = needles[0]
 e = run("entity", "--json", "Zephyrine Labs")

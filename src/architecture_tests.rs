@@ -99,6 +99,26 @@ const RULES: &[Rule] = &[
         forbidden: &["fs::write(", "File::create(", ".truncate(true)"],
     },
     Rule {
+        name: "files are opened for writing, renamed, copied or removed only by the durable module (and SQLite files by the store)",
+        applies_to: |rel| {
+            rel.starts_with("src/")
+                && !rel.starts_with("src/durable/")
+                && !rel.starts_with("src/store/")
+                && rel != "src/architecture_tests.rs"
+        },
+        forbidden: &[
+            ".write(true)",
+            ".append(true)",
+            ".create(true)",
+            ".create_new(true)",
+            "fs::rename(",
+            "fs::copy(",
+            "fs::hard_link(",
+            "fs::remove_file(",
+            "fs::remove_dir",
+        ],
+    },
+    Rule {
         name: "the pure Markdown crate does no I/O and reads no clock or environment",
         applies_to: |rel| rel.starts_with("crates/almanac-markdown/"),
         forbidden: &[
@@ -120,10 +140,24 @@ const RULES: &[Rule] = &[
         },
         forbidden: &[
             "std::env::var",
+            "env::var(",
+            "env::var_os(",
             "env::vars",
+            "env::current_dir",
+            "env::home_dir",
             "Zoned::now()",
             "Timestamp::now()",
         ],
+    },
+    Rule {
+        name: "only the host module reads the calendar clock (the durable module salts temporary names with it)",
+        applies_to: |rel| {
+            rel.starts_with("src/")
+                && !rel.starts_with("src/host/")
+                && !rel.starts_with("src/durable/")
+                && rel != "src/architecture_tests.rs"
+        },
+        forbidden: &["SystemTime::now", "UNIX_EPOCH.elapsed"],
     },
 ];
 
@@ -224,5 +258,36 @@ fn rules_catch_what_they_forbid() {
             .forbidden
             .iter()
             .any(|n| "std::fs::write(p, b)".contains(n))
+    );
+    let rule = |name: &str| RULES.iter().find(|r| r.name.starts_with(name)).unwrap();
+    let opens = rule("files are opened for writing");
+    assert!((opens.applies_to)("src/session/transcript.rs"));
+    assert!(!(opens.applies_to)("src/durable/mod.rs"));
+    assert!(!(opens.applies_to)("src/store/mod.rs"));
+    for sample in [
+        "OpenOptions::new().append(true).open(p)",
+        "std::fs::rename(a, b)",
+        "fs::remove_dir_all(d)",
+    ] {
+        assert!(
+            opens.forbidden.iter().any(|n| sample.contains(n)),
+            "{sample}"
+        );
+    }
+    assert!(
+        !opens
+            .forbidden
+            .iter()
+            .any(|n| "OpenOptions::new().read(true).open(p)".contains(n)),
+        "reading is allowed"
+    );
+    let clock = rule("only the host module reads the calendar clock");
+    assert!((clock.applies_to)("src/memory/write.rs"));
+    assert!(!(clock.applies_to)("src/host/mod.rs"));
+    assert!(
+        clock
+            .forbidden
+            .iter()
+            .any(|n| "std::time::SystemTime::now()".contains(n))
     );
 }

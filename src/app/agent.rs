@@ -115,10 +115,21 @@ const KNOWN: &[(&str, Api, &str, Option<&str>, Option<&str>, bool)] = &[
 ];
 
 impl App {
-    /// The model of a turn: `--model`, else the session's override, else
-    /// `agents.defaults.model`; its endpoint from `models.providers.<id>`
-    /// and the usual environment variables.
+    /// The model `requested` (the turn's choice: `--model`, else the
+    /// session's model, see [`session_model`]), else `agents.defaults.model`;
+    /// its endpoint from `models.providers.<id>` and the usual environment
+    /// variables. The public endpoints need an API key.
     pub fn model(&self, requested: Option<&str>) -> Result<Model, ModelError> {
+        self.resolve_model(requested, true)
+    }
+
+    /// The same model, for showing a prompt: nothing is sent, so no API key
+    /// is needed.
+    pub fn model_without_key(&self, requested: Option<&str>) -> Result<Model, ModelError> {
+        self.resolve_model(requested, false)
+    }
+
+    fn resolve_model(&self, requested: Option<&str>, need_key: bool) -> Result<Model, ModelError> {
         let configured = self
             .config
             .config
@@ -166,7 +177,8 @@ impl App {
         // The public endpoints need a key; a server the user points at
         // (a base URL of their own, a local server) may not.
         let own_server = cfg.and_then(|c| c.base_url.as_ref()).is_some() || env_base.is_some();
-        if api_key.is_none()
+        if need_key
+            && api_key.is_none()
             && let Some(k) = known.filter(|k| k.5 && !own_server)
         {
             return Err(ModelError::NoKey {
@@ -210,6 +222,38 @@ impl App {
             self.host.now.time_zone().clone(),
         )
     }
+}
+
+/// The model a session keeps: its override (`/new provider/model`, or
+/// OpenClaw's `providerOverride` + `modelOverride`), else the model it last
+/// used (`modelProvider` + `model`).
+pub fn session_model(entry: &SessionEntry) -> Option<String> {
+    let named = |provider: Option<&String>, model: Option<&String>| {
+        let model = model.map(|m| m.trim()).filter(|m| !m.is_empty())?;
+        match provider.map(|p| p.trim()).filter(|p| !p.is_empty()) {
+            Some(provider) if !model.starts_with(&format!("{provider}/")) => {
+                Some(format!("{provider}/{model}"))
+            }
+            _ => Some(model.to_string()),
+        }
+    };
+    named(
+        entry.provider_override.as_ref(),
+        entry.model_override.as_ref(),
+    )
+    .or_else(|| {
+        named(entry.model_provider.as_ref(), entry.model.as_ref()).filter(|m| m.contains('/'))
+    })
+}
+
+/// The stored entry of `key`, as it is before this turn touches it.
+fn stored_entry(sessions: &Sessions, key: &str) -> Option<SessionEntry> {
+    sessions
+        .store()
+        .load()
+        .0
+        .get(key)
+        .and_then(SessionEntry::from_value)
 }
 
 /// A request for one turn.
@@ -602,17 +646,9 @@ pub struct PromptView {
 pub fn prompt_view(app: &App, req: &TurnRequest) -> anyhow::Result<PromptView> {
     let sessions = app.sessions(req.agent.as_deref());
     let key = sessions.resolve_key(req.session_key.as_deref());
-    let entry = sessions
-        .store()
-        .load()
-        .0
-        .get(&key)
-        .and_then(SessionEntry::from_value);
-    let model = app.model(
-        req.model
-            .as_deref()
-            .or(entry.as_ref().and_then(|e| e.model_override.as_deref())),
-    )?;
+    let entry = stored_entry(&sessions, &key);
+    let kept = entry.as_ref().and_then(session_model);
+    let model = app.model_without_key(req.model.as_deref().or(kept.as_deref()))?;
     let services = AppServices { app: app.clone() };
     let (assembled, ()) = assemble(app, &model, &req.message, &services, || ());
     let mut history = match &entry {
@@ -677,20 +713,23 @@ pub fn run_turn(
         _ => (None, rest),
     };
     let now = app.host.now.timestamp();
+    // `/new provider/model` names the new session's model; then `--model`,
+    // then the model the session keeps (as stored before a reset), then
+    // `agents.defaults.model`. Resolved before the session is touched: a
+    // turn that cannot call a model changes nothing.
+    let chosen = model_choice.as_deref().or(req.model.as_deref());
+    let kept = match chosen {
+        Some(_) => None,
+        None => stored_entry(&sessions, &key)
+            .as_ref()
+            .and_then(session_model),
+    };
+    let model = app.model(chosen.or(kept.as_deref()))?;
     let (current, mut warnings) =
         sessions.current(&key, now, &app.paths.workspace, explicit, false)?;
     if let Some(choice) = &model_choice {
-        app.model(Some(choice))?;
         sessions.record(&key, now, |e| e.model_override = Some(choice.clone()))?;
     }
-    // `/new provider/model` names the new session's model; then `--model`,
-    // then the session's choice.
-    let model = app.model(
-        model_choice
-            .as_deref()
-            .or(req.model.as_deref())
-            .or(current.entry.model_override.as_deref()),
-    )?;
     let message = if message.trim().is_empty() {
         "A new session was started. Greet the user briefly.".to_string()
     } else {

@@ -61,6 +61,30 @@ impl App {
         })
     }
 
+    /// The effective value of a config key and where it came from; keys
+    /// whose default is computed (the workspace, the user's time zone, the
+    /// session-memory folder) give the value in use. `None`: the key is
+    /// known but unset, with no default.
+    pub fn config_value(
+        &self,
+        key: &str,
+    ) -> Result<Option<(serde_json::Value, config::Origin)>, config::ConfigError> {
+        config::split_key(key)?;
+        if let Some(value) = self.config.get(key) {
+            return Ok(Some((value, self.config.origin(key))));
+        }
+        if !config::is_known_key(key) {
+            return Err(config::ConfigError::UnknownKey(key.to_string()));
+        }
+        let computed = match key {
+            "agents.defaults.workspace" => Some(self.paths.workspace.display().to_string()),
+            config::USER_TIMEZONE => self.user_time_zone().iana_name().map(str::to_string),
+            "memory.session.dir" => Some(self.memory().root.display().to_string()),
+            _ => None,
+        };
+        Ok(computed.map(|v| (serde_json::Value::String(v), config::Origin::Default)))
+    }
+
     /// Creates the state directory (0700) if needed.
     pub fn ensure_state_dir(&self) -> std::io::Result<()> {
         self.paths.ensure_state_dir()

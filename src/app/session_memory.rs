@@ -99,8 +99,12 @@ impl App {
         }
     }
 
-    /// Records an activity event (`heartbeat ping`, and memory commands).
+    /// Records an activity event (`heartbeat ping`, and memory commands):
+    /// the activity and source are one line each, of at most
+    /// [`heartbeat::MAX_NAME_CHARS`] characters.
     pub fn ping(&self, activity: &str, source: &str) -> anyhow::Result<heartbeat::PingOutcome> {
+        heartbeat::check_name("activity", activity)?;
+        heartbeat::check_name("source", source)?;
         self.ping_with_stats(activity, source, &self.memory().stats())
     }
 
@@ -113,9 +117,11 @@ impl App {
         self.ensure_state_dir()?;
         let snapshot = self.activity_snapshot(stats);
         let size = self.config.config.activity.history_size as usize;
+        // The heartbeat's wall-clock times are in the notes' zone.
+        let now = self.host.now.with_time_zone(self.user_time_zone());
         Ok(self
             .tracker()
-            .ping(activity, source, &snapshot, size, &self.host.now)?)
+            .ping(activity, source, &snapshot, size, &now)?)
     }
 }
 
@@ -268,6 +274,7 @@ fn context_with(
 }
 
 #[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct MemoryStatus {
     pub enabled: bool,
     pub root: std::path::PathBuf,

@@ -135,7 +135,7 @@ pub enum RunOutcome {
 /// Why a skill did not run.
 #[derive(Debug, thiserror::Error)]
 pub enum RefusedRun {
-    /// Unknown or disabled (exit 1).
+    /// Unknown or disabled (exit 2).
     #[error("Unknown or disabled third-party skill: {0}")]
     Unknown(String),
     /// Gated (exit 2).

@@ -23,6 +23,7 @@ const WORKSPACE_FILES: &[&str] = &[
 ];
 
 #[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct StatusReport {
     pub version: &'static str,
     pub profile: String,
@@ -35,6 +36,7 @@ pub struct StatusReport {
 }
 
 #[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct Subsystems {
     pub state_dir: DirStatus,
     pub config: ConfigStatus,
@@ -48,6 +50,7 @@ pub struct Subsystems {
 }
 
 #[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct MemoryStatus {
     pub enabled: bool,
     pub root: PathBuf,
@@ -56,6 +59,7 @@ pub struct MemoryStatus {
 }
 
 #[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct HeartbeatStatus {
     pub exists: bool,
     /// The file is not valid (the next heartbeat command repairs it).
@@ -68,12 +72,14 @@ pub struct HeartbeatStatus {
 }
 
 #[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct DirStatus {
     pub exists: bool,
     pub origin: Origin,
 }
 
 #[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct ConfigStatus {
     pub exists: bool,
     pub origin: Origin,
@@ -81,9 +87,12 @@ pub struct ConfigStatus {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
     pub unknown_keys: Vec<String>,
+    /// Settings that could not be used as given.
+    pub warnings: Vec<String>,
 }
 
 #[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct WorkspaceStatus {
     pub exists: bool,
     pub origin: Origin,
@@ -92,6 +101,7 @@ pub struct WorkspaceStatus {
 }
 
 #[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct StoreStatus {
     pub exists: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -112,7 +122,8 @@ impl StatusReport {
 }
 
 /// Gathers the report. Only an unusable state location (bad profile, no
-/// home) is an error; a broken config is reported inside the report.
+/// home) or a bad `--set` is an error; a broken config file is reported
+/// inside the report.
 pub fn collect(options: &GlobalOptions, host: &Host) -> anyhow::Result<StatusReport> {
     let state = paths::resolve_state(&options.paths, host)?;
     tracing::debug!(state_dir = %state.state_dir.display(), profile = %state.profile, "state location resolved");
@@ -120,6 +131,10 @@ pub fn collect(options: &GlobalOptions, host: &Host) -> anyhow::Result<StatusRep
     let config_origin = state.config_origin;
     let values = options.config_flag_values();
     let (config_status, layered) = match config::load(&state.config_path, host, &values) {
+        // A bad `--set` is the invocation's fault, not the file's.
+        Err(err @ (config::ConfigError::UnknownKey(_) | config::ConfigError::BadValue { .. })) => {
+            return Err(err.into());
+        }
         Ok(loaded) => (
             ConfigStatus {
                 exists: loaded.file.exists,
@@ -127,6 +142,7 @@ pub fn collect(options: &GlobalOptions, host: &Host) -> anyhow::Result<StatusRep
                 valid: true,
                 error: None,
                 unknown_keys: loaded.file.unknown_keys.clone(),
+                warnings: loaded.warnings.clone(),
             },
             Some(loaded),
         ),
@@ -137,6 +153,7 @@ pub fn collect(options: &GlobalOptions, host: &Host) -> anyhow::Result<StatusRep
                 valid: false,
                 error: Some(error_chain(&anyhow::Error::new(err))),
                 unknown_keys: Vec::new(),
+                warnings: Vec::new(),
             },
             // Without a usable file the flag and environment layers still
             // decide the workspace.

@@ -8,7 +8,7 @@ use clap::{Args, Subcommand};
 use super::JsonFlag;
 use super::output::{UsageError, print_json, warn};
 use crate::app::App;
-use crate::app::agent::{self, ModelError, TurnRequest};
+use crate::app::agent::{self, TurnRequest};
 use crate::provider::{Quiet, RetryPolicy};
 
 #[derive(Debug, Args)]
@@ -78,19 +78,10 @@ fn request(args: &TurnArgs) -> TurnRequest {
     }
 }
 
-/// A model that cannot be resolved is a usage error.
-fn classify(err: anyhow::Error) -> anyhow::Error {
-    if err.is::<ModelError>() {
-        UsageError::wrap(err)
-    } else {
-        err
-    }
-}
-
 pub fn run(args: AgentArgs, app: &App) -> anyhow::Result<ExitCode> {
     match args.command {
         Some(AgentCommand::Prompt(turn)) => {
-            let view = agent::prompt_view(app, &request(&turn)).map_err(classify)?;
+            let view = agent::prompt_view(app, &request(&turn))?;
             if turn.json.json {
                 print_json(&view)?;
             } else {
@@ -117,8 +108,8 @@ pub fn run(args: AgentArgs, app: &App) -> anyhow::Result<ExitCode> {
                     "give a message with --message TEXT (or use `agent prompt`)",
                 ));
             }
-            let report = agent::run_turn(app, &request(&turn), &RetryPolicy::default(), &mut Quiet)
-                .map_err(classify)?;
+            let report =
+                agent::run_turn(app, &request(&turn), &RetryPolicy::default(), &mut Quiet)?;
             report.warnings.iter().for_each(warn);
             if let Some(stopped) = &report.outcome.stopped {
                 warn(stopped);

@@ -18,19 +18,23 @@ pub enum ConfigCommand {
     Path(JsonFlag),
     /// Print the effective value of KEY (e.g. agents.defaults.workspace)
     Get {
+        /// Dot-separated key path, e.g. agents.defaults.userTimezone
         key: String,
         #[command(flatten)]
         json: JsonFlag,
     },
     /// Set KEY to VALUE (JSON5, or a plain string), keeping the rest of the file
     Set {
+        /// Dot-separated key path, e.g. agents.defaults.userTimezone
         key: String,
+        /// The value: JSON5 when it fits the key's type (5, true, ["a"]), else a string
         value: String,
         #[command(flatten)]
         json: JsonFlag,
     },
     /// Remove KEY from the config file
     Unset {
+        /// Dot-separated key path, e.g. agents.defaults.userTimezone
         key: String,
         #[command(flatten)]
         json: JsonFlag,
@@ -40,8 +44,7 @@ pub enum ConfigCommand {
 }
 
 pub fn run(cmd: ConfigCommand, options: &GlobalOptions, host: Host) -> anyhow::Result<ExitCode> {
-    let state = paths::resolve_state(&options.paths, &host)
-        .map_err(|e| super::output::classify_load_error(e.into()))?;
+    let state = paths::resolve_state(&options.paths, &host)?;
     let path = state.config_path.clone();
     match cmd {
         ConfigCommand::Path(flag) => {
@@ -55,13 +58,11 @@ pub fn run(cmd: ConfigCommand, options: &GlobalOptions, host: Host) -> anyhow::R
         ConfigCommand::Get { key, json } => {
             config::split_key(&key)?;
             let app = super::load_app(options, host)?;
-            let Some(value) = app.config.get(&key) else {
-                anyhow::bail!("config key `{key}` is not set");
+            let Some((value, origin)) = app.config_value(&key)? else {
+                anyhow::bail!("config key `{key}` is not set (it has no default)");
             };
             if json.json {
-                print_json(
-                    &json!({ "key": key, "value": value, "origin": app.config.origin(&key) }),
-                )?;
+                print_json(&json!({ "key": key, "value": value, "origin": origin }))?;
             } else {
                 match &value {
                     Value::String(s) => println!("{s}"),
@@ -104,7 +105,15 @@ pub fn run(cmd: ConfigCommand, options: &GlobalOptions, host: Host) -> anyhow::R
         }
         ConfigCommand::Validate(flag) => {
             let (valid, exists, unknown, error) = match config::read_file(&path) {
-                Ok((_, file)) => (true, file.exists, file.unknown_keys, None),
+                Ok((config, file)) => match config::value_problems(&config).first() {
+                    None => (true, file.exists, file.unknown_keys, None),
+                    Some((key, problem)) => (
+                        false,
+                        file.exists,
+                        file.unknown_keys,
+                        Some(format!("{}: `{key}`: {problem}", path.display())),
+                    ),
+                },
                 Err(err) => (
                     false,
                     path.exists(),
@@ -118,7 +127,7 @@ pub fn run(cmd: ConfigCommand, options: &GlobalOptions, host: Host) -> anyhow::R
                     "exists": exists,
                     "valid": valid,
                     "error": error,
-                    "unknown_keys": unknown,
+                    "unknownKeys": unknown,
                 }))?;
             } else if let Some(error) = &error {
                 println!("{}: invalid", path.display());

@@ -6,7 +6,7 @@ use clap::Subcommand;
 use serde::Serialize;
 
 use super::JsonFlag;
-use super::output::{UsageError, print_json, warn};
+use super::output::{print_json, warn};
 use crate::app::App;
 use crate::app::memory::{self as app_memory, GetError, RecallRequest, SearchRequest};
 use crate::memory::index::Hit;
@@ -17,6 +17,7 @@ use crate::memory::snippet;
 pub enum MemoryCommand {
     /// Bring the memory index up to date (--force rebuilds it from the files)
     Index {
+        /// Rebuild the index from the files instead of syncing it
         #[arg(long)]
         force: bool,
         #[command(flatten)]
@@ -49,6 +50,7 @@ pub enum MemoryCommand {
     },
     /// Print lines of a memory file (MEMORY.md, memory/…, extra paths)
     Get {
+        /// A memory file, relative to the memory root (e.g. memory/2025-11-27.md) or absolute
         path: String,
         /// First line, 1-based
         #[arg(long)]
@@ -72,13 +74,16 @@ pub enum MemoryCommand {
     },
     /// A small fact pack for a question: typed facts first, then supporting lines
     Recall {
+        /// The question; a time phrase ("in March 2024", "last week") filters by date
         #[arg(required = true, num_args = 1..)]
         query: Vec<String>,
         /// Token budget of the pack
         #[arg(long, default_value_t = 400)]
         budget: usize,
+        /// Only notes from this day on: 2025-11-27, 2025-11, 2025, 30d, "last week"
         #[arg(long)]
         since: Option<String>,
+        /// Only notes up to this day
         #[arg(long)]
         until: Option<String>,
         #[command(flatten)]
@@ -86,26 +91,28 @@ pub enum MemoryCommand {
     },
 }
 
-/// One result in OpenClaw's `memory_search` shape, plus almanac's fields.
+/// One search result in OpenClaw's `memory_search` shape (`path`,
+/// `startLine`, `endLine`, `score`, `snippet`, `source`) plus almanac's
+/// fields; `memory search` and `session-memory search` print the same.
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
-struct ToolHit<'a> {
+pub struct JsonHit<'a> {
     path: &'a str,
     start_line: usize,
     end_line: usize,
     score: f64,
     snippet: String,
     source: &'static str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    day: Option<&'a str>,
-    #[serde(skip_serializing_if = "str::is_empty")]
+    kind: crate::memory::files::FileKind,
+    date: Option<&'a str>,
+    stamp: Option<&'a str>,
     heading: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
-    context: Option<ToolContext<'a>>,
+    context: Option<JsonContext<'a>>,
 }
 
 #[derive(Serialize)]
-struct ToolContext<'a> {
+struct JsonContext<'a> {
     before: Vec<&'a str>,
     after: Vec<&'a str>,
 }
@@ -113,20 +120,23 @@ struct ToolContext<'a> {
 /// OpenClaw's snippet limit.
 const SNIPPET_CHARS: usize = 700;
 
-impl<'a> ToolHit<'a> {
-    fn of(hit: &'a Hit) -> Self {
-        let context = (!hit.before.is_empty() || !hit.after.is_empty()).then(|| ToolContext {
+impl<'a> JsonHit<'a> {
+    /// The hit with its snippet cut at `snippet_chars`.
+    pub fn of(hit: &'a Hit, snippet_chars: usize) -> Self {
+        let context = (!hit.before.is_empty() || !hit.after.is_empty()).then(|| JsonContext {
             before: hit.before.iter().map(|n| n.body.as_str()).collect(),
             after: hit.after.iter().map(|n| n.body.as_str()).collect(),
         });
-        ToolHit {
+        JsonHit {
             path: &hit.path,
             start_line: hit.start_line,
             end_line: hit.end_line,
             score: (hit.score * 10_000.0).round() / 10_000.0,
-            snippet: snippet(&hit.body, SNIPPET_CHARS),
+            snippet: snippet(&hit.body, snippet_chars),
             source: "memory",
-            day: hit.day.as_deref(),
+            kind: hit.kind,
+            date: hit.day.as_deref(),
+            stamp: hit.stamp.as_deref(),
             heading: &hit.heading,
             context,
         }
@@ -206,7 +216,7 @@ pub fn run(cmd: MemoryCommand, app: &App) -> anyhow::Result<ExitCode> {
                 until,
                 context,
             };
-            let searched = app_memory::search(app, &req).map_err(range_is_usage)?;
+            let searched = app_memory::search(app, &req)?;
             searched.sync.warnings.iter().for_each(warn);
             if json.json {
                 if searched.disabled {
@@ -217,7 +227,12 @@ pub fn run(cmd: MemoryCommand, app: &App) -> anyhow::Result<ExitCode> {
                     }))?;
                     return Ok(ExitCode::SUCCESS);
                 }
-                let results: Vec<ToolHit> = searched.outcome.hits.iter().map(ToolHit::of).collect();
+                let results: Vec<JsonHit> = searched
+                    .outcome
+                    .hits
+                    .iter()
+                    .map(|hit| JsonHit::of(hit, SNIPPET_CHARS))
+                    .collect();
                 let mut doc = serde_json::json!({
                     "results": results,
                     "provider": "none",
@@ -301,7 +316,7 @@ pub fn run(cmd: MemoryCommand, app: &App) -> anyhow::Result<ExitCode> {
                         &serde_json::json!({"path": path, "text": "", "disabled": true, "error": err.to_string()}),
                     )?;
                 }
-                return Err(UsageError::wrap(err));
+                return Err(err.into());
             }
             Err(err) => return Err(err.into()),
         },
@@ -375,7 +390,7 @@ pub fn run(cmd: MemoryCommand, app: &App) -> anyhow::Result<ExitCode> {
                 since,
                 until,
             };
-            let pack = app_memory::recall(app, &req).map_err(range_is_usage)?;
+            let pack = app_memory::recall(app, &req)?;
             if json.json {
                 print_json(&pack)?;
             } else {
@@ -405,13 +420,4 @@ pub fn run(cmd: MemoryCommand, app: &App) -> anyhow::Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// A bad `--since` / `--until` is a usage error.
-fn range_is_usage(err: anyhow::Error) -> anyhow::Error {
-    if err.is::<app_memory::BadRange>() {
-        UsageError::wrap(err)
-    } else {
-        err
-    }
 }

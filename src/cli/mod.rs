@@ -3,10 +3,13 @@
 //! Invariants (enforced by the architecture test):
 //! * no business logic, SQL or file writes here: every command is a call
 //!   into a subsystem followed by printing;
-//! * every command that prints data accepts `--json`;
-//! * exit codes: 0 success, 1 runtime failure or refusal, 2 usage error;
+//! * every command that prints data accepts `--json`, with camelCase field
+//!   names (Arka's `heartbeat status|history` keep Arka's shapes);
+//! * exit codes: 0 success, 1 failure, 2 usage error or refusal by a gate
+//!   or policy, decided by error type in one place ([`output`]);
 //! * errors go to stderr as `error: <message>` followed by one
-//!   `  caused by: <cause>` line per underlying cause.
+//!   `  caused by: <cause>` line per underlying cause (and a `  hint:`);
+//! * every argument and flag has a help text.
 
 mod agent_cmd;
 mod config_cmd;
@@ -93,6 +96,7 @@ enum Command {
     Skills(skills_cmd::SkillsCommand),
     /// Print a shell completion script
     Completions {
+        /// The shell: bash, zsh, fish, elvish or powershell
         #[arg(value_enum)]
         shell: clap_complete::Shell,
     },
@@ -120,7 +124,7 @@ pub fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(err) => {
             let _ = err.print();
-            return ExitCode::from(if err.use_stderr() { 2 } else { 0 });
+            return ExitCode::from(if err.use_stderr() { output::REFUSED } else { 0 });
         }
     };
     match run(cli) {
@@ -133,9 +137,9 @@ pub fn main() -> ExitCode {
 }
 
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
-    let mut host = Host::from_process().map_err(UsageError::wrap)?;
+    let mut host = Host::from_process()?;
     if let Some(now) = &cli.global.now {
-        host.set_now(host::parse_now(now).map_err(UsageError::wrap)?);
+        host.set_now(host::parse_now(now)?);
     }
     logging::init_from_flags(cli.global.verbose, host.raw_var("ALMANAC_LOG"))?;
     let options = GlobalOptions {
@@ -168,8 +172,38 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
 
 /// Loads the app for a command and prints config warnings once.
 fn load_app(options: &GlobalOptions, host: Host) -> anyhow::Result<App> {
-    let app = App::load(options, host).map_err(output::classify_load_error)?;
+    let app = App::load(options, host)?;
     logging::init_from_config(app.config.config.logging.level);
     output::print_config_warnings(&app.config);
     Ok(app)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Arguments without a help text, as `command path: argument`.
+    fn undocumented(cmd: &clap::Command, path: &str, out: &mut Vec<String>) {
+        for arg in cmd.get_arguments() {
+            let builtin = matches!(arg.get_id().as_str(), "help" | "version");
+            if !builtin && arg.get_help().is_none() && arg.get_long_help().is_none() {
+                out.push(format!("{path}: {}", arg.get_id()));
+            }
+        }
+        for sub in cmd.get_subcommands() {
+            if sub.get_about().is_none() && sub.get_long_about().is_none() {
+                out.push(format!("{path} {}: (no description)", sub.get_name()));
+            }
+            undocumented(sub, &format!("{path} {}", sub.get_name()), out);
+        }
+    }
+
+    #[test]
+    fn every_command_argument_and_flag_is_described() {
+        let cmd = Cli::command();
+        cmd.clone().debug_assert();
+        let mut missing = Vec::new();
+        undocumented(&cmd, "almanac", &mut missing);
+        assert!(missing.is_empty(), "undocumented:\n{}", missing.join("\n"));
+    }
 }

@@ -18,30 +18,91 @@ impl UsageError {
     }
 }
 
-/// Exit code for an error: 2 for usage errors, else 1.
+/// Exit code of a command that ran and failed (I/O, an unreachable or
+/// refusing server, a damaged file, a lookup that found nothing).
+pub const FAILURE: u8 = 1;
+/// Exit code of a usage error (bad arguments or values) or of a refusal by
+/// a gate or policy.
+pub const REFUSED: u8 = 2;
+
+/// Exit code for an error: [`REFUSED`] when any error of its chain is a
+/// usage error or a refusal ([`is_refusal`]), else [`FAILURE`].
 pub fn exit_code_for(err: &anyhow::Error) -> u8 {
-    if err.chain().any(|cause| cause.is::<UsageError>()) {
-        2
+    if err.chain().any(is_refusal) {
+        REFUSED
     } else {
-        1
+        FAILURE
     }
 }
 
-/// Marks errors in resolving the state location that come from bad flag
-/// or environment values as usage errors.
-pub fn classify_load_error(err: anyhow::Error) -> anyhow::Error {
-    match err.downcast_ref::<PathError>() {
-        Some(PathError::BadProfile(_)) => UsageError::wrap(err),
-        _ => err,
-    }
+/// Whether `error` (of any type) is `E` and `refused` says so.
+fn refused<E: std::error::Error + 'static>(
+    error: &(dyn std::error::Error + 'static),
+    refused: impl Fn(&E) -> bool,
+) -> bool {
+    error.downcast_ref::<E>().is_some_and(refused)
 }
 
-/// `error: <message>` and one `caused by:` line per cause, on stderr.
+/// The one list of errors that exit 2, by type (never by message text).
+/// Every error not listed here exits 1. A new refusal is one more line.
+fn is_refusal(error: &(dyn std::error::Error + 'static)) -> bool {
+    use crate::app::agent::ModelError;
+    use crate::app::memory::{BadRange, GetError};
+    use crate::app::skills::RefusedRun;
+    use crate::config::ConfigError;
+    use crate::host::HostError;
+    use crate::memory::write::AppendError;
+    use crate::skills::run::RunError;
+
+    // Usage errors: how the command was invoked.
+    refused::<UsageError>(error, |_| true)
+        || refused::<HostError>(error, |_| true)
+        || refused::<PathError>(error, |e| matches!(e, PathError::BadProfile(_)))
+        || refused::<BadRange>(error, |_| true)
+        || refused::<ConfigError>(error, |e| {
+            matches!(
+                e,
+                ConfigError::BadKey(_) | ConfigError::UnknownKey(_) | ConfigError::BadValue { .. }
+            )
+        })
+        || refused::<ModelError>(error, |_| true)
+        // Refusals by a gate or policy.
+        || refused::<AppendError>(error, |e| {
+            matches!(
+                e,
+                AppendError::Disabled
+                    | AppendError::Empty
+                    | AppendError::TooLong { .. }
+                    | AppendError::Blocked { .. }
+            )
+        })
+        || refused::<GetError>(error, |e| matches!(e, GetError::NotMemory(_)))
+        || refused::<RefusedRun>(error, |e| !matches!(e, RefusedRun::Io(_)))
+        || refused::<RunError>(error, |_| true)
+}
+
+/// A hint printed under an error, by its type.
+fn hint_for(err: &anyhow::Error) -> Option<&'static str> {
+    use crate::memory::write::AppendError;
+    err.chain()
+        .find_map(|cause| match cause.downcast_ref::<AppendError>() {
+            Some(AppendError::Blocked { .. }) => {
+                Some("rephrase the note, or pass --force to store it anyway")
+            }
+            _ => None,
+        })
+}
+
+/// `error: <message>`, one `caused by:` line per cause and a `hint:` line
+/// when there is one, on stderr.
 pub fn print_error(err: &anyhow::Error) {
     let mut stderr = std::io::stderr().lock();
     let _ = writeln!(stderr, "error: {err}");
     for cause in err.chain().skip(1) {
         let _ = writeln!(stderr, "  caused by: {cause}");
+    }
+    if let Some(hint) = hint_for(err) {
+        let _ = writeln!(stderr, "  hint: {hint}");
     }
 }
 
@@ -83,5 +144,56 @@ pub fn restore_default_sigpipe() {
     // SAFETY: called once at start-up, before any other thread exists.
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::app::skills::RefusedRun;
+    use crate::heartbeat::PingError;
+    use crate::memory::write::AppendError;
+
+    #[test]
+    fn exit_codes_come_from_the_error_types_in_the_chain() {
+        use anyhow::Context;
+        let blocked = || AppendError::Blocked { label: "x" };
+        let cases: Vec<(anyhow::Error, u8)> = vec![
+            (anyhow::Error::new(blocked()), REFUSED),
+            (anyhow::Error::new(AppendError::Disabled), REFUSED),
+            // A refusal under context is still a refusal.
+            (
+                Err::<(), _>(blocked()).context("storing").unwrap_err(),
+                REFUSED,
+            ),
+            (
+                anyhow::Error::new(AppendError::Io {
+                    path: "m.md".into(),
+                    source: std::io::Error::other("disk full"),
+                }),
+                FAILURE,
+            ),
+            (anyhow::Error::new(RefusedRun::Unknown("x".into())), REFUSED),
+            (
+                anyhow::Error::new(RefusedRun::Io(std::io::Error::other("x"))),
+                FAILURE,
+            ),
+            (
+                anyhow::Error::new(PingError::MultiLine {
+                    field: "activity",
+                    text: "a\nb".into(),
+                }),
+                FAILURE,
+            ),
+            (UsageError::wrap("bad flag"), REFUSED),
+            // The text of a message decides nothing.
+            (
+                anyhow::anyhow!("Memory blocked: Blocked suspicious instruction"),
+                FAILURE,
+            ),
+        ];
+        for (err, code) in cases {
+            assert_eq!(exit_code_for(&err), code, "{err:#}");
+        }
     }
 }

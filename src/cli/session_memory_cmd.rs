@@ -7,11 +7,12 @@ use clap::Subcommand;
 use serde_json::json;
 
 use super::JsonFlag;
+use super::memory_cmd::JsonHit;
 use super::output::{print_json, warn};
 use crate::app::{App, session_memory};
 use crate::memory::index::Hit;
 use crate::memory::snippet;
-use crate::memory::write::{AppendError, AppendRequest, ClearScope};
+use crate::memory::write::{AppendRequest, ClearScope};
 
 #[derive(Debug, Subcommand)]
 pub enum SessionMemoryCommand {
@@ -48,6 +49,7 @@ pub enum SessionMemoryCommand {
     },
     /// Print the memory recall block for a goal
     Context {
+        /// What the context is for (a goal or a message); the words are joined
         #[arg(required = true, num_args = 1..)]
         goal: Vec<String>,
         /// Token budget [default: memory.session.contextBudgetTokens]
@@ -105,17 +107,7 @@ pub fn run(cmd: SessionMemoryCommand, app: &App) -> anyhow::Result<ExitCode> {
                 also_daily: daily,
                 force,
             };
-            let appended = match session_memory::append(app, &req) {
-                Ok(appended) => appended,
-                Err(err) => {
-                    if let Some(AppendError::Blocked { .. }) = err.downcast_ref::<AppendError>() {
-                        return Err(err.context_hint(
-                            "rephrase the note, or pass --force to store it anyway",
-                        ));
-                    }
-                    return Err(err);
-                }
-            };
+            let appended = session_memory::append(app, &req)?;
             for w in &appended.warnings {
                 warn(w);
             }
@@ -143,7 +135,11 @@ pub fn run(cmd: SessionMemoryCommand, app: &App) -> anyhow::Result<ExitCode> {
                 warn(w);
             }
             if json.json {
-                let results: Vec<_> = outcome.hits.iter().map(hit_json).collect();
+                let results: Vec<JsonHit> = outcome
+                    .hits
+                    .iter()
+                    .map(|hit| JsonHit::of(hit, SNIPPET_CHARS))
+                    .collect();
                 print_json(&json!({ "query": query, "results": results }))?;
             } else if outcome.hits.is_empty() {
                 println!("No matching session notes.");
@@ -261,30 +257,3 @@ fn hit_line(hit: &Hit) -> String {
 }
 
 const SNIPPET_CHARS: usize = 300;
-
-/// OpenClaw's `memory_search` result shape plus almanac's fields.
-pub fn hit_json(hit: &Hit) -> serde_json::Value {
-    json!({
-        "path": hit.path,
-        "startLine": hit.start_line,
-        "endLine": hit.end_line,
-        "score": hit.score,
-        "snippet": snippet(&hit.body, SNIPPET_CHARS),
-        "source": "memory",
-        "kind": hit.kind,
-        "date": hit.day,
-        "stamp": hit.stamp,
-        "heading": hit.heading,
-    })
-}
-
-trait HintExt {
-    fn context_hint(self, hint: &str) -> anyhow::Error;
-}
-
-impl HintExt for anyhow::Error {
-    fn context_hint(self, hint: &str) -> anyhow::Error {
-        let message = self.to_string();
-        anyhow::anyhow!("{message}\n  hint: {hint}")
-    }
-}

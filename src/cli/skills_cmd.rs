@@ -9,9 +9,9 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use super::JsonFlag;
-use super::output::{UsageError, print_json, warn};
+use super::output::{print_json, warn};
 use crate::app::App;
-use crate::app::skills::{self as app_skills, RefusedRun, RunOutcome};
+use crate::app::skills::{self as app_skills, RunOutcome};
 use crate::skills::catalog::compact_home;
 use crate::skills::commands;
 use crate::skills::gates::Missing;
@@ -30,6 +30,7 @@ pub enum SkillsCommand {
     },
     /// Show one skill: details, requirements, install options
     Info {
+        /// Skill name (or skill key)
         name: String,
         #[command(flatten)]
         json: JsonFlag,
@@ -40,6 +41,7 @@ pub enum SkillsCommand {
     Prompt(JsonFlag),
     /// Route a command line to a skill by its name or triggers
     Match {
+        /// The command line to route, e.g. "say hello to bob"
         #[arg(required = true, num_args = 1..)]
         text: Vec<String>,
         /// Exit with status 1 when no skill matches
@@ -50,12 +52,15 @@ pub enum SkillsCommand {
     },
     /// Run a skill (plugins run their entry; instruction skills print it)
     Run {
+        /// Skill name (or skill key)
         name: String,
+        /// Arguments passed to the skill as they are
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
     /// Security-scan a skill folder before installing it
     Scan {
+        /// The skill folder to scan
         dir: PathBuf,
         /// Accept critical findings (an install would go ahead)
         #[arg(long)]
@@ -375,12 +380,6 @@ pub fn run(cmd: SkillsCommand, app: &App, verbose: bool) -> anyhow::Result<ExitC
                 Ok(ExitCode::SUCCESS)
             }
             Ok(RunOutcome::Exited(code)) => Ok(ExitCode::from(code.clamp(0, 255) as u8)),
-            Err(RefusedRun::Unknown(n)) => Err(anyhow::anyhow!(
-                "Unknown or disabled third-party skill: {n}"
-            )),
-            Err(err @ (RefusedRun::Gated(_) | RefusedRun::NotRunnable(_))) => {
-                Err(UsageError::wrap(err))
-            }
             Err(err) => Err(err.into()),
         },
         SkillsCommand::Scan { dir, force, json } => {

@@ -10,7 +10,13 @@ use crate::config::Origin;
 use crate::host::Host;
 
 pub fn run(options: &GlobalOptions, host: &Host, flag: JsonFlag) -> anyhow::Result<ExitCode> {
-    let report = status::collect(options, host).map_err(super::output::classify_load_error)?;
+    let report = status::collect(options, host)?;
+    report
+        .subsystems
+        .config
+        .warnings
+        .iter()
+        .for_each(super::output::warn);
     if flag.json {
         print_json(&report)?;
     } else {

@@ -10,6 +10,10 @@
 //!   warning naming its key path.
 //! * A value of the wrong type fails the load with one error naming the key
 //!   path and the expected type.
+//! * A value of the right type that cannot be used ([`value_problems`]: an
+//!   unknown `userTimezone`) is refused by `config set` and `--set`
+//!   ([`ConfigError::BadValue`]) and reported as a warning naming the key
+//!   and the fallback when read from the file.
 //! * `config set` / `config unset` edit the file text in place (see
 //!   [`edit`]), keeping comments and formatting, verify by re-parsing that
 //!   exactly the intended value changed, and write atomically under a lock.
@@ -506,6 +510,14 @@ pub enum ConfigError {
         key: String,
         message: String,
     },
+    /// A value given on the command line (`config set`, `--set`) that the
+    /// key cannot take.
+    #[error("{source_name}: `{key}`: {message}")]
+    BadValue {
+        source_name: String,
+        key: String,
+        message: String,
+    },
     #[error("invalid config key `{0}`: use dot-separated names such as agents.defaults.workspace")]
     BadKey(String),
     #[error("unknown config key `{0}`; `almanac config validate` lists the keys in use")]
@@ -663,11 +675,72 @@ fn apply_layers(
         if !is_known_key(key) {
             return Err(ConfigError::UnknownKey(key.clone()));
         }
-        apply_layer(&mut loaded, key, value, &format!("--set {key}"))?;
+        let source_name = format!("--set {key}");
+        apply_layer(&mut loaded, key, value, &source_name).map_err(given_value)?;
+        if let Some(problem) = value_problems(&loaded.config)
+            .into_iter()
+            .find(|(k, _)| k == key)
+        {
+            return Err(ConfigError::BadValue {
+                source_name,
+                key: key.clone(),
+                message: problem.1,
+            });
+        }
         loaded.origins.insert(key.clone(), Origin::Flag);
     }
     loaded.warnings.extend(loaded.config.clamp_ranges());
+    let host_zone = host
+        .now
+        .time_zone()
+        .iana_name()
+        .unwrap_or("local")
+        .to_string();
+    for (key, problem) in value_problems(&loaded.config) {
+        let fallback = match key {
+            USER_TIMEZONE => format!("using the host's zone ({host_zone})"),
+            _ => "ignored".to_string(),
+        };
+        loaded
+            .warnings
+            .push(format!("{key}: {problem}; {fallback}"));
+    }
     Ok(loaded)
+}
+
+/// The key of the user's time zone.
+pub const USER_TIMEZONE: &str = "agents.defaults.userTimezone";
+
+/// Values of the right type that almanac cannot use, as (key path,
+/// problem). A load reports each as a warning; `config set`, `--set` and
+/// `config validate` refuse them.
+pub fn value_problems(config: &Config) -> Vec<(&'static str, String)> {
+    let mut problems = Vec::new();
+    if let Some(zone) = config.agents.defaults.user_timezone.as_deref()
+        && jiff::tz::TimeZone::get(zone).is_err()
+    {
+        problems.push((
+            USER_TIMEZONE,
+            format!("`{zone}` is not a known IANA time zone (for example Europe/Paris or UTC)"),
+        ));
+    }
+    problems
+}
+
+/// A type error in a value given on the command line is a bad value.
+fn given_value(err: ConfigError) -> ConfigError {
+    match err {
+        ConfigError::Type {
+            source_name,
+            key,
+            message,
+        } => ConfigError::BadValue {
+            source_name,
+            key,
+            message,
+        },
+        other => other,
+    }
 }
 
 impl Config {
@@ -907,6 +980,7 @@ fn remove_at(root: &mut Value, path: &[&str]) -> bool {
 
 /// What `config set` did.
 #[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct SetOutcome {
     pub key: String,
     pub value: Value,
@@ -923,7 +997,18 @@ pub fn set(path: &Path, key: &str, text: &str) -> Result<SetOutcome, ConfigError
         return Err(ConfigError::UnknownKey(key.to_string()));
     }
     edit_file(path, |current_text, current_value| {
-        let value = coerce_value(&parts, text, &path.display().to_string())?;
+        let source_name = path.display().to_string();
+        let value = coerce_value(&parts, text, &source_name).map_err(given_value)?;
+        let mut trial = Value::Object(Default::default());
+        insert_at(&mut trial, &parts, value.clone());
+        let (trial, _) = typed(&trial, &source_name)?;
+        if let Some((_, message)) = value_problems(&trial).into_iter().find(|(k, _)| *k == key) {
+            return Err(ConfigError::BadValue {
+                source_name,
+                key: key.to_string(),
+                message,
+            });
+        }
         let new_text = edit::set(current_text, &parts, &value)?;
         let mut expected = current_value.clone();
         insert_at(&mut expected, &parts, value.clone());
@@ -997,7 +1082,10 @@ fn edit_file(
             return Err(ConfigError::EditVerification);
         }
         let remaining_problem = match typed(&reparsed, &path.display().to_string()) {
-            Ok(_) => None,
+            Ok((config, _)) => value_problems(&config)
+                .into_iter()
+                .next()
+                .map(|(key, problem)| format!("`{key}`: {problem}")),
             Err(e) => Some(e.to_string()),
         };
         durable::atomic_replace(path, new_text.as_bytes(), durable::PRIVATE_FILE_MODE)

@@ -303,3 +303,42 @@ fn known_key_probe() {
         assert_eq!(is_known_key(key), known, "{key}");
     }
 }
+
+#[test]
+fn an_unknown_time_zone_is_refused_where_it_is_given_and_named_where_it_is_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("config.json5");
+    let err = set(&path, USER_TIMEZONE, "Europe/Pariss").unwrap_err();
+    assert!(
+        matches!(&err, ConfigError::BadValue { key, .. } if key == USER_TIMEZONE),
+        "{err}"
+    );
+    assert!(!path.exists(), "nothing written");
+    set(&path, USER_TIMEZONE, "Europe/Paris").unwrap();
+    let loaded = load(&path, &host(&[]), &[]).unwrap();
+    assert!(loaded.warnings.is_empty(), "{:?}", loaded.warnings);
+    // A wrong type on the command line is the command's fault too.
+    let err = set(&path, "agents.defaults.maxSteps", "many").unwrap_err();
+    assert!(matches!(err, ConfigError::BadValue { .. }), "{err}");
+    let flags = [(USER_TIMEZONE.to_string(), "Nowhere".to_string())];
+    assert!(matches!(
+        load(&path, &host(&[]), &flags),
+        Err(ConfigError::BadValue { .. })
+    ));
+    // Written by hand: a warning naming the key and the zone used instead.
+    std::fs::write(
+        &path,
+        "{ agents: { defaults: { userTimezone: 'Mars/Base' } } }",
+    )
+    .unwrap();
+    let loaded = load(&path, &host(&[]), &[]).unwrap();
+    assert_eq!(
+        loaded.warnings,
+        vec![
+            "agents.defaults.userTimezone: `Mars/Base` is not a known IANA time zone (for example Europe/Paris or UTC); using the host's zone (UTC)"
+                .to_string()
+        ]
+    );
+    let (config, _) = read_file(&path).unwrap();
+    assert_eq!(value_problems(&config).len(), 1);
+}

@@ -3,6 +3,11 @@
 //! memory stats, a bounded history ring), plus almanac's `events_total`
 //! counter and an `updated_at` timestamp with its UTC offset.
 //!
+//! The wall-clock times (`when`, `updated_at`) are in the zone of the
+//! `now` given by the caller: the app passes the notes' zone. An activity
+//! or source is one line of at most [`MAX_NAME_CHARS`] characters (empty
+//! is allowed); [`check_name`] refuses others.
+//!
 //! Invariants:
 //! * Every ping is a read-modify-write under `heartbeat.json.lock`, written
 //!   by atomic replace: concurrent pings are never lost and readers never
@@ -53,6 +58,48 @@ pub struct HistoryRow {
     pub source: String,
 }
 
+/// Longest activity or source a ping records, in characters.
+pub const MAX_NAME_CHARS: usize = 200;
+
+/// Why a ping was not recorded.
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum PingError {
+    #[error("the {field} must be one line: {text:?}")]
+    MultiLine { field: &'static str, text: String },
+    #[error("the {field} has {chars} characters; the limit is {MAX_NAME_CHARS}: {start:?}…")]
+    TooLong {
+        field: &'static str,
+        chars: usize,
+        start: String,
+    },
+}
+
+/// Checks an activity or source name: one line (empty is allowed, as in
+/// Arka) of at most [`MAX_NAME_CHARS`] characters.
+pub fn check_name(field: &'static str, text: &str) -> Result<(), PingError> {
+    let breaks = |c: char| {
+        matches!(
+            c,
+            '\n' | '\r' | '\u{0b}' | '\u{0c}' | '\u{85}' | '\u{2028}' | '\u{2029}'
+        )
+    };
+    if text.contains(breaks) {
+        return Err(PingError::MultiLine {
+            field,
+            text: text.to_string(),
+        });
+    }
+    let chars = text.chars().count();
+    if chars > MAX_NAME_CHARS {
+        return Err(PingError::TooLong {
+            field,
+            chars,
+            start: text.chars().take(40).collect(),
+        });
+    }
+    Ok(())
+}
+
 /// The tracker file and its lock.
 #[derive(Debug, Clone)]
 pub struct Tracker {
@@ -67,7 +114,10 @@ pub struct Loaded {
     pub warning: Option<String>,
 }
 
+/// What `heartbeat ping --json` prints (almanac's own output, in
+/// camelCase; the file keeps Arka's names).
 #[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct PingOutcome {
     pub activity: String,
     pub events_total: u64,

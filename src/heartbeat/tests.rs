@@ -219,3 +219,28 @@ fn routine_and_json_memory_counts_tolerate_bad_files() {
     std::fs::write(&p, "[1, 2, 3]").unwrap();
     assert_eq!(count_json_memory(&p), 3);
 }
+
+#[test]
+fn names_are_one_line_of_at_most_200_characters() {
+    let long = "é".repeat(MAX_NAME_CHARS);
+    for ok in ["", "goal.completed", "deploy done", "日本語", long.as_str()] {
+        assert_eq!(check_name("activity", ok), Ok(()), "{ok:?}");
+    }
+    for bad in ["a\nb", "a\r", "x\u{2028}y", "\u{0b}", "end\n"] {
+        assert!(
+            matches!(
+                check_name("activity", bad),
+                Err(PingError::MultiLine { .. })
+            ),
+            "{bad:?}"
+        );
+    }
+    let too_long = "a".repeat(MAX_NAME_CHARS + 1);
+    assert_eq!(
+        check_name("source", &too_long).unwrap_err().to_string(),
+        format!(
+            "the source has 201 characters; the limit is 200: {:?}…",
+            "a".repeat(40)
+        )
+    );
+}

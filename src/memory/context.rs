@@ -45,6 +45,7 @@ pub enum Section {
 }
 
 #[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct ContextItem {
     pub section: Section,
     pub path: String,
@@ -62,6 +63,7 @@ pub struct ContextItem {
 }
 
 #[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct Omitted {
     pub path: String,
     pub start_line: usize,
@@ -70,6 +72,7 @@ pub struct Omitted {
 }
 
 #[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct ContextBlock {
     pub goal: String,
     pub budget_tokens: usize,

@@ -76,6 +76,7 @@ pub struct SyncReport {
 
 /// One search result.
 #[derive(Debug, Clone, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct Hit {
     #[serde(skip)]
     pub id: i64,
@@ -84,6 +85,8 @@ pub struct Hit {
     pub start_line: usize,
     pub end_line: usize,
     pub stamp: Option<String>,
+    /// The note's date, `YYYY-MM-DD` (`date` in JSON, as everywhere).
+    #[serde(rename = "date")]
     pub day: Option<String>,
     #[serde(skip)]
     pub ts: Option<i64>,

@@ -52,6 +52,7 @@ pub struct Memory {
 
 /// Live counts for `status` and the activity heartbeat.
 #[derive(Debug, Clone, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct MemoryStats {
     pub long_term_path: PathBuf,
     pub long_term_exists: bool,

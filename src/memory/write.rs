@@ -35,12 +35,14 @@ pub struct AppendRequest<'a> {
 
 /// Where a note was written.
 #[derive(Debug, Clone, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct WrittenNote {
     pub path: String,
     pub line: usize,
 }
 
 #[derive(Debug, Clone, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct PruneOutcome {
     pub entries: usize,
     pub archives: Vec<String>,
@@ -48,6 +50,7 @@ pub struct PruneOutcome {
 }
 
 #[derive(Debug, Clone, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct AppendOutcome {
     /// The note's first 120 characters on one line.
     pub preview: String,
@@ -333,6 +336,7 @@ impl ClearScope {
 }
 
 #[derive(Debug, Clone, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct ClearOutcome {
     pub scope: ClearScope,
     /// Daily files moved to the trash.

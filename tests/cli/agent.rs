@@ -13,7 +13,7 @@ fn chunk(delta: Value, finish: Option<&str>) -> Value {
 }
 
 /// An OpenAI-compatible streamed text answer.
-fn text(answer: &str) -> Reply {
+pub(crate) fn text(answer: &str) -> Reply {
     let mut chunks = sse(&[
         chunk(json!({"role": "assistant", "content": ""}), None),
         chunk(json!({"content": answer}), None),

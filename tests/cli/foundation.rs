@@ -9,10 +9,10 @@ fn status_json_reports_the_resolved_locations() {
     let v = run.json();
     let home = sb.home().display().to_string();
     assert_eq!(v["profile"], "default");
-    assert_eq!(v["state_dir"], format!("{home}/.almanac"));
+    assert_eq!(v["stateDir"], format!("{home}/.almanac"));
     assert_eq!(v["workspace"], format!("{home}/.almanac/workspace"));
-    assert_eq!(v["config_path"], format!("{home}/.almanac/config.json5"));
-    assert_eq!(v["store_path"], format!("{home}/.almanac/almanac.sqlite"));
+    assert_eq!(v["configPath"], format!("{home}/.almanac/config.json5"));
+    assert_eq!(v["storePath"], format!("{home}/.almanac/almanac.sqlite"));
     assert_eq!(v["subsystems"]["config"]["exists"], false);
     // Inspection creates nothing.
     assert!(!sb.path(".almanac").exists());
@@ -43,7 +43,7 @@ fn profiles_and_state_dir_overrides() {
         args.extend_from_slice(flags);
         let v = sb.run_env(&args, env).ok().json();
         assert_eq!(v["profile"], *profile, "{flags:?} {env:?}");
-        assert_eq!(v["state_dir"], format!("{home}/{dir}"), "{flags:?} {env:?}");
+        assert_eq!(v["stateDir"], format!("{home}/{dir}"), "{flags:?} {env:?}");
         assert_eq!(v["workspace"], format!("{home}/{dir}/workspace"));
     }
 }
@@ -95,8 +95,8 @@ fn existing_openclaw_workspace_just_works_and_keeps_its_permissions() {
         v["subsystems"]["workspace"]["files"],
         serde_json::json!(["AGENTS.md", "MEMORY.md"])
     );
-    assert_eq!(v["subsystems"]["memory"]["daily_files"], 1);
-    assert_eq!(v["subsystems"]["memory"]["long_term_lines"], 1);
+    assert_eq!(v["subsystems"]["memory"]["dailyFiles"], 1);
+    assert_eq!(v["subsystems"]["memory"]["longTermLines"], 1);
     assert_eq!(mode(&ws), 0o755);
 }
 
@@ -146,7 +146,7 @@ fn config_file_with_comments_trailing_commas_and_unknown_key_loads_with_a_warnin
     );
     let v = sb.run(&["config", "validate", "--json"]).ok().json();
     assert_eq!(v["valid"], true);
-    assert_eq!(v["unknown_keys"], serde_json::json!(["channels"]));
+    assert_eq!(v["unknownKeys"], serde_json::json!(["channels"]));
 }
 
 #[test]
@@ -207,7 +207,7 @@ fn config_set_keeps_other_keys_and_comments_and_writes_privately() {
     let before = sb.read(".almanac/config.json5");
     let run = sb
         .run(&["config", "set", "agents.defaults.wrokspace", "x"])
-        .code(1);
+        .code(2);
     assert!(run.stderr.contains("unknown config key"), "{}", run.stderr);
     assert_eq!(sb.read(".almanac/config.json5"), before);
     // unset
@@ -250,7 +250,7 @@ fn set_flag_layers_over_file_and_env() {
         .json();
     assert_eq!(v["value"], "/flag");
     assert_eq!(v["origin"], "flag");
-    sb.run(&["status", "--set", "nope.key=1"]).code(1);
+    sb.run(&["status", "--set", "nope.key=1"]).code(2);
 }
 
 #[test]

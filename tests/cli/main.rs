@@ -3,9 +3,13 @@
 
 mod agent;
 mod common;
+mod exit_codes;
 mod foundation;
+mod json_names;
 mod memory;
 #[path = "../support/scripted_server.rs"]
 mod scripted;
 mod session_memory;
 mod skills;
+mod time_and_activity;
+mod tour;

@@ -19,7 +19,7 @@ fn results(v: &Value) -> &Vec<Value> {
 fn days_of(v: &Value) -> Vec<String> {
     results(v)
         .iter()
-        .map(|h| h["day"].as_str().unwrap_or("").to_string())
+        .map(|h| h["date"].as_str().unwrap_or("").to_string())
         .collect()
 }
 

@@ -313,7 +313,7 @@ fn gated_plugins_are_refused_by_run_and_never_matched() {
         assert!(run.stderr.contains(message), "{name}: {}", run.stderr);
         assert!(!run.stdout.contains("never"));
     }
-    sb.run(&["skills", "run", "no_such_skill"]).code(1);
+    sb.run(&["skills", "run", "no_such_skill"]).code(2);
     let ok = sb.run(&["skills", "run", "hello_ok", "a", "--b"]).ok();
     assert_eq!(ok.stdout, "hello_ok ran with a --b\n");
     assert_eq!(

@@ -30,6 +30,7 @@ pub struct Fact {
     pub entities: Vec<String>,
     pub path: String,
     pub line: usize,
+    #[serde(rename = "date")]
     pub day: Option<String>,
     #[serde(skip)]
     item_id: i64,
@@ -42,6 +43,7 @@ pub struct EntityLine {
     pub path: String,
     pub start_line: usize,
     pub end_line: usize,
+    #[serde(rename = "date")]
     pub day: Option<String>,
     pub text: String,
 }
@@ -85,6 +87,7 @@ pub struct RecallItem {
     pub path: String,
     pub start_line: usize,
     pub end_line: usize,
+    #[serde(rename = "date")]
     pub day: Option<String>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub entities: Vec<String>,
