@@ -739,7 +739,6 @@ pub fn run_turn(
         path: &current.transcript,
         leaf: stored.leaf().map(|e| e.id.clone()),
         taken: stored.ids(),
-        seed: now.as_millisecond() as u64,
         clock: &clock,
         unsynced: false,
     };
