@@ -265,8 +265,11 @@ fn reset_trigger<'a>(app: &App, message: &'a str) -> Option<(Started, &'a str)> 
         triggers
     };
     let text = message.trim_start();
-    for t in triggers {
-        let head = text.get(..t.len())?;
+    for t in triggers.iter().map(|t| t.trim()).filter(|t| !t.is_empty()) {
+        // A message shorter than this trigger may still be a later one.
+        let Some(head) = text.get(..t.len()) else {
+            continue;
+        };
         if head.eq_ignore_ascii_case(t)
             && text[t.len()..]
                 .chars()
@@ -676,11 +679,15 @@ pub fn run_turn(
         }
         _ => (None, rest),
     };
+    // A model named with `/new` is checked before anything is reset: a
+    // reference that cannot be used leaves the current session as it is.
+    if let Some(choice) = &model_choice {
+        app.model(Some(choice))?;
+    }
     let now = app.host.now.timestamp();
     let (current, mut warnings) =
         sessions.current(&key, now, &app.paths.workspace, explicit, false)?;
     if let Some(choice) = &model_choice {
-        app.model(Some(choice))?;
         sessions.record(&key, now, |e| e.model_override = Some(choice.clone()))?;
     }
     // `/new provider/model` names the new session's model; then `--model`,

@@ -729,3 +729,68 @@ fn turns_reuse_the_skills_until_a_skill_changes() {
     let removed = prompt();
     assert!(!removed["system"].as_str().unwrap().contains("weather."));
 }
+
+#[test]
+fn each_of_several_reset_triggers_starts_a_new_session() {
+    let sb = Sandbox::new();
+    // The short trigger comes after a longer one it is not a prefix of.
+    sb.write(
+        ".almanac/config.json5",
+        r#"{ session: { resetTriggers: ["/start-over-please", "/x"] } }"#,
+    );
+    let turn = |message: &str| {
+        let server = ScriptedServer::start(vec![text("ok")]);
+        agent(&sb, &server, &["--message", message, "--json"])
+            .ok()
+            .json()
+    };
+    let first = turn("hello");
+    let short = turn("/x");
+    assert_eq!(short["started"], "new", "{short}");
+    assert_ne!(short["sessionId"], first["sessionId"]);
+    let long = turn("/START-OVER-PLEASE and carry on");
+    assert_eq!(long["started"], "new", "{long}");
+    assert_ne!(long["sessionId"], short["sessionId"]);
+    // The defaults are replaced, not added to.
+    let plain = turn("/new");
+    assert!(plain.get("started").is_none(), "{plain}");
+    assert_eq!(plain["sessionId"], long["sessionId"]);
+}
+
+#[test]
+fn new_with_a_model_that_cannot_be_used_leaves_the_session_alone() {
+    let sb = Sandbox::new();
+    let server = ScriptedServer::start(vec![text("ok")]);
+    let first = agent(&sb, &server, &["--message", "hello", "--json"])
+        .ok()
+        .json();
+    let store = ".almanac/agents/main/sessions/sessions.json";
+    let before = sb.read(store);
+    let sessions_dir = sb.path(".almanac/agents/main/sessions");
+    let files = || {
+        let mut names: Vec<String> = std::fs::read_dir(&sessions_dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    };
+    let files_before = files();
+    for (message, expected) in [
+        ("/new nosuch/model", "unknown provider `nosuch`"),
+        ("/reset openai/", "not a model reference"),
+    ] {
+        let server = ScriptedServer::start(vec![text("ok")]);
+        let run = agent(&sb, &server, &["--message", message]);
+        assert_ne!(run.code, 0, "{message}: {}", run.stdout);
+        assert!(run.stderr.contains(expected), "{message}: {}", run.stderr);
+        assert!(server.requests().is_empty(), "nothing was sent");
+        assert_eq!(sb.read(store), before, "{message}: the entry is untouched");
+        assert_eq!(files(), files_before, "{message}: no new transcript");
+    }
+    let server = ScriptedServer::start(vec![text("still here")]);
+    let next = agent(&sb, &server, &["--message", "hello again", "--json"])
+        .ok()
+        .json();
+    assert_eq!(next["sessionId"], first["sessionId"]);
+}
