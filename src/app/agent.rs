@@ -827,12 +827,13 @@ pub fn run_turn(
             e.last_interaction_at = Some(ms);
             e.model = Some(model.name.clone());
             e.model_provider = Some(model.endpoint.provider.clone());
-            e.input_tokens += usage.input;
-            e.output_tokens += usage.output;
-            e.total_tokens += usage.total_tokens;
+            // Counts from the server and from the file: saturating sums.
+            e.input_tokens = e.input_tokens.saturating_add(usage.input);
+            e.output_tokens = e.output_tokens.saturating_add(usage.output);
+            e.total_tokens = e.total_tokens.saturating_add(usage.total_tokens);
             e.context_tokens = Some(usage.input);
             if compacted {
-                e.compaction_count += 1;
+                e.compaction_count = e.compaction_count.saturating_add(1);
                 if flushed {
                     e.memory_flush_at = Some(ms);
                     e.memory_flush_compaction_count = Some(e.compaction_count);

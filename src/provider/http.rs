@@ -171,16 +171,22 @@ pub fn error_message(body: &str) -> String {
 
 /// `Retry-After` as seconds (`120`, `1.5`), or as an HTTP date, read
 /// against the answer's own `Date` header (the server's clock, not ours).
+/// Any size is read (a wait too long to hold is the longest one); what is
+/// honoured is capped by [`RetryPolicy::max_retry_after`].
 pub fn parse_retry_after(value: &str, date: Option<&str>) -> Option<Duration> {
     let value = value.trim();
     if let Ok(secs) = value.parse::<f64>() {
-        return (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs));
+        return (secs >= 0.0).then(|| Duration::try_from_secs_f64(secs).unwrap_or(Duration::MAX));
     }
     let until = jiff::fmt::rfc2822::parse(value).ok()?.timestamp();
     let now = jiff::fmt::rfc2822::parse(date?.trim()).ok()?.timestamp();
     let wait = until.duration_since(now);
     Some(Duration::try_from(wait).unwrap_or(Duration::ZERO))
 }
+
+/// The most bytes one streamed answer may take (events and all); a server
+/// sending more is refused rather than held in memory.
+pub const MAX_ANSWER_BYTES: usize = 64 * 1024 * 1024;
 
 /// Reads the events of a streamed answer, calling `on_event` for each;
 /// `on_event` returns `true` once the answer is complete. A stream that
@@ -191,6 +197,7 @@ pub async fn read_events(
     mut on_event: impl FnMut(sse::Event) -> Result<bool, ProviderError>,
 ) -> Result<(), ProviderError> {
     let mut parser = sse::Parser::default();
+    let mut received: usize = 0;
     let mut stream = response.bytes_stream();
     let dropped = || ProviderError::Dropped {
         provider: endpoint.provider.clone(),
@@ -206,10 +213,29 @@ pub async fn read_events(
                 dropped()
             }
         })?;
+        received = received.saturating_add(chunk.len());
+        if received > MAX_ANSWER_BYTES {
+            return Err(ProviderError::Malformed {
+                provider: endpoint.provider.clone(),
+                detail: format!(
+                    "an answer longer than {} MiB",
+                    MAX_ANSWER_BYTES / (1024 * 1024)
+                ),
+            });
+        }
         for event in parser.push(&chunk) {
             if on_event(event)? {
                 return Ok(());
             }
+        }
+        if parser.oversized() {
+            return Err(ProviderError::Malformed {
+                provider: endpoint.provider.clone(),
+                detail: format!(
+                    "an event longer than {} MiB",
+                    sse::MAX_EVENT_BYTES / (1024 * 1024)
+                ),
+            });
         }
     }
     if let Some(event) = parser.finish()
@@ -271,6 +297,66 @@ mod tests {
             parse_retry_after("Wed, 21 Oct 2015 07:28:30 GMT", None),
             None
         );
+    }
+
+    #[test]
+    fn huge_and_odd_retry_after_values_do_not_panic() {
+        for huge in [
+            "18446744073709551616",
+            "99999999999999999999999999",
+            "1e400",
+            "inf",
+            "1.9e19",
+        ] {
+            assert_eq!(parse_retry_after(huge, None), Some(Duration::MAX), "{huge}");
+        }
+        for odd in ["NaN", "-inf", "-5", "1,5", "", "0x10", "Wed, 99 Oct 2015"] {
+            assert_eq!(parse_retry_after(odd, None), None, "{odd}");
+        }
+        let far = parse_retry_after(
+            "Thu, 30 Dec 9999 00:00:00 GMT",
+            Some("Thu, 01 Jan 1970 00:00:00 GMT"),
+        )
+        .unwrap();
+        assert!(far > Duration::from_secs(250_000_000_000), "{far:?}");
+        let p = RetryPolicy::default();
+        assert_eq!(p.delay(0, Some(Duration::MAX)), p.max_retry_after);
+    }
+
+    mod props {
+        use super::*;
+        use proptest::prelude::*;
+
+        fn header_text() -> impl Strategy<Value = String> {
+            prop_oneof![
+                ".{0,40}",
+                any::<f64>().prop_map(|x| x.to_string()),
+                any::<u128>().prop_map(|n| n.to_string()),
+                any::<i64>().prop_map(|n| n.to_string()),
+                (any::<i16>(), 0u8..40, 0u8..30, 0u8..70).prop_map(|(y, d, h, m)| format!(
+                    "Wed, {d:02} Oct {y:04} {h:02}:{m:02}:00 GMT"
+                )),
+            ]
+        }
+
+        proptest! {
+            /// Any `Retry-After` and `Date` a server sends: a wait or
+            /// none, never a panic; whatever is honoured is capped.
+            #[test]
+            fn retry_after_never_panics(value in header_text(), date in proptest::option::of(header_text()), attempt in any::<u32>()) {
+                let wait = parse_retry_after(&value, date.as_deref());
+                let p = RetryPolicy::default();
+                let delay = p.delay(attempt, wait);
+                prop_assert!(delay <= p.max_retry_after.max(p.cap + p.cap / 5));
+            }
+
+            /// Any error body: one short message.
+            #[test]
+            fn error_message_never_panics(body in "(?s).{0,400}") {
+                let m = error_message(&body);
+                prop_assert!(!m.is_empty() && m.chars().count() <= 300);
+            }
+        }
     }
 
     #[test]

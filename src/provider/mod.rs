@@ -122,12 +122,14 @@ pub struct Usage {
 }
 
 impl Usage {
+    /// Adds `other`; counts a server reports are not trusted to be small,
+    /// so the sums saturate.
     pub fn add(&mut self, other: &Usage) {
-        self.input += other.input;
-        self.output += other.output;
-        self.cache_read += other.cache_read;
-        self.cache_write += other.cache_write;
-        self.total_tokens += other.total_tokens;
+        self.input = self.input.saturating_add(other.input);
+        self.output = self.output.saturating_add(other.output);
+        self.cache_read = self.cache_read.saturating_add(other.cache_read);
+        self.cache_write = self.cache_write.saturating_add(other.cache_write);
+        self.total_tokens = self.total_tokens.saturating_add(other.total_tokens);
     }
 }
 

@@ -223,6 +223,29 @@ fn rate_limits_wait_as_long_as_the_server_asks() {
 }
 
 #[test]
+fn a_huge_retry_after_is_capped_not_a_panic() {
+    let limited = |value: &str| Reply::Status {
+        status: 429,
+        headers: vec![
+            ("retry-after".into(), value.into()),
+            ("date".into(), "Thu, 01 Jan 1970 00:00:00 GMT".into()),
+        ],
+        body: r#"{"error":{"message":"slow down"}}"#.into(),
+    };
+    let server = ScriptedServer::start(vec![
+        limited("99999999999999999999999999999999"),
+        limited("1e400"),
+        limited("Thu, 30 Dec 9999 00:00:00 GMT"),
+        Reply::Sse(openai_text_stream(&["ok"])),
+    ]);
+    let (p, waits) = policy();
+    let response = call(&server, Api::OpenAiCompletions, &p).0.unwrap();
+    assert_eq!(response.content, vec![Block::text("ok")]);
+    // Recorded, not slept: each wait is the policy's longest.
+    assert_eq!(*waits.0.lock().unwrap(), vec![p.max_retry_after; 3]);
+}
+
+#[test]
 fn persistent_errors_end_after_the_retries_with_the_server_message() {
     let busy = || Reply::Status {
         status: 500,
