@@ -126,6 +126,12 @@ impl Log<'_> {
         self.write(payloads, true)
     }
 
+    /// Appends raw entries to be synced with the turn's last flush (by
+    /// [`Log::sync`] or whoever takes [`Log::take_pending_sync`]).
+    pub fn append_unsynced(&mut self, payloads: Vec<(String, Value)>) -> std::io::Result<String> {
+        self.write(payloads, false)
+    }
+
     /// Hands the pending flush over: the caller must sync the returned
     /// file (on another thread, say) before acknowledging the turn.
     pub fn take_pending_sync(&mut self) -> Option<std::path::PathBuf> {
@@ -149,6 +155,7 @@ impl Log<'_> {
             &payloads,
             sync,
         )?;
+        // A synced write covers the file's earlier unsynced ones.
         self.unsynced = !sync;
         for id in &ids {
             self.taken.insert(id.clone());

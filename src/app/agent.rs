@@ -710,18 +710,45 @@ pub fn run_turn(
     let services = AppServices { app: app.clone() };
     let assembly_started = std::time::Instant::now();
     // The session's queued events and its transcript are read while the
-    // turn is assembled.
-    let (assembled, (events, stored)) = assemble(app, &model, &message, &services, || {
+    // turn is assembled. The events stay queued until the turn that
+    // carries them is synced to the transcript.
+    let queue = sessions.events();
+    let (assembled, (pending, stored)) = assemble(app, &model, &message, &services, || {
         (
-            sessions.events().drain(&key),
+            queue.pending(&key, now),
             transcript::read(&current.transcript),
         )
     });
     let assemble_ms = assembly_started.elapsed().as_secs_f64() * 1000.0;
-    let events = events?;
-    let lines = events::render(&events, |ts| event_time(app, ts));
     let stored = stored?;
     warnings.extend(stored.diagnostics.iter().cloned());
+    let mut events = match pending {
+        Ok(pending) => {
+            warnings.extend(pending.warnings);
+            pending.events
+        }
+        Err(err) => {
+            warnings.push(format!("queued system events not read: {err}"));
+            Vec::new()
+        }
+    };
+    if !events.is_empty() {
+        // Events an earlier turn delivered (the queue not updated after
+        // it: a crash) are taken off now, not repeated.
+        let delivered = events::delivered(&stored);
+        let (done, waiting): (Vec<_>, Vec<_>) = events
+            .into_iter()
+            .partition(|e| delivered.contains(&e.fingerprint()));
+        events = waiting;
+        if !done.is_empty() {
+            let done: Vec<String> = done.iter().map(events::Event::fingerprint).collect();
+            match queue.consume(&key, &done, now) {
+                Ok(more) => warnings.extend(more),
+                Err(err) => warnings.push(format!("delivered system events still queued: {err}")),
+            }
+        }
+    }
+    let lines = events::render(&events, |ts| event_time(app, ts));
     let defaults = &app.config.config.agents.defaults;
     let settings = Settings {
         model: model.name.clone(),
@@ -808,6 +835,14 @@ pub fn run_turn(
         .await?;
         Ok::<_, anyhow::Error>((compaction, outcome))
     })?;
+    if !events.is_empty() {
+        // Flushed with the answer: the next turn knows these were
+        // delivered even if the queue is not updated below.
+        log.append_unsynced(vec![(
+            crate::session::iso(clock_now),
+            events::delivery_record(&events),
+        )])?;
+    }
     let usage = outcome.usage;
     let compacted = compaction.is_some();
     let flushed = compaction
@@ -846,6 +881,16 @@ pub fn run_turn(
         .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
         .map_err(|e| anyhow::anyhow!("cannot sync the transcript: {e}"))?;
     warnings.extend(recorded?);
+    // The message carrying the events is synced: they leave the queue.
+    if !events.is_empty() {
+        let delivered: Vec<String> = events.iter().map(events::Event::fingerprint).collect();
+        match queue.consume(&key, &delivered, now) {
+            Ok(more) => warnings.extend(more),
+            Err(err) => warnings.push(format!(
+                "system events delivered but still queued ({err}); the next turn drops them"
+            )),
+        }
+    }
     if let Some(scanning) = scanning {
         match scanning.join() {
             Ok(Ok(scan_warnings)) => warnings.extend(scan_warnings),

@@ -794,3 +794,122 @@ fn new_with_a_model_that_cannot_be_used_leaves_the_session_alone() {
         .json();
     assert_eq!(next["sessionId"], first["sessionId"]);
 }
+
+const QUEUE: &str = ".almanac/agents/main/sessions/system-events.json";
+
+fn queue_events(sb: &Sandbox, texts: &[&str]) {
+    let events: Vec<Value> = texts
+        .iter()
+        .enumerate()
+        .map(|(i, t)| json!({"text": t, "ts": 1_795_942_000_000i64 + i as i64, "trusted": true}))
+        .collect();
+    sb.write(QUEUE, &json!({"agent:main:main": events}).to_string());
+}
+
+fn queued(sb: &Sandbox) -> Vec<String> {
+    let v: Value = serde_json::from_str(&sb.read(QUEUE)).unwrap();
+    v["agent:main:main"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .map(|e| e["text"].as_str().unwrap().to_string())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn last_user_text(server: &ScriptedServer) -> String {
+    let body = server.requests().last().unwrap().json();
+    body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .rev()
+        .find(|m| m["role"] == "user")
+        .unwrap()["content"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+#[test]
+fn system_events_leave_the_queue_only_once_their_turn_is_in_the_transcript() {
+    let sb = Sandbox::new();
+    queue_events(&sb, &["Backup finished"]);
+    // The model call fails: the events stay queued.
+    let server = ScriptedServer::start(vec![Reply::Status {
+        status: 400,
+        headers: vec![],
+        body: r#"{"error":{"message":"bad request"}}"#.into(),
+    }]);
+    agent(&sb, &server, &["--message", "anything new?"]).code(1);
+    assert!(
+        last_user_text(&server).contains("System: ["),
+        "sent with the message"
+    );
+    assert_eq!(queued(&sb), vec!["Backup finished"], "still queued");
+    // A server error retried to the end: the same.
+    let busy = || Reply::Status {
+        status: 500,
+        headers: vec![("retry-after".into(), "0".into())],
+        body: r#"{"error":{"message":"internal trouble"}}"#.into(),
+    };
+    let server = ScriptedServer::start(vec![busy(), busy(), busy(), busy()]);
+    agent(&sb, &server, &["--message", "anything new?"]).code(1);
+    assert_eq!(queued(&sb), vec!["Backup finished"]);
+    // A turn that completes: delivered, recorded, and gone.
+    let server = ScriptedServer::start(vec![text("The backup finished.")]);
+    let v = agent(&sb, &server, &["--message", "anything new?", "--json"])
+        .ok()
+        .json();
+    assert!(last_user_text(&server).contains("Backup finished"));
+    assert!(queued(&sb).is_empty(), "{}", sb.read(QUEUE));
+    let lines = transcript_lines(&sb, v["sessionId"].as_str().unwrap());
+    let record = lines.last().unwrap();
+    assert_eq!(record["type"], "custom");
+    assert_eq!(record["customType"], "system-events");
+    assert_eq!(record["data"]["delivered"].as_array().unwrap().len(), 1);
+    // A crash after the transcript was synced but before the queue was
+    // updated leaves the delivered event queued: the next turn drops it
+    // and delivers only what is new.
+    queue_events(&sb, &["Backup finished", "Disk almost full"]);
+    let server = ScriptedServer::start(vec![text("Disk noted.")]);
+    agent(&sb, &server, &["--message", "and now?"]).ok();
+    let sent = last_user_text(&server);
+    assert!(sent.contains("Disk almost full"), "{sent}");
+    assert!(!sent.contains("Backup finished"), "{sent}");
+    assert!(queued(&sb).is_empty());
+}
+
+#[test]
+fn a_corrupt_event_queue_is_moved_aside_with_a_warning() {
+    let sb = Sandbox::new();
+    let garbage = "{\"agent:main:main\": [{\"text\": \"Deploy finish";
+    sb.write(QUEUE, garbage);
+    let server = ScriptedServer::start(vec![text("Hello.")]);
+    let run = agent(&sb, &server, &["--message", "hi"]).ok();
+    assert!(
+        run.stderr
+            .contains("warning: the system event queue did not parse"),
+        "{}",
+        run.stderr
+    );
+    let dir = sb.path(".almanac/agents/main/sessions");
+    let moved: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.to_string_lossy().contains("system-events.json.corrupt-"))
+        .collect();
+    assert_eq!(
+        moved.len(),
+        1,
+        "{:?}",
+        std::fs::read_dir(&dir).unwrap().collect::<Vec<_>>()
+    );
+    assert_eq!(std::fs::read_to_string(&moved[0]).unwrap(), garbage);
+    assert!(
+        run.stderr.contains(&moved[0].display().to_string()),
+        "{}",
+        run.stderr
+    );
+}
