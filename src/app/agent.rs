@@ -114,6 +114,19 @@ const KNOWN: &[(&str, Api, &str, Option<&str>, Option<&str>, bool)] = &[
     ),
 ];
 
+/// The limits of one model call: `agents.defaults.llm.connectTimeoutSeconds`
+/// (at least 1), `llm.idleTimeoutSeconds` (0: none) and `timeoutSeconds`
+/// for the whole answer (at least 1).
+fn call_timeouts(defaults: &crate::config::AgentDefaults) -> provider::Timeouts {
+    let secs = |n: u32| Duration::from_secs(u64::from(n.max(1)));
+    provider::Timeouts {
+        connect: secs(defaults.llm.connect_timeout_seconds),
+        idle: (defaults.llm.idle_timeout_seconds > 0)
+            .then(|| secs(defaults.llm.idle_timeout_seconds)),
+        total: secs(defaults.timeout_seconds),
+    }
+}
+
 impl App {
     /// The model of a turn: `--model`, else the session's override, else
     /// `agents.defaults.model`; its endpoint from `models.providers.<id>`
@@ -194,9 +207,7 @@ impl App {
                 base_url: base_url.trim_end_matches('/').to_string(),
                 api_key,
                 headers,
-                timeout: Duration::from_secs(u64::from(
-                    self.config.config.agents.defaults.timeout_seconds.max(1),
-                )),
+                timeouts: call_timeouts(&self.config.config.agents.defaults),
             },
         })
     }

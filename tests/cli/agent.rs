@@ -913,3 +913,37 @@ fn a_corrupt_event_queue_is_moved_aside_with_a_warning() {
         run.stderr
     );
 }
+
+#[test]
+fn a_silent_server_or_a_web_page_fails_fast_with_a_clear_message() {
+    let sb = Sandbox::new();
+    sb.write(
+        ".almanac/config.json5",
+        "{ agents: { defaults: { llm: { idleTimeoutSeconds: 1, connectTimeoutSeconds: 1 } } } }",
+    );
+    let server = ScriptedServer::start(vec![Reply::Hang, Reply::Hang]);
+    let started = std::time::Instant::now();
+    let run = agent(&sb, &server, &["--message", "hi"]).code(1);
+    assert!(started.elapsed() < std::time::Duration::from_secs(8));
+    assert!(
+        run.stderr.contains(
+            "error: openai accepted the connection but sent nothing for 1 s (agents.defaults.llm.idleTimeoutSeconds)"
+        ),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(server.requests().len(), 1, "not retried");
+    let server = ScriptedServer::start(vec![Reply::Status {
+        status: 200,
+        headers: vec![("content-type".into(), "text/html".into())],
+        body: "<html><title>Hotel Wi-Fi</title></html>".into(),
+    }]);
+    let run = agent(&sb, &server, &["--message", "hi"]).code(1);
+    assert!(
+        run.stderr.contains(
+            "answered with an HTML page, not an event stream: check models.providers.openai.baseUrl"
+        ),
+        "{}",
+        run.stderr
+    );
+}
