@@ -666,6 +666,54 @@ fn event_time(app: &App, ts: i64) -> String {
         .unwrap_or_default()
 }
 
+/// The queued events a turn delivers: those pending, less any an earlier
+/// turn's transcript records as delivered (the queue not updated after it:
+/// a crash), which are taken off the queue now instead of repeated.
+fn events_to_deliver(
+    queue: &events::Queue,
+    key: &str,
+    pending: std::io::Result<events::Pending>,
+    stored: &transcript::Transcript,
+    now: jiff::Timestamp,
+    warnings: &mut Vec<String>,
+) -> Vec<events::Event> {
+    let pending = match pending {
+        Ok(pending) => pending,
+        Err(err) => {
+            warnings.push(format!("queued system events not read: {err}"));
+            return Vec::new();
+        }
+    };
+    warnings.extend(pending.warnings);
+    if pending.events.is_empty() {
+        return pending.events;
+    }
+    let delivered = events::delivered(stored);
+    let (done, waiting): (Vec<_>, Vec<_>) = pending
+        .events
+        .into_iter()
+        .partition(|e| delivered.contains(&e.fingerprint()));
+    if !done.is_empty()
+        && let Err(err) = consume(queue, key, &done, now, warnings)
+    {
+        warnings.push(format!("delivered system events still queued: {err}"));
+    }
+    waiting
+}
+
+/// Takes `events` off `key`'s queue.
+fn consume(
+    queue: &events::Queue,
+    key: &str,
+    events: &[events::Event],
+    now: jiff::Timestamp,
+    warnings: &mut Vec<String>,
+) -> std::io::Result<()> {
+    let delivered: Vec<String> = events.iter().map(events::Event::fingerprint).collect();
+    warnings.extend(queue.consume(key, &delivered, now)?);
+    Ok(())
+}
+
 /// Runs one turn in its session. `retry` is the retry policy (tests pass
 /// one that records its waits).
 pub fn run_turn(
@@ -733,32 +781,7 @@ pub fn run_turn(
     let assemble_ms = assembly_started.elapsed().as_secs_f64() * 1000.0;
     let stored = stored?;
     warnings.extend(stored.diagnostics.iter().cloned());
-    let mut events = match pending {
-        Ok(pending) => {
-            warnings.extend(pending.warnings);
-            pending.events
-        }
-        Err(err) => {
-            warnings.push(format!("queued system events not read: {err}"));
-            Vec::new()
-        }
-    };
-    if !events.is_empty() {
-        // Events an earlier turn delivered (the queue not updated after
-        // it: a crash) are taken off now, not repeated.
-        let delivered = events::delivered(&stored);
-        let (done, waiting): (Vec<_>, Vec<_>) = events
-            .into_iter()
-            .partition(|e| delivered.contains(&e.fingerprint()));
-        events = waiting;
-        if !done.is_empty() {
-            let done: Vec<String> = done.iter().map(events::Event::fingerprint).collect();
-            match queue.consume(&key, &done, now) {
-                Ok(more) => warnings.extend(more),
-                Err(err) => warnings.push(format!("delivered system events still queued: {err}")),
-            }
-        }
-    }
+    let events = events_to_deliver(&queue, &key, pending, &stored, now, &mut warnings);
     let lines = events::render(&events, |ts| event_time(app, ts));
     let defaults = &app.config.config.agents.defaults;
     let settings = Settings {
@@ -893,14 +916,12 @@ pub fn run_turn(
         .map_err(|e| anyhow::anyhow!("cannot sync the transcript: {e}"))?;
     warnings.extend(recorded?);
     // The message carrying the events is synced: they leave the queue.
-    if !events.is_empty() {
-        let delivered: Vec<String> = events.iter().map(events::Event::fingerprint).collect();
-        match queue.consume(&key, &delivered, now) {
-            Ok(more) => warnings.extend(more),
-            Err(err) => warnings.push(format!(
-                "system events delivered but still queued ({err}); the next turn drops them"
-            )),
-        }
+    if !events.is_empty()
+        && let Err(err) = consume(&queue, &key, &events, now, &mut warnings)
+    {
+        warnings.push(format!(
+            "system events delivered but still queued ({err}); the next turn drops them"
+        ));
     }
     if let Some(scanning) = scanning {
         match scanning.join() {
