@@ -83,10 +83,9 @@ pub struct Log<'a> {
     pub path: &'a std::path::Path,
     /// The last entry id (the new entries' parent).
     pub leaf: Option<String>,
-    /// Ids in use in the file.
+    /// Ids in use in the file (new ones are random and checked against
+    /// these).
     pub taken: HashSet<String>,
-    /// Seeds entry ids (the time the turn started, in ms).
-    pub seed: u64,
     /// The clock of entry timestamps.
     pub clock: &'a dyn Fn() -> jiff::Timestamp,
     /// Written but not yet synced.
@@ -127,6 +126,12 @@ impl Log<'_> {
         self.write(payloads, true)
     }
 
+    /// Appends raw entries to be synced with the turn's last flush (by
+    /// [`Log::sync`] or whoever takes [`Log::take_pending_sync`]).
+    pub fn append_unsynced(&mut self, payloads: Vec<(String, Value)>) -> std::io::Result<String> {
+        self.write(payloads, false)
+    }
+
     /// Hands the pending flush over: the caller must sync the returned
     /// file (on another thread, say) before acknowledging the turn.
     pub fn take_pending_sync(&mut self) -> Option<std::path::PathBuf> {
@@ -143,15 +148,14 @@ impl Log<'_> {
     }
 
     fn write(&mut self, payloads: Vec<(String, Value)>, sync: bool) -> std::io::Result<String> {
-        self.seed = self.seed.wrapping_add(payloads.len() as u64 + 1);
         let ids = transcript::append(
             self.path,
             self.leaf.as_deref(),
             &self.taken,
-            self.seed,
             &payloads,
             sync,
         )?;
+        // A synced write covers the file's earlier unsynced ones.
         self.unsynced = !sync;
         for id in &ids {
             self.taken.insert(id.clone());
@@ -291,4 +295,86 @@ pub async fn run(
     let trimmed = outcome.reply.trim();
     outcome.silent = trimmed == NO_REPLY || trimmed.starts_with(&format!("{NO_REPLY}\n"));
     Ok(outcome)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::session::transcript;
+
+    fn log<'a>(path: &'a std::path::Path, clock: &'a dyn Fn() -> jiff::Timestamp) -> Log<'a> {
+        transcript::create(path, "sid", std::path::Path::new("/"), "t").unwrap();
+        Log {
+            path,
+            leaf: None,
+            taken: HashSet::new(),
+            clock,
+            unsynced: false,
+        }
+    }
+
+    fn hi() -> Message {
+        Message::User(vec![Block::text("hi")])
+    }
+
+    /// Two processes starting a turn at the same millisecond (the same
+    /// clock, the same file contents) do not write the same entry ids.
+    #[test]
+    fn logs_with_the_same_clock_write_different_ids() {
+        let dir = tempfile::tempdir().unwrap();
+        let at = jiff::Timestamp::from_millisecond(1_764_403_200_000).unwrap();
+        let clock = move || at;
+        let (a, b) = (dir.path().join("a.jsonl"), dir.path().join("b.jsonl"));
+        let mut first = log(&a, &clock);
+        let mut second = log(&b, &clock);
+        let ids_a: Vec<String> = (0..3)
+            .map(|_| first.message(&hi(), None).unwrap())
+            .collect();
+        let ids_b: Vec<String> = (0..3)
+            .map(|_| second.message(&hi(), None).unwrap())
+            .collect();
+        for id in ids_a.iter().chain(&ids_b) {
+            assert!(
+                id.len() == 8 && id.bytes().all(|b| b.is_ascii_hexdigit()),
+                "{id}"
+            );
+        }
+        assert!(
+            ids_a.iter().all(|id| !ids_b.contains(id)),
+            "{ids_a:?} {ids_b:?}"
+        );
+    }
+
+    mod props {
+        use super::*;
+        use proptest::prelude::*;
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(16))]
+            /// However many entries a log writes, in however many appends,
+            /// their ids are distinct 8-hex ids chained parent to child.
+            #[test]
+            fn ids_are_unique_and_chained(batches in prop::collection::vec(1usize..6, 1..40)) {
+                let dir = tempfile::tempdir().unwrap();
+                let path = dir.path().join("s.jsonl");
+                let clock = || jiff::Timestamp::UNIX_EPOCH;
+                let mut l = log(&path, &clock);
+                let mut all = Vec::new();
+                for n in batches {
+                    let payloads = (0..n)
+                        .map(|_| ("t".to_string(), serde_json::json!({"type": "custom", "customType": "x", "data": {}})))
+                        .collect();
+                    l.append(payloads).unwrap();
+                }
+                let t = transcript::read(&path).unwrap();
+                for (i, e) in t.entries.iter().enumerate() {
+                    prop_assert_eq!(e.id.len(), 8);
+                    prop_assert_eq!(e.parent_id.as_deref(), i.checked_sub(1).map(|p| t.entries[p].id.as_str()));
+                    all.push(e.id.clone());
+                }
+                let distinct: HashSet<&String> = all.iter().collect();
+                prop_assert_eq!(distinct.len(), all.len());
+            }
+        }
+    }
 }

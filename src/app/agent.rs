@@ -114,6 +114,19 @@ const KNOWN: &[(&str, Api, &str, Option<&str>, Option<&str>, bool)] = &[
     ),
 ];
 
+/// The limits of one model call: `agents.defaults.llm.connectTimeoutSeconds`
+/// (at least 1), `llm.idleTimeoutSeconds` (0: none) and `timeoutSeconds`
+/// for the whole answer (at least 1).
+fn call_timeouts(defaults: &crate::config::AgentDefaults) -> provider::Timeouts {
+    let secs = |n: u32| Duration::from_secs(u64::from(n.max(1)));
+    provider::Timeouts {
+        connect: secs(defaults.llm.connect_timeout_seconds),
+        idle: (defaults.llm.idle_timeout_seconds > 0)
+            .then(|| secs(defaults.llm.idle_timeout_seconds)),
+        total: secs(defaults.timeout_seconds),
+    }
+}
+
 impl App {
     /// The model `requested` (the turn's choice: `--model`, else the
     /// session's model, see [`session_model`]), else `agents.defaults.model`;
@@ -206,9 +219,7 @@ impl App {
                 base_url: base_url.trim_end_matches('/').to_string(),
                 api_key,
                 headers,
-                timeout: Duration::from_secs(u64::from(
-                    self.config.config.agents.defaults.timeout_seconds.max(1),
-                )),
+                timeouts: call_timeouts(&self.config.config.agents.defaults),
             },
         })
     }
@@ -309,8 +320,11 @@ fn reset_trigger<'a>(app: &App, message: &'a str) -> Option<(Started, &'a str)> 
         triggers
     };
     let text = message.trim_start();
-    for t in triggers {
-        let head = text.get(..t.len())?;
+    for t in triggers.iter().map(|t| t.trim()).filter(|t| !t.is_empty()) {
+        // A message shorter than this trigger may still be a later one.
+        let Some(head) = text.get(..t.len()) else {
+            continue;
+        };
         if head.eq_ignore_ascii_case(t)
             && text[t.len()..]
                 .chars()
@@ -688,6 +702,54 @@ fn event_time(app: &App, ts: i64) -> String {
         .unwrap_or_default()
 }
 
+/// The queued events a turn delivers: those pending, less any an earlier
+/// turn's transcript records as delivered (the queue not updated after it:
+/// a crash), which are taken off the queue now instead of repeated.
+fn events_to_deliver(
+    queue: &events::Queue,
+    key: &str,
+    pending: std::io::Result<events::Pending>,
+    stored: &transcript::Transcript,
+    now: jiff::Timestamp,
+    warnings: &mut Vec<String>,
+) -> Vec<events::Event> {
+    let pending = match pending {
+        Ok(pending) => pending,
+        Err(err) => {
+            warnings.push(format!("queued system events not read: {err}"));
+            return Vec::new();
+        }
+    };
+    warnings.extend(pending.warnings);
+    if pending.events.is_empty() {
+        return pending.events;
+    }
+    let delivered = events::delivered(stored);
+    let (done, waiting): (Vec<_>, Vec<_>) = pending
+        .events
+        .into_iter()
+        .partition(|e| delivered.contains(&e.fingerprint()));
+    if !done.is_empty()
+        && let Err(err) = consume(queue, key, &done, now, warnings)
+    {
+        warnings.push(format!("delivered system events still queued: {err}"));
+    }
+    waiting
+}
+
+/// Takes `events` off `key`'s queue.
+fn consume(
+    queue: &events::Queue,
+    key: &str,
+    events: &[events::Event],
+    now: jiff::Timestamp,
+    warnings: &mut Vec<String>,
+) -> std::io::Result<()> {
+    let delivered: Vec<String> = events.iter().map(events::Event::fingerprint).collect();
+    warnings.extend(queue.consume(key, &delivered, now)?);
+    Ok(())
+}
+
 /// Runs one turn in its session. `retry` is the retry policy (tests pass
 /// one that records its waits).
 pub fn run_turn(
@@ -716,7 +778,8 @@ pub fn run_turn(
     // `/new provider/model` names the new session's model; then `--model`,
     // then the model the session keeps (as stored before a reset), then
     // `agents.defaults.model`. Resolved before the session is touched: a
-    // turn that cannot call a model changes nothing.
+    // turn that cannot call a model (a `/new` naming one that cannot be
+    // used included) leaves the session as it is.
     let chosen = model_choice.as_deref().or(req.model.as_deref());
     let kept = match chosen {
         Some(_) => None,
@@ -742,18 +805,20 @@ pub fn run_turn(
     let services = AppServices { app: app.clone() };
     let assembly_started = std::time::Instant::now();
     // The session's queued events and its transcript are read while the
-    // turn is assembled.
-    let (assembled, (events, stored)) = assemble(app, &model, &message, &services, || {
+    // turn is assembled. The events stay queued until the turn that
+    // carries them is synced to the transcript.
+    let queue = sessions.events();
+    let (assembled, (pending, stored)) = assemble(app, &model, &message, &services, || {
         (
-            sessions.events().drain(&key),
+            queue.pending(&key, now),
             transcript::read(&current.transcript),
         )
     });
     let assemble_ms = assembly_started.elapsed().as_secs_f64() * 1000.0;
-    let events = events?;
-    let lines = events::render(&events, |ts| event_time(app, ts));
     let stored = stored?;
     warnings.extend(stored.diagnostics.iter().cloned());
+    let events = events_to_deliver(&queue, &key, pending, &stored, now, &mut warnings);
+    let lines = events::render(&events, |ts| event_time(app, ts));
     let defaults = &app.config.config.agents.defaults;
     let settings = Settings {
         model: model.name.clone(),
@@ -778,7 +843,6 @@ pub fn run_turn(
         path: &current.transcript,
         leaf: stored.leaf().map(|e| e.id.clone()),
         taken: stored.ids(),
-        seed: now.as_millisecond() as u64,
         clock: &clock,
         unsynced: false,
     };
@@ -841,6 +905,14 @@ pub fn run_turn(
         .await?;
         Ok::<_, anyhow::Error>((compaction, outcome))
     })?;
+    if !events.is_empty() {
+        // Flushed with the answer: the next turn knows these were
+        // delivered even if the queue is not updated below.
+        log.append_unsynced(vec![(
+            crate::session::iso(clock_now),
+            events::delivery_record(&events),
+        )])?;
+    }
     let usage = outcome.usage;
     let compacted = compaction.is_some();
     let flushed = compaction
@@ -860,12 +932,13 @@ pub fn run_turn(
             e.last_interaction_at = Some(ms);
             e.model = Some(model.name.clone());
             e.model_provider = Some(model.endpoint.provider.clone());
-            e.input_tokens += usage.input;
-            e.output_tokens += usage.output;
-            e.total_tokens += usage.total_tokens;
+            // Counts from the server and from the file: saturating sums.
+            e.input_tokens = e.input_tokens.saturating_add(usage.input);
+            e.output_tokens = e.output_tokens.saturating_add(usage.output);
+            e.total_tokens = e.total_tokens.saturating_add(usage.total_tokens);
             e.context_tokens = Some(usage.input);
             if compacted {
-                e.compaction_count += 1;
+                e.compaction_count = e.compaction_count.saturating_add(1);
                 if flushed {
                     e.memory_flush_at = Some(ms);
                     e.memory_flush_compaction_count = Some(e.compaction_count);
@@ -878,6 +951,14 @@ pub fn run_turn(
         .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
         .map_err(|e| anyhow::anyhow!("cannot sync the transcript: {e}"))?;
     warnings.extend(recorded?);
+    // The message carrying the events is synced: they leave the queue.
+    if !events.is_empty()
+        && let Err(err) = consume(&queue, &key, &events, now, &mut warnings)
+    {
+        warnings.push(format!(
+            "system events delivered but still queued ({err}); the next turn drops them"
+        ));
+    }
     if let Some(scanning) = scanning {
         match scanning.join() {
             Ok(Ok(scan_warnings)) => warnings.extend(scan_warnings),

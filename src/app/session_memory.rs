@@ -179,12 +179,16 @@ pub fn append(app: &App, req: &AppendRequest<'_>) -> anyhow::Result<Appended> {
     Ok(Appended { outcome, warnings })
 }
 
-/// `YYYY-MM-DD` of `days` days before today in the user's zone.
+/// `YYYY-MM-DD` of `days` days before today in the user's zone; a count
+/// reaching past the calendar's first day gives that day (no daily file is
+/// older).
 fn cutoff_date(app: &App, days: u32) -> String {
     let today = app.host.now.with_time_zone(app.user_time_zone()).date();
-    today
-        .checked_sub(jiff::Span::new().days(i64::from(days)))
-        .unwrap_or(today)
+    jiff::Span::new()
+        .try_days(i64::from(days))
+        .ok()
+        .and_then(|span| today.checked_sub(span).ok())
+        .unwrap_or(jiff::civil::Date::MIN)
         .to_string()
 }
 

@@ -7,6 +7,7 @@ use serde::Serialize;
 
 use super::JsonFlag;
 use super::output::{print_json, warn};
+use super::values;
 use crate::app::App;
 use crate::app::memory::{self as app_memory, GetError, RecallRequest, SearchRequest};
 use crate::memory::index::Hit;
@@ -30,11 +31,11 @@ pub enum MemoryCommand {
         /// A question or keywords; a time phrase ("in March 2024", "last week") filters by date
         #[arg(required = true, num_args = 1..)]
         query: Vec<String>,
-        /// Most results [default: agents.defaults.memorySearch.query.maxResults]
-        #[arg(long, visible_alias = "limit", short = 'n')]
+        /// Most results, 1 to 1000 [default: agents.defaults.memorySearch.query.maxResults]
+        #[arg(long, visible_alias = "limit", short = 'n', value_parser = values::max_results)]
         max_results: Option<usize>,
         /// Drop results scoring below this, 0..1 [default: agents.defaults.memorySearch.query.minScore]
-        #[arg(long)]
+        #[arg(long, value_parser = values::score)]
         min_score: Option<f64>,
         /// Only notes from this day on: 2025-11-27, 2025-11, 2025, 30d, "last week"
         #[arg(long)]
@@ -42,8 +43,8 @@ pub enum MemoryCommand {
         /// Only notes up to this day
         #[arg(long)]
         until: Option<String>,
-        /// Neighbouring lines shown with each result, either side
-        #[arg(long, default_value_t = 1)]
+        /// Neighbouring lines shown with each result, either side (at most 50)
+        #[arg(long, default_value_t = 1, value_parser = values::context_lines)]
         context: usize,
         #[command(flatten)]
         json: JsonFlag,
@@ -66,8 +67,8 @@ pub enum MemoryCommand {
         /// The name (or @tag)
         #[arg(required = true, num_args = 1..)]
         name: Vec<String>,
-        /// Most lines shown
-        #[arg(long, default_value_t = ENTITY_LINES)]
+        /// Most lines shown (at most 1000)
+        #[arg(long, default_value_t = ENTITY_LINES, value_parser = values::entity_lines)]
         lines: usize,
         #[command(flatten)]
         json: JsonFlag,

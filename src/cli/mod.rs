@@ -20,6 +20,7 @@ mod output;
 mod session_memory_cmd;
 mod skills_cmd;
 mod status_cmd;
+mod values;
 
 use std::process::ExitCode;
 

@@ -9,6 +9,7 @@ use serde_json::json;
 use super::JsonFlag;
 use super::memory_cmd::JsonHit;
 use super::output::{print_json, warn};
+use super::values;
 use crate::app::{App, session_memory};
 use crate::memory::index::Hit;
 use crate::memory::snippet;
@@ -38,8 +39,8 @@ pub enum SessionMemoryCommand {
         /// Words to look for (none: the most recent notes)
         #[arg(num_args = 0..)]
         query: Vec<String>,
-        /// Maximum number of results
-        #[arg(long, default_value_t = 8)]
+        /// Maximum number of results (at most 1000)
+        #[arg(long, default_value_t = 8, value_parser = values::limit)]
         limit: usize,
         /// Exit with status 1 when nothing matches
         #[arg(long)]

@@ -179,8 +179,12 @@ pub struct AgentDefaults {
     pub context_tokens: u32,
     /// Longest answer a turn asks the model for, in tokens.
     pub max_tokens: u32,
-    /// Seconds one model call may take.
+    /// Seconds one model call may take, its whole streamed answer
+    /// included; reaching it ends the call (not retried).
     pub timeout_seconds: u32,
+    /// How long a model call waits for the connection and for the answer
+    /// to keep coming (`agents.defaults.llm`).
+    pub llm: LlmConfig,
     /// Most model calls in one turn (each tool round is one).
     pub max_steps: u32,
     /// Characters of each workspace bootstrap file put in the prompt.
@@ -200,9 +204,31 @@ impl Default for AgentDefaults {
             context_tokens: 128_000,
             max_tokens: 4_096,
             timeout_seconds: 600,
+            llm: LlmConfig::default(),
             max_steps: 16,
             bootstrap_max_chars: 20_000,
             bootstrap_total_max_chars: 150_000,
+        }
+    }
+}
+
+/// `agents.defaults.llm`: timeouts of a model call besides the whole
+/// answer's (`agents.defaults.timeoutSeconds`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct LlmConfig {
+    /// The longest silence once connected, in seconds: before the answer
+    /// starts and between two pieces of it (OpenClaw's key); 0: none.
+    pub idle_timeout_seconds: u32,
+    /// Seconds to set up the connection (TCP and TLS).
+    pub connect_timeout_seconds: u32,
+}
+
+impl Default for LlmConfig {
+    fn default() -> Self {
+        LlmConfig {
+            idle_timeout_seconds: 120,
+            connect_timeout_seconds: 10,
         }
     }
 }

@@ -541,7 +541,7 @@ impl Index {
                     .join(", ")
             ),
         };
-        let fetch = (limit * 4 + 16) as i64;
+        let fetch = (limit.min(search::MAX_RESULTS) * 4 + 16) as i64;
         let mut hits = Vec::new();
         for order in [
             "i.day IS NOT NULL {kind_filter} ORDER BY i.day DESC, i.ts DESC, i.id DESC",
@@ -700,7 +700,7 @@ const B: f64 = 0.3;
 /// the window only has to cover ties broken by frequency and length (and
 /// among equal candidates it keeps the newest).
 fn candidate_window(limit: usize) -> usize {
-    limit * 4 + 32
+    limit.saturating_mul(4).saturating_add(32)
 }
 
 /// What the first pass needs to know of a candidate.

@@ -15,8 +15,8 @@
 //! bare month name or year needs a preposition (`may` is usually a verb and
 //! `2024` an ordinary number).
 
-use jiff::ToSpan;
 use jiff::civil::Date;
+use jiff::{Span, ToSpan};
 
 /// Calendar days, inclusive; `None` is open.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -110,14 +110,23 @@ pub fn parse_bound(text: &str, today: Date, end: bool) -> Result<Date, String> {
         )
     };
     if let Some((n, unit)) = split_age(&t) {
-        let day = match unit {
-            'd' => today.checked_sub(n.days()),
-            'w' => today.checked_sub((n * 7).days()),
-            'm' => today.checked_sub(n.months()),
-            'y' => today.checked_sub(n.years()),
-            _ => return Err(bad()),
+        let too_far = || {
+            format!(
+                "`{text}` reaches back past {}, the earliest date almanac handles",
+                Date::MIN
+            )
         };
-        return day.map_err(|_| bad());
+        let n = n.ok_or_else(too_far)?;
+        let span = match unit {
+            'd' => Span::new().try_days(n),
+            'w' => Span::new().try_weeks(n),
+            'm' => Span::new().try_months(n),
+            _ => Span::new().try_years(n),
+        };
+        return span
+            .ok()
+            .and_then(|span| today.checked_sub(span).ok())
+            .ok_or_else(too_far);
     }
     if let Ok(year) = t.parse::<i16>()
         && (1000..=9999).contains(&year)
@@ -133,11 +142,18 @@ pub fn parse_bound(text: &str, today: Date, end: bool) -> Result<Date, String> {
     Ok(if end { range.1 } else { range.0 })
 }
 
-/// `30d` → (30, 'd').
-fn split_age(t: &str) -> Option<(i64, char)> {
+/// `30d` → (Some(30), 'd'): digits and a unit; `None` when the number is
+/// too large to hold.
+fn split_age(t: &str) -> Option<(Option<i64>, char)> {
     let unit = t.chars().last()?;
-    let n: i64 = t[..t.len() - unit.len_utf8()].parse().ok()?;
-    (matches!(unit, 'd' | 'w' | 'm' | 'y') && (0..=100_000).contains(&n)).then_some((n, unit))
+    let digits = &t[..t.len() - unit.len_utf8()];
+    if !matches!(unit, 'd' | 'w' | 'm' | 'y')
+        || digits.is_empty()
+        || !digits.bytes().all(|b| b.is_ascii_digit())
+    {
+        return None;
+    }
+    Some((digits.parse().ok(), unit))
 }
 
 #[derive(Debug, Clone)]
@@ -620,9 +636,24 @@ mod tests {
         assert_eq!(ok("yesterday", true), "2026-11-28");
         assert_eq!(ok("last week", false), "2026-11-16");
         assert_eq!(ok("March 2024", true), "2024-03-31");
-        for bad in ["", "soon", "2025-13", "x1d", "last"] {
+        for bad in ["", "soon", "2025-13", "x1d", "last", "-3d", "1.5y"] {
             assert!(parse_bound(bad, TODAY, false).is_err(), "{bad}");
         }
+        // Ages beyond the calendar are refused, whatever their size.
+        for far in [
+            "20000y",
+            "99999y",
+            "240000m",
+            "9000000d",
+            "2000000w",
+            "99999999999999999999999d",
+        ] {
+            for end in [false, true] {
+                let err = parse_bound(far, TODAY, end).unwrap_err();
+                assert!(err.contains("earliest date"), "{far}: {err}");
+            }
+        }
+        assert_eq!(ok("10000y", false), "-007974-11-29");
     }
 
     mod props {
@@ -633,11 +664,58 @@ mod tests {
             (1990i16..2100, 1i8..=12, 1i8..=28).prop_map(|(y, m, d)| date(y, m, d))
         }
 
+        /// Any day the calendar holds, its ends included.
+        fn any_day_at_all() -> impl Strategy<Value = Date> {
+            prop_oneof![
+                Just(Date::MIN),
+                Just(Date::MAX),
+                (-9999i16..=9999, 1i8..=12, 1i8..=28).prop_map(|(y, m, d)| date(y, m, d)),
+            ]
+        }
+
+        /// Text shaped like the values people type, numbers of any size.
+        fn bound_text() -> impl Strategy<Value = String> {
+            prop_oneof![
+                ".{0,40}",
+                (any::<u64>(), "[dwmyDWMY ]").prop_map(|(n, u)| format!("{n}{u}")),
+                (any::<u128>(), "[dwmy]").prop_map(|(n, u)| format!("{n}{u}")),
+                (
+                    any::<i64>(),
+                    prop::sample::select(vec!["days ago", "weeks ago", "years ago"])
+                )
+                    .prop_map(|(n, u)| format!("{n} {u}")),
+                (
+                    any::<u32>(),
+                    prop::sample::select(vec![
+                        "past", "last", "since", "after", "before", "around"
+                    ]),
+                    prop::sample::select(vec!["days", "weeks", "months", "years"])
+                )
+                    .prop_map(|(n, p, u)| format!("{p} {n} {u}")),
+                (any::<i32>(), 0u8..14, 0u8..40)
+                    .prop_map(|(y, m, d)| format!("{y:04}-{m:02}-{d:02}")),
+            ]
+        }
+
         proptest! {
             #[test]
             fn never_panics(query in ".{0,80}", today in any_date()) {
                 let _ = find_in_query(&query, today);
                 let _ = parse_bound(&query, today, true);
+            }
+
+            /// Whatever the value and whatever "today" is (the calendar's
+            /// first and last days included): a day or a clear error,
+            /// never a panic; an age never lands after today.
+            #[test]
+            fn bounds_never_panic(text in bound_text(), today in any_day_at_all(), end in any::<bool>()) {
+                let _ = find_in_query(&text, today);
+                let _ = find_in_query(&format!("notes from {text} about work"), today);
+                if let Ok(day) = parse_bound(&text, today, end)
+                    && split_age(&text.trim().to_ascii_lowercase()).is_some()
+                {
+                    prop_assert!(day <= today, "{text}: {day} after {today}");
+                }
             }
 
             /// A day written any of the usual ways is inside its own range,

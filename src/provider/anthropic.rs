@@ -380,8 +380,13 @@ impl Stream {
             Some("refusal") => StopReason::Error,
             _ => StopReason::Stop,
         };
-        self.usage.total_tokens =
-            self.usage.input + self.usage.output + self.usage.cache_read + self.usage.cache_write;
+        self.usage.total_tokens = [
+            self.usage.output,
+            self.usage.cache_read,
+            self.usage.cache_write,
+        ]
+        .iter()
+        .fold(self.usage.input, |sum, n| sum.saturating_add(*n));
         Ok(Response {
             content,
             stop_reason,

@@ -1,5 +1,11 @@
 //! What both protocols share: the HTTP client, the request with its
-//! timeout, reading an error answer, and the retry policy.
+//! timeouts, reading an error answer, and the retry policy.
+//!
+//! Three clocks bound a call ([`Timeouts`]): connecting (TCP and TLS);
+//! silence — once connected, the answer must start, and then keep coming,
+//! with no gap longer than the idle timeout (every read restarts it); and
+//! the whole answer. A long answer that keeps streaming is cut only by the
+//! last. Silence and the whole-answer limit are not retried.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -67,12 +73,108 @@ impl RetryPolicy {
     }
 }
 
-/// The HTTP client of an endpoint.
+/// How long one call may take.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Timeouts {
+    /// Setting up the connection (TCP and TLS).
+    pub connect: Duration,
+    /// The longest silence once connected: before the answer starts, and
+    /// between two reads of it. `None`: no limit.
+    pub idle: Option<Duration>,
+    /// The whole answer, from sending the request to its last byte.
+    pub total: Duration,
+}
+
+impl Default for Timeouts {
+    fn default() -> Self {
+        Timeouts {
+            connect: Duration::from_secs(10),
+            idle: Some(Duration::from_secs(120)),
+            total: Duration::from_secs(600),
+        }
+    }
+}
+
+/// `10 s`, `0.25 s`: a limit as messages show it.
+pub fn seconds(limit: Duration) -> String {
+    if limit.subsec_nanos() == 0 {
+        format!("{} s", limit.as_secs())
+    } else {
+        format!("{} s", limit.as_secs_f64())
+    }
+}
+
+/// The clock of one call: its deadline, and the silence allowed.
+#[derive(Debug, Clone, Copy)]
+pub struct CallClock {
+    timeouts: Timeouts,
+    deadline: tokio::time::Instant,
+}
+
+impl CallClock {
+    pub fn start(timeouts: Timeouts) -> CallClock {
+        let now = tokio::time::Instant::now();
+        CallClock {
+            timeouts,
+            deadline: now
+                .checked_add(timeouts.total)
+                .unwrap_or(now + Duration::from_secs(86_400 * 365)),
+        }
+    }
+
+    /// Waits for `step` (a read, or the answer's start when `started` is
+    /// false) at most the idle timeout (plus the connect timeout before
+    /// the answer starts) and never past the deadline.
+    async fn wait<T>(
+        &self,
+        endpoint: &Endpoint,
+        started: bool,
+        step: impl std::future::Future<Output = T>,
+    ) -> Result<T, ProviderError> {
+        let left = self
+            .deadline
+            .saturating_duration_since(tokio::time::Instant::now());
+        let silence = self.timeouts.idle.map(|idle| {
+            if started {
+                idle
+            } else {
+                idle.saturating_add(self.timeouts.connect)
+            }
+        });
+        let (limit, idle) = match silence {
+            Some(silence) if silence < left => (silence, true),
+            _ => (left, false),
+        };
+        tokio::time::timeout(limit, step).await.map_err(|_| {
+            if idle {
+                ProviderError::Idle {
+                    provider: endpoint.provider.clone(),
+                    started,
+                    limit: self.timeouts.idle.unwrap_or_default(),
+                }
+            } else {
+                ProviderError::Timeout {
+                    provider: endpoint.provider.clone(),
+                    limit: self.timeouts.total,
+                }
+            }
+        })
+    }
+}
+
+/// A successful answer whose body is still to be read, with its call's
+/// clock.
+pub struct Answer {
+    response: reqwest::Response,
+    clock: CallClock,
+}
+
+/// The HTTP client of an endpoint. Only connecting is timed here; the
+/// other limits are the call's ([`CallClock`]).
 pub fn client(endpoint: &Endpoint) -> reqwest::Client {
     ensure_crypto_provider();
     let mut builder = reqwest::Client::builder()
-        .connect_timeout(Duration::from_secs(10))
-        .read_timeout(endpoint.timeout)
+        .connect_timeout(endpoint.timeouts.connect)
         .user_agent(concat!("almanac/", env!("CARGO_PKG_VERSION")));
     if endpoint.base_url.starts_with("http://") {
         // A plain-HTTP endpoint (a local server) needs no certificates:
@@ -92,18 +194,23 @@ fn ensure_crypto_provider() {
     });
 }
 
-/// POSTs `body` to `url` and returns the response once its status is a
-/// success; an error status is read and turned into a [`ProviderError`].
+/// The most bytes of an error answer read (its message is cut far shorter).
+const MAX_ERROR_BODY: usize = 64 * 1024;
+
+/// POSTs `body` to `url` and returns the answer once its status is a
+/// success and it is an event stream; an error status is read and turned
+/// into a [`ProviderError`], and so is a success that is a web page or
+/// JSON instead of a stream.
 pub async fn post(
     client: &reqwest::Client,
     endpoint: &Endpoint,
     url: &str,
     headers: &[(&str, String)],
     body: &serde_json::Value,
-) -> Result<reqwest::Response, ProviderError> {
+) -> Result<Answer, ProviderError> {
+    let clock = CallClock::start(endpoint.timeouts);
     let mut request = client
         .post(url)
-        .timeout(endpoint.timeout)
         .header("content-type", "application/json")
         .header("accept", "text/event-stream")
         .body(serde_json::to_vec(body).expect("a JSON value serialises"));
@@ -113,24 +220,25 @@ pub async fn post(
     for (name, value) in &endpoint.headers {
         request = request.header(name.as_str(), value.as_str());
     }
-    let response = request.send().await.map_err(|source| {
-        if source.is_timeout() {
-            ProviderError::Timeout {
-                provider: endpoint.provider.clone(),
-                seconds: endpoint.timeout.as_secs(),
+    let response = clock
+        .wait(endpoint, false, request.send())
+        .await?
+        .map_err(|source| {
+            if source.is_connect() && source.is_timeout() {
+                ProviderError::ConnectTimeout {
+                    provider: endpoint.provider.clone(),
+                    url: url.to_string(),
+                    limit: endpoint.timeouts.connect,
+                }
+            } else {
+                ProviderError::Unreachable {
+                    provider: endpoint.provider.clone(),
+                    url: url.to_string(),
+                    source,
+                }
             }
-        } else {
-            ProviderError::Unreachable {
-                provider: endpoint.provider.clone(),
-                url: url.to_string(),
-                source,
-            }
-        }
-    })?;
+        })?;
     let status = response.status();
-    if status.is_success() {
-        return Ok(response);
-    }
     let header = |name: &str| {
         response
             .headers()
@@ -138,15 +246,67 @@ pub async fn post(
             .and_then(|v| v.to_str().ok())
             .map(str::to_string)
     };
+    if status.is_success() {
+        let content_type = header("content-type")
+            .unwrap_or_default()
+            .to_ascii_lowercase();
+        let media = content_type
+            .split(';')
+            .next()
+            .unwrap_or("")
+            .trim()
+            .to_string();
+        let mut answer = Answer { response, clock };
+        let what = match media.as_str() {
+            "text/html" | "application/xhtml+xml" => Some("an HTML page".to_string()),
+            "application/json" => {
+                let text = answer.text(endpoint, MAX_ERROR_BODY).await?;
+                Some(format!("JSON ({})", error_message(&text)))
+            }
+            _ => None,
+        };
+        return match what {
+            Some(what) => Err(ProviderError::NotEventStream {
+                provider: endpoint.provider.clone(),
+                url: url.to_string(),
+                what,
+            }),
+            None => Ok(answer),
+        };
+    }
     let retry_after =
         header("retry-after").and_then(|v| parse_retry_after(&v, header("date").as_deref()));
-    let text = response.text().await.unwrap_or_default();
+    let mut answer = Answer { response, clock };
+    let text = answer
+        .text(endpoint, MAX_ERROR_BODY)
+        .await
+        .unwrap_or_default();
     Err(ProviderError::Status {
         provider: endpoint.provider.clone(),
         status: status.as_u16(),
         message: error_message(&text),
         retry_after,
     })
+}
+
+impl Answer {
+    /// The body as text, at most `cap` bytes of it, read under the call's
+    /// clock.
+    async fn text(&mut self, endpoint: &Endpoint, cap: usize) -> Result<String, ProviderError> {
+        let mut bytes = Vec::new();
+        while bytes.len() < cap {
+            match self
+                .clock
+                .wait(endpoint, true, self.response.chunk())
+                .await?
+            {
+                Ok(Some(chunk)) => bytes.extend_from_slice(&chunk),
+                Ok(None) | Err(_) => break,
+            }
+        }
+        bytes.truncate(cap);
+        Ok(String::from_utf8_lossy(&bytes).into_owned())
+    }
 }
 
 /// The message of an error body: `{"error": {"message": …}}` (both
@@ -171,10 +331,12 @@ pub fn error_message(body: &str) -> String {
 
 /// `Retry-After` as seconds (`120`, `1.5`), or as an HTTP date, read
 /// against the answer's own `Date` header (the server's clock, not ours).
+/// Any size is read (a wait too long to hold is the longest one); what is
+/// honoured is capped by [`RetryPolicy::max_retry_after`].
 pub fn parse_retry_after(value: &str, date: Option<&str>) -> Option<Duration> {
     let value = value.trim();
     if let Ok(secs) = value.parse::<f64>() {
-        return (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs));
+        return (secs >= 0.0).then(|| Duration::try_from_secs_f64(secs).unwrap_or(Duration::MAX));
     }
     let until = jiff::fmt::rfc2822::parse(value).ok()?.timestamp();
     let now = jiff::fmt::rfc2822::parse(date?.trim()).ok()?.timestamp();
@@ -182,34 +344,50 @@ pub fn parse_retry_after(value: &str, date: Option<&str>) -> Option<Duration> {
     Some(Duration::try_from(wait).unwrap_or(Duration::ZERO))
 }
 
+/// The most bytes one streamed answer may take (events and all); a server
+/// sending more is refused rather than held in memory.
+pub const MAX_ANSWER_BYTES: usize = 64 * 1024 * 1024;
+
 /// Reads the events of a streamed answer, calling `on_event` for each;
 /// `on_event` returns `true` once the answer is complete. A stream that
 /// ends before that is [`ProviderError::Dropped`].
 pub async fn read_events(
     endpoint: &Endpoint,
-    response: reqwest::Response,
+    answer: Answer,
     mut on_event: impl FnMut(sse::Event) -> Result<bool, ProviderError>,
 ) -> Result<(), ProviderError> {
+    let Answer { response, clock } = answer;
     let mut parser = sse::Parser::default();
+    let mut received: usize = 0;
     let mut stream = response.bytes_stream();
     let dropped = || ProviderError::Dropped {
         provider: endpoint.provider.clone(),
     };
-    while let Some(chunk) = stream.next().await {
-        let chunk = chunk.map_err(|e| {
-            if e.is_timeout() {
-                ProviderError::Timeout {
-                    provider: endpoint.provider.clone(),
-                    seconds: endpoint.timeout.as_secs(),
-                }
-            } else {
-                dropped()
-            }
-        })?;
+    while let Some(chunk) = clock.wait(endpoint, true, stream.next()).await? {
+        let chunk = chunk.map_err(|_| dropped())?;
+        received = received.saturating_add(chunk.len());
+        if received > MAX_ANSWER_BYTES {
+            return Err(ProviderError::Malformed {
+                provider: endpoint.provider.clone(),
+                detail: format!(
+                    "an answer longer than {} MiB",
+                    MAX_ANSWER_BYTES / (1024 * 1024)
+                ),
+            });
+        }
         for event in parser.push(&chunk) {
             if on_event(event)? {
                 return Ok(());
             }
+        }
+        if parser.oversized() {
+            return Err(ProviderError::Malformed {
+                provider: endpoint.provider.clone(),
+                detail: format!(
+                    "an event longer than {} MiB",
+                    sse::MAX_EVENT_BYTES / (1024 * 1024)
+                ),
+            });
         }
     }
     if let Some(event) = parser.finish()
@@ -271,6 +449,66 @@ mod tests {
             parse_retry_after("Wed, 21 Oct 2015 07:28:30 GMT", None),
             None
         );
+    }
+
+    #[test]
+    fn huge_and_odd_retry_after_values_do_not_panic() {
+        for huge in [
+            "18446744073709551616",
+            "99999999999999999999999999",
+            "1e400",
+            "inf",
+            "1.9e19",
+        ] {
+            assert_eq!(parse_retry_after(huge, None), Some(Duration::MAX), "{huge}");
+        }
+        for odd in ["NaN", "-inf", "-5", "1,5", "", "0x10", "Wed, 99 Oct 2015"] {
+            assert_eq!(parse_retry_after(odd, None), None, "{odd}");
+        }
+        let far = parse_retry_after(
+            "Thu, 30 Dec 9999 00:00:00 GMT",
+            Some("Thu, 01 Jan 1970 00:00:00 GMT"),
+        )
+        .unwrap();
+        assert!(far > Duration::from_secs(250_000_000_000), "{far:?}");
+        let p = RetryPolicy::default();
+        assert_eq!(p.delay(0, Some(Duration::MAX)), p.max_retry_after);
+    }
+
+    mod props {
+        use super::*;
+        use proptest::prelude::*;
+
+        fn header_text() -> impl Strategy<Value = String> {
+            prop_oneof![
+                ".{0,40}",
+                any::<f64>().prop_map(|x| x.to_string()),
+                any::<u128>().prop_map(|n| n.to_string()),
+                any::<i64>().prop_map(|n| n.to_string()),
+                (any::<i16>(), 0u8..40, 0u8..30, 0u8..70).prop_map(|(y, d, h, m)| format!(
+                    "Wed, {d:02} Oct {y:04} {h:02}:{m:02}:00 GMT"
+                )),
+            ]
+        }
+
+        proptest! {
+            /// Any `Retry-After` and `Date` a server sends: a wait or
+            /// none, never a panic; whatever is honoured is capped.
+            #[test]
+            fn retry_after_never_panics(value in header_text(), date in proptest::option::of(header_text()), attempt in any::<u32>()) {
+                let wait = parse_retry_after(&value, date.as_deref());
+                let p = RetryPolicy::default();
+                let delay = p.delay(attempt, wait);
+                prop_assert!(delay <= p.max_retry_after.max(p.cap + p.cap / 5));
+            }
+
+            /// Any error body: one short message.
+            #[test]
+            fn error_message_never_panics(body in "(?s).{0,400}") {
+                let m = error_message(&body);
+                prop_assert!(!m.is_empty() && m.chars().count() <= 300);
+            }
+        }
     }
 
     #[test]

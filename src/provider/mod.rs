@@ -7,13 +7,16 @@
 //! Both stream (server-sent events, [`sse`]) and support tool calls. The
 //! conversation is given in one provider-neutral shape ([`Message`]), the
 //! answer comes back the same way ([`Response`]). [`http`] holds what both
-//! share: timeouts, and retries with backoff on 429 and 5xx that honour
+//! share: the timeouts ([`Timeouts`]: connecting, silence, the whole
+//! answer), and retries with backoff on 429 and 5xx that honour
 //! `Retry-After`, with the sleep injected so tests never wait.
 //!
 //! Invariants: nothing here reads the environment or config files (the
 //! app resolves a [`Endpoint`] and passes it in); a response is returned
 //! only when the stream ended properly — a dropped connection or a
-//! malformed event is an error, never a truncated answer.
+//! malformed event is an error, never a truncated answer; so is a `200`
+//! that is not an event stream (an HTML page from a captive portal or a
+//! wrong base URL).
 
 pub mod anthropic;
 pub mod http;
@@ -26,7 +29,7 @@ use std::pin::Pin;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-pub use http::{RetryPolicy, Sleeper, TokioSleeper};
+pub use http::{RetryPolicy, Sleeper, Timeouts, TokioSleeper};
 
 /// A piece of a message.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -122,12 +125,14 @@ pub struct Usage {
 }
 
 impl Usage {
+    /// Adds `other`; counts a server reports are not trusted to be small,
+    /// so the sums saturate.
     pub fn add(&mut self, other: &Usage) {
-        self.input += other.input;
-        self.output += other.output;
-        self.cache_read += other.cache_read;
-        self.cache_write += other.cache_write;
-        self.total_tokens += other.total_tokens;
+        self.input = self.input.saturating_add(other.input);
+        self.output = self.output.saturating_add(other.output);
+        self.cache_read = self.cache_read.saturating_add(other.cache_read);
+        self.cache_write = self.cache_write.saturating_add(other.cache_write);
+        self.total_tokens = self.total_tokens.saturating_add(other.total_tokens);
     }
 }
 
@@ -176,7 +181,7 @@ pub struct Endpoint {
     pub base_url: String,
     pub api_key: Option<String>,
     pub headers: Vec<(String, String)>,
-    pub timeout: std::time::Duration,
+    pub timeouts: Timeouts,
 }
 
 /// Receives text as it streams in.
@@ -215,26 +220,66 @@ pub enum ProviderError {
     Malformed { provider: String, detail: String },
     #[error("{provider} reported an error: {message}")]
     Stream { provider: String, message: String },
-    #[error("{provider} did not answer within {seconds} s")]
-    Timeout { provider: String, seconds: u64 },
+    #[error(
+        "{provider} at {url} did not accept a connection within {} (agents.defaults.llm.connectTimeoutSeconds)",
+        http::seconds(*limit)
+    )]
+    ConnectTimeout {
+        provider: String,
+        url: String,
+        limit: std::time::Duration,
+    },
+    #[error(
+        "{provider} {} for {} (agents.defaults.llm.idleTimeoutSeconds)",
+        if *started { "stopped sending in the middle of its answer: nothing" } else { "accepted the connection but sent nothing" },
+        http::seconds(*limit)
+    )]
+    Idle {
+        provider: String,
+        /// Whether the answer had begun.
+        started: bool,
+        limit: std::time::Duration,
+    },
+    #[error(
+        "{provider} did not finish its answer within {} (agents.defaults.timeoutSeconds)",
+        http::seconds(*limit)
+    )]
+    Timeout {
+        provider: String,
+        limit: std::time::Duration,
+    },
+    #[error(
+        "{provider} answered with {what}, not an event stream: check models.providers.{provider}.baseUrl ({url})"
+    )]
+    NotEventStream {
+        provider: String,
+        url: String,
+        /// `an HTML page`, `JSON (…)`, or the content type.
+        what: String,
+    },
 }
 
 impl ProviderError {
     /// Worth another try: rate limits, server errors, overload, and
-    /// connections that failed or dropped.
+    /// connections that failed or dropped. A server that went silent, an
+    /// answer that ran out of time (it would be cut at the same point
+    /// again) and an answer that is not an event stream are not.
     pub fn is_retryable(&self) -> bool {
         match self {
             ProviderError::Status { status, .. } => {
                 matches!(status, 408 | 409 | 425 | 429 | 500..=599)
             }
             ProviderError::Unreachable { .. }
-            | ProviderError::Dropped { .. }
-            | ProviderError::Timeout { .. } => true,
+            | ProviderError::ConnectTimeout { .. }
+            | ProviderError::Dropped { .. } => true,
             ProviderError::Stream { message, .. } => {
                 let m = message.to_ascii_lowercase();
                 m.contains("overloaded") || m.contains("rate") || m.contains("timeout")
             }
-            ProviderError::Malformed { .. } => false,
+            ProviderError::Malformed { .. }
+            | ProviderError::Idle { .. }
+            | ProviderError::Timeout { .. }
+            | ProviderError::NotEventStream { .. } => false,
         }
     }
 

@@ -11,6 +11,10 @@ pub struct Event {
     pub data: String,
 }
 
+/// The largest event read (its lines together); a server sending more
+/// without ending the event is refused rather than buffered without end.
+pub const MAX_EVENT_BYTES: usize = 16 * 1024 * 1024;
+
 /// The incremental parser.
 #[derive(Debug, Default)]
 pub struct Parser {
@@ -21,6 +25,10 @@ pub struct Parser {
     after_cr: bool,
     event: Option<String>,
     data: Vec<String>,
+    /// Bytes of `data` so far.
+    data_bytes: usize,
+    /// An event grew past [`MAX_EVENT_BYTES`]: what it held was dropped.
+    oversized: bool,
 }
 
 impl Parser {
@@ -58,7 +66,19 @@ impl Parser {
         }
         self.pending
             .extend_from_slice(&bytes[start.min(bytes.len())..]);
+        if self.pending.len().saturating_add(self.data_bytes) > MAX_EVENT_BYTES {
+            self.oversized = true;
+            self.pending = Vec::new();
+            self.data = Vec::new();
+            self.data_bytes = 0;
+        }
         out
+    }
+
+    /// Whether an event grew past [`MAX_EVENT_BYTES`] (the stream is then
+    /// not to be trusted).
+    pub fn oversized(&self) -> bool {
+        self.oversized
     }
 
     /// The end of the stream: an event still being collected is returned
@@ -81,6 +101,7 @@ impl Parser {
                     data: std::mem::take(&mut self.data).join("\n"),
                 });
             }
+            self.data_bytes = 0;
             self.event = None;
             return;
         }
@@ -93,9 +114,14 @@ impl Parser {
             None => (line.as_ref(), ""),
         };
         match field {
-            "data" => self.data.push(value.to_string()),
+            "data" => {
+                self.data_bytes = self.data_bytes.saturating_add(value.len() + 1);
+                self.data.push(value.to_string());
+            }
             "event" => self.event = Some(value.to_string()),
-            _ => {} // id, retry: not used
+            // `id:` and `retry:` (a reconnection delay, for clients that
+            // reconnect) are not used: an answer is never resumed.
+            _ => {}
         }
     }
 }
@@ -150,11 +176,53 @@ mod tests {
         );
     }
 
+    #[test]
+    fn an_endless_event_is_refused_not_buffered() {
+        let mut p = Parser::default();
+        let chunk = vec![b'x'; 1024 * 1024];
+        assert!(p.push(b"data: ").is_empty());
+        for _ in 0..MAX_EVENT_BYTES / chunk.len() + 1 {
+            assert!(p.push(&chunk).is_empty());
+        }
+        assert!(p.oversized());
+        assert!(
+            p.pending.capacity() < chunk.len() * 2,
+            "the buffer was let go"
+        );
+        // Many data lines of one event count together.
+        let mut p = Parser::default();
+        let line = format!("data: {}\n", "y".repeat(1024 * 1024));
+        for _ in 0..MAX_EVENT_BYTES / (1024 * 1024) + 1 {
+            p.push(line.as_bytes());
+        }
+        assert!(p.oversized());
+        // Ordinary events reset the count.
+        let mut p = Parser::default();
+        for _ in 0..40 {
+            assert_eq!(p.push(format!("{line}\n").as_bytes()).len(), 1);
+        }
+        assert!(!p.oversized());
+    }
+
     mod props {
         use super::*;
         use proptest::prelude::*;
 
         proptest! {
+            /// Any bytes, cut anywhere (status lines, `retry:` fields,
+            /// invalid UTF-8): events or nothing, never a panic.
+            #[test]
+            fn any_bytes_parse(bytes in prop::collection::vec(any::<u8>(), 0..400), cut in any::<usize>()) {
+                let mut p = Parser::default();
+                let cut = cut % (bytes.len() + 1);
+                let _ = p.push(&bytes[..cut]);
+                let _ = p.push(&bytes[cut..]);
+                let _ = p.finish();
+                let mut p = Parser::default();
+                let text = format!("HTTP/1.1 200 OK\r\nretry: {}\nid: {cut}\ndata: x\n\n", String::from_utf8_lossy(&bytes));
+                let _ = p.push(text.as_bytes());
+            }
+
             /// However the bytes are cut, the same events come out.
             #[test]
             fn chunking_does_not_matter(

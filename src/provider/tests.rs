@@ -42,7 +42,7 @@ fn endpoint(server: &ScriptedServer, api: Api) -> Endpoint {
         base_url: server.url.clone(),
         api_key: Some("sk-test".to_string()),
         headers: vec![("x-extra".to_string(), "1".to_string())],
-        timeout: Duration::from_secs(30),
+        timeouts: Timeouts::default(),
     }
 }
 
@@ -223,6 +223,29 @@ fn rate_limits_wait_as_long_as_the_server_asks() {
 }
 
 #[test]
+fn a_huge_retry_after_is_capped_not_a_panic() {
+    let limited = |value: &str| Reply::Status {
+        status: 429,
+        headers: vec![
+            ("retry-after".into(), value.into()),
+            ("date".into(), "Thu, 01 Jan 1970 00:00:00 GMT".into()),
+        ],
+        body: r#"{"error":{"message":"slow down"}}"#.into(),
+    };
+    let server = ScriptedServer::start(vec![
+        limited("99999999999999999999999999999999"),
+        limited("1e400"),
+        limited("Thu, 30 Dec 9999 00:00:00 GMT"),
+        Reply::Sse(openai_text_stream(&["ok"])),
+    ]);
+    let (p, waits) = policy();
+    let response = call(&server, Api::OpenAiCompletions, &p).0.unwrap();
+    assert_eq!(response.content, vec![Block::text("ok")]);
+    // Recorded, not slept: each wait is the policy's longest.
+    assert_eq!(*waits.0.lock().unwrap(), vec![p.max_retry_after; 3]);
+}
+
+#[test]
 fn persistent_errors_end_after_the_retries_with_the_server_message() {
     let busy = || Reply::Status {
         status: 500,
@@ -301,7 +324,7 @@ fn unreachable_servers_say_where() {
         base_url: format!("http://127.0.0.1:{port}/v1"),
         api_key: None,
         headers: vec![],
-        timeout: Duration::from_secs(5),
+        timeouts: Timeouts::default(),
     };
     let (p, _) = policy();
     let no_retries = RetryPolicy {
@@ -330,6 +353,200 @@ fn unreachable_servers_say_where() {
     ))
     .unwrap_err();
     assert!(matches!(err, ProviderError::Unreachable { .. }));
+}
+
+fn short_timeouts(connect_ms: u64, idle_ms: u64, total_ms: u64) -> Timeouts {
+    Timeouts {
+        connect: Duration::from_millis(connect_ms),
+        idle: Some(Duration::from_millis(idle_ms)),
+        total: Duration::from_millis(total_ms),
+    }
+}
+
+fn call_with(
+    server: &ScriptedServer,
+    timeouts: Timeouts,
+    policy: &RetryPolicy,
+) -> (Result<Response, ProviderError>, Duration) {
+    let provider = connect(Endpoint {
+        timeouts,
+        ..endpoint(server, Api::OpenAiCompletions)
+    });
+    let started = std::time::Instant::now();
+    let result = run(call_with_retries(
+        provider.as_ref(),
+        &request(),
+        &mut Quiet,
+        policy,
+    ));
+    (result, started.elapsed())
+}
+
+#[test]
+fn a_server_that_never_answers_fails_after_the_idle_timeout_without_retries() {
+    let server = ScriptedServer::start(vec![Reply::Hang, Reply::Hang]);
+    let (p, waits) = policy();
+    let (result, took) = call_with(&server, short_timeouts(100, 200, 30_000), &p);
+    let err = result.unwrap_err();
+    assert!(
+        matches!(err, ProviderError::Idle { started: false, .. }),
+        "{err:?}"
+    );
+    assert_eq!(
+        err.to_string(),
+        "test accepted the connection but sent nothing for 0.2 s (agents.defaults.llm.idleTimeoutSeconds)"
+    );
+    assert!(took < Duration::from_secs(5), "{took:?}");
+    assert_eq!(server.requests().len(), 1, "not retried");
+    assert!(waits.0.lock().unwrap().is_empty());
+}
+
+#[test]
+fn a_stream_that_stalls_midway_fails_after_the_idle_timeout() {
+    let mut start = openai_text_stream(&["This answer stops"]);
+    start.truncate(2);
+    let server = ScriptedServer::start(vec![Reply::SseStall(start)]);
+    let (p, _) = policy();
+    let (result, took) = call_with(&server, short_timeouts(100, 200, 30_000), &p);
+    let err = result.unwrap_err();
+    assert!(
+        matches!(err, ProviderError::Idle { started: true, .. }),
+        "{err:?}"
+    );
+    assert!(
+        err.to_string()
+            .contains("stopped sending in the middle of its answer"),
+        "{err}"
+    );
+    assert!(took < Duration::from_secs(5), "{took:?}");
+    assert_eq!(server.requests().len(), 1);
+}
+
+#[test]
+fn a_long_answer_that_keeps_coming_is_cut_only_by_the_whole_answer_limit() {
+    let pieces: Vec<String> = (0..8).map(|i| format!("{i} ")).collect();
+    let pieces: Vec<&str> = pieces.iter().map(String::as_str).collect();
+    let slow = || Reply::SseSlow(openai_text_stream(&pieces), Duration::from_millis(40));
+    // Gaps well under the idle limit, the whole longer than it: answered.
+    let server = ScriptedServer::start(vec![slow()]);
+    let (p, _) = policy();
+    let (result, took) = call_with(&server, short_timeouts(100, 200, 30_000), &p);
+    let response = result.unwrap();
+    assert_eq!(response.content, vec![Block::text("0 1 2 3 4 5 6 7 ")]);
+    assert!(took > Duration::from_millis(200), "{took:?}");
+    // Past the whole-answer limit: cut, and not tried again (it would be
+    // cut at the same point).
+    let server = ScriptedServer::start(vec![slow(), slow()]);
+    let (result, _) = call_with(&server, short_timeouts(100, 200, 150), &p);
+    let err = result.unwrap_err();
+    assert!(matches!(err, ProviderError::Timeout { .. }), "{err:?}");
+    assert_eq!(
+        err.to_string(),
+        "test did not finish its answer within 0.15 s (agents.defaults.timeoutSeconds)"
+    );
+    assert_eq!(server.requests().len(), 1, "not retried");
+}
+
+#[test]
+fn an_html_page_is_reported_as_what_it_is() {
+    let portal = || Reply::Status {
+        status: 200,
+        headers: vec![("content-type".into(), "text/html; charset=utf-8".into())],
+        body: "<!doctype html><html><body>Sign in to the Wi-Fi</body></html>".into(),
+    };
+    let server = ScriptedServer::start(vec![portal(), portal()]);
+    let (p, _) = policy();
+    let err = call(&server, Api::OpenAiCompletions, &p).0.unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "test answered with an HTML page, not an event stream: check models.providers.test.baseUrl ({}/chat/completions)",
+            server.url
+        )
+    );
+    assert_eq!(server.requests().len(), 1, "not retried");
+    // A JSON answer where a stream was asked for says what it said.
+    let server = ScriptedServer::start(vec![Reply::Status {
+        status: 200,
+        headers: vec![("content-type".into(), "application/json".into())],
+        body: r#"{"error":{"message":"streaming is not supported"}}"#.into(),
+    }]);
+    let err = call(&server, Api::AnthropicMessages, &p).0.unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("answered with JSON (streaming is not supported), not an event stream"),
+        "{err}"
+    );
+}
+
+/// A listener whose accept queue is full: the next connection attempt is
+/// never completed.
+fn full_listener() -> (std::net::SocketAddr, Vec<std::net::TcpStream>, i32) {
+    use std::os::fd::FromRawFd;
+    unsafe {
+        let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM, 0);
+        assert!(fd >= 0);
+        let mut addr: libc::sockaddr_in = std::mem::zeroed();
+        addr.sin_family = libc::AF_INET as libc::sa_family_t;
+        addr.sin_addr.s_addr = u32::from_ne_bytes([127, 0, 0, 1]);
+        let len = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
+        assert_eq!(
+            libc::bind(fd, &addr as *const _ as *const libc::sockaddr, len),
+            0
+        );
+        assert_eq!(libc::listen(fd, 0), 0);
+        let listener = std::net::TcpListener::from_raw_fd(fd);
+        let local = listener.local_addr().unwrap();
+        std::mem::forget(listener);
+        let mut held = Vec::new();
+        while let Ok(s) = std::net::TcpStream::connect_timeout(&local, Duration::from_millis(200)) {
+            held.push(s);
+            assert!(held.len() < 64, "the accept queue never filled");
+        }
+        (local, held, fd)
+    }
+}
+
+#[test]
+fn a_connection_that_is_never_accepted_fails_after_the_connect_timeout() {
+    let (addr, _held, fd) = full_listener();
+    let ep = Endpoint {
+        provider: "slow".into(),
+        api: Api::OpenAiCompletions,
+        base_url: format!("http://{addr}/v1"),
+        api_key: None,
+        headers: vec![],
+        timeouts: short_timeouts(150, 10_000, 30_000),
+    };
+    let (p, waits) = policy();
+    let no_retries = RetryPolicy {
+        max_retries: 0,
+        ..p
+    };
+    let provider = connect(ep);
+    let started = std::time::Instant::now();
+    let err = run(call_with_retries(
+        provider.as_ref(),
+        &request(),
+        &mut Quiet,
+        &no_retries,
+    ))
+    .unwrap_err();
+    let took = started.elapsed();
+    unsafe { libc::close(fd) };
+    assert!(
+        matches!(err, ProviderError::ConnectTimeout { .. }),
+        "{err:?}"
+    );
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "slow at http://{addr}/v1/chat/completions did not accept a connection within 0.15 s (agents.defaults.llm.connectTimeoutSeconds)"
+        )
+    );
+    assert!(took < Duration::from_secs(5), "{took:?}");
+    assert!(err.is_retryable(), "connection failures are retried");
+    assert!(waits.0.lock().unwrap().is_empty());
 }
 
 fn anthropic_stream(blocks: Vec<Vec<Value>>, stop: &str) -> Vec<String> {

@@ -2,18 +2,38 @@
 //! the heartbeat tell the agent), persisted so a restart loses none.
 //!
 //! As OpenClaw: per session key, at most [`CAP`] (oldest dropped), an event
-//! equal to the one before it is dropped, draining takes all. In the
-//! prompt each becomes `System: [<time>] <first line>` plus `System:`
-//! continuation lines; untrusted events say `System (untrusted):`.
+//! equal to the one before it is dropped. In the prompt each becomes
+//! `System: [<time>] <first line>` plus `System:` continuation lines;
+//! untrusted events say `System (untrusted):`.
+//!
+//! Delivery: a turn reads the pending events ([`Queue::pending`]), puts
+//! them in the user's message, and only once that message and the answer
+//! are synced to the transcript, with a record of what was delivered
+//! ([`delivery_record`]), takes exactly those events off the queue
+//! ([`Queue::consume`]; events queued meanwhile stay). A failed model call
+//! leaves them queued. A crash between the transcript and the queue update
+//! leaves them queued too, but the record tells the next turn they were
+//! delivered ([`delivered`]), so they are dropped rather than repeated;
+//! only a power loss before the transcript is synced can repeat them.
+//!
+//! A queue file that does not parse is moved aside (with a warning) before
+//! anything is written, never read as empty and overwritten; one that
+//! cannot be read is an error.
 
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value};
+use serde_json::{Map, Value, json};
 
-use crate::durable;
+use crate::durable::{self, StateFile};
+use crate::paths::fnv1a64;
+use crate::session::transcript::{Payload, Transcript};
 
 pub const CAP: usize = 20;
+
+/// The `customType` of the transcript entry recording delivered events.
+pub const DELIVERY_RECORD: &str = "system-events";
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Event {
@@ -26,6 +46,25 @@ pub struct Event {
 
 fn yes() -> bool {
     true
+}
+
+impl Event {
+    /// What names the event in a delivery record: its time and a hash of
+    /// its text and trust (the text itself is in the user's message).
+    pub fn fingerprint(&self) -> String {
+        let mut bytes = Vec::with_capacity(self.text.len() + 1);
+        bytes.push(u8::from(self.trusted));
+        bytes.extend_from_slice(self.text.as_bytes());
+        format!("{}:{:016x}", self.ts, fnv1a64(&bytes))
+    }
+}
+
+/// The events waiting for a turn, and what happened to an unreadable
+/// queue file.
+#[derive(Debug, Default)]
+pub struct Pending {
+    pub events: Vec<Event>,
+    pub warnings: Vec<String>,
 }
 
 /// The queue file of one agent's sessions.
@@ -48,17 +87,24 @@ impl Queue {
     }
 
     /// Queues `text` for `key`; `false` when it was dropped (empty, or the
-    /// same as the last one).
-    pub fn enqueue(&self, key: &str, text: &str, ts: i64, trusted: bool) -> std::io::Result<bool> {
+    /// same as the last one). Warnings say what was moved aside.
+    pub fn enqueue(
+        &self,
+        key: &str,
+        text: &str,
+        ts: i64,
+        trusted: bool,
+        now: jiff::Timestamp,
+    ) -> std::io::Result<(bool, Vec<String>)> {
         let text = text.trim();
         if text.is_empty() {
-            return Ok(false);
+            return Ok((false, Vec::new()));
         }
-        self.change(|map| {
+        self.change(now, |map| {
             let list = map
                 .entry(key.to_string())
                 .or_insert_with(|| Value::Array(Vec::new()));
-            let mut events: Vec<Event> = serde_json::from_value(list.clone()).unwrap_or_default();
+            let mut events = events_of(list);
             if events.last().is_some_and(|e| e.text == text) {
                 return false;
             }
@@ -75,29 +121,69 @@ impl Queue {
         })
     }
 
-    /// Takes all events of `key`.
-    pub fn drain(&self, key: &str) -> std::io::Result<Vec<Event>> {
+    /// The events waiting for `key`'s next turn, left in the queue. A queue
+    /// file that does not parse is moved aside first (with a warning).
+    pub fn pending(&self, key: &str, now: jiff::Timestamp) -> std::io::Result<Pending> {
         if !self.path.exists() {
-            return Ok(Vec::new());
+            return Ok(Pending::default());
         }
-        self.change(|map| {
-            map.remove(key)
-                .and_then(|v| serde_json::from_value(v).ok())
-                .unwrap_or_default()
+        let (events, warnings) = self.change(now, |map| map.get(key).map(events_of))?;
+        Ok(Pending {
+            events: events.unwrap_or_default(),
+            warnings,
         })
     }
 
-    /// The events of `key`, left in place.
+    /// Takes the events of `key` whose fingerprints are `delivered` off the
+    /// queue; others (queued since) stay.
+    pub fn consume(
+        &self,
+        key: &str,
+        delivered: &[String],
+        now: jiff::Timestamp,
+    ) -> std::io::Result<Vec<String>> {
+        if delivered.is_empty() || !self.path.exists() {
+            return Ok(Vec::new());
+        }
+        let delivered: HashSet<&str> = delivered.iter().map(String::as_str).collect();
+        let ((), warnings) = self.change(now, |map| {
+            if let Some(list) = map.get_mut(key) {
+                let mut events = events_of(list);
+                events.retain(|e| !delivered.contains(e.fingerprint().as_str()));
+                *list = serde_json::to_value(events).expect("events serialise");
+            }
+        })?;
+        Ok(warnings)
+    }
+
+    /// The events of `key`, left in place (a file that does not parse or
+    /// cannot be read shows none; nothing is moved).
     pub fn peek(&self, key: &str) -> Vec<Event> {
-        read(&self.path)
-            .remove(key)
-            .and_then(|v| serde_json::from_value(v).ok())
+        std::fs::read(&self.path)
+            .ok()
+            .and_then(|bytes| parse(&bytes).ok())
+            .and_then(|map| map.get(key).map(events_of))
             .unwrap_or_default()
     }
 
-    fn change<T>(&self, f: impl FnOnce(&mut Map<String, Value>) -> T) -> std::io::Result<T> {
+    fn change<T>(
+        &self,
+        now: jiff::Timestamp,
+        f: impl FnOnce(&mut Map<String, Value>) -> T,
+    ) -> std::io::Result<(T, Vec<String>)> {
         durable::with_file_lock(&self.lock_path(), || {
-            let mut map = read(&self.path);
+            let mut warnings = Vec::new();
+            let mut map = match durable::read_state_file(&self.path, now, parse)? {
+                StateFile::Missing => Map::new(),
+                StateFile::Loaded(map) => map,
+                StateFile::Quarantined { moved_to, reason } => {
+                    warnings.push(format!(
+                        "the system event queue did not parse ({reason}); it was moved to {}",
+                        moved_to.display()
+                    ));
+                    Map::new()
+                }
+            };
             let before = map.clone();
             let value = f(&mut map);
             if map != before {
@@ -105,20 +191,52 @@ impl Queue {
                 let bytes = serde_json::to_vec_pretty(&Value::Object(map)).expect("serialises");
                 durable::atomic_replace(&self.path, &bytes, durable::PRIVATE_FILE_MODE)?;
             }
-            Ok(value)
+            Ok((value, warnings))
         })?
     }
 }
 
-fn read(path: &Path) -> Map<String, Value> {
-    std::fs::read(path)
-        .ok()
-        .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
-        .and_then(|v| match v {
-            Value::Object(m) => Some(m),
-            _ => None,
+/// The queue: session key → list of events.
+fn parse(bytes: &[u8]) -> Result<Map<String, Value>, String> {
+    match serde_json::from_slice::<Value>(bytes) {
+        Ok(Value::Object(map)) => Ok(map),
+        Ok(_) => Err("not a JSON object".to_string()),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+/// The events of one key's list; entries that are not events are skipped.
+fn events_of(list: &Value) -> Vec<Event> {
+    list.as_array()
+        .map(|items| {
+            items
+                .iter()
+                .filter_map(|v| serde_json::from_value(v.clone()).ok())
+                .collect()
         })
         .unwrap_or_default()
+}
+
+/// The transcript entry (a `custom` entry, outside the model's context)
+/// recording that a completed turn delivered `events`.
+pub fn delivery_record(events: &[Event]) -> Value {
+    let delivered: Vec<String> = events.iter().map(Event::fingerprint).collect();
+    json!({"type": "custom", "customType": DELIVERY_RECORD, "data": {"delivered": delivered}})
+}
+
+/// Fingerprints of the events the transcript records as delivered.
+pub fn delivered(transcript: &Transcript) -> HashSet<String> {
+    let mut out = HashSet::new();
+    for entry in &transcript.entries {
+        if let Payload::Other(v) = &entry.payload
+            && v["type"] == "custom"
+            && v["customType"] == DELIVERY_RECORD
+            && let Some(list) = v["data"]["delivered"].as_array()
+        {
+            out.extend(list.iter().filter_map(|f| f.as_str().map(str::to_string)));
+        }
+    }
+    out
 }
 
 /// The prompt lines of events, times shown with `format_time`.
@@ -144,25 +262,38 @@ pub fn render(events: &[Event], format_time: impl Fn(i64) -> String) -> Vec<Stri
 mod tests {
     use super::*;
 
+    const NOW: jiff::Timestamp = jiff::Timestamp::UNIX_EPOCH;
+
     #[test]
-    fn queue_caps_drops_repeats_and_drains() {
+    fn queue_caps_drops_repeats_and_consumes_what_was_delivered() {
         let dir = tempfile::tempdir().unwrap();
         let q = Queue::new(&dir.path().join("events.json"));
-        assert!(q.enqueue("k", "Backup finished", 1, true).unwrap());
+        assert!(q.enqueue("k", "Backup finished", 1, true, NOW).unwrap().0);
         assert!(
-            !q.enqueue("k", "Backup finished", 2, true).unwrap(),
+            !q.enqueue("k", "Backup finished", 2, true, NOW).unwrap().0,
             "a repeat is dropped"
         );
-        assert!(!q.enqueue("k", "   ", 3, true).unwrap());
+        assert!(!q.enqueue("k", "   ", 3, true, NOW).unwrap().0);
         for i in 0..25 {
-            q.enqueue("k", &format!("event {i}"), 10 + i, i % 2 == 0)
+            q.enqueue("k", &format!("event {i}"), 10 + i, i % 2 == 0, NOW)
                 .unwrap();
         }
-        q.enqueue("other", "elsewhere", 5, true).unwrap();
-        let events = q.drain("k").unwrap();
-        assert_eq!(events.len(), CAP);
-        assert_eq!(events[0].text, "event 5");
-        assert!(q.drain("k").unwrap().is_empty());
+        q.enqueue("other", "elsewhere", 5, true, NOW).unwrap();
+        let pending = q.pending("k", NOW).unwrap();
+        assert_eq!(pending.events.len(), CAP);
+        assert_eq!(pending.events[0].text, "event 5");
+        assert_eq!(
+            q.pending("k", NOW).unwrap().events.len(),
+            CAP,
+            "left in place"
+        );
+        // An event queued after the turn read the queue stays.
+        q.enqueue("k", "late", 99, true, NOW).unwrap();
+        let delivered: Vec<String> = pending.events.iter().map(Event::fingerprint).collect();
+        q.consume("k", &delivered, NOW).unwrap();
+        let left = q.pending("k", NOW).unwrap().events;
+        assert_eq!(left.len(), 1);
+        assert_eq!(left[0].text, "late");
         assert_eq!(q.peek("other").len(), 1);
         let lines = render(
             &[Event {
@@ -179,5 +310,82 @@ mod tests {
                 "System (untrusted): hello"
             ]
         );
+    }
+
+    #[test]
+    fn fingerprints_tell_events_apart() {
+        let e = |text: &str, ts, trusted| Event {
+            text: text.into(),
+            ts,
+            trusted,
+        };
+        let a = e("Backup finished", 1, true);
+        assert_eq!(a.fingerprint(), e("Backup finished", 1, true).fingerprint());
+        for other in [
+            e("Backup finished", 2, true),
+            e("Backup finished.", 1, true),
+            e("Backup finished", 1, false),
+        ] {
+            assert_ne!(a.fingerprint(), other.fingerprint());
+        }
+    }
+
+    /// A queue file that does not parse is moved aside with a warning and
+    /// the queue starts over; nothing is written over it.
+    #[test]
+    fn a_corrupt_queue_is_moved_aside_not_overwritten() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("system-events.json");
+        std::fs::write(&path, "{\"agent:main:main\": [{\"text\": \"Deploy").unwrap();
+        let q = Queue::new(&path);
+        assert!(q.peek("agent:main:main").is_empty());
+        assert!(path.exists(), "peeking moves nothing");
+        let pending = q.pending("agent:main:main", NOW).unwrap();
+        assert!(pending.events.is_empty());
+        assert!(
+            pending.warnings[0].contains("did not parse")
+                && pending.warnings[0].contains("moved to"),
+            "{:?}",
+            pending.warnings
+        );
+        let moved: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.to_string_lossy().contains(".corrupt-"))
+            .collect();
+        assert_eq!(moved.len(), 1);
+        assert_eq!(
+            std::fs::read_to_string(&moved[0]).unwrap(),
+            "{\"agent:main:main\": [{\"text\": \"Deploy"
+        );
+        // A queue file that cannot be read is an error, left where it is.
+        std::fs::remove_file(&path).ok();
+        std::fs::create_dir_all(path.join("x")).unwrap();
+        assert!(q.pending("agent:main:main", NOW).is_err());
+        assert!(q.enqueue("agent:main:main", "hi", 1, true, NOW).is_err());
+        assert!(path.join("x").is_dir());
+    }
+
+    #[test]
+    fn the_transcript_records_what_was_delivered() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.jsonl");
+        crate::session::transcript::create(&path, "sid", dir.path(), "t").unwrap();
+        let events = vec![Event {
+            text: "Backup finished".into(),
+            ts: 7,
+            trusted: true,
+        }];
+        crate::session::transcript::append(
+            &path,
+            None,
+            &HashSet::new(),
+            &[("t".into(), delivery_record(&events))],
+            true,
+        )
+        .unwrap();
+        let t = crate::session::transcript::read(&path).unwrap();
+        assert_eq!(delivered(&t), HashSet::from([events[0].fingerprint()]));
+        assert!(t.context().is_empty(), "not part of the conversation");
     }
 }

@@ -273,6 +273,17 @@ mod tests {
                 prop_assert_eq!(resolve(Some(&key), &agent, "main", false), key);
             }
 
+            /// Any requested key (`--session-key`, a webhook's): a key,
+            /// never a panic, and what is read back from it agrees.
+            #[test]
+            fn any_key_resolves(request in ".{0,80}", agent in ".{0,20}", main in ".{0,10}", global in any::<bool>()) {
+                let key = resolve(Some(&request), &agent, &main, global);
+                prop_assert!(key.starts_with("agent:") || key == "global");
+                let _ = (chat_type(&key), channel_of(&key));
+                let id = agent_of(&key);
+                prop_assert!(!id.is_empty() && id.len() <= 64);
+            }
+
             #[test]
             fn ids_are_valid_and_idempotent(id in ".{0,80}") {
                 let n = normalize_id(&id, "main");

@@ -3,15 +3,17 @@
 //! Unknown fields of an entry, and entries almanac does not understand,
 //! are kept as they are. Every change is a read-modify-write under the
 //! store's lock file, written by atomic replace (2-space indent, 0600).
-//! A file that is not a JSON object is moved aside with a warning and a
-//! new store started; nothing is lost silently.
+//! A file that does not parse as a JSON object is moved aside with a
+//! warning and a new store started; a file that cannot be read (a
+//! permission or I/O error) is an error and stays where it is. Nothing is
+//! lost silently.
 
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::durable;
+use crate::durable::{self, StateFile};
 
 /// The fields of an entry almanac reads and writes; the rest of the
 /// entry's JSON is carried along untouched.
@@ -122,29 +124,60 @@ impl Store {
         PathBuf::from(p)
     }
 
-    /// Reads the store (not locked: a snapshot), with warnings.
+    /// Reads the store (not locked: a snapshot), with warnings. A file
+    /// that does not parse or cannot be read reads as empty, with a
+    /// warning; nothing is moved (that is for [`Store::update`]).
     pub fn load(&self) -> (Map<String, Value>, Vec<String>) {
-        read(&self.path)
+        match std::fs::read(&self.path) {
+            Ok(bytes) => match parse(&bytes) {
+                Ok(map) => (map, Vec::new()),
+                Err(e) => (
+                    Map::new(),
+                    vec![format!(
+                        "the session store {} does not parse ({e}); it is moved aside on the next change",
+                        self.path.display()
+                    )],
+                ),
+            },
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => (Map::new(), Vec::new()),
+            Err(e) => (
+                Map::new(),
+                vec![format!(
+                    "cannot read the session store {}: {e}",
+                    self.path.display()
+                )],
+            ),
+        }
     }
 
     /// Reads, lets `f` change, and writes back if anything changed, under
-    /// the store's lock. `now` names a quarantined file.
+    /// the store's lock. A file that does not parse is moved aside (named
+    /// with `now`) and a new store started, with a warning; one that cannot
+    /// be read is an error, left in place.
     pub fn update<T>(
         &self,
         now: jiff::Timestamp,
         f: impl FnOnce(&mut Map<String, Value>) -> T,
     ) -> std::io::Result<(T, Vec<String>)> {
         durable::with_file_lock(&self.lock_path(), || {
-            let (mut map, mut warnings) = read(&self.path);
-            if warnings.iter().any(|w| w.starts_with(CORRUPT)) {
-                match durable::quarantine(&self.path, now) {
-                    Ok(moved) => warnings.push(format!(
-                        "the unreadable session store was moved to {}",
-                        moved.display()
-                    )),
-                    Err(e) => return Err(e),
+            let mut warnings = Vec::new();
+            let read = durable::read_state_file(&self.path, now, parse).map_err(|e| {
+                std::io::Error::new(
+                    e.kind(),
+                    format!("cannot read the session store {}: {e}", self.path.display()),
+                )
+            })?;
+            let mut map = match read {
+                StateFile::Missing => Map::new(),
+                StateFile::Loaded(map) => map,
+                StateFile::Quarantined { moved_to, reason } => {
+                    warnings.push(format!(
+                        "the session store did not parse ({reason}); it was moved to {}",
+                        moved_to.display()
+                    ));
+                    Map::new()
                 }
-            }
+            };
             let before = map.clone();
             let value = f(&mut map);
             if map != before {
@@ -158,32 +191,12 @@ impl Store {
     }
 }
 
-const CORRUPT: &str = "session store is not readable";
-
-fn read(path: &Path) -> (Map<String, Value>, Vec<String>) {
-    let bytes = match std::fs::read(path) {
-        Ok(bytes) => bytes,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return (Map::new(), Vec::new()),
-        Err(e) => {
-            return (
-                Map::new(),
-                vec![format!("{CORRUPT}: {} ({e})", path.display())],
-            );
-        }
-    };
-    match serde_json::from_slice::<Value>(&bytes) {
-        Ok(Value::Object(map)) => (map, Vec::new()),
-        Ok(_) => (
-            Map::new(),
-            vec![format!(
-                "{CORRUPT}: {} is not a JSON object",
-                path.display()
-            )],
-        ),
-        Err(e) => (
-            Map::new(),
-            vec![format!("{CORRUPT}: {} ({e})", path.display())],
-        ),
+/// The store's JSON object.
+fn parse(bytes: &[u8]) -> Result<Map<String, Value>, String> {
+    match serde_json::from_slice::<Value>(bytes) {
+        Ok(Value::Object(map)) => Ok(map),
+        Ok(_) => Err("not a JSON object".to_string()),
+        Err(e) => Err(e.to_string()),
     }
 }
 
@@ -255,5 +268,43 @@ mod tests {
             "{not json"
         );
         assert_eq!(store.load().0["k"]["sessionId"], "n");
+    }
+
+    /// A store that cannot be read (here a directory where the file should
+    /// be) is an error: it is neither moved aside nor replaced.
+    #[test]
+    fn an_unreadable_store_is_an_error_and_stays_in_place() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("sessions.json");
+        std::fs::create_dir_all(path.join("keep")).unwrap();
+        let store = Store::new(&path);
+        let err = store
+            .update(jiff::Timestamp::UNIX_EPOCH, |map| {
+                map.insert("k".into(), serde_json::json!({"sessionId": "n"}));
+            })
+            .unwrap_err();
+        assert_ne!(err.kind(), std::io::ErrorKind::NotFound, "{err}");
+        assert!(path.join("keep").is_dir(), "left where it was");
+        let names: Vec<String> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert!(!names.iter().any(|n| n.contains("corrupt")), "{names:?}");
+        let (map, warnings) = store.load();
+        assert!(map.is_empty());
+        assert!(warnings[0].contains("cannot read"), "{warnings:?}");
+        // A file without read permission, for a user the permission binds.
+        std::fs::remove_dir_all(&path).unwrap();
+        std::fs::write(&path, r#"{"k":{"sessionId":"a","updatedAt":1}}"#).unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o000)).unwrap();
+        if std::fs::read(&path).is_ok() {
+            // Running as root: permissions do not stop reads; the directory
+            // case above stands for it.
+            return;
+        }
+        assert!(store.update(jiff::Timestamp::UNIX_EPOCH, |_| ()).is_err());
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+        assert_eq!(store.load().0["k"]["sessionId"], "a", "untouched");
     }
 }

@@ -244,14 +244,13 @@ pub fn message_json(message: &Message, meta: Option<&AssistantMeta>, timestamp_m
     }
 }
 
-/// Appends entries (built by `build`, each given its new id and its
-/// parent's) after `parent`, in one locked write, synced when `sync` is
-/// set; returns the new ids.
+/// Appends entries (each given a new id and its parent's) after
+/// `parent`, in one locked write, synced when `sync` is set; returns the
+/// new ids.
 pub fn append(
     path: &Path,
     parent: Option<&str>,
     taken: &HashSet<String>,
-    seed: u64,
     payloads: &[(String, Value)],
     sync: bool,
 ) -> std::io::Result<Vec<String>> {
@@ -259,10 +258,8 @@ pub fn append(
     let mut ids = Vec::with_capacity(payloads.len());
     let mut parent = parent.map(str::to_string);
     let mut used: HashSet<String> = HashSet::new();
-    for (i, (timestamp, payload)) in payloads.iter().enumerate() {
-        let id = new_id(seed.wrapping_add(i as u64), |c| {
-            taken.contains(c) || used.contains(c)
-        });
+    for (timestamp, payload) in payloads {
+        let id = new_id(|c| taken.contains(c) || used.contains(c));
         used.insert(id.clone());
         let mut entry = payload.clone();
         entry["id"] = Value::String(id.clone());
@@ -277,14 +274,17 @@ pub fn append(
     Ok(ids)
 }
 
-/// An 8-hex id not in use.
-fn new_id(seed: u64, taken: impl Fn(&str) -> bool) -> String {
-    let mut state = seed ^ 0x9E37_79B9_7F4A_7C15;
+/// A random 8-hex id (OpenClaw's form) not in use in the file. Random,
+/// not derived from the clock: two processes appending to one transcript
+/// at the same millisecond do not pick the same ids.
+pub fn new_id(taken: impl Fn(&str) -> bool) -> String {
     loop {
-        state = state
-            .wrapping_mul(6_364_136_223_846_793_005)
-            .wrapping_add(1_442_695_040_888_963_407);
-        let id = format!("{:08x}", (state >> 32) as u32);
+        let random = uuid::Uuid::new_v4();
+        let bytes = random.as_bytes();
+        let id = format!(
+            "{:08x}",
+            u32::from_be_bytes([bytes[0], bytes[1], bytes[2], bytes[3]])
+        );
         if !taken(&id) {
             return id;
         }
@@ -537,7 +537,6 @@ mod tests {
             &path,
             None,
             &HashSet::new(),
-            1,
             &[("t".into(), msg("one")), ("t".into(), msg("two"))],
             true,
         )
@@ -557,7 +556,6 @@ mod tests {
             &path,
             Some(&ids[1]),
             &t.ids(),
-            2,
             &[("t".into(), msg("three"))],
             true,
         )
@@ -590,7 +588,6 @@ mod tests {
             &path,
             None,
             &HashSet::new(),
-            1,
             &[
                 ("t".into(), msg("a")),
                 ("t".into(), msg("b")),
@@ -605,7 +602,6 @@ mod tests {
             &path,
             Some(&ids[2]),
             &t.ids(),
-            5,
             &[("t".into(), compaction), ("t".into(), msg("d"))],
             true,
         )

@@ -8,7 +8,11 @@
 //!   timeout, foreign keys on, files 0600 in 0700 directories.
 //! * [`StoreKind::State`] is canonical (never deleted automatically);
 //!   [`StoreKind::Index`] is derived from Markdown and safe to delete: when
-//!   it is corrupt or from a newer almanac it is removed and rebuilt.
+//!   it is damaged ([`StoreError::is_damage`]: not a database, corrupt, its
+//!   schema missing or not this almanac's) it is removed and rebuilt,
+//!   holding the index's lock file (`<index>.lock`) and only after looking
+//!   again under it. A busy or locked database, a permission or I/O error
+//!   is reported, never a reason to delete.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -90,6 +94,12 @@ pub enum StoreError {
         #[source]
         source: std::io::Error,
     },
+    #[error("cannot lock {} to rebuild it", path.display())]
+    Lock {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
     #[error("the {kind} at {} has schema version {found}, newer than this almanac knows ({known}); upgrade almanac", path.display())]
     TooNew {
         kind: &'static str,
@@ -135,20 +145,40 @@ impl std::fmt::Debug for Store {
 
 impl Store {
     /// Opens (creating if needed) and migrates the database at `path`.
-    /// A derived index that is corrupt or too new is deleted and recreated.
+    /// A derived index that is damaged is deleted and recreated under its
+    /// lock; any other error is returned.
     pub fn open(path: &Path, kind: StoreKind) -> Result<Store, StoreError> {
-        match Self::open_once(path, kind) {
+        Self::open_with(path, kind, BUSY_TIMEOUT)
+    }
+
+    /// [`Store::open`] waiting at most `busy` for another connection's lock.
+    pub fn open_with(path: &Path, kind: StoreKind, busy: Duration) -> Result<Store, StoreError> {
+        match Self::open_once(path, kind, busy) {
             Ok(store) => Ok(store),
-            Err(err) if kind == StoreKind::Index && is_rebuildable(&err) => {
-                tracing::warn!(path = %path.display(), error = %err, "rebuilding the derived index");
-                remove_database_files(path);
-                Self::open_once(path, kind)
+            Err(err) if kind == StoreKind::Index && err.is_damage() => {
+                let lock = lock_path(path);
+                durable::with_file_lock(&lock, || {
+                    // Another process may have rebuilt it while this one
+                    // waited for the lock.
+                    match Self::open_once(path, kind, busy) {
+                        Err(err) if err.is_damage() => {
+                            tracing::warn!(path = %path.display(), error = %err, "rebuilding the derived index");
+                            remove_database_files(path);
+                            Self::open_once(path, kind, busy)
+                        }
+                        other => other,
+                    }
+                })
+                .map_err(|source| StoreError::Lock {
+                    path: path.to_path_buf(),
+                    source,
+                })?
             }
             Err(err) => Err(err),
         }
     }
 
-    fn open_once(path: &Path, kind: StoreKind) -> Result<Store, StoreError> {
+    fn open_once(path: &Path, kind: StoreKind, busy: Duration) -> Result<Store, StoreError> {
         if let Some(parent) = path.parent() {
             durable::create_private_dir_all(parent).map_err(|source| StoreError::Dir {
                 path: parent.to_path_buf(),
@@ -175,7 +205,7 @@ impl Store {
                 std::fs::Permissions::from_mode(durable::PRIVATE_FILE_MODE),
             );
         }
-        configure(&conn, kind).map_err(open_err)?;
+        configure(&conn, kind, busy).map_err(open_err)?;
         let mut store = Store {
             conn,
             path: path.to_path_buf(),
@@ -201,7 +231,7 @@ impl Store {
             path: path.to_path_buf(),
             source,
         })?;
-        conn.busy_timeout(Duration::from_secs(5))?;
+        conn.busy_timeout(BUSY_TIMEOUT)?;
         Ok(Some(conn))
     }
 
@@ -309,8 +339,11 @@ impl Store {
     }
 }
 
-fn configure(conn: &Connection, kind: StoreKind) -> rusqlite::Result<()> {
-    conn.busy_timeout(Duration::from_secs(5))?;
+/// How long a connection waits for another one's lock.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+
+fn configure(conn: &Connection, kind: StoreKind, busy: Duration) -> rusqlite::Result<()> {
+    conn.busy_timeout(busy)?;
     // `rarray(?)` binds a list of values as one parameter.
     rusqlite::vtab::array::load_module(conn)?;
     // Switching the journal mode needs an exclusive lock; only a new
@@ -333,20 +366,51 @@ fn configure(conn: &Connection, kind: StoreKind) -> rusqlite::Result<()> {
     Ok(())
 }
 
-fn is_rebuildable(err: &StoreError) -> bool {
-    match err {
-        StoreError::TooNew { .. } | StoreError::Tampered { .. } | StoreError::Migrate { .. } => {
-            true
+impl StoreError {
+    /// Whether the error says the database file itself is damaged or not
+    /// almanac's: not a database, corrupt, its schema missing, different or
+    /// newer. A busy or locked database, a permission, I/O or disk-full
+    /// error, or a missing directory is not damage: the file may be fine
+    /// and in use.
+    pub fn is_damage(&self) -> bool {
+        match self {
+            StoreError::TooNew { .. } | StoreError::Tampered { .. } => true,
+            StoreError::Open { source, .. }
+            | StoreError::Migrate { source, .. }
+            | StoreError::Sql(source) => sqlite_damage(source),
+            StoreError::Dir { .. } | StoreError::Lock { .. } => false,
         }
-        StoreError::Open { source, .. } => matches!(
-            source.sqlite_error_code(),
-            Some(rusqlite::ErrorCode::NotADatabase) | Some(rusqlite::ErrorCode::DatabaseCorrupt)
-        ),
-        // A missing schema_migrations table (a foreign database) is an
-        // ordinary SQL error here.
-        StoreError::Sql(_) => true,
-        StoreError::Dir { .. } => false,
     }
+}
+
+/// The SQLite errors that describe the file rather than its use.
+fn sqlite_damage(err: &rusqlite::Error) -> bool {
+    use rusqlite::ErrorCode;
+    match err {
+        rusqlite::Error::SqliteFailure(e, _) => matches!(
+            e.code,
+            ErrorCode::DatabaseCorrupt
+                | ErrorCode::NotADatabase
+                // SQLITE_ERROR on almanac's own statements: a table or
+                // column missing or already there (a schema not its own).
+                | ErrorCode::Unknown
+                | ErrorCode::TypeMismatch
+        ),
+        // Rows of an unexpected shape in almanac's own tables.
+        rusqlite::Error::InvalidColumnType(..)
+        | rusqlite::Error::FromSqlConversionFailure(..)
+        | rusqlite::Error::IntegralValueOutOfRange(..)
+        | rusqlite::Error::InvalidColumnIndex(..)
+        | rusqlite::Error::InvalidColumnName(..) => true,
+        _ => false,
+    }
+}
+
+/// The lock file held while a derived database is deleted and rebuilt.
+fn lock_path(path: &Path) -> PathBuf {
+    let mut name = path.as_os_str().to_os_string();
+    name.push(".lock");
+    PathBuf::from(name)
 }
 
 /// Deletes a database and its WAL/SHM side files.
@@ -487,6 +551,122 @@ mod tests {
             })
             .unwrap();
         assert_eq!(stale, 0, "the index was recreated");
+    }
+
+    #[test]
+    fn only_damage_is_a_reason_to_rebuild() {
+        use rusqlite::ffi;
+        let sqlite =
+            |code| StoreError::Sql(rusqlite::Error::SqliteFailure(ffi::Error::new(code), None));
+        for damaged in [ffi::SQLITE_CORRUPT, ffi::SQLITE_NOTADB, ffi::SQLITE_ERROR] {
+            assert!(sqlite(damaged).is_damage(), "{damaged}");
+        }
+        for in_use in [
+            ffi::SQLITE_BUSY,
+            ffi::SQLITE_LOCKED,
+            ffi::SQLITE_PERM,
+            ffi::SQLITE_CANTOPEN,
+            ffi::SQLITE_IOERR,
+            ffi::SQLITE_FULL,
+            ffi::SQLITE_READONLY,
+            ffi::SQLITE_NOMEM,
+            ffi::SQLITE_INTERRUPT,
+        ] {
+            assert!(!sqlite(in_use).is_damage(), "{in_use}");
+            let open = StoreError::Open {
+                kind: "index",
+                path: PathBuf::from("x"),
+                source: rusqlite::Error::SqliteFailure(ffi::Error::new(in_use), None),
+            };
+            assert!(!open.is_damage(), "{in_use}");
+        }
+        // A path that is a directory cannot be opened: an error, and the
+        // directory is left alone.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("index.sqlite");
+        std::fs::create_dir_all(path.join("inside")).unwrap();
+        let err = Store::open(&path, StoreKind::Index).unwrap_err();
+        assert!(!err.is_damage(), "{err:?}");
+        assert!(path.join("inside").is_dir());
+    }
+
+    /// An index another connection is writing (its write lock held while
+    /// this one needs it to migrate) is reported busy; it is not deleted.
+    #[test]
+    fn a_busy_index_is_an_error_and_is_not_rebuilt() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("ws.sqlite");
+        {
+            let store = Store::open(&path, StoreKind::Index).unwrap();
+            store
+                .conn
+                .execute("INSERT INTO meta (key, value) VALUES ('kept', 'yes')", [])
+                .unwrap();
+            // As an index of the previous schema version would read.
+            store.conn.pragma_update(None, "user_version", 2).unwrap();
+        }
+        let inode = || {
+            use std::os::unix::fs::MetadataExt;
+            std::fs::metadata(&path).unwrap().ino()
+        };
+        let before = inode();
+        let writer = Connection::open(&path).unwrap();
+        writer.execute_batch("BEGIN IMMEDIATE").unwrap();
+        let err = Store::open_with(&path, StoreKind::Index, Duration::from_millis(50)).unwrap_err();
+        assert!(!err.is_damage(), "{err:?}");
+        assert!(format!("{err:?}").contains("DatabaseBusy"), "{err:?}");
+        writer.execute_batch("ROLLBACK").unwrap();
+        assert_eq!(inode(), before, "the file was not replaced");
+        let kept: String = writer
+            .query_row("SELECT value FROM meta WHERE key = 'kept'", [], |r| {
+                r.get(0)
+            })
+            .unwrap();
+        assert_eq!(kept, "yes");
+        // An exclusive lock held by another connection: the same.
+        writer
+            .execute_batch(
+                "PRAGMA user_version = 3; PRAGMA locking_mode = EXCLUSIVE; BEGIN EXCLUSIVE; UPDATE meta SET value = 'still' WHERE key = 'kept'; COMMIT;",
+            )
+            .unwrap();
+        let err = Store::open_with(&path, StoreKind::Index, Duration::from_millis(50)).unwrap_err();
+        assert!(!err.is_damage(), "{err:?}");
+        assert_eq!(inode(), before);
+        drop(writer);
+        let store = Store::open(&path, StoreKind::Index).unwrap();
+        let kept: String = store
+            .conn
+            .query_row("SELECT value FROM meta WHERE key = 'kept'", [], |r| {
+                r.get(0)
+            })
+            .unwrap();
+        assert_eq!(kept, "still", "the index survived both");
+    }
+
+    /// A damaged index is rebuilt only by the holder of its lock.
+    #[test]
+    fn a_damaged_index_is_rebuilt_under_its_lock() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("ws.sqlite");
+        let junk = b"this is not a sqlite database at all, just junk bytes....";
+        std::fs::write(&path, junk).unwrap();
+        let lock = std::fs::File::create(lock_path(&path)).unwrap();
+        lock.lock().unwrap();
+        let opener = {
+            let path = path.clone();
+            std::thread::spawn(move || Store::open(&path, StoreKind::Index).map(|_| ()))
+        };
+        // However long the lock is held, the file is not touched.
+        std::thread::sleep(Duration::from_millis(200));
+        assert!(!opener.is_finished());
+        assert_eq!(std::fs::read(&path).unwrap(), junk);
+        lock.unlock().unwrap();
+        opener.join().unwrap().unwrap();
+        assert_ne!(
+            std::fs::read(&path).unwrap(),
+            junk,
+            "rebuilt once the lock was free"
+        );
     }
 
     #[test]

@@ -729,3 +729,221 @@ fn turns_reuse_the_skills_until_a_skill_changes() {
     let removed = prompt();
     assert!(!removed["system"].as_str().unwrap().contains("weather."));
 }
+
+#[test]
+fn each_of_several_reset_triggers_starts_a_new_session() {
+    let sb = Sandbox::new();
+    // The short trigger comes after a longer one it is not a prefix of.
+    sb.write(
+        ".almanac/config.json5",
+        r#"{ session: { resetTriggers: ["/start-over-please", "/x"] } }"#,
+    );
+    let turn = |message: &str| {
+        let server = ScriptedServer::start(vec![text("ok")]);
+        agent(&sb, &server, &["--message", message, "--json"])
+            .ok()
+            .json()
+    };
+    let first = turn("hello");
+    let short = turn("/x");
+    assert_eq!(short["started"], "new", "{short}");
+    assert_ne!(short["sessionId"], first["sessionId"]);
+    let long = turn("/START-OVER-PLEASE and carry on");
+    assert_eq!(long["started"], "new", "{long}");
+    assert_ne!(long["sessionId"], short["sessionId"]);
+    // The defaults are replaced, not added to.
+    let plain = turn("/new");
+    assert!(plain.get("started").is_none(), "{plain}");
+    assert_eq!(plain["sessionId"], long["sessionId"]);
+}
+
+#[test]
+fn new_with_a_model_that_cannot_be_used_leaves_the_session_alone() {
+    let sb = Sandbox::new();
+    let server = ScriptedServer::start(vec![text("ok")]);
+    let first = agent(&sb, &server, &["--message", "hello", "--json"])
+        .ok()
+        .json();
+    let store = ".almanac/agents/main/sessions/sessions.json";
+    let before = sb.read(store);
+    let sessions_dir = sb.path(".almanac/agents/main/sessions");
+    let files = || {
+        let mut names: Vec<String> = std::fs::read_dir(&sessions_dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    };
+    let files_before = files();
+    for (message, expected) in [
+        ("/new nosuch/model", "unknown provider `nosuch`"),
+        ("/reset openai/", "not a model reference"),
+    ] {
+        let server = ScriptedServer::start(vec![text("ok")]);
+        let run = agent(&sb, &server, &["--message", message]);
+        assert_ne!(run.code, 0, "{message}: {}", run.stdout);
+        assert!(run.stderr.contains(expected), "{message}: {}", run.stderr);
+        assert!(server.requests().is_empty(), "nothing was sent");
+        assert_eq!(sb.read(store), before, "{message}: the entry is untouched");
+        assert_eq!(files(), files_before, "{message}: no new transcript");
+    }
+    let server = ScriptedServer::start(vec![text("still here")]);
+    let next = agent(&sb, &server, &["--message", "hello again", "--json"])
+        .ok()
+        .json();
+    assert_eq!(next["sessionId"], first["sessionId"]);
+}
+
+const QUEUE: &str = ".almanac/agents/main/sessions/system-events.json";
+
+fn queue_events(sb: &Sandbox, texts: &[&str]) {
+    let events: Vec<Value> = texts
+        .iter()
+        .enumerate()
+        .map(|(i, t)| json!({"text": t, "ts": 1_795_942_000_000i64 + i as i64, "trusted": true}))
+        .collect();
+    sb.write(QUEUE, &json!({"agent:main:main": events}).to_string());
+}
+
+fn queued(sb: &Sandbox) -> Vec<String> {
+    let v: Value = serde_json::from_str(&sb.read(QUEUE)).unwrap();
+    v["agent:main:main"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .map(|e| e["text"].as_str().unwrap().to_string())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn last_user_text(server: &ScriptedServer) -> String {
+    let body = server.requests().last().unwrap().json();
+    body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .rev()
+        .find(|m| m["role"] == "user")
+        .unwrap()["content"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+#[test]
+fn system_events_leave_the_queue_only_once_their_turn_is_in_the_transcript() {
+    let sb = Sandbox::new();
+    queue_events(&sb, &["Backup finished"]);
+    // The model call fails: the events stay queued.
+    let server = ScriptedServer::start(vec![Reply::Status {
+        status: 400,
+        headers: vec![],
+        body: r#"{"error":{"message":"bad request"}}"#.into(),
+    }]);
+    agent(&sb, &server, &["--message", "anything new?"]).code(1);
+    assert!(
+        last_user_text(&server).contains("System: ["),
+        "sent with the message"
+    );
+    assert_eq!(queued(&sb), vec!["Backup finished"], "still queued");
+    // A server error retried to the end: the same.
+    let busy = || Reply::Status {
+        status: 500,
+        headers: vec![("retry-after".into(), "0".into())],
+        body: r#"{"error":{"message":"internal trouble"}}"#.into(),
+    };
+    let server = ScriptedServer::start(vec![busy(), busy(), busy(), busy()]);
+    agent(&sb, &server, &["--message", "anything new?"]).code(1);
+    assert_eq!(queued(&sb), vec!["Backup finished"]);
+    // A turn that completes: delivered, recorded, and gone.
+    let server = ScriptedServer::start(vec![text("The backup finished.")]);
+    let v = agent(&sb, &server, &["--message", "anything new?", "--json"])
+        .ok()
+        .json();
+    assert!(last_user_text(&server).contains("Backup finished"));
+    assert!(queued(&sb).is_empty(), "{}", sb.read(QUEUE));
+    let lines = transcript_lines(&sb, v["sessionId"].as_str().unwrap());
+    let record = lines.last().unwrap();
+    assert_eq!(record["type"], "custom");
+    assert_eq!(record["customType"], "system-events");
+    assert_eq!(record["data"]["delivered"].as_array().unwrap().len(), 1);
+    // A crash after the transcript was synced but before the queue was
+    // updated leaves the delivered event queued: the next turn drops it
+    // and delivers only what is new.
+    queue_events(&sb, &["Backup finished", "Disk almost full"]);
+    let server = ScriptedServer::start(vec![text("Disk noted.")]);
+    agent(&sb, &server, &["--message", "and now?"]).ok();
+    let sent = last_user_text(&server);
+    assert!(sent.contains("Disk almost full"), "{sent}");
+    assert!(!sent.contains("Backup finished"), "{sent}");
+    assert!(queued(&sb).is_empty());
+}
+
+#[test]
+fn a_corrupt_event_queue_is_moved_aside_with_a_warning() {
+    let sb = Sandbox::new();
+    let garbage = "{\"agent:main:main\": [{\"text\": \"Deploy finish";
+    sb.write(QUEUE, garbage);
+    let server = ScriptedServer::start(vec![text("Hello.")]);
+    let run = agent(&sb, &server, &["--message", "hi"]).ok();
+    assert!(
+        run.stderr
+            .contains("warning: the system event queue did not parse"),
+        "{}",
+        run.stderr
+    );
+    let dir = sb.path(".almanac/agents/main/sessions");
+    let moved: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.to_string_lossy().contains("system-events.json.corrupt-"))
+        .collect();
+    assert_eq!(
+        moved.len(),
+        1,
+        "{:?}",
+        std::fs::read_dir(&dir).unwrap().collect::<Vec<_>>()
+    );
+    assert_eq!(std::fs::read_to_string(&moved[0]).unwrap(), garbage);
+    assert!(
+        run.stderr.contains(&moved[0].display().to_string()),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn a_silent_server_or_a_web_page_fails_fast_with_a_clear_message() {
+    let sb = Sandbox::new();
+    sb.write(
+        ".almanac/config.json5",
+        "{ agents: { defaults: { llm: { idleTimeoutSeconds: 1, connectTimeoutSeconds: 1 } } } }",
+    );
+    let server = ScriptedServer::start(vec![Reply::Hang, Reply::Hang]);
+    let started = std::time::Instant::now();
+    let run = agent(&sb, &server, &["--message", "hi"]).code(1);
+    assert!(started.elapsed() < std::time::Duration::from_secs(8));
+    assert!(
+        run.stderr.contains(
+            "error: openai accepted the connection but sent nothing for 1 s (agents.defaults.llm.idleTimeoutSeconds)"
+        ),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(server.requests().len(), 1, "not retried");
+    let server = ScriptedServer::start(vec![Reply::Status {
+        status: 200,
+        headers: vec![("content-type".into(), "text/html".into())],
+        body: "<html><title>Hotel Wi-Fi</title></html>".into(),
+    }]);
+    let run = agent(&sb, &server, &["--message", "hi"]).code(1);
+    assert!(
+        run.stderr.contains(
+            "answered with an HTML page, not an event stream: check models.providers.openai.baseUrl"
+        ),
+        "{}",
+        run.stderr
+    );
+}

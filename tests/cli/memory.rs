@@ -456,3 +456,86 @@ fn disabled_memory_search_says_so() {
     assert_eq!(v["disabled"], true);
     assert!(results(&v).is_empty());
 }
+
+/// Values far out of range are refused with a usage error (exit 2) or
+/// capped; no command panics (a panic exits 101).
+#[test]
+fn huge_values_are_refused_or_capped_never_a_panic() {
+    let sb = Sandbox::new();
+    sb.write(".almanac/workspace/memory/2025-11-27.md", CHAT);
+    let huge = "18446744073709551615";
+    let refused: &[(&[&str], &str)] = &[
+        (
+            &["memory", "search", "--since", "20000y", "Peter"],
+            "earliest date",
+        ),
+        (
+            &[
+                "memory",
+                "search",
+                "--until",
+                "99999999999999999999999d",
+                "Peter",
+            ],
+            "earliest date",
+        ),
+        (
+            &["memory", "recall", "--since", "300000m", "Peter"],
+            "earliest date",
+        ),
+        (&["memory", "search", "-n", huge, "Peter"], "from 1 to 1000"),
+        (
+            &["memory", "search", "--context", huge, "Peter"],
+            "from 0 to 50",
+        ),
+        (
+            &["memory", "search", "--min-score", "NaN", "Peter"],
+            "from 0 to 1",
+        ),
+        (
+            &["memory", "entity", "--lines", huge, "Peter"],
+            "from 1 to 1000",
+        ),
+        (
+            &["session-memory", "search", "--limit", huge, "Peter"],
+            "from 0 to 1000",
+        ),
+    ];
+    for (args, message) in refused {
+        let mut all = vec!["--now", "2026-11-29T09:00:00+00:00"];
+        all.extend_from_slice(args);
+        let run = sb.run(&all);
+        assert_eq!(run.code, 2, "{args:?}\n{}", run.stderr);
+        assert!(
+            run.stderr.starts_with("error: "),
+            "{args:?}\n{}",
+            run.stderr
+        );
+        assert!(run.stderr.contains(message), "{args:?}\n{}", run.stderr);
+        assert!(!run.stderr.contains("panicked"), "{}", run.stderr);
+    }
+    let capped: &[&[&str]] = &[
+        &["memory", "search", "Peter", "since 20000 years ago"],
+        &["memory", "recall", "--budget", huge, "Peter"],
+        &[
+            "memory",
+            "get",
+            "memory/2025-11-27.md",
+            "--from",
+            huge,
+            "--lines",
+            huge,
+        ],
+        &["session-memory", "context", "--budget", huge, "Peter"],
+        &["session-memory", "clear", "--older-than", "4294967295"],
+        &["heartbeat", "history", "--limit", huge],
+    ];
+    for args in capped {
+        let mut all = vec!["--now", "2026-11-29T09:00:00+00:00"];
+        all.extend_from_slice(args);
+        let run = sb.run(&all);
+        assert_eq!(run.code, 0, "{args:?}\n{}", run.stderr);
+    }
+    // Nothing is older than the calendar: the daily file stays.
+    assert!(sb.path(".almanac/workspace/memory/2025-11-27.md").exists());
+}

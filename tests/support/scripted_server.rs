@@ -39,6 +39,11 @@ pub enum Reply {
     Sse(Vec<String>),
     /// The same, then the connection is closed without ending the answer.
     SseDrop(Vec<String>),
+    /// The same, then nothing more, the connection held open (until the
+    /// client goes away): a stream that stalls midway.
+    SseStall(Vec<String>),
+    /// `200 text/event-stream`: these chunks with a pause before each.
+    SseSlow(Vec<String>, std::time::Duration),
     /// Read the request and never answer (until the client goes away).
     Hang,
     /// Any status with headers and a body.
@@ -137,20 +142,44 @@ fn serve(
             body: "{\"error\":{\"message\":\"no scripted reply\"}}".to_string(),
         });
     let mut out = stream;
+    // Waits for the client to close its side.
+    let wait_for_close = |reader: &mut BufReader<TcpStream>| {
+        let mut sink = [0u8; 64];
+        while matches!(reader.read(&mut sink), Ok(n) if n > 0) {}
+    };
+    let stall = matches!(reply, Reply::SseStall(_));
     match reply {
         Reply::Hang => {
-            // Wait for the client to close its side.
-            let mut sink = [0u8; 64];
-            while matches!(reader.read(&mut sink), Ok(n) if n > 0) {}
+            wait_for_close(&mut reader);
             return;
         }
-        Reply::Sse(chunks) | Reply::SseDrop(chunks) => {
+        Reply::Sse(chunks) | Reply::SseDrop(chunks) | Reply::SseStall(chunks) => {
             let _ = out.write_all(
                 b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\nconnection: close\r\n\r\n",
             );
             for chunk in chunks {
                 let _ = out.write_all(chunk.as_bytes());
                 let _ = out.flush();
+            }
+            if stall {
+                wait_for_close(&mut reader);
+                return;
+            }
+        }
+        Reply::SseSlow(chunks, pause) => {
+            let _ = out.write_all(
+                b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\nconnection: close\r\n\r\n",
+            );
+            let _ = out.flush();
+            for chunk in chunks {
+                std::thread::sleep(pause);
+                if out
+                    .write_all(chunk.as_bytes())
+                    .and_then(|()| out.flush())
+                    .is_err()
+                {
+                    return;
+                }
             }
         }
         Reply::Status {

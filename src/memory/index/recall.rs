@@ -115,6 +115,8 @@ pub struct RecallPack {
 
 /// Most lines an entity summary shows.
 pub const ENTITY_LINES: usize = 10;
+/// The most lines an entity summary shows, whatever it is asked for.
+pub const MAX_ENTITY_LINES: usize = 1000;
 /// Items (tagged first, then the newest) whose co-mentions make the
 /// "mentioned with" list.
 const RELATED_SAMPLE: usize = 1000;
@@ -128,6 +130,7 @@ impl Index {
         name: &str,
         max_lines: usize,
     ) -> Result<Option<EntitySummary>, StoreError> {
+        let max_lines = max_lines.min(MAX_ENTITY_LINES);
         let key = entities::key(name);
         if key.is_empty() {
             return Ok(None);

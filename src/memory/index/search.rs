@@ -93,6 +93,11 @@ pub const RECENCY_LIFT: f64 = 0.05;
 /// Days over which the recency lift halves.
 const RECENCY_HALF_LIFE_DAYS: f64 = 180.0;
 
+/// The most results a search returns, whatever it is asked for.
+pub const MAX_RESULTS: usize = 1000;
+/// The most neighbouring items shown either side of a hit.
+pub const MAX_CONTEXT: usize = 50;
+
 /// A search request.
 #[derive(Debug, Clone)]
 pub struct Query<'a> {
@@ -170,8 +175,14 @@ struct Scored {
 }
 
 impl Index {
-    /// Ranked search; see the module documentation.
+    /// Ranked search; see the module documentation. A limit or context
+    /// larger than [`MAX_RESULTS`] / [`MAX_CONTEXT`] is cut to it.
     pub fn search_with(&self, q: &Query<'_>) -> Result<Outcome, StoreError> {
+        let q = &Query {
+            limit: q.limit.min(MAX_RESULTS),
+            context: q.context.min(MAX_CONTEXT),
+            ..q.clone()
+        };
         if q.limit == 0 {
             return Ok(Outcome::default());
         }
@@ -685,7 +696,7 @@ impl Index {
              ORDER BY i.day DESC, i.ts DESC, i.id DESC LIMIT ?3",
             super::HIT_COLUMNS
         ))?;
-        let fetch = (limit * 4 + 16) as i64;
+        let fetch = (limit.min(MAX_RESULTS) * 4 + 16) as i64;
         let hits = stmt
             .query_map(rusqlite::params![since, until, fetch], super::hit_from_row)?
             .collect::<Result<Vec<_>, _>>()?;

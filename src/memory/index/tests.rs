@@ -635,3 +635,27 @@ fn reading_only_the_newest_postings_of_a_common_word_changes_nothing() {
         }
     }
 }
+
+/// Limits from a caller (the model's tool arguments, a config value) are
+/// capped, never a panic or an unbounded read.
+#[test]
+fn huge_limits_are_capped() {
+    let f = fixture(&[
+        ("memory/2026-11-01.md", DAY1),
+        ("memory/2026-11-02.md", DAY2),
+    ]);
+    let mut idx = open(&f);
+    idx.sync(SyncMode::Full, wall_ns()).unwrap();
+    let q = search::Query {
+        text: "standup",
+        limit: usize::MAX,
+        context: usize::MAX,
+        ..search::Query::default()
+    };
+    let hits = idx.search_with(&q).unwrap().hits;
+    assert!(!hits.is_empty());
+    assert!(hits.iter().all(|h| h.before.len() + h.after.len() <= 4));
+    assert_eq!(idx.search("alice", usize::MAX, None).unwrap().len(), 1);
+    assert!(idx.recent(usize::MAX, None).unwrap().len() >= 3);
+    assert!(idx.entity("Alice", usize::MAX).unwrap().is_some());
+}
