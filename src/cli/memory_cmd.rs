@@ -102,6 +102,9 @@ struct ToolHit<'a> {
     heading: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
     context: Option<ToolContext<'a>>,
+    /// Lines replaced by a marker (the read-time rule).
+    #[serde(skip_serializing_if = "<[usize]>::is_empty")]
+    withheld: &'a [usize],
 }
 
 #[derive(Serialize)]
@@ -129,6 +132,7 @@ impl<'a> ToolHit<'a> {
             day: hit.day.as_deref(),
             heading: &hit.heading,
             context,
+            withheld: &hit.withheld,
         }
     }
 }

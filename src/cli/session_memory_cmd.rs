@@ -121,7 +121,7 @@ pub fn run(cmd: SessionMemoryCommand, app: &App) -> anyhow::Result<ExitCode> {
             }
             if let Some(label) = appended.outcome.forced_past {
                 warn(format!(
-                    "stored despite a prompt-injection pattern ({label}); it will be withheld from recalled context"
+                    "stored despite a prompt-injection pattern ({label}); it is withheld wherever memory is read back"
                 ));
             }
             if json.json {
@@ -264,7 +264,7 @@ const SNIPPET_CHARS: usize = 300;
 
 /// OpenClaw's `memory_search` result shape plus almanac's fields.
 pub fn hit_json(hit: &Hit) -> serde_json::Value {
-    json!({
+    let mut value = json!({
         "path": hit.path,
         "startLine": hit.start_line,
         "endLine": hit.end_line,
@@ -275,7 +275,11 @@ pub fn hit_json(hit: &Hit) -> serde_json::Value {
         "date": hit.day,
         "stamp": hit.stamp,
         "heading": hit.heading,
-    })
+    });
+    if !hit.withheld.is_empty() {
+        value["withheld"] = json!(hit.withheld);
+    }
+    value
 }
 
 trait HintExt {

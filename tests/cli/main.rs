@@ -4,6 +4,7 @@
 mod agent;
 mod common;
 mod foundation;
+mod injection;
 mod memory;
 #[path = "../support/scripted_server.rs"]
 mod scripted;
