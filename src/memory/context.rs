@@ -143,13 +143,17 @@ pub fn build(
     });
     let mut lt_used = estimate_tokens(&lt_header);
     let mut headings_paid: HashSet<String> = HashSet::new();
+    // Each heading path is guarded once.
+    let mut headings: HashMap<&str, Vec<String>> = HashMap::new();
     let mut chosen: Vec<(&Hit, ContextItem)> = Vec::new();
     for hit in order {
         let item = render(hit, Section::LongTerm, relevance.get(&hit.id).copied());
         let heading_cost = if headings_paid.contains(&hit.heading) {
             0
         } else {
-            heading_lines(hit)
+            headings
+                .entry(hit.heading.as_str())
+                .or_insert_with(|| heading_lines(hit))
                 .iter()
                 .map(|l| estimate_tokens(l) + 1)
                 .sum()
@@ -175,8 +179,11 @@ pub fn build(
         let mut last_heading: Option<&str> = None;
         for (hit, item) in &chosen {
             if last_heading != Some(hit.heading.as_str()) {
-                for line in heading_lines(hit) {
-                    text.push_str(&line);
+                let lines = headings
+                    .entry(hit.heading.as_str())
+                    .or_insert_with(|| heading_lines(hit));
+                for line in lines.iter() {
+                    text.push_str(line);
                     text.push('\n');
                 }
                 last_heading = Some(&hit.heading);

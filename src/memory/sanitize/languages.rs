@@ -11,6 +11,7 @@
 //! folding as the text (case, accents, look-alike letters), so the tables
 //! are written as people write the words.
 
+use std::collections::HashMap;
 use std::sync::OnceLock;
 
 use super::normalize::{Normalized, Word, fold};
@@ -725,10 +726,20 @@ fn fold_all(words: &[&str]) -> Vec<String> {
     words.iter().map(|w| fold(w)).collect()
 }
 
-fn spaced() -> &'static [Folded] {
-    static TABLES: OnceLock<Vec<Folded>> = OnceLock::new();
+/// The spaced languages' tables, and their verbs indexed so that a word
+/// is looked up once whatever the number of languages.
+struct SpacedTables {
+    langs: Vec<Folded>,
+    /// Override verb → (language, label) pairs.
+    verbs: HashMap<String, Vec<(usize, &'static str)>>,
+    /// "Show"-like verb → languages.
+    reveals: HashMap<String, Vec<usize>>,
+}
+
+fn spaced() -> &'static SpacedTables {
+    static TABLES: OnceLock<SpacedTables> = OnceLock::new();
     TABLES.get_or_init(|| {
-        SPACED
+        let langs: Vec<Folded> = SPACED
             .iter()
             .map(|l| Folded {
                 ignore: fold_all(l.ignore),
@@ -743,7 +754,31 @@ fn spaced() -> &'static [Folded] {
                 reveal: fold_all(l.reveal),
                 prompt: l.prompt.iter().map(|p| fold_all(p)).collect(),
             })
-            .collect()
+            .collect();
+        let mut verbs: HashMap<String, Vec<(usize, &'static str)>> = HashMap::new();
+        let mut reveals: HashMap<String, Vec<usize>> = HashMap::new();
+        for (k, lang) in langs.iter().enumerate() {
+            for verb in &lang.ignore {
+                verbs
+                    .entry(verb.clone())
+                    .or_default()
+                    .push((k, IGNORE_PREVIOUS));
+            }
+            for verb in &lang.forget {
+                verbs
+                    .entry(verb.clone())
+                    .or_default()
+                    .push((k, DISREGARD_RULES));
+            }
+            for verb in &lang.reveal {
+                reveals.entry(verb.clone()).or_default().push(k);
+            }
+        }
+        SpacedTables {
+            langs,
+            verbs,
+            reveals,
+        }
     })
 }
 
@@ -769,22 +804,31 @@ fn unspaced() -> &'static [Folded] {
     })
 }
 
+/// The verbs of the languages written with spaces that are plain ASCII
+/// once folded (the anchors the first look needs).
+pub fn ascii_verbs() -> impl Iterator<Item = &'static str> {
+    spaced()
+        .verbs
+        .keys()
+        .chain(spaced().reveals.keys())
+        .map(String::as_str)
+        .filter(|w| w.is_ascii())
+}
+
 /// The label of an override in another language, if any.
 pub fn override_instructions(n: &Normalized) -> Option<&'static str> {
     spaced_override(n).or_else(|| unspaced_override(n))
 }
 
 fn spaced_override(n: &Normalized) -> Option<&'static str> {
-    for lang in spaced() {
-        for words in n.variants() {
-            for (i, w) in words.iter().enumerate() {
-                let label = if is(&w.text, &lang.ignore) {
-                    IGNORE_PREVIOUS
-                } else if is(&w.text, &lang.forget) {
-                    DISREGARD_RULES
-                } else {
-                    continue;
-                };
+    let tables = spaced();
+    for words in n.variants() {
+        for (i, w) in words.iter().enumerate() {
+            let Some(found) = tables.verbs.get(&w.text) else {
+                continue;
+            };
+            for &(k, label) in found {
+                let lang = &tables.langs[k];
                 if negated_by(words, i, &lang.not_before)
                     || words
                         .get(i + 1)
@@ -820,7 +864,7 @@ const UNSPACED_WINDOW: usize = 16;
 
 fn unspaced_override(n: &Normalized) -> Option<&'static str> {
     let text = n.compact.as_str();
-    if text.is_ascii() {
+    if !has_unspaced_script(text) {
         return None;
     }
     for lang in unspaced() {
@@ -866,10 +910,15 @@ pub fn prompt_extraction(n: &Normalized) -> bool {
 }
 
 fn spaced_extraction(n: &Normalized) -> bool {
-    for lang in spaced() {
-        for words in n.variants() {
-            for (i, w) in words.iter().enumerate() {
-                if !is(&w.text, &lang.reveal) || negated_by(words, i, &lang.not_before) {
+    let tables = spaced();
+    for words in n.variants() {
+        for (i, w) in words.iter().enumerate() {
+            let Some(found) = tables.reveals.get(&w.text) else {
+                continue;
+            };
+            for &k in found {
+                let lang = &tables.langs[k];
+                if negated_by(words, i, &lang.not_before) {
                     continue;
                 }
                 let end = (i + 7).min(words.len());
@@ -894,7 +943,7 @@ fn phrase_at(words: &[Word], i: usize, phrase: &[String]) -> bool {
 
 fn unspaced_extraction(n: &Normalized) -> bool {
     let text = n.compact.as_str();
-    if text.is_ascii() {
+    if !has_unspaced_script(text) {
         return false;
     }
     unspaced().iter().any(|lang| {
@@ -909,6 +958,22 @@ fn unspaced_extraction(n: &Normalized) -> bool {
             })
         })
     })
+}
+
+/// Whether `text` holds Chinese, Japanese or Korean characters (Hangul
+/// as the conjoining letters folding leaves).
+fn has_unspaced_script(text: &str) -> bool {
+    !text.is_ascii()
+        && text.chars().any(|c| {
+            matches!(c,
+                '\u{1100}'..='\u{11FF}'
+                | '\u{3040}'..='\u{30FF}'
+                | '\u{3130}'..='\u{318F}'
+                | '\u{3400}'..='\u{4DBF}'
+                | '\u{4E00}'..='\u{9FFF}'
+                | '\u{AC00}'..='\u{D7AF}'
+                | '\u{F900}'..='\u{FAFF}')
+        })
 }
 
 /// The last `n` characters of `text`.

@@ -378,16 +378,18 @@ fn flush_run(run: &mut Vec<Word>, out: &mut Vec<Word>) {
 }
 
 fn leet_variant(words: &[Word]) -> Option<Vec<Word>> {
-    let mut changed = false;
+    let leet_digit = |c: char| matches!(c, '0' | '1' | '3' | '4' | '5' | '7' | '8');
+    let reads_differently =
+        |w: &Word| w.text.chars().any(leet_digit) && w.text.chars().any(char::is_alphabetic);
+    if !words.iter().any(reads_differently) {
+        return None;
+    }
     let mapped = words
         .iter()
         .map(|w| {
-            let has_digit = w.text.chars().any(|c| c.is_ascii_digit());
-            let has_alpha = w.text.chars().any(|c| c.is_alphabetic());
-            if !(has_digit && has_alpha) {
+            if !reads_differently(w) {
                 return w.clone();
             }
-            changed = true;
             let text = w
                 .text
                 .chars()
@@ -405,7 +407,7 @@ fn leet_variant(words: &[Word]) -> Option<Vec<Word>> {
             Word { text, ..w.clone() }
         })
         .collect();
-    changed.then_some(mapped)
+    Some(mapped)
 }
 
 #[cfg(test)]

@@ -14,13 +14,13 @@
 //!   user can find and fix it. The label is not shown: some labels quote
 //!   the very phrases they describe.
 //!
-//! Text that is clean as a whole is scanned once; only text that matches
-//! somewhere is scanned note by note.
+//! Text in which the first look ([`may_match`]) finds nothing is only
+//! neutralised; other text is scanned note by note.
 
 use almanac_markdown::notes::{self, BlockKind};
 
-use super::normalize::Normalized;
-use super::{first_match, neutralise, scan};
+use super::prefilter::may_match;
+use super::{neutralise, scan};
 
 /// Text after the read-time rule.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -78,20 +78,13 @@ pub fn guard_note(body: &str, path: &str, first_line: usize) -> Guarded {
 /// as written (neutralised), a withheld line keeps its indentation and
 /// list marker.
 pub fn guard_text(text: &str, path: &str, first_line: usize) -> Guarded {
-    let blocks = notes::parse_blocks(text);
-    let mut whole = String::with_capacity(text.len());
-    for block in &blocks {
-        whole.push_str(&block.body);
-        whole.push('\n');
-    }
-    // Clean as a whole: clean note by note (the detectors only find more
-    // in more text; see the tests).
-    if first_match(&Normalized::new(&whole)).is_none() {
+    if !may_match(text) {
         return Guarded {
             text: neutralise(text),
             withheld: Vec::new(),
         };
     }
+    let blocks = notes::parse_blocks(text);
     let lines: Vec<&str> = text.split('\n').collect();
     let mut withhold = vec![false; lines.len()];
     for block in &blocks {
@@ -140,7 +133,7 @@ pub fn guard_text(text: &str, path: &str, first_line: usize) -> Guarded {
 /// `note_line`: a title that scans as an injection is replaced by a
 /// marker.
 pub fn guard_heading(heading: &str, path: &str, note_line: usize) -> String {
-    if heading.is_empty() || first_match(&Normalized::new(heading)).is_none() {
+    if !may_match(heading) {
         return neutralise(heading);
     }
     heading
@@ -274,7 +267,7 @@ mod tests {
     proptest::proptest! {
         /// Whatever mix of the corpora's notes a file holds, a note that
         /// scans as an injection is withheld and a note that does not is
-        /// kept: the shortcut for files clean as a whole loses nothing.
+        /// kept: the first look at the whole file loses nothing.
         #[test]
         fn guarding_a_file_agrees_with_scanning_its_notes(
             picks in proptest::collection::vec((0usize..1000, proptest::bool::ANY, 0usize..4), 1..8)
