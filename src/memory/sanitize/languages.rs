@@ -49,6 +49,10 @@ struct Unspaced {
     not_after: &'static [&'static str],
     reveal: &'static [&'static str],
     prompt: &'static [&'static str],
+    /// Characters either side of a verb in which its object is looked
+    /// for, after folding (which spells a Hangul syllable with two or
+    /// three letters).
+    window: usize,
 }
 
 const SPACED: &[Spaced] = &[
@@ -650,6 +654,7 @@ const UNSPACED: &[Unspaced] = &[
             "隐藏指令",
             "隱藏指令",
         ],
+        window: 16,
     },
     // Japanese
     Unspaced {
@@ -683,6 +688,7 @@ const UNSPACED: &[Unspaced] = &[
         not_after: &["しない", "せず", "するな", "ないで", "ません"],
         reveal: &["表示", "教えて", "出力", "見せて", "繰り返", "書き出"],
         prompt: &["システムプロンプト", "システム指示", "隠された指示"],
+        window: 16,
     },
     // Korean
     Unspaced {
@@ -703,6 +709,7 @@ const UNSPACED: &[Unspaced] = &[
         not_after: &["하지마", "하지말", "하지않", "않"],
         reveal: &["보여", "출력", "알려", "공개", "반복"],
         prompt: &["시스템프롬프트", "시스템지시", "시스템메시지"],
+        window: 40,
     },
 ];
 
@@ -720,6 +727,8 @@ struct Folded {
     reveal: Vec<String>,
     /// Phrases as folded words (spaced) or one folded string (unspaced).
     prompt: Vec<Vec<String>>,
+    /// See [`Unspaced::window`] (unused for spaced languages).
+    window: usize,
 }
 
 fn fold_all(words: &[&str]) -> Vec<String> {
@@ -753,6 +762,7 @@ fn spaced() -> &'static SpacedTables {
                 verb_last: l.verb_last,
                 reveal: fold_all(l.reveal),
                 prompt: l.prompt.iter().map(|p| fold_all(p)).collect(),
+                window: 0,
             })
             .collect();
         let mut verbs: HashMap<String, Vec<(usize, &'static str)>> = HashMap::new();
@@ -799,6 +809,7 @@ fn unspaced() -> &'static [Folded] {
                 verb_last: true,
                 reveal: fold_all(l.reveal),
                 prompt: vec![fold_all(l.prompt)],
+                window: l.window,
             })
             .collect()
     })
@@ -859,9 +870,6 @@ fn spaced_override(n: &Normalized) -> Option<&'static str> {
     None
 }
 
-/// Characters either side of a verb in which its object is looked for.
-const UNSPACED_WINDOW: usize = 16;
-
 fn unspaced_override(n: &Normalized) -> Option<&'static str> {
     let text = n.compact.as_str();
     if !has_unspaced_script(text) {
@@ -889,8 +897,8 @@ fn unspaced_override(n: &Normalized) -> Option<&'static str> {
                     }
                     let window = format!(
                         "{}{}",
-                        tail_chars(ahead, UNSPACED_WINDOW),
-                        head_chars(after, UNSPACED_WINDOW)
+                        tail_chars(ahead, lang.window),
+                        head_chars(after, lang.window)
                     );
                     if lang.nouns.iter().any(|w| window.contains(w.as_str()))
                         && lang.qualifiers.iter().any(|w| window.contains(w.as_str()))
@@ -951,8 +959,8 @@ fn unspaced_extraction(n: &Normalized) -> bool {
             text.match_indices(verb.as_str()).any(|(at, _)| {
                 let window = format!(
                     "{}{}",
-                    tail_chars(&text[..at], UNSPACED_WINDOW),
-                    head_chars(&text[at + verb.len()..], UNSPACED_WINDOW)
+                    tail_chars(&text[..at], lang.window),
+                    head_chars(&text[at + verb.len()..], lang.window)
                 );
                 lang.prompt[0].iter().any(|p| window.contains(p.as_str()))
             })

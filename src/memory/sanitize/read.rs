@@ -114,8 +114,9 @@ pub fn guard_text(text: &str, path: &str, first_line: usize) -> Guarded {
         if withhold[k] {
             let number = first_line + k;
             withheld.push(number);
+            let cr = if line.ends_with('\r') { "\r" } else { "" };
             out.push(format!(
-                "{}{}",
+                "{}{}{cr}",
                 line_lead(line),
                 withheld_marker(path, number)
             ));
