@@ -605,11 +605,18 @@ impl Services for AppServices {
         if searched.disabled {
             return Ok(json!({"results": [], "disabled": true, "error": "memory search is off"}));
         }
+        // The hits have passed the read-time rule (`Hit::guard`).
         let results: Vec<Value> = searched
             .outcome
             .hits
             .iter()
-            .map(|h| json!({"path": h.path, "startLine": h.start_line, "endLine": h.end_line, "score": (h.score * 10_000.0).round() / 10_000.0, "snippet": h.body, "source": "memory", "day": h.day}))
+            .map(|h| {
+                let mut result = json!({"path": h.path, "startLine": h.start_line, "endLine": h.end_line, "score": (h.score * 10_000.0).round() / 10_000.0, "snippet": h.body, "source": "memory", "date": h.day});
+                if !h.withheld.is_empty() {
+                    result["withheld"] = json!(h.withheld);
+                }
+                result
+            })
             .collect();
         Ok(json!({"results": results, "provider": "none", "mode": "fts-only"}))
     }
@@ -621,7 +628,13 @@ impl Services for AppServices {
         lines: Option<usize>,
     ) -> Result<Value, String> {
         app_memory::get(&self.app, path, from, lines)
-            .map(|g| json!({"path": g.path, "text": g.text}))
+            .map(|g| {
+                let mut got = json!({"path": g.path, "text": g.text});
+                if !g.withheld.is_empty() {
+                    got["withheld"] = json!(g.withheld);
+                }
+                got
+            })
             .map_err(|e| e.to_string())
     }
 

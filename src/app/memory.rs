@@ -3,7 +3,9 @@
 //! fact packs, all over the index session memory keeps.
 //!
 //! Searches bring the index up to date first (a quick sync); `index`
-//! forces a full one. Nothing here writes to the memory files.
+//! forces a full one. Nothing here writes to the memory files. Every text
+//! returned has passed the read-time rule (`sanitize`): search hits,
+//! `get`, entity lines and facts, recall packs.
 
 use std::path::{Path, PathBuf};
 
@@ -13,7 +15,8 @@ use super::App;
 use crate::memory::Memory;
 use crate::memory::index::recall::{EntitySummary, RecallPack};
 use crate::memory::index::search::{Outcome, Query};
-use crate::memory::index::{IndexStats, SyncMode, SyncReport};
+use crate::memory::index::{Hit, IndexStats, SyncMode, SyncReport};
+use crate::memory::sanitize;
 use crate::memory::when::{self, DayRange};
 
 impl App {
@@ -221,7 +224,8 @@ pub fn search(app: &App, req: &SearchRequest) -> anyhow::Result<Searched> {
         lend: true,
         exhaustive: false,
     };
-    let outcome = index.search_with(&q)?;
+    let mut outcome = index.search_with(&q)?;
+    outcome.hits.iter_mut().for_each(Hit::guard);
     Ok(Searched {
         outcome,
         sync,
@@ -241,16 +245,19 @@ pub enum GetError {
     Read(String, #[source] std::io::Error),
 }
 
-/// `memory get`: `{path, text}`.
+/// `memory get`: `{path, text}`, and the lines withheld from `text`.
 #[derive(Debug, Serialize)]
 pub struct Got {
     pub path: String,
     pub text: String,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub withheld: Vec<usize>,
 }
 
 /// Reads lines of a memory file. `path` is absolute or relative to the
 /// memory root; `from` is 1-based; without `from` and `lines`, the whole
-/// file. A memory file that does not exist reads as empty.
+/// file. A memory file that does not exist reads as empty. The text
+/// passes the read-time rule ([`sanitize::guard_text`]).
 pub fn get(
     app: &App,
     path: &str,
@@ -264,10 +271,11 @@ pub fn get(
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
         Err(e) => return Err(GetError::Read(name, e)),
     };
+    let first_line = from.unwrap_or(1).max(1);
     let text = if from.is_none() && lines.is_none() {
         text
     } else {
-        let start = from.unwrap_or(1).max(1) - 1;
+        let start = first_line - 1;
         let count = lines.map_or(usize::MAX, |n| n.max(1));
         text.lines()
             .skip(start)
@@ -275,7 +283,12 @@ pub fn get(
             .collect::<Vec<_>>()
             .join("\n")
     };
-    Ok(Got { path: name, text })
+    let guarded = sanitize::guard_text(&text, &name, first_line);
+    Ok(Got {
+        path: name,
+        text: guarded.text,
+        withheld: guarded.withheld,
+    })
 }
 
 /// The index name and location of `path` when it is a memory file: inside

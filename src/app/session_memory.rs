@@ -231,11 +231,12 @@ pub fn search(app: &App, query: &str, limit: usize) -> anyhow::Result<SearchOutc
     let started = std::time::Instant::now();
     let (index, sync) = memory.synced_index(app.wall_ns())?;
     let synced = started.elapsed();
-    let hits = if query.trim().is_empty() {
+    let mut hits = if query.trim().is_empty() {
         index.recent(limit, None)?
     } else {
         index.search(query, limit, None)?
     };
+    hits.iter_mut().for_each(Hit::guard);
     tracing::debug!(?synced, total = ?started.elapsed(), mode = sync.mode, "search");
     Ok(SearchOutcome {
         query: query.to_string(),

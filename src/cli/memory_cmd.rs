@@ -110,6 +110,9 @@ pub struct JsonHit<'a> {
     heading: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
     context: Option<JsonContext<'a>>,
+    /// Lines replaced by a marker (the read-time rule).
+    #[serde(skip_serializing_if = "<[usize]>::is_empty")]
+    withheld: &'a [usize],
 }
 
 #[derive(Serialize)]
@@ -140,6 +143,7 @@ impl<'a> JsonHit<'a> {
             stamp: hit.stamp.as_deref(),
             heading: &hit.heading,
             context,
+            withheld: &hit.withheld,
         }
     }
 }

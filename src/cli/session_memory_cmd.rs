@@ -114,7 +114,7 @@ pub fn run(cmd: SessionMemoryCommand, app: &App) -> anyhow::Result<ExitCode> {
             }
             if let Some(label) = appended.outcome.forced_past {
                 warn(format!(
-                    "stored despite a prompt-injection pattern ({label}); it will be withheld from recalled context"
+                    "stored despite a prompt-injection pattern ({label}); it is withheld wherever memory is read back"
                 ));
             }
             if json.json {

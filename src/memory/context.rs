@@ -21,10 +21,11 @@
 //!   order under their headings.
 //! * The rest goes to the best-ranked notes of the other files, without
 //!   repeating a long-term entry.
-//! * Recalled text is treated as data: invisible characters are removed,
-//!   chat-template markers defanged, and an item that looks like a prompt
-//!   injection (a hand-edited file is never checked at write time) is
-//!   replaced by a pointer to its file and line.
+//! * Recalled text is treated as data: items and headings pass the
+//!   read-time rule (`sanitize::guard_note`): invisible characters are
+//!   removed, chat-template markers defanged, and a line that looks like a
+//!   prompt injection (a hand-edited file is never checked at write time)
+//!   is replaced by a pointer to its file and line.
 //! * Deterministic: the same files, goal and budget give the same block.
 
 use std::collections::{HashMap, HashSet};
@@ -57,9 +58,9 @@ pub struct ContextItem {
     pub tokens: usize,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub score: Option<f64>,
-    /// The injection pattern that kept the item's text out of the block.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub withheld: Option<&'static str>,
+    /// Lines kept out of the block by the read-time rule.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub withheld: Vec<usize>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -145,13 +146,17 @@ pub fn build(
     });
     let mut lt_used = estimate_tokens(&lt_header);
     let mut headings_paid: HashSet<String> = HashSet::new();
+    // Each heading path is guarded once.
+    let mut headings: HashMap<&str, Vec<String>> = HashMap::new();
     let mut chosen: Vec<(&Hit, ContextItem)> = Vec::new();
     for hit in order {
         let item = render(hit, Section::LongTerm, relevance.get(&hit.id).copied());
         let heading_cost = if headings_paid.contains(&hit.heading) {
             0
         } else {
-            heading_lines(&hit.heading)
+            headings
+                .entry(hit.heading.as_str())
+                .or_insert_with(|| heading_lines(hit))
                 .iter()
                 .map(|l| estimate_tokens(l) + 1)
                 .sum()
@@ -177,8 +182,11 @@ pub fn build(
         let mut last_heading: Option<&str> = None;
         for (hit, item) in &chosen {
             if last_heading != Some(hit.heading.as_str()) {
-                for line in heading_lines(&hit.heading) {
-                    text.push_str(&line);
+                let lines = headings
+                    .entry(hit.heading.as_str())
+                    .or_insert_with(|| heading_lines(hit));
+                for line in lines.iter() {
+                    text.push_str(line);
                     text.push('\n');
                 }
                 last_heading = Some(&hit.heading);
@@ -239,41 +247,29 @@ fn omitted(hit: &Hit, tokens: usize, reason: &'static str) -> Omitted {
     }
 }
 
-/// `# A`, `## B` … for a heading path `A > B`.
-fn heading_lines(path: &str) -> Vec<String> {
-    if path.is_empty() {
+/// `# A`, `## B` … for the heading path `A > B` of a hit, after the
+/// read-time rule.
+fn heading_lines(hit: &Hit) -> Vec<String> {
+    if hit.heading.is_empty() {
         return Vec::new();
     }
-    path.split(" > ")
+    sanitize::guard_heading(&hit.heading, &hit.path, hit.start_line)
+        .split(" > ")
         .enumerate()
-        .map(|(depth, title)| {
-            format!(
-                "{} {}",
-                "#".repeat((depth + 1).min(6)),
-                sanitize::neutralise(title)
-            )
-        })
+        .map(|(depth, title)| format!("{} {title}", "#".repeat((depth + 1).min(6))))
         .collect()
 }
 
-/// The item as a list entry, neutralised; withheld if it looks like an
-/// injection.
+/// The item as a list entry, after the read-time rule.
 fn render(hit: &Hit, section: Section, score: Option<f64>) -> ContextItem {
     let stamp = hit
         .stamp
         .as_ref()
         .map(|s| format!("[{s}] "))
         .unwrap_or_default();
-    let withheld = sanitize::scan(&hit.body).map(|f| f.label);
-    let body = match withheld {
-        // The label stays out of the prompt: some labels quote the very
-        // phrases they describe.
-        Some(_) => format!(
-            "[withheld: possible prompt injection; see {}:{}]",
-            hit.path, hit.start_line
-        ),
-        None => sanitize::neutralise(&hit.body).replace('\n', "\n  "),
-    };
+    let guarded = sanitize::guard_note(&hit.body, &hit.path, hit.start_line);
+    let body = guarded.text.replace('\n', "\n  ");
+    let withheld = guarded.withheld;
     let text = format!("- {stamp}{body}");
     ContextItem {
         section,
@@ -398,7 +394,7 @@ mod tests {
         );
         assert!(block.text.contains("memory/2026-11-29.md:3"));
         assert!(!block.text.contains("<|im_start|>"), "{}", block.text);
-        assert!(block.items.iter().filter(|i| i.withheld.is_some()).count() >= 1);
+        assert!(block.items.iter().any(|i| i.withheld == vec![3]));
     }
 
     #[test]

@@ -104,6 +104,27 @@ pub struct Hit {
     pub before: Vec<Neighbor>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub after: Vec<Neighbor>,
+    /// Lines of the hit withheld by [`Hit::guard`] (a withheld neighbour
+    /// shows its own marker).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub withheld: Vec<usize>,
+}
+
+impl Hit {
+    /// Applies the read-time rule ([`super::sanitize::guard_note`]) to
+    /// the text the hit shows: its body, its heading path and its
+    /// neighbours. Done where a hit leaves memory for a reader, never
+    /// before ranking.
+    pub fn guard(&mut self) {
+        use super::sanitize;
+        let own = sanitize::guard_note(&self.body, &self.path, self.start_line);
+        self.body = own.text;
+        self.withheld = own.withheld;
+        self.heading = sanitize::guard_heading(&self.heading, &self.path, self.start_line);
+        for n in self.before.iter_mut().chain(self.after.iter_mut()) {
+            n.body = sanitize::guard_note(&n.body, &self.path, n.start_line).text;
+        }
+    }
 }
 
 /// An item next to a hit, for context.
@@ -802,6 +823,7 @@ fn hit_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Hit> {
         score: r.get(12)?,
         before: Vec::new(),
         after: Vec::new(),
+        withheld: Vec::new(),
     })
 }
 

@@ -14,6 +14,9 @@
 //! * Lists accept a JSON array or a comma-separated string.
 //! * Install specs are validated per kind; an invalid one is dropped with a
 //!   diagnostic, never silently.
+//! * Names are identifiers: `SKILL.md` names follow the AgentSkills rule
+//!   (lowercase letters, digits, `-`, and `_` as Arka writes it; at most 64
+//!   characters), plugin names Arka's (`^[a-z][a-z0-9_-]{1,48}$`).
 //! * A skill that cannot load returns the reason (never dropped silently).
 
 use std::path::Path;
@@ -26,7 +29,7 @@ use super::types::{Dispatch, InstallSpec, Requirements, RunSpec, Skill, SkillFor
 /// The metadata keys a block may live under, first match wins.
 const METADATA_KEYS: &[&str] = &["openclaw", "clawdbot", "moltbot", "arka", "hermes"];
 
-/// Longest skill name accepted.
+/// Longest `SKILL.md` name (AgentSkills).
 const MAX_NAME_CHARS: usize = 64;
 
 /// File names of plugin manifests, in the order they are looked for.
@@ -65,7 +68,7 @@ pub fn parse_skill_md(
     let mut diagnostics: Vec<String> = fm.diagnostics.iter().map(ToString::to_string).collect();
     let field = |k: &str| fm.get(k).map(str::trim).filter(|v| !v.is_empty());
     let name = field("name").unwrap_or(dir_name).to_string();
-    validate_display_name(&name)?;
+    validate_skill_name(&name, field("name").is_none())?;
     let description = field("description")
         .ok_or_else(|| "no description: the frontmatter needs a `description`".to_string())?
         .to_string();
@@ -247,16 +250,44 @@ fn base_skill(
     }
 }
 
-/// Names shown to people and the model: anything printable and short.
-fn validate_display_name(name: &str) -> Result<(), String> {
+/// `SKILL.md` names follow the AgentSkills rule: 1–64 lowercase letters,
+/// digits and hyphens, neither starting nor ending with a hyphen, no
+/// `--`. An underscore is accepted too, as Arka and Hermes skills use it
+/// (`demo_echo`). The name may differ from the folder's (OpenClaw merges
+/// skills by name, and many published skills do); a skill without a
+/// `name` takes the folder's, which must then follow the rule.
+fn validate_skill_name(name: &str, from_folder: bool) -> Result<(), String> {
+    let bad = |why: &str| {
+        let shown: String = name.chars().take(80).collect();
+        let origin = if from_folder {
+            " (the folder's name)"
+        } else {
+            ""
+        };
+        Err(format!(
+            "bad name {shown:?}{origin}: {why}; a skill name is 1–{MAX_NAME_CHARS} lowercase letters, digits and `-` (or `_`), not starting or ending with `-`"
+        ))
+    };
+    if name.is_empty() {
+        return bad("it is empty");
+    }
     if name.chars().count() > MAX_NAME_CHARS {
-        return Err(format!("bad name: longer than {MAX_NAME_CHARS} characters"));
+        return bad(&format!("longer than {MAX_NAME_CHARS} characters"));
     }
     if name.chars().any(char::is_control) {
-        return Err("bad name: it contains control characters".to_string());
+        return bad("it contains control characters");
     }
-    if name == "." || name == ".." || name.starts_with('-') {
-        return Err(format!("bad name `{name}`"));
+    if let Some(c) = name
+        .chars()
+        .find(|c| !(c.is_ascii_lowercase() || c.is_ascii_digit() || *c == '-' || *c == '_'))
+    {
+        return bad(&format!("{c:?} is not allowed"));
+    }
+    if name.starts_with(['-', '_']) || name.ends_with(['-', '_']) {
+        return bad("it starts or ends with a separator");
+    }
+    if name.contains("--") {
+        return bad("it contains `--`");
     }
     Ok(())
 }

@@ -1,13 +1,23 @@
 //! Install-time security scan of a skill folder (`skills scan DIR`).
 //!
-//! Scans code (`.js .ts .mjs .cjs .mts .cts .jsx .tsx .py .sh .bash .fish`)
-//! and `SKILL.md` (its text and code blocks), at most 500 files of at most
-//! 1 MiB, skipping hidden folders and `node_modules`. One finding per rule
-//! per file, with the first line it fires on. Severities: a *critical*
-//! finding blocks an install unless it is forced; *warn* findings are
-//! reported; *info* is informational only.
+//! Scans code (`.js .ts .mjs .cjs .mts .cts .jsx .tsx .py .sh .bash .zsh
+//! .fish`) and `SKILL.md` (its text and code blocks), at most 500 files of
+//! at most 1 MiB, skipping hidden folders and `node_modules`. One finding
+//! per rule per file, with the first line it fires on. Severities: a
+//! *critical* finding blocks an install unless it is forced; *warn*
+//! findings are reported; *info* is informational only.
 //!
-//! Rules on source code run with comments removed (strings kept).
+//! Rules on source code run with comments removed (strings kept). Besides
+//! OpenClaw's rules, the shell forms of the same attacks are found in
+//! every file, `SKILL.md` prose included (a model runs what it is told):
+//! credential files and stores (SSH keys, cloud and tool credentials,
+//! `.env`, `.netrc`, browser and keychain stores) sent over the network
+//! (`credential-exfiltration`, critical; read without a send:
+//! `credential-access`, warn), encoded text decoded and run
+//! (`shell-decode-exec`, critical), downloads run by a shell in any form
+//! (`shell-pipe-to-shell`, critical), the environment piped out
+//! (`secret-exfiltration`, critical), and a file or stdin posted
+//! (`data-upload`, info).
 
 use std::path::{Path, PathBuf};
 
@@ -18,7 +28,7 @@ use crate::memory::sanitize;
 const MAX_FILES: usize = 500;
 const MAX_FILE_BYTES: u64 = 1024 * 1024;
 const CODE_EXTENSIONS: &[&str] = &[
-    "js", "ts", "mjs", "cjs", "mts", "cts", "jsx", "tsx", "py", "sh", "bash", "fish",
+    "js", "ts", "mjs", "cjs", "mts", "cts", "jsx", "tsx", "py", "sh", "bash", "zsh", "fish",
 ];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -129,7 +139,7 @@ fn collect(
             continue;
         } else if ext == "py" {
             Lang::Python
-        } else if matches!(ext, "sh" | "bash" | "fish") {
+        } else if matches!(ext, "sh" | "bash" | "zsh" | "fish") {
             Lang::Shell
         } else {
             Lang::Js
@@ -335,6 +345,54 @@ fn scan_text(text: &str, lang: Lang, rel: &Path) -> Vec<Finding> {
             "Downloads piped straight into a shell",
         );
     }
+    // Credential files and stores sent over the network: the shell forms
+    // (`cat ~/.aws/credentials | curl -d @- …`, `curl -F f=@~/.ssh/id_rsa`,
+    // `tar ~/.ssh | nc …`) as well as the code forms.
+    let exfiltration = find_line(&|l: &str| mentions_secret(l) && network(l)).or_else(|| {
+        lines.iter().enumerate().find_map(|(i, l)| {
+            if !reads_secret(l) {
+                return None;
+            }
+            let from = i.saturating_sub(8);
+            let to = (i + 8).min(lines.len().saturating_sub(1));
+            lines[from..=to]
+                .iter()
+                .any(|l| sends_data(l))
+                .then_some(i + 1)
+        })
+    });
+    if let Some(n) = exfiltration {
+        add(
+            "credential-exfiltration",
+            Severity::Critical,
+            n,
+            "A credential file or store is read and sent over the network",
+        );
+    } else if let Some(n) = find_line(&reads_secret) {
+        add(
+            "credential-access",
+            Severity::Warn,
+            n,
+            "A credential file or store is read (keys, cloud credentials, .env, browser or keychain stores)",
+        );
+    }
+    if let Some(n) = find_line(&decode_and_run) {
+        add(
+            "shell-decode-exec",
+            Severity::Critical,
+            n,
+            "Encoded text decoded and run (eval or a shell of base64-decoded data)",
+        );
+    }
+    if let Some(n) = find_line(&uploads_file_or_stdin) {
+        add(
+            "data-upload",
+            Severity::Info,
+            n,
+            "A file or standard input is posted over the network",
+        );
+    }
+    let padded = format!("\n{lower}");
     if let Some(pos) = [
         "process.env",
         "$env",
@@ -342,20 +400,25 @@ fn scan_text(text: &str, lang: Lang, rel: &Path) -> Vec<Finding> {
         "os.environ",
         " env |",
         " env>",
+        "\nenv |",
+        "\nenv>",
+        "printenv",
     ]
     .iter()
-    .filter_map(|m| lower.find(m))
+    .filter_map(|m| padded.find(m))
     .find(|&p| {
-        let window: String = lower[p..].chars().take(80).collect();
-        ["fetch", "curl", "wget", "http"]
-            .iter()
-            .any(|n| window.contains(n))
+        let window: String = padded[p..].chars().take(80).collect();
+        [
+            "fetch", "curl", "wget", "http", "nc ", "ncat", "netcat", "socat", "/dev/tcp",
+        ]
+        .iter()
+        .any(|n| window.contains(n))
     }) {
-        let n = lower[..pos].matches('\n').count() + 1;
+        let n = padded[..=pos].matches('\n').count();
         add(
             "secret-exfiltration",
             Severity::Critical,
-            n,
+            n.max(1),
             "Environment values sent over the network",
         );
     }
@@ -518,21 +581,332 @@ fn literal_secret(line: &str) -> Option<&'static str> {
 }
 
 fn pipe_to_shell(line: &str) -> bool {
-    let compact: String = line
-        .to_lowercase()
+    let compact = compact_lower(line);
+    let fetch = [
+        "curl",
+        "wget",
+        "invoke-webrequest",
+        "invoke-restmethod",
+        "iwr",
+        "irm",
+    ]
+    .iter()
+    .filter_map(|f| compact.find(f))
+    .min();
+    let piped = fetch.is_some_and(|pos| {
+        [
+            "|sh",
+            "|bash",
+            "|zsh",
+            "|sudosh",
+            "|sudobash",
+            "|sudo-e",
+            "|python",
+            "|perl",
+            "|ruby",
+            "|node",
+            "|iex",
+            "|invoke-expression",
+            "|source",
+        ]
+        .iter()
+        .any(|s| compact[pos..].contains(s))
+    });
+    // `bash <(curl …)`, `sh -c "$(curl …)"`, `eval "$(wget -O- …)"`.
+    let substituted = ["bash<(", "sh<(", "zsh<(", "source<(", ".<("]
+        .iter()
+        .any(|p| compact.contains(&format!("{p}curl")) || compact.contains(&format!("{p}wget")))
+        || (["$(curl", "$(wget", "`curl", "`wget"]
+            .iter()
+            .any(|p| compact.contains(p))
+            && [
+                "sh-c",
+                "bash-c",
+                "zsh-c",
+                "eval",
+                "python-c",
+                "python3-c",
+                "source",
+                "exec",
+            ]
+            .iter()
+            .any(|r| compact.contains(r)));
+    piped || substituted
+}
+
+fn compact_lower(line: &str) -> String {
+    line.to_lowercase()
         .chars()
         .filter(|c| !c.is_whitespace())
-        .collect();
-    let fetch = ["curl", "wget"]
-        .iter()
-        .filter_map(|f| compact.find(f))
-        .min();
-    match fetch {
-        Some(pos) => ["|sh", "|bash", "|zsh", "|sudosh", "|sudobash"]
-            .iter()
-            .any(|s| compact[pos..].contains(s)),
-        None => false,
+        .collect()
+}
+
+/// Files and stores that hold credentials, as they appear in paths.
+const SECRET_PATHS: &[&str] = &[
+    "~/.ssh",
+    "/.ssh",
+    "id_rsa",
+    "id_dsa",
+    "id_ecdsa",
+    "id_ed25519",
+    ".aws/credentials",
+    ".netrc",
+    ".git-credentials",
+    ".npmrc",
+    ".pypirc",
+    ".pgpass",
+    ".docker/config.json",
+    ".kube/config",
+    "gh/hosts.yml",
+    ".gnupg",
+    "/etc/shadow",
+    "wallet.dat",
+    // Browsers
+    "google/chrome",
+    "google-chrome",
+    "chromium",
+    "bravesoftware",
+    ".mozilla/firefox",
+    "firefox/profiles",
+    "login data",
+    "login\\ data",
+    "logins.json",
+    "key4.db",
+    "cookies.sqlite",
+    // Keychains
+    "library/keychains",
+    ".keychain",
+];
+/// Commands that print a stored secret.
+const SECRET_COMMANDS: &[&str] = &[
+    "security find-generic-password",
+    "security find-internet-password",
+    "security dump-keychain",
+    "secret-tool lookup",
+];
+
+/// Whether the line names a credential file or store (or a `.env` file).
+fn mentions_secret(line: &str) -> bool {
+    let l = line.to_lowercase();
+    SECRET_PATHS.iter().any(|p| l.contains(p))
+        || SECRET_COMMANDS.iter().any(|c| l.contains(c))
+        || names_env_file(&l)
+}
+
+/// `.env`, `~/.env`, `.env.local`, but not `process.env` or `os.environ`.
+fn names_env_file(lower: &str) -> bool {
+    lower.match_indices(".env").any(|(i, _)| {
+        let before = lower[..i].chars().last();
+        let after = lower[i + 4..].chars().next();
+        !before.is_some_and(|c| c.is_alphanumeric() || c == '_')
+            && !after.is_some_and(|c| c.is_alphanumeric() || c == '_')
+    })
+}
+
+/// The words of a shell line (split at blanks, quotes and operators).
+fn command_words(line: &str) -> impl Iterator<Item = &str> {
+    line.split(|c: char| c.is_whitespace() || "|;&()`'\"<>".contains(c))
+        .filter(|w| !w.is_empty())
+}
+
+/// Whether the line talks to the network at all.
+fn network(line: &str) -> bool {
+    let l = line.to_lowercase();
+    [
+        "curl ",
+        "wget ",
+        "fetch(",
+        "requests.",
+        "httpx.",
+        "urlopen(",
+        "http.request(",
+        "https.request(",
+        "axios",
+        "invoke-webrequest",
+        "invoke-restmethod",
+        "/dev/tcp/",
+        "/dev/udp/",
+        "urllib",
+    ]
+    .iter()
+    .any(|p| l.contains(p))
+        || command_words(&l).any(|w| {
+            matches!(
+                w,
+                "nc" | "ncat" | "netcat" | "socat" | "telnet" | "iwr" | "irm" | "curl" | "wget"
+            )
+        })
+        || (command_words(&l).any(|w| matches!(w, "scp" | "rsync" | "sftp")) && l.contains(':'))
+}
+
+/// Whether the line reads a credential file or store (rather than only
+/// naming it, as `ssh -i ~/.ssh/id_ed25519` does).
+fn reads_secret(line: &str) -> bool {
+    if !mentions_secret(line) {
+        return false;
     }
+    let l = line.to_lowercase();
+    SECRET_COMMANDS.iter().any(|c| l.contains(c))
+        || [
+            "$(<",
+            "<~",
+            "< ~",
+            "<$home",
+            "< $home",
+            "@~",
+            "@$home",
+            "@/",
+            "open(",
+            "readfile",
+            "read_text(",
+            "read_bytes(",
+            "get-content",
+            "fs.read",
+            "readfilesync",
+        ]
+        .iter()
+        .any(|p| l.contains(p))
+        || command_words(&l).any(|w| {
+            matches!(
+                w,
+                "cat"
+                    | "head"
+                    | "tail"
+                    | "less"
+                    | "more"
+                    | "base64"
+                    | "xxd"
+                    | "od"
+                    | "strings"
+                    | "tar"
+                    | "zip"
+                    | "7z"
+                    | "cp"
+                    | "scp"
+                    | "rsync"
+                    | "gpg"
+                    | "openssl"
+                    | "dd"
+                    | "tee"
+            )
+        })
+}
+
+/// Whether the line sends data (not just a request) over the network.
+fn sends_data(line: &str) -> bool {
+    let l = line.to_lowercase();
+    let words: Vec<&str> = command_words(line).collect();
+    let curl = words.contains(&"curl")
+        && words.iter().any(|w| {
+            matches!(
+                *w,
+                "-d" | "-F"
+                    | "-T"
+                    | "--data"
+                    | "--data-binary"
+                    | "--data-raw"
+                    | "--data-urlencode"
+                    | "--form"
+                    | "--upload-file"
+                    | "--json"
+                    | "POST"
+                    | "PUT"
+            ) || w.starts_with("-d@")
+                || w.starts_with("--data=")
+                || w.starts_with("-F")
+                || w.starts_with("-XPOST")
+                || w.starts_with("-XPUT")
+        });
+    let wget = words.contains(&"wget")
+        && ["--post-file", "--post-data", "--body-file", "--body-data"]
+            .iter()
+            .any(|f| l.contains(f));
+    let raw = words
+        .iter()
+        .any(|w| matches!(*w, "nc" | "ncat" | "netcat" | "socat" | "telnet"))
+        || l.contains("/dev/tcp/")
+        || l.contains("/dev/udp/");
+    let copy = words.iter().any(|w| matches!(*w, "scp" | "rsync" | "sftp")) && l.contains(':');
+    let code = [
+        "requests.post(",
+        "requests.put(",
+        "requests.patch(",
+        "httpx.post(",
+        "httpx.put(",
+        "axios.post(",
+        "axios.put(",
+        "method: 'post'",
+        "method: \"post\"",
+        "method:'post'",
+        "method:\"post\"",
+        "body:",
+        "-method post",
+        "-infile",
+    ]
+    .iter()
+    .any(|p| l.contains(p));
+    curl || wget || raw || copy || code
+}
+
+/// Posting a file or standard input: `curl -d @file`, `--data-binary @-`,
+/// `-T`, `--upload-file`, `-F x=@file`, `wget --post-file`, `… | nc host`.
+fn uploads_file_or_stdin(line: &str) -> bool {
+    let words: Vec<&str> = command_words(line).collect();
+    let curl = words.contains(&"curl")
+        && (words.iter().any(|w| {
+            matches!(*w, "-T" | "--upload-file")
+                || w.starts_with('@')
+                || w.contains("=@")
+                || w.starts_with("-d@")
+        }));
+    let wget =
+        words.contains(&"wget") && (line.contains("--post-file") || line.contains("--body-file"));
+    let nc = words
+        .iter()
+        .any(|w| matches!(*w, "nc" | "ncat" | "netcat" | "socat"))
+        && (line.contains('<') || line.contains('|'));
+    curl || wget || nc
+}
+
+/// Encoded text decoded and run: `eval "$(echo … | base64 -d)"`,
+/// `echo … | base64 --decode | bash`, `exec(base64.b64decode(…))`.
+fn decode_and_run(line: &str) -> bool {
+    let c = compact_lower(line);
+    let decode = [
+        "base64-d",
+        "base64--decode",
+        "base64-i-d",
+        "base32-d",
+        "opensslbase64-d",
+        "opensslenc-base64-d",
+        "xxd-r",
+        "b64decode",
+        "frombase64string",
+        "atob(",
+    ]
+    .iter()
+    .any(|d| c.contains(d));
+    let run = [
+        "eval",
+        "|sh",
+        "|bash",
+        "|zsh",
+        "|python",
+        "|perl",
+        "|ruby",
+        "|node",
+        "sh-c",
+        "bash-c",
+        "exec(",
+        "|iex",
+        "invoke-expression",
+        "source<(",
+        ".<(",
+        "|source",
+    ]
+    .iter()
+    .any(|r| c.contains(r));
+    decode && run
 }
 
 fn destructive_delete(line: &str) -> bool {

@@ -241,6 +241,11 @@ fn broken_files_are_reported_never_dropped_silently() {
     let plugin = s.root(SourceKind::Workspace).join("Bad Plugin");
     std::fs::create_dir_all(&plugin).unwrap();
     std::fs::write(plugin.join("skill.json"), "{}").unwrap();
+    s.skill_md(
+        SourceKind::Workspace,
+        "bad-name",
+        "name: \"Bad Name!!/../x\"\ndescription: d",
+    );
     let r = report(&s.inputs("{}", &[], None));
     assert!(r.skills.is_empty(), "{:?}", names(&r));
     let mut reasons: Vec<(String, String)> = r
@@ -261,6 +266,11 @@ fn broken_files_are_reported_never_dropped_silently() {
     assert!(find("big").contains("oversized"));
     assert!(find("escaper").contains("reason=symlink-escape"));
     assert!(find("Bad Plugin").contains("bad name"));
+    assert!(
+        find("bad-name").starts_with("bad name \"Bad Name!!/../x\""),
+        "{}",
+        find("bad-name")
+    );
 }
 
 #[test]

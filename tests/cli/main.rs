@@ -5,6 +5,7 @@ mod agent;
 mod common;
 mod exit_codes;
 mod foundation;
+mod injection;
 mod json_names;
 mod memory;
 #[path = "../support/scripted_server.rs"]

@@ -6,6 +6,8 @@
 //! * A recall pack puts typed facts (`## Retain` records) first, then the
 //!   best supporting lines, within a token budget; every item names its
 //!   file and line.
+//! * Every text shown (facts, telling lines, pack items) has passed the
+//!   read-time rule (`sanitize::guard_note`).
 
 use std::collections::{HashMap, HashSet};
 
@@ -13,9 +15,9 @@ use serde::Serialize;
 
 use super::search::{Outcome, Query};
 use super::{Hit, Index, id_array};
-use crate::memory::entities;
 use crate::memory::terms::{self, estimate_tokens};
 use crate::memory::when::DayRange;
+use crate::memory::{entities, sanitize};
 use crate::store::StoreError;
 
 /// A typed fact with its source.
@@ -32,6 +34,9 @@ pub struct Fact {
     pub line: usize,
     #[serde(rename = "date")]
     pub day: Option<String>,
+    /// Lines withheld from `content` by the read-time rule.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub withheld: Vec<usize>,
     #[serde(skip)]
     item_id: i64,
 }
@@ -46,6 +51,9 @@ pub struct EntityLine {
     #[serde(rename = "date")]
     pub day: Option<String>,
     pub text: String,
+    /// Lines withheld from `text` by the read-time rule.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub withheld: Vec<usize>,
 }
 
 /// What memory holds about one entity.
@@ -95,6 +103,9 @@ pub struct RecallItem {
     pub confidence: Option<f64>,
     pub score: f64,
     pub tokens: usize,
+    /// Lines withheld from `content` by the read-time rule.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub withheld: Vec<usize>,
 }
 
 /// A token-budgeted fact pack.
@@ -200,6 +211,7 @@ impl Index {
                         end_line: r.get::<_, i64>(3)? as usize,
                         day: r.get(4)?,
                         text: r.get(5)?,
+                        withheld: Vec::new(),
                     },
                 ))
             })?
@@ -210,6 +222,12 @@ impl Index {
             .filter_map(|id| bodies.remove(id))
             .filter(|l| seen_texts.insert(terms::fold(&l.text)))
             .take(max_lines)
+            .map(|mut l| {
+                let guarded = sanitize::guard_note(&l.text, &l.path, l.start_line);
+                l.text = guarded.text;
+                l.withheld = guarded.withheld;
+                l
+            })
             .collect();
         // Entities mentioned with it, among its tagged and most recent items.
         let sample: Vec<i64> = meta.iter().take(RELATED_SAMPLE).map(|m| m.0).collect();
@@ -303,9 +321,16 @@ impl Index {
                 path: r.get(5)?,
                 line: r.get::<_, i64>(6)? as usize,
                 day: r.get(7)?,
+                withheld: Vec::new(),
             })
         })?;
-        Ok(rows.collect::<Result<_, _>>()?)
+        let mut facts: Vec<Fact> = rows.collect::<Result<_, _>>()?;
+        for fact in &mut facts {
+            let guarded = sanitize::guard_note(&fact.content, &fact.path, fact.line);
+            fact.content = guarded.text;
+            fact.withheld = guarded.withheld;
+        }
+        Ok(facts)
     }
 
     /// Counts of the derived entity and fact tables.
@@ -388,6 +413,7 @@ impl Index {
                     f.entities,
                     f.confidence,
                     score,
+                    f.withheld,
                 )
             })
             .collect();
@@ -395,9 +421,10 @@ impl Index {
             hits.into_iter()
                 .filter(|h| !fact_ids.contains(&h.id))
                 .map(|h: Hit| {
+                    let guarded = sanitize::guard_note(&h.body, &h.path, h.start_line);
                     item(
                         "note".to_string(),
-                        h.body,
+                        guarded.text,
                         &h.path,
                         h.start_line,
                         h.end_line,
@@ -405,6 +432,7 @@ impl Index {
                         Vec::new(),
                         None,
                         h.score,
+                        guarded.withheld,
                     )
                 }),
         );
@@ -440,12 +468,14 @@ fn item(
     entities: Vec<String>,
     confidence: Option<f64>,
     score: f64,
+    withheld: Vec<usize>,
 ) -> RecallItem {
     let source = if start_line == end_line {
         format!("{path}#L{start_line}")
     } else {
         format!("{path}#L{start_line}-L{end_line}")
     };
+
     // What the pack costs the model: the content and its source.
     let tokens = estimate_tokens(&content) + estimate_tokens(&source) + 2;
     RecallItem {
@@ -460,6 +490,7 @@ fn item(
         confidence,
         score,
         tokens,
+        withheld,
     }
 }
 

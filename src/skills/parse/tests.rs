@@ -115,6 +115,50 @@ fn files_that_cannot_load_say_why() {
 }
 
 #[test]
+fn skill_names_follow_the_agentskills_rule() {
+    let p = Path::new("/x/SKILL.md");
+    let dir = Path::new("/x");
+    let parse = |name: &str| {
+        let text = format!("---\nname: {name}\ndescription: d\n---\n");
+        parse_skill_md(p, dir, "folder", SourceKind::Workspace, &text)
+    };
+    for good in [
+        "pdf-processing",
+        "a",
+        "1password",
+        "demo_echo",
+        "nano-banana-pro",
+        &"n".repeat(64),
+    ] {
+        assert_eq!(parse(good).map(|s| s.name).as_deref(), Ok(good), "{good}");
+    }
+    for bad in [
+        "\"Bad Name!!/../x\"",
+        "PDF-Processing",
+        "-pdf",
+        "pdf-",
+        "pdf--processing",
+        "pdf processing",
+        "../escape",
+        "über-skill",
+        "a.b",
+    ] {
+        let err = parse(bad).map(|s| s.name).unwrap_err();
+        assert!(err.starts_with("bad name"), "{bad}: {err}");
+    }
+    // Without a `name`, the folder's name must follow the rule.
+    let text = "---\ndescription: d\n---\n";
+    let err = parse_skill_md(p, dir, "My Skill", SourceKind::Workspace, text).unwrap_err();
+    assert!(err.contains("the folder's name"), "{err}");
+    assert_eq!(
+        parse_skill_md(p, dir, "my-skill", SourceKind::Workspace, text)
+            .unwrap()
+            .name,
+        "my-skill"
+    );
+}
+
+#[test]
 fn metadata_problems_are_diagnostics_not_failures() {
     let p = Path::new("/x/SKILL.md");
     let text = "---\nname: x\ndescription: d\nmetadata: {not json at all\n---\n";
