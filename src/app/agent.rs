@@ -406,6 +406,7 @@ fn assemble<T: Send>(
                 &workspace,
                 defaults.bootstrap_max_chars as usize,
                 defaults.bootstrap_total_max_chars as usize,
+                &app.real_targets(&app.config.config.memory.allow_symlink_targets),
             );
             (skills, bootstrap, also)
         });

@@ -61,6 +61,21 @@ impl App {
         })
     }
 
+    /// Allowed symlink targets as configured (`~` allowed) → real paths
+    /// (a path that does not resolve is kept as given). One reading for
+    /// `skills.load.allowSymlinkTargets` and `memory.allowSymlinkTargets`.
+    pub fn real_targets(&self, configured: &[String]) -> Vec<std::path::PathBuf> {
+        configured
+            .iter()
+            .map(|t| t.trim())
+            .filter(|t| !t.is_empty())
+            .map(|t| {
+                let p = self.host.resolve_path(t);
+                std::fs::canonicalize(&p).unwrap_or(p)
+            })
+            .collect()
+    }
+
     /// Creates the state directory (0700) if needed.
     pub fn ensure_state_dir(&self) -> std::io::Result<()> {
         self.paths.ensure_state_dir()

@@ -55,6 +55,8 @@ impl App {
                     }
                 })
                 .collect(),
+            allow_symlink_targets: self
+                .real_targets(&self.config.config.memory.allow_symlink_targets),
             root,
             settings,
         }
@@ -131,12 +133,13 @@ pub fn append(app: &App, req: &AppendRequest<'_>) -> anyhow::Result<Appended> {
     let started = std::time::Instant::now();
     let memory = app.memory();
     app.ensure_state_dir()?;
-    let outcome = write::append(&memory, req, &app.host.now)?;
+    let mut outcome = write::append(&memory, req, &app.host.now)?;
     let stored = started.elapsed();
-    let mut warnings = Vec::new();
+    let mut warnings = std::mem::take(&mut outcome.warnings);
     let mut touched: Vec<String> = outcome.written.iter().map(|w| w.path.clone()).collect();
     if let Some(pruned) = &outcome.pruned {
-        touched.extend(pruned.archives.iter().cloned());
+        touched.extend(pruned.moves.iter().map(|m| m.to.clone()));
+        warnings.extend(pruned.over_limit_warning());
     }
     // The index knows the daily files, which spares listing a large
     // memory directory just for the heartbeat's counter.
@@ -182,16 +185,25 @@ fn cutoff_date(app: &App, days: u32) -> String {
         .to_string()
 }
 
-/// Moves daily files older than `days` to the trash when there are any
-/// (found through the index, so nothing is listed when there are none).
+/// Moves daily files older than `days` to the trash when there are any.
+/// The index answers when it has listed the daily folders as they are now
+/// (nothing is listed then); otherwise, as on a fresh state, the two
+/// folders are listed.
 fn apply_retention(app: &App, memory: &Memory, days: u32) -> anyhow::Result<Option<ClearOutcome>> {
     let before = cutoff_date(app, days);
     let (index, _) = memory.open_index()?;
-    if !index.has_daily_before(&before)? {
+    let due = match index.has_daily_before(&before)? {
+        Some(due) => due,
+        None => !write::daily_files(memory, Some(&before)).is_empty(),
+    };
+    drop(index);
+    if !due {
         return Ok(None);
     }
-    drop(index);
     let outcome = write::clear(memory, ClearScope::Daily, Some(&before), &app.host.now)?;
+    if outcome.moved.is_empty() {
+        return Ok(None);
+    }
     refresh_index(memory, &outcome.moved)?;
     Ok(Some(outcome))
 }

@@ -92,15 +92,7 @@ impl App {
         {
             homes.push(real);
         }
-        let allow_symlink_targets = skills_config
-            .load
-            .allow_symlink_targets
-            .iter()
-            .map(|t| {
-                let p = self.host.resolve_path(t);
-                std::fs::canonicalize(&p).unwrap_or(p)
-            })
-            .collect();
+        let allow_symlink_targets = self.real_targets(&skills_config.load.allow_symlink_targets);
         let inputs = SkillsInputs {
             roots,
             config: self.config.clone(),

@@ -48,6 +48,9 @@ pub struct Memory {
     pub tz: TimeZone,
     /// More Markdown the index covers (absolute paths).
     pub extra_paths: Vec<PathBuf>,
+    /// Real paths outside the root that memory files and folders may be
+    /// symlinks into (`memory.allowSymlinkTargets`, resolved).
+    pub allow_symlink_targets: Vec<PathBuf>,
 }
 
 /// Live counts for `status` and the activity heartbeat.
@@ -81,7 +84,19 @@ impl Memory {
 
     /// The files the index covers, and problems with the extra paths.
     pub fn layout(&self) -> (files::Layout, Vec<String>) {
-        files::Layout::with_extra(&self.root, &self.extra_paths)
+        let (layout, warnings) = files::Layout::with_extra(&self.root, &self.extra_paths);
+        (
+            layout.with_allowed_targets(&self.allow_symlink_targets),
+            warnings,
+        )
+    }
+
+    /// Whether the root-relative `rel` of the standard layout may be
+    /// written or read (see [`files::Layout::check`]).
+    pub fn check(&self, rel: &str) -> Result<(), files::Escape> {
+        files::Layout::new(&self.root)
+            .with_allowed_targets(&self.allow_symlink_targets)
+            .check(rel)
     }
 
     /// Opens the index (not synced), with warnings about the extra paths.

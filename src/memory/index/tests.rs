@@ -635,3 +635,43 @@ fn reading_only_the_newest_postings_of_a_common_word_changes_nothing() {
         }
     }
 }
+
+#[test]
+fn quick_sync_and_refresh_never_read_through_a_link_leaving_the_root() {
+    let f = fixture(&[("memory/2026-11-01.md", DAY1)]);
+    let outside = f.root.parent().unwrap().join("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    std::fs::write(outside.join("secret.md"), "- the vault code is 4321\n").unwrap();
+    let mut index = open(&f);
+    index.sync(SyncMode::Full, wall_ns()).unwrap();
+    // Links made after the full scan: found by the quick sync (the folder
+    // changed) or named to refresh (as after an append).
+    std::os::unix::fs::symlink(outside.join("secret.md"), f.root.join("memory/leak.md")).unwrap();
+    std::os::unix::fs::symlink(outside.join("secret.md"), f.root.join("MEMORY.md")).unwrap();
+    let report = index.sync(SyncMode::Quick, wall_ns()).unwrap();
+    assert!(
+        report
+            .warnings
+            .iter()
+            .any(|w| w.starts_with("skipping memory/leak.md: symlink leaves")),
+        "{:?}",
+        report.warnings
+    );
+    let report = index.refresh(&["MEMORY.md".to_string()]).unwrap();
+    assert!(
+        report.warnings[0].starts_with("skipping MEMORY.md: symlink leaves"),
+        "{:?}",
+        report.warnings
+    );
+    assert!(index.search("vault code", 10, None).unwrap().is_empty());
+    // Allowed, the same files are indexed (the index starts over).
+    let layout = files::Layout::new(&f.root)
+        .with_allowed_targets(&[std::fs::canonicalize(&outside).unwrap()]);
+    let mut allowed = Index::open(&f.db, layout, tz()).unwrap();
+    allowed.sync(SyncMode::Quick, wall_ns()).unwrap();
+    for rel in ["MEMORY.md", "memory/leak.md"] {
+        let items = allowed.items_of(rel).unwrap();
+        assert_eq!(items.len(), 1, "{rel}");
+        assert!(items[0].body.contains("vault code"), "{rel}");
+    }
+}
