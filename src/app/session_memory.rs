@@ -257,6 +257,28 @@ pub fn context_for_turn(app: &App, goal: &str) -> anyhow::Result<(ContextBlock, 
     context_with(app, goal, None, SyncMode::QuickOnly)
 }
 
+/// The recall block of a turn for `agent prompt`, creating nothing: from
+/// the index when it exists (brought up to date like a search does), else
+/// from an index built in memory for this command only.
+pub fn context_creating_nothing(app: &App, goal: &str) -> anyhow::Result<ContextBlock> {
+    let memory = app.memory();
+    let budget = (memory.settings.context_budget_tokens as usize).max(1);
+    if !memory.settings.enabled {
+        return Ok(ContextBlock::empty(goal, budget));
+    }
+    let index = if memory.index_path.exists() {
+        memory
+            .synced_index_with(SyncMode::QuickOnly, app.wall_ns())?
+            .0
+    } else {
+        let (layout, _) = memory.layout();
+        let mut index = Index::open_in_memory(layout, memory.tz.clone())?;
+        index.sync(SyncMode::Full, app.wall_ns())?;
+        index
+    };
+    Ok(context::build(&memory, &index, goal, budget)?)
+}
+
 fn context_with(
     app: &App,
     goal: &str,
@@ -344,38 +366,43 @@ pub fn clear(
     Ok(Cleared { outcome, warnings })
 }
 
-/// The heartbeat state for `heartbeat status`: pings `status.check` first
-/// when there is no usable state (as Arka does), then overlays the live
-/// security flags, routine count and memory stats.
+/// The heartbeat state for `heartbeat status`: the recorded state with the
+/// live security flags, routine count and memory stats over it. Computed
+/// without writing anything: where Arka pings `status.check` into a
+/// missing file, almanac shows the live values and no last activity.
 pub fn heartbeat_status(
     app: &App,
 ) -> anyhow::Result<(serde_json::Map<String, serde_json::Value>, Vec<String>)> {
-    let tracker = app.tracker();
-    let mut warnings = Vec::new();
-    let loaded = tracker.read(&app.host.now)?;
-    warnings.extend(loaded.warning);
+    let loaded = app.tracker().peek()?;
+    let warnings: Vec<String> = loaded.warning.into_iter().collect();
     let mut state = loaded.state;
-    if state.is_empty() {
-        let outcome = app.ping("status.check", "heartbeat")?;
-        warnings.extend(outcome.warning);
-        state = tracker.read(&app.host.now)?.state;
-    }
     let snapshot = app.activity_snapshot(&app.memory().stats());
+    state.insert("agent".into(), serde_json::json!(snapshot.agent));
     state.insert("security".into(), serde_json::json!(snapshot.security));
     state.insert(
         "routines_enabled".into(),
         serde_json::json!(snapshot.routines_enabled),
     );
     state.insert("memory".into(), serde_json::json!(snapshot.memory));
+    let channels = state
+        .get("channels")
+        .filter(|v| v.is_object())
+        .cloned()
+        .unwrap_or_else(heartbeat::no_channels);
+    state.entry("channels").or_insert_with(|| channels.clone());
+    state.entry("hermes").or_insert(channels);
+    state
+        .entry("history")
+        .or_insert_with(|| serde_json::Value::Array(Vec::new()));
     Ok((state, warnings))
 }
 
-/// The newest `limit` history rows, oldest first.
+/// The newest `limit` history rows, oldest first (nothing is written).
 pub fn heartbeat_history(
     app: &App,
     limit: usize,
 ) -> anyhow::Result<(Vec<heartbeat::HistoryRow>, Vec<String>)> {
-    let loaded = app.tracker().read(&app.host.now)?;
+    let loaded = app.tracker().peek()?;
     let rows = heartbeat::history_rows(&loaded.state);
     let skip = rows.len().saturating_sub(limit);
     Ok((

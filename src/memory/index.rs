@@ -133,7 +133,16 @@ impl Index {
     /// Opens the index at `path` for the memory `root`. An index built for
     /// another root or time zone is cleared (it is derived).
     pub fn open(path: &Path, layout: files::Layout, tz: TimeZone) -> Result<Index, StoreError> {
-        let store = Store::open(path, StoreKind::Index)?;
+        Self::over(Store::open(path, StoreKind::Index)?, layout, tz)
+    }
+
+    /// An empty index in memory, gone when dropped (for a command that
+    /// must create nothing on disk).
+    pub fn open_in_memory(layout: files::Layout, tz: TimeZone) -> Result<Index, StoreError> {
+        Self::over(Store::open_in_memory(StoreKind::Index)?, layout, tz)
+    }
+
+    fn over(store: Store, layout: files::Layout, tz: TimeZone) -> Result<Index, StoreError> {
         // Builds touch many pages; a larger cache keeps them off the disk
         // until commit. Memory is used only as needed.
         store.conn.pragma_update(None, "cache_size", -65_536)?;
