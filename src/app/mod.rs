@@ -3,6 +3,10 @@
 //!
 //! Invariants: loading an [`App`] creates nothing on disk; commands that
 //! write call [`App::ensure_state_dir`] / [`Paths::ensure_workspace`] first.
+//! Commands that only read (status, config, heartbeat status and history,
+//! the `status` commands, `memory get`, skills listings, sessions, `agent
+//! prompt`) create and change nothing; searching commands may create or
+//! update only the derived index.
 //! Start-up work stays minimal: one small file read (the config) and no
 //! database is opened until a command needs it.
 

@@ -14,7 +14,11 @@
 //!   created atomically; `MEMORY.md` is rewritten only by atomic replace,
 //!   after pruned entries are safely in the archive.
 //! * Nothing is deleted: pruned entries go to the archive, cleared files to
-//!   the trash under the state directory.
+//!   the trash under the state directory. Only stamped entries are pruned;
+//!   every other line of `MEMORY.md` keeps its place.
+//! * No file or folder is read or written through a symlink leaving the
+//!   root unless `memory.allowSymlinkTargets` allows where it leads
+//!   ([`files::Layout::check`], [`Memory::check`]).
 //! * The index ([`index`]) is derived; search and context work from it and
 //!   bring it up to date first.
 

@@ -9,3 +9,4 @@ mod memory;
 mod scripted;
 mod session_memory;
 mod skills;
+mod user_files;
