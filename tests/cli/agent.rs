@@ -13,7 +13,7 @@ fn chunk(delta: Value, finish: Option<&str>) -> Value {
 }
 
 /// An OpenAI-compatible streamed text answer.
-fn text(answer: &str) -> Reply {
+pub(crate) fn text(answer: &str) -> Reply {
     let mut chunks = sse(&[
         chunk(json!({"role": "assistant", "content": ""}), None),
         chunk(json!({"content": answer}), None),
@@ -25,7 +25,7 @@ fn text(answer: &str) -> Reply {
 }
 
 /// An OpenAI-compatible streamed tool call.
-fn tool_call(id: &str, name: &str, args: Value) -> Reply {
+pub(crate) fn tool_call(id: &str, name: &str, args: Value) -> Reply {
     let mut chunks = sse(&[
         chunk(
             json!({"role": "assistant", "content": null, "tool_calls": [{"index": 0, "id": id, "type": "function", "function": {"name": name, "arguments": ""}}]}),

@@ -531,3 +531,84 @@ fn read_commands_leave_an_existing_setup_as_it_was() {
         assert_eq!(outside_index(&after), outside_index(&before), "{args:?}");
     }
 }
+
+#[test]
+fn the_agents_memory_append_tool_prunes_by_the_same_rule_and_says_so() {
+    use crate::agent::{text, tool_call};
+    use crate::scripted::ScriptedServer;
+    let sb = Sandbox::new();
+    sb.write(".almanac/workspace/MEMORY.md", HAND_WRITTEN);
+    let server = ScriptedServer::start(vec![
+        tool_call(
+            "call_1",
+            "memory_append",
+            serde_json::json!({"text": "Prefers the aisle seat", "longTerm": true}),
+        ),
+        text("Noted."),
+    ]);
+    sb.run_env(
+        &[
+            "--now",
+            NOW,
+            "agent",
+            "--model",
+            "openai/test-model",
+            "-m",
+            "Remember that I prefer the aisle seat",
+        ],
+        &[("OPENAI_BASE_URL", &server.url)],
+    )
+    .ok();
+    assert_eq!(
+        sb.read(".almanac/workspace/MEMORY.md"),
+        format!(
+            "{}- [2026-11-29 17:06] Prefers the aisle seat\n",
+            hand_written_lines()
+        )
+    );
+    // The model is told what moved, and that the file is still too long.
+    let second = server.requests()[1].json();
+    let result = second["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "tool")
+        .expect("the tool result");
+    let content: serde_json::Value =
+        serde_json::from_str(result["content"].as_str().unwrap()).unwrap();
+    assert_eq!(content["pruned"]["entries"], 12, "{content}");
+    assert_eq!(
+        content["pruned"]["moves"][0]["to"],
+        "memory/archive/MEMORY-2022.md"
+    );
+    assert!(
+        content["warnings"][0]
+            .as_str()
+            .unwrap()
+            .ends_with("only stamped entries are pruned"),
+        "{content}"
+    );
+}
+
+#[test]
+fn config_set_through_a_symlinked_config_keeps_the_link() {
+    let sb = Sandbox::new();
+    sb.write("dotfiles/almanac.json5", "{\n  // mine\n}\n");
+    std::fs::create_dir_all(sb.path(".almanac")).unwrap();
+    std::os::unix::fs::symlink(
+        sb.path("dotfiles/almanac.json5"),
+        sb.path(".almanac/config.json5"),
+    )
+    .unwrap();
+    sb.run(&["config", "set", "memory.session.longTermMaxLines", "200"])
+        .ok();
+    assert!(
+        std::fs::symlink_metadata(sb.path(".almanac/config.json5"))
+            .unwrap()
+            .file_type()
+            .is_symlink(),
+        "still a link"
+    );
+    let text = sb.read("dotfiles/almanac.json5");
+    assert!(text.contains("// mine") && text.contains("200"), "{text}");
+}

@@ -675,3 +675,31 @@ fn quick_sync_and_refresh_never_read_through_a_link_leaving_the_root() {
         assert!(items[0].body.contains("vault code"), "{rel}");
     }
 }
+
+#[test]
+fn the_index_answers_retention_only_when_it_listed_the_daily_folders() {
+    let f = fixture(&[
+        ("memory/2026-10-01.md", DAY1),
+        ("memory/2026-11-02.md", DAY2),
+        ("memory/2024/2024-01-01.md", DAY1),
+    ]);
+    let mut index = open(&f);
+    // A fresh index that was only asked to refresh one file cannot tell.
+    index
+        .refresh(&["memory/2026-11-02.md".to_string()])
+        .unwrap();
+    assert_eq!(index.has_daily_before("2026-11-01").unwrap(), None);
+    index.sync(SyncMode::Full, wall_ns()).unwrap();
+    assert_eq!(index.has_daily_before("2026-11-01").unwrap(), Some(true));
+    // Files in subfolders are not retention's (clear moves only the top
+    // level), so nothing is due before October.
+    assert_eq!(index.has_daily_before("2026-10-01").unwrap(), Some(false));
+    // A file added by hand since the listing: the index cannot tell again.
+    std::fs::write(f.root.join("memory/2020-01-01.md"), "- old\n").unwrap();
+    let later = SystemTime::now() + Duration::from_secs(5);
+    std::fs::File::open(f.root.join("memory"))
+        .unwrap()
+        .set_modified(later)
+        .unwrap();
+    assert_eq!(index.has_daily_before("2026-10-01").unwrap(), None);
+}
