@@ -371,13 +371,21 @@ struct TurnSkills {
     origin: skills::stored::Origin,
 }
 
-fn turn_skills(app: &App) -> TurnSkills {
-    let (inputs, _warnings) = app.skills_inputs();
+/// The skills of a turn; `read_only` (for `agent prompt`) writes neither
+/// the bundled skills nor the stored snapshot.
+fn turn_skills(app: &App, read_only: bool) -> TurnSkills {
+    let (inputs, _warnings) = if read_only {
+        app.skills_inputs()
+    } else {
+        app.skills_inputs_for_running()
+    };
     let cache = app.paths.skills_cache();
     let wall_ns = app.host.wall_clock.as_nanosecond();
-    let (derived, origin) = skills::stored::load_or_build(&cache, &inputs, wall_ns, |report| {
-        derive_skills(report, &inputs)
-    });
+    let keep = !read_only;
+    let (derived, origin) =
+        skills::stored::load_or_build(&cache, &inputs, wall_ns, keep, |report| {
+            derive_skills(report, &inputs)
+        });
     TurnSkills {
         inputs,
         derived,
@@ -459,11 +467,12 @@ fn assemble<T: Send>(
     let (skills, bootstrap, (memory_context, full_scan_due), also) = std::thread::scope(|scope| {
         let reading = scope.spawn(|| {
             let also = alongside();
-            let skills = turn_skills(app);
+            let skills = turn_skills(app, services.read_only);
             let bootstrap = prompt::bootstrap_files(
                 &workspace,
                 defaults.bootstrap_max_chars as usize,
                 defaults.bootstrap_total_max_chars as usize,
+                &app.real_targets(&app.config.config.memory.allow_symlink_targets),
             );
             (skills, bootstrap, also)
         });
@@ -571,13 +580,21 @@ fn exec_env(app: &App, keys: &[SkillKeys]) -> BTreeMap<String, String> {
 /// Memory and skills for the tools, through the app's use cases.
 struct AppServices {
     app: App,
+    /// Assembling only to show the prompt (`agent prompt`): nothing may be
+    /// written.
+    read_only: bool,
 }
 
 impl AppServices {
     /// The notes recalled for `goal`, and whether the memory index's
     /// periodic full scan is due (left for later: it is not waited for).
     fn context(&self, goal: &str) -> (Option<String>, bool) {
-        match session_memory::context_for_turn(&self.app, goal) {
+        let recalled = if self.read_only {
+            session_memory::context_creating_nothing(&self.app, goal).map(|block| (block, false))
+        } else {
+            session_memory::context_for_turn(&self.app, goal)
+        };
+        match recalled {
             Ok((block, due)) => ((!block.items.is_empty()).then_some(block.text), due),
             Err(err) => {
                 tracing::warn!(err = %format!("{err:#}"), "no notes recalled");
@@ -676,7 +693,10 @@ pub fn prompt_view(app: &App, req: &TurnRequest) -> anyhow::Result<PromptView> {
     let entry = stored_entry(&sessions, &key);
     let kept = entry.as_ref().and_then(session_model);
     let model = app.model_without_key(req.model.as_deref().or(kept.as_deref()))?;
-    let services = AppServices { app: app.clone() };
+    let services = AppServices {
+        app: app.clone(),
+        read_only: true,
+    };
     let (assembled, ()) = assemble(app, &model, &req.message, &services, || ());
     let mut history = match &entry {
         Some(e) => transcript::read(&sessions.transcript_path(e))?.context(),
@@ -815,7 +835,10 @@ pub fn run_turn(
     // while the prompt is assembled.
     let endpoint = model.endpoint.clone();
     let connecting = std::thread::spawn(move || provider::connect(endpoint));
-    let services = AppServices { app: app.clone() };
+    let services = AppServices {
+        app: app.clone(),
+        read_only: false,
+    };
     let assembly_started = std::time::Instant::now();
     // The session's queued events and its transcript are read while the
     // turn is assembled. The events stay queued until the turn that

@@ -241,6 +241,10 @@ pub enum GetError {
         "not a memory file: {0} (memory get reads MEMORY.md, memory/**/*.md, daily/*.md and the configured extra paths)"
     )]
     NotMemory(String),
+    /// A memory file reached through a symlink that leaves the memory
+    /// root, not allowed by `memory.allowSymlinkTargets`.
+    #[error("{0}")]
+    Outside(crate::memory::files::Escape),
     #[error("cannot read {0}")]
     Read(String, #[source] std::io::Error),
 }
@@ -292,8 +296,9 @@ pub fn get(
 }
 
 /// The index name and location of `path` when it is a memory file: inside
-/// the root (or an extra path), a `.md` file, not a symlink, and not
-/// reached through a symlink that leaves its folder.
+/// the root (or an extra path), a `.md` file, and not reached through a
+/// symlink that leaves its folder (unless `memory.allowSymlinkTargets`
+/// allows where it leads).
 fn memory_file(memory: &Memory, path: &str) -> Result<(String, PathBuf), GetError> {
     let refuse = || GetError::NotMemory(path.to_string());
     let requested = Path::new(path.trim());
@@ -311,18 +316,11 @@ fn memory_file(memory: &Memory, path: &str) -> Result<(String, PathBuf), GetErro
     if name.is_empty() || !name.ends_with(".md") || layout.classify(&name).is_none() {
         return Err(refuse());
     }
-    match std::fs::symlink_metadata(&full) {
-        Ok(meta) if meta.file_type().is_symlink() || !meta.is_file() => return Err(refuse()),
-        Ok(_) => {
-            let parent = name.rsplit_once('/').map_or("", |(dir, _)| dir);
-            let real = std::fs::canonicalize(&full).map_err(|_| refuse())?;
-            if !real.starts_with(layout.containment(parent)) {
-                return Err(refuse());
-            }
-        }
-        Err(_) => {}
+    layout.check(&name).map_err(GetError::Outside)?;
+    match std::fs::metadata(&full) {
+        Ok(meta) if !meta.is_file() => Err(refuse()),
+        _ => Ok((name, full)),
     }
-    Ok((name, full))
 }
 
 pub fn entity(app: &App, name: &str, max_lines: usize) -> anyhow::Result<Option<EntitySummary>> {

@@ -3,6 +3,10 @@
 //!
 //! Invariants: loading an [`App`] creates nothing on disk; commands that
 //! write call [`App::ensure_state_dir`] / [`Paths::ensure_workspace`] first.
+//! Commands that only read (status, config, heartbeat status and history,
+//! the `status` commands, `memory get`, skills listings, sessions, `agent
+//! prompt`) create and change nothing; searching commands may create or
+//! update only the derived index.
 //! Start-up work stays minimal: one small file read (the config) and no
 //! database is opened until a command needs it.
 
@@ -83,6 +87,21 @@ impl App {
             _ => None,
         };
         Ok(computed.map(|v| (serde_json::Value::String(v), config::Origin::Default)))
+    }
+
+    /// Allowed symlink targets as configured (`~` allowed) → real paths
+    /// (a path that does not resolve is kept as given). One reading for
+    /// `skills.load.allowSymlinkTargets` and `memory.allowSymlinkTargets`.
+    pub fn real_targets(&self, configured: &[String]) -> Vec<std::path::PathBuf> {
+        configured
+            .iter()
+            .map(|t| t.trim())
+            .filter(|t| !t.is_empty())
+            .map(|t| {
+                let p = self.host.resolve_path(t);
+                std::fs::canonicalize(&p).unwrap_or(p)
+            })
+            .collect()
     }
 
     /// Creates the state directory (0700) if needed.

@@ -55,6 +55,8 @@ impl App {
                     }
                 })
                 .collect(),
+            allow_symlink_targets: self
+                .real_targets(&self.config.config.memory.allow_symlink_targets),
             root,
             settings,
         }
@@ -137,12 +139,13 @@ pub fn append(app: &App, req: &AppendRequest<'_>) -> anyhow::Result<Appended> {
     let started = std::time::Instant::now();
     let memory = app.memory();
     app.ensure_state_dir()?;
-    let outcome = write::append(&memory, req, &app.host.now)?;
+    let mut outcome = write::append(&memory, req, &app.host.now)?;
     let stored = started.elapsed();
-    let mut warnings = Vec::new();
+    let mut warnings = std::mem::take(&mut outcome.warnings);
     let mut touched: Vec<String> = outcome.written.iter().map(|w| w.path.clone()).collect();
     if let Some(pruned) = &outcome.pruned {
-        touched.extend(pruned.archives.iter().cloned());
+        touched.extend(pruned.moves.iter().map(|m| m.to.clone()));
+        warnings.extend(pruned.over_limit_warning());
     }
     // The index knows the daily files, which spares listing a large
     // memory directory just for the heartbeat's counter.
@@ -192,16 +195,25 @@ fn cutoff_date(app: &App, days: u32) -> String {
         .to_string()
 }
 
-/// Moves daily files older than `days` to the trash when there are any
-/// (found through the index, so nothing is listed when there are none).
+/// Moves daily files older than `days` to the trash when there are any.
+/// The index answers when it has listed the daily folders as they are now
+/// (nothing is listed then); otherwise, as on a fresh state, the two
+/// folders are listed.
 fn apply_retention(app: &App, memory: &Memory, days: u32) -> anyhow::Result<Option<ClearOutcome>> {
     let before = cutoff_date(app, days);
     let (index, _) = memory.open_index()?;
-    if !index.has_daily_before(&before)? {
+    let due = match index.has_daily_before(&before)? {
+        Some(due) => due,
+        None => !write::daily_files(memory, Some(&before)).is_empty(),
+    };
+    drop(index);
+    if !due {
         return Ok(None);
     }
-    drop(index);
     let outcome = write::clear(memory, ClearScope::Daily, Some(&before), &app.host.now)?;
+    if outcome.moved.is_empty() {
+        return Ok(None);
+    }
     refresh_index(memory, &outcome.moved)?;
     Ok(Some(outcome))
 }
@@ -254,6 +266,28 @@ pub fn context(app: &App, goal: &str, budget: Option<usize>) -> anyhow::Result<C
 /// run while the model answers.
 pub fn context_for_turn(app: &App, goal: &str) -> anyhow::Result<(ContextBlock, bool)> {
     context_with(app, goal, None, SyncMode::QuickOnly)
+}
+
+/// The recall block of a turn for `agent prompt`, creating nothing: from
+/// the index when it exists (brought up to date like a search does), else
+/// from an index built in memory for this command only.
+pub fn context_creating_nothing(app: &App, goal: &str) -> anyhow::Result<ContextBlock> {
+    let memory = app.memory();
+    let budget = (memory.settings.context_budget_tokens as usize).max(1);
+    if !memory.settings.enabled {
+        return Ok(ContextBlock::empty(goal, budget));
+    }
+    let index = if memory.index_path.exists() {
+        memory
+            .synced_index_with(SyncMode::QuickOnly, app.wall_ns())?
+            .0
+    } else {
+        let (layout, _) = memory.layout();
+        let mut index = Index::open_in_memory(layout, memory.tz.clone())?;
+        index.sync(SyncMode::Full, app.wall_ns())?;
+        index
+    };
+    Ok(context::build(&memory, &index, goal, budget)?)
 }
 
 fn context_with(
@@ -344,38 +378,43 @@ pub fn clear(
     Ok(Cleared { outcome, warnings })
 }
 
-/// The heartbeat state for `heartbeat status`: pings `status.check` first
-/// when there is no usable state (as Arka does), then overlays the live
-/// security flags, routine count and memory stats.
+/// The heartbeat state for `heartbeat status`: the recorded state with the
+/// live security flags, routine count and memory stats over it. Computed
+/// without writing anything: where Arka pings `status.check` into a
+/// missing file, almanac shows the live values and no last activity.
 pub fn heartbeat_status(
     app: &App,
 ) -> anyhow::Result<(serde_json::Map<String, serde_json::Value>, Vec<String>)> {
-    let tracker = app.tracker();
-    let mut warnings = Vec::new();
-    let loaded = tracker.read(&app.host.now)?;
-    warnings.extend(loaded.warning);
+    let loaded = app.tracker().peek()?;
+    let warnings: Vec<String> = loaded.warning.into_iter().collect();
     let mut state = loaded.state;
-    if state.is_empty() {
-        let outcome = app.ping("status.check", "heartbeat")?;
-        warnings.extend(outcome.warning);
-        state = tracker.read(&app.host.now)?.state;
-    }
     let snapshot = app.activity_snapshot(&app.memory().stats());
+    state.insert("agent".into(), serde_json::json!(snapshot.agent));
     state.insert("security".into(), serde_json::json!(snapshot.security));
     state.insert(
         "routines_enabled".into(),
         serde_json::json!(snapshot.routines_enabled),
     );
     state.insert("memory".into(), serde_json::json!(snapshot.memory));
+    let channels = state
+        .get("channels")
+        .filter(|v| v.is_object())
+        .cloned()
+        .unwrap_or_else(heartbeat::no_channels);
+    state.entry("channels").or_insert_with(|| channels.clone());
+    state.entry("hermes").or_insert(channels);
+    state
+        .entry("history")
+        .or_insert_with(|| serde_json::Value::Array(Vec::new()));
     Ok((state, warnings))
 }
 
-/// The newest `limit` history rows, oldest first.
+/// The newest `limit` history rows, oldest first (nothing is written).
 pub fn heartbeat_history(
     app: &App,
     limit: usize,
 ) -> anyhow::Result<(Vec<heartbeat::HistoryRow>, Vec<String>)> {
-    let loaded = app.tracker().read(&app.host.now)?;
+    let loaded = app.tracker().peek()?;
     let rows = heartbeat::history_rows(&loaded.state);
     let skip = rows.len().saturating_sub(limit);
     Ok((

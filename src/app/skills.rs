@@ -18,10 +18,23 @@ impl App {
         self.paths.state_dir.join("skills")
     }
 
-    /// The inputs of skills for this app, writing out the bundled skills if
-    /// needed. Problems doing so are returned as warnings.
+    /// The inputs of skills for this app, for commands that only read:
+    /// nothing is written (bundled skills not yet written out are read from
+    /// the binary).
     pub fn skills_inputs(&self) -> (SkillsInputs, Vec<String>) {
+        self.skills_inputs_with(false)
+    }
+
+    /// The inputs of skills for commands that run skills (agent turns,
+    /// `skills run`): the bundled skills are written out if needed, so
+    /// their files have real paths. Problems doing so are warnings.
+    pub fn skills_inputs_for_running(&self) -> (SkillsInputs, Vec<String>) {
+        self.skills_inputs_with(true)
+    }
+
+    fn skills_inputs_with(&self, write_bundled: bool) -> (SkillsInputs, Vec<String>) {
         let mut warnings = Vec::new();
+        let mut embedded_bundled = None;
         let skills_config = &self.config.config.skills;
         let mut roots = Vec::new();
         for dir in &skills_config.load.extra_dirs {
@@ -42,17 +55,26 @@ impl App {
             Some(dir) => Some(self.host.resolve_path(dir)),
             None => {
                 let dir = self.paths.state_dir.join("bundled-skills");
-                match self
-                    .ensure_state_dir()
-                    .and_then(|()| bundled::materialize(&dir))
-                {
-                    Ok(()) => Some(dir),
-                    Err(err) => {
-                        warnings.push(format!(
-                            "bundled skills unavailable: cannot write {}: {err}",
-                            dir.display()
-                        ));
+                if !write_bundled {
+                    if bundled::is_current(&dir) {
+                        Some(dir)
+                    } else {
+                        embedded_bundled = Some(dir);
                         None
+                    }
+                } else {
+                    match self
+                        .ensure_state_dir()
+                        .and_then(|()| bundled::materialize(&dir))
+                    {
+                        Ok(()) => Some(dir),
+                        Err(err) => {
+                            warnings.push(format!(
+                                "bundled skills unavailable: cannot write {}: {err}",
+                                dir.display()
+                            ));
+                            None
+                        }
                     }
                 }
             }
@@ -92,15 +114,7 @@ impl App {
         {
             homes.push(real);
         }
-        let allow_symlink_targets = skills_config
-            .load
-            .allow_symlink_targets
-            .iter()
-            .map(|t| {
-                let p = self.host.resolve_path(t);
-                std::fs::canonicalize(&p).unwrap_or(p)
-            })
-            .collect();
+        let allow_symlink_targets = self.real_targets(&skills_config.load.allow_symlink_targets);
         let inputs = SkillsInputs {
             roots,
             config: self.config.clone(),
@@ -110,13 +124,23 @@ impl App {
             homes,
             workspace_dir: ws.clone(),
             managed_dir: self.managed_skills_dir(),
+            embedded_bundled,
         };
         (inputs, warnings)
     }
 
-    /// Discovers and gates the skills.
+    /// Discovers and gates the skills (writing nothing).
     pub fn skills_report(&self) -> (SkillsInputs, SkillsReport) {
-        let (inputs, warnings) = self.skills_inputs();
+        Self::report_of(self.skills_inputs())
+    }
+
+    /// [`App::skills_report`] for running a skill: the bundled skills are
+    /// written out first.
+    pub fn skills_report_for_running(&self) -> (SkillsInputs, SkillsReport) {
+        Self::report_of(self.skills_inputs_for_running())
+    }
+
+    fn report_of((inputs, warnings): (SkillsInputs, Vec<String>)) -> (SkillsInputs, SkillsReport) {
         let mut report = skills::report(&inputs);
         report.warnings.splice(0..0, warnings);
         (inputs, report)
@@ -151,7 +175,7 @@ pub enum RefusedRun {
 /// Runs skill `name` with `args`: gates re-checked now, the skill's own
 /// environment values added for its process only.
 pub fn run_skill(app: &App, name: &str, args: &[String]) -> Result<RunOutcome, RefusedRun> {
-    let (inputs, report) = app.skills_report();
+    let (inputs, report) = app.skills_report_for_running();
     let Some(status) = report.find(name) else {
         return Err(RefusedRun::Unknown(name.to_string()));
     };
@@ -205,7 +229,7 @@ pub fn run_skill_captured(
     name: &str,
     args: &[String],
 ) -> Result<(String, i32), RefusedRun> {
-    let (inputs, report) = app.skills_report();
+    let (inputs, report) = app.skills_report_for_running();
     let Some(status) = report.find(name) else {
         return Err(RefusedRun::Unknown(name.to_string()));
     };

@@ -91,12 +91,17 @@ fn print_status(state: &serde_json::Map<String, Value>) {
         _ => "?",
     };
     println!("Agent: {}", text(state.get("agent")));
-    println!(
-        "Last activity: {} ({})",
-        text(state.get("last_activity")),
-        text(state.get("when"))
-    );
-    println!("Source: {}", text(state.get("source")));
+    if state.contains_key("last_activity") {
+        println!(
+            "Last activity: {} ({})",
+            text(state.get("last_activity")),
+            text(state.get("when"))
+        );
+        println!("Source: {}", text(state.get("source")));
+    } else {
+        println!("Last activity: none yet");
+        println!("Source: none");
+    }
     println!(
         "Security: master={} llm={} actions={}",
         flag("enabled"),

@@ -315,7 +315,7 @@ pub fn run(cmd: MemoryCommand, app: &App) -> anyhow::Result<ExitCode> {
                     println!("{}", got.text);
                 }
             }
-            Err(err @ GetError::NotMemory(_)) => {
+            Err(err @ (GetError::NotMemory(_) | GetError::Outside(_))) => {
                 if json.json {
                     print_json(
                         &serde_json::json!({"path": path, "text": "", "disabled": true, "error": err.to_string()}),

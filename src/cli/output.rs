@@ -74,9 +74,12 @@ fn is_refusal(error: &(dyn std::error::Error + 'static)) -> bool {
                     | AppendError::Empty
                     | AppendError::TooLong { .. }
                     | AppendError::Blocked { .. }
+                    | AppendError::Outside(_)
             )
         })
-        || refused::<GetError>(error, |e| matches!(e, GetError::NotMemory(_)))
+        || refused::<GetError>(error, |e| {
+            matches!(e, GetError::NotMemory(_) | GetError::Outside(_))
+        })
         || refused::<RefusedRun>(error, |e| !matches!(e, RefusedRun::Io(_)))
         || refused::<RunError>(error, |_| true)
 }

@@ -121,6 +121,9 @@ pub fn run(cmd: SessionMemoryCommand, app: &App) -> anyhow::Result<ExitCode> {
                 print_json(&appended)?;
             } else {
                 println!("Stored: {}", appended.outcome.preview);
+                for line in appended.outcome.pruned.iter().flat_map(|p| p.moved_lines()) {
+                    println!("{line}");
+                }
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -229,15 +232,33 @@ pub fn run(cmd: SessionMemoryCommand, app: &App) -> anyhow::Result<ExitCode> {
                     if o.long_term { "True" } else { "False" }
                 );
                 if let Some(trash) = &o.trash {
-                    println!(
-                        "Moved {} file(s) to {} (move them back to restore)",
-                        o.moved.len(),
-                        trash.display()
-                    );
+                    println!("Moved {} file(s) to {}:", o.moved.len(), trash.display());
+                    for rel in &o.moved {
+                        println!("  {rel}");
+                    }
+                    println!("To restore them:");
+                    for r in &o.restore {
+                        println!("  mv {} {}", shell_word(&r.from), shell_word(&r.to));
+                    }
                 }
             }
             Ok(ExitCode::SUCCESS)
         }
+    }
+}
+
+/// `path` as one shell word: as it is when that is safe, else in single
+/// quotes.
+fn shell_word(path: &std::path::Path) -> String {
+    let text = path.to_string_lossy();
+    let plain = !text.is_empty()
+        && text
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "/._-+:@%,=".contains(c));
+    if plain {
+        text.into_owned()
+    } else {
+        format!("'{}'", text.replace('\'', "'\\''"))
     }
 }
 

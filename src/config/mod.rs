@@ -400,6 +400,10 @@ pub enum LogLevel {
 #[serde(default, rename_all = "camelCase")]
 pub struct MemoryConfig {
     pub session: SessionMemoryConfig,
+    /// Real paths (`~` allowed) that memory files and folders may be
+    /// symlinks into; any other link leaving the memory root is skipped by
+    /// readers and refused by writers.
+    pub allow_symlink_targets: Vec<String>,
 }
 
 /// Session memory (`almanac session-memory …`).

@@ -5,7 +5,10 @@
 //! * [`atomic_replace`] never leaves a partial or empty target: the new bytes
 //!   go to a temporary file in the same directory, are fsynced, renamed over
 //!   the target, and the directory is fsynced. A reader (or a process killed
-//!   at any point) sees either the old file or the new one.
+//!   at any point) sees either the old file or the new one. A symlink stays
+//!   a symlink: the file it finally points to is the one replaced (in that
+//!   file's directory). Whether a link may be followed at all is the
+//!   caller's decision.
 //! * [`locked_append`] holds an exclusive advisory lock on the file for the
 //!   whole write, so concurrent processes never interleave or lose lines. If
 //!   an earlier writer left the file without a final newline, the append
@@ -49,7 +52,12 @@ pub fn create_private_dir_all(dir: &Path) -> io::Result<()> {
 /// Replaces `path` with `bytes` atomically and durably.
 ///
 /// An existing target keeps its permission bits; a new one gets `new_mode`.
+/// When `path` is a symlink (or a chain of them), the link is kept and the
+/// file it finally points to is replaced; a dangling link's target is
+/// created.
 pub fn atomic_replace(path: &Path, bytes: &[u8], new_mode: u32) -> io::Result<()> {
+    let target = final_target(path)?;
+    let path = target.as_path();
     let parent = parent_dir(path);
     if !parent.as_os_str().is_empty() {
         create_private_dir_all(parent)?;
@@ -68,6 +76,35 @@ pub fn atomic_replace(path: &Path, bytes: &[u8], new_mode: u32) -> io::Result<()
         let _ = fs::remove_file(&temp);
     }
     result
+}
+
+/// Most symlinks followed in a chain before giving up (as the kernel does).
+const MAX_LINK_HOPS: usize = 40;
+
+/// The path a chain of symlinks at `path` ends at (`path` itself when it is
+/// not a link). Only the last component is followed: directories on the
+/// way are left to the kernel, so the result names the same file.
+pub fn final_target(path: &Path) -> io::Result<PathBuf> {
+    let mut current = path.to_path_buf();
+    for _ in 0..MAX_LINK_HOPS {
+        match fs::symlink_metadata(&current) {
+            Ok(meta) if meta.file_type().is_symlink() => {
+                let link = fs::read_link(&current)?;
+                current = if link.is_absolute() {
+                    link
+                } else {
+                    parent_dir(&current).join(link)
+                };
+            }
+            Ok(_) => return Ok(current),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(current),
+            Err(e) => return Err(e),
+        }
+    }
+    Err(io::Error::new(
+        io::ErrorKind::InvalidInput,
+        format!("too many levels of symbolic links at {}", path.display()),
+    ))
 }
 
 /// Writes a new file (which must not exist) with `mode` and syncs it.

@@ -318,3 +318,94 @@ fn move_file_creates_the_destination_directory() {
     assert!(!from.exists());
     assert_eq!(fs::read_to_string(&to).unwrap(), "note");
 }
+
+#[test]
+fn atomic_replace_through_a_symlink_replaces_the_target_and_keeps_the_link() {
+    use std::os::unix::fs::symlink;
+    let dir = tempfile::tempdir().unwrap();
+    let real_dir = dir.path().join("real");
+    let link_dir = dir.path().join("links");
+    fs::create_dir_all(&real_dir).unwrap();
+    fs::create_dir_all(&link_dir).unwrap();
+    let target = real_dir.join("MEMORY.md");
+    fs::write(&target, "old").unwrap();
+    fs::set_permissions(&target, fs::Permissions::from_mode(0o640)).unwrap();
+    // An absolute link, and a relative link to that link (a chain).
+    let link = link_dir.join("MEMORY.md");
+    symlink(&target, &link).unwrap();
+    let chained = link_dir.join("chained.md");
+    symlink("MEMORY.md", &chained).unwrap();
+
+    atomic_replace(&link, b"new", 0o600).unwrap();
+    assert!(
+        fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+    assert_eq!(fs::read_link(&link).unwrap(), target);
+    assert_eq!(fs::read_to_string(&target).unwrap(), "new");
+    assert_eq!(
+        fs::metadata(&target).unwrap().permissions().mode() & 0o777,
+        0o640,
+        "the target keeps its mode"
+    );
+
+    atomic_replace(&chained, b"newer", 0o600).unwrap();
+    assert!(
+        fs::symlink_metadata(&chained)
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+    assert!(
+        fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+    assert_eq!(fs::read_to_string(&target).unwrap(), "newer");
+    // The temporary file lived beside the target, and is gone.
+    let names = |d: &Path| -> Vec<String> {
+        let mut v: Vec<String> = fs::read_dir(d)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        v.sort();
+        v
+    };
+    assert_eq!(names(&real_dir), vec!["MEMORY.md"]);
+    assert_eq!(names(&link_dir), vec!["MEMORY.md", "chained.md"]);
+}
+
+#[test]
+fn atomic_replace_through_a_dangling_symlink_creates_its_target() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = dir.path().join("elsewhere").join("config.json5");
+    let link = dir.path().join("config.json5");
+    std::os::unix::fs::symlink(&target, &link).unwrap();
+    atomic_replace(&link, b"{}", 0o600).unwrap();
+    assert!(
+        fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+    assert_eq!(fs::read_to_string(&target).unwrap(), "{}");
+    assert_eq!(
+        fs::metadata(&target).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+}
+
+#[test]
+fn atomic_replace_refuses_a_symlink_loop() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = dir.path().join("a");
+    let b = dir.path().join("b");
+    std::os::unix::fs::symlink(&b, &a).unwrap();
+    std::os::unix::fs::symlink(&a, &b).unwrap();
+    let err = atomic_replace(&a, b"x", 0o600).unwrap_err();
+    assert!(err.to_string().contains("symbolic links"), "{err}");
+    assert!(fs::symlink_metadata(&a).unwrap().file_type().is_symlink());
+}

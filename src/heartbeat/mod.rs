@@ -17,6 +17,9 @@
 //!   warning; its valid fields and unknown keys carry over. Nothing crashes.
 //! * Unknown keys are preserved. The file is 2-space indented JSON with
 //!   non-ASCII escaped, as Arka writes it.
+//! * Reading ([`Tracker::peek`], for `heartbeat status|history`) writes
+//!   nothing: no `status.check` event (Arka pings one when the file is
+//!   missing), no lock file, and a corrupt file is only reported.
 
 use std::path::{Path, PathBuf};
 
@@ -158,9 +161,7 @@ impl Tracker {
                 .get("channels")
                 .filter(|v| v.is_object())
                 .cloned()
-                .unwrap_or_else(
-                    || json!({"message_sessions": 0, "subagents_running": 0, "subagents_total": 0}),
-                );
+                .unwrap_or_else(no_channels);
             state.insert("ts".into(), json!(ts));
             state.insert("when".into(), json!(when));
             state.insert("last_activity".into(), json!(activity));
@@ -198,6 +199,33 @@ impl Tracker {
         })?
     }
 
+    /// Reads the state for a command that only reads: no lock is taken
+    /// (pings replace the file atomically) and a corrupt file is left where
+    /// it is, reported, with its valid fields used; the next ping moves it
+    /// aside. Creates and changes nothing.
+    pub fn peek(&self) -> std::io::Result<Loaded> {
+        let bytes = match std::fs::read(&self.path) {
+            Ok(bytes) => bytes,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Ok(Loaded {
+                    state: Map::new(),
+                    warning: None,
+                });
+            }
+            Err(e) => return Err(e),
+        };
+        let (state, problem) = parse_state(&bytes);
+        Ok(Loaded {
+            state,
+            warning: problem.map(|problem| {
+                format!(
+                    "{} is unusable ({problem}); the next ping moves it aside and starts a new one",
+                    self.path.display()
+                )
+            }),
+        })
+    }
+
     /// Reads the state (repairing a corrupt file as described above).
     pub fn read(&self, now: &ZonedDateTime) -> std::io::Result<Loaded> {
         if !self.path.exists() {
@@ -220,23 +248,7 @@ impl Tracker {
             }
             Err(e) => return Err(e),
         };
-        let parsed = std::str::from_utf8(&bytes)
-            .map_err(|_| "it is not UTF-8 text".to_string())
-            .and_then(|text| {
-                serde_json::from_str::<Value>(text).map_err(|e| format!("it is not JSON ({e})"))
-            })
-            .and_then(|value| match value {
-                Value::Object(map) => Ok(map),
-                _ => Err("it is not a JSON object".to_string()),
-            });
-        let (state, problem) = match parsed {
-            Ok(map) => {
-                let (clean, problems) = validate(map);
-                let problem = (!problems.is_empty()).then(|| problems.join(", "));
-                (clean, problem)
-            }
-            Err(reason) => (Map::new(), Some(reason)),
-        };
+        let (state, problem) = parse_state(&bytes);
         let Some(problem) = problem else {
             return Ok(Loaded {
                 state,
@@ -252,6 +264,27 @@ impl Tracker {
                 moved.display()
             )),
         })
+    }
+}
+
+/// The state in `bytes` (its valid fields) and what is wrong with it.
+fn parse_state(bytes: &[u8]) -> (Map<String, Value>, Option<String>) {
+    let parsed = std::str::from_utf8(bytes)
+        .map_err(|_| "it is not UTF-8 text".to_string())
+        .and_then(|text| {
+            serde_json::from_str::<Value>(text).map_err(|e| format!("it is not JSON ({e})"))
+        })
+        .and_then(|value| match value {
+            Value::Object(map) => Ok(map),
+            _ => Err("it is not a JSON object".to_string()),
+        });
+    match parsed {
+        Ok(map) => {
+            let (clean, problems) = validate(map);
+            let problem = (!problems.is_empty()).then(|| problems.join(", "));
+            (clean, problem)
+        }
+        Err(reason) => (Map::new(), Some(reason)),
     }
 }
 
@@ -285,6 +318,11 @@ fn validate(mut map: Map<String, Value>) -> (Map<String, Value>, Vec<String>) {
         }
     }
     (map, problems)
+}
+
+/// The `channels` object before any channel reported.
+pub fn no_channels() -> Value {
+    json!({"message_sessions": 0, "subagents_running": 0, "subagents_total": 0})
 }
 
 /// The history ring, normalised: non-object rows dropped, missing fields

@@ -244,3 +244,43 @@ fn names_are_one_line_of_at_most_200_characters() {
         )
     );
 }
+
+#[test]
+fn peek_reads_without_writing_even_a_corrupt_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let tracker = Tracker::new(&dir.path().join("state"));
+    let loaded = tracker.peek().unwrap();
+    assert!(loaded.state.is_empty() && loaded.warning.is_none());
+    assert!(!dir.path().join("state").exists(), "nothing created");
+
+    let t = now("2026-11-29T17:07:22+01:00[Europe/Paris]");
+    tracker.ping("one", "cli", &snapshot(), 20, &t).unwrap();
+    std::fs::remove_file(dir.path().join("state/heartbeat.json.lock")).unwrap();
+    let loaded = tracker.peek().unwrap();
+    assert_eq!(loaded.state["last_activity"], "one");
+    assert!(
+        !dir.path().join("state/heartbeat.json.lock").exists(),
+        "no lock file"
+    );
+
+    let bad = br#"{"last_activity": "kept", "history": 7}"#;
+    std::fs::write(&tracker.path, bad).unwrap();
+    let loaded = tracker.peek().unwrap();
+    assert_eq!(loaded.state["last_activity"], "kept");
+    assert!(!loaded.state.contains_key("history"));
+    let warning = loaded.warning.unwrap();
+    assert!(
+        warning.contains("`history` has the wrong type"),
+        "{warning}"
+    );
+    assert!(
+        warning.contains("the next ping moves it aside"),
+        "{warning}"
+    );
+    assert_eq!(std::fs::read(&tracker.path).unwrap(), bad, "left as it is");
+    let names: Vec<String> = std::fs::read_dir(dir.path().join("state"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(names, vec!["heartbeat.json"], "nothing moved aside");
+}

@@ -15,11 +15,18 @@
 //! Paths are relative to the root, `/`-separated; a file outside the root
 //! (from an extra path) is named by its absolute path.
 //!
-//! Hidden entries, `node_modules` and temporary files are skipped; a
-//! symlink whose target leaves the root (or the extra folder it was found
-//! in) is skipped with a warning.
+//! Hidden entries, `node_modules` and temporary files are skipped.
+//!
+//! Containment, one rule for every reader and writer of memory (append,
+//! index, search, get, context, the agent prompt): a memory file or folder
+//! whose real path leaves the memory root (or the extra folder outside the
+//! root it belongs to) is not used, unless its real path is inside one of
+//! the allowed targets (`memory.allowSymlinkTargets`). [`Layout::check`]
+//! decides; readers skip such a path with a warning, writers refuse it.
+//! Extra single files are used as named: the user pointed at them.
 
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 use almanac_markdown::notes::daily_file_date;
 
@@ -101,15 +108,46 @@ pub struct Walk {
     pub warnings: Vec<String>,
 }
 
+/// A memory path whose real location is outside where memory may be.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "{name}: symlink leaves the memory root {} (it resolves to {}); add that path to memory.allowSymlinkTargets to use it",
+    base.display(),
+    real.display()
+)]
+pub struct Escape {
+    /// The path as named in the index (root-relative or absolute).
+    pub name: String,
+    /// Where it really is.
+    pub real: PathBuf,
+    /// The real folder it had to stay in.
+    pub base: PathBuf,
+}
+
 /// Which files of a root are memory: the standard layout plus extra paths.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct Layout {
     pub root: PathBuf,
     /// Extra folders, as relative or absolute names (see the module doc).
     pub extra_dirs: Vec<String>,
     /// Extra single files, named the same way.
     pub extra_files: Vec<String>,
+    /// Real paths memory may also be in (`memory.allowSymlinkTargets`).
+    pub allowed_targets: Vec<PathBuf>,
+    /// The root's real path, resolved once.
+    real_root: OnceLock<PathBuf>,
 }
+
+impl PartialEq for Layout {
+    fn eq(&self, other: &Layout) -> bool {
+        self.root == other.root
+            && self.extra_dirs == other.extra_dirs
+            && self.extra_files == other.extra_files
+            && self.allowed_targets == other.allowed_targets
+    }
+}
+
+impl Eq for Layout {}
 
 impl Layout {
     /// The standard layout of `root`.
@@ -118,7 +156,61 @@ impl Layout {
             root: root.to_path_buf(),
             extra_dirs: Vec::new(),
             extra_files: Vec::new(),
+            allowed_targets: Vec::new(),
+            real_root: OnceLock::new(),
         }
+    }
+
+    /// This layout with `targets` (real paths) allowed as symlink targets.
+    pub fn with_allowed_targets(mut self, targets: &[PathBuf]) -> Layout {
+        self.allowed_targets = targets.to_vec();
+        self
+    }
+
+    /// The root's real path (the root as given when it cannot be resolved).
+    pub fn real_root(&self) -> &Path {
+        self.real_root
+            .get_or_init(|| real_path(&self.root).unwrap_or_else(|_| self.root.clone()))
+    }
+
+    /// Whether `real` is inside one of the allowed targets.
+    pub fn allows(&self, real: &Path) -> bool {
+        self.allowed_targets.iter().any(|t| real.starts_with(t))
+    }
+
+    /// Whether the memory file or folder `name` may be used: its real path
+    /// (resolving symlinks, also for a path that does not exist yet) stays
+    /// inside the root, or the extra folder outside the root it belongs
+    /// to, or an allowed target. Extra files and folders are used as
+    /// named.
+    pub fn check(&self, name: &str) -> Result<(), Escape> {
+        if name.is_empty()
+            || self.extra_files.iter().any(|f| f == name)
+            || self.extra_dirs.iter().any(|d| d == name)
+        {
+            return Ok(());
+        }
+        let path = self.path_of(name);
+        // The common case, a plain file in a plain folder of the root, is
+        // settled without resolving anything.
+        if !name.starts_with('/') && !has_symlink_below(&self.root, name) {
+            return Ok(());
+        }
+        let Ok(real) = real_path(&path) else {
+            // Unresolvable (a loop, no permission): reading or writing it
+            // reports the problem itself.
+            return Ok(());
+        };
+        let parent = name.rsplit_once('/').map_or("", |(dir, _)| dir);
+        let base = self.containment(parent);
+        if real.starts_with(&base) || self.allows(&real) {
+            return Ok(());
+        }
+        Err(Escape {
+            name: name.to_string(),
+            real,
+            base,
+        })
     }
 
     /// The standard layout plus `extra` paths (absolute). Paths that do
@@ -217,19 +309,36 @@ impl Layout {
     pub fn containment(&self, dir: &str) -> PathBuf {
         let under =
             |top: &str| dir == top || dir.strip_prefix(top).is_some_and(|r| r.starts_with('/'));
-        let path = self
+        match self
             .extra_dirs
             .iter()
             .filter(|d| d.starts_with('/') && under(d))
             .max_by_key(|d| d.len())
-            .map_or_else(|| self.root.clone(), |d| self.path_of(d));
-        std::fs::canonicalize(&path).unwrap_or(path)
+        {
+            Some(extra) => {
+                let path = self.path_of(extra);
+                std::fs::canonicalize(&path).unwrap_or(path)
+            }
+            None => self.real_root().to_path_buf(),
+        }
     }
 
     /// Lists every memory file.
     pub fn walk(&self) -> Walk {
         let mut walk = Walk::default();
         for (dir, recursive) in self.top_dirs() {
+            // A top folder inside the root (`memory/`, `daily/`, an extra
+            // folder) may itself be a link leaving it.
+            if !dir.starts_with('/')
+                && let Err(escape) = self.check(&dir)
+            {
+                // The root's listing may have reported the same link.
+                let warning = format!("skipping {escape}");
+                if !walk.warnings.contains(&warning) {
+                    walk.warnings.push(warning);
+                }
+                continue;
+            }
             let real_base = self.containment(&dir);
             list_dir_in(self, &real_base, &dir, recursive, &mut walk);
         }
@@ -330,10 +439,16 @@ pub fn list_dir_in(
                 return Ok(entry.metadata().ok());
             }
             match std::fs::canonicalize(entry.path()) {
-                Ok(target) if target.starts_with(real_base) => Ok(std::fs::metadata(&target).ok()),
+                Ok(target) if target.starts_with(real_base) || layout.allows(&target) => {
+                    Ok(std::fs::metadata(&target).ok())
+                }
                 Ok(target) => Err(format!(
-                    "skipping {rel}: symlink leaves the memory root (points to {})",
-                    target.display()
+                    "skipping {}",
+                    Escape {
+                        name: rel.clone(),
+                        real: target,
+                        base: real_base.to_path_buf(),
+                    }
                 )),
                 Err(_) => Ok(None),
             }
@@ -367,6 +482,47 @@ pub fn list_dir_in(
     for sub in subdirs {
         list_dir_in(layout, real_base, &sub, true, walk);
     }
+}
+
+/// The real path of `path`: symlinks resolved, also for a path that does
+/// not exist yet (its nearest existing folder is resolved and the rest
+/// appended) and for a dangling link (its target is resolved).
+pub fn real_path(path: &Path) -> std::io::Result<PathBuf> {
+    match std::fs::canonicalize(path) {
+        Ok(real) => Ok(real),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let is_link = std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink());
+            if is_link {
+                let target = crate::durable::final_target(path)?;
+                if target != path {
+                    return real_path(&target);
+                }
+            }
+            match (path.parent(), path.file_name()) {
+                (Some(parent), Some(name)) if !parent.as_os_str().is_empty() => {
+                    Ok(real_path(parent)?.join(name))
+                }
+                _ => crate::paths::normalize(path).ok_or(e),
+            }
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// Whether a folder or the file on the way from `root` to the relative
+/// `name` is a symlink (one `lstat` per component).
+fn has_symlink_below(root: &Path, name: &str) -> bool {
+    let mut path = root.to_path_buf();
+    for part in name.split('/') {
+        path.push(part);
+        match std::fs::symlink_metadata(&path) {
+            Ok(meta) if meta.file_type().is_symlink() => return true,
+            Ok(_) => {}
+            // Nothing further exists: nothing further can be a link.
+            Err(_) => return false,
+        }
+    }
+    false
 }
 
 /// Modification time in nanoseconds since the epoch.
@@ -559,5 +715,98 @@ mod tests {
         let dirs: Vec<&str> = walk.dirs.iter().map(|(d, _)| d.as_str()).collect();
         assert_eq!(dirs, vec!["", "memory", "memory/topics", "daily"]);
         assert_eq!(count_daily_files(&root), 2);
+    }
+
+    #[test]
+    fn containment_table() {
+        use std::os::unix::fs::symlink;
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("ws");
+        let outside = dir.path().join("outside");
+        let allowed = dir.path().join("allowed");
+        let shared = dir.path().join("shared");
+        for d in [&root, &outside, &allowed, &shared] {
+            std::fs::create_dir_all(d).unwrap();
+        }
+        std::fs::create_dir_all(root.join("memory/topics")).unwrap();
+        std::fs::write(outside.join("MEMORY.md"), "- x").unwrap();
+        std::fs::write(allowed.join("a.md"), "- a").unwrap();
+        std::fs::write(root.join("memory/topics/food.md"), "- sushi").unwrap();
+        symlink(outside.join("MEMORY.md"), root.join("MEMORY.md")).unwrap();
+        symlink(outside.join("gone.md"), root.join("memory/dangling.md")).unwrap();
+        symlink(
+            root.join("memory/topics/food.md"),
+            root.join("memory/inside.md"),
+        )
+        .unwrap();
+        symlink(allowed.join("a.md"), root.join("memory/allowed.md")).unwrap();
+        symlink(&outside, root.join("daily")).unwrap();
+        symlink(outside.join("MEMORY.md"), shared.join("leak.md")).unwrap();
+        let shared_name = shared.display().to_string();
+        let layout = Layout {
+            extra_dirs: vec![shared_name.clone()],
+            ..Layout::new(&root)
+        }
+        .with_allowed_targets(&[std::fs::canonicalize(&allowed).unwrap()]);
+        let cases: Vec<(String, bool)> = vec![
+            ("memory/topics/food.md".into(), true),
+            ("memory/2026-11-29.md".into(), true),
+            ("memory/new/2026-11-29.md".into(), true),
+            ("memory/inside.md".into(), true),
+            ("memory/allowed.md".into(), true),
+            ("MEMORY.md".into(), false),
+            ("memory/dangling.md".into(), false),
+            ("daily".into(), false),
+            ("daily/2026-11-29.md".into(), false),
+            (shared_name.clone(), true),
+            (format!("{shared_name}/leak.md"), false),
+            (format!("{shared_name}/new.md"), true),
+        ];
+        for (name, ok) in cases {
+            let result = layout.check(&name);
+            assert_eq!(result.is_ok(), ok, "{name}: {result:?}");
+            if let Err(escape) = result {
+                assert_eq!(escape.name, name);
+                assert!(!escape.real.starts_with(&escape.base), "{escape}");
+                let text = escape.to_string();
+                assert!(text.contains("memory.allowSymlinkTargets"), "{text}");
+            }
+        }
+        // Without the allowed target, the link into it is refused too.
+        let strict = Layout::new(&root);
+        assert!(strict.check("memory/allowed.md").is_err());
+        // The real path of things that do not exist yet.
+        let real_outside = std::fs::canonicalize(&outside).unwrap();
+        assert_eq!(
+            real_path(&root.join("daily/new/2026-11-29.md")).unwrap(),
+            real_outside.join("new/2026-11-29.md")
+        );
+        assert_eq!(
+            real_path(&root.join("memory/dangling.md")).unwrap(),
+            real_outside.join("gone.md")
+        );
+    }
+
+    #[test]
+    fn walk_skips_a_memory_folder_linked_outside_unless_allowed() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("ws");
+        let outside = dir.path().join("outside");
+        std::fs::create_dir_all(&root).unwrap();
+        std::fs::create_dir_all(&outside).unwrap();
+        std::fs::write(outside.join("2026-11-29.md"), "- secret").unwrap();
+        std::fs::write(root.join("MEMORY.md"), "- m").unwrap();
+        std::os::unix::fs::symlink(&outside, root.join("memory")).unwrap();
+        let walk = Layout::new(&root).walk();
+        let rels: Vec<&str> = walk.files.iter().map(|f| f.rel.as_str()).collect();
+        assert_eq!(rels, vec!["MEMORY.md"]);
+        assert_eq!(walk.warnings.len(), 1, "{:?}", walk.warnings);
+        assert!(walk.warnings[0].starts_with("skipping memory: symlink leaves the memory root"));
+        let allowed = Layout::new(&root)
+            .with_allowed_targets(&[std::fs::canonicalize(&outside).unwrap()])
+            .walk();
+        let rels: Vec<&str> = allowed.files.iter().map(|f| f.rel.as_str()).collect();
+        assert_eq!(rels, vec!["MEMORY.md", "memory/2026-11-29.md"]);
+        assert!(allowed.warnings.is_empty(), "{:?}", allowed.warnings);
     }
 }

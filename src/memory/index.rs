@@ -157,7 +157,16 @@ impl Index {
     /// Opens the index at `path` for the memory `root`. An index built for
     /// another root or time zone is cleared (it is derived).
     pub fn open(path: &Path, layout: files::Layout, tz: TimeZone) -> Result<Index, StoreError> {
-        let store = Store::open(path, StoreKind::Index)?;
+        Self::over(Store::open(path, StoreKind::Index)?, layout, tz)
+    }
+
+    /// An empty index in memory, gone when dropped (for a command that
+    /// must create nothing on disk).
+    pub fn open_in_memory(layout: files::Layout, tz: TimeZone) -> Result<Index, StoreError> {
+        Self::over(Store::open_in_memory(StoreKind::Index)?, layout, tz)
+    }
+
+    fn over(store: Store, layout: files::Layout, tz: TimeZone) -> Result<Index, StoreError> {
         // Builds touch many pages; a larger cache keeps them off the disk
         // until commit. Memory is used only as needed.
         store.conn.pragma_update(None, "cache_size", -65_536)?;
@@ -191,13 +200,19 @@ impl Index {
     fn identity(&self) -> String {
         let root = &self.layout.root;
         let real = std::fs::canonicalize(root).unwrap_or_else(|_| root.clone());
-        format!(
+        let mut identity = format!(
             "root={} tz={} terms=2 extra={:?} {:?}",
             real.display(),
             self.tz.iana_name().unwrap_or("fixed"),
             self.layout.extra_dirs,
             self.layout.extra_files
-        )
+        );
+        // Allowing a new symlink target can bring in files a quick sync
+        // would not look for again: the index starts over.
+        if !self.layout.allowed_targets.is_empty() {
+            identity.push_str(&format!(" allowed={:?}", self.layout.allowed_targets));
+        }
+        identity
     }
 
     pub fn path(&self) -> &Path {
@@ -349,6 +364,15 @@ impl Index {
             if current == known_dirs.get(&dir).copied() {
                 continue;
             }
+            // A folder that became a link leaving the root is not listed:
+            // its files are dropped as if it were gone.
+            let current = match self.layout.check(&dir) {
+                Ok(()) => current,
+                Err(escape) => {
+                    report.warnings.push(format!("skipping {escape}"));
+                    None
+                }
+            };
             plan.dirs.push((dir.clone(), current));
             // Files indexed directly in this directory are re-checked unless
             // the listing shows the same inode.
@@ -621,18 +645,37 @@ impl Index {
         .map(|n| n as usize)
     }
 
-    /// Whether any indexed daily file is dated before `day` (`YYYY-MM-DD`).
-    pub fn has_daily_before(&self, day: &str) -> Result<bool, StoreError> {
-        let found = self
-            .store
-            .conn
+    /// Whether a daily file directly in `memory/` or `daily/` is dated
+    /// before `day` (`YYYY-MM-DD`), if the index can tell: it listed both
+    /// folders at their current modification times. `None` otherwise (a
+    /// fresh index knows only the files it was asked to refresh).
+    pub fn has_daily_before(&self, day: &str) -> Result<Option<bool>, StoreError> {
+        let conn = &self.store.conn;
+        for dir in ["memory", "daily"] {
+            let current = std::fs::metadata(self.layout.path_of(dir))
+                .ok()
+                .filter(|m| m.is_dir())
+                .map(|m| files::mtime_ns(&m));
+            let listed: Option<i64> = conn
+                .query_row("SELECT mtime_ns FROM dirs WHERE path = ?1", [dir], |r| {
+                    r.get(0)
+                })
+                .optional()?;
+            if current != listed {
+                return Ok(None);
+            }
+        }
+        let found = conn
             .query_row(
-                "SELECT 1 FROM files WHERE kind = 'daily' AND day < ?1 LIMIT 1",
+                "SELECT 1 FROM files WHERE kind = 'daily' AND day < ?1
+                 AND ((path GLOB 'memory/*' AND path NOT GLOB 'memory/*/*')
+                      OR (path GLOB 'daily/*' AND path NOT GLOB 'daily/*/*'))
+                 LIMIT 1",
                 [day],
                 |_| Ok(()),
             )
             .optional()?;
-        Ok(found.is_some())
+        Ok(Some(found.is_some()))
     }
 
     /// Files of one kind (for cheap counts).
@@ -912,8 +955,15 @@ fn refresh_one(
             |r| FileStat::from_row(r, 0),
         )
         .optional()?;
+    let admitted = match layout.check(rel) {
+        Ok(()) => true,
+        Err(escape) => {
+            report.warnings.push(format!("skipping {escape}"));
+            false
+        }
+    };
     match std::fs::metadata(layout.path_of(rel)) {
-        Ok(meta) if meta.is_file() => {
+        Ok(meta) if admitted && meta.is_file() => {
             let Some((kind, day)) = layout.classify(rel) else {
                 return Ok(());
             };

@@ -14,7 +14,11 @@
 //!   created atomically; `MEMORY.md` is rewritten only by atomic replace,
 //!   after pruned entries are safely in the archive.
 //! * Nothing is deleted: pruned entries go to the archive, cleared files to
-//!   the trash under the state directory.
+//!   the trash under the state directory. Only stamped entries are pruned;
+//!   every other line of `MEMORY.md` keeps its place.
+//! * No file or folder is read or written through a symlink leaving the
+//!   root unless `memory.allowSymlinkTargets` allows where it leads
+//!   ([`files::Layout::check`], [`Memory::check`]).
 //! * The index ([`index`]) is derived; search and context work from it and
 //!   bring it up to date first.
 
@@ -48,6 +52,9 @@ pub struct Memory {
     pub tz: TimeZone,
     /// More Markdown the index covers (absolute paths).
     pub extra_paths: Vec<PathBuf>,
+    /// Real paths outside the root that memory files and folders may be
+    /// symlinks into (`memory.allowSymlinkTargets`, resolved).
+    pub allow_symlink_targets: Vec<PathBuf>,
 }
 
 /// Live counts for `status` and the activity heartbeat.
@@ -82,7 +89,19 @@ impl Memory {
 
     /// The files the index covers, and problems with the extra paths.
     pub fn layout(&self) -> (files::Layout, Vec<String>) {
-        files::Layout::with_extra(&self.root, &self.extra_paths)
+        let (layout, warnings) = files::Layout::with_extra(&self.root, &self.extra_paths);
+        (
+            layout.with_allowed_targets(&self.allow_symlink_targets),
+            warnings,
+        )
+    }
+
+    /// Whether the root-relative `rel` of the standard layout may be
+    /// written or read (see [`files::Layout::check`]).
+    pub fn check(&self, rel: &str) -> Result<(), files::Escape> {
+        files::Layout::new(&self.root)
+            .with_allowed_targets(&self.allow_symlink_targets)
+            .check(rel)
     }
 
     /// Opens the index (not synced), with warnings about the extra paths.

@@ -8,6 +8,18 @@
 //! * pruning appends the pruned entries to the archive (synced) first, then
 //!   replaces `MEMORY.md` atomically; a crash in between leaves the entries
 //!   in both places, and the next prune does not archive them twice;
+//! * every file an append will touch is checked before anything is
+//!   written: a long-term file that is not UTF-8, or a file reached through
+//!   a symlink leaving the memory root, refuses the note with nothing
+//!   written; once the note is stored, a prune that cannot run is a
+//!   warning, never a failure (a retry would store the note twice).
+//!
+//! Pruning `MEMORY.md` moves only stamped entries — list items whose stamp
+//! has a date (`- [YYYY-MM-DD HH:MM] …`, `- [YYYY-MM-DD] …`) with their
+//! continuation lines — oldest stamp first, wherever they stand. Every
+//! other line (headings, labels, unstamped items, paragraphs, blank lines,
+//! code) keeps its place and order; the entry just appended is never moved.
+//! When that cannot bring the file under its limit, the outcome says so.
 //! * clearing moves files into the trash (rename), then writes a fresh
 //!   `MEMORY.md` header.
 
@@ -16,6 +28,7 @@ use std::path::{Path, PathBuf};
 use almanac_markdown::notes::{self, BlockKind};
 use jiff::ZonedDateTime;
 
+use super::files::Escape;
 use super::{Memory, count_lines, preview};
 use crate::durable::{self, PRIVATE_FILE_MODE};
 
@@ -41,12 +54,60 @@ pub struct WrittenNote {
     pub line: usize,
 }
 
-#[derive(Debug, Clone, serde::Serialize)]
+/// What a prune of the long-term file did.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PruneOutcome {
+    /// The long-term file, relative to the memory root (`MEMORY.md`).
+    pub file: String,
+    /// Entries moved, in all.
     pub entries: usize,
-    pub archives: Vec<String>,
+    /// Where they went, one archive per year of their stamps.
+    pub moves: Vec<PruneMove>,
+    pub lines_before: usize,
     pub lines_after: usize,
+    /// `memory.session.longTermMaxLines`.
+    pub max_lines: usize,
+    /// Still over `maxLines`: the rest is not stamped entries.
+    pub over_limit: bool,
+}
+
+/// Entries moved to one archive.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PruneMove {
+    /// The archive, relative to the memory root.
+    pub to: String,
+    pub entries: usize,
+}
+
+impl PruneOutcome {
+    /// One line per archive: `Moved 3 entries from MEMORY.md to
+    /// memory/archive/MEMORY-2024.md`.
+    pub fn moved_lines(&self) -> Vec<String> {
+        self.moves
+            .iter()
+            .map(|m| {
+                format!(
+                    "Moved {} {} from {} to {}",
+                    m.entries,
+                    if m.entries == 1 { "entry" } else { "entries" },
+                    self.file,
+                    m.to
+                )
+            })
+            .collect()
+    }
+
+    /// The warning when the file stays over its limit.
+    pub fn over_limit_warning(&self) -> Option<String> {
+        self.over_limit.then(|| {
+            format!(
+                "{} has {} lines, over memory.session.longTermMaxLines ({}); only stamped entries are pruned",
+                self.file, self.lines_after, self.max_lines
+            )
+        })
+    }
 }
 
 #[derive(Debug, Clone, serde::Serialize)]
@@ -56,9 +117,14 @@ pub struct AppendOutcome {
     pub preview: String,
     pub stamp: String,
     pub written: Vec<WrittenNote>,
+    /// Set when the long-term file was over its limit (entries may have
+    /// been moved, or none could be).
     pub pruned: Option<PruneOutcome>,
     /// The injection pattern a forced note matched.
     pub forced_past: Option<&'static str>,
+    /// Problems after the note was stored (a prune that could not run).
+    #[serde(skip)]
+    pub warnings: Vec<String>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -78,6 +144,22 @@ pub enum AppendError {
         path: PathBuf,
         #[source]
         source: std::io::Error,
+    },
+    /// A file the note would go to is reached through a symlink leaving
+    /// the memory root (and `memory.allowSymlinkTargets` does not allow
+    /// where it leads). Nothing was written.
+    #[error("refusing to write {0}; nothing was written")]
+    Outside(#[from] Escape),
+    /// The long-term file is not UTF-8 text, so it could not be pruned
+    /// safely. Nothing was written.
+    #[error(
+        "{file} is not UTF-8 text: byte 0x{byte:02X} on line {line}, column {column}; nothing was written (convert the file to UTF-8, e.g. with iconv -f latin1 -t utf-8)"
+    )]
+    NotUtf8 {
+        file: String,
+        line: usize,
+        column: usize,
+        byte: u8,
     },
 }
 
@@ -131,23 +213,46 @@ pub fn append(
     let lock_err = io_err(&memory.lock_path);
     memory
         .with_lock(|| -> Result<AppendOutcome, AppendError> {
+            // Everything the note will touch is checked before anything is
+            // written.
+            let daily_rel = super::files::daily_rel(&date);
+            if daily {
+                memory.check(&daily_rel)?;
+            }
+            let long_term_path = memory.long_term_path();
+            let long_term_rel = memory.rel(&long_term_path);
+            if long_term {
+                memory.check(&long_term_rel)?;
+                if let Some(bytes) = read_if_exists(&long_term_path)? {
+                    check_utf8(&long_term_rel, &bytes)?;
+                }
+            }
             let mut written = Vec::new();
             if daily {
-                let rel = super::files::daily_rel(&date);
-                let path = memory.root.join(&rel);
+                let path = memory.root.join(&daily_rel);
                 let header = format!("# {date}\n\n");
                 let line = append_entry(&path, &header, &entry)?;
-                written.push(WrittenNote { path: rel, line });
-            }
-            let mut pruned = None;
-            if long_term {
-                let path = memory.long_term_path();
-                let line = append_entry(&path, LONG_TERM_HEADER, &entry)?;
                 written.push(WrittenNote {
-                    path: memory.rel(&path),
+                    path: daily_rel,
                     line,
                 });
-                pruned = prune_long_term(memory, &local)?;
+            }
+            let mut pruned = None;
+            let mut warnings = Vec::new();
+            if long_term {
+                let line = append_entry(&long_term_path, LONG_TERM_HEADER, &entry)?;
+                written.push(WrittenNote {
+                    path: long_term_rel.clone(),
+                    line,
+                });
+                // The note is stored: from here on, problems are warnings.
+                match prune_long_term(memory, &local, Some(line)) {
+                    Ok(outcome) => pruned = outcome,
+                    Err(err) => warnings.push(format!(
+                        "the note is stored, but {long_term_rel} was not pruned: {}",
+                        error_chain(&err)
+                    )),
+                }
             }
             Ok(AppendOutcome {
                 preview: preview(text, 120),
@@ -155,9 +260,53 @@ pub fn append(
                 written,
                 pruned,
                 forced_past: finding.map(|f| f.label),
+                warnings,
             })
         })
         .map_err(lock_err)?
+}
+
+/// `err` and its causes on one line.
+fn error_chain(err: &dyn std::error::Error) -> String {
+    let mut text = err.to_string();
+    let mut source = err.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
+/// The bytes of `path`, `None` when it does not exist.
+fn read_if_exists(path: &Path) -> Result<Option<Vec<u8>>, AppendError> {
+    match std::fs::read(path) {
+        Ok(bytes) => Ok(Some(bytes)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(io_err(path)(e)),
+    }
+}
+
+/// `bytes` as text, or where the first byte that is not UTF-8 is.
+fn check_utf8<'a>(file: &str, bytes: &'a [u8]) -> Result<&'a str, AppendError> {
+    std::str::from_utf8(bytes).map_err(|e| {
+        let at = e.valid_up_to();
+        let before = &bytes[..at];
+        let line_start = before
+            .iter()
+            .rposition(|&b| b == b'\n')
+            .map_or(0, |i| i + 1);
+        AppendError::NotUtf8 {
+            file: file.to_string(),
+            line: before.iter().filter(|&&b| b == b'\n').count() + 1,
+            // In characters, as editors count them.
+            column: String::from_utf8_lossy(&bytes[line_start..at])
+                .chars()
+                .count()
+                + 1,
+            byte: bytes[at],
+        }
+    })
 }
 
 /// Appends `entry` to `path`, creating the file with `header` first if it
@@ -170,7 +319,9 @@ fn append_entry(path: &Path, header: &str, entry: &str) -> Result<usize, AppendE
     };
     if existing.is_none() {
         let content = format!("{header}{entry}");
-        if durable::atomic_create(path, content.as_bytes(), PRIVATE_FILE_MODE)
+        // A dangling link (allowed by the caller) gets its target created.
+        let target = durable::final_target(path).map_err(io_err(path))?;
+        if durable::atomic_create(&target, content.as_bytes(), PRIVATE_FILE_MODE)
             .map_err(io_err(path))?
         {
             return Ok(count_lines(header.as_bytes()) + 1);
@@ -189,26 +340,42 @@ fn append_entry(path: &Path, header: &str, entry: &str) -> Result<usize, AppendE
     Ok(line)
 }
 
-/// Prunes whole entries, oldest (first in the file) first, until
-/// `MEMORY.md` fits its line limit. Headings, free text and blank-line
-/// structure stay; pruned entries are appended to
+/// Prunes stamped entries, oldest stamp first, until `MEMORY.md` fits its
+/// line limit (see the module doc); the entry starting on `keep_line` (the
+/// note just appended) stays. Pruned entries are appended to
 /// `memory/archive/MEMORY-<year>.md` before `MEMORY.md` is replaced.
+/// `None` when the file is within its limit.
 pub fn prune_long_term(
     memory: &Memory,
     now: &ZonedDateTime,
+    keep_line: Option<usize>,
 ) -> Result<Option<PruneOutcome>, AppendError> {
     let path = memory.long_term_path();
-    let text = match std::fs::read_to_string(&path) {
-        Ok(text) => text,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(io_err(&path)(e)),
-    };
-    let max = memory.settings.long_term_max_lines as usize;
-    let Some(plan) = plan_prune(&text, max) else {
+    let file = memory.rel(&path);
+    let Some(bytes) = read_if_exists(&path)? else {
         return Ok(None);
     };
+    let text = check_utf8(&file, &bytes)?;
+    let max = memory.settings.long_term_max_lines as usize;
+    let plan = plan_prune(text, max, keep_line);
+    if plan.lines_before <= max {
+        return Ok(None);
+    }
+    let mut outcome = PruneOutcome {
+        file: file.clone(),
+        entries: plan.removed.len(),
+        moves: Vec::new(),
+        lines_before: plan.lines_before,
+        lines_after: plan.lines_after,
+        max_lines: max,
+        over_limit: plan.lines_after > max,
+    };
+    if plan.removed.is_empty() {
+        return Ok(Some(outcome));
+    }
     // 1. Archive, grouped by year, skipping entries already archived by an
-    //    earlier prune that did not get to replace MEMORY.md.
+    //    earlier prune that did not get to replace MEMORY.md. Every archive
+    //    is checked before any is written.
     let this_year = now.strftime("%Y").to_string();
     let mut by_year: Vec<(String, Vec<&str>)> = Vec::new();
     for entry in &plan.removed {
@@ -221,8 +388,14 @@ pub fn prune_long_term(
     let mut archives = Vec::new();
     for (year, entries) in by_year {
         let rel = format!("memory/archive/MEMORY-{year}.md");
+        memory.check(&rel)?;
         let archive = memory.root.join(&rel);
-        let existing = std::fs::read_to_string(&archive).unwrap_or_default();
+        let existing = read_if_exists(&archive)?.unwrap_or_default();
+        let existing = check_utf8(&rel, &existing)?.to_string();
+        archives.push((year, rel, archive, existing, entries));
+    }
+    for (year, rel, archive, existing, entries) in archives {
+        let count = entries.len();
         let fresh: String = entries
             .into_iter()
             .filter(|e| !existing.contains(*e))
@@ -233,16 +406,15 @@ pub fn prune_long_term(
             );
             append_entry(&archive, &header, &fresh)?;
         }
-        archives.push(rel);
+        outcome.moves.push(PruneMove {
+            to: rel,
+            entries: count,
+        });
     }
-    // 2. Replace MEMORY.md.
+    // 2. Replace MEMORY.md (through a symlink, its target).
     durable::atomic_replace(&path, plan.kept.as_bytes(), PRIVATE_FILE_MODE)
         .map_err(io_err(&path))?;
-    Ok(Some(PruneOutcome {
-        entries: plan.removed.len(),
-        archives,
-        lines_after: count_lines(plan.kept.as_bytes()),
-    }))
+    Ok(Some(outcome))
 }
 
 #[derive(Debug)]
@@ -254,48 +426,62 @@ struct RemovedEntry {
 #[derive(Debug)]
 struct PrunePlan {
     kept: String,
+    /// Oldest stamp first.
     removed: Vec<RemovedEntry>,
+    lines_before: usize,
+    lines_after: usize,
 }
 
-/// Decides which entries to remove so `text` has at most `max` lines.
-fn plan_prune(text: &str, max: usize) -> Option<PrunePlan> {
+/// Decides which stamped entries to move so `text` has at most `max`
+/// lines, oldest stamp first (ties: first in the file), never the entry
+/// starting on `keep_line`. Nothing else is touched.
+fn plan_prune(text: &str, max: usize, keep_line: Option<usize>) -> PrunePlan {
     let lines: Vec<&str> = text.split_inclusive('\n').collect();
-    if lines.len() <= max {
-        return None;
+    let unchanged = |removed| PrunePlan {
+        kept: text.to_string(),
+        removed,
+        lines_before: lines.len(),
+        lines_after: lines.len(),
+    };
+    // A lone carriage return is a line break to the block parser but not
+    // to the line count: the two would disagree on where entries are.
+    if lines.len() <= max || text.replace("\r\n", "").contains('\r') {
+        return unchanged(Vec::new());
     }
+    let mut candidates: Vec<(String, String, usize, usize)> = notes::parse_blocks(text)
+        .into_iter()
+        .filter(|b| b.kind == BlockKind::Item && Some(b.start_line) != keep_line)
+        .filter(|b| is_bullet(lines[b.start_line - 1]))
+        .filter_map(|b| {
+            let stamp = b.stamp?;
+            let date = stamp.date?;
+            Some((
+                date,
+                stamp.time.unwrap_or_default(),
+                b.start_line - 1,
+                b.end_line - 1,
+            ))
+        })
+        .collect();
+    candidates.sort();
     let mut excess = lines.len() - max;
     let mut remove = vec![false; lines.len()];
     let mut removed = Vec::new();
-    for block in notes::parse_blocks(text) {
+    for (date, _, start, end) in candidates {
         if excess == 0 {
             break;
         }
-        if block.kind != BlockKind::Item {
-            continue;
-        }
-        let (start, end) = (block.start_line - 1, block.end_line - 1);
-        let mut freed = end - start + 1;
         for flag in &mut remove[start..=end] {
             *flag = true;
         }
-        // Drop one blank line the entry leaves between two other blanks or
-        // at a section's end, so the file does not fill with gaps.
-        let blank = |i: usize| lines.get(i).is_some_and(|l| l.trim().is_empty());
-        if blank(end + 1)
-            && (start == 0 || blank(start - 1) || remove[start - 1])
-            && !remove[end + 1]
-        {
-            remove[end + 1] = true;
-            freed += 1;
-        }
-        excess = excess.saturating_sub(freed);
+        excess = excess.saturating_sub(end - start + 1);
         removed.push(RemovedEntry {
             text: lines[start..=end].concat(),
-            year: block.stamp.and_then(|s| s.date).map(|d| d[..4].to_string()),
+            year: Some(date[..4].to_string()),
         });
     }
     if removed.is_empty() {
-        return None;
+        return unchanged(removed);
     }
     let kept: String = lines
         .iter()
@@ -303,7 +489,19 @@ fn plan_prune(text: &str, max: usize) -> Option<PrunePlan> {
         .filter(|(_, r)| !**r)
         .map(|(l, _)| *l)
         .collect();
-    Some(PrunePlan { kept, removed })
+    let lines_after = lines.len() - remove.iter().filter(|r| **r).count();
+    PrunePlan {
+        kept,
+        removed,
+        lines_before: lines.len(),
+        lines_after,
+    }
+}
+
+/// Whether `line` starts a bullet item (`-`, `*` or `+`): numbered lists
+/// are left alone, since moving an item would break their numbering.
+fn is_bullet(line: &str) -> bool {
+    line.trim_start_matches(' ').starts_with(['-', '*', '+'])
 }
 
 /// What `clear` removes.
@@ -346,6 +544,18 @@ pub struct ClearOutcome {
     /// Where the cleared files are (absent when nothing was moved).
     pub trash: Option<PathBuf>,
     pub moved: Vec<String>,
+    /// How to put each moved file back: move `from` to `to`.
+    pub restore: Vec<Restore>,
+}
+
+/// One file moved to the trash, and where it came from.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Restore {
+    /// Where it is now, in the trash.
+    pub from: PathBuf,
+    /// Where it was.
+    pub to: PathBuf,
 }
 
 /// Moves the daily files and/or `MEMORY.md` into a new folder of the trash
@@ -374,7 +584,7 @@ pub fn clear(
         let mut moved = Vec::new();
         let mut daily = 0;
         if matches!(scope, ClearScope::Daily | ClearScope::All) {
-            for rel in daily_files(&memory.root, before) {
+            for rel in daily_files(memory, before) {
                 durable::move_file(&memory.root.join(&rel), &trash.join(&rel))?;
                 moved.push(rel);
                 daily += 1;
@@ -400,22 +610,34 @@ pub fn clear(
                 long_term = true;
             }
         }
+        let restore = moved
+            .iter()
+            .map(|rel| Restore {
+                from: trash.join(rel),
+                to: memory.root.join(rel),
+            })
+            .collect();
         Ok(ClearOutcome {
             scope,
             daily,
             long_term,
             trash: (!moved.is_empty()).then_some(trash),
             moved,
+            restore,
         })
     })?
 }
 
 /// Root-relative paths of the daily note files (`memory/` and `daily/`),
-/// only those dated before `before` when given.
-fn daily_files(root: &Path, before: Option<&str>) -> Vec<String> {
+/// only those dated before `before` when given. A folder that is a link
+/// leaving the memory root is not touched.
+pub fn daily_files(memory: &Memory, before: Option<&str>) -> Vec<String> {
     let mut out = Vec::new();
     for dir in ["memory", "daily"] {
-        let Ok(entries) = std::fs::read_dir(root.join(dir)) else {
+        if memory.check(dir).is_err() {
+            continue;
+        }
+        let Ok(entries) = std::fs::read_dir(memory.root.join(dir)) else {
             continue;
         };
         for entry in entries.filter_map(Result::ok) {

@@ -38,6 +38,9 @@ pub struct DiscoverOptions<'a> {
     pub allow_symlink_targets: Vec<PathBuf>,
     /// For `~` in messages.
     pub home: Option<PathBuf>,
+    /// Skills read elsewhere (the bundled skills from the binary), merged
+    /// with the precedence of their source.
+    pub preloaded: Vec<Skill>,
 }
 
 /// What discovery found.
@@ -87,6 +90,12 @@ pub fn discover(opts: &DiscoverOptions<'_>) -> Discovery {
                 loaded_for_source.append(&mut local.skills);
             }
         }
+        loaded_for_source.extend(
+            opts.preloaded
+                .iter()
+                .filter(|s| s.source == source)
+                .cloned(),
+        );
         let cap = opts.limits.max_skills_loaded_per_source as usize;
         if loaded_for_source.len() > cap {
             loaded_for_source.sort_by(|a, b| a.name.cmp(&b.name));

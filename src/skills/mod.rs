@@ -59,6 +59,10 @@ pub struct SkillsInputs {
     pub homes: Vec<PathBuf>,
     pub workspace_dir: PathBuf,
     pub managed_dir: PathBuf,
+    /// When set, the bundled skills are read from the binary as if written
+    /// out to this folder (which is then not among the roots): commands
+    /// that only read do not write them out first.
+    pub embedded_bundled: Option<PathBuf>,
 }
 
 /// A skill with its gating outcome.
@@ -111,6 +115,11 @@ pub fn report(inputs: &SkillsInputs) -> SkillsReport {
         limits,
         allow_symlink_targets: inputs.allow_symlink_targets.clone(),
         home: inputs.homes.first().cloned(),
+        preloaded: inputs
+            .embedded_bundled
+            .as_deref()
+            .map(bundled::embedded_skills)
+            .unwrap_or_default(),
     });
     let ctx = GateContext::new(
         &inputs.env,

@@ -111,6 +111,11 @@ pub fn inputs_fingerprint(inputs: &SkillsInputs, vars: &[String]) -> u64 {
         text.push_str(&root.dir.to_string_lossy());
         text.push('\0');
     }
+    if let Some(dir) = &inputs.embedded_bundled {
+        text.push_str("embedded bundled ");
+        text.push_str(&dir.to_string_lossy());
+        text.push('\0');
+    }
     for dir in inputs.allow_symlink_targets.iter().chain(&inputs.homes) {
         text.push_str(&dir.to_string_lossy());
         text.push('\0');

@@ -69,13 +69,15 @@ pub enum Origin {
 }
 
 /// The value derived from the skills of `inputs`, from `cache` when it is
-/// current, else from a fresh report through `derive` (and then kept in
-/// `cache` unless a watched file changed within [`RACY_WINDOW`] of
-/// `wall_ns`, the real time in Unix ns).
+/// current, else from a fresh report through `derive` (and then, with
+/// `keep`, kept in `cache` unless a watched file changed within
+/// [`RACY_WINDOW`] of `wall_ns`, the real time in Unix ns). Without `keep`
+/// (a command that only shows what a turn would get) nothing is written.
 pub fn load_or_build<T: Serialize + DeserializeOwned>(
     cache: &Path,
     inputs: &SkillsInputs,
     wall_ns: i128,
+    keep: bool,
     derive: impl FnOnce(&SkillsReport) -> T,
 ) -> (T, Origin) {
     if let Some(value) = load(cache, inputs) {
@@ -83,6 +85,9 @@ pub fn load_or_build<T: Serialize + DeserializeOwned>(
     }
     let report = super::report(inputs);
     let value = derive(&report);
+    if !keep {
+        return (value, Origin::Built);
+    }
     let vars = super::snapshot::required_vars(&report);
     let mut anchors: Vec<PathBuf> = inputs.roots.iter().map(|r| r.dir.clone()).collect();
     let path_dirs = path_dirs(inputs);

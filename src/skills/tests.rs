@@ -57,6 +57,7 @@ impl Setup {
             homes: vec![self.dir.path().to_path_buf()],
             workspace_dir: self.root(SourceKind::Workspace),
             managed_dir: self.root(SourceKind::Managed),
+            embedded_bundled: None,
         }
     }
 }
@@ -675,9 +676,9 @@ fn the_stored_snapshot_is_used_only_while_nothing_it_came_from_changed() {
         let inputs = s.inputs("{}", &[("PATH", &path)], None);
         backdate(s.dir.path());
         let cache = s.dir.path().join("state/cache/skills.json");
-        let (first, origin) = stored::load_or_build(&cache, &inputs, wall_ns(), summary);
+        let (first, origin) = stored::load_or_build(&cache, &inputs, wall_ns(), true, summary);
         assert_eq!(origin, stored::Origin::Built, "{what}");
-        let (again, origin) = stored::load_or_build(&cache, &inputs, wall_ns(), summary);
+        let (again, origin) = stored::load_or_build(&cache, &inputs, wall_ns(), true, summary);
         assert_eq!(
             (origin, &again),
             (stored::Origin::Cached, &first),
@@ -690,7 +691,7 @@ fn the_stored_snapshot_is_used_only_while_nothing_it_came_from_changed() {
         } else {
             s.inputs(config_after, &[("PATH", &path)], None)
         };
-        let (after, origin) = stored::load_or_build(&cache, &inputs, wall_ns(), summary);
+        let (after, origin) = stored::load_or_build(&cache, &inputs, wall_ns(), true, summary);
         let fresh = summary(&report(&inputs));
         assert_eq!(after, fresh, "{what}: the value is the current one");
         let want = if stays_cached {
@@ -709,16 +710,16 @@ fn an_environment_value_a_gate_reads_invalidates_the_stored_snapshot() {
     let inputs = s.inputs("{}", &[], None);
     backdate(s.dir.path());
     let cache = s.dir.path().join("cache.json");
-    let (before, _) = stored::load_or_build(&cache, &inputs, wall_ns(), summary);
+    let (before, _) = stored::load_or_build(&cache, &inputs, wall_ns(), true, summary);
     assert!(!before[0].1);
     let mut with_var = inputs.clone();
     with_var.env.insert("NEED".into(), "yes".into());
-    let (after, origin) = stored::load_or_build(&cache, &with_var, wall_ns(), summary);
+    let (after, origin) = stored::load_or_build(&cache, &with_var, wall_ns(), true, summary);
     assert_eq!(origin, stored::Origin::Built);
     assert!(after[0].1, "the gate sees the variable");
     // An unrelated variable changes nothing.
     with_var.env.insert("UNRELATED".into(), "x".into());
-    let (_, origin) = stored::load_or_build(&cache, &with_var, wall_ns(), summary);
+    let (_, origin) = stored::load_or_build(&cache, &with_var, wall_ns(), true, summary);
     assert_eq!(origin, stored::Origin::Cached);
 }
 
@@ -734,9 +735,25 @@ fn a_snapshot_of_files_changed_moments_ago_is_not_kept() {
     let cache = s.dir.path().join("cache.json");
     // The skill was written now: a change within the same clock tick could
     // go unseen, so nothing is stored.
-    let (_, origin) = stored::load_or_build(&cache, &inputs, wall_ns(), summary);
+    let (_, origin) = stored::load_or_build(&cache, &inputs, wall_ns(), true, summary);
     assert_eq!(origin, stored::Origin::Built);
     assert!(!cache.exists());
-    let (_, origin) = stored::load_or_build(&cache, &inputs, wall_ns(), summary);
+    let (_, origin) = stored::load_or_build(&cache, &inputs, wall_ns(), true, summary);
     assert_eq!(origin, stored::Origin::Built);
+}
+
+#[test]
+fn a_snapshot_that_is_not_kept_is_read_but_never_written() {
+    let s = Setup::new();
+    s.skill_md(SourceKind::Workspace, "a", "name: a\ndescription: d");
+    let inputs = s.inputs("{}", &[], None);
+    backdate(s.dir.path());
+    let cache = s.dir.path().join("state/cache/skills.json");
+    let (_, origin) = stored::load_or_build(&cache, &inputs, wall_ns(), false, summary);
+    assert_eq!(origin, stored::Origin::Built);
+    assert!(!s.dir.path().join("state").exists(), "nothing written");
+    // What a turn keeps, a reader uses.
+    stored::load_or_build(&cache, &inputs, wall_ns(), true, summary);
+    let (_, origin) = stored::load_or_build(&cache, &inputs, wall_ns(), false, summary);
+    assert_eq!(origin, stored::Origin::Cached);
 }

@@ -215,6 +215,22 @@ impl Store {
         Ok(store)
     }
 
+    /// A private database in memory with its schema, gone when dropped:
+    /// for a command that must create nothing on disk.
+    pub fn open_in_memory(kind: StoreKind) -> Result<Store, StoreError> {
+        let path = PathBuf::from(":memory:");
+        let open_err = |source| StoreError::Open {
+            kind: kind.label(),
+            path: path.clone(),
+            source,
+        };
+        let conn = Connection::open_in_memory().map_err(open_err)?;
+        configure(&conn, kind, BUSY_TIMEOUT).map_err(open_err)?;
+        let mut store = Store { conn, path, kind };
+        store.migrate()?;
+        Ok(store)
+    }
+
     /// Opens an existing database read-only without migrating; `None` when
     /// it does not exist. For inspection (`status`) that must not create or
     /// change anything.
@@ -222,10 +238,25 @@ impl Store {
         if !path.exists() {
             return Ok(None);
         }
+        // A read-only connection to a WAL database leaves its `-wal` and
+        // `-shm` files behind; a read-write one that writes nothing
+        // (`query_only`) removes them when it closes, so inspecting leaves
+        // the directory as it was. Read-only is the fallback (no write
+        // permission).
         let conn = Connection::open_with_flags(
             path,
-            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+            OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
         )
+        .and_then(|conn| {
+            conn.pragma_update(None, "query_only", true)?;
+            Ok(conn)
+        })
+        .or_else(|_| {
+            Connection::open_with_flags(
+                path,
+                OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+            )
+        })
         .map_err(|source| StoreError::Open {
             kind: "database",
             path: path.to_path_buf(),

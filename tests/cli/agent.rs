@@ -25,7 +25,7 @@ pub(crate) fn text(answer: &str) -> Reply {
 }
 
 /// An OpenAI-compatible streamed tool call.
-fn tool_call(id: &str, name: &str, args: Value) -> Reply {
+pub(crate) fn tool_call(id: &str, name: &str, args: Value) -> Reply {
     let mut chunks = sse(&[
         chunk(
             json!({"role": "assistant", "content": null, "tool_calls": [{"index": 0, "id": id, "type": "function", "function": {"name": name, "arguments": ""}}]}),
@@ -670,6 +670,32 @@ fn turns_reuse_the_skills_until_a_skill_changes() {
     let sb = Sandbox::new();
     std::fs::create_dir_all(sb.path("bin")).unwrap();
     let bin = sb.path("bin").to_string_lossy().into_owned();
+    // A turn: whether its skills came from the stored snapshot, and the
+    // system prompt the model got.
+    let turn = || -> (Value, String) {
+        let server = ScriptedServer::start(vec![text("ok")]);
+        let v = sb
+            .run_env(
+                &[
+                    "--now",
+                    NOW,
+                    "agent",
+                    "--model",
+                    "openai/test-model",
+                    "-m",
+                    "hi",
+                    "--json",
+                ],
+                &[("OPENAI_BASE_URL", &server.url), ("PATH", &bin)],
+            )
+            .ok()
+            .json();
+        let system = server.requests()[0].json()["messages"][0]["content"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        (v["timings"]["skills"].clone(), system)
+    };
     let prompt = || {
         sb.run_env(
             &[
@@ -684,28 +710,29 @@ fn turns_reuse_the_skills_until_a_skill_changes() {
         ".almanac/workspace/skills/weather/SKILL.md",
         "---\nname: weather\ndescription: Forecasts the weather.\n---\n",
     );
-    // The first run writes the bundled skills; then the setup is an hour old.
-    prompt();
+    // `agent prompt` shows the skills but keeps nothing.
+    assert_eq!(prompt()["skills"], "built");
+    assert!(!sb.path(".almanac/cache").exists());
+    assert!(!sb.path(".almanac/bundled-skills").exists());
+    // The first turn writes the bundled skills; then the setup is an hour
+    // old.
+    turn();
     backdate(sb.home());
-    let first = prompt();
-    assert_eq!(first["skills"], "built");
-    let again = prompt();
-    assert_eq!(again["skills"], "cached", "nothing changed");
-    assert_eq!(again["system"], first["system"]);
-    assert!(
-        again["system"]
-            .as_str()
-            .unwrap()
-            .contains("Forecasts the weather.")
-    );
+    let (origin, first) = turn();
+    assert_eq!(origin, "built");
+    let (origin, again) = turn();
+    assert_eq!(origin, "cached", "nothing changed");
+    assert_eq!(again, first);
+    assert!(again.contains("Forecasts the weather."));
+    // What turns keep, `agent prompt` uses.
+    assert_eq!(prompt()["skills"], "cached");
 
     sb.write(
         ".almanac/workspace/skills/weather/SKILL.md",
         "---\nname: weather\ndescription: Tells the weather of tomorrow.\n---\n",
     );
-    let edited = prompt();
-    assert_eq!(edited["skills"], "built");
-    let system = edited["system"].as_str().unwrap();
+    let (origin, system) = turn();
+    assert_eq!(origin, "built");
     assert!(
         system.contains("Tells the weather of tomorrow."),
         "{system}"
@@ -716,18 +743,13 @@ fn turns_reuse_the_skills_until_a_skill_changes() {
         ".almanac/workspace/skills/tides/SKILL.md",
         "---\nname: tides\ndescription: Gives the tide times.\n---\n",
     );
-    let added = prompt();
-    assert_eq!(added["skills"], "built");
-    assert!(
-        added["system"]
-            .as_str()
-            .unwrap()
-            .contains("Gives the tide times.")
-    );
+    let (origin, system) = turn();
+    assert_eq!(origin, "built");
+    assert!(system.contains("Gives the tide times."));
 
     std::fs::remove_dir_all(sb.path(".almanac/workspace/skills/weather")).unwrap();
-    let removed = prompt();
-    assert!(!removed["system"].as_str().unwrap().contains("weather."));
+    let (_, system) = turn();
+    assert!(!system.contains("weather."));
 }
 
 #[test]

@@ -14,3 +14,4 @@ mod session_memory;
 mod skills;
 mod time_and_activity;
 mod tour;
+mod user_files;

@@ -333,11 +333,19 @@ fn get_reads_memory_files_only() {
         sb.path(".almanac/workspace/memory/link.md"),
     )
     .unwrap();
+    // A link leaving the memory root says what is wrong and how to allow it.
+    let run = mem(&sb, &["get", "memory/link.md"]).code(2);
+    assert!(
+        run.stderr
+            .contains("memory/link.md: symlink leaves the memory root")
+            && run.stderr.contains("memory.allowSymlinkTargets"),
+        "{}",
+        run.stderr
+    );
     for refused in [
         "AGENTS.md",
         "../outside.md",
         "memory/../../outside.md",
-        "memory/link.md",
         sb.path("outside.md").to_str().unwrap(),
         "memory/2025-11-27.txt",
         "",

@@ -659,3 +659,71 @@ fn huge_limits_are_capped() {
     assert!(idx.recent(usize::MAX, None).unwrap().len() >= 3);
     assert!(idx.entity("Alice", usize::MAX).unwrap().is_some());
 }
+
+#[test]
+fn quick_sync_and_refresh_never_read_through_a_link_leaving_the_root() {
+    let f = fixture(&[("memory/2026-11-01.md", DAY1)]);
+    let outside = f.root.parent().unwrap().join("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    std::fs::write(outside.join("secret.md"), "- the vault code is 4321\n").unwrap();
+    let mut index = open(&f);
+    index.sync(SyncMode::Full, wall_ns()).unwrap();
+    // Links made after the full scan: found by the quick sync (the folder
+    // changed) or named to refresh (as after an append).
+    std::os::unix::fs::symlink(outside.join("secret.md"), f.root.join("memory/leak.md")).unwrap();
+    std::os::unix::fs::symlink(outside.join("secret.md"), f.root.join("MEMORY.md")).unwrap();
+    let report = index.sync(SyncMode::Quick, wall_ns()).unwrap();
+    assert!(
+        report
+            .warnings
+            .iter()
+            .any(|w| w.starts_with("skipping memory/leak.md: symlink leaves")),
+        "{:?}",
+        report.warnings
+    );
+    let report = index.refresh(&["MEMORY.md".to_string()]).unwrap();
+    assert!(
+        report.warnings[0].starts_with("skipping MEMORY.md: symlink leaves"),
+        "{:?}",
+        report.warnings
+    );
+    assert!(index.search("vault code", 10, None).unwrap().is_empty());
+    // Allowed, the same files are indexed (the index starts over).
+    let layout = files::Layout::new(&f.root)
+        .with_allowed_targets(&[std::fs::canonicalize(&outside).unwrap()]);
+    let mut allowed = Index::open(&f.db, layout, tz()).unwrap();
+    allowed.sync(SyncMode::Quick, wall_ns()).unwrap();
+    for rel in ["MEMORY.md", "memory/leak.md"] {
+        let items = allowed.items_of(rel).unwrap();
+        assert_eq!(items.len(), 1, "{rel}");
+        assert!(items[0].body.contains("vault code"), "{rel}");
+    }
+}
+
+#[test]
+fn the_index_answers_retention_only_when_it_listed_the_daily_folders() {
+    let f = fixture(&[
+        ("memory/2026-10-01.md", DAY1),
+        ("memory/2026-11-02.md", DAY2),
+        ("memory/2024/2024-01-01.md", DAY1),
+    ]);
+    let mut index = open(&f);
+    // A fresh index that was only asked to refresh one file cannot tell.
+    index
+        .refresh(&["memory/2026-11-02.md".to_string()])
+        .unwrap();
+    assert_eq!(index.has_daily_before("2026-11-01").unwrap(), None);
+    index.sync(SyncMode::Full, wall_ns()).unwrap();
+    assert_eq!(index.has_daily_before("2026-11-01").unwrap(), Some(true));
+    // Files in subfolders are not retention's (clear moves only the top
+    // level), so nothing is due before October.
+    assert_eq!(index.has_daily_before("2026-10-01").unwrap(), Some(false));
+    // A file added by hand since the listing: the index cannot tell again.
+    std::fs::write(f.root.join("memory/2020-01-01.md"), "- old\n").unwrap();
+    let later = SystemTime::now() + Duration::from_secs(5);
+    std::fs::File::open(f.root.join("memory"))
+        .unwrap()
+        .set_modified(later)
+        .unwrap();
+    assert_eq!(index.has_daily_before("2026-10-01").unwrap(), None);
+}

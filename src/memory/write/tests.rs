@@ -11,6 +11,7 @@ pub(crate) fn memory_in(dir: &Path) -> Memory {
         trash_root: dir.join("state/trash"),
         tz: jiff::tz::TimeZone::get("Europe/Paris").unwrap(),
         extra_paths: Vec::new(),
+        allow_symlink_targets: Vec::new(),
     }
 }
 
@@ -159,12 +160,23 @@ fn prune_removes_whole_oldest_entries_keeps_headings_and_archives() {
     let out = append(&m, &lt, &t).unwrap();
     let pruned = out.pruned.expect("over the limit");
     assert_eq!(pruned.entries, 1);
-    assert_eq!(pruned.archives, vec!["memory/archive/MEMORY-2025.md"]);
+    assert_eq!(
+        pruned.moves,
+        vec![PruneMove {
+            to: "memory/archive/MEMORY-2025.md".into(),
+            entries: 1
+        }]
+    );
+    assert_eq!(
+        pruned.moved_lines(),
+        vec!["Moved 1 entry from MEMORY.md to memory/archive/MEMORY-2025.md"]
+    );
+    assert_eq!(pruned.over_limit_warning(), None);
     assert_eq!(
         read(&m, "MEMORY.md"),
         "# Long-term memory\n\n## Preferences\n- [2025-03-01 09:00] dark theme\n\n## Work\n- works at ACME\n- [2026-11-29 17:23] new long-term fact\n"
     );
-    assert_eq!(pruned.lines_after, 8);
+    assert_eq!((pruned.lines_before, pruned.lines_after), (10, 8));
     let archive = read(&m, "memory/archive/MEMORY-2025.md");
     assert!(
         archive.starts_with("# Long-term memory archive 2025\n"),
@@ -174,6 +186,11 @@ fn prune_removes_whole_oldest_entries_keeps_headings_and_archives() {
         archive.ends_with("- [2025-01-02 09:00] likes tea\n  and biscuits\n"),
         "{archive}"
     );
+    let json = serde_json::to_value(&pruned).unwrap();
+    assert_eq!(json["linesAfter"], 8);
+    assert_eq!(json["maxLines"], 9);
+    assert_eq!(json["overLimit"], false);
+    assert_eq!(json["moves"][0]["to"], "memory/archive/MEMORY-2025.md");
 }
 
 #[test]
@@ -192,7 +209,7 @@ fn prune_after_a_crash_does_not_archive_twice() {
     )
     .unwrap();
     let t = at("2026-11-29T09:00:00+01:00[Europe/Paris]");
-    prune_long_term(&m, &t).unwrap().unwrap();
+    prune_long_term(&m, &t, None).unwrap().unwrap();
     let archive = read(&m, "memory/archive/MEMORY-2024.md");
     assert_eq!(archive.matches("old one").count(), 1, "{archive}");
     assert_eq!(
@@ -201,14 +218,353 @@ fn prune_after_a_crash_does_not_archive_twice() {
     );
 }
 
+/// `(what, text, max, keep_line, kept, moved)`: the planner on its own.
 #[test]
-fn prune_never_drops_headings_or_free_text() {
-    let plan = plan_prune("# A\n## B\nfree text\n## C\n", 2);
-    assert!(plan.is_none(), "nothing prunable");
-    let plan = plan_prune("# A\n- one\n- two\n- three\n", 3).unwrap();
-    assert_eq!(plan.kept, "# A\n- two\n- three\n");
-    assert_eq!(plan.removed.len(), 1);
-    assert_eq!(plan.removed[0].year, None);
+fn prune_planner_table() {
+    let cases: &[(&str, &str, usize, Option<usize>, &str, &[&str])] = &[
+        (
+            "within the limit nothing moves",
+            "# A\n- [2024-01-01 09:00] x\n",
+            2,
+            None,
+            "# A\n- [2024-01-01 09:00] x\n",
+            &[],
+        ),
+        (
+            "unstamped items, headings and paragraphs never move",
+            "# A\n## B\nfree text\n- one\n- two\n**Label:** value\n",
+            2,
+            None,
+            "# A\n## B\nfree text\n- one\n- two\n**Label:** value\n",
+            &[],
+        ),
+        (
+            "oldest stamp first, wherever it stands",
+            "# A\n- [2025-06-01 09:00] newer\n## B\n- [2024-01-01 09:00] older\n- plain\n",
+            4,
+            None,
+            "# A\n- [2025-06-01 09:00] newer\n## B\n- plain\n",
+            &["- [2024-01-01 09:00] older\n"],
+        ),
+        (
+            "same day: the earlier time first; a date alone sorts before times",
+            "- [2024-01-01 10:00] b\n- [2024-01-01 09:00] a\n- [2024-01-01] day\n- keep\n",
+            2,
+            None,
+            "- [2024-01-01 10:00] b\n- keep\n",
+            &["- [2024-01-01] day\n", "- [2024-01-01 09:00] a\n"],
+        ),
+        (
+            "a time without a date is not an entry",
+            "- [09:00] standup\n- [2024-01-01 09:00] x\n- y\n",
+            2,
+            None,
+            "- [09:00] standup\n- y\n",
+            &["- [2024-01-01 09:00] x\n"],
+        ),
+        (
+            "continuation lines move with their entry",
+            "# A\n- [2024-01-01 09:00] first\n  second line\n\n  after a blank\n- [2025-01-01 09:00] keep\n",
+            3,
+            None,
+            "# A\n- [2025-01-01 09:00] keep\n",
+            &["- [2024-01-01 09:00] first\n  second line\n\n  after a blank\n"],
+        ),
+        (
+            "blank lines stay where they are (no tidying)",
+            "## A\n\n- [2024-01-01 09:00] x\n\n## B\n",
+            4,
+            None,
+            "## A\n\n\n## B\n",
+            &["- [2024-01-01 09:00] x\n"],
+        ),
+        (
+            "fenced code, numbered lists and sub-items of plain items stay",
+            "```\n- [2020-01-01 00:00] example\n```\n1. [2021-01-01] numbered\n- parent\n  - [2022-01-01 09:00] child\n- [2024-01-01 09:00] x\n",
+            1,
+            None,
+            "```\n- [2020-01-01 00:00] example\n```\n1. [2021-01-01] numbered\n- parent\n  - [2022-01-01 09:00] child\n",
+            &["- [2024-01-01 09:00] x\n"],
+        ),
+        (
+            "the note just appended stays even when it is the oldest",
+            "# A\n- [2025-01-01 09:00] b\n- [2020-01-01 09:00] appended\n",
+            1,
+            Some(3),
+            "# A\n- [2020-01-01 09:00] appended\n",
+            &["- [2025-01-01 09:00] b\n"],
+        ),
+        (
+            "it stops once the file fits",
+            "- [2024-01-01 09:00] a\n- [2024-02-01 09:00] b\n- [2024-03-01 09:00] c\n",
+            2,
+            None,
+            "- [2024-02-01 09:00] b\n- [2024-03-01 09:00] c\n",
+            &["- [2024-01-01 09:00] a\n"],
+        ),
+        (
+            "other bullets and CRLF work too",
+            "* [2024-01-01 09:00] star\r\n+ [2024-02-01 09:00] plus\r\ntext\r\n",
+            1,
+            None,
+            "text\r\n",
+            &[
+                "* [2024-01-01 09:00] star\r\n",
+                "+ [2024-02-01 09:00] plus\r\n",
+            ],
+        ),
+        (
+            "a lone carriage return: line breaks are ambiguous, nothing moves",
+            "- [2024-01-01 09:00] a\rb\n- [2024-02-01 09:00] c\n",
+            1,
+            None,
+            "- [2024-01-01 09:00] a\rb\n- [2024-02-01 09:00] c\n",
+            &[],
+        ),
+    ];
+    for (what, text, max, keep, kept, moved) in cases {
+        let plan = plan_prune(text, *max, *keep);
+        assert_eq!(plan.kept, *kept, "{what}");
+        let removed: Vec<&str> = plan.removed.iter().map(|r| r.text.as_str()).collect();
+        assert_eq!(removed, *moved, "{what}");
+        assert_eq!(plan.lines_after, count_lines(kept.as_bytes()), "{what}");
+    }
+}
+
+/// The acceptance case: a long-term append on a hand-written 160-line
+/// MEMORY.md moves only its stamped entries and leaves every other line in
+/// place and in order.
+#[test]
+fn a_long_term_append_keeps_every_hand_written_line_of_a_160_line_memory() {
+    let original = include_str!("../../../tests/fixtures/handwritten-memory.md");
+    assert_eq!(count_lines(original.as_bytes()), 160);
+    let dir = tempfile::tempdir().unwrap();
+    let m = memory_in(dir.path());
+    durable::atomic_replace(&m.root.join("MEMORY.md"), original.as_bytes(), 0o600).unwrap();
+    let t = at("2026-11-29T17:23:00+01:00[Europe/Paris]");
+    let lt = AppendRequest {
+        long_term: true,
+        ..req("Prefers the aisle seat on night trains")
+    };
+    let out = append(&m, &lt, &t).unwrap();
+    let after = read(&m, "MEMORY.md");
+
+    // The stamped entries of the original (with their continuation lines),
+    // found independently of the planner.
+    let lines: Vec<&str> = original.split_inclusive('\n').collect();
+    let mut entry_line = vec![false; lines.len()];
+    let mut in_fence = false;
+    for (i, line) in lines.iter().enumerate() {
+        if line.starts_with("```") {
+            in_fence = !in_fence;
+        }
+        let stamped = line.starts_with("- [20") && line.as_bytes().get(13) == Some(&b' ');
+        if !in_fence && stamped {
+            entry_line[i] = true;
+            let mut j = i + 1;
+            while j < lines.len() && lines[j].starts_with("  ") && !lines[j].trim().is_empty() {
+                entry_line[j] = true;
+                j += 1;
+            }
+        }
+    }
+    let entries = entry_line.iter().filter(|e| **e).count();
+    assert_eq!(
+        entries, 13,
+        "12 stamped entries, one with a continuation line"
+    );
+    let hand_written: String = lines
+        .iter()
+        .zip(&entry_line)
+        .filter(|(_, e)| !**e)
+        .map(|(l, _)| *l)
+        .collect();
+    // Every other line is still there, in order, untouched; the new note
+    // is last; nothing else is.
+    assert_eq!(
+        after,
+        format!("{hand_written}- [2026-11-29 17:23] Prefers the aisle seat on night trains\n")
+    );
+    let pruned = out.pruned.expect("over the limit");
+    assert_eq!(pruned.entries, 12);
+    assert_eq!(pruned.lines_after, 160 - 13 + 1);
+    assert!(pruned.over_limit);
+    assert_eq!(
+        pruned.over_limit_warning().unwrap(),
+        "MEMORY.md has 148 lines, over memory.session.longTermMaxLines (100); only stamped entries are pruned"
+    );
+    // The moved entries are in the archives, whole.
+    let mut archived = String::new();
+    for m2 in &pruned.moves {
+        archived.push_str(&read(&m, &m2.to));
+    }
+    for (line, _) in lines.iter().zip(&entry_line).filter(|(_, e)| **e) {
+        assert!(archived.contains(line), "{line} archived");
+    }
+    assert_eq!(
+        pruned.moved_lines(),
+        vec![
+            "Moved 1 entry from MEMORY.md to memory/archive/MEMORY-2022.md",
+            "Moved 2 entries from MEMORY.md to memory/archive/MEMORY-2023.md",
+            "Moved 9 entries from MEMORY.md to memory/archive/MEMORY-2024.md",
+        ]
+    );
+}
+
+#[test]
+fn a_long_term_file_that_is_not_utf8_refuses_the_note_and_stays_byte_identical() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = memory_in(dir.path());
+    // "Café" in Latin-1 on line 3.
+    let original: &[u8] = b"# Long-term memory\n\n- Caf\xe9 on the corner\n";
+    durable::atomic_replace(&m.root.join("MEMORY.md"), original, 0o600).unwrap();
+    let t = at("2026-11-29T09:00:00+01:00[Europe/Paris]");
+    let lt = AppendRequest {
+        long_term: true,
+        also_daily: true,
+        ..req("likes tea")
+    };
+    for _retry in 0..3 {
+        let err = append(&m, &lt, &t).unwrap_err();
+        assert!(
+            matches!(
+                err,
+                AppendError::NotUtf8 {
+                    ref file,
+                    line: 3,
+                    column: 6,
+                    byte: 0xE9
+                } if file == "MEMORY.md"
+            ),
+            "{err:?}"
+        );
+        assert!(err.to_string().contains("nothing was written"), "{err}");
+        assert_eq!(std::fs::read(m.root.join("MEMORY.md")).unwrap(), original);
+        assert!(
+            !m.root.join("memory/2026-11-29.md").exists(),
+            "not even the daily copy"
+        );
+    }
+    // A daily note does not touch MEMORY.md and is stored.
+    append(&m, &req("daily only"), &t).unwrap();
+    assert_eq!(std::fs::read(m.root.join("MEMORY.md")).unwrap(), original);
+}
+
+#[test]
+fn appends_refuse_links_leaving_the_root_unless_allowed() {
+    use std::os::unix::fs::symlink;
+    let dir = tempfile::tempdir().unwrap();
+    let outside = dir.path().join("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    std::fs::write(outside.join("MEMORY.md"), "# elsewhere\n").unwrap();
+    let t = at("2026-11-29T09:00:00+01:00[Europe/Paris]");
+    let lt = AppendRequest {
+        long_term: true,
+        ..req("secret plan")
+    };
+    let snapshot = |p: &Path| -> Vec<(PathBuf, Vec<u8>)> {
+        let mut out: Vec<(PathBuf, Vec<u8>)> = std::fs::read_dir(p)
+            .unwrap()
+            .map(|e| {
+                let path = e.unwrap().path();
+                let bytes = std::fs::read(&path).unwrap_or_default();
+                (path, bytes)
+            })
+            .collect();
+        out.sort();
+        out
+    };
+    let before = snapshot(&outside);
+
+    // MEMORY.md is a link to a file outside.
+    let m = memory_in(dir.path());
+    std::fs::create_dir_all(&m.root).unwrap();
+    symlink(outside.join("MEMORY.md"), m.root.join("MEMORY.md")).unwrap();
+    let err = append(&m, &lt, &t).unwrap_err();
+    assert!(
+        matches!(err, AppendError::Outside(ref e) if e.name == "MEMORY.md"),
+        "{err:?}"
+    );
+    let message = err.to_string();
+    assert!(message.contains("memory.allowSymlinkTargets"), "{message}");
+    assert!(
+        message.contains("symlink leaves the memory root"),
+        "{message}"
+    );
+    // A daily file that is a dangling link to outside.
+    std::fs::create_dir_all(m.root.join("memory")).unwrap();
+    symlink(
+        outside.join("2026-11-29.md"),
+        m.root.join("memory/2026-11-29.md"),
+    )
+    .unwrap();
+    let err = append(&m, &req("daily secret"), &t).unwrap_err();
+    assert!(
+        matches!(err, AppendError::Outside(ref e) if e.name == "memory/2026-11-29.md"),
+        "{err:?}"
+    );
+    assert_eq!(snapshot(&outside), before, "nothing written outside");
+
+    // The memory/ folder itself is a link to outside.
+    let dir2 = tempfile::tempdir().unwrap();
+    let m2 = memory_in(dir2.path());
+    std::fs::create_dir_all(&m2.root).unwrap();
+    symlink(&outside, m2.root.join("memory")).unwrap();
+    let err = append(&m2, &req("daily secret"), &t).unwrap_err();
+    assert!(matches!(err, AppendError::Outside(_)), "{err:?}");
+    assert_eq!(snapshot(&outside), before, "nothing written outside");
+
+    // Allowed, the same appends go through the links.
+    let mut allowed = m.clone();
+    allowed.allow_symlink_targets = vec![std::fs::canonicalize(&outside).unwrap()];
+    append(&allowed, &lt, &t).unwrap();
+    append(&allowed, &req("daily note"), &t).unwrap();
+    assert!(
+        std::fs::read_to_string(outside.join("MEMORY.md"))
+            .unwrap()
+            .contains("secret plan")
+    );
+    assert!(
+        std::fs::read_to_string(outside.join("2026-11-29.md"))
+            .unwrap()
+            .contains("daily note")
+    );
+}
+
+#[test]
+fn pruning_through_an_allowed_link_keeps_the_link() {
+    let dir = tempfile::tempdir().unwrap();
+    let outside = dir.path().join("notes");
+    std::fs::create_dir_all(&outside).unwrap();
+    let mut m = memory_in(dir.path());
+    m.settings.long_term_max_lines = 4;
+    m.allow_symlink_targets = vec![std::fs::canonicalize(&outside).unwrap()];
+    std::fs::create_dir_all(&m.root).unwrap();
+    std::fs::write(
+        outside.join("MEMORY.md"),
+        "# Long-term memory\n\n- [2024-01-01 09:00] old\n- [2025-01-01 09:00] newer\n",
+    )
+    .unwrap();
+    std::os::unix::fs::symlink(outside.join("MEMORY.md"), m.root.join("MEMORY.md")).unwrap();
+    let t = at("2026-11-29T09:00:00+01:00[Europe/Paris]");
+    let lt = AppendRequest {
+        long_term: true,
+        ..req("newest")
+    };
+    let out = append(&m, &lt, &t).unwrap();
+    assert_eq!(out.pruned.unwrap().entries, 1);
+    let link = m.root.join("MEMORY.md");
+    assert!(
+        std::fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink(),
+        "MEMORY.md is still a link"
+    );
+    assert_eq!(
+        std::fs::read_to_string(outside.join("MEMORY.md")).unwrap(),
+        "# Long-term memory\n\n- [2025-01-01 09:00] newer\n- [2026-11-29 09:00] newest\n"
+    );
 }
 
 #[test]
