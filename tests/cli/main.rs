@@ -5,6 +5,7 @@ mod agent;
 mod common;
 mod foundation;
 mod memory;
+mod policy;
 #[path = "../support/scripted_server.rs"]
 mod scripted;
 mod session_memory;
