@@ -175,3 +175,23 @@ fn missing_programs_are_an_error() {
     spec.program = PathBuf::from("/nonexistent/program");
     assert!(block_on(run(&spec, &mut Capture::default())).is_err());
 }
+
+#[test]
+fn a_child_ignoring_sigterm_is_killed_after_the_grace() {
+    let mut out = Capture::default();
+    let started = std::time::Instant::now();
+    let done = block_on(run(
+        &sh(
+            "trap '' TERM; sleep 1000 & echo $!; sleep 1000",
+            Duration::from_secs(1),
+            1000,
+        ),
+        &mut out,
+    ))
+    .unwrap();
+    assert!(done.timed_out);
+    assert_eq!(done.signal, Some(libc::SIGKILL));
+    assert!(started.elapsed() >= GRACE);
+    assert!(started.elapsed() < GRACE + Duration::from_secs(8));
+    assert!(gone(first_pid(&out)));
+}
