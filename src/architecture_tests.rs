@@ -132,6 +132,15 @@ const RULES: &[Rule] = &[
         ],
     },
     Rule {
+        name: "only the child module starts processes",
+        applies_to: |rel| {
+            rel.starts_with("src/")
+                && !rel.starts_with("src/child/")
+                && rel != "src/architecture_tests.rs"
+        },
+        forbidden: &["process::Command", "Command::new("],
+    },
+    Rule {
         name: "only the host module reads the process environment and clock",
         applies_to: |rel| {
             rel.starts_with("src/")

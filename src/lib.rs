@@ -4,6 +4,7 @@
 
 pub mod agent;
 pub mod app;
+pub mod child;
 pub mod cli;
 pub mod config;
 pub mod durable;

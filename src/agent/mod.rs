@@ -5,6 +5,9 @@
 //!   memory guidance, workspace bootstrap files, recalled notes) and the
 //!   user message with queued system events;
 //! * [`tools`]: read, write, edit, exec, memory tools and skill tools;
+//! * [`policy`]: which tools are offered (`tools.profile`, `allow`,
+//!   `deny`) and what `exec` may run (`tools.exec.*`, approval);
+//! * [`shell`]: the allowlist's command check and re-quoting;
 //! * [`turn`]: the loop, writing every message to the transcript as it
 //!   happens;
 //! * [`hygiene`]: per-provider repair of a stored conversation, in memory;
@@ -16,6 +19,8 @@
 
 pub mod compaction;
 pub mod hygiene;
+pub mod policy;
 pub mod prompt;
+pub mod shell;
 pub mod tools;
 pub mod turn;

@@ -1,32 +1,57 @@
 //! The tools a model can call in a turn.
 //!
-//! * `read`: a file in the workspace or a skill folder (relative paths are
-//!   workspace-relative; `~` is the home), with an optional line window;
-//! * `write` / `edit`: inside the workspace only, written crash-safely;
-//! * `exec`: a shell command in the workspace, only when the `shell`
-//!   permission is allowed, with a timeout, an output cap, and an
-//!   environment from which values configured for skills are removed;
+//! * `read`: a regular file in the workspace or a skill folder (relative
+//!   paths are workspace-relative; `~` is the home), with an optional line
+//!   window, read up to a cap; never almanac's config file or state
+//!   directory (except a workspace or skill folder inside it), never a
+//!   FIFO, socket or device;
+//! * `write` / `edit`: inside the workspace only (never the config file),
+//!   written crash-safely;
+//! * `exec`: a command in the workspace, only with the `shell` permission
+//!   and as the exec policy allows ([`super::policy`]), through the child
+//!   runner (own process group, timeout, output cap) with an allowlisted
+//!   environment;
 //! * `memory_search`, `memory_get`, `memory_append`: the memory commands;
 //! * a tool per skill declared with `command-dispatch: tool`.
 //!
-//! Work that belongs to other subsystems (memory, skills) goes through
-//! [`Services`], which the app implements: this module never reaches into
-//! the app. Every failure is an error result the model can read, never a
-//! failed turn.
+//! Tools the tool policy removes are not offered, and calling one anyway
+//! is an error result. Work that belongs to other subsystems (memory,
+//! skills) goes through [`Services`], which the app implements: this
+//! module never reaches into the app. Every failure is an error result the
+//! model can read, never a failed turn.
 
 use std::collections::BTreeMap;
+use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde_json::{Value, json};
 
+use super::policy::{Approval, ApprovalRequest, Approver, ExecPlan, ExecPolicy, ToolPolicy};
+use crate::child::{self, Capture, Spec};
 use crate::provider::ToolSpec;
 
 /// Largest tool output given back to the model, in characters.
 pub const MAX_OUTPUT_CHARS: usize = 30_000;
-/// Default and largest `exec` timeout, in seconds.
-pub const EXEC_TIMEOUT_SECS: u64 = 60;
+/// Output of a command or skill kept for the model, in bytes (room for
+/// [`MAX_OUTPUT_CHARS`] characters of any UTF-8 text).
+pub const CAPTURE_BYTES: usize = MAX_OUTPUT_CHARS * 4;
+/// Most of a file `read` looks through for its line window.
+pub const READ_SCAN_BYTES: u64 = 64 * 1024 * 1024;
+/// Largest file `edit` changes.
+pub const EDIT_MAX_BYTES: u64 = 16 * 1024 * 1024;
+/// The largest `exec` timeout the model may ask for, in seconds (or
+/// `tools.exec.timeoutSec` when that is larger).
 pub const EXEC_MAX_TIMEOUT_SECS: u64 = 600;
+
+/// How a skill runs when called as a tool.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SkillRun {
+    /// An instruction skill: its text.
+    Print(String),
+    /// A program, with the skill's environment and limits.
+    Exec(Spec),
+}
 
 /// What tools need from other subsystems.
 pub trait Services: Send + Sync {
@@ -43,8 +68,8 @@ pub trait Services: Send + Sync {
         lines: Option<usize>,
     ) -> Result<Value, String>;
     fn memory_append(&self, text: &str, long_term: bool) -> Result<Value, String>;
-    /// Runs a skill; its output and exit code.
-    fn run_skill(&self, skill: &str, args: &[String]) -> Result<(String, i32), String>;
+    /// Gates a skill now and says how to run it (the tool runs it).
+    fn prepare_skill(&self, skill: &str, args: &[String]) -> Result<SkillRun, String>;
 }
 
 /// A skill offered as a tool.
@@ -56,19 +81,42 @@ pub struct SkillTool {
     pub description: String,
 }
 
-/// The tools of one turn.
-pub struct Tools<'a> {
+/// Paths no tool opens: almanac's config file, and its state directory
+/// except a workspace or skill folder inside it.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Protected {
+    pub config_file: Option<PathBuf>,
+    pub state_dir: Option<PathBuf>,
+}
+
+/// Everything the tools of a turn are set up with.
+#[derive(Debug, Clone)]
+pub struct ToolSettings {
     pub workspace: PathBuf,
     pub home: Option<PathBuf>,
     /// Folders `read` may open besides the workspace (skill folders).
     pub read_roots: Vec<PathBuf>,
+    pub protected: Protected,
+    /// Which tools are offered.
+    pub policy: ToolPolicy,
+    /// The skill permission `shell` is allowed (`exec` needs it).
     pub allow_shell: bool,
-    /// The environment of `exec` children (skill values already removed).
+    pub exec: ExecPolicy,
+    /// The whole environment of `exec` children.
     pub exec_env: BTreeMap<String, String>,
+    /// `tools.exec.timeoutSec`.
+    pub exec_timeout: Duration,
     pub memory_search: bool,
     pub memory_write: bool,
     pub skills: Vec<SkillTool>,
+}
+
+/// The tools of one turn.
+pub struct Tools<'a> {
+    pub settings: ToolSettings,
     pub services: &'a dyn Services,
+    /// Asked when a command needs a person's approval.
+    pub approver: &'a dyn Approver,
 }
 
 /// The result of one call.
@@ -103,8 +151,14 @@ fn cap(text: String) -> String {
 }
 
 impl Tools<'_> {
-    /// The specs the model is given.
+    /// Whether `tool` is offered in this turn.
+    pub fn offers(&self, tool: &str) -> bool {
+        self.specs().iter().any(|s| s.name == tool)
+    }
+
+    /// The specs the model is given: the available tools the policy keeps.
     pub fn specs(&self) -> Vec<ToolSpec> {
+        let s = &self.settings;
         let spec = |name: &str, description: &str, parameters: Value| ToolSpec {
             name: name.to_string(),
             description: description.to_string(),
@@ -127,14 +181,18 @@ impl Tools<'_> {
                 json!({"type": "object", "properties": {"path": {"type": "string"}, "old_text": {"type": "string"}, "new_text": {"type": "string"}}, "required": ["path", "old_text", "new_text"]}),
             ),
         ];
-        if self.allow_shell {
+        if s.allow_shell {
             out.push(spec(
                 "exec",
-                "Run a shell command in the workspace. Output is capped; the default timeout is 60 s.",
-                json!({"type": "object", "properties": {"command": {"type": "string"}, "timeout_seconds": {"type": "integer", "minimum": 1, "maximum": EXEC_MAX_TIMEOUT_SECS}}, "required": ["command"]}),
+                &format!(
+                    "Run a command in the workspace. Output is capped; the default timeout is {} s. {}",
+                    s.exec_timeout.as_secs(),
+                    s.exec.describe()
+                ),
+                json!({"type": "object", "properties": {"command": {"type": "string"}, "timeout_seconds": {"type": "integer", "minimum": 1, "maximum": self.max_timeout().as_secs()}}, "required": ["command"]}),
             ));
         }
-        if self.memory_search {
+        if s.memory_search {
             out.push(spec(
                 "memory_search",
                 "Mandatory recall step: search MEMORY.md and memory/*.md before answering about prior work, decisions, dates, people, preferences or todos. Returns the best lines with path and line numbers.",
@@ -146,25 +204,37 @@ impl Tools<'_> {
                 json!({"type": "object", "properties": {"path": {"type": "string"}, "from": {"type": "integer", "minimum": 1}, "lines": {"type": "integer", "minimum": 1}}, "required": ["path"]}),
             ));
         }
-        if self.memory_write {
+        if s.memory_write {
             out.push(spec(
                 "memory_append",
                 "Store a durable note in today's memory file (or MEMORY.md with `longTerm`).",
                 json!({"type": "object", "properties": {"text": {"type": "string"}, "longTerm": {"type": "boolean"}}, "required": ["text"]}),
             ));
         }
-        for skill in &self.skills {
+        for skill in &s.skills {
             out.push(spec(
                 &skill.tool,
                 &skill.description,
                 json!({"type": "object", "properties": {"args": {"type": "string", "description": "The arguments, as typed after the command"}}}),
             ));
         }
+        out.retain(|t| s.policy.allows(&t.name));
         out
+    }
+
+    fn max_timeout(&self) -> Duration {
+        self.settings
+            .exec_timeout
+            .max(Duration::from_secs(EXEC_MAX_TIMEOUT_SECS))
     }
 
     /// Runs one call.
     pub async fn call(&self, name: &str, arguments: &Value) -> Output {
+        let s = &self.settings;
+        if let Err(why) = s.policy.check(name) {
+            tracing::warn!(tool = name, %why, "tool call refused");
+            return Output::err(format!("{why}; nothing ran"));
+        }
         let args = match arguments {
             Value::Object(_) => arguments,
             Value::String(raw) => {
@@ -187,21 +257,21 @@ impl Tools<'_> {
                 (Some(path), Some(old), Some(new)) => self.edit(path, old, new),
                 _ => Output::err("`path`, `old_text` and `new_text` are required"),
             },
-            "exec" if self.allow_shell => match text("command") {
+            "exec" if s.allow_shell => match text("command") {
                 Some(command) => {
                     let timeout = args
                         .get("timeout_seconds")
                         .and_then(Value::as_u64)
-                        .unwrap_or(EXEC_TIMEOUT_SECS)
-                        .clamp(1, EXEC_MAX_TIMEOUT_SECS);
-                    self.exec(command, Duration::from_secs(timeout)).await
+                        .map(|t| Duration::from_secs(t.max(1)).min(self.max_timeout()))
+                        .unwrap_or(s.exec_timeout);
+                    self.exec(command, timeout).await
                 }
                 None => Output::err("`command` is required"),
             },
             "exec" => Output::err(
                 "exec is not allowed: the `shell` permission is not granted (SKILL_PERMISSIONS)",
             ),
-            "memory_search" if self.memory_search => match text("query") {
+            "memory_search" if s.memory_search => match text("query") {
                 Some(q) => json_output(self.services.memory_search(
                     q,
                     number("maxResults"),
@@ -209,13 +279,13 @@ impl Tools<'_> {
                 )),
                 None => Output::err("`query` is required"),
             },
-            "memory_get" if self.memory_search => match text("path") {
+            "memory_get" if s.memory_search => match text("path") {
                 Some(p) => {
                     json_output(self.services.memory_get(p, number("from"), number("lines")))
                 }
                 None => Output::err("`path` is required"),
             },
-            "memory_append" if self.memory_write => match text("text") {
+            "memory_append" if s.memory_write => match text("text") {
                 Some(t) => json_output(
                     self.services.memory_append(
                         t,
@@ -226,12 +296,15 @@ impl Tools<'_> {
                 ),
                 None => Output::err("`text` is required"),
             },
-            other => match self.skills.iter().find(|s| s.tool == other) {
+            other => match s.skills.iter().find(|t| t.tool == other) {
                 Some(skill) => {
                     let words = split_args(text("args").unwrap_or(""));
-                    match self.services.run_skill(&skill.skill, &words) {
-                        Ok((out, 0)) => Output::ok(out),
-                        Ok((out, code)) => Output::err(format!("exit code {code}\n{out}")),
+                    match self.services.prepare_skill(&skill.skill, &words) {
+                        Ok(SkillRun::Print(text)) => Output::ok(text),
+                        Ok(SkillRun::Exec(mut spec)) => {
+                            spec.max_output_bytes = spec.max_output_bytes.min(CAPTURE_BYTES);
+                            run_child(&spec, &format!("the skill {}", skill.skill)).await
+                        }
                         Err(e) => Output::err(e),
                     }
                 }
@@ -241,31 +314,54 @@ impl Tools<'_> {
     }
 
     /// A path the tools may touch: inside the workspace, or for reading
-    /// also inside a skill folder.
-    fn resolve(&self, path: &str, for_write: bool) -> Result<PathBuf, String> {
+    /// also inside a skill folder; never the config file, nor the state
+    /// directory outside a workspace or skill folder in it. Returns the
+    /// path as given (resolved against the workspace) and its real path.
+    fn resolve(&self, path: &str, for_write: bool) -> Result<(PathBuf, PathBuf), String> {
+        let s = &self.settings;
         let path = path.trim();
         if path.is_empty() {
             return Err("empty path".into());
         }
-        let expanded = match (path.strip_prefix("~/"), &self.home) {
+        let expanded = match (path.strip_prefix("~/"), &s.home) {
             (Some(rest), Some(home)) => home.join(rest),
             _ => PathBuf::from(path),
         };
         let joined = if expanded.is_absolute() {
             expanded
         } else {
-            self.workspace.join(expanded)
+            s.workspace.join(expanded)
         };
         let lexical = crate::paths::normalize(&joined)
             .ok_or_else(|| format!("{path} leaves the workspace"))?;
-        // Resolve symlinks of what exists, then check where it really is.
+        // Resolve symlinks of what exists, then decide by where it really is.
         let real = real_path(&lexical);
-        let inside = |root: &Path| {
-            let root = std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
-            real.starts_with(&root)
-        };
-        if inside(&self.workspace) || (!for_write && self.read_roots.iter().any(|r| inside(r))) {
-            Ok(lexical)
+        let canonical = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+        if let Some(config) = &s.protected.config_file
+            && real == canonical(config)
+        {
+            return Err(format!(
+                "{path} is almanac's config file, which tools may not open"
+            ));
+        }
+        let mut roots = vec![canonical(&s.workspace)];
+        if !for_write {
+            roots.extend(s.read_roots.iter().map(|r| canonical(r)));
+        }
+        let containing: Vec<&PathBuf> = roots.iter().filter(|r| real.starts_with(r)).collect();
+        if let Some(state) = &s.protected.state_dir {
+            let state = canonical(state);
+            let opened_inside = containing
+                .iter()
+                .any(|r| r.starts_with(&state) && **r != state);
+            if real.starts_with(&state) && !opened_inside {
+                return Err(format!(
+                    "{path} is inside almanac's state directory, which tools may not open (only a workspace or skill folder in it)"
+                ));
+            }
+        }
+        if !containing.is_empty() {
+            Ok((lexical, real))
         } else if for_write {
             Err(format!(
                 "{path} is outside the workspace; only workspace files can be written"
@@ -278,32 +374,32 @@ impl Tools<'_> {
     }
 
     fn read(&self, path: &str, offset: Option<usize>, limit: Option<usize>) -> Output {
-        let full = match self.resolve(path, false) {
+        let (_, real) = match self.resolve(path, false) {
             Ok(p) => p,
             Err(e) => return Output::err(e),
         };
-        let bytes = match std::fs::read(&full) {
-            Ok(b) => b,
+        let file = match open_regular(&real) {
+            Ok(f) => f,
             Err(e) => return Output::err(format!("cannot read {path}: {e}")),
         };
-        if bytes.iter().take(8000).any(|b| *b == 0) {
-            return Output::err(format!("{path} is a binary file"));
+        match read_window(file, offset, limit) {
+            Ok(Window::Binary) => Output::err(format!("{path} is a binary file")),
+            Ok(Window::Text { text, scan_cut }) => {
+                let mut text = text;
+                if scan_cut {
+                    text.push_str(&format!(
+                        "\n[read stopped after the first {} MiB of the file]",
+                        READ_SCAN_BYTES / (1024 * 1024)
+                    ));
+                }
+                Output::ok(text)
+            }
+            Err(e) => Output::err(format!("cannot read {path}: {e}")),
         }
-        let text = String::from_utf8_lossy(&bytes);
-        if offset.is_none() && limit.is_none() {
-            return Output::ok(text.into_owned());
-        }
-        let start = offset.unwrap_or(1).max(1) - 1;
-        let lines: Vec<&str> = text
-            .lines()
-            .skip(start)
-            .take(limit.unwrap_or(usize::MAX))
-            .collect();
-        Output::ok(lines.join("\n"))
     }
 
     fn write(&self, path: &str, content: &str) -> Output {
-        let full = match self.resolve(path, true) {
+        let (full, _) = match self.resolve(path, true) {
             Ok(p) => p,
             Err(e) => return Output::err(e),
         };
@@ -315,13 +411,23 @@ impl Tools<'_> {
     }
 
     fn edit(&self, path: &str, old: &str, new: &str) -> Output {
-        let full = match self.resolve(path, true) {
+        let (full, real) = match self.resolve(path, true) {
             Ok(p) => p,
             Err(e) => return Output::err(e),
         };
-        let text = match std::fs::read_to_string(&full) {
+        let text = match open_regular(&real).and_then(|f| {
+            if f.metadata()?.len() > EDIT_MAX_BYTES {
+                return Err(std::io::Error::other(format!(
+                    "it is larger than {} MiB",
+                    EDIT_MAX_BYTES / (1024 * 1024)
+                )));
+            }
+            let mut text = String::new();
+            f.take(EDIT_MAX_BYTES).read_to_string(&mut text)?;
+            Ok(text)
+        }) {
             Ok(t) => t,
-            Err(e) => return Output::err(format!("cannot read {path}: {e}")),
+            Err(e) => return Output::err(format!("cannot edit {path}: {e}")),
         };
         if old.is_empty() {
             return Output::err("`old_text` is empty");
@@ -344,45 +450,175 @@ impl Tools<'_> {
     }
 
     async fn exec(&self, command: &str, timeout: Duration) -> Output {
-        let mut child = tokio::process::Command::new("sh");
-        child
-            .arg("-c")
-            .arg(command)
-            .current_dir(&self.workspace)
-            .env_clear()
-            .envs(&self.exec_env)
-            .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .kill_on_drop(true);
-        let child = match child.spawn() {
-            Ok(c) => c,
-            Err(e) => return Output::err(format!("cannot start the command: {e}")),
-        };
-        match tokio::time::timeout(timeout, child.wait_with_output()).await {
-            Err(_) => Output::err(format!(
-                "the command did not finish within {} s and was stopped",
-                timeout.as_secs()
-            )),
-            Ok(Err(e)) => Output::err(format!("the command failed: {e}")),
-            Ok(Ok(out)) => {
-                let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
-                let err = String::from_utf8_lossy(&out.stderr);
-                if !err.trim().is_empty() {
-                    if !text.is_empty() && !text.ends_with('\n') {
-                        text.push('\n');
+        let s = &self.settings;
+        let script = match s.exec.plan(command) {
+            ExecPlan::Refuse(why) => {
+                tracing::warn!(command, %why, "exec refused");
+                return Output::err(why);
+            }
+            ExecPlan::Run { script, ask: None } => script,
+            ExecPlan::Run {
+                script,
+                ask: Some(why),
+            } => {
+                let request = ApprovalRequest {
+                    command: script.clone(),
+                    reason: why.clone(),
+                };
+                match self.approver.approve(&request).await {
+                    Approval::Approved => {
+                        tracing::info!(command, "exec approved");
+                        script
                     }
-                    text.push_str(&err);
+                    answer => {
+                        let refusal = s.exec.not_approved(&why, answer);
+                        tracing::warn!(command, why = %refusal, "exec refused");
+                        return Output::err(refusal);
+                    }
                 }
-                let code = out.status.code().unwrap_or(-1);
-                if out.status.success() {
-                    Output::ok(text)
-                } else {
-                    Output::err(format!("exit code {code}\n{text}"))
+            }
+        };
+        let spec = Spec {
+            program: PathBuf::from("/bin/sh"),
+            args: vec!["-c".to_string(), script],
+            cwd: s.workspace.clone(),
+            env: s.exec_env.clone(),
+            timeout,
+            max_output_bytes: CAPTURE_BYTES,
+            stdin: child::Input::Null,
+        };
+        run_child(&spec, "the command").await
+    }
+}
+
+/// Runs a child and words how it ended for the model.
+async fn run_child(spec: &Spec, what: &str) -> Output {
+    let mut capture = Capture::default();
+    let done = match child::run(spec, &mut capture).await {
+        Ok(done) => done,
+        Err(e) => return Output::err(format!("cannot start {what}: {e}")),
+    };
+    let mut text = capture.text();
+    if done.truncated {
+        if !text.is_empty() && !text.ends_with('\n') {
+            text.push('\n');
+        }
+        text.push_str(&format!(
+            "[output cut at {} bytes; the rest was read and dropped]",
+            spec.max_output_bytes
+        ));
+    }
+    if done.timed_out {
+        Output::err(format!(
+            "{what} did not finish within {} s and was stopped, with everything it started\n{text}",
+            spec.timeout.as_secs()
+        ))
+    } else if done.success() {
+        Output::ok(text)
+    } else if let Some(signal) = done.signal {
+        Output::err(format!("{what} was killed by signal {signal}\n{text}"))
+    } else {
+        Output::err(format!("exit code {}\n{text}", done.exit_code()))
+    }
+}
+
+/// Opens `path` for reading only if it is a regular file: a FIFO, socket or
+/// device is refused (checked before opening, and again on the open file
+/// in case it was swapped; the open does not wait on a FIFO).
+fn open_regular(path: &Path) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let not_regular = |meta: &std::fs::Metadata| {
+        let kind = if meta.is_dir() {
+            "a directory"
+        } else {
+            "not a regular file (a FIFO, socket or device)"
+        };
+        std::io::Error::other(format!("it is {kind}"))
+    };
+    let meta = std::fs::metadata(path)?;
+    if !meta.is_file() {
+        return Err(not_regular(&meta));
+    }
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)?;
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        return Err(not_regular(&meta));
+    }
+    Ok(file)
+}
+
+enum Window {
+    Binary,
+    /// The text; `scan_cut` when the window's search stopped at
+    /// [`READ_SCAN_BYTES`].
+    Text {
+        text: String,
+        scan_cut: bool,
+    },
+}
+
+/// Reads the line window of `file` (all of it without one), holding at
+/// most [`CAPTURE_BYTES`] of it and looking through at most
+/// [`READ_SCAN_BYTES`].
+fn read_window(
+    file: std::fs::File,
+    offset: Option<usize>,
+    limit: Option<usize>,
+) -> std::io::Result<Window> {
+    let windowed = offset.is_some() || limit.is_some();
+    let skip = offset.unwrap_or(1).max(1) - 1;
+    let limit = limit.unwrap_or(usize::MAX);
+    let mut reader = file.take(READ_SCAN_BYTES);
+    let mut chunk = vec![0u8; 64 * 1024];
+    let mut kept: Vec<u8> = Vec::new();
+    let mut scanned = 0u64;
+    let mut line = 0usize;
+    let mut lines_kept = 0usize;
+    let mut head: Vec<u8> = Vec::new();
+    'reading: loop {
+        let n = reader.read(&mut chunk)?;
+        if n == 0 {
+            break;
+        }
+        scanned += n as u64;
+        // A NUL in the first 8,000 bytes: a binary file.
+        if head.len() < 8000 {
+            let take = (8000 - head.len()).min(n);
+            head.extend_from_slice(&chunk[..take]);
+            if head.contains(&0) {
+                return Ok(Window::Binary);
+            }
+        }
+        for &b in &chunk[..n] {
+            if line < skip {
+                if b == b'\n' {
+                    line += 1;
                 }
+                continue;
+            }
+            kept.push(b);
+            if b == b'\n' {
+                lines_kept += 1;
+                if lines_kept >= limit {
+                    break 'reading;
+                }
+            }
+            if kept.len() >= CAPTURE_BYTES {
+                break 'reading;
             }
         }
     }
+    let scan_cut = scanned >= READ_SCAN_BYTES && kept.len() < CAPTURE_BYTES && lines_kept < limit;
+    let text = String::from_utf8_lossy(&kept);
+    let text = if windowed {
+        text.lines().collect::<Vec<_>>().join("\n")
+    } else {
+        text.into_owned()
+    };
+    Ok(Window::Text { text, scan_cut })
 }
 
 fn json_output(result: Result<Value, String>) -> Output {
@@ -456,174 +692,4 @@ pub fn split_args(text: &str) -> Vec<String> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    struct NoServices;
-
-    impl Services for NoServices {
-        fn memory_search(
-            &self,
-            query: &str,
-            _: Option<usize>,
-            _: Option<f64>,
-        ) -> Result<Value, String> {
-            Ok(json!({"results": [], "query": query}))
-        }
-        fn memory_get(&self, _: &str, _: Option<usize>, _: Option<usize>) -> Result<Value, String> {
-            Err("not a memory file".into())
-        }
-        fn memory_append(&self, text: &str, _: bool) -> Result<Value, String> {
-            Ok(json!({"stored": text}))
-        }
-        fn run_skill(&self, skill: &str, args: &[String]) -> Result<(String, i32), String> {
-            Ok((format!("{skill}: {}", args.join("|")), 0))
-        }
-    }
-
-    fn tools<'a>(ws: &Path, services: &'a dyn Services, shell: bool) -> Tools<'a> {
-        Tools {
-            workspace: ws.to_path_buf(),
-            home: None,
-            read_roots: vec![],
-            allow_shell: shell,
-            exec_env: BTreeMap::from([
-                ("PATH".to_string(), "/usr/bin:/bin".to_string()),
-                ("VISIBLE".to_string(), "yes".to_string()),
-            ]),
-            memory_search: true,
-            memory_write: true,
-            skills: vec![SkillTool {
-                tool: "echo_tool".into(),
-                skill: "demo_echo".into(),
-                description: "Echo".into(),
-            }],
-            services,
-        }
-    }
-
-    fn run<T>(f: impl std::future::Future<Output = T>) -> T {
-        tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap()
-            .block_on(f)
-    }
-
-    #[test]
-    fn files_stay_inside_the_workspace() {
-        let dir = tempfile::tempdir().unwrap();
-        let ws = dir.path().join("ws");
-        std::fs::create_dir_all(&ws).unwrap();
-        std::fs::write(dir.path().join("secret.txt"), "s").unwrap();
-        std::os::unix::fs::symlink(dir.path().join("secret.txt"), ws.join("link.txt")).unwrap();
-        let t = tools(&ws, &NoServices, false);
-        let w = run(t.call(
-            "write",
-            &json!({"path": "notes/a.md", "content": "one\ntwo\nthree\n"}),
-        ));
-        assert!(!w.is_error, "{w:?}");
-        assert_eq!(
-            run(t.call(
-                "read",
-                &json!({"path": "notes/a.md", "offset": 2, "limit": 1})
-            ))
-            .text,
-            "two"
-        );
-        let e = run(t.call(
-            "edit",
-            &json!({"path": "notes/a.md", "old_text": "two", "new_text": "2"}),
-        ));
-        assert!(!e.is_error, "{e:?}");
-        assert_eq!(
-            std::fs::read_to_string(ws.join("notes/a.md")).unwrap(),
-            "one\n2\nthree\n"
-        );
-        let twice = run(t.call(
-            "edit",
-            &json!({"path": "notes/a.md", "old_text": "e", "new_text": "E"}),
-        ));
-        assert!(twice.is_error && twice.text.contains("occurs"), "{twice:?}");
-        for (tool, args) in [
-            ("read", json!({"path": "../secret.txt"})),
-            ("read", json!({"path": "link.txt"})),
-            ("write", json!({"path": "link.txt", "content": "x"})),
-            (
-                "write",
-                json!({"path": dir.path().join("x.txt").to_str().unwrap(), "content": "x"}),
-            ),
-            (
-                "write",
-                json!({"path": "../../../../etc/x", "content": "x"}),
-            ),
-        ] {
-            let out = run(t.call(tool, &args));
-            assert!(out.is_error, "{tool} {args}: {out:?}");
-        }
-        assert_eq!(
-            std::fs::read_to_string(dir.path().join("secret.txt")).unwrap(),
-            "s"
-        );
-        let bad = run(t.call("read", &Value::String("{not json".into())));
-        assert!(bad.is_error && bad.text.contains("not a JSON object"));
-    }
-
-    #[test]
-    fn exec_needs_the_shell_permission_and_keeps_to_its_environment() {
-        let dir = tempfile::tempdir().unwrap();
-        let t = tools(dir.path(), &NoServices, false);
-        assert!(!t.specs().iter().any(|s| s.name == "exec"));
-        let refused = run(t.call("exec", &json!({"command": "echo hi"})));
-        assert!(
-            refused.is_error && refused.text.contains("shell"),
-            "{refused:?}"
-        );
-        let t = tools(dir.path(), &NoServices, true);
-        let out = run(t.call(
-            "exec",
-            &json!({"command": "echo $VISIBLE; echo ${SECRET_TOKEN:-unset}; exit 3"}),
-        ));
-        assert!(out.is_error);
-        assert!(
-            out.text.contains("exit code 3") && out.text.contains("yes\nunset"),
-            "{out:?}"
-        );
-        let big = run(t.call("exec", &json!({"command": "yes x | head -c 100000"})));
-        assert!(
-            big.text
-                .ends_with(&format!("[output cut at {MAX_OUTPUT_CHARS} characters]"))
-        );
-    }
-
-    #[test]
-    fn memory_and_skill_tools_go_through_services() {
-        let dir = tempfile::tempdir().unwrap();
-        let t = tools(dir.path(), &NoServices, false);
-        let names: Vec<String> = t.specs().into_iter().map(|s| s.name).collect();
-        for n in [
-            "read",
-            "write",
-            "edit",
-            "memory_search",
-            "memory_get",
-            "memory_append",
-            "echo_tool",
-        ] {
-            assert!(names.contains(&n.to_string()), "{n}");
-        }
-        let out = run(t.call("echo_tool", &json!({"args": "hello 'big world'"})));
-        assert_eq!(out.text, "demo_echo: hello|big world");
-        assert!(run(t.call("memory_get", &json!({"path": "x"}))).is_error);
-        assert!(run(t.call("nope", &json!({}))).is_error);
-    }
-
-    #[test]
-    fn argument_splitting() {
-        assert_eq!(
-            split_args("a  b 'c d' \"e\" ''"),
-            vec!["a", "b", "c d", "e", ""]
-        );
-        assert!(split_args("   ").is_empty());
-    }
-}
+mod tests;

@@ -14,8 +14,10 @@ use super::App;
 use super::memory::{self as app_memory, SearchRequest};
 use super::session_memory;
 use crate::agent::compaction::{self, Report};
+use crate::agent::policy::{Approver, ExecPolicy, NoApprover, ToolPolicy};
 use crate::agent::prompt::{self, Parts};
-use crate::agent::tools::{Services, SkillTool, Tools};
+use crate::agent::shell::Allowlist;
+use crate::agent::tools::{Protected, Services, SkillRun, SkillTool, ToolSettings, Tools};
 use crate::agent::turn::{self, Log, Outcome, Settings};
 use crate::config::ModelRef;
 use crate::memory::write::AppendRequest;
@@ -353,16 +355,9 @@ struct DerivedSkills {
     tools: Vec<SkillTool>,
     /// Folders of eligible skills, which `read` may open.
     read_roots: Vec<PathBuf>,
-    /// Every skill's keys, for the secrets `exec` children must not get.
-    keys: Vec<SkillKeys>,
-}
-
-#[derive(Debug, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct SkillKeys {
-    name: String,
-    skill_key: String,
-    primary_env: Option<String>,
+    /// The binaries eligible skills require (`tools.exec.autoAllowSkills`).
+    #[serde(default)]
+    skill_bins: Vec<String>,
 }
 
 struct TurnSkills {
@@ -420,14 +415,9 @@ fn derive_skills(report: &skills::SkillsReport, inputs: &skills::SkillsInputs) -
         catalog: catalog.prompt,
         tools,
         read_roots: usable.iter().map(|s| s.base_dir.clone()).collect(),
-        keys: report
-            .skills
+        skill_bins: usable
             .iter()
-            .map(|s| SkillKeys {
-                name: s.skill.name.clone(),
-                skill_key: s.skill.skill_key.clone(),
-                primary_env: s.skill.primary_env.clone(),
-            })
+            .flat_map(|s| s.requires.bins.iter().cloned())
             .collect(),
     }
 }
@@ -436,11 +426,8 @@ fn derive_skills(report: &skills::SkillsReport, inputs: &skills::SkillsInputs) -
 struct Assembled {
     system: String,
     tool_specs: Vec<ToolSpec>,
-    skill_tools: Vec<SkillTool>,
-    read_roots: Vec<PathBuf>,
-    allow_shell: bool,
-    exec_env: BTreeMap<String, String>,
-    memory_search: bool,
+    /// What the turn's tools are set up with.
+    tools: ToolSettings,
     memory_write: bool,
     bootstrap: Vec<prompt::BootstrapFile>,
     skills_from: skills::stored::Origin,
@@ -493,7 +480,7 @@ fn assemble<T: Send>(
                 catalog,
                 tools: skill_tools,
                 read_roots,
-                keys,
+                skill_bins,
             },
         origin: skills_from,
     } = skills;
@@ -502,18 +489,42 @@ fn assemble<T: Send>(
         &inputs.config,
         inputs.permissions_override.as_deref(),
     );
-    let allow_shell = ctx.allowed_permissions.contains("shell");
-    let exec_env = exec_env(app, &keys);
-    let tools = Tools {
+    let tools_config = &app.config.config.tools;
+    let exec_config = &tools_config.exec;
+    let allowlist = Allowlist::new(
+        exec_config.safe_bins.iter().map(String::as_str),
+        exec_config
+            .auto_allow_skills
+            .then_some(&skill_bins)
+            .into_iter()
+            .flatten()
+            .map(String::as_str),
+    );
+    let settings = ToolSettings {
         workspace: workspace.clone(),
         home: app.host.home.clone(),
-        read_roots: read_roots.clone(),
-        allow_shell,
-        exec_env: exec_env.clone(),
+        read_roots,
+        protected: Protected {
+            config_file: Some(app.paths.config_path.clone()),
+            state_dir: Some(app.paths.state_dir.clone()),
+        },
+        policy: ToolPolicy::new(tools_config),
+        allow_shell: ctx.allowed_permissions.contains("shell"),
+        exec: ExecPolicy {
+            security: exec_config.security,
+            ask: tools_config.exec_ask(&app.config.config.security),
+            allowlist,
+        },
+        exec_env: exec_env(app),
+        exec_timeout: Duration::from_secs(u64::from(exec_config.timeout_sec.max(1))),
         memory_search,
         memory_write,
-        skills: skill_tools.clone(),
+        skills: skill_tools,
+    };
+    let tools = Tools {
+        settings,
         services,
+        approver: &NoApprover,
     };
     let tool_specs = tools.specs();
     let tz = app.user_time_zone();
@@ -537,11 +548,7 @@ fn assemble<T: Send>(
     let assembled = Assembled {
         system: prompt::system_prompt(&parts),
         tool_specs,
-        skill_tools,
-        read_roots,
-        allow_shell,
-        exec_env,
-        memory_search,
+        tools: tools.settings,
         memory_write,
         bootstrap,
         skills_from,
@@ -550,31 +557,18 @@ fn assemble<T: Send>(
     (assembled, also)
 }
 
-/// The environment of `exec` children: almanac's, without the values
-/// configured for skills (`skills.entries.<key>.env`, `apiKey` as the
-/// skill's primary variable). Those belong to the skill's own process.
-fn exec_env(app: &App, keys: &[SkillKeys]) -> BTreeMap<String, String> {
-    let mut env = app.host.vars().clone();
-    let entries = &app.config.config.skills.entries;
-    let mut secrets: Vec<(String, String)> = Vec::new();
-    for entry in entries.values() {
-        secrets.extend(entry.env.iter().map(|(k, v)| (k.clone(), v.clone())));
-    }
-    for skill in keys {
-        let entry = entries
-            .get(&skill.skill_key)
-            .or_else(|| entries.get(&skill.name));
-        if let (Some(var), Some(key)) = (&skill.primary_env, entry.and_then(|e| e.api_key.as_ref()))
-        {
-            secrets.push((var.clone(), key.clone()));
-        }
-    }
-    for (k, v) in secrets {
-        if env.get(&k).is_some_and(|cur| cur == &v) {
-            env.remove(&k);
-        }
-    }
-    env
+/// The environment of `exec` children: the children's allowlist of
+/// almanac's environment (no provider key, token, skill value or almanac
+/// setting), whatever the exec policy.
+fn exec_env(app: &App) -> BTreeMap<String, String> {
+    crate::child::env::base(app.host.vars())
+}
+
+/// The variables model providers' keys are read from, which no child gets
+/// even when a skill names them (a skill is given a key through
+/// `skills.entries.<key>.apiKey` instead).
+pub(crate) fn provider_key_vars() -> impl Iterator<Item = &'static str> {
+    KNOWN.iter().filter_map(|k| k.3)
 }
 
 /// Memory and skills for the tools, through the app's use cases.
@@ -666,8 +660,12 @@ impl Services for AppServices {
         Ok(serde_json::to_value(&done).unwrap_or(Value::Null))
     }
 
-    fn run_skill(&self, skill: &str, args: &[String]) -> Result<(String, i32), String> {
-        super::skills::run_skill_captured(&self.app, skill, args).map_err(|e| e.to_string())
+    fn prepare_skill(&self, skill: &str, args: &[String]) -> Result<SkillRun, String> {
+        match super::skills::prepare_run(&self.app, skill, args, crate::child::Input::Null) {
+            Ok(super::skills::Prepared::Print(text)) => Ok(SkillRun::Print(text)),
+            Ok(super::skills::Prepared::Exec(spec)) => Ok(SkillRun::Exec(spec)),
+            Err(e) => Err(e.to_string()),
+        }
     }
 }
 
@@ -784,12 +782,14 @@ fn consume(
 }
 
 /// Runs one turn in its session. `retry` is the retry policy (tests pass
-/// one that records its waits).
+/// one that records its waits); `approver` is asked when a command needs a
+/// person's approval (`tools.exec.ask`).
 pub fn run_turn(
     app: &App,
     req: &TurnRequest,
     retry: &RetryPolicy,
     sink: &mut dyn StreamSink,
+    approver: &dyn Approver,
 ) -> anyhow::Result<TurnReport> {
     let started_at = std::time::Instant::now();
     app.ensure_state_dir()?;
@@ -883,15 +883,9 @@ pub fn run_turn(
         unsynced: false,
     };
     let tools = Tools {
-        workspace: app.paths.workspace.clone(),
-        home: app.host.home.clone(),
-        read_roots: assembled.read_roots.clone(),
-        allow_shell: assembled.allow_shell,
-        exec_env: assembled.exec_env.clone(),
-        memory_search: assembled.memory_search,
-        memory_write: assembled.memory_write,
-        skills: assembled.skill_tools.clone(),
+        settings: assembled.tools.clone(),
         services: &services,
+        approver,
     };
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -911,7 +905,7 @@ pub fn run_turn(
                 .with_time_zone(app.user_time_zone())
                 .strftime("%Y-%m-%d %H:%M")
                 .to_string();
-            let flush = assembled.memory_write.then_some(&tools);
+            let flush = (assembled.memory_write && tools.offers("memory_append")).then_some(&tools);
             compaction = compaction::compact(
                 provider.as_ref(),
                 retry,

@@ -1,11 +1,13 @@
 //! Skills use cases: where the six sources are for this app, and running a
-//! skill with its own environment.
+//! skill with its own environment and limits, through the child runner.
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use serde::Serialize;
 
 use super::App;
+use crate::child;
 use crate::skills::discover::Root;
 use crate::skills::gates::GateContext;
 use crate::skills::run::{self, Plan, RunError};
@@ -147,11 +149,11 @@ impl App {
     }
 }
 
-/// What `skills run` decided.
+/// What `skills run` did.
 #[derive(Debug)]
 pub enum RunOutcome {
-    /// The child exited with this code.
-    Exited(i32),
+    /// The skill's process ran (to its end, or to its timeout).
+    Ran(child::Finished),
     /// An instruction skill: print this.
     Print(String),
 }
@@ -172,9 +174,24 @@ pub enum RefusedRun {
     Io(#[from] std::io::Error),
 }
 
-/// Runs skill `name` with `args`: gates re-checked now, the skill's own
-/// environment values added for its process only.
-pub fn run_skill(app: &App, name: &str, args: &[String]) -> Result<RunOutcome, RefusedRun> {
+/// A skill ready to run.
+#[derive(Debug)]
+pub enum Prepared {
+    /// An instruction skill: its text.
+    Print(String),
+    /// Its process: program, environment and limits
+    /// (`skills.run.timeoutSec`, `skills.run.maxOutputBytes`).
+    Exec(child::Spec),
+}
+
+/// Gates skill `name` now and says how to run it with `args`: its own
+/// environment values go to its process only.
+pub fn prepare_run(
+    app: &App,
+    name: &str,
+    args: &[String],
+    stdin: child::Input,
+) -> Result<Prepared, RefusedRun> {
     let (inputs, report) = app.skills_report_for_running();
     let Some(status) = report.find(name) else {
         return Err(RefusedRun::Unknown(name.to_string()));
@@ -202,70 +219,43 @@ pub fn run_skill(app: &App, name: &str, args: &[String]) -> Result<RunOutcome, R
         &inputs.config,
         inputs.permissions_override.as_deref(),
     );
-    let plan = run::plan(skill, args, |bin| ctx.find_bin(bin))?;
-    match plan {
-        Plan::Print(text) => Ok(RunOutcome::Print(text)),
-        Plan::Exec { program, args, cwd } => {
-            let entry = app
-                .config
-                .config
-                .skills
-                .entries
-                .get(&skill.skill_key)
-                .or_else(|| app.config.config.skills.entries.get(&skill.name));
-            let mut env = inputs.env.clone();
-            env.extend(run::skill_env(skill, entry, &inputs.env));
-            let code = run::execute(&program, &args, &cwd, &env)?;
-            Ok(RunOutcome::Exited(code))
-        }
-    }
-}
-
-/// Runs skill `name` like [`run_skill`] and returns its output (stdout
-/// and stderr) and exit code instead of passing them through: a skill
-/// called as an agent tool.
-pub fn run_skill_captured(
-    app: &App,
-    name: &str,
-    args: &[String],
-) -> Result<(String, i32), RefusedRun> {
-    let (inputs, report) = app.skills_report_for_running();
-    let Some(status) = report.find(name) else {
-        return Err(RefusedRun::Unknown(name.to_string()));
-    };
-    if !status.eligibility.eligible {
-        return Err(RefusedRun::Gated(format!(
-            "Cannot run {}: {}",
-            status.skill.name,
-            status.eligibility.reasons.join("; ")
-        )));
-    }
-    let skill = &status.skill;
-    let ctx = GateContext::new(
-        &inputs.env,
-        &inputs.config,
-        inputs.permissions_override.as_deref(),
-    );
     match run::plan(skill, args, |bin| ctx.find_bin(bin))? {
-        Plan::Print(text) => Ok((text, 0)),
+        Plan::Print(text) => Ok(Prepared::Print(text)),
         Plan::Exec { program, args, cwd } => {
             let entries = &app.config.config.skills.entries;
             let entry = entries
                 .get(&skill.skill_key)
                 .or_else(|| entries.get(&skill.name));
-            let mut env = inputs.env.clone();
-            env.extend(run::skill_env(skill, entry, &inputs.env));
-            let out = std::process::Command::new(&program)
-                .args(&args)
-                .current_dir(&cwd)
-                .env_clear()
-                .envs(&env)
-                .stdin(std::process::Stdio::null())
-                .output()?;
-            let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
-            text.push_str(&String::from_utf8_lossy(&out.stderr));
-            Ok((text, out.status.code().unwrap_or(-1)))
+            let provider_keys: Vec<&str> = super::agent::provider_key_vars().collect();
+            let env = run::child_env(skill, entry, &inputs.env, |var| {
+                provider_keys.contains(&var)
+            });
+            let limits = &app.config.config.skills.run;
+            Ok(Prepared::Exec(child::Spec {
+                program,
+                args,
+                cwd,
+                env,
+                timeout: Duration::from_secs(u64::from(limits.timeout_sec.max(1))),
+                max_output_bytes: limits.max_output_bytes as usize,
+                stdin,
+            }))
         }
+    }
+}
+
+/// Runs skill `name` with `args` (gates re-checked now), its output handed
+/// to `sink` as it comes.
+pub fn run_skill(
+    app: &App,
+    name: &str,
+    args: &[String],
+    stdin: child::Input,
+    sink: &mut dyn child::Sink,
+) -> Result<RunOutcome, RefusedRun> {
+    match prepare_run(app, name, args, stdin)? {
+        Prepared::Print(text) => Ok(RunOutcome::Print(text)),
+        Prepared::Exec(spec) => Ok(RunOutcome::Ran(child::run_blocking(&spec, sink)?)),
     }
 }
 

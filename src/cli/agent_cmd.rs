@@ -1,12 +1,16 @@
 //! `almanac agent --message TEXT` (one turn), `almanac agent prompt`, and
 //! `almanac sessions [show KEY]`.
 
+use std::future::Future;
+use std::io::{BufRead, IsTerminal, Write};
+use std::pin::Pin;
 use std::process::ExitCode;
 
 use clap::{Args, Subcommand};
 
 use super::JsonFlag;
 use super::output::{UsageError, print_json, warn};
+use crate::agent::policy::{Approval, ApprovalRequest, Approver, NoApprover};
 use crate::app::App;
 use crate::app::agent::{self, TurnRequest};
 use crate::provider::{Quiet, RetryPolicy};
@@ -69,6 +73,38 @@ pub struct SessionsArgs {
     pub json: JsonFlag,
 }
 
+/// Asks on the terminal (stderr, then a line from stdin) whether a command
+/// may run.
+struct TerminalApprover;
+
+impl Approver for TerminalApprover {
+    fn approve<'a>(
+        &'a self,
+        request: &'a ApprovalRequest,
+    ) -> Pin<Box<dyn Future<Output = Approval> + Send + 'a>> {
+        let question = format!(
+            "\nThe model wants to run:\n  {}\n({})\nRun it? [y/N] ",
+            request.command, request.reason
+        );
+        Box::pin(async move {
+            let asked = tokio::task::spawn_blocking(move || {
+                let mut err = std::io::stderr().lock();
+                let _ = err.write_all(question.as_bytes());
+                let _ = err.flush();
+                let mut answer = String::new();
+                match std::io::stdin().lock().read_line(&mut answer) {
+                    Ok(_) if matches!(answer.trim().to_lowercase().as_str(), "y" | "yes") => {
+                        Approval::Approved
+                    }
+                    Ok(_) => Approval::Refused,
+                    Err(_) => Approval::Unavailable,
+                }
+            });
+            asked.await.unwrap_or(Approval::Unavailable)
+        })
+    }
+}
+
 fn request(args: &TurnArgs) -> TurnRequest {
     TurnRequest {
         message: args.message.clone().unwrap_or_default(),
@@ -108,8 +144,21 @@ pub fn run(args: AgentArgs, app: &App) -> anyhow::Result<ExitCode> {
                     "give a message with --message TEXT (or use `agent prompt`)",
                 ));
             }
-            let report =
-                agent::run_turn(app, &request(&turn), &RetryPolicy::default(), &mut Quiet)?;
+            // Commands needing approval are asked about on the terminal;
+            // without one, asking means refusing.
+            let terminal = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
+            let approver: &dyn Approver = if terminal {
+                &TerminalApprover
+            } else {
+                &NoApprover
+            };
+            let report = agent::run_turn(
+                app,
+                &request(&turn),
+                &RetryPolicy::default(),
+                &mut Quiet,
+                approver,
+            )?;
             report.warnings.iter().for_each(warn);
             if let Some(stopped) = &report.outcome.stopped {
                 warn(stopped);

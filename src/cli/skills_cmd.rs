@@ -1,6 +1,7 @@
 //! `almanac skills list|info|check|prompt|match|run|scan`.
 
 use std::borrow::Cow;
+use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -11,7 +12,8 @@ use serde_json::{Value, json};
 use super::JsonFlag;
 use super::output::{print_json, warn};
 use crate::app::App;
-use crate::app::skills::{self as app_skills, RunOutcome};
+use crate::app::skills::{self as app_skills, RefusedRun, RunOutcome};
+use crate::child;
 use crate::skills::catalog::compact_home;
 use crate::skills::commands;
 use crate::skills::gates::Missing;
@@ -68,6 +70,58 @@ pub enum SkillsCommand {
         #[command(flatten)]
         json: JsonFlag,
     },
+}
+
+/// Writes a skill's output to the terminal as it comes.
+struct Passthrough;
+
+impl child::Sink for Passthrough {
+    fn output(&mut self, stream: child::Stream, bytes: &[u8]) {
+        let _ = match stream {
+            child::Stream::Stdout => {
+                let mut out = std::io::stdout().lock();
+                out.write_all(bytes).and_then(|()| out.flush())
+            }
+            child::Stream::Stderr => {
+                let mut err = std::io::stderr().lock();
+                err.write_all(bytes).and_then(|()| err.flush())
+            }
+        };
+    }
+}
+
+fn skill_run_result(
+    app: &App,
+    name: &str,
+    ran: Result<RunOutcome, RefusedRun>,
+) -> anyhow::Result<ExitCode> {
+    let limits = &app.config.config.skills.run;
+    match ran {
+        Ok(RunOutcome::Print(text)) => {
+            print!("{text}");
+            if !text.ends_with('\n') {
+                println!();
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Ok(RunOutcome::Ran(done)) => {
+            if done.truncated {
+                warn(format!(
+                    "{name}: output cut at {} bytes (skills.run.maxOutputBytes); the rest was dropped",
+                    limits.max_output_bytes
+                ));
+            }
+            if done.timed_out {
+                return Err(anyhow::anyhow!(
+                    "{name} did not finish within {} s and was stopped (skills.run.timeoutSec)",
+                    limits.timeout_sec
+                ));
+            }
+            Ok(ExitCode::from(done.exit_code().clamp(0, 255) as u8))
+        }
+        // Exit codes follow the error's type (refusals exit 2).
+        Err(err) => Err(err.into()),
+    }
 }
 
 pub fn run(cmd: SkillsCommand, app: &App, verbose: bool) -> anyhow::Result<ExitCode> {
@@ -371,17 +425,17 @@ pub fn run(cmd: SkillsCommand, app: &App, verbose: bool) -> anyhow::Result<ExitC
                 ExitCode::SUCCESS
             })
         }
-        SkillsCommand::Run { name, args } => match app_skills::run_skill(app, &name, &args) {
-            Ok(RunOutcome::Print(text)) => {
-                print!("{text}");
-                if !text.ends_with('\n') {
-                    println!();
-                }
-                Ok(ExitCode::SUCCESS)
-            }
-            Ok(RunOutcome::Exited(code)) => Ok(ExitCode::from(code.clamp(0, 255) as u8)),
-            Err(err) => Err(err.into()),
-        },
+        SkillsCommand::Run { name, args } => {
+            // Piped input reaches the skill; a terminal's does not (the
+            // skill runs in a process group of its own).
+            let stdin = if std::io::stdin().is_terminal() {
+                child::Input::Null
+            } else {
+                child::Input::Inherit
+            };
+            let ran = app_skills::run_skill(app, &name, &args, stdin, &mut Passthrough);
+            skill_run_result(app, &name, ran)
+        }
         SkillsCommand::Scan { dir, force, json } => {
             let dir = app.host.resolve_path(&dir.to_string_lossy());
             let report = scan::scan_dir(&dir)

@@ -52,6 +52,7 @@ pub struct Config {
     pub security: SecurityConfig,
     pub activity: ActivityConfig,
     pub skills: SkillsConfig,
+    pub tools: ToolsConfig,
 }
 
 /// Skills (`skills.*`, as in OpenClaw).
@@ -69,6 +70,128 @@ pub struct SkillsConfig {
     /// `read, write, network, shell`. An empty list allows none.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub allow_permissions: Option<Vec<String>>,
+    pub run: SkillsRunConfig,
+}
+
+/// Limits of a skill's process (`skills run`, skill tools in agent turns).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct SkillsRunConfig {
+    /// Seconds a skill may run before its whole process group is stopped.
+    pub timeout_sec: u32,
+    /// Bytes of output (stdout and stderr together) shown; the rest is
+    /// read and dropped.
+    pub max_output_bytes: u32,
+}
+
+impl Default for SkillsRunConfig {
+    fn default() -> Self {
+        SkillsRunConfig {
+            timeout_sec: 600,
+            max_output_bytes: 1_000_000,
+        }
+    }
+}
+
+/// The agent's tools (`tools.*`, OpenClaw's keys): which tools the model
+/// is offered, and what `exec` may run.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct ToolsConfig {
+    /// The base set of tools; unset is `full` (no restriction).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub profile: Option<ToolProfile>,
+    /// Tool names and `group:*` entries (`*` wildcards, any case) added to
+    /// the profile's set; without a profile, the only tools offered.
+    pub allow: Vec<String>,
+    /// Tools never offered, whatever else says (deny wins).
+    pub deny: Vec<String>,
+    pub exec: ExecConfig,
+}
+
+/// `tools.profile`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ToolProfile {
+    Minimal,
+    Coding,
+    Messaging,
+    Full,
+}
+
+/// `tools.exec.*`: what the `exec` tool may run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct ExecConfig {
+    /// `deny` (no command runs), `allowlist` (only `safeBins`, checked
+    /// word by word) or `full` (any command, as given).
+    pub security: ExecSecurity,
+    /// Approval on a terminal: `off`, `on-miss` (when the allowlist does
+    /// not allow a command) or `always`. Unset: `on-miss` when
+    /// `security.actions` is on, else `off`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ask: Option<ExecAsk>,
+    /// Programs `allowlist` mode runs. The built-in ones keep their
+    /// argument rules (standard input only, no file options); any other
+    /// name runs with any arguments.
+    pub safe_bins: Vec<String>,
+    /// Also allow the binaries eligible skills require (`requires.bins`),
+    /// with any arguments; shells and interpreters are never added this way.
+    pub auto_allow_skills: bool,
+    /// Default seconds a command may run (the model may ask for up to
+    /// 600, or this when larger).
+    pub timeout_sec: u32,
+}
+
+/// The programs `tools.exec.safeBins` holds by default: stream filters and
+/// pure utilities that read no file, run no other program and reach no
+/// network.
+pub const DEFAULT_SAFE_BINS: &[&str] = &[
+    "echo", "printf", "date", "seq", "tr", "cut", "sort", "uniq", "wc",
+];
+
+impl Default for ExecConfig {
+    fn default() -> Self {
+        ExecConfig {
+            security: ExecSecurity::Allowlist,
+            ask: None,
+            safe_bins: DEFAULT_SAFE_BINS.iter().map(|b| b.to_string()).collect(),
+            auto_allow_skills: false,
+            timeout_sec: 60,
+        }
+    }
+}
+
+/// `tools.exec.security`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ExecSecurity {
+    Deny,
+    Allowlist,
+    Full,
+}
+
+/// `tools.exec.ask`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ExecAsk {
+    Off,
+    OnMiss,
+    Always,
+}
+
+impl ToolsConfig {
+    /// The effective `tools.exec.ask`: as set, else from `security.actions`
+    /// (under the `security.enabled` master switch).
+    pub fn exec_ask(&self, security: &SecurityConfig) -> ExecAsk {
+        self.exec
+            .ask
+            .unwrap_or(if security.enabled && security.actions {
+                ExecAsk::OnMiss
+            } else {
+                ExecAsk::Off
+            })
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -454,7 +577,8 @@ pub struct SecurityConfig {
     pub llm: bool,
     /// `SECURITY_SANITIZE`: the prompt-injection gate on memory notes.
     pub sanitize: bool,
-    /// `SECURITY_ACTIONS`: confirmation of risky actions (reported).
+    /// `SECURITY_ACTIONS`: confirmation of risky actions; the default of
+    /// `tools.exec.ask` (on: `on-miss`, off: `off`).
     pub actions: bool,
 }
 
@@ -811,6 +935,20 @@ impl Config {
             &mut self.activity.history_size,
             1,
             100,
+        );
+        clamp(
+            "tools.exec.timeoutSec",
+            &mut self.tools.exec.timeout_sec,
+            1,
+            86_400,
+        );
+        let run = &mut self.skills.run;
+        clamp("skills.run.timeoutSec", &mut run.timeout_sec, 1, 86_400);
+        clamp(
+            "skills.run.maxOutputBytes",
+            &mut run.max_output_bytes,
+            1_024,
+            1_073_741_824,
         );
         warnings
     }

@@ -342,3 +342,73 @@ fn an_unknown_time_zone_is_refused_where_it_is_given_and_named_where_it_is_read(
     let (config, _) = read_file(&path).unwrap();
     assert_eq!(value_problems(&config).len(), 1);
 }
+
+#[test]
+fn tools_section_defaults_values_and_the_ask_default_from_security_actions() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("config.json5");
+    let defaults = load(&path, &host(&[]), &[]).unwrap().config;
+    assert_eq!(defaults.tools.profile, None);
+    assert_eq!(defaults.tools.exec.security, ExecSecurity::Allowlist);
+    assert_eq!(defaults.tools.exec.safe_bins, DEFAULT_SAFE_BINS);
+    assert!(!defaults.tools.exec.auto_allow_skills);
+    assert_eq!(defaults.tools.exec.timeout_sec, 60);
+    assert_eq!(defaults.skills.run, SkillsRunConfig::default());
+    let ask = |vars: &[(&str, &str)], text: &str| {
+        std::fs::write(&path, text).unwrap();
+        let c = load(&path, &host(vars), &[]).unwrap().config;
+        c.tools.exec_ask(&c.security)
+    };
+    assert_eq!(
+        ask(&[], "{}"),
+        ExecAsk::OnMiss,
+        "security.actions is on by default"
+    );
+    assert_eq!(ask(&[("SECURITY_ACTIONS", "0")], "{}"), ExecAsk::Off);
+    assert_eq!(ask(&[("SECURITY", "off")], "{}"), ExecAsk::Off);
+    assert_eq!(
+        ask(
+            &[("SECURITY_ACTIONS", "0")],
+            "{ tools: { exec: { ask: 'always' } } }"
+        ),
+        ExecAsk::Always,
+        "a value set wins"
+    );
+    std::fs::write(
+        &path,
+        "{ tools: { profile: 'coding', allow: ['weather'], deny: ['group:runtime'], exec: { security: 'full', safeBins: ['jq'], autoAllowSkills: true, timeoutSec: 0 } }, skills: { run: { timeoutSec: 5, maxOutputBytes: 10 } } }",
+    )
+    .unwrap();
+    let loaded = load(&path, &host(&[]), &[]).unwrap();
+    let tools = &loaded.config.tools;
+    assert_eq!(tools.profile, Some(ToolProfile::Coding));
+    assert_eq!(tools.exec.security, ExecSecurity::Full);
+    assert_eq!(tools.exec.safe_bins, vec!["jq"]);
+    assert_eq!(tools.exec.timeout_sec, 1, "clamped");
+    assert_eq!(loaded.config.skills.run.max_output_bytes, 1_024, "clamped");
+    assert!(
+        loaded
+            .warnings
+            .iter()
+            .any(|w| w.contains("tools.exec.timeoutSec"))
+    );
+    for bad in [
+        "{ tools: { profile: 'everything' } }",
+        "{ tools: { exec: { ask: 'sometimes' } } }",
+        "{ tools: { exec: { security: 'yolo' } } }",
+    ] {
+        std::fs::write(&path, bad).unwrap();
+        assert!(
+            matches!(load(&path, &host(&[]), &[]), Err(ConfigError::Type { .. })),
+            "{bad}"
+        );
+    }
+    std::fs::write(&path, "{}").unwrap();
+    set(&path, "tools.exec.security", "full").unwrap();
+    set(&path, "tools.exec.ask", "on-miss").unwrap();
+    let c = load(&path, &host(&[]), &[]).unwrap().config;
+    assert_eq!(
+        (c.tools.exec.security, c.tools.exec.ask),
+        (ExecSecurity::Full, Some(ExecAsk::OnMiss))
+    );
+}

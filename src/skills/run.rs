@@ -3,9 +3,14 @@
 //!
 //! Invariants:
 //! * almanac never changes its own environment for a skill. A skill's
-//!   configured values (`skills.entries.<key>.env`, and `apiKey` as its
-//!   `primaryEnv`) are given to that skill's child process only, and never
-//!   replace a variable the user already set.
+//!   process gets the children's allowlist ([`crate::child::env`]), the
+//!   variables the skill declares (`requires.env`, `requires.envAny`,
+//!   `primaryEnv`, the names in its `skills.entries.<key>.env`) from
+//!   almanac's environment (never almanac's own `ALMANAC_*` settings, a
+//!   model provider's key, or a variable that changes how programs load),
+//!   and its configured values (`skills.entries.<key>.env`, and `apiKey`
+//!   as its `primaryEnv`) where the user set nothing. No other child gets
+//!   them.
 //! * While skills run inside a long-lived process, the keys injected for
 //!   them are counted in a [`SkillEnvLeases`]; children that are not that
 //!   skill get an environment with those keys removed.
@@ -70,8 +75,38 @@ pub fn skill_env(
     out
 }
 
+/// The whole environment of `skill`'s process: the children's allowlist
+/// of `host_env`, the variables the skill declares taken from `host_env`
+/// (unless `withheld` or dangerous), then its configured values for those
+/// still unset.
+pub fn child_env(
+    skill: &Skill,
+    entry: Option<&SkillEntryConfig>,
+    host_env: &BTreeMap<String, String>,
+    withheld: impl Fn(&str) -> bool,
+) -> BTreeMap<String, String> {
+    let mut env = crate::child::env::base(host_env);
+    let declared = skill
+        .requires
+        .env
+        .iter()
+        .chain(&skill.requires.env_any)
+        .chain(&skill.primary_env)
+        .chain(entry.into_iter().flat_map(|e| e.env.keys()));
+    for name in declared {
+        if withheld(name) || is_dangerous_key(name) || crate::child::env::is_almanac_setting(name) {
+            continue;
+        }
+        if let Some(value) = host_env.get(name).filter(|v| !v.is_empty()) {
+            env.insert(name.clone(), value.clone());
+        }
+    }
+    env.extend(skill_env(skill, entry, host_env));
+    env
+}
+
 /// Keys that change how programs load or run; never injected.
-fn is_dangerous_key(key: &str) -> bool {
+pub fn is_dangerous_key(key: &str) -> bool {
     matches!(
         key,
         "PATH"
@@ -315,27 +350,6 @@ pub fn split_words(text: &str) -> Option<Vec<String>> {
         words.push(current);
     }
     Some(words)
-}
-
-/// Starts `program` with `args` in `cwd`, with `env` as the child's whole
-/// environment and the terminal's stdin/stdout/stderr. Returns the exit
-/// code (128 + signal when killed).
-pub fn execute(
-    program: &Path,
-    args: &[String],
-    cwd: &Path,
-    env: &BTreeMap<String, String>,
-) -> std::io::Result<i32> {
-    let status = std::process::Command::new(program)
-        .args(args)
-        .current_dir(cwd)
-        .env_clear()
-        .envs(env)
-        .status()?;
-    use std::os::unix::process::ExitStatusExt;
-    Ok(status
-        .code()
-        .unwrap_or_else(|| 128 + status.signal().unwrap_or(0)))
 }
 
 #[cfg(test)]

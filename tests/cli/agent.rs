@@ -298,6 +298,11 @@ fn rate_limits_dropped_streams_and_malformed_answers() {
 #[test]
 fn a_killed_turn_leaves_a_transcript_the_next_turn_can_use() {
     let sb = Sandbox::new();
+    // The slow command runs as given.
+    sb.write(
+        ".almanac/config.json5",
+        "{ tools: { exec: { security: 'full' } } }",
+    );
     let first = ScriptedServer::start(vec![text("Hi, I am here.")]);
     let v = agent(&sb, &first, &["--message", "Are you there?", "--json"])
         .ok()
@@ -556,7 +561,7 @@ fn exec_children_do_not_get_skill_secrets() {
     let sb = Sandbox::new();
     sb.write(
         ".almanac/config.json5",
-        "{ skills: { entries: { weather: { env: { WEATHER_TOKEN: 's3cret' } } } } }",
+        "{ skills: { entries: { weather: { env: { WEATHER_TOKEN: 's3cret' } } } }, tools: { exec: { security: 'full' } } }",
     );
     let server = ScriptedServer::start(vec![
         tool_call(
@@ -586,7 +591,10 @@ fn exec_children_do_not_get_skill_secrets() {
         )
         .ok();
     let v = run.json();
-    assert_eq!(v["toolCalls"][0]["output"], "token=unset other=visible\n");
+    assert_eq!(
+        v["toolCalls"][0]["output"], "token=unset other=unset\n",
+        "neither a skill's value nor a variable outside the allowlist"
+    );
     // Without the shell permission there is no exec tool.
     let server = ScriptedServer::start(vec![text("ok")]);
     sb.run_env(

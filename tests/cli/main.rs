@@ -8,6 +8,7 @@ mod foundation;
 mod injection;
 mod json_names;
 mod memory;
+mod policy;
 #[path = "../support/scripted_server.rs"]
 mod scripted;
 mod session_memory;

@@ -349,11 +349,11 @@ fn gated_plugins_are_refused_by_run_and_never_matched() {
 fn a_skill_gets_its_configured_env_and_nobody_else_does() {
     let sb = Sandbox::new();
     let ws = sb.path(".almanac/workspace/skills");
-    let dump = "env | sort | grep -E '^(SKILL_SECRET|DEMO_API_KEY|USER_VAR)=' || true\n";
+    let dump = "env | sort | grep -E '^(SKILL_SECRET|DEMO_API_KEY|USER_VAR|OPENAI_API_KEY|ANTHROPIC_API_KEY|GITHUB_TOKEN|ALMANAC_[A-Z_]*)=' || true\n";
     plugin(
         &ws,
         "with_secret",
-        r#"{"metadata":{"openclaw":{"primaryEnv":"DEMO_API_KEY"}}}"#,
+        r#"{"metadata":{"openclaw":{"primaryEnv":"DEMO_API_KEY","requires":{"env":["GITHUB_TOKEN","OPENAI_API_KEY"]}}}}"#,
         dump,
     );
     plugin(&ws, "other_skill", "{}", dump);
@@ -361,21 +361,30 @@ fn a_skill_gets_its_configured_env_and_nobody_else_does() {
         ".almanac/config.json5",
         "{ skills: { entries: { with_secret: { env: { SKILL_SECRET: 's3cret', USER_VAR: 'from-config' }, apiKey: 'k-123' } } } }",
     );
+    // Provider keys and almanac's settings never reach a skill, even one
+    // that names them; a token the skill declares does.
+    let env = [
+        ("USER_VAR", "mine"),
+        ("OPENAI_API_KEY", "sk-provider"),
+        ("ANTHROPIC_API_KEY", "sk-ant"),
+        ("GITHUB_TOKEN", "ghp-declared"),
+        ("ALMANAC_LOG", "off"),
+    ];
     let out = sb
-        .run_env(&["skills", "run", "with_secret"], &[("USER_VAR", "mine")])
+        .run_env(&["skills", "run", "with_secret"], &env)
         .ok()
         .stdout;
     assert_eq!(
         out,
-        "DEMO_API_KEY=k-123\nSKILL_SECRET=s3cret\nUSER_VAR=mine\n"
+        "DEMO_API_KEY=k-123\nGITHUB_TOKEN=ghp-declared\nSKILL_SECRET=s3cret\nUSER_VAR=mine\n"
     );
     let other = sb
-        .run_env(&["skills", "run", "other_skill"], &[("USER_VAR", "mine")])
+        .run_env(&["skills", "run", "other_skill"], &env)
         .ok()
         .stdout;
     assert_eq!(
-        other, "USER_VAR=mine\n",
-        "another skill never sees the secret"
+        other, "",
+        "another skill gets neither the secrets nor variables it did not declare"
     );
 }
 

@@ -201,22 +201,48 @@ fn word_splitting() {
 }
 
 #[test]
-fn execute_passes_exactly_the_given_environment() {
+fn a_skill_process_gets_the_allowlist_and_what_the_skill_declares() {
     let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("env.txt");
-    let env: BTreeMap<String, String> = [("ONLY", "this"), ("OUT", out.to_str().unwrap())]
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
-    let code = execute(
-        Path::new("/bin/sh"),
-        &["-c".into(), "env > \"$OUT\"; exit 3".into()],
-        dir.path(),
-        &env,
-    )
-    .unwrap();
-    assert_eq!(code, 3);
-    let seen = std::fs::read_to_string(&out).unwrap();
-    assert!(seen.contains("ONLY=this"));
-    assert!(!seen.contains("HOME="), "{seen}");
+    let mut s = skill(RunSpec::Prompt, dir.path());
+    s.requires.env = vec![
+        "GITHUB_TOKEN".into(),
+        "OPENAI_API_KEY".into(),
+        "ALMANAC_CONFIG".into(),
+    ];
+    s.requires.env_any = vec!["LD_PRELOAD".into()];
+    let entry = SkillEntryConfig {
+        env: [("SKILL_SECRET", "from-config"), ("USER_VAR", "from-config")]
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
+        api_key: Some("k-123".into()),
+        ..SkillEntryConfig::default()
+    };
+    let host: BTreeMap<String, String> = [
+        ("PATH", "/usr/bin:."),
+        ("HOME", "/h"),
+        ("GITHUB_TOKEN", "ghp-user"),
+        ("OPENAI_API_KEY", "sk-provider"),
+        ("ANTHROPIC_API_KEY", "sk-other"),
+        ("ALMANAC_CONFIG", "/c"),
+        ("LD_PRELOAD", "/x.so"),
+        ("USER_VAR", "mine"),
+        ("UNDECLARED_TOKEN", "t"),
+    ]
+    .iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect();
+    let env = child_env(&s, Some(&entry), &host, |name| name == "OPENAI_API_KEY");
+    let want: BTreeMap<String, String> = [
+        ("PATH", "/usr/bin"),
+        ("HOME", "/h"),
+        ("GITHUB_TOKEN", "ghp-user"),
+        ("USER_VAR", "mine"),
+        ("SKILL_SECRET", "from-config"),
+        ("DEMO_API_KEY", "k-123"),
+    ]
+    .iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect();
+    assert_eq!(env, want);
 }
