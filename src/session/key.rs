@@ -12,7 +12,8 @@
 //! | cron | `agent:<agentId>:cron:<jobId>` |
 //! | webhook | `agent:<agentId>:hook:<id>` |
 //!
-//! Keys are stored lowercased; `:dm:` is read as `:direct:`.
+//! Keys are stored lowercased; a `dm` chat type after the agent id is
+//! read as `direct`.
 
 /// Normalises an agent (or account) id: `[a-z0-9][a-z0-9_-]{0,63}`, other
 /// runs of characters become `-`; empty is `fallback`.
@@ -69,16 +70,35 @@ pub fn resolve(request: Option<&str>, agent_id: &str, main: &str, global_scope: 
     if request == "global" {
         return request;
     }
-    let request = request.replace(":dm:", ":direct:");
     if let Some(rest) = request.strip_prefix("agent:") {
         let (id, tail) = rest.split_once(':').unwrap_or((rest, ""));
         let id = normalize_id(id, "main");
         if tail.is_empty() || tail == "main" {
             return main_key(&id, main);
         }
-        return format!("agent:{id}:{tail}");
+        return format!("agent:{id}:{}", direct_for_dm(tail));
     }
-    format!("agent:{agent}:{request}")
+    format!("agent:{agent}:{}", direct_for_dm(&request))
+}
+
+/// The legacy `dm` chat type written as `direct` (`telegram:dm:42` →
+/// `telegram:direct:42`), in the part after the agent id only: an agent
+/// may be called `dm`.
+fn direct_for_dm(tail: &str) -> String {
+    let parts: Vec<&str> = tail.split(':').collect();
+    let last = parts.len() - 1;
+    parts
+        .iter()
+        .enumerate()
+        .map(|(i, part)| {
+            if *part == "dm" && i < last {
+                "direct"
+            } else {
+                part
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(":")
 }
 
 /// The agent id of a store key (`main` for `global` and foreign keys).
@@ -217,6 +237,10 @@ mod tests {
                 Some("agent:ops:telegram:dm:42"),
                 "agent:ops:telegram:direct:42",
             ),
+            (Some("agent:dm:main"), "agent:dm:main"),
+            (Some("agent:dm:dm:7"), "agent:dm:direct:7"),
+            (Some("telegram:dm:42"), "agent:main:telegram:direct:42"),
+            (Some("notes:dm"), "agent:main:notes:dm"),
             (Some("cron:Nightly"), "agent:main:cron:nightly"),
             (Some("hook:gmail:abc"), "agent:main:hook:gmail:abc"),
             (Some("global"), "global"),
@@ -226,6 +250,9 @@ mod tests {
         }
         assert_eq!(resolve(Some("anything"), "main", "main", true), "global");
         assert_eq!(resolve(None, "Work", "home", false), "agent:work:home");
+        // An agent called `dm` keeps its name when its key is read back.
+        let dm = resolve(None, "DM", "main", false);
+        assert_eq!(resolve(Some(&dm), "DM", "main", false), "agent:dm:main");
     }
 
     #[test]
