@@ -4,7 +4,8 @@
 //!   paths are workspace-relative; `~` is the home), with an optional line
 //!   window, read up to a cap; never almanac's config file or state
 //!   directory (except a workspace or skill folder inside it), never a
-//!   FIFO, socket or device;
+//!   FIFO, socket or device; memory and bootstrap files come through the
+//!   read-time rule, as from `memory_get`;
 //! * `write` / `edit`: inside the workspace only (never the config file),
 //!   written crash-safely;
 //! * `exec`: a command in the workspace, only with the `shell` permission
@@ -385,7 +386,8 @@ impl Tools<'_> {
         match read_window(file, offset, limit) {
             Ok(Window::Binary) => Output::err(format!("{path} is a binary file")),
             Ok(Window::Text { text, scan_cut }) => {
-                let mut text = text;
+                let first_line = offset.unwrap_or(1).max(1);
+                let mut text = self.guard_memory(&real, text, first_line);
                 if scan_cut {
                     text.push_str(&format!(
                         "\n[read stopped after the first {} MiB of the file]",
@@ -395,6 +397,25 @@ impl Tools<'_> {
                 Output::ok(text)
             }
             Err(e) => Output::err(format!("cannot read {path}: {e}")),
+        }
+    }
+
+    /// Memory files and the bootstrap files read through `read` pass the
+    /// same read-time rule as `memory_get` and the prompt: a line that
+    /// scans as an injection is withheld with its `path:line`.
+    fn guard_memory(&self, real: &Path, text: String, first_line: usize) -> String {
+        let workspace = std::fs::canonicalize(&self.settings.workspace)
+            .unwrap_or_else(|_| self.settings.workspace.clone());
+        let Ok(rel) = real.strip_prefix(&workspace) else {
+            return text;
+        };
+        let rel = rel.to_string_lossy();
+        let guarded = crate::memory::files::classify(&rel).is_some()
+            || super::prompt::BOOTSTRAP_FILES.contains(&rel.as_ref());
+        if guarded {
+            crate::memory::sanitize::guard_text(&text, &rel, first_line).text
+        } else {
+            text
         }
     }
 
