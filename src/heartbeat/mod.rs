@@ -117,6 +117,15 @@ pub struct Loaded {
     pub warning: Option<String>,
 }
 
+impl Loaded {
+    fn empty() -> Loaded {
+        Loaded {
+            state: Map::new(),
+            warning: None,
+        }
+    }
+}
+
 /// What `heartbeat ping --json` prints (almanac's own output, in
 /// camelCase; the file keeps Arka's names).
 #[derive(Debug, Clone, Serialize)]
@@ -204,15 +213,8 @@ impl Tracker {
     /// it is, reported, with its valid fields used; the next ping moves it
     /// aside. Creates and changes nothing.
     pub fn peek(&self) -> std::io::Result<Loaded> {
-        let bytes = match std::fs::read(&self.path) {
-            Ok(bytes) => bytes,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                return Ok(Loaded {
-                    state: Map::new(),
-                    warning: None,
-                });
-            }
-            Err(e) => return Err(e),
+        let Some(bytes) = self.bytes()? else {
+            return Ok(Loaded::empty());
         };
         let (state, problem) = parse_state(&bytes);
         Ok(Loaded {
@@ -226,27 +228,19 @@ impl Tracker {
         })
     }
 
-    /// Reads the state (repairing a corrupt file as described above).
-    pub fn read(&self, now: &ZonedDateTime) -> std::io::Result<Loaded> {
-        if !self.path.exists() {
-            return Ok(Loaded {
-                state: Map::new(),
-                warning: None,
-            });
+    /// The file's bytes; `None` when there is no file.
+    fn bytes(&self) -> std::io::Result<Option<Vec<u8>>> {
+        match std::fs::read(&self.path) {
+            Ok(bytes) => Ok(Some(bytes)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e),
         }
-        durable::with_file_lock(&self.lock, || self.load_locked(now))?
     }
 
+    /// Reads the state under the lock, moving a corrupt file aside.
     fn load_locked(&self, now: &ZonedDateTime) -> std::io::Result<Loaded> {
-        let bytes = match std::fs::read(&self.path) {
-            Ok(bytes) => bytes,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                return Ok(Loaded {
-                    state: Map::new(),
-                    warning: None,
-                });
-            }
-            Err(e) => return Err(e),
+        let Some(bytes) = self.bytes()? else {
+            return Ok(Loaded::empty());
         };
         let (state, problem) = parse_state(&bytes);
         let Some(problem) = problem else {

@@ -64,7 +64,7 @@ fn history_is_a_bounded_ring_and_the_counter_keeps_counting() {
             .ping(&format!("e{i}"), "cli", &snapshot(), 5, &t)
             .unwrap();
     }
-    let loaded = tracker.read(&t).unwrap();
+    let loaded = tracker.peek().unwrap();
     let rows = history_rows(&loaded.state);
     let names: Vec<&str> = rows.iter().map(|r| r.activity.as_str()).collect();
     assert_eq!(names, vec!["e25", "e26", "e27", "e28", "e29"]);
@@ -197,7 +197,7 @@ fn concurrent_pings_from_threads_are_all_counted() {
             });
         }
     });
-    let loaded = tracker.read(&t).unwrap();
+    let loaded = tracker.peek().unwrap();
     assert_eq!(loaded.state["events_total"], 200);
     assert_eq!(history_rows(&loaded.state).len(), 100);
 }

@@ -623,20 +623,8 @@ impl Index {
     /// current modification times; `None` otherwise.
     pub fn daily_count_if_current(index_path: &Path, root: &Path) -> Option<usize> {
         let conn = Store::open_existing_read_only(index_path).ok()??;
-        for dir in ["memory", "daily"] {
-            let current = std::fs::metadata(root.join(dir))
-                .ok()
-                .filter(|m| m.is_dir())
-                .map(|m| files::mtime_ns(&m));
-            let listed: Option<i64> = conn
-                .query_row("SELECT mtime_ns FROM dirs WHERE path = ?1", [dir], |r| {
-                    r.get(0)
-                })
-                .optional()
-                .ok()?;
-            if current != listed {
-                return None;
-            }
+        if !daily_dirs_listed_now(&conn, root).ok()? {
+            return None;
         }
         conn.query_row("SELECT count(*) FROM files WHERE kind = 'daily'", [], |r| {
             r.get::<_, i64>(0)
@@ -651,19 +639,8 @@ impl Index {
     /// fresh index knows only the files it was asked to refresh).
     pub fn has_daily_before(&self, day: &str) -> Result<Option<bool>, StoreError> {
         let conn = &self.store.conn;
-        for dir in ["memory", "daily"] {
-            let current = std::fs::metadata(self.layout.path_of(dir))
-                .ok()
-                .filter(|m| m.is_dir())
-                .map(|m| files::mtime_ns(&m));
-            let listed: Option<i64> = conn
-                .query_row("SELECT mtime_ns FROM dirs WHERE path = ?1", [dir], |r| {
-                    r.get(0)
-                })
-                .optional()?;
-            if current != listed {
-                return Ok(None);
-            }
+        if !daily_dirs_listed_now(conn, &self.layout.root)? {
+            return Ok(None);
         }
         let found = conn
             .query_row(
@@ -1302,6 +1279,26 @@ impl DayCache {
 
 pub mod recall;
 pub mod search;
+
+/// Whether the index listed `memory/` and `daily/` (under `root`) at
+/// their current modification times, so its daily files are all there are.
+fn daily_dirs_listed_now(conn: &rusqlite::Connection, root: &Path) -> rusqlite::Result<bool> {
+    for dir in ["memory", "daily"] {
+        let current = std::fs::metadata(root.join(dir))
+            .ok()
+            .filter(|m| m.is_dir())
+            .map(|m| files::mtime_ns(&m));
+        let listed: Option<i64> = conn
+            .query_row("SELECT mtime_ns FROM dirs WHERE path = ?1", [dir], |r| {
+                r.get(0)
+            })
+            .optional()?;
+        if current != listed {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
 
 #[cfg(test)]
 mod tests;

@@ -582,35 +582,14 @@ fn literal_secret(line: &str) -> Option<&'static str> {
 
 fn pipe_to_shell(line: &str) -> bool {
     let compact = compact_lower(line);
-    let fetch = [
-        "curl",
-        "wget",
-        "invoke-webrequest",
-        "invoke-restmethod",
-        "iwr",
-        "irm",
-    ]
-    .iter()
-    .filter_map(|f| compact.find(f))
-    .min();
-    let piped = fetch.is_some_and(|pos| {
-        [
-            "|sh",
-            "|bash",
-            "|zsh",
-            "|sudosh",
-            "|sudobash",
-            "|sudo-e",
-            "|python",
-            "|perl",
-            "|ruby",
-            "|node",
-            "|iex",
-            "|invoke-expression",
-            "|source",
-        ]
+    let fetch = sanitize::REMOTE_FETCHERS
         .iter()
-        .any(|s| compact[pos..].contains(s))
+        .filter_map(|f| compact.find(f))
+        .min();
+    let piped = fetch.is_some_and(|pos| {
+        sanitize::PIPED_INTERPRETERS
+            .iter()
+            .any(|s| compact[pos..].contains(s))
     });
     // `bash <(curl …)`, `sh -c "$(curl …)"`, `eval "$(wget -O- …)"`.
     let substituted = ["bash<(", "sh<(", "zsh<(", "source<(", ".<("]

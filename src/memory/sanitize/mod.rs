@@ -940,34 +940,41 @@ fn dangerous_rm_target(target: &str) -> bool {
     target.starts_with('*')
 }
 
+/// Programs that fetch a remote script (as they appear in compacted,
+/// lowercased text).
+pub(crate) const REMOTE_FETCHERS: &[&str] = &[
+    "curl",
+    "wget",
+    "invoke-webrequest",
+    "invoke-restmethod",
+    "iwr",
+    "irm",
+];
+
+/// What a fetched script is piped into to run it (compacted: `| sudo sh`
+/// is `|sudosh`).
+pub(crate) const PIPED_INTERPRETERS: &[&str] = &[
+    "|sh",
+    "|bash",
+    "|zsh",
+    "|sudosh",
+    "|sudobash",
+    "|sudo-e",
+    "|python",
+    "|perl",
+    "|ruby",
+    "|node",
+    "|iex",
+    "|invoke-expression",
+    "|source",
+];
+
 fn remote_execution_pipe(n: &Normalized) -> bool {
     let c = &n.compact;
-    let fetchers = [
-        "curl",
-        "wget",
-        "invoke-webrequest",
-        "iwr",
-        "irm",
-        "invoke-restmethod",
-    ];
-    let shells = [
-        "|sh",
-        "|bash",
-        "|zsh",
-        "|sudosh",
-        "|sudobash",
-        "|sudo-e",
-        "|python",
-        "|perl",
-        "|ruby",
-        "|iex",
-        "|invoke-expression",
-        "|node",
-    ];
-    for f in fetchers {
+    for f in REMOTE_FETCHERS {
         let Some(pos) = c.find(f) else { continue };
         let rest = &c[pos..];
-        if shells.iter().any(|s| rest.contains(s)) {
+        if PIPED_INTERPRETERS.iter().any(|s| rest.contains(s)) {
             return true;
         }
     }
