@@ -39,7 +39,17 @@ hyperfine_median() {
     local json="$BENCH_OUT/$name.json"
     local cmds=("$1")
     if [ -n "${BASELINE_BIN:-}" ] && [[ "$1" == *"$ALMANAC"* ]]; then
-        cmds+=("${1//$ALMANAC/$BASELINE_BIN}")
+        # Both binaries are timed from copies side by side: where a file
+        # lives (a hard link in target/, another file system) changes the
+        # cost of starting it by more than the difference being measured.
+        local pair="$BENCH_OUT/compare"
+        if [ -z "${COMPARE_READY:-}" ]; then
+            COMPARE_READY=1
+            mkdir -p "$pair"
+            cp "$ALMANAC" "$pair/almanac"
+            cp "$BASELINE_BIN" "$pair/baseline"
+        fi
+        cmds=("${1//$ALMANAC/$pair/almanac}" "${1//$ALMANAC/$pair/baseline}")
     fi
     hyperfine --style none --shell=none --warmup 5 --min-runs "${BENCH_RUNS:-50}" \
         --export-json "$json" "${cmds[@]}" >/dev/null 2>&1
