@@ -5,6 +5,8 @@
 # instantly in the OpenAI streaming protocol.
 #
 #   bench/agent.sh [RUNS]        (default 40 per message)
+#   BASELINE_BIN=path bench/agent.sh   also runs an older build, in a copy
+#                                      of the same setup, turn for turn
 #
 # Every measured turn starts from the same session: 20 earlier turns (40
 # messages) in its transcript, restored before each run. Figures are taken
@@ -63,14 +65,24 @@ export OPENAI_BASE_URL="http://127.0.0.1:$(cat "$port_file")/v1"
 A="$ALMANAC"
 "$A" memory index >/dev/null
 "$A" skills list --json | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["skills"]), "skills,", end=" ")'
-# Skill files written within the last 2 s (these were, and the bundled
-# skills are written on first use) are not trusted by the skills snapshot:
-# file times are coarse. A real skill set is older than that.
-sleep 2.1
 echo "10-year memory, release, $(nproc) cores"
 for i in $(seq 20); do "$A" agent --model openai/bench --message "earlier message number $i" >/dev/null; done
 sessions="$home/.almanac/agents/main/sessions"
 cp -a "$sessions" "$home/sessions.seed"
+# The baseline gets a copy of the same setup, with its own index and
+# caches (their formats may differ between builds).
+base_home="$home/baseline-home"
+if [ -n "${BASELINE_BIN:-}" ]; then
+    mkdir -p "$base_home"
+    cp -a "$home/.almanac" "$base_home/"
+    rm -rf "$base_home/.almanac/index" "$base_home/.almanac/cache"
+    HOME="$base_home" "$BASELINE_BIN" memory index >/dev/null
+    HOME="$base_home" "$BASELINE_BIN" agent --model openai/bench --message "warm up" >/dev/null
+fi
+# Skill files written within the last 2 s (the bundled skills are written
+# out by the first turn) are not trusted by the skills snapshot: file
+# times are coarse. A real skill set is older than that.
+sleep 2.1
 restore="rm -rf $sessions && cp -a $home/sessions.seed $sessions"
 hyperfine --style none --shell=bash --warmup 3 --min-runs "$RUNS" --prepare "$restore" \
     --export-json "$BENCH_OUT/agent-turn.json" \
@@ -80,26 +92,38 @@ import json, sys
 r = json.load(open(sys.argv[1]))["results"][0]
 print(f"agent turn, wall (instant model)   median {r['median']*1000:7.2f} ms   min {r['min']*1000:7.2f} ms")
 PY
-python3 - "$A" "$RUNS" "$sessions" "$home/sessions.seed" <<'PY'
-import json, shutil, statistics, subprocess, sys
-almanac, runs, sessions, seed = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
+python3 - "$A" "$RUNS" "$home" "${BASELINE_BIN:-}" "$base_home" <<'PY'
+import json, os, shutil, statistics, subprocess, sys
+almanac, runs, home, baseline, base_home = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5]
+seed = os.path.join(home, "sessions.seed")
+builds = [("", almanac, home)] + ([("baseline", baseline, base_home)] if baseline else [])
 messages = ["what did Alice book last week?", "plan my morning routine", "remind me about the dentist", "hi"]
-print("inside the process, median of", runs, "runs per message (ms):")
+print("inside the process, median of", runs, "runs per message (ms)" + (", turn for turn with the baseline:" if baseline else ":"))
 print(f"  {'message':<34}{'overhead':>9}{'assembly':>9}{'model':>7}{'total':>7}  skills")
-overall = []
+overall = {label: [] for label, _, _ in builds}
 for msg in messages:
-    rows = []
+    rows = {label: [] for label, _, _ in builds}
     for _ in range(runs):
-        shutil.rmtree(sessions)
-        shutil.copytree(seed, sessions, symlinks=True)
-        out = subprocess.run([almanac, "agent", "--model", "openai/bench", "--message", msg, "--json"],
-                             capture_output=True, text=True, check=True).stdout
-        rows.append(json.loads(out)["timings"])
-    med = lambda k: statistics.median(r[k] for r in rows)
-    overall += [r["overheadMs"] for r in rows]
-    built = [i for i, r in enumerate(rows) if r["skills"] != "cached"]
-    note = f"rebuilt in runs {built}" if built else "all from the snapshot"
-    print(f"  {msg!r:<34}{med('overheadMs'):9.2f}{med('assembleMs'):9.2f}{med('modelMs'):7.2f}{med('totalMs'):7.2f}  {note}")
-overall.sort()
-print(f"  all messages: overhead median {statistics.median(overall):.2f} ms, p90 {overall[int(len(overall) * 0.9)]:.2f} ms")
+        # The builds take turns, so a slower moment of the machine falls on both.
+        for label, binary, h in builds:
+            sessions = os.path.join(h, ".almanac/agents/main/sessions")
+            shutil.rmtree(sessions)
+            shutil.copytree(seed, sessions, symlinks=True)
+            out = subprocess.run([binary, "agent", "--model", "openai/bench", "--message", msg, "--json"],
+                                 capture_output=True, text=True, check=True, env=dict(os.environ, HOME=h)).stdout
+            rows[label].append(json.loads(out)["timings"])
+    for label, _, _ in builds:
+        r = rows[label]
+        med = lambda k: statistics.median(x[k] for x in r)
+        overall[label] += [x["overheadMs"] for x in r]
+        built = [i for i, x in enumerate(r) if x["skills"] != "cached"]
+        note = f"rebuilt in runs {built}" if built else "all from the snapshot"
+        name = repr(msg) if not label else f"  {label}"
+        print(f"  {name:<34}{med('overheadMs'):9.2f}{med('assembleMs'):9.2f}{med('modelMs'):7.2f}{med('totalMs'):7.2f}  {note}")
+for label, _, _ in builds:
+    o = sorted(overall[label])
+    print(f"  {label or 'all messages'}: overhead median {statistics.median(o):.2f} ms, p90 {o[int(len(o) * 0.9)]:.2f} ms")
+if baseline:
+    ratio = statistics.median(overall[""]) / statistics.median(overall["baseline"])
+    print(f"  overhead, this build / baseline: {ratio:.2f}x")
 PY

@@ -30,15 +30,18 @@ need_hyperfine() {
     fi
 }
 
-# hyperfine_median NAME CMD: times CMD and prints "NAME  median  mean  min"
-# in ms. With BASELINE_BIN, CMD is also timed with that binary in place of
-# $ALMANAC and both lines are printed with the ratio of the medians.
+# hyperfine_median NAME [HYPERFINE OPTIONS…] CMD: times CMD and prints
+# "NAME  median  mean  min" in ms. With BASELINE_BIN, CMD is also timed
+# with that binary in place of $ALMANAC and both lines are printed with
+# the ratio of the medians.
 hyperfine_median() {
     local name="$1"
     shift
     local json="$BENCH_OUT/$name.json"
-    local cmds=("$1")
-    if [ -n "${BASELINE_BIN:-}" ] && [[ "$1" == *"$ALMANAC"* ]]; then
+    local options=("${@:1:$#-1}")
+    local cmd="${!#}"
+    local cmds=("$cmd")
+    if [ -n "${BASELINE_BIN:-}" ] && [[ "$cmd" == *"$ALMANAC"* ]]; then
         # Both binaries are timed from copies side by side: where a file
         # lives (a hard link in target/, another file system) changes the
         # cost of starting it by more than the difference being measured.
@@ -49,10 +52,10 @@ hyperfine_median() {
             cp "$ALMANAC" "$pair/almanac"
             cp "$BASELINE_BIN" "$pair/baseline"
         fi
-        cmds=("${1//$ALMANAC/$pair/almanac}" "${1//$ALMANAC/$pair/baseline}")
+        cmds=("${cmd//$ALMANAC/$pair/almanac}" "${cmd//$ALMANAC/$pair/baseline}")
     fi
     hyperfine --style none --shell=none --warmup 5 --min-runs "${BENCH_RUNS:-50}" \
-        --export-json "$json" "${cmds[@]}" >/dev/null 2>&1
+        --export-json "$json" "${options[@]}" "${cmds[@]}" >/dev/null 2>&1
     python3 - "$name" "$json" <<'PY'
 import json, sys
 name, path = sys.argv[1], sys.argv[2]

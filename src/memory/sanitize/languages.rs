@@ -817,12 +817,14 @@ fn unspaced() -> &'static [Folded] {
 
 /// The verbs of the languages written with spaces that are plain ASCII
 /// once folded (the anchors the first look needs).
-pub fn ascii_verbs() -> impl Iterator<Item = &'static str> {
-    spaced()
-        .verbs
-        .keys()
-        .chain(spaced().reveals.keys())
-        .map(String::as_str)
+pub fn ascii_verbs() -> impl Iterator<Item = String> {
+    // Only the verbs are folded here, not the whole tables: the first look
+    // needs them in every command that reads memory back, the tables only
+    // for text it lets through.
+    SPACED
+        .iter()
+        .flat_map(|l| l.ignore.iter().chain(l.forget).chain(l.reveal))
+        .map(|w| fold(w))
         .filter(|w| w.is_ascii())
 }
 

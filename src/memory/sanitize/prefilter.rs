@@ -113,7 +113,7 @@ fn anchors() -> &'static Anchors {
             add(word, &mut a.words, &mut a.prefixes);
         }
         for word in languages::ascii_verbs() {
-            add(word, &mut a.words, &mut a.prefixes);
+            add(&word, &mut a.words, &mut a.prefixes);
         }
         for word in EMBEDDED_NOUNS {
             add(word, &mut a.colon_words, &mut a.colon_prefixes);
