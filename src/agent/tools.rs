@@ -336,7 +336,8 @@ impl Tools<'_> {
         let lexical = crate::paths::normalize(&joined)
             .ok_or_else(|| format!("{path} leaves the workspace"))?;
         // Resolve symlinks of what exists, then decide by where it really is.
-        let real = real_path(&lexical);
+        let real =
+            crate::paths::real_path(&lexical).map_err(|e| format!("cannot resolve {path}: {e}"))?;
         let canonical = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
         if let Some(config) = &s.protected.config_file
             && real == canonical(config)
@@ -654,32 +655,6 @@ fn existing_mode(path: &Path) -> Option<u32> {
     std::fs::metadata(path)
         .ok()
         .map(|m| m.permissions().mode() & 0o777)
-}
-
-/// The real location of `path`: its longest existing ancestor resolved,
-/// with the rest appended (a file to be created has no real path yet).
-fn real_path(path: &Path) -> PathBuf {
-    let mut missing = Vec::new();
-    let mut cursor = path.to_path_buf();
-    loop {
-        if let Ok(real) = std::fs::canonicalize(&cursor) {
-            let mut out = real;
-            for part in missing.iter().rev() {
-                out.push(part);
-            }
-            return out;
-        }
-        match (
-            cursor.file_name().map(|n| n.to_os_string()),
-            cursor.parent(),
-        ) {
-            (Some(name), Some(parent)) => {
-                missing.push(name);
-                cursor = parent.to_path_buf();
-            }
-            _ => return path.to_path_buf(),
-        }
-    }
 }
 
 /// Arguments typed after a command, split like a shell would split plain

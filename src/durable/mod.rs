@@ -263,10 +263,8 @@ pub fn read_state_file<T, E: std::fmt::Display>(
     now: jiff::Timestamp,
     parse: impl FnOnce(&[u8]) -> Result<T, E>,
 ) -> io::Result<StateFile<T>> {
-    let bytes = match fs::read(path) {
-        Ok(bytes) => bytes,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(StateFile::Missing),
-        Err(e) => return Err(e),
+    let Some(bytes) = read_if_exists(path)? else {
+        return Ok(StateFile::Missing);
     };
     match parse(&bytes) {
         Ok(value) => Ok(StateFile::Loaded(value)),
@@ -277,6 +275,15 @@ pub fn read_state_file<T, E: std::fmt::Display>(
                 reason: err.to_string(),
             })
         }
+    }
+}
+
+/// The bytes of `path`; `None` when there is no such file.
+pub fn read_if_exists(path: &Path) -> io::Result<Option<Vec<u8>>> {
+    match fs::read(path) {
+        Ok(bytes) => Ok(Some(bytes)),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e),
     }
 }
 

@@ -213,7 +213,7 @@ impl Tracker {
     /// it is, reported, with its valid fields used; the next ping moves it
     /// aside. Creates and changes nothing.
     pub fn peek(&self) -> std::io::Result<Loaded> {
-        let Some(bytes) = self.bytes()? else {
+        let Some(bytes) = durable::read_if_exists(&self.path)? else {
             return Ok(Loaded::empty());
         };
         let (state, problem) = parse_state(&bytes);
@@ -228,18 +228,9 @@ impl Tracker {
         })
     }
 
-    /// The file's bytes; `None` when there is no file.
-    fn bytes(&self) -> std::io::Result<Option<Vec<u8>>> {
-        match std::fs::read(&self.path) {
-            Ok(bytes) => Ok(Some(bytes)),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(e),
-        }
-    }
-
     /// Reads the state under the lock, moving a corrupt file aside.
     fn load_locked(&self, now: &ZonedDateTime) -> std::io::Result<Loaded> {
-        let Some(bytes) = self.bytes()? else {
+        let Some(bytes) = durable::read_if_exists(&self.path)? else {
             return Ok(Loaded::empty());
         };
         let (state, problem) = parse_state(&bytes);

@@ -28,6 +28,8 @@
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
+use crate::paths::real_path;
+
 use almanac_markdown::notes::daily_file_date;
 
 /// The kind of a memory file.
@@ -481,31 +483,6 @@ pub fn list_dir_in(
     }
     for sub in subdirs {
         list_dir_in(layout, real_base, &sub, true, walk);
-    }
-}
-
-/// The real path of `path`: symlinks resolved, also for a path that does
-/// not exist yet (its nearest existing folder is resolved and the rest
-/// appended) and for a dangling link (its target is resolved).
-pub fn real_path(path: &Path) -> std::io::Result<PathBuf> {
-    match std::fs::canonicalize(path) {
-        Ok(real) => Ok(real),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            let is_link = std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink());
-            if is_link {
-                let target = crate::durable::final_target(path)?;
-                if target != path {
-                    return real_path(&target);
-                }
-            }
-            match (path.parent(), path.file_name()) {
-                (Some(parent), Some(name)) if !parent.as_os_str().is_empty() => {
-                    Ok(real_path(parent)?.join(name))
-                }
-                _ => crate::paths::normalize(path).ok_or(e),
-            }
-        }
-        Err(e) => Err(e),
     }
 }
 

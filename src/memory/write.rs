@@ -280,11 +280,7 @@ fn error_chain(err: &dyn std::error::Error) -> String {
 
 /// The bytes of `path`, `None` when it does not exist.
 fn read_if_exists(path: &Path) -> Result<Option<Vec<u8>>, AppendError> {
-    match std::fs::read(path) {
-        Ok(bytes) => Ok(Some(bytes)),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(io_err(path)(e)),
-    }
+    durable::read_if_exists(path).map_err(io_err(path))
 }
 
 /// `bytes` as text, or where the first byte that is not UTF-8 is.
@@ -312,11 +308,7 @@ fn check_utf8<'a>(file: &str, bytes: &'a [u8]) -> Result<&'a str, AppendError> {
 /// Appends `entry` to `path`, creating the file with `header` first if it
 /// does not exist. Returns the 1-based line the entry starts on.
 fn append_entry(path: &Path, header: &str, entry: &str) -> Result<usize, AppendError> {
-    let existing = match std::fs::read(path) {
-        Ok(bytes) => Some(bytes),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-        Err(e) => return Err(io_err(path)(e)),
-    };
+    let existing = read_if_exists(path)?;
     if existing.is_none() {
         let content = format!("{header}{entry}");
         // A dangling link (allowed by the caller) gets its target created.

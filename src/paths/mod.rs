@@ -216,7 +216,6 @@ pub fn fnv1a64(bytes: &[u8]) -> u64 {
     hash
 }
 
-/// Whether `path` is inside `root` after resolving symlinks.
 /// `a/./b/../c` → `a/c` without touching the disk; `None` when `..` climbs
 /// above the start.
 pub fn normalize(path: &Path) -> Option<PathBuf> {
@@ -236,10 +235,29 @@ pub fn normalize(path: &Path) -> Option<PathBuf> {
     Some(out)
 }
 
-pub fn is_within(root: &Path, path: &Path) -> bool {
-    match (std::fs::canonicalize(root), std::fs::canonicalize(path)) {
-        (Ok(root), Ok(path)) => path.starts_with(root),
-        _ => false,
+/// The real path of `path`: symlinks resolved, also for a path that does
+/// not exist yet (its nearest existing folder is resolved and the rest
+/// appended) and for a dangling link (its target is resolved: writing
+/// through the link would create that file).
+pub fn real_path(path: &Path) -> std::io::Result<PathBuf> {
+    match std::fs::canonicalize(path) {
+        Ok(real) => Ok(real),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let is_link = std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink());
+            if is_link {
+                let target = crate::durable::final_target(path)?;
+                if target != path {
+                    return real_path(&target);
+                }
+            }
+            match (path.parent(), path.file_name()) {
+                (Some(parent), Some(name)) if !parent.as_os_str().is_empty() => {
+                    Ok(real_path(parent)?.join(name))
+                }
+                _ => normalize(path).ok_or(e),
+            }
+        }
+        Err(e) => Err(e),
     }
 }
 

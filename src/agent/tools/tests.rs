@@ -168,6 +168,20 @@ fn files_stay_inside_the_workspace() {
         std::fs::read_to_string(dir.path().join("secret.txt")).unwrap(),
         "s"
     );
+    // A dangling link to a file outside: writing through it would create
+    // that file, so it is outside too.
+    std::os::unix::fs::symlink(dir.path().join("new.txt"), ws.join("dangling.txt")).unwrap();
+    for (tool, args) in [
+        ("write", json!({"path": "dangling.txt", "content": "x"})),
+        ("read", json!({"path": "dangling.txt"})),
+    ] {
+        let out = run(t.call(tool, &args));
+        assert!(
+            out.is_error && out.text.contains("outside"),
+            "{tool}: {out:?}"
+        );
+    }
+    assert!(!dir.path().join("new.txt").exists());
     let bad = run(t.call("read", &Value::String("{not json".into())));
     assert!(bad.is_error && bad.text.contains("not a JSON object"));
 }
