@@ -11,9 +11,6 @@
 //!   and its configured values (`skills.entries.<key>.env`, and `apiKey`
 //!   as its `primaryEnv`) where the user set nothing. No other child gets
 //!   them.
-//! * While skills run inside a long-lived process, the keys injected for
-//!   them are counted in a [`SkillEnvLeases`]; children that are not that
-//!   skill get an environment with those keys removed.
 //! * A command template never reaches a shell: it is split into words and
 //!   `{args}` is replaced by the arguments, and arguments containing shell
 //!   metacharacters are refused anyway.
@@ -21,9 +18,8 @@
 //!   bash, `.fish` fish, `.js`/`.mjs`/`.cjs` node); an executable entry
 //!   without one runs directly.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
 
 use super::types::{RunSpec, Skill};
 use crate::config::SkillEntryConfig;
@@ -119,71 +115,6 @@ pub fn is_dangerous_key(key: &str) -> bool {
             | "PYTHONPATH"
             | "PYTHONSTARTUP"
     ) || key.starts_with("DYLD_")
-}
-
-/// Counts, per variable, the running skills it was injected for, so other
-/// children can be given an environment without them.
-#[derive(Debug, Clone, Default)]
-pub struct SkillEnvLeases {
-    active: Arc<Mutex<HashMap<String, usize>>>,
-}
-
-/// Held while a skill runs; releases its keys when dropped.
-#[derive(Debug)]
-pub struct EnvLease {
-    leases: SkillEnvLeases,
-    keys: Vec<String>,
-}
-
-impl SkillEnvLeases {
-    pub fn acquire(&self, keys: impl IntoIterator<Item = String>) -> EnvLease {
-        let keys: Vec<String> = keys.into_iter().collect();
-        let mut active = self.active.lock().expect("lease lock");
-        for k in &keys {
-            *active.entry(k.clone()).or_default() += 1;
-        }
-        EnvLease {
-            leases: self.clone(),
-            keys,
-        }
-    }
-
-    /// Keys injected for at least one running skill.
-    pub fn active_keys(&self) -> Vec<String> {
-        let mut keys: Vec<String> = self
-            .active
-            .lock()
-            .expect("lease lock")
-            .keys()
-            .cloned()
-            .collect();
-        keys.sort();
-        keys
-    }
-
-    /// `base` without the keys of running skills (for children that are not
-    /// those skills).
-    pub fn strip(&self, base: &BTreeMap<String, String>) -> BTreeMap<String, String> {
-        let active = self.active.lock().expect("lease lock");
-        base.iter()
-            .filter(|(k, _)| !active.contains_key(*k))
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect()
-    }
-}
-
-impl Drop for EnvLease {
-    fn drop(&mut self) {
-        let mut active = self.leases.active.lock().expect("lease lock");
-        for k in &self.keys {
-            if let Some(n) = active.get_mut(k) {
-                *n -= 1;
-                if *n == 0 {
-                    active.remove(k);
-                }
-            }
-        }
-    }
 }
 
 /// What to execute for a run.

@@ -72,32 +72,6 @@ fn skill_env_adds_configured_values_without_overriding_the_user() {
 }
 
 #[test]
-fn leases_are_reference_counted_and_stripped_from_other_children() {
-    let leases = SkillEnvLeases::default();
-    let base: BTreeMap<String, String> = [("HOME", "/h"), ("TOKEN", "t")]
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
-    let a = leases.acquire(["TOKEN".to_string()]);
-    let b = leases.acquire(["TOKEN".to_string(), "OTHER".to_string()]);
-    assert_eq!(leases.active_keys(), vec!["OTHER", "TOKEN"]);
-    assert!(!leases.strip(&base).contains_key("TOKEN"));
-    drop(a);
-    assert_eq!(
-        leases.active_keys(),
-        vec!["OTHER", "TOKEN"],
-        "still held by b"
-    );
-    drop(b);
-    assert!(leases.active_keys().is_empty());
-    assert_eq!(
-        leases.strip(&base),
-        base,
-        "released keys are no longer stripped"
-    );
-}
-
-#[test]
 fn command_templates_never_reach_a_shell_and_refuse_metacharacters() {
     let dir = tempfile::tempdir().unwrap();
     let s = skill(
