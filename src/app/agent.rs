@@ -232,7 +232,7 @@ impl App {
             &self.paths.state_dir,
             agent.unwrap_or("main"),
             &self.config.config.session,
-            self.host.now.time_zone().clone(),
+            self.host.time_zone().clone(),
         )
     }
 }
@@ -375,7 +375,7 @@ fn turn_skills(app: &App, read_only: bool) -> TurnSkills {
         app.skills_inputs_for_running()
     };
     let cache = app.paths.skills_cache();
-    let wall_ns = app.host.wall_clock.as_nanosecond();
+    let wall_ns = app.host.wall_now().as_nanosecond();
     let keep = !read_only;
     let (derived, origin) =
         skills::stored::load_or_build(&cache, &inputs, wall_ns, keep, |report| {
@@ -528,7 +528,7 @@ fn assemble<T: Send>(
     };
     let tool_specs = tools.specs();
     let tz = app.user_time_zone();
-    let now = app.host.now.with_time_zone(tz.clone());
+    let now = app.host.now().with_time_zone(tz.clone());
     let parts = Parts {
         agent_id: "main".to_string(),
         now: format!(
@@ -807,7 +807,7 @@ pub fn run_turn(
         }
         _ => (None, rest),
     };
-    let now = app.host.now.timestamp();
+    let now = app.host.now_ts();
     // `/new provider/model` names the new session's model; then `--model`,
     // then the model the session keeps (as stored before a reset), then
     // `agents.defaults.model`. Resolved before the session is touched: a
@@ -873,7 +873,7 @@ pub fn run_turn(
                 .map(|(_, report)| report.warnings)
         })
     });
-    let clock_now = app.host.now.timestamp();
+    let clock_now = app.host.now_ts();
     let clock = move || clock_now;
     let mut log = Log {
         path: &current.transcript,
@@ -901,7 +901,7 @@ pub fn run_turn(
             let today = app.today().to_string();
             let now_text = app
                 .host
-                .now
+                .now()
                 .with_time_zone(app.user_time_zone())
                 .strftime("%Y-%m-%d %H:%M")
                 .to_string();
@@ -956,7 +956,7 @@ pub fn run_turn(
             Some(path) => std::fs::File::open(path).and_then(|f| f.sync_data()),
             None => Ok(()),
         });
-        let recorded = sessions.record(&key, app.host.now.timestamp(), |e| {
+        let recorded = sessions.record(&key, app.host.now_ts(), |e| {
             let ms = now.as_millisecond();
             e.updated_at = ms;
             e.last_interaction_at = Some(ms);

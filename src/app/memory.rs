@@ -22,7 +22,7 @@ use crate::memory::when::{self, DayRange};
 impl App {
     /// Today in the user's zone (from `--now` when given).
     pub fn today(&self) -> jiff::civil::Date {
-        self.host.now.with_time_zone(self.user_time_zone()).date()
+        self.host.now().with_time_zone(self.user_time_zone()).date()
     }
 
     /// A `--since` / `--until` pair as a day range.

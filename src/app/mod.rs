@@ -50,7 +50,7 @@ pub struct App {
 impl App {
     /// Wall-clock nanoseconds, for file freshness (never the `--now` time).
     pub fn wall_ns(&self) -> i64 {
-        self.host.wall_clock.as_nanosecond() as i64
+        self.host.wall_now().as_nanosecond() as i64
     }
 
     /// Resolves paths and loads the layered configuration.

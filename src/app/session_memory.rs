@@ -71,7 +71,7 @@ impl App {
             .user_timezone
             .as_deref()
             .and_then(|name| jiff::tz::TimeZone::get(name).ok())
-            .unwrap_or_else(|| self.host.now.time_zone().clone())
+            .unwrap_or_else(|| self.host.time_zone().clone())
     }
 
     pub fn tracker(&self) -> Tracker {
@@ -120,7 +120,7 @@ impl App {
         let snapshot = self.activity_snapshot(stats);
         let size = self.config.config.activity.history_size as usize;
         // The heartbeat's wall-clock times are in the notes' zone.
-        let now = self.host.now.with_time_zone(self.user_time_zone());
+        let now = self.host.now().with_time_zone(self.user_time_zone());
         Ok(self
             .tracker()
             .ping(activity, source, &snapshot, size, &now)?)
@@ -139,7 +139,7 @@ pub fn append(app: &App, req: &AppendRequest<'_>) -> anyhow::Result<Appended> {
     let started = std::time::Instant::now();
     let memory = app.memory();
     app.ensure_state_dir()?;
-    let mut outcome = write::append(&memory, req, &app.host.now)?;
+    let mut outcome = write::append(&memory, req, &app.host.now())?;
     let stored = started.elapsed();
     let mut warnings = std::mem::take(&mut outcome.warnings);
     let mut touched: Vec<String> = outcome.written.iter().map(|w| w.path.clone()).collect();
@@ -186,7 +186,7 @@ pub fn append(app: &App, req: &AppendRequest<'_>) -> anyhow::Result<Appended> {
 /// reaching past the calendar's first day gives that day (no daily file is
 /// older).
 fn cutoff_date(app: &App, days: u32) -> String {
-    let today = app.host.now.with_time_zone(app.user_time_zone()).date();
+    let today = app.host.now().with_time_zone(app.user_time_zone()).date();
     jiff::Span::new()
         .try_days(i64::from(days))
         .ok()
@@ -210,7 +210,7 @@ fn apply_retention(app: &App, memory: &Memory, days: u32) -> anyhow::Result<Opti
     if !due {
         return Ok(None);
     }
-    let outcome = write::clear(memory, ClearScope::Daily, Some(&before), &app.host.now)?;
+    let outcome = write::clear(memory, ClearScope::Daily, Some(&before), &app.host.now())?;
     if outcome.moved.is_empty() {
         return Ok(None);
     }
@@ -360,7 +360,7 @@ pub fn clear(
     let memory = app.memory();
     app.ensure_state_dir()?;
     let before = older_than_days.map(|days| cutoff_date(app, days));
-    let outcome = write::clear(&memory, scope, before.as_deref(), &app.host.now)?;
+    let outcome = write::clear(&memory, scope, before.as_deref(), &app.host.now())?;
     let mut warnings = Vec::new();
     let mut touched = outcome.moved.clone();
     touched.push("MEMORY.md".to_string());

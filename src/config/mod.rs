@@ -845,7 +845,6 @@ fn apply_layers(
     }
     loaded.warnings.extend(loaded.config.clamp_ranges());
     let host_zone = host
-        .now
         .time_zone()
         .iana_name()
         .unwrap_or("local")

@@ -1,16 +1,24 @@
 //! What the host gives a command: environment variables, home directory,
-//! working directory and the current time.
+//! working directory and the clock.
 //!
 //! Invariants: nothing below the CLI reads `std::env` or the system clock
-//! directly; it receives a [`Host`]. Tests build one by hand, so every
+//! directly; it receives a [`Host`] and asks its [`Clock`] for the time
+//! each time it needs it (never a copy frozen at start-up, which a
+//! long-running gateway would keep for days). Tests build one by hand, so every
 //! behaviour that depends on the environment or on "now" is reproducible.
 //! All boolean environment values go through [`parse_bool`], so `SECURITY=0`,
 //! `SECURITY=false` and `SECURITY=off` mean the same thing everywhere.
 
+mod clock;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use jiff::ZonedDateTime;
+use jiff::tz::TimeZone;
+
+pub use clock::{Clock, FixedClock, ManualClock, SystemClock};
 
 /// A snapshot of the process environment and clock.
 #[derive(Debug, Clone)]
@@ -18,12 +26,13 @@ pub struct Host {
     vars: BTreeMap<String, String>,
     pub home: Option<PathBuf>,
     pub cwd: PathBuf,
-    /// The current instant in the host's time zone (what commands treat
-    /// as "now"; `--now` / `ALMANAC_NOW` replace it).
-    pub now: ZonedDateTime,
-    /// The real time at start-up, for file freshness checks, which compare
-    /// against real modification times even when "now" is pretended.
-    pub wall_clock: jiff::Timestamp,
+    /// What commands treat as "now" (`--now` / `ALMANAC_NOW` fix it).
+    clock: Arc<dyn Clock>,
+    /// The real time, for file freshness checks, which compare against
+    /// real modification times even when "now" is pretended.
+    wall: Arc<dyn Clock>,
+    /// The host's time zone ("now" is shown in it).
+    zone: TimeZone,
 }
 
 impl Host {
@@ -40,19 +49,19 @@ impl Host {
             .filter(|h| !h.is_empty())
             .map(PathBuf::from)
             .or_else(std::env::home_dir);
-        let real_now = ZonedDateTime::now();
-        let wall_clock = real_now.timestamp();
-        let now = match vars.get("ALMANAC_NOW").filter(|v| !v.is_empty()) {
-            Some(text) => parse_now(text)?,
-            None => real_now,
-        };
-        Ok(Host {
+        let mut host = Host {
             vars,
             home,
             cwd,
-            now,
-            wall_clock,
-        })
+            clock: Arc::new(SystemClock),
+            wall: Arc::new(SystemClock),
+            zone: TimeZone::system(),
+        };
+        if let Some(text) = host.var("ALMANAC_NOW") {
+            let now = parse_now(text)?;
+            host.set_now(now);
+        }
+        Ok(host)
     }
 
     /// A host with exactly the given variables, for tests.
@@ -69,9 +78,45 @@ impl Host {
                 .collect(),
             home: Some(home.to_path_buf()),
             cwd: cwd.to_path_buf(),
-            wall_clock: now.timestamp(),
-            now,
+            clock: Arc::new(FixedClock(now.timestamp())),
+            wall: Arc::new(FixedClock(now.timestamp())),
+            zone: now.time_zone().clone(),
         }
+    }
+
+    /// The current instant in the host's time zone.
+    pub fn now(&self) -> ZonedDateTime {
+        self.clock.now().to_zoned_datetime(self.zone.clone())
+    }
+
+    /// The current instant.
+    pub fn now_ts(&self) -> jiff::Timestamp {
+        self.clock.now()
+    }
+
+    /// The current instant in epoch milliseconds.
+    pub fn now_ms(&self) -> i64 {
+        self.clock.now().as_millisecond()
+    }
+
+    /// The host's time zone.
+    pub fn time_zone(&self) -> &TimeZone {
+        &self.zone
+    }
+
+    /// The real time, even when "now" is pretended (file freshness).
+    pub fn wall_now(&self) -> jiff::Timestamp {
+        self.wall.now()
+    }
+
+    /// The clock "now" comes from, for components that keep it.
+    pub fn clock(&self) -> Arc<dyn Clock> {
+        self.clock.clone()
+    }
+
+    /// Replaces the clock (tests, and the gateway's injected clock).
+    pub fn set_clock(&mut self, clock: Arc<dyn Clock>) {
+        self.clock = clock;
     }
 
     /// The value of a variable; empty values count as unset.
@@ -97,9 +142,10 @@ impl Host {
         &self.vars
     }
 
-    /// Replaces the clock (the `--now` flag).
+    /// Fixes "now" at `now`, shown in its zone (the `--now` flag).
     pub fn set_now(&mut self, now: ZonedDateTime) {
-        self.now = now;
+        self.zone = now.time_zone().clone();
+        self.clock = Arc::new(FixedClock(now.timestamp()));
     }
 
     /// Expands a leading `~` and makes `path` absolute against the working
