@@ -8,6 +8,7 @@ pub mod child;
 pub mod cli;
 pub mod config;
 pub mod durable;
+pub mod engine;
 pub mod heartbeat;
 pub mod host;
 pub mod memory;

@@ -270,7 +270,8 @@ fn stored_entry(sessions: &Sessions, key: &str) -> Option<SessionEntry> {
 }
 
 /// A request for one turn.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
 pub struct TurnRequest {
     pub message: String,
     pub session_key: Option<String>,
@@ -781,8 +782,45 @@ fn consume(
     Ok(())
 }
 
-/// Runs one turn in its session. `retry` is the retry policy (tests pass
-/// one that records its waits); `approver` is asked when a command needs a
+/// The one agent this almanac runs.
+pub const AGENT_ID: &str = "main";
+
+/// A turn for an agent almanac does not run.
+#[derive(Debug, thiserror::Error)]
+#[error("unknown agent `{0}`: almanac runs one agent, `main`")]
+pub struct UnknownAgent(pub String);
+
+/// Refuses a request for any agent but `main` (by `agent` or by an
+/// `agent:<id>:…` session key).
+pub fn check_agent(req: &TurnRequest) -> Result<(), UnknownAgent> {
+    if let Some(agent) = req.agent.as_deref().map(str::trim).filter(|a| !a.is_empty())
+        && crate::session::key::normalize_id(agent, AGENT_ID) != AGENT_ID
+    {
+        return Err(UnknownAgent(agent.to_string()));
+    }
+    if let Some(key) = req.session_key.as_deref()
+        && let Some(rest) = key.trim().strip_prefix("agent:")
+        && let Some((agent, _)) = rest.split_once(':')
+        && crate::session::key::normalize_id(agent, AGENT_ID) != AGENT_ID
+    {
+        return Err(UnknownAgent(agent.to_string()));
+    }
+    Ok(())
+}
+
+/// What runs a turn besides the app: the runtime its model calls run on
+/// (the caller is a blocking thread of it), where model clients come
+/// from, and the signal that stops it.
+pub struct TurnContext {
+    pub handle: tokio::runtime::Handle,
+    pub connect: std::sync::Arc<dyn Fn(Endpoint) -> std::sync::Arc<dyn provider::Provider> + Send + Sync>,
+    pub cancel: tokio_util::sync::CancellationToken,
+}
+
+/// Runs one turn in its session, holding the session's lock file for
+/// the whole turn. Call it from a blocking thread of `ctx.handle`'s
+/// runtime (the engine does). `retry` is the retry policy (tests pass one
+/// that records its waits); `approver` is asked when a command needs a
 /// person's approval (`tools.exec.ask`).
 pub fn run_turn(
     app: &App,
@@ -790,12 +828,15 @@ pub fn run_turn(
     retry: &RetryPolicy,
     sink: &mut dyn StreamSink,
     approver: &dyn Approver,
+    ctx: &TurnContext,
 ) -> anyhow::Result<TurnReport> {
     let started_at = std::time::Instant::now();
+    check_agent(req)?;
     app.ensure_state_dir()?;
     app.paths.ensure_workspace()?;
     let sessions = app.sessions(req.agent.as_deref());
     let key = sessions.resolve_key(req.session_key.as_deref());
+    let _turn_lock = crate::durable::lock_file(&sessions.turn_lock_path(&key))?;
     let (explicit, rest) = match reset_trigger(app, &req.message) {
         Some((why, rest)) => (Some(why), rest.to_string()),
         None => (None, req.message.clone()),
@@ -834,7 +875,8 @@ pub fn run_turn(
     // The HTTP client (and for HTTPS the system's trust store) is set up
     // while the prompt is assembled.
     let endpoint = model.endpoint.clone();
-    let connecting = std::thread::spawn(move || provider::connect(endpoint));
+    let connect = ctx.connect.clone();
+    let connecting = std::thread::spawn(move || connect(endpoint));
     let services = AppServices {
         app: app.clone(),
         read_only: false,
@@ -873,8 +915,9 @@ pub fn run_turn(
                 .map(|(_, report)| report.warnings)
         })
     });
+    let host = app.host.clone();
+    let clock = move || host.now_ts();
     let clock_now = app.host.now_ts();
-    let clock = move || clock_now;
     let mut log = Log {
         path: &current.transcript,
         leaf: stored.leaf().map(|e| e.id.clone()),
@@ -887,11 +930,9 @@ pub fn run_turn(
         services: &services,
         approver,
     };
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
     let user = Message::User(vec![Block::text(prompt::user_text(&message, &lines))]);
-    let (compaction, outcome) = runtime.block_on(async {
+    let cancel = ctx.cancel.clone();
+    let work = async {
         // Near the window: flush notes, then summarise older turns.
         let mut history = stored.context();
         let mut compaction = None;
@@ -934,7 +975,20 @@ pub fn run_turn(
         )
         .await?;
         Ok::<_, anyhow::Error>((compaction, outcome))
-    })?;
+    };
+    let finished = ctx.handle.block_on(async {
+        tokio::select! {
+            done = work => Some(done),
+            () = cancel.cancelled() => None,
+        }
+    });
+    let Some(finished) = finished else {
+        // The user's message may be in the transcript without its answer:
+        // an aborted answer closes it, so the next turn sees a whole pair.
+        close_cancelled(&mut log, &current.transcript, &model, &settings)?;
+        return Err(crate::engine::Cancelled("stopped while it ran".into()).into());
+    };
+    let (compaction, outcome) = finished?;
     if !events.is_empty() {
         // Flushed with the answer: the next turn knows these were
         // delivered even if the queue is not updated below.
@@ -1015,6 +1069,35 @@ pub fn run_turn(
         warnings,
         timings,
     })
+}
+
+/// After a cancelled turn: when the transcript's last message is the
+/// user's, an empty aborted assistant message answers it.
+fn close_cancelled(
+    log: &mut Log<'_>,
+    path: &std::path::Path,
+    model: &Model,
+    settings: &Settings,
+) -> anyhow::Result<()> {
+    let stored = transcript::read(path)?;
+    let last_is_user = stored
+        .context()
+        .last()
+        .is_some_and(|m| matches!(m, Message::User(_)));
+    log.leaf = stored.leaf().map(|e| e.id.clone());
+    log.taken = stored.ids();
+    if last_is_user {
+        let meta = transcript::AssistantMeta {
+            api: model.endpoint.api.as_str().to_string(),
+            provider: model.endpoint.provider.clone(),
+            model: settings.model.clone(),
+            usage: Default::default(),
+            stop_reason: Some(provider::StopReason::Aborted),
+            error_message: Some("cancelled".to_string()),
+        };
+        log.message(&Message::Assistant(Vec::new()), Some(&meta))?;
+    }
+    Ok(())
 }
 
 /// `almanac sessions show`: the entry and the transcript's context.

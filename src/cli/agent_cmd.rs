@@ -5,6 +5,7 @@ use std::future::Future;
 use std::io::{BufRead, IsTerminal, Write};
 use std::pin::Pin;
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use clap::{Args, Subcommand};
 
@@ -13,7 +14,7 @@ use super::output::{UsageError, print_json, warn};
 use crate::agent::policy::{Approval, ApprovalRequest, Approver, NoApprover};
 use crate::app::App;
 use crate::app::agent::{self, TurnRequest};
-use crate::provider::{Quiet, RetryPolicy};
+use crate::provider::Quiet;
 
 #[derive(Debug, Args)]
 #[command(args_conflicts_with_subcommands = true)]
@@ -147,18 +148,13 @@ pub fn run(args: AgentArgs, app: &App) -> anyhow::Result<ExitCode> {
             // Commands needing approval are asked about on the terminal;
             // without one, asking means refusing.
             let terminal = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
-            let approver: &dyn Approver = if terminal {
-                &TerminalApprover
+            let approver: Arc<dyn Approver> = if terminal {
+                Arc::new(TerminalApprover)
             } else {
-                &NoApprover
+                Arc::new(NoApprover)
             };
-            let report = agent::run_turn(
-                app,
-                &request(&turn),
-                &RetryPolicy::default(),
-                &mut Quiet,
-                approver,
-            )?;
+            let report =
+                crate::engine::run_one_turn(app.clone(), request(&turn), Box::new(Quiet), approver)?;
             report.warnings.iter().for_each(warn);
             if let Some(stopped) = &report.outcome.stopped {
                 warn(stopped);

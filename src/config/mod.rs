@@ -53,6 +53,52 @@ pub struct Config {
     pub activity: ActivityConfig,
     pub skills: SkillsConfig,
     pub tools: ToolsConfig,
+    pub gateway: GatewayConfig,
+}
+
+/// The gateway daemon (`gateway.*`, OpenClaw's keys).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct GatewayConfig {
+    /// TCP port of the control API and webhooks.
+    pub port: u16,
+    /// Where it listens: `loopback` (127.0.0.1), `lan` (every interface)
+    /// or `custom` (`customBindHost`).
+    pub bind: GatewayBind,
+    /// The address for `bind: custom`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub custom_bind_host: Option<String>,
+    pub auth: GatewayAuth,
+}
+
+impl Default for GatewayConfig {
+    fn default() -> Self {
+        GatewayConfig {
+            port: 18789,
+            bind: GatewayBind::Loopback,
+            custom_bind_host: None,
+            auth: GatewayAuth::default(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum GatewayBind {
+    Loopback,
+    Lan,
+    Custom,
+}
+
+/// `gateway.auth`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct GatewayAuth {
+    /// The bearer token of the control API (env `ALMANAC_GATEWAY_TOKEN`).
+    /// Unset: one is generated into `<state dir>/gateway.token`, which
+    /// serves a loopback bind only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub token: Option<String>,
 }
 
 /// Skills (`skills.*`, as in OpenClaw).
@@ -314,6 +360,8 @@ pub struct AgentDefaults {
     pub bootstrap_max_chars: u32,
     /// Characters of all bootstrap files together.
     pub bootstrap_total_max_chars: u32,
+    /// Turns running at once across sessions (one per session always).
+    pub max_concurrent: u32,
 }
 
 impl Default for AgentDefaults {
@@ -331,6 +379,7 @@ impl Default for AgentDefaults {
             max_steps: 16,
             bootstrap_max_chars: 20_000,
             bootstrap_total_max_chars: 150_000,
+            max_concurrent: 4,
         }
     }
 }
@@ -636,6 +685,8 @@ pub const ENV_KEYS: &[(&str, &str)] = &[
     ("SECURITY_ACTIONS", "security.actions"),
     ("HEARTBEAT_HISTORY", "activity.historySize"),
     ("AGENT_NAME", "activity.agentName"),
+    ("ALMANAC_GATEWAY_TOKEN", "gateway.auth.token"),
+    ("ALMANAC_GATEWAY_PORT", "gateway.port"),
 ];
 
 #[derive(Debug, thiserror::Error)]
@@ -877,6 +928,18 @@ pub fn value_problems(config: &Config) -> Vec<(&'static str, String)> {
             format!("`{zone}` is not a known IANA time zone (for example Europe/Paris or UTC)"),
         ));
     }
+    let gateway = &config.gateway;
+    if gateway.bind == GatewayBind::Custom
+        && gateway
+            .custom_bind_host
+            .as_deref()
+            .is_none_or(|h| h.trim().parse::<std::net::IpAddr>().is_err())
+    {
+        problems.push((
+            "gateway.customBindHost",
+            "gateway.bind is `custom`: set gateway.customBindHost to an IP address".to_string(),
+        ));
+    }
     problems
 }
 
@@ -940,6 +1003,12 @@ impl Config {
             &mut self.tools.exec.timeout_sec,
             1,
             86_400,
+        );
+        clamp(
+            "agents.defaults.maxConcurrent",
+            &mut self.agents.defaults.max_concurrent,
+            1,
+            64,
         );
         let run = &mut self.skills.run;
         clamp("skills.run.timeoutSec", &mut run.timeout_sec, 1, 86_400);

@@ -19,9 +19,17 @@
 //! * Directories created here are private (0700); files are created 0600
 //!   unless the caller asks otherwise.
 //!
+//! * [`Journal`] is an append-only log whose records reach the OS before
+//!   `append` returns and the disk within one group commit (see
+//!   `journal.rs`); [`HeldLock`] is an advisory lock held until dropped.
+//!
 //! Temporary files are named `.<name>.<pid>.<counter>.tmp`; a process killed
 //! between create and rename can leave one behind, and every reader ignores
 //! them (they start with a dot and end in `.tmp`).
+
+mod journal;
+
+pub use journal::{HeldLock, Journal, lock_file, read_journal, try_lock_file};
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Seek, SeekFrom, Write};

@@ -89,6 +89,15 @@ impl Sessions {
         Store::new(&self.dir.join("sessions.json"))
     }
 
+    /// The lock file a turn in `key` holds, so two processes never run
+    /// turns in one session at once (the name is a hash: keys may hold
+    /// any character).
+    pub fn turn_lock_path(&self, key: &str) -> PathBuf {
+        self.dir
+            .join("locks")
+            .join(format!("{:016x}.lock", crate::paths::fnv1a64(key.as_bytes())))
+    }
+
     pub fn events(&self) -> events::Queue {
         events::Queue::new(&self.dir.join("system-events.json"))
     }

@@ -1,0 +1,262 @@
+//! The turn engine: what one process (a CLI command or the gateway) keeps
+//! for as long as it lives, and the only way a turn runs.
+//!
+//! Owns the app (paths and config, replaced whole on a reload), the model
+//! clients (one per endpoint, built once and shared), the session lanes
+//! and the concurrency limit, and the boundary for blocking work.
+//!
+//! Invariants:
+//! * Blocking work (files, SQLite, child processes, a whole turn's
+//!   assembly and tools) runs only through [`Engine::blocking`]; async
+//!   code never blocks a runtime thread. A turn's model calls run on the
+//!   engine's runtime from that blocking thread (`Handle::block_on`), so
+//!   one engine works the same on the CLI's current-thread runtime and
+//!   the gateway's multi-thread one.
+//! * At most one turn per session key at a time, in the order requests
+//!   joined the lane ([`lanes`]); at most `agents.defaults.maxConcurrent`
+//!   turns in all. Across processes, a turn also holds its session's lock
+//!   file, so two CLI turns (or a CLI turn and the gateway) never fork a
+//!   transcript.
+//! * A turn can be cancelled ([`CancellationToken`]): the model call stops,
+//!   an aborted assistant message closes the transcript's last user
+//!   message, and the turn reports [`Cancelled`].
+
+pub mod lanes;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, RwLock};
+
+use tokio::sync::Semaphore;
+use tokio_util::sync::CancellationToken;
+
+use crate::agent::policy::Approver;
+use crate::app::App;
+use crate::app::agent::{self as app_agent, TurnContext, TurnReport, TurnRequest};
+use crate::provider::{self, Endpoint, Provider, RetryPolicy, StreamSink};
+
+pub use lanes::{LaneError, LaneGuard, Lanes, Ticket};
+
+/// Requests a session queues behind its running turn at most.
+pub const LANE_CAPACITY: usize = 128;
+
+/// A turn stopped before it finished (shutdown, `tasks cancel`).
+#[derive(Debug, thiserror::Error)]
+#[error("the turn was cancelled: {0}")]
+pub struct Cancelled(pub String);
+
+/// The engine. Cheap to clone; clones share everything.
+#[derive(Clone)]
+pub struct Engine {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    app: RwLock<Arc<App>>,
+    handle: tokio::runtime::Handle,
+    providers: Mutex<HashMap<String, Arc<dyn Provider>>>,
+    lanes: Arc<Lanes>,
+    concurrency: Arc<Semaphore>,
+}
+
+impl std::fmt::Debug for Engine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Engine").finish_non_exhaustive()
+    }
+}
+
+impl Engine {
+    /// Builds the engine on the runtime this is called from.
+    pub fn new(app: App) -> Engine {
+        let max = app.config.config.agents.defaults.max_concurrent.max(1) as usize;
+        Engine {
+            inner: Arc::new(Inner {
+                app: RwLock::new(Arc::new(app)),
+                handle: tokio::runtime::Handle::current(),
+                providers: Mutex::new(HashMap::new()),
+                lanes: Lanes::new(LANE_CAPACITY),
+                concurrency: Arc::new(Semaphore::new(max)),
+            }),
+        }
+    }
+
+    /// The app as it is now (a reload replaces it; holders of the old one
+    /// finish with it).
+    pub fn app(&self) -> Arc<App> {
+        self.inner.app.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// Replaces the app after a config reload. The concurrency limit
+    /// grows at once; a smaller one applies as running turns end.
+    pub fn reload(&self, app: App) {
+        let max = app.config.config.agents.defaults.max_concurrent.max(1) as usize;
+        let current = self.limit();
+        if max > current {
+            self.inner.concurrency.add_permits(max - current);
+        } else if max < current {
+            let semaphore = self.inner.concurrency.clone();
+            let shrink = (current - max) as u32;
+            self.inner.handle.spawn(async move {
+                if let Ok(permits) = semaphore.acquire_many(shrink).await {
+                    permits.forget();
+                }
+            });
+        }
+        *self.inner.app.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(app);
+        // Endpoints may have new keys or addresses.
+        self.inner
+            .providers
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clear();
+    }
+
+    fn limit(&self) -> usize {
+        self.app().config.config.agents.defaults.max_concurrent.max(1) as usize
+    }
+
+    /// The session lanes.
+    pub fn lanes(&self) -> &Arc<Lanes> {
+        &self.inner.lanes
+    }
+
+    /// Runs blocking work off the async threads: the one boundary.
+    pub async fn blocking<T: Send + 'static>(
+        &self,
+        work: impl FnOnce() -> T + Send + 'static,
+    ) -> anyhow::Result<T> {
+        tokio::task::spawn_blocking(work)
+            .await
+            .map_err(|e| match e.try_into_panic() {
+                Ok(panic) => anyhow::anyhow!("blocking work panicked: {}", panic_text(&*panic)),
+                Err(e) => anyhow::anyhow!("blocking work stopped: {e}"),
+            })
+    }
+
+    /// The client for `endpoint`, built once per endpoint.
+    pub fn provider(&self, endpoint: Endpoint) -> Arc<dyn Provider> {
+        provider_for(&self.inner.providers, endpoint)
+    }
+
+    /// Runs one turn: joins the session's lane, waits its turn and a free
+    /// slot, then runs it on the blocking boundary.
+    pub async fn turn(
+        &self,
+        req: TurnRequest,
+        sink: Box<dyn StreamSink>,
+        approver: Arc<dyn Approver>,
+        cancel: CancellationToken,
+    ) -> anyhow::Result<TurnReport> {
+        let key = self.session_key(&req)?;
+        let ticket = self.inner.lanes.enqueue(&key)?;
+        self.turn_in_lane(ticket, req, sink, approver, cancel).await
+    }
+
+    /// The session key `req` runs in (refusing agents other than `main`).
+    pub fn session_key(&self, req: &TurnRequest) -> anyhow::Result<String> {
+        let app = self.app();
+        app_agent::check_agent(req)?;
+        Ok(app.sessions(req.agent.as_deref()).resolve_key(req.session_key.as_deref()))
+    }
+
+    /// [`Engine::turn`] for a request that already holds its place in the
+    /// lane (the gateway records the place before waiting).
+    pub async fn turn_in_lane(
+        &self,
+        ticket: Ticket,
+        req: TurnRequest,
+        mut sink: Box<dyn StreamSink>,
+        approver: Arc<dyn Approver>,
+        cancel: CancellationToken,
+    ) -> anyhow::Result<TurnReport> {
+        let lane = tokio::select! {
+            lane = ticket.enter() => lane,
+            () = cancel.cancelled() => return Err(Cancelled("before it started".into()).into()),
+        };
+        let permit = tokio::select! {
+            permit = self.inner.concurrency.clone().acquire_owned() => permit?,
+            () = cancel.cancelled() => return Err(Cancelled("before it started".into()).into()),
+        };
+        let app = self.app();
+        let providers = self.inner.clone();
+        let handle = self.inner.handle.clone();
+        let report = self
+            .blocking(move || {
+                let _lane = lane;
+                let _permit = permit;
+                let ctx = TurnContext {
+                    handle,
+                    connect: Arc::new(move |endpoint| provider_for(&providers.providers, endpoint)),
+                    cancel,
+                };
+                app_agent::run_turn(
+                    &app,
+                    &req,
+                    &RetryPolicy::default(),
+                    sink.as_mut(),
+                    approver.as_ref(),
+                    &ctx,
+                )
+            })
+            .await??;
+        Ok(report)
+    }
+}
+
+fn provider_for(
+    cache: &Mutex<HashMap<String, Arc<dyn Provider>>>,
+    endpoint: Endpoint,
+) -> Arc<dyn Provider> {
+    let key = endpoint_key(&endpoint);
+    if let Some(p) = cache.lock().unwrap_or_else(|p| p.into_inner()).get(&key) {
+        return p.clone();
+    }
+    let built: Arc<dyn Provider> = Arc::from(provider::connect(endpoint));
+    cache
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .entry(key)
+        .or_insert(built)
+        .clone()
+}
+
+/// What makes two endpoints the same client: everything but nothing
+/// secret is kept in the key in clear (the key is hashed).
+fn endpoint_key(e: &Endpoint) -> String {
+    let secret = crate::paths::fnv1a64(e.api_key.as_deref().unwrap_or("").as_bytes());
+    format!(
+        "{}|{}|{}|{:016x}|{:?}|{:?}",
+        e.provider,
+        e.api.as_str(),
+        e.base_url,
+        secret,
+        e.headers,
+        e.timeouts
+    )
+}
+
+fn panic_text(panic: &(dyn std::any::Any + Send)) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".to_string())
+}
+
+/// One turn for a short-lived command: the engine on a current-thread
+/// runtime, built for this turn and dropped after it.
+pub fn run_one_turn(
+    app: App,
+    req: TurnRequest,
+    sink: Box<dyn StreamSink>,
+    approver: Arc<dyn Approver>,
+) -> anyhow::Result<TurnReport> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(async {
+        let engine = Engine::new(app);
+        engine
+            .turn(req, sink, approver, CancellationToken::new())
+            .await
+    })
+}
