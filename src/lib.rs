@@ -9,6 +9,7 @@ pub mod cli;
 pub mod config;
 pub mod durable;
 pub mod engine;
+pub mod gateway;
 pub mod heartbeat;
 pub mod host;
 pub mod memory;

@@ -389,6 +389,14 @@ fn turn_skills(app: &App, read_only: bool) -> TurnSkills {
     }
 }
 
+/// Brings what turns keep of the skills up to date now (the gateway's
+/// skills watcher), so the next turn reuses it.
+pub fn refresh_skills(app: &App) -> anyhow::Result<()> {
+    app.ensure_state_dir()?;
+    let _ = turn_skills(app, false);
+    Ok(())
+}
+
 fn derive_skills(report: &skills::SkillsReport, inputs: &skills::SkillsInputs) -> DerivedSkills {
     let catalog = skills::catalog(report, inputs);
     let usable = report.usable();

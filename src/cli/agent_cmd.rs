@@ -14,7 +14,6 @@ use super::output::{UsageError, print_json, warn};
 use crate::agent::policy::{Approval, ApprovalRequest, Approver, NoApprover};
 use crate::app::App;
 use crate::app::agent::{self, TurnRequest};
-use crate::provider::Quiet;
 
 #[derive(Debug, Args)]
 #[command(args_conflicts_with_subcommands = true)]
@@ -153,16 +152,15 @@ pub fn run(args: AgentArgs, app: &App) -> anyhow::Result<ExitCode> {
             } else {
                 Arc::new(NoApprover)
             };
-            let report =
-                crate::engine::run_one_turn(app.clone(), request(&turn), Box::new(Quiet), approver)?;
-            report.warnings.iter().for_each(warn);
-            if let Some(stopped) = &report.outcome.stopped {
+            let done = crate::app::gateway::turn(app, request(&turn), approver)?;
+            done.warnings.iter().for_each(warn);
+            if let Some(stopped) = &done.stopped {
                 warn(stopped);
             }
             if turn.json.json {
-                print_json(&report)?;
-            } else if !report.outcome.silent {
-                println!("{}", report.outcome.reply.trim_end());
+                print_json(&done.json)?;
+            } else if !done.silent {
+                println!("{}", done.reply.trim_end());
             }
             Ok(ExitCode::SUCCESS)
         }

@@ -13,6 +13,7 @@
 
 mod agent_cmd;
 mod config_cmd;
+mod gateway_cmd;
 mod heartbeat_cmd;
 mod logging;
 mod memory_cmd;
@@ -20,6 +21,7 @@ mod output;
 mod session_memory_cmd;
 mod skills_cmd;
 mod status_cmd;
+mod system_cmd;
 mod values;
 
 use std::process::ExitCode;
@@ -95,6 +97,12 @@ enum Command {
     /// Skills: list, check, catalog, routing, running, security scan
     #[command(subcommand, alias = "plugins")]
     Skills(skills_cmd::SkillsCommand),
+    /// The gateway daemon: run it, see how it is, stop it
+    #[command(subcommand)]
+    Gateway(gateway_cmd::GatewayCommand),
+    /// System events for a session's next turn
+    #[command(subcommand)]
+    System(system_cmd::SystemCommand),
     /// Print a shell completion script
     Completions {
         /// The shell: bash, zsh, fish, elvish or powershell
@@ -163,6 +171,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Skills(cmd) => {
             skills_cmd::run(cmd, &load_app(&options, host)?, cli.global.verbose > 0)
         }
+        Command::Gateway(cmd) => gateway_cmd::run(cmd, load_app(&options, host)?, &options),
+        Command::System(cmd) => system_cmd::run(cmd, &load_app(&options, host)?),
         Command::Completions { shell } => {
             let mut cmd = Cli::command();
             clap_complete::generate(shell, &mut cmd, "almanac", &mut std::io::stdout());

@@ -66,6 +66,15 @@ fn is_refusal(error: &(dyn std::error::Error + 'static)) -> bool {
             )
         })
         || refused::<ModelError>(error, |_| true)
+        || refused::<crate::app::agent::UnknownAgent>(error, |_| true)
+        || refused::<crate::gateway::GatewayError>(error, |e| {
+            matches!(
+                e,
+                crate::gateway::GatewayError::TokenRequired(_)
+                    | crate::gateway::GatewayError::BadBind(_)
+            )
+        })
+        || refused::<crate::app::gateway::BadEvent>(error, |_| true)
         // Refusals by a gate or policy.
         || refused::<AppendError>(error, |e| {
             matches!(

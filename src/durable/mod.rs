@@ -286,6 +286,15 @@ pub fn read_state_file<T, E: std::fmt::Display>(
     }
 }
 
+/// Removes `path` and syncs its directory; a missing file is fine.
+pub fn remove_file(path: &Path) -> io::Result<()> {
+    match fs::remove_file(path) {
+        Ok(()) => sync_dir(parent_dir(path)),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
 /// The bytes of `path`; `None` when there is no such file.
 pub fn read_if_exists(path: &Path) -> io::Result<Option<Vec<u8>>> {
     match fs::read(path) {

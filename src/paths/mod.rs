@@ -156,6 +156,26 @@ impl Paths {
         self.state_dir.join("almanac.sqlite")
     }
 
+    /// What a running gateway publishes about itself (pid, address).
+    pub fn gateway_file(&self) -> PathBuf {
+        self.state_dir.join("gateway.json")
+    }
+
+    /// The lock a running gateway holds (one per state directory).
+    pub fn gateway_lock(&self) -> PathBuf {
+        self.state_dir.join("gateway.lock")
+    }
+
+    /// The generated control-API token (when `gateway.auth.token` is unset).
+    pub fn gateway_token_file(&self) -> PathBuf {
+        self.state_dir.join("gateway.token")
+    }
+
+    /// The gateway's own canonical files (the intake log).
+    pub fn gateway_dir(&self) -> PathBuf {
+        self.state_dir.join("gateway")
+    }
+
     /// The folder of derived indexes (safe to delete).
     pub fn index_dir(&self) -> PathBuf {
         self.state_dir.join("index")

@@ -121,6 +121,41 @@ impl Queue {
         })
     }
 
+    /// Queues several `(text, ts, trusted)` events for `key` in one write,
+    /// each by the rules of [`Queue::enqueue`]; returns how many were
+    /// kept.
+    pub fn enqueue_many(
+        &self,
+        key: &str,
+        items: &[(String, i64, bool)],
+        now: jiff::Timestamp,
+    ) -> std::io::Result<(usize, Vec<String>)> {
+        self.change(now, |map| {
+            let list = map
+                .entry(key.to_string())
+                .or_insert_with(|| Value::Array(Vec::new()));
+            let mut events = events_of(list);
+            let mut kept = 0;
+            for (text, ts, trusted) in items {
+                let text = text.trim();
+                if text.is_empty() || events.last().is_some_and(|e| e.text == text) {
+                    continue;
+                }
+                events.push(Event {
+                    text: text.to_string(),
+                    ts: *ts,
+                    trusted: *trusted,
+                });
+                kept += 1;
+            }
+            if events.len() > CAP {
+                events.drain(..events.len() - CAP);
+            }
+            *list = serde_json::to_value(events).expect("events serialise");
+            kept
+        })
+    }
+
     /// The events waiting for `key`'s next turn, left in the queue. A queue
     /// file that does not parse is moved aside first (with a warning).
     pub fn pending(&self, key: &str, now: jiff::Timestamp) -> std::io::Result<Pending> {

@@ -255,7 +255,7 @@ impl SkillsManager {
 /// Watches each root in `missing` that exists now (recursively) and drops
 /// it from the list; for the others, watches the nearest existing parent
 /// (not recursively) so their creation is seen.
-fn arm_roots(
+pub(crate) fn arm_roots(
     watcher: &mut notify::RecommendedWatcher,
     missing: &mut Vec<PathBuf>,
 ) -> notify::Result<()> {

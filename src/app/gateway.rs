@@ -1,0 +1,235 @@
+//! Gateway use cases for the command line: running it, asking how it is,
+//! stopping it, and the commands that go through it when it runs
+//! (`system event`, `agent --message`) or work on the files without it.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::Serialize;
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+use super::agent::{TurnReport, TurnRequest};
+use super::{App, GlobalOptions};
+use crate::agent::policy::Approver;
+use crate::gateway::client::{Client, NotRunning};
+use crate::gateway::state::{self, GatewayInfo};
+use crate::gateway::{self, GatewayStatus, RunOptions};
+use crate::provider::Quiet;
+
+/// A system event that cannot be queued.
+#[derive(Debug, thiserror::Error)]
+pub enum BadEvent {
+    #[error("mode `{0}` is not one of now, next-heartbeat")]
+    Mode(String),
+    #[error("the event text is empty")]
+    Empty,
+}
+
+/// Runs the gateway in the foreground; `on_ready` is told where it
+/// listens.
+pub fn run(
+    app: App,
+    options: GlobalOptions,
+    opts: RunOptions,
+    on_ready: impl FnOnce(&GatewayInfo) + Send,
+) -> anyhow::Result<()> {
+    gateway::run(app, options, opts, CancellationToken::new(), on_ready)
+}
+
+/// `gateway status`: from the running gateway, else "not running".
+pub fn status(app: &App) -> anyhow::Result<GatewayStatus> {
+    let Some(client) = Client::find(app)? else {
+        return Ok(GatewayStatus::not_running());
+    };
+    match client.get("/v1/status") {
+        Ok(value) => Ok(serde_json::from_value(value)?),
+        // Alive but not answering (starting, stuck): say what is known.
+        Err(err) => {
+            let info = &client.info;
+            let mut status = GatewayStatus::not_running();
+            status.running = true;
+            status.pid = Some(info.pid);
+            status.address = Some(info.address.clone());
+            status.port = Some(info.port);
+            status.started_at_ms = Some(info.started_at_ms);
+            status.uptime_ms = Some(app.host.now_ms() - info.started_at_ms);
+            status.components = vec![gateway::supervisor::ComponentStatus {
+                name: "control-api".into(),
+                state: "unreachable".into(),
+                restarts: 0,
+                last_error: Some(format!("{err:#}")),
+            }];
+            Ok(status)
+        }
+    }
+}
+
+/// What `gateway stop` did.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Stopped {
+    pub was_running: bool,
+    pub pid: Option<u32>,
+    /// It ended within the wait.
+    pub stopped: bool,
+}
+
+/// `gateway stop`: SIGTERM to the running gateway, then waits for it to
+/// end (its own shutdown deadline plus a margin).
+pub fn stop(app: &App) -> anyhow::Result<Stopped> {
+    let Some(info) = state::running(&app.paths) else {
+        return Ok(Stopped {
+            was_running: false,
+            pid: None,
+            stopped: true,
+        });
+    };
+    let pid = libc::pid_t::try_from(info.pid)?;
+    // SAFETY: sends SIGTERM to the pid the gateway published.
+    if unsafe { libc::kill(pid, libc::SIGTERM) } != 0 {
+        let err = std::io::Error::last_os_error();
+        if err.raw_os_error() != Some(libc::ESRCH) {
+            return Err(anyhow::anyhow!("cannot signal the gateway (pid {pid}): {err}"));
+        }
+    }
+    let wait = gateway::SHUTDOWN_DEADLINE + Duration::from_secs(5);
+    let began = std::time::Instant::now();
+    while state::pid_alive(info.pid) && began.elapsed() < wait {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Ok(Stopped {
+        was_running: true,
+        pid: Some(info.pid),
+        stopped: !state::pid_alive(info.pid),
+    })
+}
+
+/// What `system event` did.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EventQueued {
+    pub ok: bool,
+    pub queued: bool,
+    pub mode: String,
+    pub session_key: String,
+    /// Whether a running gateway took it (else it went to the file).
+    pub via_gateway: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub warning: Option<String>,
+}
+
+/// `system event`: through the gateway when one runs, else into the
+/// session's queue file (no wake can happen then).
+pub fn system_event(
+    app: &App,
+    text: &str,
+    mode: &str,
+    session_key: Option<&str>,
+) -> anyhow::Result<EventQueued> {
+    if !gateway::http::MODES.contains(&mode) {
+        return Err(BadEvent::Mode(mode.to_string()).into());
+    }
+    let req = TurnRequest {
+        session_key: session_key.map(str::to_string),
+        ..TurnRequest::default()
+    };
+    super::agent::check_agent(&req)?;
+    if text.trim().is_empty() {
+        return Err(BadEvent::Empty.into());
+    }
+    if let Some(client) = Client::find(app)? {
+        let mut body = json!({"text": text, "mode": mode});
+        if let Some(key) = session_key {
+            body["sessionKey"] = json!(key);
+        }
+        let answer = client.post("/v1/system/event", &body, Duration::from_secs(10))?;
+        return Ok(EventQueued {
+            ok: true,
+            queued: answer["queued"].as_bool().unwrap_or(true),
+            mode: mode.to_string(),
+            session_key: answer["sessionKey"].as_str().unwrap_or_default().to_string(),
+            via_gateway: true,
+            warning: None,
+        });
+    }
+    app.ensure_state_dir()?;
+    let sessions = app.sessions(None);
+    let key = sessions.resolve_key(session_key);
+    let now = app.host.now_ts();
+    let (queued, warnings) =
+        sessions
+            .events()
+            .enqueue(&key, text, now.as_millisecond(), true, now)?;
+    let mut warning = warnings.join("; ");
+    if mode == "now" {
+        if !warning.is_empty() {
+            warning.push_str("; ");
+        }
+        warning.push_str(
+            "no gateway is running: the event waits for the session's next turn; no wake happened",
+        );
+    }
+    Ok(EventQueued {
+        ok: true,
+        queued,
+        mode: mode.to_string(),
+        session_key: key,
+        via_gateway: false,
+        warning: (!warning.is_empty()).then_some(warning),
+    })
+}
+
+/// A turn's answer, from this process or from the gateway.
+#[derive(Debug)]
+pub struct TurnDone {
+    pub json: Value,
+    pub reply: String,
+    pub silent: bool,
+    pub warnings: Vec<String>,
+    pub stopped: Option<String>,
+}
+
+impl From<TurnReport> for TurnDone {
+    fn from(report: TurnReport) -> TurnDone {
+        TurnDone {
+            reply: report.outcome.reply.clone(),
+            silent: report.outcome.silent,
+            warnings: report.warnings.clone(),
+            stopped: report.outcome.stopped.clone(),
+            json: serde_json::to_value(&report).unwrap_or_default(),
+        }
+    }
+}
+
+/// `agent --message`: through the running gateway's lane when there is
+/// one (commands needing a person's approval are refused there: nobody
+/// is at its terminal), else in this process.
+pub fn turn(app: &App, req: TurnRequest, approver: Arc<dyn Approver>) -> anyhow::Result<TurnDone> {
+    super::agent::check_agent(&req)?;
+    if let Some(client) = Client::find(app)? {
+        let body = serde_json::to_value(&req)?;
+        let mut json = client.post("/v1/agent", &body, Duration::from_secs(24 * 3600))?;
+        if let Some(map) = json.as_object_mut() {
+            map.remove("ok");
+        }
+        let text = |v: &Value| v.as_str().map(str::to_string);
+        return Ok(TurnDone {
+            reply: text(&json["reply"]).unwrap_or_default(),
+            silent: json["silent"].as_bool().unwrap_or(false),
+            warnings: json["warnings"]
+                .as_array()
+                .map(|a| a.iter().filter_map(text).collect())
+                .unwrap_or_default(),
+            stopped: text(&json["stopped"]),
+            json,
+        });
+    }
+    let report = crate::engine::run_one_turn(app.clone(), req, Box::new(Quiet), approver)?;
+    Ok(report.into())
+}
+
+/// Fails with [`NotRunning`] when no gateway runs.
+pub fn require_running(app: &App) -> anyhow::Result<Client> {
+    Client::find(app)?.ok_or_else(|| NotRunning.into())
+}

@@ -1,0 +1,371 @@
+//! The gateway's HTTP surface: one route table, the token check with its
+//! lockout, and JSON errors.
+//!
+//! | routes | auth | bad-token lockout |
+//! |---|---|---|
+//! | `/v1/*` control API | gateway token (`Authorization: Bearer`) | yes |
+//! | `/healthz`, `/readyz` | none | never |
+//!
+//! Every error is `{ok: false, error}` with a 4xx/5xx status: malformed
+//! JSON, a body over [`BODY_LIMIT`], a missing or wrong token, an unknown
+//! route or method.
+
+use std::collections::HashMap;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::Json;
+use axum::Router;
+use axum::extract::rejection::JsonRejection;
+use axum::extract::{ConnectInfo, DefaultBodyLimit, Request, State};
+use axum::http::StatusCode;
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use tokio::time::Instant;
+
+use super::intake::Record;
+use super::{Event, Shared, state};
+use crate::agent::policy::NoApprover;
+use crate::app::agent::TurnRequest;
+use crate::engine::{Cancelled, LaneError};
+use crate::provider::Quiet;
+
+/// Largest request body accepted.
+pub const BODY_LIMIT: usize = 1024 * 1024;
+/// Failed authentications from one address before it is locked out.
+const LOCKOUT_AFTER: u32 = 10;
+/// The window those failures are counted in, and how long a lockout lasts.
+const LOCKOUT_WINDOW: Duration = Duration::from_secs(60);
+/// How long a turn waits for accepted events to reach its queue.
+const FEED_WAIT: Duration = Duration::from_secs(2);
+
+/// An error answer.
+#[derive(Debug)]
+pub struct ApiError {
+    pub status: StatusCode,
+    pub message: String,
+}
+
+impl ApiError {
+    pub fn new(status: StatusCode, message: impl Into<String>) -> ApiError {
+        ApiError {
+            status,
+            message: message.into(),
+        }
+    }
+
+    fn internal(err: impl std::fmt::Display) -> ApiError {
+        tracing::error!(error = %err, "request failed");
+        ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, err.to_string())
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        (self.status, Json(json!({"ok": false, "error": self.message}))).into_response()
+    }
+}
+
+impl From<JsonRejection> for ApiError {
+    fn from(rejection: JsonRejection) -> ApiError {
+        ApiError::new(rejection.status(), rejection.body_text())
+    }
+}
+
+type ApiResult = Result<Json<Value>, ApiError>;
+
+/// The route table.
+pub fn router(shared: Arc<Shared>) -> Router {
+    let control = Router::new()
+        .route("/system/event", post(system_event))
+        .route("/agent", post(agent))
+        .route("/sessions", get(sessions))
+        .route("/status", get(status))
+        .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
+        .layer(middleware::from_fn_with_state(shared.clone(), require_token));
+    Router::new()
+        .route("/healthz", get(healthz))
+        .route("/readyz", get(readyz))
+        .nest("/v1", control)
+        .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
+        .layer(DefaultBodyLimit::max(BODY_LIMIT))
+        .with_state(shared)
+}
+
+async fn not_found(req: Request) -> ApiError {
+    ApiError::new(
+        StatusCode::NOT_FOUND,
+        format!("no route {} {}", req.method(), req.uri().path()),
+    )
+}
+
+async fn method_not_allowed(req: Request) -> ApiError {
+    ApiError::new(
+        StatusCode::METHOD_NOT_ALLOWED,
+        format!("{} is not allowed on {}", req.method(), req.uri().path()),
+    )
+}
+
+async fn healthz() -> Json<Value> {
+    Json(json!({"ok": true}))
+}
+
+async fn readyz(State(shared): State<Arc<Shared>>) -> Response {
+    let ready = shared.ready.load(std::sync::atomic::Ordering::Acquire) && shared.registry.all_started();
+    let status = if ready {
+        StatusCode::OK
+    } else {
+        StatusCode::SERVICE_UNAVAILABLE
+    };
+    (status, Json(json!({"ok": ready}))).into_response()
+}
+
+/// Failed authentications per client address.
+#[derive(Debug, Default)]
+pub struct Lockout {
+    clients: Mutex<HashMap<IpAddr, Failures>>,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Failures {
+    count: u32,
+    since: Instant,
+    locked_until: Option<Instant>,
+}
+
+impl Lockout {
+    /// How long `ip` is still locked out.
+    fn locked(&self, ip: IpAddr, now: Instant) -> Option<Duration> {
+        let clients = self.clients.lock().unwrap_or_else(|p| p.into_inner());
+        clients
+            .get(&ip)
+            .and_then(|f| f.locked_until)
+            .filter(|until| *until > now)
+            .map(|until| until - now)
+    }
+
+    fn failed(&self, ip: IpAddr, now: Instant) {
+        let mut clients = self.clients.lock().unwrap_or_else(|p| p.into_inner());
+        if clients.len() > 10_000 {
+            clients.retain(|_, f| now.duration_since(f.since) < LOCKOUT_WINDOW);
+        }
+        let entry = clients.entry(ip).or_insert(Failures {
+            count: 0,
+            since: now,
+            locked_until: None,
+        });
+        if now.duration_since(entry.since) >= LOCKOUT_WINDOW {
+            *entry = Failures {
+                count: 0,
+                since: now,
+                locked_until: None,
+            };
+        }
+        entry.count += 1;
+        if entry.count >= LOCKOUT_AFTER {
+            entry.locked_until = Some(now + LOCKOUT_WINDOW);
+        }
+    }
+
+    fn succeeded(&self, ip: IpAddr) {
+        self.clients
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&ip);
+    }
+}
+
+async fn require_token(State(shared): State<Arc<Shared>>, req: Request, next: Next) -> Response {
+    let ip = req
+        .extensions()
+        .get::<ConnectInfo<SocketAddr>>()
+        .map(|c| c.0.ip())
+        .unwrap_or(IpAddr::V4(Ipv4Addr::LOCALHOST));
+    let now = Instant::now();
+    if let Some(left) = shared.lockout.locked(ip, now) {
+        return ApiError::new(
+            StatusCode::TOO_MANY_REQUESTS,
+            format!(
+                "too many failed authentications; try again in {} s",
+                left.as_secs().max(1)
+            ),
+        )
+        .into_response();
+    }
+    let given = req
+        .headers()
+        .get(axum::http::header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .map(str::trim);
+    match given {
+        Some(token) if state::tokens_equal(token.as_bytes(), shared.token.as_bytes()) => {
+            shared.lockout.succeeded(ip);
+            next.run(req).await
+        }
+        Some(_) => {
+            shared.lockout.failed(ip, now);
+            ApiError::new(StatusCode::UNAUTHORIZED, "wrong gateway token").into_response()
+        }
+        None => {
+            shared.lockout.failed(ip, now);
+            ApiError::new(
+                StatusCode::UNAUTHORIZED,
+                "missing gateway token: send Authorization: Bearer <token>",
+            )
+            .into_response()
+        }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct SystemEventBody {
+    text: String,
+    #[serde(default)]
+    mode: Option<String>,
+    #[serde(default)]
+    session_key: Option<String>,
+}
+
+/// The modes of a system event.
+pub const MODES: &[&str] = &["now", "next-heartbeat"];
+
+async fn system_event(
+    State(shared): State<Arc<Shared>>,
+    body: Result<Json<SystemEventBody>, JsonRejection>,
+) -> ApiResult {
+    let Json(body) = body?;
+    let text = body.text.trim().to_string();
+    if text.is_empty() {
+        return Err(ApiError::new(StatusCode::BAD_REQUEST, "text is empty"));
+    }
+    let mode = body.mode.unwrap_or_else(|| "next-heartbeat".to_string());
+    if !MODES.contains(&mode.as_str()) {
+        return Err(ApiError::new(
+            StatusCode::BAD_REQUEST,
+            format!("mode `{mode}` is not one of now, next-heartbeat"),
+        ));
+    }
+    let req = TurnRequest {
+        session_key: body.session_key,
+        ..TurnRequest::default()
+    };
+    let session_key = shared
+        .engine
+        .session_key(&req)
+        .map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, e.to_string()))?;
+    let record = Record {
+        seq: 0,
+        ts: shared.host.now_ms(),
+        kind: "system-event".into(),
+        session_key: session_key.clone(),
+        text,
+        mode: mode.clone(),
+        trusted: true,
+    };
+    let accepting = shared.clone();
+    shared
+        .engine
+        .blocking(move || accepting.intake.accept(record))
+        .await
+        .map_err(ApiError::internal)?
+        .map_err(ApiError::internal)?;
+    if mode == "now" {
+        let _ = shared.bus.send(Event::Wake {
+            reason: "wake".into(),
+            session_key: session_key.clone(),
+        });
+    }
+    Ok(Json(
+        json!({"ok": true, "queued": true, "mode": mode, "sessionKey": session_key}),
+    ))
+}
+
+async fn agent(
+    State(shared): State<Arc<Shared>>,
+    body: Result<Json<TurnRequest>, JsonRejection>,
+) -> ApiResult {
+    let Json(req) = body?;
+    if req.message.trim().is_empty() {
+        return Err(ApiError::new(StatusCode::BAD_REQUEST, "message is empty"));
+    }
+    let key = shared
+        .engine
+        .session_key(&req)
+        .map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, e.to_string()))?;
+    let ticket = shared.engine.lanes().enqueue(&key).map_err(|e| match e {
+        LaneError::Full { .. } => ApiError::new(StatusCode::TOO_MANY_REQUESTS, e.to_string()),
+    })?;
+    let lane_seq = ticket.seq;
+    shared.intake.caught_up(FEED_WAIT).await;
+    let turn = shared.engine.turn_in_lane(
+        ticket,
+        req,
+        Box::new(Quiet),
+        Arc::new(NoApprover),
+        shared.turns_cancel.child_token(),
+    );
+    match shared.turns.track_future(turn).await {
+        Ok(report) => {
+            let mut value = serde_json::to_value(&report).map_err(ApiError::internal)?;
+            value["ok"] = json!(true);
+            value["laneSeq"] = json!(lane_seq);
+            Ok(Json(value))
+        }
+        Err(err) if err.downcast_ref::<Cancelled>().is_some() => Err(ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!("{err}"),
+        )),
+        Err(err) => Err(ApiError::new(
+            status_for(&err),
+            format!("{err:#}"),
+        )),
+    }
+}
+
+/// 4xx for what the caller can fix, 5xx for the rest.
+fn status_for(err: &anyhow::Error) -> StatusCode {
+    if err.chain().any(|c| {
+        c.is::<crate::app::agent::ModelError>() || c.is::<crate::app::agent::UnknownAgent>()
+    }) {
+        StatusCode::BAD_REQUEST
+    } else {
+        StatusCode::BAD_GATEWAY
+    }
+}
+
+async fn sessions(State(shared): State<Arc<Shared>>) -> ApiResult {
+    let app = shared.engine.app();
+    let (list, warnings) = shared
+        .engine
+        .blocking(move || app.sessions(None).list())
+        .await
+        .map_err(ApiError::internal)?;
+    let rows: Vec<Value> = list
+        .iter()
+        .map(|(key, e)| {
+            let mut v = serde_json::to_value(e).unwrap_or_default();
+            v["key"] = Value::String(key.clone());
+            v
+        })
+        .collect();
+    Ok(Json(
+        json!({"ok": true, "count": rows.len(), "sessions": rows, "warnings": warnings}),
+    ))
+}
+
+async fn status(State(shared): State<Arc<Shared>>) -> ApiResult {
+    let mut value = serde_json::to_value(shared.status()).map_err(ApiError::internal)?;
+    value["ok"] = json!(true);
+    Ok(Json(value))
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,235 @@
+//! The intake log: every trigger the gateway accepts is written here
+//! before it is acknowledged, then fed to where it goes (today: system
+//! events into their session's queue).
+//!
+//! Invariants:
+//! * A record reaches the OS before its request is answered (one
+//!   `write(2)`), so a kill -9 of the gateway loses nothing acknowledged;
+//!   fsync is group-committed ([`crate::durable::Journal`]), so a power
+//!   loss costs at most the last few milliseconds.
+//! * Records carry increasing sequence numbers; `intake.applied` holds
+//!   the last one fed. The feeder, at every start, replays what the log
+//!   holds past that mark, so a crash between writing and feeding loses
+//!   nothing; the queue's own rules (cap 20, an event equal to the one
+//!   before it dropped) apply as they would for any event.
+//! * A turn that starts after a record was accepted sees it: the gateway
+//!   waits for the feeder to reach the record's number first
+//!   ([`Intake::caught_up`]).
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures_util::future::BoxFuture;
+use serde::{Deserialize, Serialize};
+use tokio::sync::{mpsc, watch};
+use tokio_util::sync::CancellationToken;
+
+use super::supervisor::{Component, ComponentKind};
+use super::{Event, Shared};
+use crate::durable::{self, Journal};
+
+/// Largest gap between a record's write and its fsync while records come.
+pub const SYNC_WINDOW: Duration = Duration::from_millis(10);
+
+/// One accepted trigger.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Record {
+    pub seq: u64,
+    /// Milliseconds.
+    pub ts: i64,
+    pub kind: String,
+    pub session_key: String,
+    pub text: String,
+    /// `now` or `next-heartbeat`.
+    pub mode: String,
+    pub trusted: bool,
+}
+
+/// The log, its writer side and the feeder's progress.
+pub struct Intake {
+    journal: Arc<Journal>,
+    /// The last sequence number given out (taken under this lock with the
+    /// write, so the file is in sequence order).
+    last_seq: Mutex<u64>,
+    applied_path: PathBuf,
+    to_feeder: mpsc::UnboundedSender<Record>,
+    feed: tokio::sync::Mutex<mpsc::UnboundedReceiver<Record>>,
+    applied: watch::Sender<u64>,
+}
+
+impl std::fmt::Debug for Intake {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Intake")
+            .field("path", &self.journal.path())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Intake {
+    /// Opens the log in `dir`; sequence numbers continue after what it
+    /// and the applied mark hold.
+    pub fn open(dir: &std::path::Path) -> std::io::Result<Intake> {
+        let path = dir.join("intake.jsonl");
+        let applied_path = dir.join("intake.applied");
+        let applied = read_applied(&applied_path);
+        let (records, _) = durable::read_journal(&path, parse)?;
+        let last = records.iter().map(|r| r.seq).max().unwrap_or(0).max(applied);
+        let journal = Arc::new(Journal::open(&path)?);
+        let (to_feeder, feed) = mpsc::unbounded_channel();
+        Ok(Intake {
+            journal,
+            last_seq: Mutex::new(last),
+            applied_path,
+            to_feeder,
+            feed: tokio::sync::Mutex::new(feed),
+            applied: watch::Sender::new(applied),
+        })
+    }
+
+    /// The journal, for its group-commit thread.
+    pub fn journal(&self) -> Arc<Journal> {
+        self.journal.clone()
+    }
+
+    /// Writes `record` (its `seq` is assigned here) and hands it to the
+    /// feeder. Blocking: call it on the engine's boundary.
+    pub fn accept(&self, mut record: Record) -> std::io::Result<Record> {
+        let mut last = self.last_seq.lock().unwrap_or_else(|p| p.into_inner());
+        record.seq = *last + 1;
+        let line = serde_json::to_vec(&record).expect("records serialise");
+        self.journal.append(&line)?;
+        *last = record.seq;
+        drop(last);
+        // The feeder replays the log at its start, so a closed channel
+        // loses nothing.
+        let _ = self.to_feeder.send(record.clone());
+        Ok(record)
+    }
+
+    /// The last accepted sequence number.
+    pub fn last_accepted(&self) -> u64 {
+        *self.last_seq.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Waits until everything accepted so far has been fed (at most
+    /// `limit`; a stalled feeder must not hold turns forever).
+    pub async fn caught_up(&self, limit: Duration) {
+        let target = self.last_accepted();
+        let mut rx = self.applied.subscribe();
+        let _ = tokio::time::timeout(limit, rx.wait_for(|applied| *applied >= target)).await;
+    }
+
+    /// The last fed sequence number.
+    pub fn applied(&self) -> u64 {
+        *self.applied.borrow()
+    }
+}
+
+fn parse(line: &[u8]) -> Option<Record> {
+    serde_json::from_slice(line).ok()
+}
+
+fn read_applied(path: &std::path::Path) -> u64 {
+    durable::read_if_exists(path)
+        .ok()
+        .flatten()
+        .and_then(|b| String::from_utf8_lossy(&b).trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// Feeds records to the session queues: a batch at a time, one queue
+/// write per batch.
+pub struct Feeder;
+
+impl Component for Feeder {
+    fn kind(&self) -> ComponentKind {
+        ComponentKind::IntakeFeeder
+    }
+
+    fn start(
+        self: Arc<Self>,
+        shared: Arc<Shared>,
+        stop: CancellationToken,
+    ) -> BoxFuture<'static, anyhow::Result<()>> {
+        Box::pin(async move {
+            let intake = &shared.intake;
+            let mut feed = intake.feed.lock().await;
+            // What the log holds past the mark: after a crash, or records
+            // taken off the channel by a run that failed.
+            let replay = {
+                let path = intake.journal.path().to_path_buf();
+                let applied = intake.applied();
+                shared
+                    .engine
+                    .blocking(move || {
+                        durable::read_journal(&path, parse)
+                            .map(|(records, _)| records.into_iter().filter(|r| r.seq > applied).collect::<Vec<_>>())
+                    })
+                    .await??
+            };
+            if !replay.is_empty() {
+                apply(&shared, replay).await?;
+            }
+            loop {
+                let first = tokio::select! {
+                    r = feed.recv() => r,
+                    () = stop.cancelled() => return Ok(()),
+                };
+                let Some(first) = first else { return Ok(()) };
+                let mut batch = vec![first];
+                while let Ok(more) = feed.try_recv() {
+                    batch.push(more);
+                }
+                let applied = intake.applied();
+                batch.retain(|r| r.seq > applied);
+                if !batch.is_empty() {
+                    apply(&shared, batch).await?;
+                }
+            }
+        })
+    }
+}
+
+/// Queues the events of `batch` and moves the applied mark.
+async fn apply(shared: &Arc<Shared>, batch: Vec<Record>) -> anyhow::Result<()> {
+    let app = shared.engine.app();
+    let applied_path = shared.intake.applied_path.clone();
+    let last = batch.iter().map(|r| r.seq).max().unwrap_or(0);
+    let mut by_key: BTreeMap<String, Vec<Record>> = BTreeMap::new();
+    for r in batch {
+        by_key.entry(r.session_key.clone()).or_default().push(r);
+    }
+    let keys: Vec<String> = by_key.keys().cloned().collect();
+    let warnings = shared
+        .engine
+        .blocking(move || -> std::io::Result<Vec<String>> {
+            let queue = app.sessions(None).events();
+            let now = app.host.now_ts();
+            let mut warnings = Vec::new();
+            for (key, records) in &by_key {
+                let events: Vec<(String, i64, bool)> = records
+                    .iter()
+                    .map(|r| (r.text.clone(), r.ts, r.trusted))
+                    .collect();
+                warnings.extend(queue.enqueue_many(key, &events, now)?.1);
+            }
+            durable::atomic_replace(
+                &applied_path,
+                last.to_string().as_bytes(),
+                durable::PRIVATE_FILE_MODE,
+            )?;
+            Ok(warnings)
+        })
+        .await??;
+    for w in warnings {
+        tracing::warn!("{w}");
+    }
+    shared.intake.applied.send_replace(last);
+    for key in keys {
+        let _ = shared.bus.send(Event::EventsQueued { session_key: key });
+    }
+    Ok(())
+}

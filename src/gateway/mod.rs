@@ -1,0 +1,393 @@
+//! The gateway: one long-running process that owns time. It accepts
+//! triggers over HTTP (the control API; webhooks next), keeps the memory
+//! index and the skills snapshot in step with the files, applies config
+//! edits live, and runs agent turns through the one [`Engine`].
+//!
+//! Invariants:
+//! * One gateway per state directory: it holds `gateway.lock` while it
+//!   runs and publishes `gateway.json` (pid, address, port, start time,
+//!   where the token lives); clients find it only through that file
+//!   ([`state`]).
+//! * Every component runs under the [`supervisor`]: a failure is
+//!   restarted with backoff and shown in `gateway status`, never silently
+//!   dead. Every spawned task is tracked; shutdown (SIGTERM, Ctrl-C) ends
+//!   within [`SHUTDOWN_DEADLINE`]: running turns get most of it to finish
+//!   and are then cancelled (recorded as such, transcripts intact).
+//! * Whatever the gateway acknowledges is in its intake log before the
+//!   reply ([`intake`]).
+//! * The HTTP routes live in one table ([`http::router`]): `/v1/*` needs
+//!   the gateway token (bad tokens lock a client out for a while),
+//!   `/healthz` and `/readyz` need nothing; every error is JSON
+//!   `{ok: false, error}`.
+//! * Schedulers and webhooks never import the agent: they put events on
+//!   the [`Event`] bus or ask the engine for a turn.
+
+pub mod client;
+pub mod http;
+pub mod intake;
+pub mod state;
+pub mod supervisor;
+pub mod watch;
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use tokio::sync::broadcast;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use crate::app::{App, GlobalOptions};
+use crate::config::GatewayBind;
+use crate::engine::Engine;
+use crate::host::Host;
+use state::GatewayInfo;
+use supervisor::{Component, Registry};
+
+/// How long shutdown may take in all.
+pub const SHUTDOWN_DEADLINE: Duration = Duration::from_secs(10);
+/// How long running turns get to finish before they are cancelled.
+const TURN_GRACE: Duration = Duration::from_secs(7);
+
+/// What moves between components. Grouped: external commands, files,
+/// tasks. Shutdown is the stop token, not an event.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Event {
+    // External commands
+    /// System events were queued for a session.
+    EventsQueued { session_key: String },
+    /// A wake was asked for (`system event --mode now`).
+    Wake {
+        reason: String,
+        session_key: String,
+    },
+    // Files
+    /// Memory files changed and the index was refreshed.
+    MemoryRefreshed { files: usize },
+    /// The skills snapshot was rebuilt.
+    SkillsChanged,
+    /// The config was reloaded.
+    ConfigReloaded,
+    // Tasks
+    /// A task changed state.
+    TaskChanged { task_id: String, status: String },
+}
+
+/// Why the gateway did not start.
+#[derive(Debug, thiserror::Error)]
+pub enum GatewayError {
+    #[error("another gateway is running on this state directory{}", pid.map(|p| format!(" (pid {p})")).unwrap_or_default())]
+    AlreadyRunning { pid: Option<u32> },
+    #[error("port {port} on {address} is in use")]
+    PortInUse {
+        address: IpAddr,
+        port: u16,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot listen on {address}:{port}")]
+    Bind {
+        address: IpAddr,
+        port: u16,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(
+        "gateway.bind is `{0}`: a gateway reachable from other machines needs gateway.auth.token (or ALMANAC_GATEWAY_TOKEN) set"
+    )]
+    TokenRequired(String),
+    #[error("`{0}` is not a bind address: use loopback, lan or an IP address")]
+    BadBind(String),
+}
+
+/// What `gateway run` was given.
+#[derive(Debug, Clone, Default)]
+pub struct RunOptions {
+    pub port: Option<u16>,
+    /// `loopback`, `lan` or an IP address.
+    pub bind: Option<String>,
+}
+
+/// Everything the components and handlers share.
+pub struct Shared {
+    pub engine: Engine,
+    pub host: Host,
+    pub options: GlobalOptions,
+    pub bus: broadcast::Sender<Event>,
+    pub registry: Arc<Registry>,
+    pub intake: intake::Intake,
+    pub info: GatewayInfo,
+    pub token: String,
+    pub lockout: http::Lockout,
+    /// Turns in flight (tracked, so shutdown can wait for them).
+    pub turns: TaskTracker,
+    /// Cancels every running turn.
+    pub turns_cancel: CancellationToken,
+    pub ready: AtomicBool,
+}
+
+impl std::fmt::Debug for Shared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Shared").field("info", &self.info).finish_non_exhaustive()
+    }
+}
+
+/// `gateway status --json`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GatewayStatus {
+    pub running: bool,
+    pub pid: Option<u32>,
+    pub address: Option<String>,
+    pub port: Option<u16>,
+    pub started_at_ms: Option<i64>,
+    pub uptime_ms: Option<i64>,
+    pub components: Vec<supervisor::ComponentStatus>,
+    pub next_heartbeat_at_ms: Option<i64>,
+    pub next_cron_at_ms: Option<i64>,
+}
+
+impl GatewayStatus {
+    pub fn not_running() -> GatewayStatus {
+        GatewayStatus {
+            running: false,
+            pid: None,
+            address: None,
+            port: None,
+            started_at_ms: None,
+            uptime_ms: None,
+            components: Vec::new(),
+            next_heartbeat_at_ms: None,
+            next_cron_at_ms: None,
+        }
+    }
+}
+
+impl Shared {
+    pub fn status(&self) -> GatewayStatus {
+        GatewayStatus {
+            running: true,
+            pid: Some(self.info.pid),
+            address: Some(self.info.address.clone()),
+            port: Some(self.info.port),
+            started_at_ms: Some(self.info.started_at_ms),
+            uptime_ms: Some(self.host.now_ms() - self.info.started_at_ms),
+            components: self.registry.snapshot(),
+            next_heartbeat_at_ms: None,
+            next_cron_at_ms: None,
+        }
+    }
+}
+
+/// Where to listen, from flags over config.
+pub fn bind_address(app: &App, opts: &RunOptions) -> Result<(IpAddr, u16, bool), GatewayError> {
+    let gateway = &app.config.config.gateway;
+    let port = opts.port.unwrap_or(gateway.port);
+    let (address, label) = match opts.bind.as_deref().map(str::trim) {
+        Some("loopback") => (IpAddr::V4(Ipv4Addr::LOCALHOST), "loopback".to_string()),
+        Some("lan") => (IpAddr::V4(Ipv4Addr::UNSPECIFIED), "lan".to_string()),
+        Some(ip) => (
+            ip.parse().map_err(|_| GatewayError::BadBind(ip.to_string()))?,
+            ip.to_string(),
+        ),
+        None => match gateway.bind {
+            GatewayBind::Loopback => (IpAddr::V4(Ipv4Addr::LOCALHOST), "loopback".to_string()),
+            GatewayBind::Lan => (IpAddr::V4(Ipv4Addr::UNSPECIFIED), "lan".to_string()),
+            GatewayBind::Custom => {
+                let host = gateway.custom_bind_host.as_deref().unwrap_or("").trim();
+                (
+                    host.parse()
+                        .map_err(|_| GatewayError::BadBind(host.to_string()))?,
+                    "custom".to_string(),
+                )
+            }
+        },
+    };
+    let _ = label;
+    Ok((address, port, address.is_loopback()))
+}
+
+/// The components, in start order.
+fn components() -> Vec<Arc<dyn Component>> {
+    vec![
+        Arc::new(intake::Feeder),
+        Arc::new(watch::MemoryWatcher),
+        Arc::new(watch::SkillsWatcher),
+        Arc::new(watch::ConfigWatcher),
+    ]
+}
+
+/// Runs the gateway in the foreground until SIGTERM / Ctrl-C (or `stop`,
+/// for tests), printing one line when it is ready.
+pub fn run(
+    app: App,
+    options: GlobalOptions,
+    opts: RunOptions,
+    stop: CancellationToken,
+    on_ready: impl FnOnce(&GatewayInfo) + Send,
+) -> anyhow::Result<()> {
+    let (address, port, loopback) = bind_address(&app, &opts)?;
+    if !loopback && state::configured_token(&app.config.config, &app.host).is_none() {
+        let label = opts
+            .bind
+            .clone()
+            .unwrap_or_else(|| format!("{:?}", app.config.config.gateway.bind).to_lowercase());
+        return Err(GatewayError::TokenRequired(label).into());
+    }
+    app.ensure_state_dir()?;
+    let Some(lock) = crate::durable::try_lock_file(&app.paths.gateway_lock())? else {
+        let pid = state::running(&app.paths).map(|i| i.pid);
+        return Err(GatewayError::AlreadyRunning { pid }.into());
+    };
+    let listener = std::net::TcpListener::bind(SocketAddr::new(address, port)).map_err(|source| {
+        if source.kind() == std::io::ErrorKind::AddrInUse {
+            GatewayError::PortInUse {
+                address,
+                port,
+                source,
+            }
+        } else {
+            GatewayError::Bind {
+                address,
+                port,
+                source,
+            }
+        }
+    })?;
+    listener.set_nonblocking(true)?;
+    let (token, source) = state::token(&app.paths, &app.config.config, &app.host, true)?
+        .expect("a token is created when missing");
+    let intake = intake::Intake::open(&app.paths.gateway_dir())?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .max_blocking_threads(32)
+        .thread_keep_alive(Duration::from_secs(10))
+        .enable_all()
+        .build()?;
+    let result = runtime.block_on(serve(
+        app, options, listener, token, source, intake, stop, on_ready,
+    ));
+    runtime.shutdown_timeout(Duration::from_secs(1));
+    drop(lock);
+    result
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn serve(
+    app: App,
+    options: GlobalOptions,
+    listener: std::net::TcpListener,
+    token: String,
+    source: state::TokenSource,
+    intake: intake::Intake,
+    stop: CancellationToken,
+    on_ready: impl FnOnce(&GatewayInfo) + Send,
+) -> anyhow::Result<()> {
+    let local = listener.local_addr()?;
+    let listener = tokio::net::TcpListener::from_std(listener)?;
+    let paths = app.paths.clone();
+    let host = app.host.clone();
+    let memory_root = app.memory().root;
+    let info = GatewayInfo {
+        pid: std::process::id(),
+        address: local.ip().to_string(),
+        port: local.port(),
+        started_at_ms: host.now_ms(),
+        token_source: source.label().to_string(),
+        token_file: match &source {
+            state::TokenSource::File(p) => Some(p.clone()),
+            _ => None,
+        },
+        generation: 0,
+        watching: vec![memory_root],
+        version: env!("CARGO_PKG_VERSION").to_string(),
+    };
+    let journal = intake.journal();
+    let (bus, _) = broadcast::channel(256);
+    let shared = Arc::new(Shared {
+        engine: Engine::new(app),
+        host,
+        options,
+        bus,
+        registry: Arc::new(Registry::default()),
+        intake,
+        info,
+        token,
+        lockout: http::Lockout::default(),
+        turns: TaskTracker::new(),
+        turns_cancel: CancellationToken::new(),
+        ready: AtomicBool::new(false),
+    });
+    // The intake's group commit runs on a thread of its own.
+    let syncer = {
+        let journal = journal.clone();
+        std::thread::Builder::new()
+            .name("intake-sync".into())
+            .spawn(move || journal.run_syncer(intake::SYNC_WINDOW))?
+    };
+    let tracker = TaskTracker::new();
+    let components_stop = CancellationToken::new();
+    for component in components() {
+        supervisor::supervise(
+            component,
+            shared.clone(),
+            shared.registry.clone(),
+            &tracker,
+            components_stop.clone(),
+        );
+    }
+    let server_stop = CancellationToken::new();
+    let server = {
+        let router = http::router(shared.clone());
+        let server_stop = server_stop.clone();
+        tracker.spawn(async move {
+            axum::serve(
+                listener,
+                router.into_make_service_with_connect_info::<SocketAddr>(),
+            )
+            .with_graceful_shutdown(server_stop.cancelled_owned())
+            .await
+        })
+    };
+    state::publish(&paths, &shared.info)?;
+    shared.ready.store(true, Ordering::Release);
+    on_ready(&shared.info);
+    tracing::info!(address = %local, "gateway ready");
+
+    wait_for_shutdown(&stop).await;
+    tracing::info!("gateway stopping");
+    let deadline = tokio::time::Instant::now() + SHUTDOWN_DEADLINE;
+    shared.ready.store(false, Ordering::Release);
+    // No new connections; requests in flight finish (a turn's request
+    // ends when its turn does).
+    server_stop.cancel();
+    components_stop.cancel();
+    shared.turns.close();
+    if tokio::time::timeout(TURN_GRACE, shared.turns.wait()).await.is_err() {
+        tracing::warn!("turns still running; cancelling them");
+        shared.turns_cancel.cancel();
+    }
+    tracker.close();
+    if tokio::time::timeout_at(deadline, tracker.wait()).await.is_err() {
+        tracing::warn!("shutdown deadline reached; some work did not stop in time");
+    }
+    drop(server);
+    journal.close();
+    let _ = tokio::task::spawn_blocking(move || syncer.join()).await;
+    state::unpublish(&paths, std::process::id());
+    Ok(())
+}
+
+/// SIGTERM, SIGINT or the caller's token.
+async fn wait_for_shutdown(stop: &CancellationToken) {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut term = signal(SignalKind::terminate()).ok();
+    let mut int = signal(SignalKind::interrupt()).ok();
+    tokio::select! {
+        () = stop.cancelled() => {}
+        Some(()) = async { match term.as_mut() { Some(s) => s.recv().await, None => std::future::pending().await } } => {}
+        Some(()) = async { match int.as_mut() { Some(s) => s.recv().await, None => std::future::pending().await } } => {}
+    }
+}

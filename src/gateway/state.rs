@@ -1,0 +1,222 @@
+//! What a running gateway publishes, and how clients find it: the
+//! instance lock, `gateway.json` and the control-API token.
+//!
+//! Clients never probe a port: they read `gateway.json`, and a file whose
+//! pid is not alive means "not running" (a gateway killed with -9 leaves
+//! its file behind; the next start replaces it).
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::config::Config;
+use crate::durable;
+use crate::host::Host;
+use crate::paths::Paths;
+
+/// `<state dir>/gateway.json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GatewayInfo {
+    pub pid: u32,
+    /// The address it listens on, e.g. `127.0.0.1`.
+    pub address: String,
+    pub port: u16,
+    pub started_at_ms: i64,
+    /// Where the token lives: `config` (`gateway.auth.token`), `env`
+    /// (`ALMANAC_GATEWAY_TOKEN`) or `file` (`tokenFile`).
+    pub token_source: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub token_file: Option<PathBuf>,
+    /// This start's generation (tasks it owns carry it).
+    pub generation: i64,
+    /// The memory roots whose index the gateway keeps in step.
+    #[serde(default)]
+    pub watching: Vec<PathBuf>,
+    pub version: String,
+}
+
+impl GatewayInfo {
+    /// `http://address:port` (a wildcard address is reached on loopback).
+    pub fn base_url(&self) -> String {
+        let host = match self.address.as_str() {
+            "0.0.0.0" => "127.0.0.1".to_string(),
+            "::" => "[::1]".to_string(),
+            a if a.contains(':') => format!("[{a}]"),
+            a => a.to_string(),
+        };
+        format!("http://{host}:{}", self.port)
+    }
+}
+
+/// Whether process `pid` is alive (signal 0 reaches it, or it exists but
+/// belongs to someone else).
+pub fn pid_alive(pid: u32) -> bool {
+    let Ok(pid) = libc::pid_t::try_from(pid) else {
+        return false;
+    };
+    if pid <= 0 {
+        return false;
+    }
+    // SAFETY: kill with signal 0 only checks that the process exists.
+    let rc = unsafe { libc::kill(pid, 0) };
+    rc == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+}
+
+/// The running gateway of this state directory, if any: `gateway.json`
+/// whose pid is alive. A missing, unreadable or stale file is `None`.
+pub fn running(paths: &Paths) -> Option<GatewayInfo> {
+    let bytes = durable::read_if_exists(&paths.gateway_file()).ok()??;
+    let info: GatewayInfo = serde_json::from_slice(&bytes).ok()?;
+    pid_alive(info.pid).then_some(info)
+}
+
+/// Writes `gateway.json` (0600, atomically).
+pub fn publish(paths: &Paths, info: &GatewayInfo) -> std::io::Result<()> {
+    let bytes = serde_json::to_vec_pretty(info).expect("gateway info serialises");
+    durable::atomic_replace(&paths.gateway_file(), &bytes, durable::PRIVATE_FILE_MODE)
+}
+
+/// Removes `gateway.json` if it is ours (by pid).
+pub fn unpublish(paths: &Paths, pid: u32) {
+    let path = paths.gateway_file();
+    let ours = durable::read_if_exists(&path)
+        .ok()
+        .flatten()
+        .and_then(|b| serde_json::from_slice::<GatewayInfo>(&b).ok())
+        .is_some_and(|i| i.pid == pid);
+    if ours {
+        let _ = durable::remove_file(&path);
+    }
+}
+
+/// Where the control-API token comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TokenSource {
+    Config,
+    Env,
+    File(PathBuf),
+}
+
+impl TokenSource {
+    pub fn label(&self) -> &'static str {
+        match self {
+            TokenSource::Config => "config",
+            TokenSource::Env => "env",
+            TokenSource::File(_) => "file",
+        }
+    }
+}
+
+/// The token set in config or the environment, if any.
+pub fn configured_token(config: &Config, host: &Host) -> Option<(String, TokenSource)> {
+    let from_env = host.var("ALMANAC_GATEWAY_TOKEN").map(str::trim);
+    match config.gateway.auth.token.as_deref().map(str::trim) {
+        Some(t) if !t.is_empty() => {
+            let source = if from_env == Some(t) {
+                TokenSource::Env
+            } else {
+                TokenSource::Config
+            };
+            Some((t.to_string(), source))
+        }
+        _ => None,
+    }
+}
+
+/// The token of a gateway on this state directory: the configured one,
+/// else the generated file's; `create` generates the file when missing.
+pub fn token(
+    paths: &Paths,
+    config: &Config,
+    host: &Host,
+    create: bool,
+) -> std::io::Result<Option<(String, TokenSource)>> {
+    if let Some(found) = configured_token(config, host) {
+        return Ok(Some(found));
+    }
+    let path = paths.gateway_token_file();
+    if let Some(bytes) = durable::read_if_exists(&path)? {
+        let text = String::from_utf8_lossy(&bytes).trim().to_string();
+        if !text.is_empty() {
+            return Ok(Some((text, TokenSource::File(path))));
+        }
+    }
+    if !create {
+        return Ok(None);
+    }
+    let token = generate_token();
+    durable::atomic_replace(&path, token.as_bytes(), durable::PRIVATE_FILE_MODE)?;
+    Ok(Some((token, TokenSource::File(path))))
+}
+
+/// 64 hex characters from the OS's random source.
+fn generate_token() -> String {
+    let a = uuid::Uuid::new_v4().simple().to_string();
+    let b = uuid::Uuid::new_v4().simple().to_string();
+    format!("{a}{b}")
+}
+
+/// Whether two tokens are equal, in time independent of where they
+/// differ.
+pub fn tokens_equal(given: &[u8], expected: &[u8]) -> bool {
+    if given.len() != expected.len() {
+        return false;
+    }
+    given
+        .iter()
+        .zip(expected)
+        .fold(0u8, |acc, (a, b)| acc | (a ^ b))
+        == 0
+}
+
+/// A path shown to a user.
+pub fn shown(host: &Host, path: &Path) -> String {
+    host.tilde(path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn token_comparison() {
+        for (a, b, want) in [
+            ("abc", "abc", true),
+            ("abc", "abd", false),
+            ("abc", "abcd", false),
+            ("", "", true),
+        ] {
+            assert_eq!(tokens_equal(a.as_bytes(), b.as_bytes()), want, "{a} {b}");
+        }
+        let t = generate_token();
+        assert_eq!(t.len(), 64);
+        assert_ne!(t, generate_token());
+    }
+
+    #[test]
+    fn a_dead_pid_is_not_alive_and_we_are() {
+        assert!(pid_alive(std::process::id()));
+        assert!(!pid_alive(0));
+        // pid_max on Linux is at most 2^22.
+        assert!(!pid_alive(4_194_304 + 17));
+    }
+
+    #[test]
+    fn base_url_reaches_wildcards_on_loopback() {
+        let mut info = GatewayInfo {
+            pid: 1,
+            address: "0.0.0.0".into(),
+            port: 18789,
+            started_at_ms: 0,
+            token_source: "file".into(),
+            token_file: None,
+            generation: 1,
+            watching: vec![],
+            version: "x".into(),
+        };
+        assert_eq!(info.base_url(), "http://127.0.0.1:18789");
+        info.address = "::1".into();
+        assert_eq!(info.base_url(), "http://[::1]:18789");
+    }
+}
