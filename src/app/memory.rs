@@ -187,6 +187,26 @@ pub struct Searched {
     pub disabled: bool,
 }
 
+impl App {
+    /// How a command brings the memory index up to date: not at all while
+    /// the gateway's watcher keeps it in step ([`SyncMode::Watched`]),
+    /// else `mode`.
+    pub fn sync_mode(&self, memory: &crate::memory::Memory, mode: SyncMode) -> SyncMode {
+        match crate::gateway::state::running(&self.paths) {
+            Some(info) if info.watching.iter().any(|root| *root == memory.root) => SyncMode::Watched,
+            _ => mode,
+        }
+    }
+
+    /// The memory index, brought up to date as [`App::sync_mode`] says.
+    pub fn current_index(
+        &self,
+        memory: &crate::memory::Memory,
+    ) -> Result<(crate::memory::index::Index, SyncReport), crate::store::StoreError> {
+        memory.synced_index_with(self.sync_mode(memory, SyncMode::Quick), self.wall_ns())
+    }
+}
+
 pub fn search(app: &App, req: &SearchRequest) -> anyhow::Result<Searched> {
     let settings = &app.config.config.agents.defaults.memory_search;
     let memory = app.memory();
@@ -200,7 +220,7 @@ pub fn search(app: &App, req: &SearchRequest) -> anyhow::Result<Searched> {
     }
     let range = app.day_range(req.since.as_deref(), req.until.as_deref())?;
     app.ensure_state_dir()?;
-    let (index, sync) = memory.synced_index(app.wall_ns())?;
+    let (index, sync) = app.current_index(&memory)?;
     let q = Query {
         text: &req.query,
         limit: req
@@ -326,7 +346,7 @@ fn memory_file(memory: &Memory, path: &str) -> Result<(String, PathBuf), GetErro
 pub fn entity(app: &App, name: &str, max_lines: usize) -> anyhow::Result<Option<EntitySummary>> {
     let memory = app.memory();
     app.ensure_state_dir()?;
-    let (index, _) = memory.synced_index(app.wall_ns())?;
+    let (index, _) = app.current_index(&memory)?;
     Ok(index.entity(name, max_lines)?)
 }
 
@@ -343,7 +363,7 @@ pub fn recall(app: &App, req: &RecallRequest) -> anyhow::Result<RecallPack> {
     let range = app.day_range(req.since.as_deref(), req.until.as_deref())?;
     let memory = app.memory();
     app.ensure_state_dir()?;
-    let (index, _) = memory.synced_index(app.wall_ns())?;
+    let (index, _) = app.current_index(&memory)?;
     let q = Query {
         text: &req.query,
         range,

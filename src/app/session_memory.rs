@@ -241,7 +241,7 @@ pub fn search(app: &App, query: &str, limit: usize) -> anyhow::Result<SearchOutc
     let memory = app.memory();
     app.ensure_state_dir()?;
     let started = std::time::Instant::now();
-    let (index, sync) = memory.synced_index(app.wall_ns())?;
+    let (index, sync) = app.current_index(&memory)?;
     let synced = started.elapsed();
     let mut hits = if query.trim().is_empty() {
         index.recent(limit, None)?
@@ -279,7 +279,7 @@ pub fn context_creating_nothing(app: &App, goal: &str) -> anyhow::Result<Context
     }
     let index = if memory.index_path.exists() {
         memory
-            .synced_index_with(SyncMode::QuickOnly, app.wall_ns())?
+            .synced_index_with(app.sync_mode(&memory, SyncMode::QuickOnly), app.wall_ns())?
             .0
     } else {
         let (layout, _) = memory.layout();
@@ -305,7 +305,7 @@ fn context_with(
     }
     app.ensure_state_dir()?;
     let started = std::time::Instant::now();
-    let (index, sync) = memory.synced_index_with(mode, app.wall_ns())?;
+    let (index, sync) = memory.synced_index_with(app.sync_mode(&memory, mode), app.wall_ns())?;
     let synced = started.elapsed();
     let block = context::build(&memory, &index, goal, budget)?;
     tracing::debug!(?synced, total = ?started.elapsed(), mode = sync.mode, "context");

@@ -98,17 +98,24 @@ pub fn router(shared: Arc<Shared>) -> Router {
         .with_state(shared)
 }
 
+/// The path as the client sent it (a nested router sees less of it).
+fn full_path(req: &Request) -> String {
+    req.extensions()
+        .get::<axum::extract::OriginalUri>()
+        .map_or_else(|| req.uri().path().to_string(), |u| u.0.path().to_string())
+}
+
 async fn not_found(req: Request) -> ApiError {
     ApiError::new(
         StatusCode::NOT_FOUND,
-        format!("no route {} {}", req.method(), req.uri().path()),
+        format!("no route {} {}", req.method(), full_path(&req)),
     )
 }
 
 async fn method_not_allowed(req: Request) -> ApiError {
     ApiError::new(
         StatusCode::METHOD_NOT_ALLOWED,
-        format!("{} is not allowed on {}", req.method(), req.uri().path()),
+        format!("{} is not allowed on {}", req.method(), full_path(&req)),
     )
 }
 

@@ -391,3 +391,44 @@ async fn wait_for_shutdown(stop: &CancellationToken) {
         Some(()) = async { match int.as_mut() { Some(s) => s.recv().await, None => std::future::pending().await } } => {}
     }
 }
+
+/// A gateway's shared state over a temporary state directory, for tests
+/// of components and routes (call it inside a tokio runtime).
+#[cfg(test)]
+pub(crate) fn test_shared(dir: &std::path::Path, token: &str) -> Arc<Shared> {
+    let state = dir.join("state");
+    let host = Host::with_vars(
+        [("ALMANAC_STATE_DIR", state.display().to_string())],
+        dir,
+        dir,
+        "2026-12-01T10:00:00+00:00[UTC]".parse().unwrap(),
+    );
+    let options = GlobalOptions::default();
+    let app = App::load(&options, host.clone()).expect("app loads");
+    let intake = intake::Intake::open(&app.paths.gateway_dir()).expect("intake opens");
+    let info = GatewayInfo {
+        pid: std::process::id(),
+        address: "127.0.0.1".into(),
+        port: 0,
+        started_at_ms: host.now_ms(),
+        token_source: "config".into(),
+        token_file: None,
+        generation: 1,
+        watching: Vec::new(),
+        version: "test".into(),
+    };
+    Arc::new(Shared {
+        engine: Engine::new(app),
+        host,
+        options,
+        bus: broadcast::channel(64).0,
+        registry: Arc::new(Registry::default()),
+        intake,
+        info,
+        token: token.to_string(),
+        lockout: http::Lockout::default(),
+        turns: TaskTracker::new(),
+        turns_cancel: CancellationToken::new(),
+        ready: AtomicBool::new(true),
+    })
+}

@@ -58,6 +58,10 @@ pub enum SyncMode {
     Full,
     /// Drop everything and index every file.
     Rebuild,
+    /// Another process (the gateway's watcher) keeps the index in step
+    /// with the files: nothing to do, unless the index was never built
+    /// (then as `Quick`).
+    Watched,
 }
 
 /// What a sync did.
@@ -232,6 +236,16 @@ impl Index {
             )
             .optional()?
             .and_then(|v| v.parse().ok());
+        let mode = match (mode, last_full) {
+            (SyncMode::Watched, Some(_)) => {
+                return Ok(SyncReport {
+                    mode: "watched",
+                    ..SyncReport::default()
+                });
+            }
+            (SyncMode::Watched, None) => SyncMode::Quick,
+            (other, _) => other,
+        };
         let due = last_full.is_none_or(|t| now_ns.saturating_sub(t) >= FULL_SCAN_INTERVAL_NS);
         let mode = match (mode, last_full) {
             (SyncMode::QuickOnly, Some(_)) if due => {
@@ -244,7 +258,7 @@ impl Index {
             (other, _) => other,
         };
         match mode {
-            SyncMode::Quick | SyncMode::QuickOnly => self.quick_sync(now_ns),
+            SyncMode::Quick | SyncMode::QuickOnly | SyncMode::Watched => self.quick_sync(now_ns),
             SyncMode::Full | SyncMode::Rebuild => self.full_sync(mode == SyncMode::Rebuild, now_ns),
         }
     }
