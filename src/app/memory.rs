@@ -244,6 +244,7 @@ pub fn search(app: &App, req: &SearchRequest) -> anyhow::Result<Searched> {
         lend: true,
         exhaustive: false,
     };
+    tracing::debug!(sync = %sync.mode, files = sync.files_indexed, "memory index");
     let mut outcome = index.search_with(&q)?;
     outcome.hits.iter_mut().for_each(Hit::guard);
     Ok(Searched {

@@ -60,7 +60,22 @@ pub fn pid_alive(pid: u32) -> bool {
     }
     // SAFETY: kill with signal 0 only checks that the process exists.
     let rc = unsafe { libc::kill(pid, 0) };
-    rc == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+    let exists = rc == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM);
+    exists && !is_zombie(pid)
+}
+
+/// A process that ended but was not yet reaped by its parent still
+/// answers signal 0; on Linux its state says so.
+fn is_zombie(pid: libc::pid_t) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|stat| {
+            // The state follows the command name, which is in parentheses
+            // and may hold anything.
+            let after = stat.rsplit_once(')')?.1;
+            after.split_whitespace().next().map(|s| s == "Z")
+        })
+        .unwrap_or(false)
 }
 
 /// The running gateway of this state directory, if any: `gateway.json`

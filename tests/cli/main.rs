@@ -5,6 +5,7 @@ mod agent;
 mod common;
 mod exit_codes;
 mod foundation;
+mod gateway;
 mod injection;
 mod json_names;
 mod memory;

@@ -1,0 +1,460 @@
+//! The gateway daemon, run as a user would: `gateway run` in the
+//! background of a temporary home, spoken to over HTTP and by the CLI.
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::PathBuf;
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::agent::text;
+use crate::common::Sandbox;
+use crate::scripted::{Reply, ScriptedServer};
+
+/// A gateway running in the background; killed when dropped.
+pub(crate) struct Gateway {
+    pub child: Child,
+    pub port: u16,
+    pub token: String,
+}
+
+impl Drop for Gateway {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Waits for `ready` to hold, up to `limit` (a condition, not a sleep).
+#[track_caller]
+pub(crate) fn eventually<T>(limit: Duration, mut ready: impl FnMut() -> Option<T>) -> T {
+    let began = Instant::now();
+    loop {
+        if let Some(v) = ready() {
+            return v;
+        }
+        assert!(began.elapsed() < limit, "not ready within {limit:?}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+impl Gateway {
+    /// `gateway run --port 0` with `env`; returns once it published
+    /// `gateway.json`.
+    pub(crate) fn start(sb: &Sandbox, env: &[(&str, &str)]) -> Gateway {
+        let mut cmd = sb.cmd();
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let child = cmd
+            .args(["gateway", "run", "--port", "0"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        let info_path = sb.path(".almanac/gateway.json");
+        let info: Value = eventually(Duration::from_secs(20), || {
+            let text = std::fs::read_to_string(&info_path).ok()?;
+            let v: Value = serde_json::from_str(&text).ok()?;
+            (v["pid"] == pid).then_some(v)
+        });
+        let token = sb.read(".almanac/gateway.token").trim().to_string();
+        Gateway {
+            child,
+            port: info["port"].as_u64().unwrap() as u16,
+            token,
+        }
+    }
+
+    /// One HTTP request; `(status, JSON body)`.
+    pub(crate) fn request(&self, method: &str, path: &str, body: Option<&Value>) -> (u16, Value) {
+        http(self.port, method, path, Some(&self.token), body)
+    }
+
+    pub(crate) fn signal(&self, signal: &str) {
+        std::process::Command::new("kill")
+            .args([&format!("-{signal}"), &self.child.id().to_string()])
+            .status()
+            .unwrap();
+    }
+}
+
+/// A plain HTTP/1.1 request to the local gateway.
+pub(crate) fn http(
+    port: u16,
+    method: &str,
+    path: &str,
+    token: Option<&str>,
+    body: Option<&Value>,
+) -> (u16, Value) {
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    let body = body.map(|b| b.to_string()).unwrap_or_default();
+    let auth = token
+        .map(|t| format!("authorization: Bearer {t}\r\n"))
+        .unwrap_or_default();
+    write!(
+        stream,
+        "{method} {path} HTTP/1.1\r\nhost: localhost\r\nconnection: close\r\ncontent-type: application/json\r\ncontent-length: {}\r\n{auth}\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut raw = Vec::new();
+    stream.read_to_end(&mut raw).unwrap();
+    let text = String::from_utf8_lossy(&raw);
+    let status: u16 = text
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    let body = text.split_once("\r\n\r\n").map(|(_, b)| b).unwrap_or("");
+    (
+        status,
+        serde_json::from_str(body).unwrap_or(Value::String(body.to_string())),
+    )
+}
+
+fn transcript(sb: &Sandbox) -> Vec<Value> {
+    let sessions: Value = serde_json::from_str(&sb.read(".almanac/agents/main/sessions/sessions.json")).unwrap();
+    let id = sessions["agent:main:main"]["sessionId"].as_str().unwrap();
+    sb.read(&format!(".almanac/agents/main/sessions/{id}.jsonl"))
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+fn messages(lines: &[Value]) -> Vec<&Value> {
+    lines
+        .iter()
+        .filter(|l| l["type"] == "message")
+        .map(|l| &l["message"])
+        .collect()
+}
+
+fn first_text(message: &Value) -> String {
+    message["content"]
+        .as_array()
+        .and_then(|c| c.iter().find_map(|b| b["text"].as_str()))
+        .unwrap_or("")
+        .to_string()
+}
+
+#[test]
+fn one_gateway_per_state_dir_found_through_its_file_and_stopped_cleanly() {
+    let sb = Sandbox::new();
+    // Not running: status says so and exits 0; stop too.
+    let status = sb.run(&["gateway", "status", "--json"]).ok().json();
+    assert_eq!(status["running"], false);
+    assert_eq!(status["components"], json!([]));
+    let stop = sb.run(&["gateway", "stop"]).ok();
+    assert_eq!(stop.stdout.trim(), "not running");
+    assert!(!sb.path(".almanac/gateway.json").exists());
+
+    let gw = Gateway::start(&sb, &[]);
+    let (code, body) = http(gw.port, "GET", "/readyz", None, None);
+    assert_eq!((code, body), (200, json!({"ok": true})));
+    // The files it publishes are private.
+    for f in ["gateway.json", "gateway.token"] {
+        assert_eq!(crate::common::mode(&sb.path(&format!(".almanac/{f}"))), 0o600, "{f}");
+    }
+    let info: Value = serde_json::from_str(&sb.read(".almanac/gateway.json")).unwrap();
+    assert_eq!(info["address"], "127.0.0.1");
+    assert_eq!(info["tokenSource"], "file");
+
+    let status = sb.run(&["gateway", "status", "--json"]).ok().json();
+    assert_eq!(status["running"], true);
+    assert_eq!(status["pid"], gw.child.id());
+    assert_eq!(status["port"], gw.port);
+    assert!(status["uptimeMs"].as_i64().unwrap() >= 0);
+    assert!(status.get("nextHeartbeatAtMs").is_some());
+    assert!(status.get("nextCronAtMs").is_some());
+    let names: Vec<&str> = status["components"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    for name in ["intake", "memory-watcher", "skills-watcher", "config-watcher"] {
+        assert!(names.contains(&name), "{names:?}");
+    }
+    assert!(
+        status["components"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|c| c["restarts"] == 0 && c["state"] == "running"),
+        "{status}"
+    );
+
+    // A second gateway on the same state directory exits 1 at once.
+    let began = Instant::now();
+    let second = sb.run(&["gateway", "run", "--port", "0"]).code(1);
+    assert!(began.elapsed() < Duration::from_secs(5));
+    assert!(
+        second.stderr.contains("another gateway is running on this state directory"),
+        "{}",
+        second.stderr
+    );
+    // A port in use exits 1 naming it.
+    let other = Sandbox::new();
+    let taken = other
+        .run(&["gateway", "run", "--port", &gw.port.to_string()])
+        .code(1);
+    assert!(
+        taken.stderr.contains(&format!("port {} on 127.0.0.1 is in use", gw.port)),
+        "{}",
+        taken.stderr
+    );
+    // A LAN bind needs a configured token.
+    let lan = other.run(&["gateway", "run", "--port", "0", "--bind", "lan"]).code(2);
+    assert!(lan.stderr.contains("gateway.auth.token"), "{}", lan.stderr);
+
+    // System events go through it.
+    let queued = sb
+        .run(&["system", "event", "--text", "backup done", "--mode", "now", "--json"])
+        .ok()
+        .json();
+    assert_eq!(
+        queued,
+        json!({"ok": true, "queued": true, "mode": "now", "sessionKey": "agent:main:main"})
+    );
+    let queue_path = sb.path(".almanac/agents/main/sessions/system-events.json");
+    let queue: Value = eventually(Duration::from_secs(5), || {
+        let v: Value = serde_json::from_str(&std::fs::read_to_string(&queue_path).ok()?).ok()?;
+        v.get("agent:main:main").cloned()
+    });
+    assert_eq!(queue[0]["text"], "backup done");
+
+    let stopped = sb.run(&["gateway", "stop"]).ok();
+    assert!(stopped.stdout.contains("gateway stopped"), "{}", stopped.stdout);
+    assert!(!sb.path(".almanac/gateway.json").exists());
+    let status = sb.run(&["gateway", "status", "--json"]).ok().json();
+    assert_eq!(status["running"], false);
+}
+
+#[test]
+fn without_a_gateway_events_wait_in_the_file_and_gateway_commands_say_not_running() {
+    let sb = Sandbox::new();
+    let run = sb
+        .run(&["system", "event", "--text", "hello", "--mode", "now", "--json"])
+        .ok();
+    assert_eq!(run.json()["queued"], true);
+    assert!(run.stderr.contains("no wake happened"), "{}", run.stderr);
+    let queue: Value =
+        serde_json::from_str(&sb.read(".almanac/agents/main/sessions/system-events.json")).unwrap();
+    assert_eq!(queue["agent:main:main"][0]["text"], "hello");
+    // The same text again is dropped, as the queue's rule says.
+    let again = sb
+        .run(&["system", "event", "--text", "hello", "--json"])
+        .ok()
+        .json();
+    assert_eq!(again["queued"], false);
+    let bad = sb
+        .run(&["system", "event", "--text", "x", "--mode", "later"])
+        .code(2);
+    assert!(bad.stderr.contains("mode `later`"), "{}", bad.stderr);
+    let other = sb
+        .run(&["system", "event", "--text", "x", "--session-key", "agent:ops:main"])
+        .code(2);
+    assert!(other.stderr.contains("unknown agent `ops`"), "{}", other.stderr);
+    // A stale file (dead pid) means not running.
+    sb.write(
+        ".almanac/gateway.json",
+        r#"{"pid": 4194321, "address": "127.0.0.1", "port": 9, "startedAtMs": 0, "tokenSource": "file", "generation": 1, "version": "0"}"#,
+    );
+    assert_eq!(
+        sb.run(&["gateway", "status", "--json"]).ok().json()["running"],
+        false
+    );
+}
+
+fn model_env(server: &ScriptedServer) -> Vec<(&'static str, String)> {
+    vec![("OPENAI_BASE_URL", server.url.clone())]
+}
+
+#[test]
+fn concurrent_turns_on_one_session_run_one_at_a_time_in_arrival_order() {
+    const TURNS: usize = 100;
+    let sb = Sandbox::new();
+    sb.write(
+        ".almanac/config.json5",
+        r#"{agents: {defaults: {model: "openai/test-model", maxConcurrent: 8}}}"#,
+    );
+    let replies: Vec<Reply> = (0..TURNS).map(|i| text(&format!("answer {i}"))).collect();
+    let server = ScriptedServer::start(replies);
+    let env = model_env(&server);
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let gw = Gateway::start(&sb, &env);
+    let answers: Vec<(u16, Value)> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..TURNS)
+            .map(|i| {
+                let gw = &gw;
+                scope.spawn(move || {
+                    gw.request(
+                        "POST",
+                        "/v1/agent",
+                        Some(&json!({"message": format!("question {i}")})),
+                    )
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    // Every request answered, each with its place in the lane.
+    let mut by_seq: Vec<(u64, String, String)> = answers
+        .iter()
+        .map(|(code, body)| {
+            assert_eq!(*code, 200, "{body}");
+            (
+                body["laneSeq"].as_u64().unwrap(),
+                body["reply"].as_str().unwrap().to_string(),
+                String::new(),
+            )
+        })
+        .collect();
+    by_seq.sort();
+    // The model was asked one turn at a time: each request carries the
+    // whole conversation before it, two messages longer each time.
+    let requests = server.requests();
+    assert_eq!(requests.len(), TURNS);
+    for (i, r) in requests.iter().enumerate() {
+        let messages = r.json()["messages"].as_array().unwrap().len();
+        assert_eq!(messages, 1 + 2 * i + 1, "request {i}");
+    }
+    // In arrival order: the turn that joined the lane k-th got the k-th
+    // answer, and the transcript holds the pairs in that order.
+    for (k, (seq, reply, _)) in by_seq.iter().enumerate() {
+        assert_eq!(*seq, k as u64);
+        assert_eq!(reply, &format!("answer {k}"));
+    }
+    let lines = transcript(&sb);
+    let messages = messages(&lines);
+    assert_eq!(messages.len(), 2 * TURNS);
+    let mut question_of_seq = vec![String::new(); TURNS];
+    for (code, body) in &answers {
+        let _ = code;
+        let seq = body["laneSeq"].as_u64().unwrap() as usize;
+        let k: usize = body["reply"].as_str().unwrap()["answer ".len()..]
+            .parse()
+            .unwrap();
+        assert_eq!(seq, k);
+        question_of_seq[seq] = String::new();
+    }
+    for (k, pair) in messages.chunks(2).enumerate() {
+        assert_eq!(pair[0]["role"], "user", "pair {k}");
+        assert_eq!(pair[1]["role"], "assistant", "pair {k}");
+        assert_eq!(first_text(pair[1]), format!("answer {k}"));
+        assert!(first_text(pair[0]).contains("question "), "pair {k}");
+    }
+    // Each entry's parent is the one before it: one unforked chain.
+    let entries: Vec<&Value> = lines
+        .iter()
+        .filter(|l| l.get("id").is_some() && l["type"] != "session")
+        .collect();
+    assert!(entries[0]["parentId"].is_null());
+    for w in entries.windows(2) {
+        assert_eq!(w[1]["parentId"], w[0]["id"]);
+    }
+}
+
+#[test]
+fn sigterm_during_a_turn_cancels_it_within_the_deadline_and_keeps_the_transcript_whole() {
+    let sb = Sandbox::new();
+    sb.write(
+        ".almanac/config.json5",
+        r#"{agents: {defaults: {model: "openai/test-model"}}}"#,
+    );
+    let server = ScriptedServer::start(vec![text("first answer"), Reply::Hang]);
+    let env = model_env(&server);
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let mut gw = Gateway::start(&sb, &env);
+    let (code, body) = gw.request("POST", "/v1/agent", Some(&json!({"message": "hello"})));
+    assert_eq!(code, 200, "{body}");
+    let port = gw.port;
+    let token = gw.token.clone();
+    let pending = std::thread::spawn(move || {
+        http(
+            port,
+            "POST",
+            "/v1/agent",
+            Some(&token),
+            Some(&json!({"message": "this one hangs"})),
+        )
+    });
+    // The model has the second request: the turn is running.
+    eventually(Duration::from_secs(10), || (server.requests().len() == 2).then_some(()));
+    let began = Instant::now();
+    gw.signal("TERM");
+    let status = eventually(Duration::from_secs(15), || gw.child.try_wait().unwrap());
+    let took = began.elapsed();
+    assert!(status.success(), "{status:?}");
+    assert!(took < Duration::from_secs(10) + Duration::from_millis(500), "{took:?}");
+    let (code, body) = pending.join().unwrap();
+    assert_eq!(code, 503, "{body}");
+    assert!(body["error"].as_str().unwrap().contains("cancelled"), "{body}");
+    // The transcript: the first pair, then the cancelled turn's message
+    // closed by an aborted answer.
+    let lines = transcript(&sb);
+    let messages = messages(&lines);
+    assert_eq!(messages.len(), 4, "{messages:?}");
+    assert_eq!(first_text(messages[1]), "first answer");
+    assert_eq!(first_text(messages[2]), "this one hangs");
+    assert_eq!(messages[3]["role"], "assistant");
+    assert_eq!(messages[3]["stopReason"], "aborted");
+    assert!(!sb.path(".almanac/gateway.json").exists());
+    // The next turn (without a gateway) continues the same session.
+    let server = ScriptedServer::start(vec![text("back again")]);
+    let run = sb
+        .run_env(&["agent", "--message", "are you there?", "--json"], &[("OPENAI_BASE_URL", &server.url)])
+        .ok()
+        .json();
+    assert_eq!(run["reply"], "back again");
+    let sent = server.requests()[0].json();
+    let history = sent["messages"].as_array().unwrap();
+    assert!(history.iter().any(|m| m["content"] == "first answer"), "{sent}");
+    assert!(
+        history.last().unwrap()["content"]
+            .to_string()
+            .contains("are you there?"),
+        "{sent}"
+    );
+}
+
+#[test]
+fn a_note_written_by_another_process_is_found_without_a_tree_scan() {
+    let sb = Sandbox::new();
+    let days = 30;
+    crate::common::synthetic_memory(&sb.path(".almanac/workspace"), days, 5);
+    let gw = Gateway::start(&sb, &[]);
+    // The watcher's first sync has built the index.
+    eventually(Duration::from_secs(20), || {
+        let status = sb.run(&["memory", "status", "--json"]).json();
+        (status["files"].as_u64().unwrap_or(0) >= days as u64 && !status["lastSync"].is_null())
+            .then_some(())
+    });
+    let note = sb.path(".almanac/workspace/memory/2026-11-28.md");
+    let mut file = std::fs::OpenOptions::new().append(true).open(&note).unwrap();
+    writeln!(file, "- the locksmith Quillon fixed the shed door").unwrap();
+    drop(file);
+    let found = eventually(Duration::from_secs(2), || {
+        let run = sb.run_env(
+            &["memory", "search", "Quillon locksmith", "--json"],
+            &[("ALMANAC_LOG", "debug")],
+        );
+        let v = run.json();
+        (!v["results"].as_array().unwrap().is_empty()).then_some(run)
+    });
+    let v = found.json();
+    assert_eq!(v["results"][0]["path"], "memory/2026-11-28.md");
+    assert!(
+        found.stderr.contains("sync=watched"),
+        "the search did not scan: {}",
+        found.stderr
+    );
+    drop(gw);
+}
+
+
+
