@@ -20,6 +20,7 @@ mod output;
 mod session_memory_cmd;
 mod skills_cmd;
 mod status_cmd;
+mod tasks_cmd;
 mod values;
 
 use std::process::ExitCode;
@@ -95,6 +96,8 @@ enum Command {
     /// Skills: list, check, catalog, routing, running, security scan
     #[command(subcommand, alias = "plugins")]
     Skills(skills_cmd::SkillsCommand),
+    /// The background task ledger: list, show, audit, maintenance
+    Tasks(tasks_cmd::TasksArgs),
     /// Print a shell completion script
     Completions {
         /// The shell: bash, zsh, fish, elvish or powershell
@@ -163,6 +166,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Skills(cmd) => {
             skills_cmd::run(cmd, &load_app(&options, host)?, cli.global.verbose > 0)
         }
+        Command::Tasks(args) => tasks_cmd::run(args, &load_app(&options, host)?),
         Command::Completions { shell } => {
             let mut cmd = Cli::command();
             clap_complete::generate(shell, &mut cmd, "almanac", &mut std::io::stdout());
