@@ -19,6 +19,7 @@ pub mod provider;
 pub mod session;
 pub mod skills;
 pub mod store;
+pub mod tasks;
 
 #[cfg(test)]
 mod architecture_tests;

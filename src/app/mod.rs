@@ -5,7 +5,8 @@
 //! write call [`App::ensure_state_dir`] / [`Paths::ensure_workspace`] first.
 //! Commands that only read (status, config, heartbeat status and history,
 //! the `status` commands, `memory get`, skills listings, sessions, `agent
-//! prompt`) create and change nothing; searching commands may create or
+//! prompt`, `tasks list|show|audit` and `tasks maintenance` without
+//! `--apply`) create and change nothing; searching commands may create or
 //! update only the derived index.
 //! Start-up work stays minimal: one small file read (the config) and no
 //! database is opened until a command needs it.
@@ -16,6 +17,7 @@ pub mod memory;
 pub mod session_memory;
 pub mod skills;
 pub mod status;
+pub mod tasks;
 
 use crate::config::{self, LoadedConfig};
 use crate::host::Host;

@@ -22,6 +22,7 @@ mod session_memory_cmd;
 mod skills_cmd;
 mod status_cmd;
 mod system_cmd;
+mod tasks_cmd;
 mod values;
 
 use std::process::ExitCode;
@@ -103,6 +104,8 @@ enum Command {
     /// System events for a session's next turn
     #[command(subcommand)]
     System(system_cmd::SystemCommand),
+    /// The background task ledger: list, show, audit, maintenance
+    Tasks(tasks_cmd::TasksArgs),
     /// Print a shell completion script
     Completions {
         /// The shell: bash, zsh, fish, elvish or powershell
@@ -173,6 +176,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Command::Gateway(cmd) => gateway_cmd::run(cmd, load_app(&options, host)?, &options),
         Command::System(cmd) => system_cmd::run(cmd, &load_app(&options, host)?),
+        Command::Tasks(args) => tasks_cmd::run(args, &load_app(&options, host)?),
         Command::Completions { shell } => {
             let mut cmd = Cli::command();
             clap_complete::generate(shell, &mut cmd, "almanac", &mut std::io::stdout());

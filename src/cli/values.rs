@@ -38,6 +38,14 @@ pub fn entity_lines(text: &str) -> Result<usize, String> {
     whole(text, 1, MAX_ENTITY_LINES)
 }
 
+/// The most tasks or findings `tasks` lists.
+pub const MAX_TASK_LIMIT: usize = 100_000;
+
+/// `tasks list|audit --limit`: 1 to [`MAX_TASK_LIMIT`].
+pub fn task_limit(text: &str) -> Result<usize, String> {
+    whole(text, 1, MAX_TASK_LIMIT)
+}
+
 /// A score floor: a finite number from 0 to 1.
 pub fn score(text: &str) -> Result<f64, String> {
     match text.trim().parse::<f64>() {
@@ -61,6 +69,11 @@ mod tests {
         assert_eq!(context_lines("0"), Ok(0));
         assert_eq!(entity_lines("3"), Ok(3));
         assert_eq!(score("0.25"), Ok(0.25));
+        assert_eq!(task_limit("100000"), Ok(100_000));
+        for bad in ["0", "100001", "-1"] {
+            let err = task_limit(bad).unwrap_err();
+            assert!(err.contains("from 1 to 100000"), "{bad}: {err}");
+        }
         for bad in [
             "0",
             "1001",

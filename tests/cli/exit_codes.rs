@@ -141,6 +141,16 @@ const TABLE: &[Row] = &[
     row(&["skills", "run", "say_it", "hi; rm -rf ~"], 2),
     row(&["skills", "scan", "clean-skill"], 0),
     row(&["skills", "scan", "risky-skill"], 1),
+    // tasks: an empty ledger reads as empty; an unknown task is a failure.
+    row(&["tasks"], 0),
+    row(&["tasks", "list", "--status", "running"], 0),
+    row(&["tasks", "list", "--status", "finished"], 2),
+    row(&["tasks", "list", "--limit", "0"], 2),
+    row(&["tasks", "show", "nope"], 1),
+    row(&["tasks", "audit", "--severity", "error"], 0),
+    row(&["tasks", "audit", "--code", "no_such_code"], 2),
+    row(&["tasks", "maintenance"], 0),
+    row(&["tasks", "maintenance", "--apply"], 0),
 ];
 
 /// Rows that need the scripted model server, run after the table.

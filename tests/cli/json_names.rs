@@ -62,16 +62,33 @@ fn setup(sb: &Sandbox) {
     );
 }
 
+/// A task in the ledger, as the gateway records one, with an audit
+/// finding (queued for 20 minutes).
+fn record_task(sb: &Sandbox) -> String {
+    use almanac::tasks::{Ledger, NewTask, Runtime};
+    let now = NOW.parse::<jiff::Timestamp>().unwrap().as_millisecond();
+    let mut ledger = Ledger::open(&sb.path(".almanac/almanac.sqlite")).unwrap();
+    let mut new = NewTask::new(Runtime::Subagent, "agent:main:main", "Summarise the inbox");
+    new.requester_session_key = "agent:main:main".into();
+    new.task_kind = Some("agent_turn".into());
+    new.lane_key = Some("agent:main:main".into());
+    new.request = Some(serde_json::json!({"message": "hi"}));
+    ledger.create(new, now - 20 * 60_000).unwrap().task_id
+}
+
 #[test]
 fn every_json_output_speaks_camel_case() {
     let sb = Sandbox::new();
     setup(&sb);
+    let task_id = record_task(&sb);
     let server = ScriptedServer::start(vec![text("Hello.")]);
     let url = server.url.as_str();
     let agent_env = [("OPENAI_BASE_URL", url)];
     // Data, not almanac's field names: JSON Schemas of the model's tools.
     let tool_schemas = |p: &str| p.ends_with(".parameters");
     let none = |_: &str| false;
+    // Data: audit codes counted by code, and the opaque request of a task.
+    let task_data = |p: &str| p.ends_with(".byCode") || p.ends_with(".request");
     let cases: Vec<(Vec<&str>, &[(&str, &str)], &dyn Fn(&str) -> bool)> = vec![
         (vec!["status"], &[], &none),
         (vec!["config", "path"], &[], &none),
@@ -134,6 +151,10 @@ fn every_json_output_speaks_camel_case() {
         (vec!["sessions"], &[], &none),
         (vec!["sessions", "show", "agent:main:main"], &[], &none),
         (vec!["session-memory", "clear", "--all"], &[], &none),
+        (vec!["tasks", "list"], &[], &task_data),
+        (vec!["tasks", "show", &task_id], &[], &task_data),
+        (vec!["tasks", "audit"], &[], &task_data),
+        (vec!["tasks", "maintenance"], &[], &none),
     ];
     let mut odd = Vec::new();
     for (args, env, skip) in &cases {

@@ -14,6 +14,7 @@ mod policy;
 mod scripted;
 mod session_memory;
 mod skills;
+mod tasks;
 mod time_and_activity;
 mod tour;
 mod user_files;

@@ -1,0 +1,88 @@
+//! The `tasks` commands over the task ledger in the state store: list,
+//! show, audit and maintenance. Reading creates and migrates nothing (a
+//! state store that does not exist yet is an empty ledger); maintenance
+//! writes only with `apply`, and only when its preview found something to
+//! do. The command line runs no tasks, so its maintenance treats every
+//! owner as gone and goes by the leases alone.
+
+use anyhow::Context;
+use serde::Serialize;
+
+use super::App;
+use crate::tasks::{Audit, AuditCode, Ledger, Maintenance, Severity, Task, TaskError, TaskFilter};
+
+/// `tasks list --json`: `{"tasks": [...]}`.
+#[derive(Debug, Serialize)]
+pub struct TaskList {
+    pub tasks: Vec<Task>,
+}
+
+impl App {
+    /// "Now" (`--now` when given) in epoch milliseconds, the ledger's time.
+    pub fn now_ms(&self) -> i64 {
+        self.host.now.timestamp().as_millisecond()
+    }
+
+    /// An epoch-ms time of the ledger as the user reads it: in
+    /// `agents.defaults.userTimezone`, to the second.
+    pub fn local_time(&self, ms: i64) -> String {
+        match jiff::Timestamp::from_millisecond(ms) {
+            Ok(t) => t
+                .to_zoned_datetime(self.user_time_zone())
+                .strftime("%Y-%m-%d %H:%M:%S %Z")
+                .to_string(),
+            Err(_) => ms.to_string(),
+        }
+    }
+
+    fn ledger_for_reading(&self) -> anyhow::Result<Ledger> {
+        let path = self.paths.state_store();
+        Ledger::open_for_reading(&path)
+            .with_context(|| format!("cannot read the task ledger in {}", path.display()))
+    }
+}
+
+/// Tasks matching `filter`, newest first.
+pub fn list(app: &App, filter: TaskFilter, limit: Option<usize>) -> anyhow::Result<TaskList> {
+    Ok(TaskList {
+        tasks: app.ledger_for_reading()?.list(filter, limit)?,
+    })
+}
+
+/// One task by id, id prefix, run id or session key; [`TaskError::NotFound`]
+/// when none matches.
+pub fn show(app: &App, lookup: &str) -> anyhow::Result<Task> {
+    match app.ledger_for_reading()?.get(lookup)? {
+        Some(task) => Ok(task),
+        None => Err(TaskError::NotFound(lookup.to_string()).into()),
+    }
+}
+
+/// The audit now, only `severity` and `code` when given, at most `limit`
+/// findings listed (the summary counts them all).
+pub fn audit(
+    app: &App,
+    severity: Option<Severity>,
+    code: Option<AuditCode>,
+    limit: Option<usize>,
+) -> anyhow::Result<Audit> {
+    let audit = app.ledger_for_reading()?.audit(app.now_ms())?;
+    Ok(audit.filtered(severity, code, limit))
+}
+
+/// The sweeper step now: previewed, or performed with `apply`.
+pub fn maintenance(app: &App, apply: bool) -> anyhow::Result<Maintenance> {
+    let now = app.now_ms();
+    let preview = app.ledger_for_reading()?.maintenance(now, None, false)?;
+    let nothing_to_do = preview.reconciled + preview.cleanup_stamped + preview.pruned == 0;
+    if !apply || nothing_to_do {
+        return Ok(Maintenance {
+            applied: apply,
+            ..preview
+        });
+    }
+    let path = app.paths.state_store();
+    let mut ledger = Ledger::open(&path)
+        .with_context(|| format!("cannot open the task ledger in {}", path.display()))?;
+    Ok(ledger.maintenance(now, None, true)?)
+}
