@@ -20,7 +20,7 @@ pub struct TaskList {
 impl App {
     /// "Now" (`--now` when given) in epoch milliseconds, the ledger's time.
     pub fn now_ms(&self) -> i64 {
-        self.host.now.timestamp().as_millisecond()
+        self.host.now_ms()
     }
 
     /// An epoch-ms time of the ledger as the user reads it: in
