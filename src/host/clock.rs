@@ -1,0 +1,87 @@
+//! The one source of "now": a [`Clock`] handed down with the [`Host`].
+//!
+//! A short command reads it a few times; the gateway reads it for every
+//! turn and every tick, so nothing below the host keeps a frozen copy of
+//! the time. Tests inject a [`ManualClock`] and move it by hand.
+
+use std::sync::{Arc, Mutex};
+
+use jiff::Timestamp;
+
+/// Something that tells the time.
+pub trait Clock: Send + Sync + std::fmt::Debug {
+    /// The current instant.
+    fn now(&self) -> Timestamp;
+}
+
+/// The system's real-time clock.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    fn now(&self) -> Timestamp {
+        Timestamp::now()
+    }
+}
+
+/// A clock that always says the same instant (`--now`, `ALMANAC_NOW`).
+#[derive(Debug, Clone, Copy)]
+pub struct FixedClock(pub Timestamp);
+
+impl Clock for FixedClock {
+    fn now(&self) -> Timestamp {
+        self.0
+    }
+}
+
+/// A clock moved by hand, shared by every holder of a clone.
+#[derive(Debug, Clone)]
+pub struct ManualClock(Arc<Mutex<Timestamp>>);
+
+impl ManualClock {
+    pub fn new(start: Timestamp) -> ManualClock {
+        ManualClock(Arc::new(Mutex::new(start)))
+    }
+
+    /// Moves the clock forward by `by`.
+    pub fn advance(&self, by: std::time::Duration) {
+        let mut now = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let span = jiff::SignedDuration::try_from(by).unwrap_or(jiff::SignedDuration::MAX);
+        *now = now.checked_add(span).unwrap_or(Timestamp::MAX);
+    }
+
+    /// Sets the clock to `at`.
+    pub fn set(&self, at: Timestamp) {
+        *self.0.lock().unwrap_or_else(|p| p.into_inner()) = at;
+    }
+}
+
+impl Clock for ManualClock {
+    fn now(&self) -> Timestamp {
+        *self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn manual_clock_moves_only_when_told_and_clones_share_it() {
+        let start: Timestamp = "2026-12-01T10:00:00Z".parse().unwrap();
+        let clock = ManualClock::new(start);
+        let other = clock.clone();
+        assert_eq!(clock.now(), start);
+        other.advance(std::time::Duration::from_secs(90));
+        assert_eq!(clock.now().as_second() - start.as_second(), 90);
+        clock.set(start);
+        assert_eq!(other.now(), start);
+    }
+
+    #[test]
+    fn system_clock_moves() {
+        let a = SystemClock.now();
+        let b = SystemClock.now();
+        assert!(b >= a);
+    }
+}
