@@ -8,6 +8,7 @@ pub mod child;
 pub mod cli;
 pub mod config;
 pub mod durable;
+pub mod gateway;
 pub mod heartbeat;
 pub mod host;
 pub mod memory;

@@ -11,6 +11,7 @@
 //! database is opened until a command needs it.
 
 pub mod agent;
+pub mod gateway_install;
 pub mod memory;
 pub mod session_memory;
 pub mod skills;

@@ -13,6 +13,7 @@
 
 mod agent_cmd;
 mod config_cmd;
+mod gateway_cmd;
 mod heartbeat_cmd;
 mod logging;
 mod memory_cmd;
@@ -95,6 +96,9 @@ enum Command {
     /// Skills: list, check, catalog, routing, running, security scan
     #[command(subcommand, alias = "plugins")]
     Skills(skills_cmd::SkillsCommand),
+    /// The gateway daemon: install or remove it as a per-user service
+    #[command(subcommand)]
+    Gateway(gateway_cmd::GatewayCommand),
     /// Print a shell completion script
     Completions {
         /// The shell: bash, zsh, fish, elvish or powershell
@@ -163,6 +167,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Skills(cmd) => {
             skills_cmd::run(cmd, &load_app(&options, host)?, cli.global.verbose > 0)
         }
+        Command::Gateway(cmd) => gateway_cmd::run(cmd, &load_app(&options, host)?),
         Command::Completions { shell } => {
             let mut cmd = Cli::command();
             clap_complete::generate(shell, &mut cmd, "almanac", &mut std::io::stdout());

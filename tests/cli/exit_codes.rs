@@ -141,6 +141,11 @@ const TABLE: &[Row] = &[
     row(&["skills", "run", "say_it", "hi; rm -rf ~"], 2),
     row(&["skills", "scan", "clean-skill"], 0),
     row(&["skills", "scan", "risky-skill"], 1),
+    // gateway: a service file almanac did not write is refused with 2.
+    row(&["gateway", "install", "--dry-run"], 0),
+    row(&["gateway", "uninstall"], 0),
+    row(&["--profile", "mine", "gateway", "install"], 2),
+    row(&["--profile", "mine", "gateway", "uninstall"], 2),
 ];
 
 /// Rows that need the scripted model server, run after the table.
@@ -189,6 +194,13 @@ fn setup(sb: &Sandbox) {
         ".almanac/config.json5",
         "{ skills: { entries: { turned_off: { enabled: false } } } }",
     );
+    // The user's own service files where almanac's for profile `mine` go.
+    for path in [
+        ".config/systemd/user/almanac-gateway-mine.service",
+        "Library/LaunchAgents/ai.almanac.gateway.mine.plist",
+    ] {
+        sb.write(path, "[Service]\nExecStart=/usr/local/bin/mine\n");
+    }
     sb.write(
         "clean-skill/SKILL.md",
         "---\nname: clean\ndescription: d\n---\nSay hi.\n",

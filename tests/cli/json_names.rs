@@ -134,6 +134,8 @@ fn every_json_output_speaks_camel_case() {
         (vec!["sessions"], &[], &none),
         (vec!["sessions", "show", "agent:main:main"], &[], &none),
         (vec!["session-memory", "clear", "--all"], &[], &none),
+        (vec!["gateway", "install", "--dry-run"], &[], &none),
+        (vec!["gateway", "uninstall"], &[], &none),
     ];
     let mut odd = Vec::new();
     for (args, env, skip) in &cases {

@@ -5,6 +5,7 @@ mod agent;
 mod common;
 mod exit_codes;
 mod foundation;
+mod gateway_install;
 mod injection;
 mod json_names;
 mod memory;

@@ -1,0 +1,3 @@
+//! The gateway daemon.
+
+pub(crate) mod install;
