@@ -154,6 +154,7 @@ const RULES: &[Rule] = &[
             "env::vars",
             "env::current_dir",
             "env::home_dir",
+            "env::current_exe",
             "Zoned::now()",
             "Timestamp::now()",
         ],

@@ -801,7 +801,11 @@ pub struct UnknownAgent(pub String);
 /// Refuses a request for any agent but `main` (by `agent` or by an
 /// `agent:<id>:…` session key).
 pub fn check_agent(req: &TurnRequest) -> Result<(), UnknownAgent> {
-    if let Some(agent) = req.agent.as_deref().map(str::trim).filter(|a| !a.is_empty())
+    if let Some(agent) = req
+        .agent
+        .as_deref()
+        .map(str::trim)
+        .filter(|a| !a.is_empty())
         && crate::session::key::normalize_id(agent, AGENT_ID) != AGENT_ID
     {
         return Err(UnknownAgent(agent.to_string()));
@@ -821,7 +825,8 @@ pub fn check_agent(req: &TurnRequest) -> Result<(), UnknownAgent> {
 /// from, and the signal that stops it.
 pub struct TurnContext {
     pub handle: tokio::runtime::Handle,
-    pub connect: std::sync::Arc<dyn Fn(Endpoint) -> std::sync::Arc<dyn provider::Provider> + Send + Sync>,
+    pub connect:
+        std::sync::Arc<dyn Fn(Endpoint) -> std::sync::Arc<dyn provider::Provider> + Send + Sync>,
     pub cancel: tokio_util::sync::CancellationToken,
 }
 

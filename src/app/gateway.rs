@@ -90,7 +90,9 @@ pub fn stop(app: &App) -> anyhow::Result<Stopped> {
     if unsafe { libc::kill(pid, libc::SIGTERM) } != 0 {
         let err = std::io::Error::last_os_error();
         if err.raw_os_error() != Some(libc::ESRCH) {
-            return Err(anyhow::anyhow!("cannot signal the gateway (pid {pid}): {err}"));
+            return Err(anyhow::anyhow!(
+                "cannot signal the gateway (pid {pid}): {err}"
+            ));
         }
     }
     let wait = gateway::SHUTDOWN_DEADLINE + Duration::from_secs(5);
@@ -148,7 +150,10 @@ pub fn system_event(
             ok: true,
             queued: answer["queued"].as_bool().unwrap_or(true),
             mode: mode.to_string(),
-            session_key: answer["sessionKey"].as_str().unwrap_or_default().to_string(),
+            session_key: answer["sessionKey"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string(),
             via_gateway: true,
             warning: None,
         });

@@ -13,6 +13,7 @@
 
 pub mod agent;
 pub mod gateway;
+pub mod gateway_install;
 pub mod memory;
 pub mod session_memory;
 pub mod skills;

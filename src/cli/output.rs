@@ -50,6 +50,7 @@ fn is_refusal(error: &(dyn std::error::Error + 'static)) -> bool {
     use crate::app::memory::{BadRange, GetError};
     use crate::app::skills::RefusedRun;
     use crate::config::ConfigError;
+    use crate::gateway::install::InstallError;
     use crate::host::HostError;
     use crate::memory::write::AppendError;
     use crate::skills::run::RunError;
@@ -91,6 +92,7 @@ fn is_refusal(error: &(dyn std::error::Error + 'static)) -> bool {
         })
         || refused::<RefusedRun>(error, |e| !matches!(e, RefusedRun::Io(_)))
         || refused::<RunError>(error, |_| true)
+        || refused::<InstallError>(error, |e| matches!(e, InstallError::Foreign { .. }))
 }
 
 /// A hint printed under an error, by its type.
@@ -163,6 +165,7 @@ pub fn restore_default_sigpipe() {
 mod tests {
     use super::*;
     use crate::app::skills::RefusedRun;
+    use crate::gateway::install::InstallError;
     use crate::heartbeat::PingError;
     use crate::memory::write::AppendError;
 
@@ -198,6 +201,14 @@ mod tests {
                 FAILURE,
             ),
             (UsageError::wrap("bad flag"), REFUSED),
+            (
+                anyhow::Error::new(InstallError::Foreign {
+                    path: "a.service".into(),
+                    verb: "remove",
+                }),
+                REFUSED,
+            ),
+            (anyhow::Error::new(InstallError::NoExecutable), FAILURE),
             // The text of a message decides nothing.
             (
                 anyhow::anyhow!("Memory blocked: Blocked suspicious instruction"),

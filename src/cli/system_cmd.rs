@@ -20,7 +20,11 @@ pub struct EventArgs {
     #[arg(long)]
     text: String,
     /// now: queue and ask for a turn; next-heartbeat: queue only
-    #[arg(long, default_value = "next-heartbeat", value_name = "now|next-heartbeat")]
+    #[arg(
+        long,
+        default_value = "next-heartbeat",
+        value_name = "now|next-heartbeat"
+    )]
     mode: String,
     /// Session key [default: the main session]
     #[arg(long)]

@@ -895,11 +895,7 @@ fn apply_layers(
         loaded.origins.insert(key.clone(), Origin::Flag);
     }
     loaded.warnings.extend(loaded.config.clamp_ranges());
-    let host_zone = host
-        .time_zone()
-        .iana_name()
-        .unwrap_or("local")
-        .to_string();
+    let host_zone = host.time_zone().iana_name().unwrap_or("local").to_string();
     for (key, problem) in value_problems(&loaded.config) {
         let fallback = match key {
             USER_TIMEZONE => format!("using the host's zone ({host_zone})"),

@@ -234,7 +234,10 @@ mod tests {
         journal.append(b"{}").unwrap();
         journal.close();
         syncer.join().unwrap().unwrap();
-        assert!(journal.syncs() >= 1, "the record written before close was synced");
+        assert!(
+            journal.syncs() >= 1,
+            "the record written before close was synced"
+        );
     }
 
     #[test]

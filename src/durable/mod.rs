@@ -170,6 +170,20 @@ pub fn move_file(from: &Path, to: &Path) -> io::Result<()> {
     }
 }
 
+/// Removes the file or symlink at `path` (a link itself, never what it
+/// points to) and syncs its directory. Returns `false` when there was
+/// nothing to remove.
+pub fn remove_if_exists(path: &Path) -> io::Result<bool> {
+    match fs::remove_file(path) {
+        Ok(()) => {
+            sync_dir(parent_dir(path))?;
+            Ok(true)
+        }
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
 /// Appends `bytes` to `path` under an exclusive advisory lock, creating the
 /// file (mode `new_mode`) and its directory if needed. `sync` additionally
 /// flushes the data to disk before the lock is released.

@@ -409,3 +409,22 @@ fn atomic_replace_refuses_a_symlink_loop() {
     assert!(err.to_string().contains("symbolic links"), "{err}");
     assert!(fs::symlink_metadata(&a).unwrap().file_type().is_symlink());
 }
+
+#[test]
+fn remove_if_exists_removes_a_link_not_its_target() {
+    use std::os::unix::fs::symlink;
+    let dir = tempfile::tempdir().unwrap();
+    let target = dir.path().join("unit.service");
+    fs::write(&target, "x").unwrap();
+    let link = dir.path().join("wants.service");
+    symlink(&target, &link).unwrap();
+    assert!(remove_if_exists(&link).unwrap());
+    assert!(fs::symlink_metadata(&link).is_err());
+    assert_eq!(fs::read_to_string(&target).unwrap(), "x");
+    assert!(remove_if_exists(&target).unwrap());
+    assert!(!target.exists());
+    assert!(
+        !remove_if_exists(&target).unwrap(),
+        "nothing left to remove"
+    );
+}

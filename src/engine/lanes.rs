@@ -16,7 +16,9 @@ use tokio::sync::oneshot;
 /// Why a request could not join a lane.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum LaneError {
-    #[error("session {key} has {waiting} requests waiting (the most a session queues); try again later")]
+    #[error(
+        "session {key} has {waiting} requests waiting (the most a session queues); try again later"
+    )]
     Full { key: String, waiting: usize },
 }
 
@@ -181,7 +183,11 @@ mod tests {
             let (order, running) = (order.clone(), running.clone());
             handles.push(tokio::spawn(async move {
                 let _guard = ticket.enter().await;
-                assert_eq!(running.fetch_add(1, Ordering::SeqCst), 0, "two turns at once");
+                assert_eq!(
+                    running.fetch_add(1, Ordering::SeqCst),
+                    0,
+                    "two turns at once"
+                );
                 tokio::time::sleep(std::time::Duration::from_millis(5)).await;
                 order.lock().unwrap().push(i);
                 running.fetch_sub(1, Ordering::SeqCst);

@@ -82,7 +82,11 @@ impl Engine {
     /// The app as it is now (a reload replaces it; holders of the old one
     /// finish with it).
     pub fn app(&self) -> Arc<App> {
-        self.inner.app.read().unwrap_or_else(|p| p.into_inner()).clone()
+        self.inner
+            .app
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 
     /// Replaces the app after a config reload. The concurrency limit
@@ -111,7 +115,13 @@ impl Engine {
     }
 
     fn limit(&self) -> usize {
-        self.app().config.config.agents.defaults.max_concurrent.max(1) as usize
+        self.app()
+            .config
+            .config
+            .agents
+            .defaults
+            .max_concurrent
+            .max(1) as usize
     }
 
     /// The session lanes.
@@ -155,7 +165,9 @@ impl Engine {
     pub fn session_key(&self, req: &TurnRequest) -> anyhow::Result<String> {
         let app = self.app();
         app_agent::check_agent(req)?;
-        Ok(app.sessions(req.agent.as_deref()).resolve_key(req.session_key.as_deref()))
+        Ok(app
+            .sessions(req.agent.as_deref())
+            .resolve_key(req.session_key.as_deref()))
     }
 
     /// [`Engine::turn`] for a request that already holds its place in the

@@ -73,11 +73,12 @@ impl Client {
         let (status, bytes) = runtime.block_on(async {
             tokio::time::timeout(limit, self.exchange(method, path, body))
                 .await
-                .map_err(|_| anyhow::anyhow!("the gateway did not answer within {} s", limit.as_secs()))?
+                .map_err(|_| {
+                    anyhow::anyhow!("the gateway did not answer within {} s", limit.as_secs())
+                })?
         })?;
-        let value: Value = serde_json::from_slice(&bytes).unwrap_or_else(|_| {
-            Value::String(String::from_utf8_lossy(&bytes).into_owned())
-        });
+        let value: Value = serde_json::from_slice(&bytes)
+            .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into_owned()));
         if !(200..300).contains(&status) {
             let message = value["error"]
                 .as_str()
@@ -109,7 +110,10 @@ impl Client {
             .method(method)
             .uri(path)
             .header(hyper::header::HOST, authority)
-            .header(hyper::header::AUTHORIZATION, format!("Bearer {}", self.token))
+            .header(
+                hyper::header::AUTHORIZATION,
+                format!("Bearer {}", self.token),
+            )
             .header(hyper::header::CONTENT_TYPE, "application/json")
             .body(Full::new(Bytes::from(bytes)))?;
         let response = sender.send_request(request).await?;

@@ -66,7 +66,11 @@ impl ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        (self.status, Json(json!({"ok": false, "error": self.message}))).into_response()
+        (
+            self.status,
+            Json(json!({"ok": false, "error": self.message})),
+        )
+            .into_response()
     }
 }
 
@@ -87,7 +91,10 @@ pub fn router(shared: Arc<Shared>) -> Router {
         .route("/status", get(status))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
-        .layer(middleware::from_fn_with_state(shared.clone(), require_token));
+        .layer(middleware::from_fn_with_state(
+            shared.clone(),
+            require_token,
+        ));
     Router::new()
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
@@ -124,7 +131,8 @@ async fn healthz() -> Json<Value> {
 }
 
 async fn readyz(State(shared): State<Arc<Shared>>) -> Response {
-    let ready = shared.ready.load(std::sync::atomic::Ordering::Acquire) && shared.registry.all_started();
+    let ready =
+        shared.ready.load(std::sync::atomic::Ordering::Acquire) && shared.registry.all_started();
     let status = if ready {
         StatusCode::OK
     } else {
@@ -330,10 +338,7 @@ async fn agent(
             StatusCode::SERVICE_UNAVAILABLE,
             format!("{err}"),
         )),
-        Err(err) => Err(ApiError::new(
-            status_for(&err),
-            format!("{err:#}"),
-        )),
+        Err(err) => Err(ApiError::new(status_for(&err), format!("{err:#}"))),
     }
 }
 

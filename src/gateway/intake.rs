@@ -76,7 +76,12 @@ impl Intake {
         let applied_path = dir.join("intake.applied");
         let applied = read_applied(&applied_path);
         let (records, _) = durable::read_journal(&path, parse)?;
-        let last = records.iter().map(|r| r.seq).max().unwrap_or(0).max(applied);
+        let last = records
+            .iter()
+            .map(|r| r.seq)
+            .max()
+            .unwrap_or(0)
+            .max(applied);
         let journal = Arc::new(Journal::open(&path)?);
         let (to_feeder, feed) = mpsc::unbounded_channel();
         Ok(Intake {
@@ -165,8 +170,12 @@ impl Component for Feeder {
                 shared
                     .engine
                     .blocking(move || {
-                        durable::read_journal(&path, parse)
-                            .map(|(records, _)| records.into_iter().filter(|r| r.seq > applied).collect::<Vec<_>>())
+                        durable::read_journal(&path, parse).map(|(records, _)| {
+                            records
+                                .into_iter()
+                                .filter(|r| r.seq > applied)
+                                .collect::<Vec<_>>()
+                        })
                     })
                     .await??
             };

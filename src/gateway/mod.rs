@@ -24,6 +24,7 @@
 
 pub mod client;
 pub mod http;
+pub(crate) mod install;
 pub mod intake;
 pub mod state;
 pub mod supervisor;
@@ -59,10 +60,7 @@ pub enum Event {
     /// System events were queued for a session.
     EventsQueued { session_key: String },
     /// A wake was asked for (`system event --mode now`).
-    Wake {
-        reason: String,
-        session_key: String,
-    },
+    Wake { reason: String, session_key: String },
     // Files
     /// Memory files changed and the index was refreshed.
     MemoryRefreshed { files: usize },
@@ -130,7 +128,9 @@ pub struct Shared {
 
 impl std::fmt::Debug for Shared {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Shared").field("info", &self.info).finish_non_exhaustive()
+        f.debug_struct("Shared")
+            .field("info", &self.info)
+            .finish_non_exhaustive()
     }
 }
 
@@ -189,7 +189,8 @@ pub fn bind_address(app: &App, opts: &RunOptions) -> Result<(IpAddr, u16, bool),
         Some("loopback") => (IpAddr::V4(Ipv4Addr::LOCALHOST), "loopback".to_string()),
         Some("lan") => (IpAddr::V4(Ipv4Addr::UNSPECIFIED), "lan".to_string()),
         Some(ip) => (
-            ip.parse().map_err(|_| GatewayError::BadBind(ip.to_string()))?,
+            ip.parse()
+                .map_err(|_| GatewayError::BadBind(ip.to_string()))?,
             ip.to_string(),
         ),
         None => match gateway.bind {
@@ -241,21 +242,22 @@ pub fn run(
         let pid = state::running(&app.paths).map(|i| i.pid);
         return Err(GatewayError::AlreadyRunning { pid }.into());
     };
-    let listener = std::net::TcpListener::bind(SocketAddr::new(address, port)).map_err(|source| {
-        if source.kind() == std::io::ErrorKind::AddrInUse {
-            GatewayError::PortInUse {
-                address,
-                port,
-                source,
+    let listener =
+        std::net::TcpListener::bind(SocketAddr::new(address, port)).map_err(|source| {
+            if source.kind() == std::io::ErrorKind::AddrInUse {
+                GatewayError::PortInUse {
+                    address,
+                    port,
+                    source,
+                }
+            } else {
+                GatewayError::Bind {
+                    address,
+                    port,
+                    source,
+                }
             }
-        } else {
-            GatewayError::Bind {
-                address,
-                port,
-                source,
-            }
-        }
-    })?;
+        })?;
     listener.set_nonblocking(true)?;
     let (token, source) = state::token(&app.paths, &app.config.config, &app.host, true)?
         .expect("a token is created when missing");
@@ -365,12 +367,18 @@ async fn serve(
     server_stop.cancel();
     components_stop.cancel();
     shared.turns.close();
-    if tokio::time::timeout(TURN_GRACE, shared.turns.wait()).await.is_err() {
+    if tokio::time::timeout(TURN_GRACE, shared.turns.wait())
+        .await
+        .is_err()
+    {
         tracing::warn!("turns still running; cancelling them");
         shared.turns_cancel.cancel();
     }
     tracker.close();
-    if tokio::time::timeout_at(deadline, tracker.wait()).await.is_err() {
+    if tokio::time::timeout_at(deadline, tracker.wait())
+        .await
+        .is_err()
+    {
         tracing::warn!("shutdown deadline reached; some work did not stop in time");
     }
     drop(server);

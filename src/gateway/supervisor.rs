@@ -109,7 +109,12 @@ impl Registry {
     }
 
     fn update(&self, row: usize, f: impl FnOnce(&mut ComponentStatus)) {
-        if let Some(r) = self.rows.lock().unwrap_or_else(|p| p.into_inner()).get_mut(row) {
+        if let Some(r) = self
+            .rows
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get_mut(row)
+        {
             f(r);
         }
     }

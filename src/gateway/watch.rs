@@ -154,7 +154,10 @@ impl Component for MemoryWatcher {
 }
 
 /// Watches the memory root and its folders that exist; returns how many.
-fn arm_memory(watcher: &mut notify::RecommendedWatcher, layout: &crate::memory::files::Layout) -> usize {
+fn arm_memory(
+    watcher: &mut notify::RecommendedWatcher,
+    layout: &crate::memory::files::Layout,
+) -> usize {
     let mut armed = 0;
     for (dir, recursive) in layout.top_dirs() {
         let path = layout.path_of(&dir);
@@ -202,7 +205,10 @@ impl Component for SkillsWatcher {
                 if creates_root {
                     crate::skills::snapshot::arm_roots(&mut watcher, &mut missing)?;
                 }
-                if rescan || creates_root || paths.iter().any(|p| crate::skills::snapshot::relevant(p)) {
+                if rescan
+                    || creates_root
+                    || paths.iter().any(|p| crate::skills::snapshot::relevant(p))
+                {
                     refresh_skills(&shared).await?;
                     let _ = shared.bus.send(Event::SkillsChanged);
                 }

@@ -1,5 +1,5 @@
 //! What the host gives a command: environment variables, home directory,
-//! working directory and the clock.
+//! working directory, the running executable and the clock.
 //!
 //! Invariants: nothing below the CLI reads `std::env` or the system clock
 //! directly; it receives a [`Host`] and asks its [`Clock`] for the time
@@ -26,6 +26,9 @@ pub struct Host {
     vars: BTreeMap<String, String>,
     pub home: Option<PathBuf>,
     pub cwd: PathBuf,
+    /// The absolute path of the running almanac executable (`None` when
+    /// the system cannot tell, and in hand-built hosts until set).
+    exe: Option<PathBuf>,
     /// What commands treat as "now" (`--now` / `ALMANAC_NOW` fix it).
     clock: Arc<dyn Clock>,
     /// The real time, for file freshness checks, which compare against
@@ -53,6 +56,7 @@ impl Host {
             vars,
             home,
             cwd,
+            exe: std::env::current_exe().ok(),
             clock: Arc::new(SystemClock),
             wall: Arc::new(SystemClock),
             zone: TimeZone::system(),
@@ -78,6 +82,7 @@ impl Host {
                 .collect(),
             home: Some(home.to_path_buf()),
             cwd: cwd.to_path_buf(),
+            exe: None,
             clock: Arc::new(FixedClock(now.timestamp())),
             wall: Arc::new(FixedClock(now.timestamp())),
             zone: now.time_zone().clone(),
@@ -140,6 +145,24 @@ impl Host {
     /// All variables, for handing a filtered environment to children.
     pub fn vars(&self) -> &BTreeMap<String, String> {
         &self.vars
+    }
+
+    /// The same host seeing only the variables named in `keep`: what a
+    /// process started with just those would see (a service's unit).
+    pub fn with_only_vars(&self, keep: &[&str]) -> Host {
+        let mut host = self.clone();
+        host.vars.retain(|name, _| keep.contains(&name.as_str()));
+        host
+    }
+
+    /// The absolute path of the running almanac executable.
+    pub fn exe(&self) -> Option<&Path> {
+        self.exe.as_deref()
+    }
+
+    /// Sets the running executable's path (tests).
+    pub fn set_exe(&mut self, path: PathBuf) {
+        self.exe = Some(path);
     }
 
     /// Fixes "now" at `now`, shown in its zone (the `--now` flag).
@@ -253,6 +276,17 @@ mod tests {
         assert_eq!(h.raw_var("EMPTY"), Some(""));
         assert_eq!(h.flag("FLAG"), Some(false));
         assert_eq!(h.flag("MISSING"), None);
+    }
+
+    #[test]
+    fn a_host_can_be_narrowed_to_named_variables() {
+        let mut h = host();
+        h.set_exe(PathBuf::from("/opt/almanac"));
+        let narrowed = h.with_only_vars(&["FLAG", "MISSING"]);
+        assert_eq!(narrowed.vars().keys().collect::<Vec<_>>(), ["FLAG"]);
+        assert_eq!(narrowed.flag("FLAG"), Some(false));
+        assert_eq!(narrowed.exe(), Some(Path::new("/opt/almanac")));
+        assert_eq!(narrowed.cwd, h.cwd);
     }
 
     #[test]

@@ -93,9 +93,10 @@ impl Sessions {
     /// turns in one session at once (the name is a hash: keys may hold
     /// any character).
     pub fn turn_lock_path(&self, key: &str) -> PathBuf {
-        self.dir
-            .join("locks")
-            .join(format!("{:016x}.lock", crate::paths::fnv1a64(key.as_bytes())))
+        self.dir.join("locks").join(format!(
+            "{:016x}.lock",
+            crate::paths::fnv1a64(key.as_bytes())
+        ))
     }
 
     pub fn events(&self) -> events::Queue {

@@ -151,6 +151,11 @@ const TABLE: &[Row] = &[
     row(&["tasks", "audit", "--code", "no_such_code"], 2),
     row(&["tasks", "maintenance"], 0),
     row(&["tasks", "maintenance", "--apply"], 0),
+    // gateway: a service file almanac did not write is refused with 2.
+    row(&["gateway", "install", "--dry-run"], 0),
+    row(&["gateway", "uninstall"], 0),
+    row(&["--profile", "mine", "gateway", "install"], 2),
+    row(&["--profile", "mine", "gateway", "uninstall"], 2),
 ];
 
 /// Rows that need the scripted model server, run after the table.
@@ -199,6 +204,13 @@ fn setup(sb: &Sandbox) {
         ".almanac/config.json5",
         "{ skills: { entries: { turned_off: { enabled: false } } } }",
     );
+    // The user's own service files where almanac's for profile `mine` go.
+    for path in [
+        ".config/systemd/user/almanac-gateway-mine.service",
+        "Library/LaunchAgents/ai.almanac.gateway.mine.plist",
+    ] {
+        sb.write(path, "[Service]\nExecStart=/usr/local/bin/mine\n");
+    }
     sb.write(
         "clean-skill/SKILL.md",
         "---\nname: clean\ndescription: d\n---\nSay hi.\n",

@@ -117,7 +117,8 @@ pub(crate) fn http(
 }
 
 fn transcript(sb: &Sandbox) -> Vec<Value> {
-    let sessions: Value = serde_json::from_str(&sb.read(".almanac/agents/main/sessions/sessions.json")).unwrap();
+    let sessions: Value =
+        serde_json::from_str(&sb.read(".almanac/agents/main/sessions/sessions.json")).unwrap();
     let id = sessions["agent:main:main"]["sessionId"].as_str().unwrap();
     sb.read(&format!(".almanac/agents/main/sessions/{id}.jsonl"))
         .lines()
@@ -157,7 +158,11 @@ fn one_gateway_per_state_dir_found_through_its_file_and_stopped_cleanly() {
     assert_eq!((code, body), (200, json!({"ok": true})));
     // The files it publishes are private.
     for f in ["gateway.json", "gateway.token"] {
-        assert_eq!(crate::common::mode(&sb.path(&format!(".almanac/{f}"))), 0o600, "{f}");
+        assert_eq!(
+            crate::common::mode(&sb.path(&format!(".almanac/{f}"))),
+            0o600,
+            "{f}"
+        );
     }
     let info: Value = serde_json::from_str(&sb.read(".almanac/gateway.json")).unwrap();
     assert_eq!(info["address"], "127.0.0.1");
@@ -176,7 +181,12 @@ fn one_gateway_per_state_dir_found_through_its_file_and_stopped_cleanly() {
         .iter()
         .map(|c| c["name"].as_str().unwrap())
         .collect();
-    for name in ["intake", "memory-watcher", "skills-watcher", "config-watcher"] {
+    for name in [
+        "intake",
+        "memory-watcher",
+        "skills-watcher",
+        "config-watcher",
+    ] {
         assert!(names.contains(&name), "{names:?}");
     }
     assert!(
@@ -193,7 +203,9 @@ fn one_gateway_per_state_dir_found_through_its_file_and_stopped_cleanly() {
     let second = sb.run(&["gateway", "run", "--port", "0"]).code(1);
     assert!(began.elapsed() < Duration::from_secs(5));
     assert!(
-        second.stderr.contains("another gateway is running on this state directory"),
+        second
+            .stderr
+            .contains("another gateway is running on this state directory"),
         "{}",
         second.stderr
     );
@@ -203,17 +215,29 @@ fn one_gateway_per_state_dir_found_through_its_file_and_stopped_cleanly() {
         .run(&["gateway", "run", "--port", &gw.port.to_string()])
         .code(1);
     assert!(
-        taken.stderr.contains(&format!("port {} on 127.0.0.1 is in use", gw.port)),
+        taken
+            .stderr
+            .contains(&format!("port {} on 127.0.0.1 is in use", gw.port)),
         "{}",
         taken.stderr
     );
     // A LAN bind needs a configured token.
-    let lan = other.run(&["gateway", "run", "--port", "0", "--bind", "lan"]).code(2);
+    let lan = other
+        .run(&["gateway", "run", "--port", "0", "--bind", "lan"])
+        .code(2);
     assert!(lan.stderr.contains("gateway.auth.token"), "{}", lan.stderr);
 
     // System events go through it.
     let queued = sb
-        .run(&["system", "event", "--text", "backup done", "--mode", "now", "--json"])
+        .run(&[
+            "system",
+            "event",
+            "--text",
+            "backup done",
+            "--mode",
+            "now",
+            "--json",
+        ])
         .ok()
         .json();
     assert_eq!(
@@ -228,7 +252,11 @@ fn one_gateway_per_state_dir_found_through_its_file_and_stopped_cleanly() {
     assert_eq!(queue[0]["text"], "backup done");
 
     let stopped = sb.run(&["gateway", "stop"]).ok();
-    assert!(stopped.stdout.contains("gateway stopped"), "{}", stopped.stdout);
+    assert!(
+        stopped.stdout.contains("gateway stopped"),
+        "{}",
+        stopped.stdout
+    );
     assert!(!sb.path(".almanac/gateway.json").exists());
     let status = sb.run(&["gateway", "status", "--json"]).ok().json();
     assert_eq!(status["running"], false);
@@ -238,7 +266,9 @@ fn one_gateway_per_state_dir_found_through_its_file_and_stopped_cleanly() {
 fn without_a_gateway_events_wait_in_the_file_and_gateway_commands_say_not_running() {
     let sb = Sandbox::new();
     let run = sb
-        .run(&["system", "event", "--text", "hello", "--mode", "now", "--json"])
+        .run(&[
+            "system", "event", "--text", "hello", "--mode", "now", "--json",
+        ])
         .ok();
     assert_eq!(run.json()["queued"], true);
     assert!(run.stderr.contains("no wake happened"), "{}", run.stderr);
@@ -256,9 +286,20 @@ fn without_a_gateway_events_wait_in_the_file_and_gateway_commands_say_not_runnin
         .code(2);
     assert!(bad.stderr.contains("mode `later`"), "{}", bad.stderr);
     let other = sb
-        .run(&["system", "event", "--text", "x", "--session-key", "agent:ops:main"])
+        .run(&[
+            "system",
+            "event",
+            "--text",
+            "x",
+            "--session-key",
+            "agent:ops:main",
+        ])
         .code(2);
-    assert!(other.stderr.contains("unknown agent `ops`"), "{}", other.stderr);
+    assert!(
+        other.stderr.contains("unknown agent `ops`"),
+        "{}",
+        other.stderr
+    );
     // A stale file (dead pid) means not running.
     sb.write(
         ".almanac/gateway.json",
@@ -384,16 +425,24 @@ fn sigterm_during_a_turn_cancels_it_within_the_deadline_and_keeps_the_transcript
         )
     });
     // The model has the second request: the turn is running.
-    eventually(Duration::from_secs(10), || (server.requests().len() == 2).then_some(()));
+    eventually(Duration::from_secs(10), || {
+        (server.requests().len() == 2).then_some(())
+    });
     let began = Instant::now();
     gw.signal("TERM");
     let status = eventually(Duration::from_secs(15), || gw.child.try_wait().unwrap());
     let took = began.elapsed();
     assert!(status.success(), "{status:?}");
-    assert!(took < Duration::from_secs(10) + Duration::from_millis(500), "{took:?}");
+    assert!(
+        took < Duration::from_secs(10) + Duration::from_millis(500),
+        "{took:?}"
+    );
     let (code, body) = pending.join().unwrap();
     assert_eq!(code, 503, "{body}");
-    assert!(body["error"].as_str().unwrap().contains("cancelled"), "{body}");
+    assert!(
+        body["error"].as_str().unwrap().contains("cancelled"),
+        "{body}"
+    );
     // The transcript: the first pair, then the cancelled turn's message
     // closed by an aborted answer.
     let lines = transcript(&sb);
@@ -407,13 +456,19 @@ fn sigterm_during_a_turn_cancels_it_within_the_deadline_and_keeps_the_transcript
     // The next turn (without a gateway) continues the same session.
     let server = ScriptedServer::start(vec![text("back again")]);
     let run = sb
-        .run_env(&["agent", "--message", "are you there?", "--json"], &[("OPENAI_BASE_URL", &server.url)])
+        .run_env(
+            &["agent", "--message", "are you there?", "--json"],
+            &[("OPENAI_BASE_URL", &server.url)],
+        )
         .ok()
         .json();
     assert_eq!(run["reply"], "back again");
     let sent = server.requests()[0].json();
     let history = sent["messages"].as_array().unwrap();
-    assert!(history.iter().any(|m| m["content"] == "first answer"), "{sent}");
+    assert!(
+        history.iter().any(|m| m["content"] == "first answer"),
+        "{sent}"
+    );
     assert!(
         history.last().unwrap()["content"]
             .to_string()
@@ -435,7 +490,10 @@ fn a_note_written_by_another_process_is_found_without_a_tree_scan() {
             .then_some(())
     });
     let note = sb.path(".almanac/workspace/memory/2026-11-28.md");
-    let mut file = std::fs::OpenOptions::new().append(true).open(&note).unwrap();
+    let mut file = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&note)
+        .unwrap();
     writeln!(file, "- the locksmith Quillon fixed the shed door").unwrap();
     drop(file);
     let found = eventually(Duration::from_secs(2), || {
@@ -455,6 +513,3 @@ fn a_note_written_by_another_process_is_found_without_a_tree_scan() {
     );
     drop(gw);
 }
-
-
-

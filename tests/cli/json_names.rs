@@ -155,6 +155,8 @@ fn every_json_output_speaks_camel_case() {
         (vec!["tasks", "show", &task_id], &[], &task_data),
         (vec!["tasks", "audit"], &[], &task_data),
         (vec!["tasks", "maintenance"], &[], &none),
+        (vec!["gateway", "install", "--dry-run"], &[], &none),
+        (vec!["gateway", "uninstall"], &[], &none),
     ];
     let mut odd = Vec::new();
     for (args, env, skip) in &cases {

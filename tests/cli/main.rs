@@ -6,6 +6,7 @@ mod common;
 mod exit_codes;
 mod foundation;
 mod gateway;
+mod gateway_install;
 mod injection;
 mod json_names;
 mod memory;

@@ -150,7 +150,9 @@ async fn bad_input_gets_a_4xx_with_a_json_error_and_never_a_crash() {
         let (status, body) = call(&router, req).await;
         assert_eq!(status, want, "{name}: {body}");
         assert_eq!(body["ok"], false, "{name}: {body}");
-        let error = body["error"].as_str().unwrap_or_else(|| panic!("{name}: {body}"));
+        let error = body["error"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{name}: {body}"));
         assert!(error.contains(says), "{name}: {error}");
     }
     // Nothing was accepted.

@@ -84,7 +84,9 @@ impl Component for Failing {
 }
 
 fn row<'a>(rows: &'a [ComponentStatus], name: &str) -> &'a ComponentStatus {
-    rows.iter().find(|r| r.name == name).expect("component listed")
+    rows.iter()
+        .find(|r| r.name == name)
+        .expect("component listed")
 }
 
 #[tokio::test(flavor = "current_thread", start_paused = true)]
@@ -121,7 +123,11 @@ async fn a_panicking_component_is_restarted_with_backoff_and_the_others_keep_ser
     let rows = shared.registry.snapshot();
     assert_eq!(row(&rows, "flaky").restarts, 3, "{rows:?}");
     assert_eq!(row(&rows, "flaky").state, "restarting");
-    assert_eq!(flaky.starts.load(Ordering::SeqCst), 3, "backoff holds the fourth start");
+    assert_eq!(
+        flaky.starts.load(Ordering::SeqCst),
+        3,
+        "backoff holds the fourth start"
+    );
     tokio::time::sleep(Duration::from_millis(500)).await;
     let rows = shared.registry.snapshot();
     let flaky_row = row(&rows, "flaky");
@@ -140,7 +146,11 @@ async fn a_panicking_component_is_restarted_with_backoff_and_the_others_keep_ser
     // The steady one never stopped: about one tick per 100 ms.
     let steady = row(&rows, "steady");
     assert_eq!(steady.restarts, 0);
-    assert!(ticks.load(Ordering::SeqCst) >= 14, "{}", ticks.load(Ordering::SeqCst));
+    assert!(
+        ticks.load(Ordering::SeqCst) >= 14,
+        "{}",
+        ticks.load(Ordering::SeqCst)
+    );
     // What `gateway status --json` shows.
     let status = serde_json::to_value(shared.status()).unwrap();
     let shown = status["components"]
