@@ -234,6 +234,30 @@ pub fn turn(app: &App, req: TurnRequest, approver: Arc<dyn Approver>) -> anyhow:
     Ok(report.into())
 }
 
+/// `tasks cancel`: through the running gateway, which owns running
+/// tasks (`{ok, result, task}`).
+pub fn cancel_task(app: &App, lookup: &str) -> anyhow::Result<Value> {
+    let client = require_running(app)?;
+    let path = format!("/v1/tasks/{}/cancel", percent_encode(lookup));
+    let mut answer = client.post(&path, &json!({}), Duration::from_secs(30))?;
+    if let Some(map) = answer.as_object_mut() {
+        map.remove("ok");
+    }
+    Ok(answer)
+}
+
+/// A path segment with everything but unreserved characters escaped.
+fn percent_encode(text: &str) -> String {
+    text.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (b as char).to_string()
+            }
+            other => format!("%{other:02X}"),
+        })
+        .collect()
+}
+
 /// Fails with [`NotRunning`] when no gateway runs.
 pub fn require_running(app: &App) -> anyhow::Result<Client> {
     Client::find(app)?.ok_or_else(|| NotRunning.into())

@@ -51,6 +51,13 @@ pub enum TasksCommand {
         #[command(flatten)]
         json: JsonFlag,
     },
+    /// Cancel a task through the running gateway (a queued one at once, a running one is stopped)
+    Cancel {
+        /// Task id (or its first characters), run id or session key
+        lookup: String,
+        #[command(flatten)]
+        json: JsonFlag,
+    },
     /// Check the ledger: stale, lost, undelivered and inconsistent tasks
     Audit {
         /// Only findings of this severity
@@ -104,6 +111,26 @@ pub fn run(args: TasksArgs, app: &App) -> anyhow::Result<ExitCode> {
                 print_json(&task)?;
             } else {
                 print_task(app, &task);
+            }
+        }
+        TasksCommand::Cancel { lookup, json } => {
+            let answer = crate::app::gateway::cancel_task(app, &lookup)?;
+            if json.json {
+                print_json(&answer)?;
+            } else {
+                let id = answer["task"]["taskId"].as_str().unwrap_or("");
+                match answer["result"].as_str() {
+                    Some("cancelled") => println!("Cancelled {}.", crate::tasks::short_id(id)),
+                    Some("requested") => println!(
+                        "Cancel requested: {} is stopping.",
+                        crate::tasks::short_id(id)
+                    ),
+                    _ => println!(
+                        "{} had already ended ({}).",
+                        crate::tasks::short_id(id),
+                        answer["task"]["status"].as_str().unwrap_or("")
+                    ),
+                }
             }
         }
         TasksCommand::Audit {

@@ -158,7 +158,8 @@ impl Engine {
     ) -> anyhow::Result<TurnReport> {
         let key = self.session_key(&req)?;
         let ticket = self.inner.lanes.enqueue(&key)?;
-        self.turn_in_lane(ticket, req, sink, approver, cancel).await
+        self.turn_in_lane(ticket, req, sink, approver, cancel, Box::new(|| Ok(())))
+            .await
     }
 
     /// The session key `req` runs in (refusing agents other than `main`).
@@ -171,7 +172,9 @@ impl Engine {
     }
 
     /// [`Engine::turn`] for a request that already holds its place in the
-    /// lane (the gateway records the place before waiting).
+    /// lane (the gateway records the place before waiting). `on_start`
+    /// runs on the blocking boundary once the turn has its lane and slot,
+    /// before anything else; an error from it ends the turn unrun.
     pub async fn turn_in_lane(
         &self,
         ticket: Ticket,
@@ -179,6 +182,7 @@ impl Engine {
         mut sink: Box<dyn StreamSink>,
         approver: Arc<dyn Approver>,
         cancel: CancellationToken,
+        on_start: Box<dyn FnOnce() -> anyhow::Result<()> + Send>,
     ) -> anyhow::Result<TurnReport> {
         let lane = tokio::select! {
             lane = ticket.enter() => lane,
@@ -195,6 +199,7 @@ impl Engine {
             .blocking(move || {
                 let _lane = lane;
                 let _permit = permit;
+                on_start()?;
                 let ctx = TurnContext {
                     handle,
                     connect: Arc::new(move |endpoint| provider_for(&providers.providers, endpoint)),

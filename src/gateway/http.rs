@@ -89,6 +89,8 @@ pub fn router(shared: Arc<Shared>) -> Router {
         .route("/agent", post(agent))
         .route("/sessions", get(sessions))
         .route("/status", get(status))
+        .route("/tasks", get(tasks))
+        .route("/tasks/{id}/cancel", post(cancel_task))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(middleware::from_fn_with_state(
@@ -315,23 +317,80 @@ async fn agent(
         .engine
         .session_key(&req)
         .map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, e.to_string()))?;
-    let ticket = shared.engine.lanes().enqueue(&key).map_err(|e| match e {
-        LaneError::Full { .. } => ApiError::new(StatusCode::TOO_MANY_REQUESTS, e.to_string()),
-    })?;
-    let lane_seq = ticket.seq;
+    // The task is recorded and joins its lane as one step: the ledger's
+    // lane order is the order the turns run in.
+    let (task, ticket) = {
+        let _admitted = shared.admission.lock().await;
+        if shared.engine.lanes().waiting(&key) >= crate::engine::LANE_CAPACITY {
+            return Err(ApiError::new(
+                StatusCode::TOO_MANY_REQUESTS,
+                format!(
+                    "session {key} has {} requests waiting (the most a session queues); try again later",
+                    crate::engine::LANE_CAPACITY
+                ),
+            ));
+        }
+        let recording = shared.clone();
+        let request = serde_json::to_value(&req).map_err(ApiError::internal)?;
+        let (lane, message) = (key.clone(), req.message.clone());
+        let task = shared
+            .engine
+            .blocking(move || {
+                let now = recording.host.now_ms();
+                recording.tasks.record_turn(&lane, &message, request, now)
+            })
+            .await
+            .map_err(ApiError::internal)?
+            .map_err(ApiError::internal)?;
+        let ticket = shared.engine.lanes().enqueue(&key).map_err(|e| match e {
+            LaneError::Full { .. } => ApiError::new(StatusCode::TOO_MANY_REQUESTS, e.to_string()),
+        })?;
+        (task, ticket)
+    };
     shared.intake.caught_up(FEED_WAIT).await;
+    let cancel = shared.turns_cancel.child_token();
+    let starting = shared.clone();
+    let (task_id, switch) = (task.task_id.clone(), cancel.clone());
+    let on_start = Box::new(move || {
+        let now = starting.host.now_ms();
+        if starting.tasks.start(&task_id, switch, now)? {
+            Ok(())
+        } else {
+            Err(Cancelled("before it started (tasks cancel)".into()).into())
+        }
+    });
     let turn = shared.engine.turn_in_lane(
         ticket,
         req,
         Box::new(Quiet),
         Arc::new(NoApprover),
-        shared.turns_cancel.child_token(),
+        cancel,
+        on_start,
     );
-    match shared.turns.track_future(turn).await {
+    let result = shared.turns.track_future(turn).await;
+    let end = super::tasks::terminal_of(&result);
+    let finishing = shared.clone();
+    let task_id = task.task_id.clone();
+    let status = end.status;
+    shared
+        .engine
+        .blocking(move || {
+            let now = finishing.host.now_ms();
+            finishing.tasks.finish(&task_id, end, now)
+        })
+        .await
+        .map_err(ApiError::internal)?
+        .map_err(ApiError::internal)?;
+    let _ = shared.bus.send(Event::TaskChanged {
+        task_id: task.task_id.clone(),
+        status: crate::tasks::Status::from(status).as_str().to_string(),
+    });
+    match result {
         Ok(report) => {
             let mut value = serde_json::to_value(&report).map_err(ApiError::internal)?;
             value["ok"] = json!(true);
-            value["laneSeq"] = json!(lane_seq);
+            value["taskId"] = json!(task.task_id);
+            value["laneSeq"] = json!(task.lane_seq);
             Ok(Json(value))
         }
         Err(err) if err.downcast_ref::<Cancelled>().is_some() => Err(ApiError::new(
@@ -340,6 +399,64 @@ async fn agent(
         )),
         Err(err) => Err(ApiError::new(status_for(&err), format!("{err:#}"))),
     }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct TasksQuery {
+    #[serde(default)]
+    status: Option<String>,
+    #[serde(default)]
+    runtime: Option<String>,
+    #[serde(default)]
+    limit: Option<usize>,
+}
+
+async fn tasks(
+    State(shared): State<Arc<Shared>>,
+    query: Result<axum::extract::Query<TasksQuery>, axum::extract::rejection::QueryRejection>,
+) -> ApiResult {
+    let axum::extract::Query(query) =
+        query.map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, e.body_text()))?;
+    let bad = |e: crate::tasks::UnknownValue| ApiError::new(StatusCode::BAD_REQUEST, e.to_string());
+    let filter = crate::tasks::TaskFilter {
+        status: query.status.as_deref().map(str::parse).transpose().map_err(bad)?,
+        runtime: query.runtime.as_deref().map(str::parse).transpose().map_err(bad)?,
+    };
+    let listing = shared.clone();
+    let list = shared
+        .engine
+        .blocking(move || listing.tasks.with(|l| l.list(filter, query.limit)))
+        .await
+        .map_err(ApiError::internal)?
+        .map_err(ApiError::internal)?;
+    Ok(Json(json!({"ok": true, "tasks": list})))
+}
+
+async fn cancel_task(
+    State(shared): State<Arc<Shared>>,
+    axum::extract::Path(id): axum::extract::Path<String>,
+) -> ApiResult {
+    let cancelling = shared.clone();
+    let outcome = shared
+        .engine
+        .blocking(move || {
+            let now = cancelling.host.now_ms();
+            cancelling.tasks.cancel(&id, now)
+        })
+        .await
+        .map_err(ApiError::internal)?
+        .map_err(|e| match e {
+            crate::tasks::TaskError::NotFound(_) => ApiError::new(StatusCode::NOT_FOUND, e.to_string()),
+            crate::tasks::TaskError::Ambiguous(_) => ApiError::new(StatusCode::BAD_REQUEST, e.to_string()),
+            other => ApiError::internal(other),
+        })?;
+    let result = match &outcome {
+        crate::tasks::CancelOutcome::Cancelled(_) => "cancelled",
+        crate::tasks::CancelOutcome::Requested(_) => "requested",
+        crate::tasks::CancelOutcome::AlreadyTerminal(_) => "already-ended",
+    };
+    Ok(Json(json!({"ok": true, "result": result, "task": outcome.task()})))
 }
 
 /// 4xx for what the caller can fix, 5xx for the rest.

@@ -28,6 +28,7 @@ pub(crate) mod install;
 pub mod intake;
 pub mod state;
 pub mod supervisor;
+pub mod tasks;
 pub mod watch;
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
@@ -124,6 +125,11 @@ pub struct Shared {
     /// Cancels every running turn.
     pub turns_cancel: CancellationToken,
     pub ready: AtomicBool,
+    /// The task ledger and this start's generation.
+    pub tasks: tasks::TaskBook,
+    /// Recording a task and joining its lane happen as one step, so the
+    /// ledger's lane order is the order turns run in.
+    pub admission: tokio::sync::Mutex<()>,
 }
 
 impl std::fmt::Debug for Shared {
@@ -217,6 +223,7 @@ fn components() -> Vec<Arc<dyn Component>> {
         Arc::new(watch::MemoryWatcher),
         Arc::new(watch::SkillsWatcher),
         Arc::new(watch::ConfigWatcher),
+        Arc::new(tasks::TaskSweeper),
     ]
 }
 
@@ -262,6 +269,7 @@ pub fn run(
     let (token, source) = state::token(&app.paths, &app.config.config, &app.host, true)?
         .expect("a token is created when missing");
     let intake = intake::Intake::open(&app.paths.gateway_dir())?;
+    let book = open_ledger(&app)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .max_blocking_threads(32)
@@ -269,7 +277,7 @@ pub fn run(
         .enable_all()
         .build()?;
     let result = runtime.block_on(serve(
-        app, options, listener, token, source, intake, stop, on_ready,
+        app, options, listener, token, source, intake, book, stop, on_ready,
     ));
     runtime.shutdown_timeout(Duration::from_secs(1));
     drop(lock);
@@ -284,6 +292,7 @@ async fn serve(
     token: String,
     source: state::TokenSource,
     intake: intake::Intake,
+    book: tasks::TaskBook,
     stop: CancellationToken,
     on_ready: impl FnOnce(&GatewayInfo) + Send,
 ) -> anyhow::Result<()> {
@@ -302,7 +311,7 @@ async fn serve(
             state::TokenSource::File(p) => Some(p.clone()),
             _ => None,
         },
-        generation: 0,
+        generation: book.generation,
         watching: vec![memory_root],
         version: env!("CARGO_PKG_VERSION").to_string(),
     };
@@ -321,6 +330,8 @@ async fn serve(
         turns: TaskTracker::new(),
         turns_cancel: CancellationToken::new(),
         ready: AtomicBool::new(false),
+        tasks: book,
+        admission: tokio::sync::Mutex::new(()),
     });
     // The intake's group commit runs on a thread of its own.
     let syncer = {
@@ -388,6 +399,25 @@ async fn serve(
     Ok(())
 }
 
+/// Opens the ledger, takes this start's generation and takes over what
+/// earlier generations left running.
+fn open_ledger(app: &App) -> anyhow::Result<tasks::TaskBook> {
+    let mut ledger = crate::tasks::Ledger::open(&app.paths.state_store())?;
+    let generation = ledger.next_generation()?;
+    let recovery =
+        ledger.recover_at_start(generation, app.host.now_ms(), tasks::RETRYABLE_KINDS)?;
+    if !recovery.lost.is_empty() {
+        tracing::warn!(
+            count = recovery.lost.len(),
+            "tasks left running by the previous gateway are marked lost"
+        );
+    }
+    if !recovery.requeued.is_empty() {
+        tracing::info!(count = recovery.requeued.len(), "tasks queued again");
+    }
+    Ok(tasks::TaskBook::new(ledger, generation))
+}
+
 /// SIGTERM, SIGINT or the caller's token.
 async fn wait_for_shutdown(stop: &CancellationToken) {
     use tokio::signal::unix::{SignalKind, signal};
@@ -438,5 +468,7 @@ pub(crate) fn test_shared(dir: &std::path::Path, token: &str) -> Arc<Shared> {
         turns: TaskTracker::new(),
         turns_cancel: CancellationToken::new(),
         ready: AtomicBool::new(true),
+        tasks: tasks::TaskBook::new(crate::tasks::Ledger::open_in_memory().unwrap(), 1),
+        admission: tokio::sync::Mutex::new(()),
     })
 }

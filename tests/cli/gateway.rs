@@ -367,27 +367,35 @@ fn concurrent_turns_on_one_session_run_one_at_a_time_in_arrival_order() {
     // In arrival order: the turn that joined the lane k-th got the k-th
     // answer, and the transcript holds the pairs in that order.
     for (k, (seq, reply, _)) in by_seq.iter().enumerate() {
-        assert_eq!(*seq, k as u64);
+        assert_eq!(*seq, k as u64 + 1);
         assert_eq!(reply, &format!("answer {k}"));
     }
     let lines = transcript(&sb);
     let messages = messages(&lines);
     assert_eq!(messages.len(), 2 * TURNS);
+    // The k-th turn answered the question its request asked.
     let mut question_of_seq = vec![String::new(); TURNS];
-    for (code, body) in &answers {
-        let _ = code;
+    for (i, (_, body)) in answers.iter().enumerate() {
         let seq = body["laneSeq"].as_u64().unwrap() as usize;
-        let k: usize = body["reply"].as_str().unwrap()["answer ".len()..]
-            .parse()
-            .unwrap();
-        assert_eq!(seq, k);
-        question_of_seq[seq] = String::new();
+        question_of_seq[seq - 1] = format!("question {i}");
     }
     for (k, pair) in messages.chunks(2).enumerate() {
         assert_eq!(pair[0]["role"], "user", "pair {k}");
         assert_eq!(pair[1]["role"], "assistant", "pair {k}");
         assert_eq!(first_text(pair[1]), format!("answer {k}"));
-        assert!(first_text(pair[0]).contains("question "), "pair {k}");
+        assert!(first_text(pair[0]).contains(&question_of_seq[k]), "pair {k}");
+    }
+    // The ledger holds every turn, in lane order, all succeeded.
+    let listed = sb.run(&["tasks", "list", "--json"]).ok().json();
+    let tasks = listed["tasks"].as_array().unwrap();
+    assert_eq!(tasks.len(), TURNS);
+    for t in tasks {
+        assert_eq!(t["status"], "succeeded", "{t}");
+        assert_eq!(t["runtime"], "cli");
+        assert_eq!(t["taskKind"], "agent");
+        assert_eq!(t["laneKey"], "agent:main:main");
+        let seq = t["laneSeq"].as_u64().unwrap() as usize;
+        assert_eq!(t["task"], question_of_seq[seq - 1]);
     }
     // Each entry's parent is the one before it: one unforked chain.
     let entries: Vec<&Value> = lines
@@ -453,6 +461,16 @@ fn sigterm_during_a_turn_cancels_it_within_the_deadline_and_keeps_the_transcript
     assert_eq!(messages[3]["role"], "assistant");
     assert_eq!(messages[3]["stopReason"], "aborted");
     assert!(!sb.path(".almanac/gateway.json").exists());
+    // The ledger says how each ended.
+    let listed = sb.run(&["tasks", "list", "--json"]).ok().json();
+    let mut statuses: Vec<&str> = listed["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["status"].as_str().unwrap())
+        .collect();
+    statuses.sort();
+    assert_eq!(statuses, ["cancelled", "succeeded"]);
     // The next turn (without a gateway) continues the same session.
     let server = ScriptedServer::start(vec![text("back again")]);
     let run = sb
@@ -512,4 +530,107 @@ fn a_note_written_by_another_process_is_found_without_a_tree_scan() {
         found.stderr
     );
     drop(gw);
+}
+
+#[test]
+fn kill_9_with_100_tasks_leaves_none_running_and_none_missing() {
+    const TASKS: usize = 100;
+    let sb = Sandbox::new();
+    sb.write(
+        ".almanac/config.json5",
+        r#"{agents: {defaults: {model: "openai/test-model"}}}"#,
+    );
+    // The first turn hangs at the model: it runs, the others queue.
+    let server = ScriptedServer::start(vec![Reply::Hang]);
+    let env = model_env(&server);
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let gw = Gateway::start(&sb, &env);
+    let clients: Vec<_> = (0..TASKS)
+        .map(|i| {
+            let (port, token) = (gw.port, gw.token.clone());
+            std::thread::spawn(move || {
+                http(
+                    port,
+                    "POST",
+                    "/v1/agent",
+                    Some(&token),
+                    Some(&json!({"message": format!("job {i}")})),
+                )
+            })
+        })
+        .collect();
+    // All recorded: one running, the rest queued behind it.
+    eventually(Duration::from_secs(20), || {
+        let (code, body) = gw.request("GET", "/v1/tasks", None);
+        let tasks = body["tasks"].as_array()?.clone();
+        let running = tasks.iter().filter(|t| t["status"] == "running").count();
+        (code == 200 && tasks.len() == TASKS && running == 1).then_some(())
+    });
+    gw.signal("KILL");
+    drop(gw);
+    for c in clients {
+        let _ = c.join();
+    }
+    // Before any restart, the CLI reads the ledger as the gateway left it.
+    let before = sb.run(&["tasks", "list", "--json"]).ok().json();
+    let ids: std::collections::BTreeSet<String> = before["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["taskId"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(ids.len(), TASKS);
+    let running_id = before["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["status"] == "running")
+        .map(|t| t["taskId"].as_str().unwrap().to_string())
+        .unwrap();
+
+    let gw = Gateway::start(&sb, &env);
+    let after = sb.run(&["tasks", "list", "--json"]).ok().json();
+    let tasks = after["tasks"].as_array().unwrap();
+    let after_ids: std::collections::BTreeSet<String> = tasks
+        .iter()
+        .map(|t| t["taskId"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(after_ids, ids, "none missing");
+    assert!(tasks.iter().all(|t| t["status"] != "running"));
+    for t in tasks {
+        if t["taskId"] == running_id.as_str() {
+            // An agent turn's caller is gone: lost, not run again.
+            assert_eq!(t["status"], "lost", "{t}");
+            assert!(t["error"].as_str().unwrap().contains("generation"), "{t}");
+            assert!(t["endedAt"].is_i64());
+        } else {
+            assert_eq!(t["status"], "queued", "{t}");
+        }
+    }
+    let audit = sb.run(&["tasks", "audit", "--json"]).ok().json();
+    let lost: Vec<&Value> = audit["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["code"] == "lost")
+        .collect();
+    assert_eq!(lost.len(), 1, "{audit}");
+    assert_eq!(lost[0]["taskId"], running_id.as_str());
+    assert_eq!(lost[0]["severity"], "error");
+    // Queued work can be cancelled through the new gateway.
+    let queued_id = tasks
+        .iter()
+        .find(|t| t["status"] == "queued")
+        .map(|t| t["taskId"].as_str().unwrap().to_string())
+        .unwrap();
+    let cancelled = sb
+        .run(&["tasks", "cancel", &queued_id, "--json"])
+        .ok()
+        .json();
+    assert_eq!(cancelled["result"], "cancelled");
+    assert_eq!(cancelled["task"]["status"], "cancelled");
+    drop(gw);
+    // Without a gateway, cancel says so.
+    let run = sb.run(&["tasks", "cancel", &queued_id]).code(1);
+    assert!(run.stderr.contains("gateway not running"), "{}", run.stderr);
 }
