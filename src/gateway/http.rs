@@ -420,8 +420,18 @@ async fn tasks(
         query.map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, e.body_text()))?;
     let bad = |e: crate::tasks::UnknownValue| ApiError::new(StatusCode::BAD_REQUEST, e.to_string());
     let filter = crate::tasks::TaskFilter {
-        status: query.status.as_deref().map(str::parse).transpose().map_err(bad)?,
-        runtime: query.runtime.as_deref().map(str::parse).transpose().map_err(bad)?,
+        status: query
+            .status
+            .as_deref()
+            .map(str::parse)
+            .transpose()
+            .map_err(bad)?,
+        runtime: query
+            .runtime
+            .as_deref()
+            .map(str::parse)
+            .transpose()
+            .map_err(bad)?,
     };
     let listing = shared.clone();
     let list = shared
@@ -447,8 +457,12 @@ async fn cancel_task(
         .await
         .map_err(ApiError::internal)?
         .map_err(|e| match e {
-            crate::tasks::TaskError::NotFound(_) => ApiError::new(StatusCode::NOT_FOUND, e.to_string()),
-            crate::tasks::TaskError::Ambiguous(_) => ApiError::new(StatusCode::BAD_REQUEST, e.to_string()),
+            crate::tasks::TaskError::NotFound(_) => {
+                ApiError::new(StatusCode::NOT_FOUND, e.to_string())
+            }
+            crate::tasks::TaskError::Ambiguous(_) => {
+                ApiError::new(StatusCode::BAD_REQUEST, e.to_string())
+            }
             other => ApiError::internal(other),
         })?;
     let result = match &outcome {
@@ -456,7 +470,9 @@ async fn cancel_task(
         crate::tasks::CancelOutcome::Requested(_) => "requested",
         crate::tasks::CancelOutcome::AlreadyTerminal(_) => "already-ended",
     };
-    Ok(Json(json!({"ok": true, "result": result, "task": outcome.task()})))
+    Ok(Json(
+        json!({"ok": true, "result": result, "task": outcome.task()}),
+    ))
 }
 
 /// 4xx for what the caller can fix, 5xx for the rest.

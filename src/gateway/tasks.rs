@@ -74,7 +74,12 @@ impl TaskBook {
 
     /// Marks `id` running under this generation's lease; `false` when it
     /// was cancelled while it waited (it must not run).
-    pub fn start(&self, id: &str, cancel: CancellationToken, now_ms: i64) -> Result<bool, TaskError> {
+    pub fn start(
+        &self,
+        id: &str,
+        cancel: CancellationToken,
+        now_ms: i64,
+    ) -> Result<bool, TaskError> {
         let until = now_ms + LEASE.as_millis() as i64;
         match self.with(|l| l.start(id, self.generation, until, now_ms)) {
             Ok(_) => {

@@ -3,7 +3,6 @@
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::path::PathBuf;
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
@@ -383,7 +382,10 @@ fn concurrent_turns_on_one_session_run_one_at_a_time_in_arrival_order() {
         assert_eq!(pair[0]["role"], "user", "pair {k}");
         assert_eq!(pair[1]["role"], "assistant", "pair {k}");
         assert_eq!(first_text(pair[1]), format!("answer {k}"));
-        assert!(first_text(pair[0]).contains(&question_of_seq[k]), "pair {k}");
+        assert!(
+            first_text(pair[0]).contains(&question_of_seq[k]),
+            "pair {k}"
+        );
     }
     // The ledger holds every turn, in lane order, all succeeded.
     let listed = sb.run(&["tasks", "list", "--json"]).ok().json();
