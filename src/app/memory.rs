@@ -193,9 +193,7 @@ impl App {
     /// else `mode`.
     pub fn sync_mode(&self, memory: &crate::memory::Memory, mode: SyncMode) -> SyncMode {
         match crate::gateway::state::running(&self.paths) {
-            Some(info) if info.watching.contains(&memory.root) => {
-                SyncMode::Watched
-            }
+            Some(info) if info.watching.contains(&memory.root) => SyncMode::Watched,
             _ => mode,
         }
     }

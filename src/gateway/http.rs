@@ -29,10 +29,8 @@ use tokio::time::Instant;
 
 use super::intake::Record;
 use super::{Event, Shared, state};
-use crate::agent::policy::NoApprover;
 use crate::app::agent::TurnRequest;
 use crate::engine::{Cancelled, LaneError};
-use crate::provider::Quiet;
 
 /// Largest request body accepted.
 pub const BODY_LIMIT: usize = 1024 * 1024;
@@ -362,8 +360,8 @@ async fn agent(
     let turn = shared.engine.turn_in_lane(
         ticket,
         req,
-        Box::new(Quiet),
-        Arc::new(NoApprover),
+        crate::engine::quiet(),
+        crate::engine::unattended(),
         cancel,
         on_start,
     );
