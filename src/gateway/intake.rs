@@ -242,3 +242,69 @@ async fn apply(shared: &Arc<Shared>, batch: Vec<Record>) -> anyhow::Result<()> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn event(text: &str) -> Record {
+        Record {
+            seq: 0,
+            ts: 1_796_000_000_000,
+            kind: "system-event".into(),
+            session_key: "agent:main:main".into(),
+            text: text.into(),
+            mode: "next-heartbeat".into(),
+            trusted: true,
+        }
+    }
+
+    async fn feed_once(shared: &Arc<Shared>) {
+        let stop = CancellationToken::new();
+        let run = tokio::spawn(Arc::new(Feeder).start(shared.clone(), stop.clone()));
+        shared.intake.caught_up(Duration::from_secs(5)).await;
+        stop.cancel();
+        run.await.unwrap().unwrap();
+    }
+
+    fn queued(shared: &Arc<Shared>) -> Vec<String> {
+        shared
+            .engine
+            .app()
+            .sessions(None)
+            .events()
+            .peek("agent:main:main")
+            .into_iter()
+            .map(|e| e.text)
+            .collect()
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn accepted_records_survive_a_crash_before_feeding_and_are_fed_once() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            // Accepted, then the process dies before the feeder ran.
+            let shared = crate::gateway::test_shared(dir.path(), "t");
+            for text in ["one", "two", "three"] {
+                shared.intake.accept(event(text)).unwrap();
+            }
+            assert_eq!(shared.intake.last_accepted(), 3);
+        }
+        let shared = crate::gateway::test_shared(dir.path(), "t");
+        assert_eq!(shared.intake.applied(), 0);
+        // Numbering goes on after what the log holds.
+        let fourth = shared.intake.accept(event("four")).unwrap();
+        assert_eq!(fourth.seq, 4);
+        feed_once(&shared).await;
+        assert_eq!(queued(&shared), ["one", "two", "three", "four"]);
+        assert_eq!(shared.intake.applied(), 4);
+        drop(shared);
+        // A later start replays nothing already fed.
+        let shared = crate::gateway::test_shared(dir.path(), "t");
+        assert_eq!(shared.intake.applied(), 4);
+        feed_once(&shared).await;
+        assert_eq!(queued(&shared), ["one", "two", "three", "four"]);
+        let next = shared.intake.accept(event("five")).unwrap();
+        assert_eq!(next.seq, 5);
+    }
+}
