@@ -28,6 +28,10 @@ pub struct Journal {
 struct SyncState {
     dirty: bool,
     closing: bool,
+    /// The syncer sleeps on the condition variable (a busy one looks at
+    /// `dirty` when its fsync ends: waking it again would only cost a
+    /// system call per record).
+    asleep: bool,
     syncs: u64,
 }
 
@@ -62,7 +66,9 @@ impl Journal {
             .write_all(&bytes)?;
         let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
         state.dirty = true;
-        self.wake.notify_one();
+        if state.asleep {
+            self.wake.notify_one();
+        }
         Ok(())
     }
 
@@ -118,7 +124,9 @@ impl Journal {
                 let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
                 while !state.dirty && !state.closing {
                     // `append` notifies under this lock: no wake-up is lost.
+                    state.asleep = true;
                     state = self.wake.wait(state).unwrap_or_else(|p| p.into_inner());
+                    state.asleep = false;
                 }
                 if state.closing && !state.dirty {
                     return Ok(());
@@ -132,6 +140,7 @@ impl Journal {
     pub fn close(&self) {
         let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
         state.closing = true;
+        state.asleep = false;
         self.wake.notify_all();
     }
 }

@@ -285,13 +285,10 @@ async fn system_event(
         mode: mode.clone(),
         trusted: true,
     };
-    let accepting = shared.clone();
-    shared
-        .engine
-        .blocking(move || accepting.intake.accept(record))
-        .await
-        .map_err(ApiError::internal)?
-        .map_err(ApiError::internal)?;
+    // One write(2) of one line into the page cache, inline: handing it to
+    // the blocking pool would cost more than the write. The disk waits
+    // (fsync) are the group-commit thread's.
+    shared.intake.accept(record).map_err(ApiError::internal)?;
     if mode == "now" {
         let _ = shared.bus.send(Event::Wake {
             reason: "wake".into(),

@@ -212,19 +212,20 @@ impl Component for Feeder {
     }
 }
 
-/// Queues the events of `batch` and moves the applied mark.
+/// Queues the events of `batch`, moves the applied mark, and empties a
+/// fully fed log that grew large: one trip to the blocking boundary.
 async fn apply(shared: &Arc<Shared>, batch: Vec<Record>) -> anyhow::Result<()> {
     let app = shared.engine.app();
-    let applied_path = shared.intake.applied_path.clone();
     let last = batch.iter().map(|r| r.seq).max().unwrap_or(0);
     let mut by_key: BTreeMap<String, Vec<Record>> = BTreeMap::new();
     for r in batch {
         by_key.entry(r.session_key.clone()).or_default().push(r);
     }
     let keys: Vec<String> = by_key.keys().cloned().collect();
-    let warnings = shared
+    let feeding = shared.clone();
+    let (warnings, rotated) = shared
         .engine
-        .blocking(move || -> std::io::Result<Vec<String>> {
+        .blocking(move || -> std::io::Result<(Vec<String>, bool)> {
             let queue = app.sessions(None).events();
             let now = app.host.now_ts();
             let mut warnings = Vec::new();
@@ -235,24 +236,21 @@ async fn apply(shared: &Arc<Shared>, batch: Vec<Record>) -> anyhow::Result<()> {
                     .collect();
                 warnings.extend(queue.enqueue_many(key, &events, now)?.1);
             }
+            let intake = &feeding.intake;
             durable::atomic_replace(
-                &applied_path,
+                &intake.applied_path,
                 last.to_string().as_bytes(),
                 durable::PRIVATE_FILE_MODE,
             )?;
-            Ok(warnings)
+            intake.applied.send_replace(last);
+            let rotated = intake.rotate_if_fed()?;
+            Ok((warnings, rotated))
         })
         .await??;
     for w in warnings {
         tracing::warn!("{w}");
     }
-    shared.intake.applied.send_replace(last);
-    let rotating = shared.clone();
-    if shared
-        .engine
-        .blocking(move || rotating.intake.rotate_if_fed())
-        .await??
-    {
+    if rotated {
         tracing::debug!("intake log emptied: every record in it was fed");
     }
     for key in keys {

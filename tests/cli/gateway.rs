@@ -197,6 +197,34 @@ fn one_gateway_per_state_dir_found_through_its_file_and_stopped_cleanly() {
         "{status}"
     );
 
+    // Garbage on the socket, a huge header, a body over the limit: each
+    // refused, the gateway still serves.
+    for raw in [
+        b"GARBAGE\r\n\r\n".to_vec(),
+        format!("GET /healthz HTTP/1.1\r\nx-big: {}\r\n\r\n", "a".repeat(200_000)).into_bytes(),
+        format!(
+            "POST /v1/system/event HTTP/1.1\r\nauthorization: Bearer {}\r\ncontent-type: application/json\r\ncontent-length: 5000000\r\n\r\n{{\"text\": \"{}",
+            gw.token,
+            "x".repeat(2_000_000)
+        )
+        .into_bytes(),
+    ] {
+        let mut stream = TcpStream::connect(("127.0.0.1", gw.port)).unwrap();
+        let _ = stream.write_all(&raw);
+        let mut answer = Vec::new();
+        let _ = stream.read_to_end(&mut answer);
+        let text = String::from_utf8_lossy(&answer);
+        assert!(
+            text.is_empty() || text.starts_with("HTTP/1.1 4"),
+            "{}",
+            &text[..text.len().min(200)]
+        );
+    }
+    let (code, body) = gw.request("POST", "/v1/system/event", Some(&json!({"text": 42})));
+    assert_eq!(code, 422, "{body}");
+    assert_eq!(body["ok"], false);
+    assert_eq!(http(gw.port, "GET", "/readyz", None, None).0, 200);
+
     // A second gateway on the same state directory exits 1 at once.
     let began = Instant::now();
     let second = sb.run(&["gateway", "run", "--port", "0"]).code(1);
