@@ -17,7 +17,7 @@ use std::time::Duration;
 
 /// An append-only file of JSON lines.
 #[derive(Debug)]
-pub struct Journal {
+pub(crate) struct Journal {
     path: PathBuf,
     file: Mutex<File>,
     /// Written since the last fsync, and whether the journal is closing.
@@ -29,6 +29,7 @@ pub struct Journal {
 struct SyncState {
     dirty: bool,
     closing: bool,
+    #[cfg(test)]
     syncs: u64,
 }
 
@@ -36,7 +37,7 @@ impl Journal {
     /// Opens (creating 0600, in a private directory) the journal at `path`.
     /// A torn last line from a crash is closed with a newline first, so the
     /// next record starts on a line of its own.
-    pub fn open(path: &Path) -> io::Result<Journal> {
+    pub(crate) fn open(path: &Path) -> io::Result<Journal> {
         let mut file = super::open_for_append(path, super::PRIVATE_FILE_MODE)?;
         super::append_on_fresh_line(&mut file, b"")?;
         Ok(Journal {
@@ -47,13 +48,13 @@ impl Journal {
         })
     }
 
-    pub fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         &self.path
     }
 
     /// Writes `line` (a newline is added) to the OS in one write. The
     /// syncer is told; the caller does not wait for the disk.
-    pub fn append(&self, line: &[u8]) -> io::Result<()> {
+    pub(crate) fn append(&self, line: &[u8]) -> io::Result<()> {
         let mut bytes = Vec::with_capacity(line.len() + 1);
         bytes.extend_from_slice(line);
         bytes.push(b'\n');
@@ -68,7 +69,7 @@ impl Journal {
     }
 
     /// Syncs what was written, now.
-    pub fn sync(&self) -> io::Result<()> {
+    pub(crate) fn sync(&self) -> io::Result<()> {
         self.state.lock().unwrap_or_else(|p| p.into_inner()).dirty = false;
         let file = self
             .file
@@ -76,12 +77,16 @@ impl Journal {
             .unwrap_or_else(|p| p.into_inner())
             .try_clone()?;
         file.sync_data()?;
-        self.state.lock().unwrap_or_else(|p| p.into_inner()).syncs += 1;
+        #[cfg(test)]
+        {
+            self.state.lock().unwrap_or_else(|p| p.into_inner()).syncs += 1;
+        }
         Ok(())
     }
 
-    /// How many fsyncs ran (for tests and status).
-    pub fn syncs(&self) -> u64 {
+    /// How many fsyncs ran.
+    #[cfg(test)]
+    pub(crate) fn syncs(&self) -> u64 {
         self.state.lock().unwrap_or_else(|p| p.into_inner()).syncs
     }
 
@@ -89,7 +94,7 @@ impl Journal {
     /// at least every `max_delay` while records keep coming; returns after
     /// [`Journal::close`] with everything synced. Run it on a thread of
     /// its own (it blocks).
-    pub fn run_syncer(&self, max_delay: Duration) -> io::Result<()> {
+    pub(crate) fn run_syncer(&self, max_delay: Duration) -> io::Result<()> {
         loop {
             {
                 let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
@@ -109,7 +114,7 @@ impl Journal {
     }
 
     /// Ends [`Journal::run_syncer`] after a last sync.
-    pub fn close(&self) {
+    pub(crate) fn close(&self) {
         let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
         state.closing = true;
         self.wake.notify_all();
@@ -118,7 +123,7 @@ impl Journal {
 
 /// The complete lines of a journal file, parsed by `parse`; a torn or
 /// unparsable line is counted, not fatal. A missing file reads as empty.
-pub fn read_journal<T>(
+pub(crate) fn read_journal<T>(
     path: &Path,
     mut parse: impl FnMut(&[u8]) -> Option<T>,
 ) -> io::Result<(Vec<T>, usize)> {
@@ -145,15 +150,8 @@ pub fn read_journal<T>(
 /// An exclusive advisory lock held until dropped (the gateway's instance
 /// lock, a session's turn lock). The file stays; only the lock goes.
 #[derive(Debug)]
-pub struct HeldLock {
+pub(crate) struct HeldLock {
     file: File,
-    path: PathBuf,
-}
-
-impl HeldLock {
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
 }
 
 impl Drop for HeldLock {
@@ -163,24 +161,18 @@ impl Drop for HeldLock {
 }
 
 /// Takes the lock on `path` (created 0600), waiting for another holder.
-pub fn lock_file(path: &Path) -> io::Result<HeldLock> {
+pub(crate) fn lock_file(path: &Path) -> io::Result<HeldLock> {
     let file = super::open_for_append(path, super::PRIVATE_FILE_MODE)?;
     file.lock()?;
-    Ok(HeldLock {
-        file,
-        path: path.to_path_buf(),
-    })
+    Ok(HeldLock { file })
 }
 
 /// Takes the lock on `path` if nobody holds it; `None` when another
 /// process (or another open of the file) does.
-pub fn try_lock_file(path: &Path) -> io::Result<Option<HeldLock>> {
+pub(crate) fn try_lock_file(path: &Path) -> io::Result<Option<HeldLock>> {
     let file = super::open_for_append(path, super::PRIVATE_FILE_MODE)?;
     match file.try_lock() {
-        Ok(()) => Ok(Some(HeldLock {
-            file,
-            path: path.to_path_buf(),
-        })),
+        Ok(()) => Ok(Some(HeldLock { file })),
         Err(std::fs::TryLockError::WouldBlock) => Ok(None),
         Err(std::fs::TryLockError::Error(e)) => Err(e),
     }
