@@ -102,6 +102,49 @@ const RULES: &[Rule] = &[
         ],
     },
     Rule {
+        name: "the CLI layer parses and prints: no runtime, file, store, engine or gateway connection of its own",
+        applies_to: |rel| rel.starts_with("src/cli/"),
+        forbidden: &[
+            "tokio::runtime",
+            "block_on(",
+            "std::fs",
+            "fs::read",
+            "durable::",
+            "Ledger::",
+            "Engine::",
+            "engine::",
+            "Client::",
+            "Index::open",
+            "libc::kill",
+            "provider::",
+        ],
+    },
+    Rule {
+        name: "only the agent module calls a model (the provider module speaks the protocols; the engine builds the clients)",
+        applies_to: |rel| {
+            rel.starts_with("src/")
+                && !rel.starts_with("src/agent/")
+                && !rel.starts_with("src/provider/")
+                && rel != "src/architecture_tests.rs"
+        },
+        forbidden: &["call_with_retries(", ".call(&request", "Provider::call("],
+    },
+    Rule {
+        name: "model clients are built only by the engine",
+        applies_to: |rel| {
+            rel.starts_with("src/")
+                && !rel.starts_with("src/engine/")
+                && !rel.starts_with("src/provider/")
+                && rel != "src/architecture_tests.rs"
+        },
+        forbidden: &["provider::connect(", "http::client("],
+    },
+    Rule {
+        name: "the gateway (schedulers, webhooks, watchers) never imports the agent or a provider: it asks the engine for turns",
+        applies_to: |rel| rel.starts_with("src/gateway/"),
+        forbidden: &["crate::agent", "crate::provider", "app::agent::run_turn"],
+    },
+    Rule {
         name: "canonical files are written only through the durable module",
         applies_to: |rel| {
             rel.starts_with("src/")

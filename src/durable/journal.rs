@@ -6,14 +6,13 @@
 //! fsync is batched: [`Journal::run_syncer`] waits until something was
 //! written and syncs at once, so everything written while one fsync ran is
 //! covered by the next; a power loss costs at most the records of that
-//! window (bounded by `max_delay` plus one fsync). Readers skip a torn
-//! last line.
+//! window (about one fsync, a few milliseconds). Readers skip a torn last
+//! line.
 
 use std::fs::File;
 use std::io::{self, BufRead, Write};
 use std::path::{Path, PathBuf};
 use std::sync::{Condvar, Mutex};
-use std::time::Duration;
 
 /// An append-only file of JSON lines.
 #[derive(Debug)]
@@ -84,26 +83,47 @@ impl Journal {
         Ok(())
     }
 
+    /// Empties the journal (durably) when `all_consumed` says, under the
+    /// journal's lock, that every record in it was consumed; returns
+    /// whether it did. Keeps the log from growing without end.
+    pub(crate) fn truncate_if(&self, all_consumed: impl FnOnce() -> bool) -> io::Result<bool> {
+        let file = self.file.lock().unwrap_or_else(|p| p.into_inner());
+        if !all_consumed() {
+            return Ok(false);
+        }
+        file.set_len(0)?;
+        file.sync_all()?;
+        Ok(true)
+    }
+
+    /// Bytes in the journal now.
+    pub(crate) fn size_bytes(&self) -> io::Result<u64> {
+        Ok(self
+            .file
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .metadata()?
+            .len())
+    }
+
     /// How many fsyncs ran.
     #[cfg(test)]
     pub(crate) fn syncs(&self) -> u64 {
         self.state.lock().unwrap_or_else(|p| p.into_inner()).syncs
     }
 
-    /// The group-commit loop: syncs whenever something was written, and
-    /// at least every `max_delay` while records keep coming; returns after
-    /// [`Journal::close`] with everything synced. Run it on a thread of
-    /// its own (it blocks).
-    pub(crate) fn run_syncer(&self, max_delay: Duration) -> io::Result<()> {
+    /// The group-commit loop: sleeps until something is written, then
+    /// syncs at once; what is written during one fsync is covered by the
+    /// next, so a record waits for the disk about one fsync at most.
+    /// Returns after [`Journal::close`] with everything synced. Run it on
+    /// a thread of its own (it blocks); idle, it costs nothing.
+    pub(crate) fn run_syncer(&self) -> io::Result<()> {
         loop {
             {
                 let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
                 while !state.dirty && !state.closing {
-                    state = self
-                        .wake
-                        .wait_timeout(state, max_delay)
-                        .unwrap_or_else(|p| p.into_inner())
-                        .0;
+                    // `append` notifies under this lock: no wake-up is lost.
+                    state = self.wake.wait(state).unwrap_or_else(|p| p.into_inner());
                 }
                 if state.closing && !state.dirty {
                     return Ok(());
@@ -221,7 +241,7 @@ mod tests {
         let journal = std::sync::Arc::new(Journal::open(&dir.path().join("j")).unwrap());
         let syncer = {
             let j = journal.clone();
-            std::thread::spawn(move || j.run_syncer(Duration::from_millis(10)))
+            std::thread::spawn(move || j.run_syncer())
         };
         journal.append(b"{}").unwrap();
         journal.close();

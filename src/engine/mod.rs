@@ -259,6 +259,17 @@ fn panic_text(panic: &(dyn std::any::Any + Send)) -> String {
         .unwrap_or_else(|| "unknown panic".to_string())
 }
 
+/// The approver of a turn nobody watches (the gateway's): commands that
+/// need a person's approval are refused.
+pub(crate) fn unattended() -> Arc<dyn Approver> {
+    Arc::new(crate::agent::policy::NoApprover)
+}
+
+/// A sink for a turn whose text nobody reads as it streams.
+pub(crate) fn quiet() -> Box<dyn StreamSink> {
+    Box::new(crate::provider::Quiet)
+}
+
 /// One turn for a short-lived command: the engine on a current-thread
 /// runtime, built for this turn and dropped after it.
 pub(crate) fn run_one_turn(

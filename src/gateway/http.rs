@@ -29,10 +29,8 @@ use tokio::time::Instant;
 
 use super::intake::Record;
 use super::{Event, Shared, state};
-use crate::agent::policy::NoApprover;
 use crate::app::agent::TurnRequest;
 use crate::engine::{Cancelled, LaneError};
-use crate::provider::Quiet;
 
 /// Largest request body accepted.
 pub(crate) const BODY_LIMIT: usize = 1024 * 1024;
@@ -359,32 +357,44 @@ async fn agent(
             Err(Cancelled("before it started (tasks cancel)".into()).into())
         }
     });
-    let turn = shared.engine.turn_in_lane(
-        ticket,
-        req,
-        Box::new(Quiet),
-        Arc::new(NoApprover),
-        cancel,
-        on_start,
-    );
-    let result = shared.turns.track_future(turn).await;
-    let end = super::tasks::terminal_of(&result);
-    let finishing = shared.clone();
+    // The turn and its record run on their own: a client that goes away
+    // does not stop them, and the ledger always learns how it ended.
+    let running = shared.clone();
     let task_id = task.task_id.clone();
-    let status = end.status;
-    shared
-        .engine
-        .blocking(move || {
-            let now = finishing.host.now_ms();
-            finishing.tasks.finish(&task_id, end, now)
-        })
-        .await
-        .map_err(ApiError::internal)?
-        .map_err(ApiError::internal)?;
-    let _ = shared.bus.send(Event::TaskChanged {
-        task_id: task.task_id.clone(),
-        status: crate::tasks::Status::from(status).as_str().to_string(),
+    let job = shared.turns.spawn(async move {
+        let result = running
+            .engine
+            .turn_in_lane(
+                ticket,
+                req,
+                crate::engine::quiet(),
+                crate::engine::unattended(),
+                cancel,
+                on_start,
+            )
+            .await;
+        let end = super::tasks::terminal_of(&result);
+        let status = crate::tasks::Status::from(end.status).as_str().to_string();
+        let finishing = running.clone();
+        let id = task_id.clone();
+        let recorded = running
+            .engine
+            .blocking(move || {
+                let now = finishing.host.now_ms();
+                finishing.tasks.finish(&id, end, now)
+            })
+            .await;
+        match recorded {
+            Ok(Ok(())) => {}
+            Ok(Err(err)) => {
+                tracing::error!(task = %task_id, %err, "cannot record how a task ended")
+            }
+            Err(err) => tracing::error!(task = %task_id, %err, "cannot record how a task ended"),
+        }
+        let _ = running.bus.send(Event::TaskChanged { task_id, status });
+        result
     });
+    let result = job.await.map_err(ApiError::internal)?;
     match result {
         Ok(report) => {
             let mut value = serde_json::to_value(&report).map_err(ApiError::internal)?;

@@ -30,9 +30,6 @@ use super::supervisor::{Component, ComponentKind};
 use super::{Event, Shared};
 use crate::durable::{self, Journal};
 
-/// Largest gap between a record's write and its fsync while records come.
-pub(crate) const SYNC_WINDOW: Duration = Duration::from_millis(10);
-
 /// One accepted trigger.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -131,7 +128,20 @@ impl Intake {
     pub(crate) fn applied(&self) -> u64 {
         *self.applied.borrow()
     }
+
+    /// Empties the log once it is over [`ROTATE_BYTES`] and every record
+    /// in it was fed (the applied mark keeps the numbering going).
+    fn rotate_if_fed(&self) -> std::io::Result<bool> {
+        if self.journal.size_bytes()? < ROTATE_BYTES {
+            return Ok(false);
+        }
+        let last = self.last_seq.lock().unwrap_or_else(|p| p.into_inner());
+        self.journal.truncate_if(|| self.applied() >= *last)
+    }
 }
+
+/// Size at which a fully fed intake log is emptied.
+const ROTATE_BYTES: u64 = 1024 * 1024;
 
 fn parse(line: &[u8]) -> Option<Record> {
     serde_json::from_slice(line).ok()
@@ -237,8 +247,99 @@ async fn apply(shared: &Arc<Shared>, batch: Vec<Record>) -> anyhow::Result<()> {
         tracing::warn!("{w}");
     }
     shared.intake.applied.send_replace(last);
+    let rotating = shared.clone();
+    if shared
+        .engine
+        .blocking(move || rotating.intake.rotate_if_fed())
+        .await??
+    {
+        tracing::debug!("intake log emptied: every record in it was fed");
+    }
     for key in keys {
         let _ = shared.bus.send(Event::EventsQueued { session_key: key });
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn event(text: &str) -> Record {
+        Record {
+            seq: 0,
+            ts: 1_796_000_000_000,
+            kind: "system-event".into(),
+            session_key: "agent:main:main".into(),
+            text: text.into(),
+            mode: "next-heartbeat".into(),
+            trusted: true,
+        }
+    }
+
+    async fn feed_once(shared: &Arc<Shared>) {
+        let stop = CancellationToken::new();
+        let run = tokio::spawn(Arc::new(Feeder).start(shared.clone(), stop.clone()));
+        shared.intake.caught_up(Duration::from_secs(5)).await;
+        stop.cancel();
+        run.await.unwrap().unwrap();
+    }
+
+    fn queued(shared: &Arc<Shared>) -> Vec<String> {
+        shared
+            .engine
+            .app()
+            .sessions(None)
+            .events()
+            .peek("agent:main:main")
+            .into_iter()
+            .map(|e| e.text)
+            .collect()
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn accepted_records_survive_a_crash_before_feeding_and_are_fed_once() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            // Accepted, then the process dies before the feeder ran.
+            let shared = crate::gateway::test_shared(dir.path(), "t");
+            for text in ["one", "two", "three"] {
+                shared.intake.accept(event(text)).unwrap();
+            }
+            assert_eq!(shared.intake.last_accepted(), 3);
+        }
+        let shared = crate::gateway::test_shared(dir.path(), "t");
+        assert_eq!(shared.intake.applied(), 0);
+        // Numbering goes on after what the log holds.
+        let fourth = shared.intake.accept(event("four")).unwrap();
+        assert_eq!(fourth.seq, 4);
+        feed_once(&shared).await;
+        assert_eq!(queued(&shared), ["one", "two", "three", "four"]);
+        assert_eq!(shared.intake.applied(), 4);
+        drop(shared);
+        // A later start replays nothing already fed.
+        let shared = crate::gateway::test_shared(dir.path(), "t");
+        assert_eq!(shared.intake.applied(), 4);
+        feed_once(&shared).await;
+        assert_eq!(queued(&shared), ["one", "two", "three", "four"]);
+        let next = shared.intake.accept(event("five")).unwrap();
+        assert_eq!(next.seq, 5);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_fully_fed_log_is_emptied_and_numbering_goes_on() {
+        let dir = tempfile::tempdir().unwrap();
+        let shared = crate::gateway::test_shared(dir.path(), "t");
+        let big = "x".repeat(200 * 1024);
+        for i in 0..6 {
+            shared.intake.accept(event(&format!("{i} {big}"))).unwrap();
+        }
+        assert!(shared.intake.journal.size_bytes().unwrap() > ROTATE_BYTES);
+        feed_once(&shared).await;
+        assert_eq!(shared.intake.journal.size_bytes().unwrap(), 0);
+        assert_eq!(queued(&shared).len(), 6);
+        drop(shared);
+        let shared = crate::gateway::test_shared(dir.path(), "t");
+        assert_eq!(shared.intake.accept(event("next")).unwrap().seq, 7);
+    }
 }

@@ -341,7 +341,7 @@ async fn serve(
         let journal = journal.clone();
         std::thread::Builder::new()
             .name("intake-sync".into())
-            .spawn(move || journal.run_syncer(intake::SYNC_WINDOW))?
+            .spawn(move || journal.run_syncer())?
     };
     let tracker = TaskTracker::new();
     let components_stop = CancellationToken::new();

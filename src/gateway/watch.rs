@@ -40,40 +40,62 @@ fn watcher() -> anyhow::Result<(notify::RecommendedWatcher, Events)> {
     Ok((watcher, rx))
 }
 
-/// Waits for a burst of events to end: the paths it touched, and whether
-/// the OS said it lost some (then everything must be looked at). `None`
-/// when stopped.
+/// Longest wait after the first change of a burst: files that keep
+/// changing are still looked at.
+const MAX_BURST: Duration = Duration::from_secs(1);
+
+/// Waits for a burst of changes to paths `relevant` accepts to end (quiet
+/// for [`DEBOUNCE`], at most [`MAX_BURST`]): the paths it touched, and
+/// whether the OS said it lost some (then everything must be looked at).
+/// Reads are not changes. `None` when stopped.
 async fn next_burst(
     events: &mut Events,
     stop: &CancellationToken,
+    relevant: &(dyn Fn(&Path) -> bool + Send + Sync),
 ) -> anyhow::Result<Option<(BTreeSet<PathBuf>, bool)>> {
     let mut paths = BTreeSet::new();
     let mut rescan = false;
-    let first = tokio::select! {
-        e = events.recv() => e,
-        () = stop.cancelled() => return Ok(None),
-    };
-    let Some(first) = first else {
-        anyhow::bail!("the file watcher stopped");
-    };
+    // Adds an event; `false` when it changed nothing that matters.
     let mut take = |event: notify::Result<notify::Event>| match event {
+        Ok(event) if event.kind.is_access() => false,
         Ok(event) => {
-            rescan |= event.need_rescan();
-            paths.extend(event.paths);
+            let lost = event.need_rescan();
+            let before = paths.len();
+            paths.extend(event.paths.into_iter().filter(|p| relevant(p)));
+            rescan |= lost;
+            paths.len() > before || lost
         }
         Err(err) => {
             tracing::warn!(%err, "file watcher error");
             rescan = true;
+            true
         }
     };
-    take(first);
+    loop {
+        let first = tokio::select! {
+            e = events.recv() => e,
+            () = stop.cancelled() => return Ok(None),
+        };
+        let Some(first) = first else {
+            anyhow::bail!("the file watcher stopped");
+        };
+        if take(first) {
+            break;
+        }
+    }
+    let cap = tokio::time::Instant::now() + MAX_BURST;
+    let mut quiet_until = tokio::time::Instant::now() + DEBOUNCE;
     loop {
         tokio::select! {
             e = events.recv() => match e {
-                Some(e) => take(e),
+                Some(e) => {
+                    if take(e) {
+                        quiet_until = tokio::time::Instant::now() + DEBOUNCE;
+                    }
+                }
                 None => anyhow::bail!("the file watcher stopped"),
             },
-            () = tokio::time::sleep(DEBOUNCE) => break,
+            () = tokio::time::sleep_until(quiet_until.min(cap)) => break,
             () = stop.cancelled() => return Ok(None),
         }
     }
@@ -115,7 +137,11 @@ impl Component for MemoryWatcher {
             };
             let index = Arc::new(Mutex::new(index));
             let mut armed = armed;
-            while let Some((paths, rescan)) = next_burst(&mut events, &stop).await? {
+            let relevant = {
+                let layout = layout.clone();
+                move |p: &Path| p.is_dir() || layout.classify(&layout.name_of(p)).is_some()
+            };
+            while let Some((paths, rescan)) = next_burst(&mut events, &stop, &relevant).await? {
                 // New folders (memory/ made after start) need watching.
                 if paths.iter().any(|p| p.is_dir()) {
                     armed = arm_memory(&mut watcher, &layout).max(armed);
@@ -198,7 +224,13 @@ impl Component for SkillsWatcher {
             crate::skills::snapshot::arm_roots(&mut watcher, &mut missing)?;
             // Fresh at start, so the first turn finds it ready.
             refresh_skills(&shared).await?;
-            while let Some((paths, rescan)) = next_burst(&mut events, &stop).await? {
+            let roots: Vec<PathBuf> = missing.clone();
+            let relevant = move |p: &Path| {
+                crate::skills::snapshot::relevant(p)
+                    || p.is_dir()
+                    || roots.iter().any(|root| root.starts_with(p))
+            };
+            while let Some((paths, rescan)) = next_burst(&mut events, &stop, &relevant).await? {
                 let creates_root = paths
                     .iter()
                     .any(|p| missing.iter().any(|root| root.starts_with(p)));
@@ -249,10 +281,11 @@ impl Component for ConfigWatcher {
             // The folder, not the file: editors and `config set` replace
             // the file by renaming over it.
             watcher.watch(&dir, RecursiveMode::NonRecursive)?;
-            while let Some((paths, rescan)) = next_burst(&mut events, &stop).await? {
-                if !rescan && !paths.iter().any(|p| p == &config_path) {
-                    continue;
-                }
+            let relevant = {
+                let config_path = config_path.clone();
+                move |p: &Path| p == config_path
+            };
+            while let Some((_, _)) = next_burst(&mut events, &stop, &relevant).await? {
                 let options = shared.options.clone();
                 let host = shared.host.clone();
                 let loaded = shared

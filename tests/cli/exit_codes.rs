@@ -151,6 +151,21 @@ const TABLE: &[Row] = &[
     row(&["tasks", "audit", "--code", "no_such_code"], 2),
     row(&["tasks", "maintenance"], 0),
     row(&["tasks", "maintenance", "--apply"], 0),
+    // tasks cancel needs the gateway, which is not running here.
+    row(&["tasks", "cancel", "3f2a9c1e"], 1),
+    // gateway: status and stop say "not running" and succeed; a bad bind
+    // or a LAN bind without a configured token is refused.
+    row(&["gateway", "status"], 0),
+    row(&["gateway", "status", "--json"], 0),
+    row(&["gateway", "stop"], 0),
+    row(&["gateway", "run", "--bind", "nowhere"], 2),
+    row(&["gateway", "run", "--bind", "lan", "--port", "0"], 2),
+    row(&["gateway", "run", "--port", "70000"], 2),
+    // system event: queued into the file without a gateway.
+    row(&["system", "event", "--text", "build done"], 0),
+    row(&["system", "event", "--text", "x", "--mode", "soon"], 2),
+    row(&["system", "event", "--text", "   "], 2),
+    row(&["system", "event"], 2),
     // gateway: a service file almanac did not write is refused with 2.
     row(&["gateway", "install", "--dry-run"], 0),
     row(&["gateway", "uninstall"], 0),

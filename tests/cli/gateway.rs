@@ -636,3 +636,69 @@ fn kill_9_with_100_tasks_leaves_none_running_and_none_missing() {
     let run = sb.run(&["tasks", "cancel", &queued_id]).code(1);
     assert!(run.stderr.contains("gateway not running"), "{}", run.stderr);
 }
+
+#[test]
+fn config_edits_apply_live() {
+    let sb = Sandbox::new();
+    sb.write(
+        ".almanac/config.json5",
+        "// my settings\n{agents: {defaults: {model: \"openai/first-model\"}}}\n",
+    );
+    let replies: Vec<Reply> = (0..60).map(|i| text(&format!("answer {i}"))).collect();
+    let server = ScriptedServer::start(replies);
+    let env = model_env(&server);
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let gw = Gateway::start(&sb, &env);
+    let (code, body) = gw.request("POST", "/v1/agent", Some(&json!({"message": "hi"})));
+    assert_eq!(code, 200, "{body}");
+    assert_eq!(body["model"], "openai/first-model");
+    sb.run(&[
+        "config",
+        "set",
+        "agents.defaults.model",
+        "openai/second-model",
+    ])
+    .ok();
+    // A new session (no model kept from earlier turns) gets the new one.
+    let mut n = 0;
+    let model = eventually(Duration::from_secs(5), || {
+        n += 1;
+        let (code, body) = gw.request(
+            "POST",
+            "/v1/agent",
+            Some(&json!({"message": "which model?", "sessionKey": format!("fresh-{n}")})),
+        );
+        assert_eq!(code, 200, "{body}");
+        (body["model"] == "openai/second-model").then_some(body["model"].clone())
+    });
+    assert_eq!(model, "openai/second-model");
+    assert!(
+        server
+            .requests()
+            .iter()
+            .any(|r| r.json()["model"] == "second-model")
+    );
+    // A file that does not parse keeps the config in use.
+    sb.write(".almanac/config.json5", "{agents: ");
+    std::thread::sleep(Duration::from_millis(400));
+    let (code, body) = gw.request(
+        "POST",
+        "/v1/agent",
+        Some(&json!({"message": "still there?", "sessionKey": "other"})),
+    );
+    assert_eq!(code, 200, "{body}");
+    assert_eq!(body["model"], "openai/second-model");
+    sb.write(
+        ".almanac/config.json5",
+        "{agents: {defaults: {model: \"openai/second-model\"}}}\n",
+    );
+    let status = sb.run(&["gateway", "status", "--json"]).ok().json();
+    let watcher = status["components"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "config-watcher")
+        .unwrap()
+        .clone();
+    assert_eq!(watcher["state"], "running", "{status}");
+}

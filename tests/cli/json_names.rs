@@ -156,6 +156,9 @@ fn every_json_output_speaks_camel_case() {
         (vec!["tasks", "audit"], &[], &task_data),
         (vec!["tasks", "maintenance"], &[], &none),
         (vec!["gateway", "install", "--dry-run"], &[], &none),
+        (vec!["gateway", "status"], &[], &none),
+        (vec!["gateway", "stop"], &[], &none),
+        (vec!["system", "event", "--text", "deploy done"], &[], &none),
         (vec!["gateway", "uninstall"], &[], &none),
     ];
     let mut odd = Vec::new();

@@ -1,0 +1,163 @@
+#!/usr/bin/env bash
+# The gateway: start-up to a ready /readyz, idle memory, the system-event
+# route under load (wrk -c50, every event written before its reply), and
+# memory search while the gateway keeps the index in step.
+#
+#   bench/gateway.sh                  (IDLE_WAIT=60 seconds before reading RSS)
+#   IDLE_WAIT=5 STARTS=10 bench/gateway.sh   (a quick look)
+#
+# Needs python3, wrk (apt-get install wrk), hyperfine and
+# ../shared/bench/gen_memory.py (or GEN_MEMORY=path).
+source "$(dirname "$0")/lib.sh"
+need_hyperfine
+command -v wrk >/dev/null 2>&1 || { echo "wrk is required (apt-get install wrk)" >&2; exit 1; }
+GEN="$(memory_generator)"
+IDLE_WAIT="${IDLE_WAIT:-60}"
+STARTS="${STARTS:-30}"
+DAYS="${DAYS:-3650}"
+SKILLS="${SKILLS:-150}"
+build_release
+
+work="$(mktemp -d)"
+trap 'pkill -f "$work" 2>/dev/null || true; rm -rf "$work"' EXIT
+export TZ=UTC
+
+# A fresh home with nothing in it; a second with the 10-year memory and
+# SKILLS skills in the workspace.
+empty="$work/empty"
+full="$work/full"
+mkdir -p "$empty" "$full"
+python3 "$GEN" --out "$full/.almanac/workspace" --days "$DAYS" >/dev/null
+python3 - "$full/.almanac/workspace/skills" "$SKILLS" <<'PY'
+import os, sys
+root, n = sys.argv[1], int(sys.argv[2])
+for i in range(n):
+    d = os.path.join(root, f"skill-{i:03d}")
+    os.makedirs(d, exist_ok=True)
+    open(f"{d}/SKILL.md", "w").write(
+        f"---\nname: skill-{i:03d}\ndescription: Skill number {i}, which does a useful thing when asked.\n---\n"
+        f"# Skill {i}\n\nSteps to follow.\n")
+PY
+
+echo "gateway, release, $(nproc) cores"
+python3 - "$ALMANAC" "$empty" "$full" "$IDLE_WAIT" "$STARTS" <<'PY'
+import json, os, socket, statistics, subprocess, sys, time
+almanac, empty, full, idle_wait, starts = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4]), int(sys.argv[5])
+
+def free_port():
+    s = socket.socket(); s.bind(("127.0.0.1", 0)); p = s.getsockname()[1]; s.close(); return p
+
+def ready(port):
+    try:
+        s = socket.create_connection(("127.0.0.1", port), timeout=1)
+    except OSError:
+        return False
+    try:
+        s.sendall(b"GET /readyz HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n")
+        data = b""
+        while True:
+            chunk = s.recv(4096)
+            if not chunk: break
+            data += chunk
+        return data.startswith(b"HTTP/1.1 200")
+    except OSError:
+        return False
+    finally:
+        s.close()
+
+def start(home):
+    port = free_port()
+    env = {"HOME": home, "PATH": os.environ["PATH"], "TZ": "UTC"}
+    began = time.perf_counter()
+    proc = subprocess.Popen([almanac, "gateway", "run", "--port", str(port)], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    while not ready(port):
+        if proc.poll() is not None:
+            sys.exit(f"the gateway exited with {proc.returncode}")
+        if time.perf_counter() - began > 30:
+            sys.exit("the gateway was not ready within 30 s")
+        time.sleep(0.0005)
+    return proc, port, (time.perf_counter() - began) * 1000
+
+def stop(proc):
+    proc.terminate(); proc.wait(timeout=15)
+
+def rss_kb(pid):
+    for line in open(f"/proc/{pid}/status"):
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+
+for label, home in (("empty workspace", empty), ("10-year memory + skills", full)):
+    times = []
+    for _ in range(starts):
+        proc, port, ms = start(home)
+        times.append(ms)
+        stop(proc)
+    times.sort()
+    print(f"start -> /readyz 200, {label:<24} median {statistics.median(times):6.1f} ms   p90 {times[int(len(times) * 0.9) - 1]:6.1f} ms   ({starts} starts)")
+
+for label, home in (("empty workspace, no turn", empty), ("10-year memory + skills", full)):
+    proc, port, _ = start(home)
+    time.sleep(idle_wait)
+    print(f"idle RSS {idle_wait:.0f} s after start, {label:<24} {rss_kb(proc.pid) / 1024:6.1f} MB")
+    stop(proc)
+PY
+
+# The system-event route under load, with the durability rule on.
+home="$empty"
+port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
+HOME="$home" "$ALMANAC" gateway run --port "$port" >/dev/null 2>&1 &
+gw=$!
+until curl -fs "http://127.0.0.1:$port/readyz" >/dev/null 2>&1; do sleep 0.01; done
+token="$(cat "$home/.almanac/gateway.token")"
+cat >"$work/event.lua" <<LUA
+wrk.method = "POST"
+wrk.headers["Content-Type"] = "application/json"
+wrk.headers["Authorization"] = "Bearer $token"
+counter = 0
+request = function()
+  counter = counter + 1
+  return wrk.format(nil, "/v1/system/event", nil, '{"text": "build ' .. counter .. ' finished"}')
+end
+LUA
+wrk -t2 -c50 -d"${WRK_SECONDS:-10}"s --latency -s "$work/event.lua" "http://127.0.0.1:$port" >"$BENCH_OUT/gateway-wrk.txt"
+python3 - "$BENCH_OUT/gateway-wrk.txt" "$home/.almanac/gateway/intake.jsonl" <<'PY'
+import re, sys
+text = open(sys.argv[1]).read()
+pct = dict(re.findall(r"^\s+(50|75|90|99)%\s+(\S+)", text, re.M))
+rps = re.search(r"Requests/sec:\s+(\S+)", text).group(1)
+errors = re.search(r"Non-2xx or 3xx responses: (\d+)", text)
+records = sum(1 for _ in open(sys.argv[2]))
+print(f"POST /v1/system/event, wrk -c50        p50 {pct['50']:>8}   p99 {pct['99']:>8}   {rps} req/s   "
+      f"{records} records in the intake log, non-2xx {errors.group(1) if errors else 0}")
+PY
+kill "$gw"; wait "$gw" 2>/dev/null || true
+
+# Memory search on the 10-year memory, the gateway keeping the index.
+home="$full"
+export HOME="$home"
+"$ALMANAC" memory index >/dev/null
+hyperfine_median "search, no gateway (quick sync)" "$ALMANAC memory search --json Zephyrine Labs badge number"
+port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
+"$ALMANAC" gateway run --port "$port" >/dev/null 2>&1 &
+gw=$!
+until curl -fs "http://127.0.0.1:$port/readyz" >/dev/null 2>&1; do sleep 0.01; done
+hyperfine_median "search, gateway running (watched)" "$ALMANAC memory search --json Zephyrine Labs badge number"
+# A note written by another process, searchable without a scan.
+python3 - "$ALMANAC" "$home/.almanac/workspace/memory" <<'PY'
+import glob, json, subprocess, sys, time
+almanac, mem = sys.argv[1], sys.argv[2]
+latest = sorted(glob.glob(f"{mem}/**/*.md", recursive=True))[-1]
+with open(latest, "a") as f:
+    f.write("- the glassblower Oriel Vantablack repaired the lamp\n")
+began = time.perf_counter()
+while True:
+    out = json.loads(subprocess.run([almanac, "memory", "search", "--json", "Oriel Vantablack glassblower"],
+                                    capture_output=True, text=True).stdout)
+    if out["results"]:
+        break
+    if time.perf_counter() - began > 10:
+        sys.exit("the appended note was not found within 10 s")
+print(f"appended note searchable after {(time.perf_counter() - began) * 1000:.0f} ms (watcher debounce 150 ms)")
+PY
+kill "$gw"; wait "$gw" 2>/dev/null || true
