@@ -38,12 +38,24 @@ fn all_sources() -> Vec<(String, String)> {
         .collect()
 }
 
-/// Code outside `#[cfg(test)]` modules (tests may do what code may not).
+/// Code before the first `#[cfg(test)]` module (tests may do what code
+/// may not). A test-only item elsewhere (a field, a helper) is checked
+/// with the code around it rather than hiding the rest of the file.
 fn non_test_code(text: &str) -> String {
-    match text.find("#[cfg(test)]") {
-        Some(i) => text[..i].to_string(),
-        None => text.to_string(),
+    let mut offset = 0;
+    for line in text.split_inclusive('\n') {
+        if line.trim() == "#[cfg(test)]" {
+            let next = text[offset + line.len()..]
+                .lines()
+                .map(str::trim)
+                .find(|l| !l.is_empty() && !l.starts_with("#["));
+            if next.is_some_and(|l| l.starts_with("mod ") || l.starts_with("pub(crate) mod ")) {
+                return text[..offset].to_string();
+            }
+        }
+        offset += line.len();
     }
+    text.to_string()
 }
 
 fn is_test_file(rel: &str) -> bool {
@@ -343,4 +355,17 @@ fn rules_catch_what_they_forbid() {
             .iter()
             .any(|n| "std::time::SystemTime::now()".contains(n))
     );
+}
+
+#[test]
+fn only_test_modules_are_left_out_of_the_checks() {
+    let text = "fn a() {}\n#[cfg(test)]\nfn helper() {}\nfn b() { std::fs::write(p, x) }\n\n#[cfg(test)]\n#[path = \"t.rs\"]\nmod tests {\n    fn t() { std::fs::write(p, x) }\n}\n";
+    let code = non_test_code(text);
+    assert!(code.contains("fn helper()"), "a test-only item is checked");
+    assert!(
+        code.contains("fn b()"),
+        "code after a test-only item is checked"
+    );
+    assert!(!code.contains("fn t()"), "the test module is not");
+    assert_eq!(non_test_code("fn a() {}\n"), "fn a() {}\n");
 }

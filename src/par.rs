@@ -5,7 +5,7 @@
 
 /// `f` over `items` on up to four threads, results in item order. Small
 /// inputs stay on the calling thread.
-pub fn map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
+pub(crate) fn map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
     const MIN_PER_THREAD: usize = 32;
     let threads = std::thread::available_parallelism()
         .map_or(1, usize::from)

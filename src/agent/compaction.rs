@@ -15,20 +15,20 @@ use crate::session::transcript::{Payload, Transcript};
 
 /// Turns (user messages and what followed) kept verbatim after a
 /// compaction.
-pub const KEEP_TURNS: usize = 2;
+pub(crate) const KEEP_TURNS: usize = 2;
 /// Most model calls of the flush turn.
 const FLUSH_STEPS: u32 = 3;
 
 /// The context size (tokens) at which a session is compacted: the window
 /// minus a reserve for the answer and a soft margin (20,000 and 4,000
 /// tokens, or a quarter and a tenth of a small window).
-pub fn threshold(context_tokens: u32) -> usize {
+pub(crate) fn threshold(context_tokens: u32) -> usize {
     let window = context_tokens as usize;
     window - (window / 4).min(20_000) - (window / 10).min(4_000)
 }
 
 /// The estimated tokens of a request.
-pub fn estimate(system: &str, messages: &[Message]) -> usize {
+pub(crate) fn estimate(system: &str, messages: &[Message]) -> usize {
     let mut text = system.len();
     for m in messages {
         let blocks: &[Block] = match m {
@@ -51,7 +51,7 @@ pub fn estimate(system: &str, messages: &[Message]) -> usize {
 /// What a compaction did.
 #[derive(Debug, Clone, Default, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Report {
+pub(crate) struct Report {
     pub tokens_before: usize,
     /// Notes the flush turn stored.
     pub flushed_notes: usize,
@@ -60,7 +60,7 @@ pub struct Report {
 }
 
 /// The flush turn's system prompt and message (in substance OpenClaw's).
-pub fn flush_prompts(today: &str, now: &str) -> (String, String) {
+pub(crate) fn flush_prompts(today: &str, now: &str) -> (String, String) {
     let hints = format!(
         "Store durable memories only in memory/{today}.md with the memory_append tool. Treat MEMORY.md, SOUL.md, TOOLS.md and AGENTS.md as read-only. Append only. If there is nothing worth storing, answer NO_REPLY."
     );
@@ -77,7 +77,7 @@ pub fn flush_prompts(today: &str, now: &str) -> (String, String) {
 /// Flushes durable notes (when `flush_tools` offers `memory_append`) and
 /// summarises the older part of `transcript` into a compaction entry.
 #[allow(clippy::too_many_arguments)]
-pub async fn compact(
+pub(crate) async fn compact(
     provider: &dyn Provider,
     retry: &RetryPolicy,
     settings: &Settings,

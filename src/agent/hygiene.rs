@@ -20,8 +20,8 @@
 //! 4. turn order: the conversation starts with a user message, and for
 //!    Anthropic consecutive messages of one role are merged.
 //!
-//! [`validate`] states each provider's documented rules; property tests
-//! check that any conversation, cleaned, passes them.
+//! The tests state each provider's documented rules and check, by
+//! property, that any conversation, cleaned, passes them.
 
 use std::collections::{HashMap, HashSet};
 
@@ -29,33 +29,20 @@ use crate::provider::{Api, Block, Message};
 
 /// Largest base64 image payload sent (Anthropic: 5 MB per image; OpenAI
 /// accepts more, the smaller limit serves both).
-pub const MAX_IMAGE_BASE64: usize = 5 * 1024 * 1024;
+pub(crate) const MAX_IMAGE_BASE64: usize = 5 * 1024 * 1024;
 
 /// Text of the synthetic result for a call whose result was never stored.
-pub const MISSING_RESULT: &str =
+pub(crate) const MISSING_RESULT: &str =
     "No result was recorded for this tool call (the run stopped before it finished).";
 
 /// Cleans `messages` for `api`; the notes say what was repaired.
-pub fn clean(messages: &[Message], api: Api) -> (Vec<Message>, Vec<String>) {
+pub(crate) fn clean(messages: &[Message], api: Api) -> (Vec<Message>, Vec<String>) {
     let mut notes = Vec::new();
     let renamed = rename_ids(messages, api);
     let paired = pair_results(renamed, &mut notes);
     let blocks = clean_blocks(paired, api, &mut notes);
     let ordered = order_turns(blocks, api, &mut notes);
     (ordered, notes)
-}
-
-/// Whether `id` is acceptable to `api`.
-pub fn valid_id(id: &str, api: Api) -> bool {
-    let max = match api {
-        Api::AnthropicMessages => 64,
-        Api::OpenAiCompletions => 40,
-    };
-    !id.is_empty()
-        && id.len() <= max
-        && id
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
 }
 
 fn rename_ids(messages: &[Message], api: Api) -> Vec<Message> {
@@ -310,140 +297,157 @@ fn order_turns(messages: Vec<Message>, api: Api, notes: &mut Vec<String>) -> Vec
     out
 }
 
-/// The provider's documented rules for a request's messages; `Err` names
-/// the first one broken.
-pub fn validate(messages: &[Message], api: Api) -> Result<(), String> {
-    if !matches!(messages.first(), Some(Message::User(_))) {
-        return Err("the first message must be a user message".into());
-    }
-    let mut seen_ids: HashSet<&str> = HashSet::new();
-    let mut i = 0;
-    while i < messages.len() {
-        match &messages[i] {
-            Message::User(blocks) => {
-                if blocks.is_empty() {
-                    return Err(format!("message {i}: empty user message"));
-                }
-                for b in blocks {
-                    check_user_block(b, i)?;
-                }
-                if api == Api::AnthropicMessages
-                    && matches!(messages.get(i + 1), Some(Message::User(_)))
-                {
-                    return Err(format!("message {i}: two user messages in a row"));
-                }
-                i += 1;
-            }
-            Message::Assistant(blocks) => {
-                if blocks.is_empty() {
-                    return Err(format!("message {i}: empty assistant message"));
-                }
-                let mut calls = Vec::new();
-                for b in blocks {
-                    match b {
-                        Block::Text { text } if text.trim().is_empty() => {
-                            return Err(format!("message {i}: empty text block"));
-                        }
-                        Block::Text { .. } => {}
-                        Block::Thinking { signature, .. } => {
-                            if api == Api::OpenAiCompletions {
-                                return Err(format!(
-                                    "message {i}: thinking block sent to a chat-completions server"
-                                ));
-                            }
-                            if signature.as_deref().is_none_or(str::is_empty) {
-                                return Err(format!(
-                                    "message {i}: thinking block without a signature"
-                                ));
-                            }
-                        }
-                        Block::ToolCall { id, .. } => {
-                            if !valid_id(id, api) {
-                                return Err(format!("message {i}: invalid tool call id {id:?}"));
-                            }
-                            if !seen_ids.insert(id) {
-                                return Err(format!("message {i}: tool call id {id} used twice"));
-                            }
-                            calls.push(id.as_str());
-                        }
-                        Block::Image { .. } => {
-                            return Err(format!("message {i}: image in an assistant message"));
-                        }
-                    }
-                }
-                if api == Api::AnthropicMessages
-                    && matches!(messages.get(i + 1), Some(Message::Assistant(_)))
-                {
-                    return Err(format!("message {i}: two assistant messages in a row"));
-                }
-                i += 1;
-                // Every call is answered, right after, exactly once.
-                let mut answered = HashSet::new();
-                while let Some(Message::ToolResult {
-                    tool_call_id,
-                    content,
-                    ..
-                }) = messages.get(i)
-                {
-                    if !calls.contains(&tool_call_id.as_str()) {
-                        return Err(format!(
-                            "message {i}: result for unknown call {tool_call_id}"
-                        ));
-                    }
-                    if !answered.insert(tool_call_id.as_str()) {
-                        return Err(format!(
-                            "message {i}: second result for call {tool_call_id}"
-                        ));
-                    }
-                    if content.is_empty() {
-                        return Err(format!("message {i}: empty tool result"));
-                    }
-                    for b in content {
-                        check_user_block(b, i)?;
-                    }
-                    i += 1;
-                }
-                if answered.len() != calls.len() {
-                    return Err(format!(
-                        "message {i}: {} call(s) without a result",
-                        calls.len() - answered.len()
-                    ));
-                }
-                if api == Api::AnthropicMessages
-                    && !calls.is_empty()
-                    && matches!(messages.get(i), Some(Message::User(_)))
-                {
-                    // Results and the following user text travel in one
-                    // user message, so a user message may follow.
-                }
-            }
-            Message::ToolResult { tool_call_id, .. } => {
-                return Err(format!(
-                    "message {i}: result for call {tool_call_id} not right after its call"
-                ));
-            }
-        }
-    }
-    Ok(())
-}
-
-fn check_user_block(b: &Block, i: usize) -> Result<(), String> {
-    match b {
-        Block::Text { text } if text.trim().is_empty() => {
-            Err(format!("message {i}: empty text block"))
-        }
-        Block::Text { .. } => Ok(()),
-        Block::Image { data, .. } if data.len() > MAX_IMAGE_BASE64 => {
-            Err(format!("message {i}: image too large"))
-        }
-        Block::Image { .. } => Ok(()),
-        other => Err(format!("message {i}: {other:?} in a user message")),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Whether `id` is acceptable to `api`.
+    fn valid_id(id: &str, api: Api) -> bool {
+        let max = match api {
+            Api::AnthropicMessages => 64,
+            Api::OpenAiCompletions => 40,
+        };
+        !id.is_empty()
+            && id.len() <= max
+            && id
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+    }
+
+    /// The provider's documented rules for a request's messages; `Err`
+    /// names the first one broken.
+    fn validate(messages: &[Message], api: Api) -> Result<(), String> {
+        if !matches!(messages.first(), Some(Message::User(_))) {
+            return Err("the first message must be a user message".into());
+        }
+        let mut seen_ids: HashSet<&str> = HashSet::new();
+        let mut i = 0;
+        while i < messages.len() {
+            match &messages[i] {
+                Message::User(blocks) => {
+                    if blocks.is_empty() {
+                        return Err(format!("message {i}: empty user message"));
+                    }
+                    for b in blocks {
+                        check_user_block(b, i)?;
+                    }
+                    if api == Api::AnthropicMessages
+                        && matches!(messages.get(i + 1), Some(Message::User(_)))
+                    {
+                        return Err(format!("message {i}: two user messages in a row"));
+                    }
+                    i += 1;
+                }
+                Message::Assistant(blocks) => {
+                    if blocks.is_empty() {
+                        return Err(format!("message {i}: empty assistant message"));
+                    }
+                    let mut calls = Vec::new();
+                    for b in blocks {
+                        match b {
+                            Block::Text { text } if text.trim().is_empty() => {
+                                return Err(format!("message {i}: empty text block"));
+                            }
+                            Block::Text { .. } => {}
+                            Block::Thinking { signature, .. } => {
+                                if api == Api::OpenAiCompletions {
+                                    return Err(format!(
+                                        "message {i}: thinking block sent to a chat-completions server"
+                                    ));
+                                }
+                                if signature.as_deref().is_none_or(str::is_empty) {
+                                    return Err(format!(
+                                        "message {i}: thinking block without a signature"
+                                    ));
+                                }
+                            }
+                            Block::ToolCall { id, .. } => {
+                                if !valid_id(id, api) {
+                                    return Err(format!(
+                                        "message {i}: invalid tool call id {id:?}"
+                                    ));
+                                }
+                                if !seen_ids.insert(id) {
+                                    return Err(format!(
+                                        "message {i}: tool call id {id} used twice"
+                                    ));
+                                }
+                                calls.push(id.as_str());
+                            }
+                            Block::Image { .. } => {
+                                return Err(format!("message {i}: image in an assistant message"));
+                            }
+                        }
+                    }
+                    if api == Api::AnthropicMessages
+                        && matches!(messages.get(i + 1), Some(Message::Assistant(_)))
+                    {
+                        return Err(format!("message {i}: two assistant messages in a row"));
+                    }
+                    i += 1;
+                    // Every call is answered, right after, exactly once.
+                    let mut answered = HashSet::new();
+                    while let Some(Message::ToolResult {
+                        tool_call_id,
+                        content,
+                        ..
+                    }) = messages.get(i)
+                    {
+                        if !calls.contains(&tool_call_id.as_str()) {
+                            return Err(format!(
+                                "message {i}: result for unknown call {tool_call_id}"
+                            ));
+                        }
+                        if !answered.insert(tool_call_id.as_str()) {
+                            return Err(format!(
+                                "message {i}: second result for call {tool_call_id}"
+                            ));
+                        }
+                        if content.is_empty() {
+                            return Err(format!("message {i}: empty tool result"));
+                        }
+                        for b in content {
+                            check_user_block(b, i)?;
+                        }
+                        i += 1;
+                    }
+                    if answered.len() != calls.len() {
+                        return Err(format!(
+                            "message {i}: {} call(s) without a result",
+                            calls.len() - answered.len()
+                        ));
+                    }
+                    if api == Api::AnthropicMessages
+                        && !calls.is_empty()
+                        && matches!(messages.get(i), Some(Message::User(_)))
+                    {
+                        // Results and the following user text travel in one
+                        // user message, so a user message may follow.
+                    }
+                }
+                Message::ToolResult { tool_call_id, .. } => {
+                    return Err(format!(
+                        "message {i}: result for call {tool_call_id} not right after its call"
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn check_user_block(b: &Block, i: usize) -> Result<(), String> {
+        match b {
+            Block::Text { text } if text.trim().is_empty() => {
+                Err(format!("message {i}: empty text block"))
+            }
+            Block::Text { .. } => Ok(()),
+            Block::Image { data, .. } if data.len() > MAX_IMAGE_BASE64 => {
+                Err(format!("message {i}: image too large"))
+            }
+            Block::Image { .. } => Ok(()),
+            other => Err(format!("message {i}: {other:?} in a user message")),
+        }
+    }
     use serde_json::json;
 
     fn call(id: &str) -> Block {

@@ -17,10 +17,10 @@
 //! hand a message to the app, which runs a turn. Nothing here rewrites a
 //! transcript or reads the environment.
 
-pub mod compaction;
-pub mod hygiene;
-pub mod policy;
-pub mod prompt;
-pub mod shell;
-pub mod tools;
-pub mod turn;
+pub(crate) mod compaction;
+pub(crate) mod hygiene;
+pub(crate) mod policy;
+pub(crate) mod prompt;
+pub(crate) mod shell;
+pub(crate) mod tools;
+pub(crate) mod turn;

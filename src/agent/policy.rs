@@ -20,7 +20,7 @@ use super::shell::Allowlist;
 use crate::config::{ExecAsk, ExecSecurity, ToolProfile, ToolsConfig};
 
 /// almanac's built-in tools.
-pub const BUILT_IN: &[&str] = &[
+pub(crate) const BUILT_IN: &[&str] = &[
     "read",
     "write",
     "edit",
@@ -32,7 +32,7 @@ pub const BUILT_IN: &[&str] = &[
 
 /// OpenClaw's tool groups, with almanac's tools in them (names almanac
 /// does not have are kept, so OpenClaw lists mean the same here).
-pub const GROUPS: &[(&str, &[&str])] = &[
+pub(crate) const GROUPS: &[(&str, &[&str])] = &[
     ("group:fs", &["read", "write", "edit", "apply_patch"]),
     ("group:runtime", &["exec", "bash", "process"]),
     (
@@ -125,14 +125,14 @@ fn entry_covers(entry: &str, tool: &str) -> bool {
 
 /// Which tools the model is offered.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct ToolPolicy {
+pub(crate) struct ToolPolicy {
     profile: Option<ToolProfile>,
     allow: Vec<String>,
     deny: Vec<String>,
 }
 
 impl ToolPolicy {
-    pub fn new(config: &ToolsConfig) -> ToolPolicy {
+    pub(crate) fn new(config: &ToolsConfig) -> ToolPolicy {
         ToolPolicy {
             profile: config.profile,
             allow: config.allow.clone(),
@@ -141,7 +141,7 @@ impl ToolPolicy {
     }
 
     /// `Ok` when `tool` is offered; else which setting removed it.
-    pub fn check(&self, tool: &str) -> Result<(), String> {
+    pub(crate) fn check(&self, tool: &str) -> Result<(), String> {
         if let Some(entry) = self.deny.iter().find(|e| entry_covers(e, tool)) {
             return Err(format!(
                 "the tool `{tool}` is turned off by tools.deny (\"{entry}\")"
@@ -167,14 +167,14 @@ impl ToolPolicy {
         }
     }
 
-    pub fn allows(&self, tool: &str) -> bool {
+    pub(crate) fn allows(&self, tool: &str) -> bool {
         self.check(tool).is_ok()
     }
 }
 
 /// What `exec` may run.
 #[derive(Debug, Clone, PartialEq)]
-pub struct ExecPolicy {
+pub(crate) struct ExecPolicy {
     pub security: ExecSecurity,
     pub ask: ExecAsk,
     pub allowlist: Allowlist,
@@ -182,7 +182,7 @@ pub struct ExecPolicy {
 
 /// What to do with one `exec` call.
 #[derive(Debug, Clone, PartialEq)]
-pub enum ExecPlan {
+pub(crate) enum ExecPlan {
     /// Run `script` with `sh -c`, after approval when `ask` says why one is
     /// needed.
     Run { script: String, ask: Option<String> },
@@ -198,7 +198,7 @@ fn security_name(security: ExecSecurity) -> &'static str {
     }
 }
 
-pub fn ask_name(ask: ExecAsk) -> &'static str {
+pub(crate) fn ask_name(ask: ExecAsk) -> &'static str {
     match ask {
         ExecAsk::Off => "off",
         ExecAsk::OnMiss => "on-miss",
@@ -208,7 +208,7 @@ pub fn ask_name(ask: ExecAsk) -> &'static str {
 
 impl ExecPolicy {
     /// Decides what `command` may do under this policy.
-    pub fn plan(&self, command: &str) -> ExecPlan {
+    pub(crate) fn plan(&self, command: &str) -> ExecPlan {
         let always =
             (self.ask == ExecAsk::Always).then(|| "tools.exec.ask is \"always\"".to_string());
         match self.security {
@@ -244,7 +244,7 @@ impl ExecPolicy {
     }
 
     /// The refusal when approval was needed but not given.
-    pub fn not_approved(&self, why: &str, approval: Approval) -> String {
+    pub(crate) fn not_approved(&self, why: &str, approval: Approval) -> String {
         let how = match approval {
             Approval::Refused => "the user did not approve it".to_string(),
             _ => format!(
@@ -259,7 +259,7 @@ impl ExecPolicy {
     }
 
     /// A line for the `exec` tool's description.
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         match self.security {
             ExecSecurity::Deny => "Commands are turned off.".to_string(),
             ExecSecurity::Full => "Any shell command runs.".to_string(),
@@ -273,7 +273,7 @@ impl ExecPolicy {
 
 /// The answer to an approval request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Approval {
+pub(crate) enum Approval {
     Approved,
     Refused,
     /// Nobody can be asked (no terminal).
@@ -282,7 +282,7 @@ pub enum Approval {
 
 /// A command waiting for a person's approval.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ApprovalRequest {
+pub(crate) struct ApprovalRequest {
     /// The command as it will run.
     pub command: String,
     /// Why approval is asked.
@@ -290,7 +290,7 @@ pub struct ApprovalRequest {
 }
 
 /// Asks a person whether a command may run.
-pub trait Approver: Send + Sync {
+pub(crate) trait Approver: Send + Sync {
     fn approve<'a>(
         &'a self,
         request: &'a ApprovalRequest,
@@ -298,7 +298,7 @@ pub trait Approver: Send + Sync {
 }
 
 /// Nobody to ask: every request is unanswered, so refused.
-pub struct NoApprover;
+pub(crate) struct NoApprover;
 
 impl Approver for NoApprover {
     fn approve<'a>(

@@ -25,7 +25,7 @@ use crate::memory::sanitize;
 use crate::provider::ToolSpec;
 
 /// The bootstrap files, in the order they are given.
-pub const BOOTSTRAP_FILES: &[&str] = &[
+pub(crate) const BOOTSTRAP_FILES: &[&str] = &[
     "AGENTS.md",
     "SOUL.md",
     "TOOLS.md",
@@ -37,7 +37,7 @@ pub const BOOTSTRAP_FILES: &[&str] = &[
 /// A workspace file put in the prompt.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct BootstrapFile {
+pub(crate) struct BootstrapFile {
     pub name: String,
     pub path: PathBuf,
     pub content: String,
@@ -53,7 +53,7 @@ pub struct BootstrapFile {
 /// or unreadable are left out, and so is a `MEMORY.md` that is a symlink
 /// leaving the workspace unless `allowed_targets` holds where it leads
 /// (memory's one containment rule).
-pub fn bootstrap_files(
+pub(crate) fn bootstrap_files(
     workspace: &Path,
     max_each: usize,
     max_total: usize,
@@ -140,7 +140,7 @@ fn cut(text: &str, keep: usize) -> &str {
 
 /// Everything the system prompt is made of.
 #[derive(Debug, Clone, Default)]
-pub struct Parts {
+pub(crate) struct Parts {
     pub agent_id: String,
     /// `2026-11-29 09:00 (Europe/Paris, Sunday)`.
     pub now: String,
@@ -156,7 +156,7 @@ pub struct Parts {
 }
 
 /// The system prompt.
-pub fn system_prompt(p: &Parts) -> String {
+pub(crate) fn system_prompt(p: &Parts) -> String {
     let mut s = String::new();
     s.push_str("You are a personal assistant running inside almanac.\n\n");
     s.push_str("## Runtime\n");
@@ -203,7 +203,7 @@ pub fn system_prompt(p: &Parts) -> String {
 }
 
 /// The user's message with queued system events in front of it.
-pub fn user_text(message: &str, event_lines: &[String]) -> String {
+pub(crate) fn user_text(message: &str, event_lines: &[String]) -> String {
     if event_lines.is_empty() {
         return message.to_string();
     }
@@ -216,7 +216,7 @@ pub fn user_text(message: &str, event_lines: &[String]) -> String {
 }
 
 /// A rough token count (4 characters a token), for budgets only.
-pub fn estimate_tokens(text: &str) -> usize {
+pub(crate) fn estimate_tokens(text: &str) -> usize {
     text.chars().count().div_ceil(4)
 }
 

@@ -18,7 +18,7 @@ use std::fmt;
 
 /// How two simple commands are joined.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Op {
+pub(crate) enum Op {
     Pipe,
     And,
     Or,
@@ -39,14 +39,14 @@ impl Op {
 /// One simple command: its words (the program first) and what joins it to
 /// the next one.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Simple {
+pub(crate) struct Simple {
     pub words: Vec<String>,
     pub then: Option<Op>,
 }
 
 /// Why a command is not run as allowlisted.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum Refusal {
+pub(crate) enum Refusal {
     #[error("{0}")]
     Syntax(String),
     #[error("`{0}` is a path; name allowed programs by their bare name")]
@@ -64,7 +64,7 @@ fn syntax(what: &str) -> Refusal {
 }
 
 /// Reads `command` into simple commands, or says what is not allowed.
-pub fn parse(command: &str) -> Result<Vec<Simple>, Refusal> {
+pub(crate) fn parse(command: &str) -> Result<Vec<Simple>, Refusal> {
     let mut out: Vec<Simple> = Vec::new();
     let mut words: Vec<String> = Vec::new();
     let mut word = String::new();
@@ -243,12 +243,12 @@ fn is_name(text: &str) -> bool {
 }
 
 /// A word as a shell would read it back literally: single-quoted.
-pub fn quote(word: &str) -> String {
+pub(crate) fn quote(word: &str) -> String {
     format!("'{}'", word.replace('\'', r"'\''"))
 }
 
 /// The shell text that runs exactly `commands`, every word quoted.
-pub fn requote(commands: &[Simple]) -> String {
+pub(crate) fn requote(commands: &[Simple]) -> String {
     let mut out = String::new();
     for c in commands {
         let words: Vec<String> = c.words.iter().map(|w| quote(w)).collect();
@@ -262,7 +262,7 @@ pub fn requote(commands: &[Simple]) -> String {
 
 /// What a program's operands (non-option arguments) may be.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Operands {
+pub(crate) enum Operands {
     /// None: the program reads standard input only (`-` is allowed).
     None,
     /// Any text (the program never opens them as files).
@@ -274,7 +274,7 @@ pub enum Operands {
 /// The arguments a built-in safe bin accepts. Options not listed are
 /// refused (file-reading and file-writing ones are never listed).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Profile {
+pub(crate) struct Profile {
     /// Options that take no value.
     pub flags: &'static [&'static str],
     /// Options whose value follows (`-k 2`, `-k2`, `--key 2`, `--key=2`).
@@ -304,7 +304,7 @@ const TEXT: Profile = Profile {
 /// The built-in safe bins and their argument rules. `sort`, `uniq`, `cut`
 /// and `wc` read standard input only; `date` cannot read (`-f`, `-r`) or set
 /// (`-s`) anything; `tr` and `seq` take text, never files.
-pub const PROFILES: &[(&str, Profile)] = &[
+pub(crate) const PROFILES: &[(&str, Profile)] = &[
     ("echo", TEXT),
     ("printf", TEXT),
     (
@@ -478,13 +478,13 @@ pub const PROFILES: &[(&str, Profile)] = &[
 ];
 
 /// The argument rules of a built-in safe bin.
-pub fn profile(program: &str) -> Option<&'static Profile> {
+pub(crate) fn profile(program: &str) -> Option<&'static Profile> {
     PROFILES.iter().find(|(n, _)| *n == program).map(|(_, p)| p)
 }
 
 impl Profile {
     /// Checks a built-in safe bin's arguments.
-    pub fn check(&self, program: &str, args: &[String]) -> Result<(), Refusal> {
+    pub(crate) fn check(&self, program: &str, args: &[String]) -> Result<(), Refusal> {
         if self.raw {
             return Ok(());
         }
@@ -585,7 +585,7 @@ impl Profile {
 
 /// How an allowed program's arguments are checked.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Rule {
+pub(crate) enum Rule {
     /// A built-in safe bin: its profile.
     Profiled(&'static Profile),
     /// A program the user (or an eligible skill, with
@@ -595,7 +595,7 @@ pub enum Rule {
 
 /// The programs allowlist mode runs.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Allowlist {
+pub(crate) struct Allowlist {
     entries: BTreeMap<String, Rule>,
 }
 
@@ -657,7 +657,7 @@ const RUNS_OTHER_PROGRAMS: &[&str] = &[
 
 /// Whether `program` runs other programs or code, so a skill cannot bring
 /// it into the allowlist.
-pub fn runs_other_programs(program: &str) -> bool {
+pub(crate) fn runs_other_programs(program: &str) -> bool {
     RUNS_OTHER_PROGRAMS.contains(&program)
         || ["python", "pypy", "perl", "ruby", "php", "node", "lua"]
             .iter()
@@ -669,7 +669,7 @@ impl Allowlist {
     /// profile, other names run with any arguments; `skill_bins` (with
     /// `autoAllowSkills`) run with any arguments unless they run other
     /// programs.
-    pub fn new<'a>(
+    pub(crate) fn new<'a>(
         safe_bins: impl IntoIterator<Item = &'a str>,
         skill_bins: impl IntoIterator<Item = &'a str>,
     ) -> Allowlist {
@@ -695,17 +695,17 @@ impl Allowlist {
     }
 
     /// The allowed program names, sorted.
-    pub fn names(&self) -> Vec<&str> {
+    pub(crate) fn names(&self) -> Vec<&str> {
         self.entries.keys().map(String::as_str).collect()
     }
 
-    pub fn rule(&self, program: &str) -> Option<Rule> {
+    pub(crate) fn rule(&self, program: &str) -> Option<Rule> {
         self.entries.get(program).copied()
     }
 
     /// Parses and checks `command`; the shell text to run exactly what was
     /// checked.
-    pub fn check(&self, command: &str) -> Result<String, Refusal> {
+    pub(crate) fn check(&self, command: &str) -> Result<String, Refusal> {
         let commands = parse(command)?;
         for c in &commands {
             let (program, args) = c.words.split_first().expect("a simple command has words");

@@ -33,21 +33,21 @@ use crate::child::{self, Capture, Spec};
 use crate::provider::ToolSpec;
 
 /// Largest tool output given back to the model, in characters.
-pub const MAX_OUTPUT_CHARS: usize = 30_000;
+pub(crate) const MAX_OUTPUT_CHARS: usize = 30_000;
 /// Output of a command or skill kept for the model, in bytes (room for
 /// [`MAX_OUTPUT_CHARS`] characters of any UTF-8 text).
-pub const CAPTURE_BYTES: usize = MAX_OUTPUT_CHARS * 4;
+pub(crate) const CAPTURE_BYTES: usize = MAX_OUTPUT_CHARS * 4;
 /// Most of a file `read` looks through for its line window.
-pub const READ_SCAN_BYTES: u64 = 64 * 1024 * 1024;
+pub(crate) const READ_SCAN_BYTES: u64 = 64 * 1024 * 1024;
 /// Largest file `edit` changes.
-pub const EDIT_MAX_BYTES: u64 = 16 * 1024 * 1024;
+pub(crate) const EDIT_MAX_BYTES: u64 = 16 * 1024 * 1024;
 /// The largest `exec` timeout the model may ask for, in seconds (or
 /// `tools.exec.timeoutSec` when that is larger).
-pub const EXEC_MAX_TIMEOUT_SECS: u64 = 600;
+pub(crate) const EXEC_MAX_TIMEOUT_SECS: u64 = 600;
 
 /// How a skill runs when called as a tool.
 #[derive(Debug, Clone, PartialEq)]
-pub enum SkillRun {
+pub(crate) enum SkillRun {
     /// An instruction skill: its text.
     Print(String),
     /// A program, with the skill's environment and limits.
@@ -55,7 +55,7 @@ pub enum SkillRun {
 }
 
 /// What tools need from other subsystems.
-pub trait Services: Send + Sync {
+pub(crate) trait Services: Send + Sync {
     fn memory_search(
         &self,
         query: &str,
@@ -75,7 +75,7 @@ pub trait Services: Send + Sync {
 
 /// A skill offered as a tool.
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
-pub struct SkillTool {
+pub(crate) struct SkillTool {
     /// The tool name (the skill's `command-tool`, else its command name).
     pub tool: String,
     pub skill: String,
@@ -85,14 +85,14 @@ pub struct SkillTool {
 /// Paths no tool opens: almanac's config file, and its state directory
 /// except a workspace or skill folder inside it.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Protected {
+pub(crate) struct Protected {
     pub config_file: Option<PathBuf>,
     pub state_dir: Option<PathBuf>,
 }
 
 /// Everything the tools of a turn are set up with.
 #[derive(Debug, Clone)]
-pub struct ToolSettings {
+pub(crate) struct ToolSettings {
     pub workspace: PathBuf,
     pub home: Option<PathBuf>,
     /// Folders `read` may open besides the workspace (skill folders).
@@ -113,7 +113,7 @@ pub struct ToolSettings {
 }
 
 /// The tools of one turn.
-pub struct Tools<'a> {
+pub(crate) struct Tools<'a> {
     pub settings: ToolSettings,
     pub services: &'a dyn Services,
     /// Asked when a command needs a person's approval.
@@ -122,7 +122,7 @@ pub struct Tools<'a> {
 
 /// The result of one call.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Output {
+pub(crate) struct Output {
     pub text: String,
     pub is_error: bool,
 }
@@ -153,12 +153,12 @@ fn cap(text: String) -> String {
 
 impl Tools<'_> {
     /// Whether `tool` is offered in this turn.
-    pub fn offers(&self, tool: &str) -> bool {
+    pub(crate) fn offers(&self, tool: &str) -> bool {
         self.specs().iter().any(|s| s.name == tool)
     }
 
     /// The specs the model is given: the available tools the policy keeps.
-    pub fn specs(&self) -> Vec<ToolSpec> {
+    pub(crate) fn specs(&self) -> Vec<ToolSpec> {
         let s = &self.settings;
         let spec = |name: &str, description: &str, parameters: Value| ToolSpec {
             name: name.to_string(),
@@ -230,7 +230,7 @@ impl Tools<'_> {
     }
 
     /// Runs one call.
-    pub async fn call(&self, name: &str, arguments: &Value) -> Output {
+    pub(crate) async fn call(&self, name: &str, arguments: &Value) -> Output {
         let s = &self.settings;
         if let Err(why) = s.policy.check(name) {
             tracing::warn!(tool = name, %why, "tool call refused");
@@ -659,7 +659,7 @@ fn existing_mode(path: &Path) -> Option<u32> {
 
 /// Arguments typed after a command, split like a shell would split plain
 /// words and quotes (nothing is expanded).
-pub fn split_args(text: &str) -> Vec<String> {
+pub(crate) fn split_args(text: &str) -> Vec<String> {
     let mut out = Vec::new();
     let mut current = String::new();
     let mut quote: Option<char> = None;

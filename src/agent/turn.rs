@@ -29,11 +29,11 @@ use crate::provider::{
 use crate::session::transcript::{self, AssistantMeta};
 
 /// The silent reply token: the turn has nothing to tell the user.
-pub const NO_REPLY: &str = "NO_REPLY";
+pub(crate) const NO_REPLY: &str = "NO_REPLY";
 
 /// Settings of one turn.
 #[derive(Debug, Clone)]
-pub struct Settings {
+pub(crate) struct Settings {
     /// The model name sent to the provider.
     pub model: String,
     pub max_tokens: u32,
@@ -43,7 +43,7 @@ pub struct Settings {
 /// One tool call of the turn, for the caller's report.
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct ToolCallRecord {
+pub(crate) struct ToolCallRecord {
     pub id: String,
     pub name: String,
     pub arguments: Value,
@@ -55,7 +55,7 @@ pub struct ToolCallRecord {
 /// What a turn did.
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Outcome {
+pub(crate) struct Outcome {
     pub reply: String,
     /// The reply was `NO_REPLY`: nothing to deliver.
     pub silent: bool,
@@ -79,7 +79,7 @@ pub struct Outcome {
 }
 
 /// Where the turn writes.
-pub struct Log<'a> {
+pub(crate) struct Log<'a> {
     pub path: &'a std::path::Path,
     /// The last entry id (the new entries' parent).
     pub leaf: Option<String>,
@@ -102,7 +102,7 @@ impl Drop for Log<'_> {
 
 impl Log<'_> {
     /// Appends one message, synced.
-    pub fn message(
+    pub(crate) fn message(
         &mut self,
         message: &Message,
         meta: Option<&AssistantMeta>,
@@ -122,24 +122,27 @@ impl Log<'_> {
     }
 
     /// Appends raw entries (each with its `type`), synced, chained.
-    pub fn append(&mut self, payloads: Vec<(String, Value)>) -> std::io::Result<String> {
+    pub(crate) fn append(&mut self, payloads: Vec<(String, Value)>) -> std::io::Result<String> {
         self.write(payloads, true)
     }
 
     /// Appends raw entries to be synced with the turn's last flush (by
     /// [`Log::sync`] or whoever takes [`Log::take_pending_sync`]).
-    pub fn append_unsynced(&mut self, payloads: Vec<(String, Value)>) -> std::io::Result<String> {
+    pub(crate) fn append_unsynced(
+        &mut self,
+        payloads: Vec<(String, Value)>,
+    ) -> std::io::Result<String> {
         self.write(payloads, false)
     }
 
     /// Hands the pending flush over: the caller must sync the returned
     /// file (on another thread, say) before acknowledging the turn.
-    pub fn take_pending_sync(&mut self) -> Option<std::path::PathBuf> {
+    pub(crate) fn take_pending_sync(&mut self) -> Option<std::path::PathBuf> {
         std::mem::take(&mut self.unsynced).then(|| self.path.to_path_buf())
     }
 
     /// Flushes what was written unsynced.
-    pub fn sync(&mut self) -> std::io::Result<()> {
+    pub(crate) fn sync(&mut self) -> std::io::Result<()> {
         if self.unsynced {
             std::fs::File::open(self.path)?.sync_data()?;
             self.unsynced = false;
@@ -168,7 +171,7 @@ impl Log<'_> {
 
 /// Why a turn failed.
 #[derive(Debug, thiserror::Error)]
-pub enum TurnError {
+pub(crate) enum TurnError {
     #[error(transparent)]
     Provider(#[from] provider::ProviderError),
     #[error("cannot write the transcript")]
@@ -180,7 +183,7 @@ pub enum TurnError {
 /// answer is flushed by the caller ([`Log::sync`], or when the log is
 /// dropped), which can update the session's entry meanwhile.
 #[allow(clippy::too_many_arguments)]
-pub async fn run(
+pub(crate) async fn run(
     provider: &dyn Provider,
     retry: &RetryPolicy,
     settings: &Settings,

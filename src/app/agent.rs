@@ -28,7 +28,7 @@ use crate::skills;
 
 /// Why no model can be called.
 #[derive(Debug, thiserror::Error)]
-pub enum ModelError {
+pub(crate) enum ModelError {
     #[error(
         "no model is configured: set agents.defaults.model (for example openai/gpt-4o-mini) or pass --model provider/model"
     )]
@@ -47,7 +47,7 @@ pub enum ModelError {
 
 /// A model ready to call.
 #[derive(Debug, Clone)]
-pub struct Model {
+pub(crate) struct Model {
     /// `provider/model`.
     pub reference: String,
     /// The name sent to the provider.
@@ -134,13 +134,13 @@ impl App {
     /// session's model, see [`session_model`]), else `agents.defaults.model`;
     /// its endpoint from `models.providers.<id>` and the usual environment
     /// variables. The public endpoints need an API key.
-    pub fn model(&self, requested: Option<&str>) -> Result<Model, ModelError> {
+    pub(crate) fn model(&self, requested: Option<&str>) -> Result<Model, ModelError> {
         self.resolve_model(requested, true)
     }
 
     /// The same model, for showing a prompt: nothing is sent, so no API key
     /// is needed.
-    pub fn model_without_key(&self, requested: Option<&str>) -> Result<Model, ModelError> {
+    pub(crate) fn model_without_key(&self, requested: Option<&str>) -> Result<Model, ModelError> {
         self.resolve_model(requested, false)
     }
 
@@ -227,7 +227,7 @@ impl App {
     }
 
     /// The sessions of `agent` (default `main`).
-    pub fn sessions(&self, agent: Option<&str>) -> Sessions {
+    pub(crate) fn sessions(&self, agent: Option<&str>) -> Sessions {
         Sessions::new(
             &self.paths.state_dir,
             agent.unwrap_or("main"),
@@ -240,7 +240,7 @@ impl App {
 /// The model a session keeps: its override (`/new provider/model`, or
 /// OpenClaw's `providerOverride` + `modelOverride`), else the model it last
 /// used (`modelProvider` + `model`).
-pub fn session_model(entry: &SessionEntry) -> Option<String> {
+pub(crate) fn session_model(entry: &SessionEntry) -> Option<String> {
     let named = |provider: Option<&String>, model: Option<&String>| {
         let model = model.map(|m| m.trim()).filter(|m| !m.is_empty())?;
         match provider.map(|p| p.trim()).filter(|p| !p.is_empty()) {
@@ -272,7 +272,7 @@ fn stored_entry(sessions: &Sessions, key: &str) -> Option<SessionEntry> {
 /// A request for one turn.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
-pub struct TurnRequest {
+pub(crate) struct TurnRequest {
     pub message: String,
     pub session_key: Option<String>,
     pub agent: Option<String>,
@@ -282,7 +282,7 @@ pub struct TurnRequest {
 /// What `almanac agent` reports.
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct TurnReport {
+pub(crate) struct TurnReport {
     pub session_key: String,
     pub session_id: String,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -300,7 +300,7 @@ pub struct TurnReport {
 /// Where a turn's time went, in ms.
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Timings {
+pub(crate) struct Timings {
     /// Skills, memory recall, bootstrap files, system prompt.
     pub assemble_ms: f64,
     /// Whether the skills came from the previous turns' snapshot.
@@ -391,7 +391,7 @@ fn turn_skills(app: &App, read_only: bool) -> TurnSkills {
 
 /// Brings what turns keep of the skills up to date now (the gateway's
 /// skills watcher), so the next turn reuses it.
-pub fn refresh_skills(app: &App) -> anyhow::Result<()> {
+pub(crate) fn refresh_skills(app: &App) -> anyhow::Result<()> {
     app.ensure_state_dir()?;
     let _ = turn_skills(app, false);
     Ok(())
@@ -681,7 +681,7 @@ impl Services for AppServices {
 /// What the model would be sent for a message (`almanac agent prompt`).
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct PromptView {
+pub(crate) struct PromptView {
     pub session_key: String,
     pub model: String,
     pub system: String,
@@ -694,7 +694,7 @@ pub struct PromptView {
     pub skills: skills::stored::Origin,
 }
 
-pub fn prompt_view(app: &App, req: &TurnRequest) -> anyhow::Result<PromptView> {
+pub(crate) fn prompt_view(app: &App, req: &TurnRequest) -> anyhow::Result<PromptView> {
     let sessions = app.sessions(req.agent.as_deref());
     let key = sessions.resolve_key(req.session_key.as_deref());
     let entry = stored_entry(&sessions, &key);
@@ -791,16 +791,16 @@ fn consume(
 }
 
 /// The one agent this almanac runs.
-pub const AGENT_ID: &str = "main";
+pub(crate) const AGENT_ID: &str = "main";
 
 /// A turn for an agent almanac does not run.
 #[derive(Debug, thiserror::Error)]
 #[error("unknown agent `{0}`: almanac runs one agent, `main`")]
-pub struct UnknownAgent(pub String);
+pub(crate) struct UnknownAgent(pub String);
 
 /// Refuses a request for any agent but `main` (by `agent` or by an
 /// `agent:<id>:…` session key).
-pub fn check_agent(req: &TurnRequest) -> Result<(), UnknownAgent> {
+pub(crate) fn check_agent(req: &TurnRequest) -> Result<(), UnknownAgent> {
     if let Some(agent) = req
         .agent
         .as_deref()
@@ -823,7 +823,7 @@ pub fn check_agent(req: &TurnRequest) -> Result<(), UnknownAgent> {
 /// What runs a turn besides the app: the runtime its model calls run on
 /// (the caller is a blocking thread of it), where model clients come
 /// from, and the signal that stops it.
-pub struct TurnContext {
+pub(crate) struct TurnContext {
     pub handle: tokio::runtime::Handle,
     pub connect:
         std::sync::Arc<dyn Fn(Endpoint) -> std::sync::Arc<dyn provider::Provider> + Send + Sync>,
@@ -835,7 +835,7 @@ pub struct TurnContext {
 /// runtime (the engine does). `retry` is the retry policy (tests pass one
 /// that records its waits); `approver` is asked when a command needs a
 /// person's approval (`tools.exec.ask`).
-pub fn run_turn(
+pub(crate) fn run_turn(
     app: &App,
     req: &TurnRequest,
     retry: &RetryPolicy,
@@ -849,7 +849,6 @@ pub fn run_turn(
     app.paths.ensure_workspace()?;
     let sessions = app.sessions(req.agent.as_deref());
     let key = sessions.resolve_key(req.session_key.as_deref());
-    let _turn_lock = crate::durable::lock_file(&sessions.turn_lock_path(&key))?;
     let (explicit, rest) = match reset_trigger(app, &req.message) {
         Some((why, rest)) => (Some(why), rest.to_string()),
         None => (None, req.message.clone()),
@@ -875,6 +874,9 @@ pub fn run_turn(
             .and_then(session_model),
     };
     let model = app.model(chosen.or(kept.as_deref()))?;
+    // From here the session is this turn's alone (a turn that cannot
+    // call a model has created nothing).
+    let _turn_lock = crate::durable::lock_file(&sessions.turn_lock_path(&key))?;
     let (current, mut warnings) =
         sessions.current(&key, now, &app.paths.workspace, explicit, false)?;
     if let Some(choice) = &model_choice {
@@ -1116,7 +1118,7 @@ fn close_cancelled(
 /// `almanac sessions show`: the entry and the transcript's context.
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct SessionView {
+pub(crate) struct SessionView {
     pub key: String,
     pub entry: Value,
     pub transcript: PathBuf,
@@ -1125,7 +1127,7 @@ pub struct SessionView {
     pub diagnostics: Vec<String>,
 }
 
-pub fn session_view(
+pub(crate) fn session_view(
     app: &App,
     agent: Option<&str>,
     key: &str,

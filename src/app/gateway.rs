@@ -12,14 +12,14 @@ use tokio_util::sync::CancellationToken;
 use super::agent::{TurnReport, TurnRequest};
 use super::{App, GlobalOptions};
 use crate::agent::policy::Approver;
-use crate::gateway::client::{Client, NotRunning};
+use crate::gateway::client::Client;
 use crate::gateway::state::{self, GatewayInfo};
 use crate::gateway::{self, GatewayStatus, RunOptions};
 use crate::provider::Quiet;
 
 /// A system event that cannot be queued.
 #[derive(Debug, thiserror::Error)]
-pub enum BadEvent {
+pub(crate) enum BadEvent {
     #[error("mode `{0}` is not one of now, next-heartbeat")]
     Mode(String),
     #[error("the event text is empty")]
@@ -28,7 +28,7 @@ pub enum BadEvent {
 
 /// Runs the gateway in the foreground; `on_ready` is told where it
 /// listens.
-pub fn run(
+pub(crate) fn run(
     app: App,
     options: GlobalOptions,
     opts: RunOptions,
@@ -38,7 +38,7 @@ pub fn run(
 }
 
 /// `gateway status`: from the running gateway, else "not running".
-pub fn status(app: &App) -> anyhow::Result<GatewayStatus> {
+pub(crate) fn status(app: &App) -> anyhow::Result<GatewayStatus> {
     let Some(client) = Client::find(app)? else {
         return Ok(GatewayStatus::not_running());
     };
@@ -68,7 +68,7 @@ pub fn status(app: &App) -> anyhow::Result<GatewayStatus> {
 /// What `gateway stop` did.
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Stopped {
+pub(crate) struct Stopped {
     pub was_running: bool,
     pub pid: Option<u32>,
     /// It ended within the wait.
@@ -77,7 +77,7 @@ pub struct Stopped {
 
 /// `gateway stop`: SIGTERM to the running gateway, then waits for it to
 /// end (its own shutdown deadline plus a margin).
-pub fn stop(app: &App) -> anyhow::Result<Stopped> {
+pub(crate) fn stop(app: &App) -> anyhow::Result<Stopped> {
     let Some(info) = state::running(&app.paths) else {
         return Ok(Stopped {
             was_running: false,
@@ -110,7 +110,7 @@ pub fn stop(app: &App) -> anyhow::Result<Stopped> {
 /// What `system event` did.
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct EventQueued {
+pub(crate) struct EventQueued {
     pub ok: bool,
     pub queued: bool,
     pub mode: String,
@@ -123,7 +123,7 @@ pub struct EventQueued {
 
 /// `system event`: through the gateway when one runs, else into the
 /// session's queue file (no wake can happen then).
-pub fn system_event(
+pub(crate) fn system_event(
     app: &App,
     text: &str,
     mode: &str,
@@ -187,7 +187,7 @@ pub fn system_event(
 
 /// A turn's answer, from this process or from the gateway.
 #[derive(Debug)]
-pub struct TurnDone {
+pub(crate) struct TurnDone {
     pub json: Value,
     pub reply: String,
     pub silent: bool,
@@ -210,7 +210,11 @@ impl From<TurnReport> for TurnDone {
 /// `agent --message`: through the running gateway's lane when there is
 /// one (commands needing a person's approval are refused there: nobody
 /// is at its terminal), else in this process.
-pub fn turn(app: &App, req: TurnRequest, approver: Arc<dyn Approver>) -> anyhow::Result<TurnDone> {
+pub(crate) fn turn(
+    app: &App,
+    req: TurnRequest,
+    approver: Arc<dyn Approver>,
+) -> anyhow::Result<TurnDone> {
     super::agent::check_agent(&req)?;
     if let Some(client) = Client::find(app)? {
         let body = serde_json::to_value(&req)?;
@@ -236,8 +240,8 @@ pub fn turn(app: &App, req: TurnRequest, approver: Arc<dyn Approver>) -> anyhow:
 
 /// `tasks cancel`: through the running gateway, which owns running
 /// tasks (`{ok, result, task}`).
-pub fn cancel_task(app: &App, lookup: &str) -> anyhow::Result<Value> {
-    let client = require_running(app)?;
+pub(crate) fn cancel_task(app: &App, lookup: &str) -> anyhow::Result<Value> {
+    let client = Client::require(app)?;
     let path = format!("/v1/tasks/{}/cancel", percent_encode(lookup));
     let mut answer = client.post(&path, &json!({}), Duration::from_secs(30))?;
     if let Some(map) = answer.as_object_mut() {
@@ -256,9 +260,4 @@ fn percent_encode(text: &str) -> String {
             other => format!("%{other:02X}"),
         })
         .collect()
-}
-
-/// Fails with [`NotRunning`] when no gateway runs.
-pub fn require_running(app: &App) -> anyhow::Result<Client> {
-    Client::find(app)?.ok_or_else(|| NotRunning.into())
 }

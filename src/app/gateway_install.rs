@@ -21,12 +21,12 @@ use crate::gateway::install::{self, InstallChange, InstallError, Platform, Servi
 
 /// Permission bits of a new service file: service managers read it, and it
 /// holds no secret.
-pub const SERVICE_FILE_MODE: u32 = 0o644;
+pub(crate) const SERVICE_FILE_MODE: u32 = 0o644;
 
 /// What a command did to the service file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum Action {
+pub(crate) enum Action {
     /// A new file was written.
     Written,
     /// The same file was there already; nothing was written.
@@ -44,7 +44,7 @@ pub enum Action {
 /// The outcome of `gateway install` or `gateway uninstall`.
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct ServiceOutcome {
+pub(crate) struct ServiceOutcome {
     /// The service file.
     pub path: PathBuf,
     pub platform: Platform,
@@ -91,7 +91,11 @@ impl ServiceOutcome {
 
 /// Writes the service file that runs `almanac gateway run` for this app's
 /// profile and locations (nothing on a dry run).
-pub fn install(app: &App, platform: Platform, dry_run: bool) -> anyhow::Result<ServiceOutcome> {
+pub(crate) fn install(
+    app: &App,
+    platform: Platform,
+    dry_run: bool,
+) -> anyhow::Result<ServiceOutcome> {
     let exe = app.host.exe().ok_or(InstallError::NoExecutable)?;
     if !exe.is_file() {
         return Err(InstallError::ExecutableGone(exe.to_path_buf()).into());
@@ -131,7 +135,11 @@ pub fn install(app: &App, platform: Platform, dry_run: bool) -> anyhow::Result<S
 
 /// Removes this profile's service file, if almanac wrote it, with its
 /// enablement link (nothing on a dry run).
-pub fn uninstall(app: &App, platform: Platform, dry_run: bool) -> anyhow::Result<ServiceOutcome> {
+pub(crate) fn uninstall(
+    app: &App,
+    platform: Platform,
+    dry_run: bool,
+) -> anyhow::Result<ServiceOutcome> {
     let path = install::service_path(platform, &app.host, &app.paths.profile)?;
     let existing = read(&path)?;
     if !install::uninstall_change(&path, existing.as_deref())? {

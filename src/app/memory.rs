@@ -21,12 +21,12 @@ use crate::memory::when::{self, DayRange};
 
 impl App {
     /// Today in the user's zone (from `--now` when given).
-    pub fn today(&self) -> jiff::civil::Date {
+    pub(crate) fn today(&self) -> jiff::civil::Date {
         self.host.now().with_time_zone(self.user_time_zone()).date()
     }
 
     /// A `--since` / `--until` pair as a day range.
-    pub fn day_range(
+    pub(crate) fn day_range(
         &self,
         since: Option<&str>,
         until: Option<&str>,
@@ -54,18 +54,18 @@ impl App {
 /// A `--since` / `--until` value that cannot be read.
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
-pub struct BadRange(pub String);
+pub(crate) struct BadRange(pub String);
 
 /// What `memory index` did.
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Indexed {
+pub(crate) struct Indexed {
     pub sync: SyncReport,
     pub elapsed_ms: f64,
     pub stats: IndexStats,
 }
 
-pub fn index(app: &App, force: bool) -> anyhow::Result<Indexed> {
+pub(crate) fn index(app: &App, force: bool) -> anyhow::Result<Indexed> {
     let memory = app.memory();
     app.ensure_state_dir()?;
     let started = std::time::Instant::now();
@@ -87,7 +87,7 @@ pub fn index(app: &App, force: bool) -> anyhow::Result<Indexed> {
 /// `memory status`.
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Status {
+pub(crate) struct Status {
     pub enabled: bool,
     pub root: PathBuf,
     pub index_path: PathBuf,
@@ -105,7 +105,7 @@ pub struct Status {
     pub warnings: Vec<String>,
 }
 
-pub fn status(app: &App) -> anyhow::Result<Status> {
+pub(crate) fn status(app: &App) -> anyhow::Result<Status> {
     let memory = app.memory();
     let enabled = app.config.config.agents.defaults.memory_search.enabled;
     let index_bytes = ["", "-wal"]
@@ -163,7 +163,7 @@ pub fn status(app: &App) -> anyhow::Result<Status> {
 
 /// A `memory search` request.
 #[derive(Debug, Clone, Default)]
-pub struct SearchRequest {
+pub(crate) struct SearchRequest {
     pub query: String,
     pub max_results: Option<usize>,
     pub min_score: Option<f64>,
@@ -175,14 +175,11 @@ pub struct SearchRequest {
 
 /// The outcome of `memory search`.
 #[derive(Debug, Serialize)]
-pub struct Searched {
+pub(crate) struct Searched {
     #[serde(flatten)]
     pub outcome: Outcome,
     #[serde(skip)]
     pub sync: SyncReport,
-    /// Workspace-relative paths are relative to this.
-    #[serde(skip)]
-    pub root: PathBuf,
     #[serde(skip)]
     pub disabled: bool,
 }
@@ -191,7 +188,7 @@ impl App {
     /// How a command brings the memory index up to date: not at all while
     /// the gateway's watcher keeps it in step ([`SyncMode::Watched`]),
     /// else `mode`.
-    pub fn sync_mode(&self, memory: &crate::memory::Memory, mode: SyncMode) -> SyncMode {
+    pub(crate) fn sync_mode(&self, memory: &crate::memory::Memory, mode: SyncMode) -> SyncMode {
         match crate::gateway::state::running(&self.paths) {
             Some(info) if info.watching.contains(&memory.root) => SyncMode::Watched,
             _ => mode,
@@ -199,7 +196,7 @@ impl App {
     }
 
     /// The memory index, brought up to date as [`App::sync_mode`] says.
-    pub fn current_index(
+    pub(crate) fn current_index(
         &self,
         memory: &crate::memory::Memory,
     ) -> Result<(crate::memory::index::Index, SyncReport), crate::store::StoreError> {
@@ -207,19 +204,18 @@ impl App {
     }
 }
 
-pub fn search(app: &App, req: &SearchRequest) -> anyhow::Result<Searched> {
+pub(crate) fn search(app: &App, req: &SearchRequest) -> anyhow::Result<Searched> {
     let settings = &app.config.config.agents.defaults.memory_search;
-    let memory = app.memory();
     if !settings.enabled {
         return Ok(Searched {
             outcome: Outcome::default(),
             sync: SyncReport::default(),
-            root: memory.root,
             disabled: true,
         });
     }
     let range = app.day_range(req.since.as_deref(), req.until.as_deref())?;
     app.ensure_state_dir()?;
+    let memory = app.memory();
     let (index, sync) = app.current_index(&memory)?;
     let q = Query {
         text: &req.query,
@@ -250,14 +246,13 @@ pub fn search(app: &App, req: &SearchRequest) -> anyhow::Result<Searched> {
     Ok(Searched {
         outcome,
         sync,
-        root: memory.root,
         disabled: false,
     })
 }
 
 /// Why `memory get` refused a path.
 #[derive(Debug, thiserror::Error)]
-pub enum GetError {
+pub(crate) enum GetError {
     #[error(
         "not a memory file: {0} (memory get reads MEMORY.md, memory/**/*.md, daily/*.md and the configured extra paths)"
     )]
@@ -272,7 +267,7 @@ pub enum GetError {
 
 /// `memory get`: `{path, text}`, and the lines withheld from `text`.
 #[derive(Debug, Serialize)]
-pub struct Got {
+pub(crate) struct Got {
     pub path: String,
     pub text: String,
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -283,7 +278,7 @@ pub struct Got {
 /// memory root; `from` is 1-based; without `from` and `lines`, the whole
 /// file. A memory file that does not exist reads as empty. The text
 /// passes the read-time rule ([`sanitize::guard_text`]).
-pub fn get(
+pub(crate) fn get(
     app: &App,
     path: &str,
     from: Option<usize>,
@@ -344,7 +339,11 @@ fn memory_file(memory: &Memory, path: &str) -> Result<(String, PathBuf), GetErro
     }
 }
 
-pub fn entity(app: &App, name: &str, max_lines: usize) -> anyhow::Result<Option<EntitySummary>> {
+pub(crate) fn entity(
+    app: &App,
+    name: &str,
+    max_lines: usize,
+) -> anyhow::Result<Option<EntitySummary>> {
     let memory = app.memory();
     app.ensure_state_dir()?;
     let (index, _) = app.current_index(&memory)?;
@@ -353,14 +352,14 @@ pub fn entity(app: &App, name: &str, max_lines: usize) -> anyhow::Result<Option<
 
 /// A `memory recall` request.
 #[derive(Debug, Clone, Default)]
-pub struct RecallRequest {
+pub(crate) struct RecallRequest {
     pub query: String,
     pub budget: usize,
     pub since: Option<String>,
     pub until: Option<String>,
 }
 
-pub fn recall(app: &App, req: &RecallRequest) -> anyhow::Result<RecallPack> {
+pub(crate) fn recall(app: &App, req: &RecallRequest) -> anyhow::Result<RecallPack> {
     let range = app.day_range(req.since.as_deref(), req.until.as_deref())?;
     let memory = app.memory();
     app.ensure_state_dir()?;

@@ -11,14 +11,14 @@
 //! Start-up work stays minimal: one small file read (the config) and no
 //! database is opened until a command needs it.
 
-pub mod agent;
-pub mod gateway;
-pub mod gateway_install;
-pub mod memory;
-pub mod session_memory;
-pub mod skills;
-pub mod status;
-pub mod tasks;
+pub(crate) mod agent;
+pub(crate) mod gateway;
+pub(crate) mod gateway_install;
+pub(crate) mod memory;
+pub(crate) mod session_memory;
+pub(crate) mod skills;
+pub(crate) mod status;
+pub(crate) mod tasks;
 
 use crate::config::{self, LoadedConfig};
 use crate::host::Host;
@@ -26,7 +26,7 @@ use crate::paths::{self, PathFlags, Paths, StateLocation};
 
 /// Options every command accepts.
 #[derive(Debug, Clone, Default)]
-pub struct GlobalOptions {
+pub(crate) struct GlobalOptions {
     pub paths: PathFlags,
     /// `--set KEY=VALUE` pairs (the flag layer of the config).
     pub config_values: Vec<(String, String)>,
@@ -34,7 +34,7 @@ pub struct GlobalOptions {
 
 impl GlobalOptions {
     /// The flag layer of the config: `--set` pairs plus `--workspace`.
-    pub fn config_flag_values(&self) -> Vec<(String, String)> {
+    pub(crate) fn config_flag_values(&self) -> Vec<(String, String)> {
         let mut values = self.config_values.clone();
         if let Some(ws) = &self.paths.workspace {
             values.push(("agents.defaults.workspace".to_string(), ws.clone()));
@@ -45,7 +45,7 @@ impl GlobalOptions {
 
 /// Everything a command needs to know about where it runs.
 #[derive(Debug, Clone)]
-pub struct App {
+pub(crate) struct App {
     pub host: Host,
     pub paths: Paths,
     pub config: LoadedConfig,
@@ -53,12 +53,12 @@ pub struct App {
 
 impl App {
     /// Wall-clock nanoseconds, for file freshness (never the `--now` time).
-    pub fn wall_ns(&self) -> i64 {
+    pub(crate) fn wall_ns(&self) -> i64 {
         self.host.wall_now().as_nanosecond() as i64
     }
 
     /// Resolves paths and loads the layered configuration.
-    pub fn load(options: &GlobalOptions, host: Host) -> anyhow::Result<App> {
+    pub(crate) fn load(options: &GlobalOptions, host: Host) -> anyhow::Result<App> {
         let state = paths::resolve_state(&options.paths, &host)?;
         let config = load_config(&state, options, &host)?;
         let paths = resolve_paths(state, &config, &host);
@@ -73,7 +73,7 @@ impl App {
     /// whose default is computed (the workspace, the user's time zone, the
     /// session-memory folder) give the value in use. `None`: the key is
     /// known but unset, with no default.
-    pub fn config_value(
+    pub(crate) fn config_value(
         &self,
         key: &str,
     ) -> Result<Option<(serde_json::Value, config::Origin)>, config::ConfigError> {
@@ -96,7 +96,7 @@ impl App {
     /// Allowed symlink targets as configured (`~` allowed) → real paths
     /// (a path that does not resolve is kept as given). One reading for
     /// `skills.load.allowSymlinkTargets` and `memory.allowSymlinkTargets`.
-    pub fn real_targets(&self, configured: &[String]) -> Vec<std::path::PathBuf> {
+    pub(crate) fn real_targets(&self, configured: &[String]) -> Vec<std::path::PathBuf> {
         configured
             .iter()
             .map(|t| t.trim())
@@ -109,7 +109,7 @@ impl App {
     }
 
     /// Creates the state directory (0700) if needed.
-    pub fn ensure_state_dir(&self) -> std::io::Result<()> {
+    pub(crate) fn ensure_state_dir(&self) -> std::io::Result<()> {
         self.paths.ensure_state_dir()
     }
 }

@@ -19,7 +19,7 @@ use crate::memory::{Memory, MemoryStats};
 impl App {
     /// The session memory of this app: `SESSION_MEMORY_DIR` (config
     /// `memory.session.dir`) or the workspace.
-    pub fn memory(&self) -> Memory {
+    pub(crate) fn memory(&self) -> Memory {
         let settings = self.config.config.memory.session.clone();
         let root = match settings.dir.as_deref().filter(|d| !d.trim().is_empty()) {
             Some(dir) => self.host.resolve_path(dir.trim()),
@@ -63,7 +63,7 @@ impl App {
     }
 
     /// `agents.defaults.userTimezone`, else the host's zone.
-    pub fn user_time_zone(&self) -> jiff::tz::TimeZone {
+    pub(crate) fn user_time_zone(&self) -> jiff::tz::TimeZone {
         self.config
             .config
             .agents
@@ -74,12 +74,12 @@ impl App {
             .unwrap_or_else(|| self.host.time_zone().clone())
     }
 
-    pub fn tracker(&self) -> Tracker {
+    pub(crate) fn tracker(&self) -> Tracker {
         Tracker::new(&self.paths.state_dir)
     }
 
     /// The values every heartbeat ping records, read now.
-    pub fn activity_snapshot(&self, memory: &MemoryStats) -> Snapshot {
+    pub(crate) fn activity_snapshot(&self, memory: &MemoryStats) -> Snapshot {
         let sec = &self.config.config.security;
         Snapshot {
             agent: self.config.config.activity.agent_name.clone(),
@@ -104,7 +104,11 @@ impl App {
     /// Records an activity event (`heartbeat ping`, and memory commands):
     /// the activity and source are one line each, of at most
     /// [`heartbeat::MAX_NAME_CHARS`] characters.
-    pub fn ping(&self, activity: &str, source: &str) -> anyhow::Result<heartbeat::PingOutcome> {
+    pub(crate) fn ping(
+        &self,
+        activity: &str,
+        source: &str,
+    ) -> anyhow::Result<heartbeat::PingOutcome> {
         heartbeat::check_name("activity", activity)?;
         heartbeat::check_name("source", source)?;
         self.ping_with_stats(activity, source, &self.memory().stats())
@@ -129,13 +133,13 @@ impl App {
 
 /// An append and what followed it.
 #[derive(Debug, Serialize)]
-pub struct Appended {
+pub(crate) struct Appended {
     #[serde(flatten)]
     pub outcome: AppendOutcome,
     pub warnings: Vec<String>,
 }
 
-pub fn append(app: &App, req: &AppendRequest<'_>) -> anyhow::Result<Appended> {
+pub(crate) fn append(app: &App, req: &AppendRequest<'_>) -> anyhow::Result<Appended> {
     let started = std::time::Instant::now();
     let memory = app.memory();
     app.ensure_state_dir()?;
@@ -229,7 +233,7 @@ fn refresh_index(memory: &Memory, rels: &[String]) -> anyhow::Result<Index> {
 }
 
 #[derive(Debug, Serialize)]
-pub struct SearchOutcome {
+pub(crate) struct SearchOutcome {
     pub query: String,
     pub hits: Vec<Hit>,
     pub sync: SyncReport,
@@ -237,7 +241,7 @@ pub struct SearchOutcome {
 
 /// Ranked search over the whole memory (an empty query lists the newest
 /// notes).
-pub fn search(app: &App, query: &str, limit: usize) -> anyhow::Result<SearchOutcome> {
+pub(crate) fn search(app: &App, query: &str, limit: usize) -> anyhow::Result<SearchOutcome> {
     let memory = app.memory();
     app.ensure_state_dir()?;
     let started = std::time::Instant::now();
@@ -257,21 +261,25 @@ pub fn search(app: &App, query: &str, limit: usize) -> anyhow::Result<SearchOutc
     })
 }
 
-pub fn context(app: &App, goal: &str, budget: Option<usize>) -> anyhow::Result<ContextBlock> {
+pub(crate) fn context(
+    app: &App,
+    goal: &str,
+    budget: Option<usize>,
+) -> anyhow::Result<ContextBlock> {
     Ok(context_with(app, goal, budget, SyncMode::Quick)?.0)
 }
 
 /// The recall block of an agent turn: a full scan of the memory index
 /// that falls due is not run here but reported (`true`), for the turn to
 /// run while the model answers.
-pub fn context_for_turn(app: &App, goal: &str) -> anyhow::Result<(ContextBlock, bool)> {
+pub(crate) fn context_for_turn(app: &App, goal: &str) -> anyhow::Result<(ContextBlock, bool)> {
     context_with(app, goal, None, SyncMode::QuickOnly)
 }
 
 /// The recall block of a turn for `agent prompt`, creating nothing: from
 /// the index when it exists (brought up to date like a search does), else
 /// from an index built in memory for this command only.
-pub fn context_creating_nothing(app: &App, goal: &str) -> anyhow::Result<ContextBlock> {
+pub(crate) fn context_creating_nothing(app: &App, goal: &str) -> anyhow::Result<ContextBlock> {
     let memory = app.memory();
     let budget = (memory.settings.context_budget_tokens as usize).max(1);
     if !memory.settings.enabled {
@@ -314,7 +322,7 @@ fn context_with(
 
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct MemoryStatus {
+pub(crate) struct MemoryStatus {
     pub enabled: bool,
     pub root: std::path::PathBuf,
     #[serde(flatten)]
@@ -324,7 +332,7 @@ pub struct MemoryStatus {
 }
 
 /// Live counts; writes nothing and sends no heartbeat.
-pub fn status(app: &App) -> MemoryStatus {
+pub(crate) fn status(app: &App) -> MemoryStatus {
     let memory = app.memory();
     let index_files = crate::store::Store::open_existing_read_only(&memory.index_path)
         .ok()
@@ -344,7 +352,7 @@ pub fn status(app: &App) -> MemoryStatus {
 }
 
 #[derive(Debug, Serialize)]
-pub struct Cleared {
+pub(crate) struct Cleared {
     #[serde(flatten)]
     pub outcome: ClearOutcome,
     pub warnings: Vec<String>,
@@ -352,7 +360,7 @@ pub struct Cleared {
 
 /// Clears `scope`; with `older_than_days`, only daily files older than
 /// that many days (in the user's zone).
-pub fn clear(
+pub(crate) fn clear(
     app: &App,
     scope: ClearScope,
     older_than_days: Option<u32>,
@@ -382,7 +390,7 @@ pub fn clear(
 /// live security flags, routine count and memory stats over it. Computed
 /// without writing anything: where Arka pings `status.check` into a
 /// missing file, almanac shows the live values and no last activity.
-pub fn heartbeat_status(
+pub(crate) fn heartbeat_status(
     app: &App,
 ) -> anyhow::Result<(serde_json::Map<String, serde_json::Value>, Vec<String>)> {
     let loaded = app.tracker().peek()?;
@@ -410,7 +418,7 @@ pub fn heartbeat_status(
 }
 
 /// The newest `limit` history rows, oldest first (nothing is written).
-pub fn heartbeat_history(
+pub(crate) fn heartbeat_history(
     app: &App,
     limit: usize,
 ) -> anyhow::Result<(Vec<heartbeat::HistoryRow>, Vec<String>)> {

@@ -11,26 +11,25 @@ use crate::child;
 use crate::skills::discover::Root;
 use crate::skills::gates::GateContext;
 use crate::skills::run::{self, Plan, RunError};
-use crate::skills::types::RunSpec;
 use crate::skills::{self, SkillsInputs, SkillsReport, SourceKind, bundled};
 
 impl App {
     /// The managed skills folder (`<state dir>/skills`).
-    pub fn managed_skills_dir(&self) -> PathBuf {
+    pub(crate) fn managed_skills_dir(&self) -> PathBuf {
         self.paths.state_dir.join("skills")
     }
 
     /// The inputs of skills for this app, for commands that only read:
     /// nothing is written (bundled skills not yet written out are read from
     /// the binary).
-    pub fn skills_inputs(&self) -> (SkillsInputs, Vec<String>) {
+    pub(crate) fn skills_inputs(&self) -> (SkillsInputs, Vec<String>) {
         self.skills_inputs_with(false)
     }
 
     /// The inputs of skills for commands that run skills (agent turns,
     /// `skills run`): the bundled skills are written out if needed, so
     /// their files have real paths. Problems doing so are warnings.
-    pub fn skills_inputs_for_running(&self) -> (SkillsInputs, Vec<String>) {
+    pub(crate) fn skills_inputs_for_running(&self) -> (SkillsInputs, Vec<String>) {
         self.skills_inputs_with(true)
     }
 
@@ -132,13 +131,13 @@ impl App {
     }
 
     /// Discovers and gates the skills (writing nothing).
-    pub fn skills_report(&self) -> (SkillsInputs, SkillsReport) {
+    pub(crate) fn skills_report(&self) -> (SkillsInputs, SkillsReport) {
         Self::report_of(self.skills_inputs())
     }
 
     /// [`App::skills_report`] for running a skill: the bundled skills are
     /// written out first.
-    pub fn skills_report_for_running(&self) -> (SkillsInputs, SkillsReport) {
+    pub(crate) fn skills_report_for_running(&self) -> (SkillsInputs, SkillsReport) {
         Self::report_of(self.skills_inputs_for_running())
     }
 
@@ -151,7 +150,7 @@ impl App {
 
 /// What `skills run` did.
 #[derive(Debug)]
-pub enum RunOutcome {
+pub(crate) enum RunOutcome {
     /// The skill's process ran (to its end, or to its timeout).
     Ran(child::Finished),
     /// An instruction skill: print this.
@@ -160,7 +159,7 @@ pub enum RunOutcome {
 
 /// Why a skill did not run.
 #[derive(Debug, thiserror::Error)]
-pub enum RefusedRun {
+pub(crate) enum RefusedRun {
     /// Unknown or disabled (exit 2).
     #[error("Unknown or disabled third-party skill: {0}")]
     Unknown(String),
@@ -176,7 +175,7 @@ pub enum RefusedRun {
 
 /// A skill ready to run.
 #[derive(Debug)]
-pub enum Prepared {
+pub(crate) enum Prepared {
     /// An instruction skill: its text.
     Print(String),
     /// Its process: program, environment and limits
@@ -186,7 +185,7 @@ pub enum Prepared {
 
 /// Gates skill `name` now and says how to run it with `args`: its own
 /// environment values go to its process only.
-pub fn prepare_run(
+pub(crate) fn prepare_run(
     app: &App,
     name: &str,
     args: &[String],
@@ -246,7 +245,7 @@ pub fn prepare_run(
 
 /// Runs skill `name` with `args` (gates re-checked now), its output handed
 /// to `sink` as it comes.
-pub fn run_skill(
+pub(crate) fn run_skill(
     app: &App,
     name: &str,
     args: &[String],
@@ -259,15 +258,10 @@ pub fn run_skill(
     }
 }
 
-/// Whether a skill's `skills run` would print its instructions.
-pub fn is_instruction_skill(spec: Option<&RunSpec>) -> bool {
-    matches!(spec, None | Some(RunSpec::Prompt))
-}
-
 /// `skills check`: counts and lists.
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct CheckSummary {
+pub(crate) struct CheckSummary {
     pub total: usize,
     pub eligible: usize,
     pub disabled: usize,
@@ -276,7 +270,7 @@ pub struct CheckSummary {
     pub failed: usize,
 }
 
-pub fn check_summary(report: &SkillsReport) -> CheckSummary {
+pub(crate) fn check_summary(report: &SkillsReport) -> CheckSummary {
     let count =
         |f: &dyn Fn(&skills::SkillStatus) -> bool| report.skills.iter().filter(|s| f(s)).count();
     CheckSummary {

@@ -10,6 +10,7 @@ use crate::config::{self, Origin};
 use crate::host::Host;
 use crate::paths::{self, Paths};
 use crate::store::{Store, StoreKind};
+use crate::tasks::{Counts, Ledger};
 
 /// Files whose presence tells a user what kind of workspace this is.
 const WORKSPACE_FILES: &[&str] = &[
@@ -24,7 +25,7 @@ const WORKSPACE_FILES: &[&str] = &[
 
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct StatusReport {
+pub(crate) struct StatusReport {
     pub version: &'static str,
     pub profile: String,
     pub state_dir: PathBuf,
@@ -37,7 +38,7 @@ pub struct StatusReport {
 
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Subsystems {
+pub(crate) struct Subsystems {
     pub state_dir: DirStatus,
     pub config: ConfigStatus,
     pub workspace: WorkspaceStatus,
@@ -47,11 +48,15 @@ pub struct Subsystems {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub memory: Option<MemoryStatus>,
     pub heartbeat: HeartbeatStatus,
+    /// Queued and running tasks and the audit's findings now; absent when
+    /// the ledger cannot be read (the store's status says why).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tasks: Option<Counts>,
 }
 
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct MemoryStatus {
+pub(crate) struct MemoryStatus {
     pub enabled: bool,
     pub root: PathBuf,
     pub long_term_lines: usize,
@@ -60,7 +65,7 @@ pub struct MemoryStatus {
 
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct HeartbeatStatus {
+pub(crate) struct HeartbeatStatus {
     pub exists: bool,
     /// The file is not valid (the next heartbeat command repairs it).
     pub corrupt: bool,
@@ -73,14 +78,14 @@ pub struct HeartbeatStatus {
 
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct DirStatus {
+pub(crate) struct DirStatus {
     pub exists: bool,
     pub origin: Origin,
 }
 
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct ConfigStatus {
+pub(crate) struct ConfigStatus {
     pub exists: bool,
     pub origin: Origin,
     pub valid: bool,
@@ -93,7 +98,7 @@ pub struct ConfigStatus {
 
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct WorkspaceStatus {
+pub(crate) struct WorkspaceStatus {
     pub exists: bool,
     pub origin: Origin,
     /// Which of the well-known workspace files are present.
@@ -102,7 +107,7 @@ pub struct WorkspaceStatus {
 
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct StoreStatus {
+pub(crate) struct StoreStatus {
     pub exists: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub schema_version: Option<u32>,
@@ -114,7 +119,7 @@ pub struct StoreStatus {
 
 impl StatusReport {
     /// Whether every subsystem is usable (the exit code of `status`).
-    pub fn healthy(&self) -> bool {
+    pub(crate) fn healthy(&self) -> bool {
         self.subsystems.config.valid
             && self.subsystems.store.error.is_none()
             && self.subsystems.index.error.is_none()
@@ -124,7 +129,7 @@ impl StatusReport {
 /// Gathers the report. Only an unusable state location (bad profile, no
 /// home) or a bad `--set` is an error; a broken config file is reported
 /// inside the report.
-pub fn collect(options: &GlobalOptions, host: &Host) -> anyhow::Result<StatusReport> {
+pub(crate) fn collect(options: &GlobalOptions, host: &Host) -> anyhow::Result<StatusReport> {
     let state = paths::resolve_state(&options.paths, host)?;
     tracing::debug!(state_dir = %state.state_dir.display(), profile = %state.profile, "state location resolved");
     let state_dir_exists = state.state_dir.is_dir();
@@ -210,6 +215,7 @@ pub fn collect(options: &GlobalOptions, host: &Host) -> anyhow::Result<StatusRep
             index: store_status(&index_path, StoreKind::Index),
             memory: memory.map(|(m, _)| m),
             heartbeat: heartbeat_status(&paths),
+            tasks: task_counts(&paths, host),
         },
     })
 }
@@ -260,6 +266,19 @@ fn heartbeat_status(paths: &Paths) -> HeartbeatStatus {
     status
 }
 
+/// The ledger's numbers, read without creating or migrating anything.
+fn task_counts(paths: &Paths, host: &Host) -> Option<Counts> {
+    let counted = Ledger::open_for_reading(&paths.state_store())
+        .and_then(|ledger| ledger.counts(host.now_ms()));
+    match counted {
+        Ok(counts) => Some(counts),
+        Err(err) => {
+            tracing::debug!(%err, "task ledger unreadable");
+            None
+        }
+    }
+}
+
 fn store_status(path: &Path, kind: StoreKind) -> StoreStatus {
     let latest = kind.migrations().last().map_or(0, |m| m.version);
     let bytes = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
@@ -281,7 +300,7 @@ fn store_status(path: &Path, kind: StoreKind) -> StoreStatus {
 }
 
 /// `message: cause: cause` on one line.
-pub fn error_chain(err: &anyhow::Error) -> String {
+pub(crate) fn error_chain(err: &anyhow::Error) -> String {
     err.chain()
         .map(ToString::to_string)
         .collect::<Vec<_>>()

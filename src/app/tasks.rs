@@ -13,19 +13,19 @@ use crate::tasks::{Audit, AuditCode, Ledger, Maintenance, Severity, Task, TaskEr
 
 /// `tasks list --json`: `{"tasks": [...]}`.
 #[derive(Debug, Serialize)]
-pub struct TaskList {
+pub(crate) struct TaskList {
     pub tasks: Vec<Task>,
 }
 
 impl App {
     /// "Now" (`--now` when given) in epoch milliseconds, the ledger's time.
-    pub fn now_ms(&self) -> i64 {
+    pub(crate) fn now_ms(&self) -> i64 {
         self.host.now_ms()
     }
 
     /// An epoch-ms time of the ledger as the user reads it: in
     /// `agents.defaults.userTimezone`, to the second.
-    pub fn local_time(&self, ms: i64) -> String {
+    pub(crate) fn local_time(&self, ms: i64) -> String {
         match jiff::Timestamp::from_millisecond(ms) {
             Ok(t) => t
                 .to_zoned_datetime(self.user_time_zone())
@@ -43,7 +43,11 @@ impl App {
 }
 
 /// Tasks matching `filter`, newest first.
-pub fn list(app: &App, filter: TaskFilter, limit: Option<usize>) -> anyhow::Result<TaskList> {
+pub(crate) fn list(
+    app: &App,
+    filter: TaskFilter,
+    limit: Option<usize>,
+) -> anyhow::Result<TaskList> {
     Ok(TaskList {
         tasks: app.ledger_for_reading()?.list(filter, limit)?,
     })
@@ -51,7 +55,7 @@ pub fn list(app: &App, filter: TaskFilter, limit: Option<usize>) -> anyhow::Resu
 
 /// One task by id, id prefix, run id or session key; [`TaskError::NotFound`]
 /// when none matches.
-pub fn show(app: &App, lookup: &str) -> anyhow::Result<Task> {
+pub(crate) fn show(app: &App, lookup: &str) -> anyhow::Result<Task> {
     match app.ledger_for_reading()?.get(lookup)? {
         Some(task) => Ok(task),
         None => Err(TaskError::NotFound(lookup.to_string()).into()),
@@ -60,7 +64,7 @@ pub fn show(app: &App, lookup: &str) -> anyhow::Result<Task> {
 
 /// The audit now, only `severity` and `code` when given, at most `limit`
 /// findings listed (the summary counts them all).
-pub fn audit(
+pub(crate) fn audit(
     app: &App,
     severity: Option<Severity>,
     code: Option<AuditCode>,
@@ -71,7 +75,7 @@ pub fn audit(
 }
 
 /// The sweeper step now: previewed, or performed with `apply`.
-pub fn maintenance(app: &App, apply: bool) -> anyhow::Result<Maintenance> {
+pub(crate) fn maintenance(app: &App, apply: bool) -> anyhow::Result<Maintenance> {
     let now = app.now_ms();
     let preview = app.ledger_for_reading()?.maintenance(now, None, false)?;
     let nothing_to_do = preview.reconciled + preview.cleanup_stamped + preview.pruned == 0;

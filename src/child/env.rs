@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 
 /// Variables every child gets from almanac's environment, when set.
-pub const PASSED: &[&str] = &[
+pub(crate) const PASSED: &[&str] = &[
     "PATH",
     "HOME",
     "USER",
@@ -27,7 +27,7 @@ pub const PASSED: &[&str] = &[
 
 /// Whether `name` is passed to every child: one of [`PASSED`] or a locale
 /// category (`LC_*`).
-pub fn is_passed(name: &str) -> bool {
+pub(crate) fn is_passed(name: &str) -> bool {
     PASSED.contains(&name)
         || name
             .strip_prefix("LC_")
@@ -36,7 +36,7 @@ pub fn is_passed(name: &str) -> bool {
 
 /// Whether `name` is almanac's own setting (`ALMANAC_*`), which no child
 /// gets even when a skill names it.
-pub fn is_almanac_setting(name: &str) -> bool {
+pub(crate) fn is_almanac_setting(name: &str) -> bool {
     name.starts_with("ALMANAC_")
 }
 
@@ -44,7 +44,7 @@ pub fn is_almanac_setting(name: &str) -> bool {
 /// `vars`, with `PATH` keeping only absolute folders (an empty or relative
 /// entry would make the working directory, which the model can write to, a
 /// place programs are looked up in).
-pub fn base(vars: &BTreeMap<String, String>) -> BTreeMap<String, String> {
+pub(crate) fn base(vars: &BTreeMap<String, String>) -> BTreeMap<String, String> {
     let mut out = BTreeMap::new();
     for (name, value) in vars {
         if !is_passed(name) {

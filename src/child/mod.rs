@@ -15,7 +15,7 @@
 //!   prints.
 //! * Async (tokio): nothing here blocks a thread while a child runs.
 
-pub mod env;
+pub(crate) mod env;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -26,11 +26,11 @@ use tokio::io::AsyncReadExt;
 use tokio::time::Instant;
 
 /// Time between SIGTERM and SIGKILL when a child is stopped at its timeout.
-pub const GRACE: Duration = Duration::from_secs(2);
+pub(crate) const GRACE: Duration = Duration::from_secs(2);
 
 /// What to run, and its limits.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Spec {
+pub(crate) struct Spec {
     pub program: PathBuf,
     pub args: Vec<String>,
     pub cwd: PathBuf,
@@ -44,7 +44,7 @@ pub struct Spec {
 
 /// The child's standard input.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Input {
+pub(crate) enum Input {
     /// Nothing (end of file at once).
     Null,
     /// almanac's own standard input (a pipe or file given to a command).
@@ -53,19 +53,19 @@ pub enum Input {
 
 /// Which output stream a chunk came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Stream {
+pub(crate) enum Stream {
     Stdout,
     Stderr,
 }
 
 /// Receives output as it arrives.
-pub trait Sink {
+pub(crate) trait Sink {
     fn output(&mut self, stream: Stream, bytes: &[u8]);
 }
 
 /// Keeps the output in memory (bounded by the spec's cap).
 #[derive(Debug, Default)]
-pub struct Capture {
+pub(crate) struct Capture {
     pub stdout: Vec<u8>,
     pub stderr: Vec<u8>,
 }
@@ -81,7 +81,7 @@ impl Sink for Capture {
 
 impl Capture {
     /// Stdout, then stderr on a line of its own (lossy UTF-8).
-    pub fn text(&self) -> String {
+    pub(crate) fn text(&self) -> String {
         let mut text = String::from_utf8_lossy(&self.stdout).into_owned();
         let err = String::from_utf8_lossy(&self.stderr);
         if !err.trim().is_empty() {
@@ -96,7 +96,7 @@ impl Capture {
 
 /// How a child ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Finished {
+pub(crate) struct Finished {
     /// The exit code, when it exited.
     pub code: Option<i32>,
     /// The signal that ended it, when one did.
@@ -111,11 +111,11 @@ pub struct Finished {
 
 impl Finished {
     /// The exit code, or 128 + the signal (as shells report it).
-    pub fn exit_code(&self) -> i32 {
+    pub(crate) fn exit_code(&self) -> i32 {
         self.code.unwrap_or_else(|| 128 + self.signal.unwrap_or(0))
     }
 
-    pub fn success(&self) -> bool {
+    pub(crate) fn success(&self) -> bool {
         self.code == Some(0) && !self.timed_out
     }
 }
@@ -166,7 +166,7 @@ async fn sleep_until_opt(at: Option<Instant>) {
 
 /// Runs `spec` to its end (or its timeout), streaming its output into
 /// `sink`. An error means it could not be started or waited for.
-pub async fn run(spec: &Spec, sink: &mut dyn Sink) -> std::io::Result<Finished> {
+pub(crate) async fn run(spec: &Spec, sink: &mut dyn Sink) -> std::io::Result<Finished> {
     use std::os::unix::process::ExitStatusExt;
 
     let mut command = tokio::process::Command::new(&spec.program);
@@ -258,7 +258,7 @@ pub async fn run(spec: &Spec, sink: &mut dyn Sink) -> std::io::Result<Finished> 
 
 /// Runs `spec` on a runtime of its own, for callers that are not async
 /// (a command-line `skills run`).
-pub fn run_blocking(spec: &Spec, sink: &mut dyn Sink) -> std::io::Result<Finished> {
+pub(crate) fn run_blocking(spec: &Spec, sink: &mut dyn Sink) -> std::io::Result<Finished> {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?

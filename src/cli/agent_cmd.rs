@@ -17,7 +17,7 @@ use crate::app::agent::{self, TurnRequest};
 
 #[derive(Debug, Args)]
 #[command(args_conflicts_with_subcommands = true)]
-pub struct AgentArgs {
+pub(super) struct AgentArgs {
     #[command(subcommand)]
     pub command: Option<AgentCommand>,
     #[command(flatten)]
@@ -25,7 +25,7 @@ pub struct AgentArgs {
 }
 
 #[derive(Debug, Args, Clone)]
-pub struct TurnArgs {
+pub(super) struct TurnArgs {
     /// The message (`/new` or `/reset` starts a new session)
     #[arg(long, short = 'm')]
     pub message: Option<String>,
@@ -43,13 +43,13 @@ pub struct TurnArgs {
 }
 
 #[derive(Debug, Subcommand)]
-pub enum AgentCommand {
+pub(super) enum AgentCommand {
     /// Print what the model would get for a message: system prompt, tools, conversation
     Prompt(TurnArgs),
 }
 
 #[derive(Debug, Subcommand)]
-pub enum SessionsCommand {
+pub(super) enum SessionsCommand {
     /// One session: its entry and conversation
     Show {
         /// Session key, e.g. agent:main:main
@@ -63,7 +63,7 @@ pub enum SessionsCommand {
 }
 
 #[derive(Debug, Args)]
-pub struct SessionsArgs {
+pub(super) struct SessionsArgs {
     #[command(subcommand)]
     pub command: Option<SessionsCommand>,
     /// Agent id [default: main]
@@ -114,7 +114,7 @@ fn request(args: &TurnArgs) -> TurnRequest {
     }
 }
 
-pub fn run(args: AgentArgs, app: &App) -> anyhow::Result<ExitCode> {
+pub(super) fn run(args: AgentArgs, app: &App) -> anyhow::Result<ExitCode> {
     match args.command {
         Some(AgentCommand::Prompt(turn)) => {
             let view = agent::prompt_view(app, &request(&turn))?;
@@ -167,7 +167,7 @@ pub fn run(args: AgentArgs, app: &App) -> anyhow::Result<ExitCode> {
     }
 }
 
-pub fn sessions(args: SessionsArgs, app: &App) -> anyhow::Result<ExitCode> {
+pub(super) fn sessions(args: SessionsArgs, app: &App) -> anyhow::Result<ExitCode> {
     match args.command {
         Some(SessionsCommand::Show { key, agent, json }) => {
             match agent::session_view(app, agent.as_deref(), &key)? {

@@ -13,7 +13,7 @@ use crate::host::Host;
 use crate::paths;
 
 #[derive(Debug, Subcommand)]
-pub enum ConfigCommand {
+pub(super) enum ConfigCommand {
     /// Print the path of the config file
     Path(JsonFlag),
     /// Print the effective value of KEY (e.g. agents.defaults.workspace)
@@ -43,7 +43,11 @@ pub enum ConfigCommand {
     Validate(JsonFlag),
 }
 
-pub fn run(cmd: ConfigCommand, options: &GlobalOptions, host: Host) -> anyhow::Result<ExitCode> {
+pub(super) fn run(
+    cmd: ConfigCommand,
+    options: &GlobalOptions,
+    host: Host,
+) -> anyhow::Result<ExitCode> {
     let state = paths::resolve_state(&options.paths, &host)?;
     let path = state.config_path.clone();
     match cmd {

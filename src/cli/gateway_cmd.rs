@@ -13,7 +13,7 @@ use crate::gateway::RunOptions;
 use crate::gateway::install::{self, Platform};
 
 #[derive(Debug, Subcommand)]
-pub enum GatewayCommand {
+pub(super) enum GatewayCommand {
     /// Run the gateway in the foreground (stop with Ctrl-C or SIGTERM)
     Run(RunArgs),
     /// Whether the gateway runs, where, and the state of its components
@@ -27,7 +27,7 @@ pub enum GatewayCommand {
 }
 
 #[derive(Debug, Args)]
-pub struct InstallArgs {
+pub(super) struct InstallArgs {
     /// Show what would be written or removed, and change nothing
     #[arg(long)]
     pub dry_run: bool,
@@ -36,7 +36,7 @@ pub struct InstallArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct RunArgs {
+pub(super) struct RunArgs {
     /// TCP port [default: gateway.port, 18789]
     #[arg(long)]
     port: Option<u16>,
@@ -45,7 +45,11 @@ pub struct RunArgs {
     bind: Option<String>,
 }
 
-pub fn run(cmd: GatewayCommand, app: App, options: &GlobalOptions) -> anyhow::Result<ExitCode> {
+pub(super) fn run(
+    cmd: GatewayCommand,
+    app: App,
+    options: &GlobalOptions,
+) -> anyhow::Result<ExitCode> {
     match cmd {
         GatewayCommand::Run(args) => run_gateway(args, app, options),
         GatewayCommand::Status(flag) => status(&app, flag),

@@ -11,7 +11,7 @@ use crate::app::{App, session_memory};
 use crate::heartbeat::history_rows;
 
 #[derive(Debug, Subcommand)]
-pub enum HeartbeatCommand {
+pub(super) enum HeartbeatCommand {
     /// Show the last activity, flags, counters and recent events
     Status(JsonFlag),
     /// Record an activity event
@@ -35,7 +35,7 @@ pub enum HeartbeatCommand {
     },
 }
 
-pub fn run(cmd: HeartbeatCommand, app: &App) -> anyhow::Result<ExitCode> {
+pub(super) fn run(cmd: HeartbeatCommand, app: &App) -> anyhow::Result<ExitCode> {
     match cmd {
         HeartbeatCommand::Status(flag) => {
             let (state, warnings) = session_memory::heartbeat_status(app)?;

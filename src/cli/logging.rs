@@ -12,7 +12,7 @@ use crate::config::LogLevel;
 static INITIALISED: OnceLock<()> = OnceLock::new();
 
 /// Starts logging if a flag or `ALMANAC_LOG` asks for it.
-pub fn init_from_flags(verbose: u8, env_filter: Option<&str>) -> anyhow::Result<()> {
+pub(super) fn init_from_flags(verbose: u8, env_filter: Option<&str>) -> anyhow::Result<()> {
     let directive = match verbose {
         0 => match env_filter.map(str::trim).filter(|f| !f.is_empty()) {
             Some(filter) => filter.to_string(),
@@ -30,7 +30,7 @@ pub fn init_from_flags(verbose: u8, env_filter: Option<&str>) -> anyhow::Result<
 }
 
 /// Starts logging at the config's level if nothing else started it.
-pub fn init_from_config(level: Option<LogLevel>) {
+pub(super) fn init_from_config(level: Option<LogLevel>) {
     let directive = match level {
         None | Some(LogLevel::Off) => return,
         Some(LogLevel::Error) => "error",

@@ -15,7 +15,7 @@ use crate::memory::index::recall::ENTITY_LINES;
 use crate::memory::snippet;
 
 #[derive(Debug, Subcommand)]
-pub enum MemoryCommand {
+pub(super) enum MemoryCommand {
     /// Bring the memory index up to date (--force rebuilds it from the files)
     Index {
         /// Rebuild the index from the files instead of syncing it
@@ -97,7 +97,7 @@ pub enum MemoryCommand {
 /// fields; `memory search` and `session-memory search` print the same.
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct JsonHit<'a> {
+pub(super) struct JsonHit<'a> {
     path: &'a str,
     start_line: usize,
     end_line: usize,
@@ -126,7 +126,7 @@ const SNIPPET_CHARS: usize = 700;
 
 impl<'a> JsonHit<'a> {
     /// The hit with its snippet cut at `snippet_chars`.
-    pub fn of(hit: &'a Hit, snippet_chars: usize) -> Self {
+    pub(super) fn of(hit: &'a Hit, snippet_chars: usize) -> Self {
         let context = (!hit.before.is_empty() || !hit.after.is_empty()).then(|| JsonContext {
             before: hit.before.iter().map(|n| n.body.as_str()).collect(),
             after: hit.after.iter().map(|n| n.body.as_str()).collect(),
@@ -148,7 +148,7 @@ impl<'a> JsonHit<'a> {
     }
 }
 
-pub fn run(cmd: MemoryCommand, app: &App) -> anyhow::Result<ExitCode> {
+pub(super) fn run(cmd: MemoryCommand, app: &App) -> anyhow::Result<ExitCode> {
     match cmd {
         MemoryCommand::Index { force, json } => {
             let done = app_memory::index(app, force)?;

@@ -33,7 +33,7 @@ use crate::app::{App, GlobalOptions};
 use crate::host::{self, Host};
 use crate::paths::PathFlags;
 
-pub use output::UsageError;
+pub(crate) use output::UsageError;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -116,10 +116,10 @@ enum Command {
 
 /// The `--json` flag shared by every command that prints data.
 #[derive(Debug, Args, Clone, Copy)]
-pub struct JsonFlag {
+pub(crate) struct JsonFlag {
     /// Print machine-readable JSON
     #[arg(long)]
-    pub json: bool,
+    pub(crate) json: bool,
 }
 
 fn parse_key_value(text: &str) -> Result<(String, String), String> {

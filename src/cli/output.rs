@@ -10,24 +10,24 @@ use crate::paths::PathError;
 /// An error caused by how the command was invoked (exit code 2).
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
-pub struct UsageError(pub String);
+pub(crate) struct UsageError(pub String);
 
 impl UsageError {
-    pub fn wrap(err: impl std::fmt::Display) -> anyhow::Error {
+    pub(crate) fn wrap(err: impl std::fmt::Display) -> anyhow::Error {
         anyhow::Error::new(UsageError(err.to_string()))
     }
 }
 
 /// Exit code of a command that ran and failed (I/O, an unreachable or
 /// refusing server, a damaged file, a lookup that found nothing).
-pub const FAILURE: u8 = 1;
+pub(super) const FAILURE: u8 = 1;
 /// Exit code of a usage error (bad arguments or values) or of a refusal by
 /// a gate or policy.
-pub const REFUSED: u8 = 2;
+pub(super) const REFUSED: u8 = 2;
 
 /// Exit code for an error: [`REFUSED`] when any error of its chain is a
 /// usage error or a refusal ([`is_refusal`]), else [`FAILURE`].
-pub fn exit_code_for(err: &anyhow::Error) -> u8 {
+pub(super) fn exit_code_for(err: &anyhow::Error) -> u8 {
     if err.chain().any(is_refusal) {
         REFUSED
     } else {
@@ -109,7 +109,7 @@ fn hint_for(err: &anyhow::Error) -> Option<&'static str> {
 
 /// `error: <message>`, one `caused by:` line per cause and a `hint:` line
 /// when there is one, on stderr.
-pub fn print_error(err: &anyhow::Error) {
+pub(super) fn print_error(err: &anyhow::Error) {
     let mut stderr = std::io::stderr().lock();
     let _ = writeln!(stderr, "error: {err}");
     for cause in err.chain().skip(1) {
@@ -122,7 +122,7 @@ pub fn print_error(err: &anyhow::Error) {
 
 /// One warning line per unknown config key and per setting that could not
 /// be used as given.
-pub fn print_config_warnings(config: &LoadedConfig) {
+pub(super) fn print_config_warnings(config: &LoadedConfig) {
     let file = &config.file;
     let mut stderr = std::io::stderr().lock();
     for warning in &config.warnings {
@@ -137,12 +137,12 @@ pub fn print_config_warnings(config: &LoadedConfig) {
     }
 }
 
-pub fn warn(message: impl std::fmt::Display) {
+pub(super) fn warn(message: impl std::fmt::Display) {
     let _ = writeln!(std::io::stderr().lock(), "warning: {message}");
 }
 
 /// Pretty JSON on stdout with a final newline.
-pub fn print_json<T: Serialize + ?Sized>(value: &T) -> anyhow::Result<()> {
+pub(super) fn print_json<T: Serialize + ?Sized>(value: &T) -> anyhow::Result<()> {
     // Large blocks: stdout is line-buffered, and pretty JSON has a line per
     // field.
     let mut out = std::io::BufWriter::with_capacity(64 * 1024, std::io::stdout().lock());
@@ -154,7 +154,7 @@ pub fn print_json<T: Serialize + ?Sized>(value: &T) -> anyhow::Result<()> {
 
 /// Lets `almanac … | head` end quietly, as other command-line tools do,
 /// instead of failing on a closed pipe.
-pub fn restore_default_sigpipe() {
+pub(super) fn restore_default_sigpipe() {
     // SAFETY: called once at start-up, before any other thread exists.
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);

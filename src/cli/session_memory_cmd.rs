@@ -16,7 +16,7 @@ use crate::memory::snippet;
 use crate::memory::write::{AppendRequest, ClearScope};
 
 #[derive(Debug, Subcommand)]
-pub enum SessionMemoryCommand {
+pub(super) enum SessionMemoryCommand {
     /// Append sanitized note to daily + optional MEMORY.md
     Append {
         /// The note (words are joined with spaces; `-` reads stdin; put `--` before a note that starts with `-`)
@@ -86,7 +86,7 @@ fn parse_scope(text: &str) -> Result<ClearScope, String> {
     })
 }
 
-pub fn run(cmd: SessionMemoryCommand, app: &App) -> anyhow::Result<ExitCode> {
+pub(super) fn run(cmd: SessionMemoryCommand, app: &App) -> anyhow::Result<ExitCode> {
     match cmd {
         SessionMemoryCommand::Append {
             text,

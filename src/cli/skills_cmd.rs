@@ -21,7 +21,7 @@ use crate::skills::types::SkillFormat;
 use crate::skills::{LoadFailure, SkillStatus, SkillsReport, SourceKind, route, scan};
 
 #[derive(Debug, Subcommand)]
-pub enum SkillsCommand {
+pub(super) enum SkillsCommand {
     /// List skills with their status (-v adds what is missing and why)
     List {
         /// Only skills that can be used now
@@ -124,7 +124,7 @@ fn skill_run_result(
     }
 }
 
-pub fn run(cmd: SkillsCommand, app: &App, verbose: bool) -> anyhow::Result<ExitCode> {
+pub(super) fn run(cmd: SkillsCommand, app: &App, verbose: bool) -> anyhow::Result<ExitCode> {
     match cmd {
         SkillsCommand::List { eligible, json } => {
             let (inputs, report) = app.skills_report();

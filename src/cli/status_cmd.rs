@@ -9,7 +9,11 @@ use crate::app::status::{self, StatusReport, StoreStatus};
 use crate::config::Origin;
 use crate::host::Host;
 
-pub fn run(options: &GlobalOptions, host: &Host, flag: JsonFlag) -> anyhow::Result<ExitCode> {
+pub(super) fn run(
+    options: &GlobalOptions,
+    host: &Host,
+    flag: JsonFlag,
+) -> anyhow::Result<ExitCode> {
     let report = status::collect(options, host)?;
     report
         .subsystems
@@ -115,6 +119,13 @@ fn print_text(r: &StatusReport, host: &Host) {
         )
     };
     println!("  Heartbeat   {hb_note}");
+    match &s.tasks {
+        Some(t) => println!(
+            "  Tasks       {} queued · {} running · {} issues",
+            t.queued, t.running, t.issues
+        ),
+        None => println!("  Tasks       unavailable until the state store can be read"),
+    }
 }
 
 fn store_note(s: &StoreStatus) -> String {
@@ -134,7 +145,7 @@ fn store_note(s: &StoreStatus) -> String {
     }
 }
 
-pub fn human_bytes(bytes: u64) -> String {
+pub(super) fn human_bytes(bytes: u64) -> String {
     const UNITS: [&str; 4] = ["B", "KiB", "MiB", "GiB"];
     let mut value = bytes as f64;
     let mut unit = 0;

@@ -9,13 +9,13 @@ use crate::app::App;
 use crate::app::gateway;
 
 #[derive(Debug, Subcommand)]
-pub enum SystemCommand {
+pub(super) enum SystemCommand {
     /// Queue a system event for a session's next turn (and wake it with --mode now)
     Event(EventArgs),
 }
 
 #[derive(Debug, Args)]
-pub struct EventArgs {
+pub(super) struct EventArgs {
     /// The event text
     #[arg(long)]
     text: String,
@@ -34,7 +34,7 @@ pub struct EventArgs {
     json: bool,
 }
 
-pub fn run(cmd: SystemCommand, app: &App) -> anyhow::Result<ExitCode> {
+pub(super) fn run(cmd: SystemCommand, app: &App) -> anyhow::Result<ExitCode> {
     match cmd {
         SystemCommand::Event(args) => event(args, app),
     }

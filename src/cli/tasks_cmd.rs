@@ -18,7 +18,7 @@ use crate::tasks::{
 
 #[derive(Debug, Args)]
 #[command(args_conflicts_with_subcommands = true)]
-pub struct TasksArgs {
+pub(super) struct TasksArgs {
     #[command(subcommand)]
     pub command: Option<TasksCommand>,
     #[command(flatten)]
@@ -26,7 +26,7 @@ pub struct TasksArgs {
 }
 
 #[derive(Debug, Args, Clone)]
-pub struct ListArgs {
+pub(super) struct ListArgs {
     /// Only tasks in this status
     #[arg(long, value_parser = one_of::<Status>(Status::NAMES))]
     status: Option<Status>,
@@ -41,7 +41,7 @@ pub struct ListArgs {
 }
 
 #[derive(Debug, Subcommand)]
-pub enum TasksCommand {
+pub(super) enum TasksCommand {
     /// List tasks, newest first (the default)
     List(ListArgs),
     /// Show one task
@@ -91,7 +91,7 @@ where
     PossibleValuesParser::new(names).try_map(|name| name.parse::<T>())
 }
 
-pub fn run(args: TasksArgs, app: &App) -> anyhow::Result<ExitCode> {
+pub(super) fn run(args: TasksArgs, app: &App) -> anyhow::Result<ExitCode> {
     match args.command.unwrap_or(TasksCommand::List(args.list)) {
         TasksCommand::List(list) => {
             let filter = TaskFilter {

@@ -19,35 +19,35 @@ fn whole(text: &str, min: usize, max: usize) -> Result<usize, String> {
 }
 
 /// `memory search --max-results`: 1 to [`MAX_RESULTS`].
-pub fn max_results(text: &str) -> Result<usize, String> {
+pub(super) fn max_results(text: &str) -> Result<usize, String> {
     whole(text, 1, MAX_RESULTS)
 }
 
 /// `session-memory search --limit`: 0 to [`MAX_RESULTS`].
-pub fn limit(text: &str) -> Result<usize, String> {
+pub(super) fn limit(text: &str) -> Result<usize, String> {
     whole(text, 0, MAX_RESULTS)
 }
 
 /// Neighbouring lines either side of a result: 0 to [`MAX_CONTEXT`].
-pub fn context_lines(text: &str) -> Result<usize, String> {
+pub(super) fn context_lines(text: &str) -> Result<usize, String> {
     whole(text, 0, MAX_CONTEXT)
 }
 
 /// `memory entity --lines`: 1 to [`MAX_ENTITY_LINES`].
-pub fn entity_lines(text: &str) -> Result<usize, String> {
+pub(super) fn entity_lines(text: &str) -> Result<usize, String> {
     whole(text, 1, MAX_ENTITY_LINES)
 }
 
 /// The most tasks or findings `tasks` lists.
-pub const MAX_TASK_LIMIT: usize = 100_000;
+pub(super) const MAX_TASK_LIMIT: usize = 100_000;
 
 /// `tasks list|audit --limit`: 1 to [`MAX_TASK_LIMIT`].
-pub fn task_limit(text: &str) -> Result<usize, String> {
+pub(super) fn task_limit(text: &str) -> Result<usize, String> {
     whole(text, 1, MAX_TASK_LIMIT)
 }
 
 /// A score floor: a finite number from 0 to 1.
-pub fn score(text: &str) -> Result<f64, String> {
+pub(super) fn score(text: &str) -> Result<f64, String> {
     match text.trim().parse::<f64>() {
         Ok(x) if x.is_finite() && (0.0..=1.0).contains(&x) => Ok(x),
         _ => Err(format!("expected a number from 0 to 1, got `{text}`")),

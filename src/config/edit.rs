@@ -10,7 +10,7 @@
 use serde_json::Value;
 
 #[derive(Debug, thiserror::Error, PartialEq)]
-pub enum EditError {
+pub(crate) enum EditError {
     #[error("cannot set `{0}`: it is not an object in the config file")]
     NotAnObject(String),
     #[error("the top level of the config file is not an object")]
@@ -204,7 +204,7 @@ impl<'a> Scanner<'a> {
 }
 
 /// Sets `path` to `value` in the JSON5 `text`, creating missing objects.
-pub fn set(text: &str, path: &[&str], value: &Value) -> Result<String, EditError> {
+pub(crate) fn set(text: &str, path: &[&str], value: &Value) -> Result<String, EditError> {
     assert!(!path.is_empty(), "config path must not be empty");
     let scanner = Scanner::new(text);
     let unit = indent_unit(text);
@@ -245,7 +245,7 @@ pub fn set(text: &str, path: &[&str], value: &Value) -> Result<String, EditError
 }
 
 /// Removes `path` from `text`; `None` when it is not set.
-pub fn unset(text: &str, path: &[&str]) -> Result<Option<String>, EditError> {
+pub(crate) fn unset(text: &str, path: &[&str]) -> Result<Option<String>, EditError> {
     let scanner = Scanner::new(text);
     let start = scanner.skip_ws(0);
     if start >= text.len() {

@@ -18,7 +18,7 @@
 //!   [`edit`]), keeping comments and formatting, verify by re-parsing that
 //!   exactly the intended value changed, and write atomically under a lock.
 
-pub mod edit;
+pub(crate) mod edit;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -32,7 +32,7 @@ use crate::host::Host;
 /// Where an effective setting came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Origin {
+pub(crate) enum Origin {
     Flag,
     Env,
     Config,
@@ -43,7 +43,7 @@ pub enum Origin {
 /// needs the keys a user wants to change.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
-pub struct Config {
+pub(crate) struct Config {
     pub agents: AgentsConfig,
     pub models: ModelsConfig,
     pub session: SessionConfig,
@@ -59,7 +59,7 @@ pub struct Config {
 /// The gateway daemon (`gateway.*`, OpenClaw's keys).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
-pub struct GatewayConfig {
+pub(crate) struct GatewayConfig {
     /// TCP port of the control API and webhooks.
     pub port: u16,
     /// Where it listens: `loopback` (127.0.0.1), `lan` (every interface)
@@ -84,7 +84,7 @@ impl Default for GatewayConfig {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum GatewayBind {
+pub(crate) enum GatewayBind {
     Loopback,
     Lan,
     Custom,
@@ -93,7 +93,7 @@ pub enum GatewayBind {
 /// `gateway.auth`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
-pub struct GatewayAuth {
+pub(crate) struct GatewayAuth {
     /// The bearer token of the control API (env `ALMANAC_GATEWAY_TOKEN`).
     /// Unset: one is generated into `<state dir>/gateway.token`, which
     /// serves a loopback bind only.
@@ -104,7 +104,7 @@ pub struct GatewayAuth {
 /// Skills (`skills.*`, as in OpenClaw).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
-pub struct SkillsConfig {
+pub(crate) struct SkillsConfig {
     /// When non-empty, only these bundled skills (by key or name) are used.
     pub allow_bundled: Vec<String>,
     pub load: SkillsLoadConfig,
@@ -122,7 +122,7 @@ pub struct SkillsConfig {
 /// Limits of a skill's process (`skills run`, skill tools in agent turns).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
-pub struct SkillsRunConfig {
+pub(crate) struct SkillsRunConfig {
     /// Seconds a skill may run before its whole process group is stopped.
     pub timeout_sec: u32,
     /// Bytes of output (stdout and stderr together) shown; the rest is
@@ -143,7 +143,7 @@ impl Default for SkillsRunConfig {
 /// is offered, and what `exec` may run.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
-pub struct ToolsConfig {
+pub(crate) struct ToolsConfig {
     /// The base set of tools; unset is `full` (no restriction).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub profile: Option<ToolProfile>,
@@ -158,7 +158,7 @@ pub struct ToolsConfig {
 /// `tools.profile`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum ToolProfile {
+pub(crate) enum ToolProfile {
     Minimal,
     Coding,
     Messaging,
@@ -168,7 +168,7 @@ pub enum ToolProfile {
 /// `tools.exec.*`: what the `exec` tool may run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
-pub struct ExecConfig {
+pub(crate) struct ExecConfig {
     /// `deny` (no command runs), `allowlist` (only `safeBins`, checked
     /// word by word) or `full` (any command, as given).
     pub security: ExecSecurity,
@@ -192,7 +192,7 @@ pub struct ExecConfig {
 /// The programs `tools.exec.safeBins` holds by default: stream filters and
 /// pure utilities that read no file, run no other program and reach no
 /// network.
-pub const DEFAULT_SAFE_BINS: &[&str] = &[
+pub(crate) const DEFAULT_SAFE_BINS: &[&str] = &[
     "echo", "printf", "date", "seq", "tr", "cut", "sort", "uniq", "wc",
 ];
 
@@ -211,7 +211,7 @@ impl Default for ExecConfig {
 /// `tools.exec.security`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum ExecSecurity {
+pub(crate) enum ExecSecurity {
     Deny,
     Allowlist,
     Full,
@@ -220,7 +220,7 @@ pub enum ExecSecurity {
 /// `tools.exec.ask`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum ExecAsk {
+pub(crate) enum ExecAsk {
     Off,
     OnMiss,
     Always,
@@ -229,7 +229,7 @@ pub enum ExecAsk {
 impl ToolsConfig {
     /// The effective `tools.exec.ask`: as set, else from `security.actions`
     /// (under the `security.enabled` master switch).
-    pub fn exec_ask(&self, security: &SecurityConfig) -> ExecAsk {
+    pub(crate) fn exec_ask(&self, security: &SecurityConfig) -> ExecAsk {
         self.exec
             .ask
             .unwrap_or(if security.enabled && security.actions {
@@ -242,7 +242,7 @@ impl ToolsConfig {
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
-pub struct SkillsLoadConfig {
+pub(crate) struct SkillsLoadConfig {
     /// Extra skill folders, lowest precedence (`~` allowed).
     pub extra_dirs: Vec<String>,
     /// Watch skill folders for changes (the gateway's snapshot).
@@ -266,7 +266,7 @@ impl Default for SkillsLoadConfig {
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
-pub struct SkillsLimits {
+pub(crate) struct SkillsLimits {
     pub max_candidates_per_root: u32,
     pub max_skills_loaded_per_source: u32,
     pub max_skills_in_prompt: u32,
@@ -288,7 +288,7 @@ impl Default for SkillsLimits {
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
-pub struct SkillEntryConfig {
+pub(crate) struct SkillEntryConfig {
     /// `false` turns the skill off.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub enabled: Option<bool>,
@@ -304,7 +304,7 @@ pub struct SkillEntryConfig {
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
-pub struct SkillsInstallConfig {
+pub(crate) struct SkillsInstallConfig {
     pub prefer_brew: bool,
     pub node_manager: String,
 }
@@ -320,13 +320,13 @@ impl Default for SkillsInstallConfig {
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
-pub struct AgentsConfig {
+pub(crate) struct AgentsConfig {
     pub defaults: AgentDefaults,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
-pub struct AgentDefaults {
+pub(crate) struct AgentDefaults {
     /// Skills the agent may use, by name; unset means all.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub skills: Option<Vec<String>>,
@@ -388,7 +388,7 @@ impl Default for AgentDefaults {
 /// answer's (`agents.defaults.timeoutSeconds`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
-pub struct LlmConfig {
+pub(crate) struct LlmConfig {
     /// The longest silence once connected, in seconds: before the answer
     /// starts and between two pieces of it (OpenClaw's key); 0: none.
     pub idle_timeout_seconds: u32,
@@ -408,7 +408,7 @@ impl Default for LlmConfig {
 /// `provider/model`, or a primary with fallbacks.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(untagged)]
-pub enum ModelRef {
+pub(crate) enum ModelRef {
     Name(String),
     Chain {
         primary: String,
@@ -418,17 +418,10 @@ pub enum ModelRef {
 }
 
 impl ModelRef {
-    pub fn primary(&self) -> &str {
+    pub(crate) fn primary(&self) -> &str {
         match self {
             ModelRef::Name(name) => name,
             ModelRef::Chain { primary, .. } => primary,
-        }
-    }
-
-    pub fn fallbacks(&self) -> &[String] {
-        match self {
-            ModelRef::Name(_) => &[],
-            ModelRef::Chain { fallbacks, .. } => fallbacks,
         }
     }
 }
@@ -436,7 +429,7 @@ impl ModelRef {
 /// `models.*`: model providers.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
-pub struct ModelsConfig {
+pub(crate) struct ModelsConfig {
     /// By provider id (`openai`, `anthropic`, `ollama`, or any name).
     pub providers: BTreeMap<String, ProviderConfig>,
 }
@@ -444,7 +437,7 @@ pub struct ModelsConfig {
 /// `models.providers.<id>`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
-pub struct ProviderConfig {
+pub(crate) struct ProviderConfig {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub base_url: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -459,7 +452,7 @@ pub struct ProviderConfig {
 /// `session.*`: how messages map to sessions and when sessions reset.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
-pub struct SessionConfig {
+pub(crate) struct SessionConfig {
     /// `per-sender` or `global` (everything in one session).
     pub scope: String,
     /// `main`, `per-peer`, `per-channel-peer` or `per-account-channel-peer`.
@@ -497,7 +490,7 @@ impl Default for SessionConfig {
 /// A reset policy; unset fields fall back to the wider one.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
-pub struct ResetConfig {
+pub(crate) struct ResetConfig {
     /// `daily` or `idle`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub mode: Option<String>,
@@ -513,7 +506,7 @@ pub struct ResetConfig {
 /// defaults of `memory search`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
-pub struct MemorySearchConfig {
+pub(crate) struct MemorySearchConfig {
     pub enabled: bool,
     /// More Markdown to index: folders (walked for `.md`) or single `.md`
     /// files, absolute or relative to the workspace.
@@ -533,7 +526,7 @@ impl Default for MemorySearchConfig {
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
-pub struct MemoryQueryConfig {
+pub(crate) struct MemoryQueryConfig {
     /// Results returned when a search does not say (`--max-results`).
     pub max_results: u32,
     /// Results scoring below this are dropped (`--min-score`), in [0, 1].
@@ -551,7 +544,7 @@ impl Default for MemoryQueryConfig {
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
-pub struct LoggingConfig {
+pub(crate) struct LoggingConfig {
     /// Log level written to stderr when no `-v` / `ALMANAC_LOG` is given.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub level: Option<LogLevel>,
@@ -559,7 +552,7 @@ pub struct LoggingConfig {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum LogLevel {
+pub(crate) enum LogLevel {
     Off,
     Error,
     Warn,
@@ -570,7 +563,7 @@ pub enum LogLevel {
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
-pub struct MemoryConfig {
+pub(crate) struct MemoryConfig {
     pub session: SessionMemoryConfig,
     /// Real paths (`~` allowed) that memory files and folders may be
     /// symlinks into; any other link leaving the memory root is skipped by
@@ -581,7 +574,7 @@ pub struct MemoryConfig {
 /// Session memory (`almanac session-memory …`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
-pub struct SessionMemoryConfig {
+pub(crate) struct SessionMemoryConfig {
     /// `SESSION_MEMORY`: off refuses appends and empties the context.
     pub enabled: bool,
     /// `SESSION_MEMORY_DIR`: the memory root; default the workspace.
@@ -618,7 +611,7 @@ impl Default for SessionMemoryConfig {
 /// Safety switches, shared with Arka's environment variables.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
-pub struct SecurityConfig {
+pub(crate) struct SecurityConfig {
     /// `SECURITY`: master switch of the checks below.
     pub enabled: bool,
     /// `SECURITY_LLM`: model-assisted checks (reported; almanac's memory
@@ -645,7 +638,7 @@ impl Default for SecurityConfig {
 impl SecurityConfig {
     /// Whether notes are checked for prompt injection before they are
     /// stored.
-    pub fn memory_gate(&self) -> bool {
+    pub(crate) fn memory_gate(&self) -> bool {
         self.enabled && self.sanitize
     }
 }
@@ -653,7 +646,7 @@ impl SecurityConfig {
 /// The activity heartbeat (`heartbeat.json`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
-pub struct ActivityConfig {
+pub(crate) struct ActivityConfig {
     /// `HEARTBEAT_HISTORY`: events kept in the history ring (1–100).
     pub history_size: u32,
     /// `AGENT_NAME`: the `agent` field.
@@ -670,7 +663,7 @@ impl Default for ActivityConfig {
 }
 
 /// Environment variables that set a config key (the env layer).
-pub const ENV_KEYS: &[(&str, &str)] = &[
+pub(crate) const ENV_KEYS: &[(&str, &str)] = &[
     ("ALMANAC_WORKSPACE", "agents.defaults.workspace"),
     ("SESSION_MEMORY", "memory.session.enabled"),
     ("SESSION_MEMORY_DIR", "memory.session.dir"),
@@ -690,7 +683,7 @@ pub const ENV_KEYS: &[(&str, &str)] = &[
 ];
 
 #[derive(Debug, thiserror::Error)]
-pub enum ConfigError {
+pub(crate) enum ConfigError {
     #[error("cannot read config file {}", path.display())]
     Read {
         path: PathBuf,
@@ -735,7 +728,7 @@ pub enum ConfigError {
 
 /// The config file as read from disk.
 #[derive(Debug, Clone)]
-pub struct ConfigFile {
+pub(crate) struct ConfigFile {
     pub path: PathBuf,
     pub exists: bool,
     /// The file's value (an empty object when there is no file).
@@ -746,7 +739,7 @@ pub struct ConfigFile {
 
 /// The effective configuration and where its values came from.
 #[derive(Debug, Clone)]
-pub struct LoadedConfig {
+pub(crate) struct LoadedConfig {
     pub config: Config,
     pub file: ConfigFile,
     /// Keys whose effective value came from the environment or a flag.
@@ -758,7 +751,7 @@ pub struct LoadedConfig {
 
 impl LoadedConfig {
     /// The origin of an effective key.
-    pub fn origin(&self, key: &str) -> Origin {
+    pub(crate) fn origin(&self, key: &str) -> Origin {
         if let Some(origin) = self.origins.get(key) {
             return *origin;
         }
@@ -771,7 +764,7 @@ impl LoadedConfig {
 
     /// The effective value of `key`: typed settings first, then unknown keys
     /// kept from the file.
-    pub fn get(&self, key: &str) -> Option<Value> {
+    pub(crate) fn get(&self, key: &str) -> Option<Value> {
         let effective = serde_json::to_value(&self.config).expect("config serialises");
         lookup(&effective, key)
             .filter(|v| !v.is_null())
@@ -781,7 +774,7 @@ impl LoadedConfig {
 }
 
 /// Reads the config file at `path` (a missing file means all defaults).
-pub fn read_file(path: &Path) -> Result<(Config, ConfigFile), ConfigError> {
+pub(crate) fn read_file(path: &Path) -> Result<(Config, ConfigFile), ConfigError> {
     let bytes = match std::fs::read(path) {
         Ok(bytes) => bytes,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
@@ -818,7 +811,7 @@ pub fn read_file(path: &Path) -> Result<(Config, ConfigFile), ConfigError> {
 
 /// Loads the file and applies the environment and flag layers.
 /// `flag_values` are `(key, value)` pairs from flags, applied last.
-pub fn load(
+pub(crate) fn load(
     path: &Path,
     host: &Host,
     flag_values: &[(String, String)],
@@ -835,7 +828,7 @@ pub fn load(
 
 /// The environment and flag layers over the defaults alone, for reporting
 /// what still holds when the config file itself is unusable.
-pub fn load_without_file(
+pub(crate) fn load_without_file(
     path: &Path,
     host: &Host,
     flag_values: &[(String, String)],
@@ -909,12 +902,12 @@ fn apply_layers(
 }
 
 /// The key of the user's time zone.
-pub const USER_TIMEZONE: &str = "agents.defaults.userTimezone";
+pub(crate) const USER_TIMEZONE: &str = "agents.defaults.userTimezone";
 
 /// Values of the right type that almanac cannot use, as (key path,
 /// problem). A load reports each as a warning; `config set`, `--set` and
 /// `config validate` refuse them.
-pub fn value_problems(config: &Config) -> Vec<(&'static str, String)> {
+pub(crate) fn value_problems(config: &Config) -> Vec<(&'static str, String)> {
     let mut problems = Vec::new();
     if let Some(zone) = config.agents.defaults.user_timezone.as_deref()
         && jiff::tz::TimeZone::get(zone).is_err()
@@ -958,7 +951,7 @@ fn given_value(err: ConfigError) -> ConfigError {
 impl Config {
     /// Brings numeric settings into their valid ranges, returning a warning
     /// for each value changed.
-    pub fn clamp_ranges(&mut self) -> Vec<String> {
+    pub(crate) fn clamp_ranges(&mut self) -> Vec<String> {
         let mut warnings = Vec::new();
         let mut clamp = |name: &str, value: &mut u32, min: u32, max: u32| {
             let clamped = (*value).clamp(min, max);
@@ -1149,7 +1142,7 @@ fn clean_path(path: &str) -> String {
 }
 
 /// Splits `a.b.c`, refusing empty segments.
-pub fn split_key(key: &str) -> Result<Vec<&str>, ConfigError> {
+pub(crate) fn split_key(key: &str) -> Result<Vec<&str>, ConfigError> {
     let parts: Vec<&str> = key.split('.').collect();
     if key.is_empty() || parts.iter().any(|p| p.trim().is_empty()) {
         return Err(ConfigError::BadKey(key.to_string()));
@@ -1158,7 +1151,7 @@ pub fn split_key(key: &str) -> Result<Vec<&str>, ConfigError> {
 }
 
 /// Whether setting `key` would be read by almanac (not reported unknown).
-pub fn is_known_key(key: &str) -> bool {
+pub(crate) fn is_known_key(key: &str) -> bool {
     let Ok(path) = split_key(key) else {
         return false;
     };
@@ -1213,7 +1206,7 @@ fn remove_at(root: &mut Value, path: &[&str]) -> bool {
 /// What `config set` did.
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct SetOutcome {
+pub(crate) struct SetOutcome {
     pub key: String,
     pub value: Value,
     pub path: PathBuf,
@@ -1223,7 +1216,7 @@ pub struct SetOutcome {
 }
 
 /// Sets `key` to the value written as `text` in the config file at `path`.
-pub fn set(path: &Path, key: &str, text: &str) -> Result<SetOutcome, ConfigError> {
+pub(crate) fn set(path: &Path, key: &str, text: &str) -> Result<SetOutcome, ConfigError> {
     let parts = split_key(key)?;
     if !is_known_key(key) {
         return Err(ConfigError::UnknownKey(key.to_string()));
@@ -1256,7 +1249,7 @@ pub fn set(path: &Path, key: &str, text: &str) -> Result<SetOutcome, ConfigError
 }
 
 /// Removes `key` from the config file; `false` when it was not set.
-pub fn unset(path: &Path, key: &str) -> Result<bool, ConfigError> {
+pub(crate) fn unset(path: &Path, key: &str) -> Result<bool, ConfigError> {
     let parts = split_key(key)?;
     edit_file(path, |current_text, current_value| {
         let Some(new_text) = edit::unset(current_text, &parts)? else {

@@ -16,7 +16,7 @@ use std::sync::{Condvar, Mutex};
 
 /// An append-only file of JSON lines.
 #[derive(Debug)]
-pub struct Journal {
+pub(crate) struct Journal {
     path: PathBuf,
     file: Mutex<File>,
     /// Written since the last fsync, and whether the journal is closing.
@@ -32,6 +32,7 @@ struct SyncState {
     /// `dirty` when its fsync ends: waking it again would only cost a
     /// system call per record).
     asleep: bool,
+    #[cfg(test)]
     syncs: u64,
 }
 
@@ -39,7 +40,7 @@ impl Journal {
     /// Opens (creating 0600, in a private directory) the journal at `path`.
     /// A torn last line from a crash is closed with a newline first, so the
     /// next record starts on a line of its own.
-    pub fn open(path: &Path) -> io::Result<Journal> {
+    pub(crate) fn open(path: &Path) -> io::Result<Journal> {
         let mut file = super::open_for_append(path, super::PRIVATE_FILE_MODE)?;
         super::append_on_fresh_line(&mut file, b"")?;
         Ok(Journal {
@@ -50,13 +51,13 @@ impl Journal {
         })
     }
 
-    pub fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         &self.path
     }
 
     /// Writes `line` (a newline is added) to the OS in one write. The
     /// syncer is told; the caller does not wait for the disk.
-    pub fn append(&self, line: &[u8]) -> io::Result<()> {
+    pub(crate) fn append(&self, line: &[u8]) -> io::Result<()> {
         let mut bytes = Vec::with_capacity(line.len() + 1);
         bytes.extend_from_slice(line);
         bytes.push(b'\n');
@@ -73,7 +74,7 @@ impl Journal {
     }
 
     /// Syncs what was written, now.
-    pub fn sync(&self) -> io::Result<()> {
+    pub(crate) fn sync(&self) -> io::Result<()> {
         self.state.lock().unwrap_or_else(|p| p.into_inner()).dirty = false;
         let file = self
             .file
@@ -81,14 +82,17 @@ impl Journal {
             .unwrap_or_else(|p| p.into_inner())
             .try_clone()?;
         file.sync_data()?;
-        self.state.lock().unwrap_or_else(|p| p.into_inner()).syncs += 1;
+        #[cfg(test)]
+        {
+            self.state.lock().unwrap_or_else(|p| p.into_inner()).syncs += 1;
+        }
         Ok(())
     }
 
     /// Empties the journal (durably) when `all_consumed` says, under the
     /// journal's lock, that every record in it was consumed; returns
     /// whether it did. Keeps the log from growing without end.
-    pub fn truncate_if(&self, all_consumed: impl FnOnce() -> bool) -> io::Result<bool> {
+    pub(crate) fn truncate_if(&self, all_consumed: impl FnOnce() -> bool) -> io::Result<bool> {
         let file = self.file.lock().unwrap_or_else(|p| p.into_inner());
         if !all_consumed() {
             return Ok(false);
@@ -99,7 +103,7 @@ impl Journal {
     }
 
     /// Bytes in the journal now.
-    pub fn size_bytes(&self) -> io::Result<u64> {
+    pub(crate) fn size_bytes(&self) -> io::Result<u64> {
         Ok(self
             .file
             .lock()
@@ -108,8 +112,9 @@ impl Journal {
             .len())
     }
 
-    /// How many fsyncs ran (for tests and status).
-    pub fn syncs(&self) -> u64 {
+    /// How many fsyncs ran.
+    #[cfg(test)]
+    pub(crate) fn syncs(&self) -> u64 {
         self.state.lock().unwrap_or_else(|p| p.into_inner()).syncs
     }
 
@@ -118,7 +123,7 @@ impl Journal {
     /// next, so a record waits for the disk about one fsync at most.
     /// Returns after [`Journal::close`] with everything synced. Run it on
     /// a thread of its own (it blocks); idle, it costs nothing.
-    pub fn run_syncer(&self) -> io::Result<()> {
+    pub(crate) fn run_syncer(&self) -> io::Result<()> {
         loop {
             {
                 let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
@@ -137,7 +142,7 @@ impl Journal {
     }
 
     /// Ends [`Journal::run_syncer`] after a last sync.
-    pub fn close(&self) {
+    pub(crate) fn close(&self) {
         let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
         state.closing = true;
         state.asleep = false;
@@ -147,7 +152,7 @@ impl Journal {
 
 /// The complete lines of a journal file, parsed by `parse`; a torn or
 /// unparsable line is counted, not fatal. A missing file reads as empty.
-pub fn read_journal<T>(
+pub(crate) fn read_journal<T>(
     path: &Path,
     mut parse: impl FnMut(&[u8]) -> Option<T>,
 ) -> io::Result<(Vec<T>, usize)> {
@@ -174,15 +179,8 @@ pub fn read_journal<T>(
 /// An exclusive advisory lock held until dropped (the gateway's instance
 /// lock, a session's turn lock). The file stays; only the lock goes.
 #[derive(Debug)]
-pub struct HeldLock {
+pub(crate) struct HeldLock {
     file: File,
-    path: PathBuf,
-}
-
-impl HeldLock {
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
 }
 
 impl Drop for HeldLock {
@@ -192,24 +190,18 @@ impl Drop for HeldLock {
 }
 
 /// Takes the lock on `path` (created 0600), waiting for another holder.
-pub fn lock_file(path: &Path) -> io::Result<HeldLock> {
+pub(crate) fn lock_file(path: &Path) -> io::Result<HeldLock> {
     let file = super::open_for_append(path, super::PRIVATE_FILE_MODE)?;
     file.lock()?;
-    Ok(HeldLock {
-        file,
-        path: path.to_path_buf(),
-    })
+    Ok(HeldLock { file })
 }
 
 /// Takes the lock on `path` if nobody holds it; `None` when another
 /// process (or another open of the file) does.
-pub fn try_lock_file(path: &Path) -> io::Result<Option<HeldLock>> {
+pub(crate) fn try_lock_file(path: &Path) -> io::Result<Option<HeldLock>> {
     let file = super::open_for_append(path, super::PRIVATE_FILE_MODE)?;
     match file.try_lock() {
-        Ok(()) => Ok(Some(HeldLock {
-            file,
-            path: path.to_path_buf(),
-        })),
+        Ok(()) => Ok(Some(HeldLock { file })),
         Err(std::fs::TryLockError::WouldBlock) => Ok(None),
         Err(std::fs::TryLockError::Error(e)) => Err(e),
     }

@@ -21,7 +21,8 @@
 //!
 //! * [`Journal`] is an append-only log whose records reach the OS before
 //!   `append` returns and the disk within one group commit (see
-//!   `journal.rs`); [`HeldLock`] is an advisory lock held until dropped.
+//!   `journal.rs`); [`journal::HeldLock`] is an advisory lock held until
+//!   dropped.
 //!
 //! Temporary files are named `.<name>.<pid>.<counter>.tmp`; a process killed
 //! between create and rename can leave one behind, and every reader ignores
@@ -29,7 +30,7 @@
 
 mod journal;
 
-pub use journal::{HeldLock, Journal, lock_file, read_journal, try_lock_file};
+pub(crate) use journal::{Journal, lock_file, read_journal, try_lock_file};
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Seek, SeekFrom, Write};
@@ -38,16 +39,16 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Permission bits for directories almanac creates.
-pub const PRIVATE_DIR_MODE: u32 = 0o700;
+pub(crate) const PRIVATE_DIR_MODE: u32 = 0o700;
 /// Permission bits for files almanac creates.
-pub const PRIVATE_FILE_MODE: u32 = 0o600;
+pub(crate) const PRIVATE_FILE_MODE: u32 = 0o600;
 
 static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 
 /// Creates `dir` and any missing parents with mode 0700. Existing
 /// directories keep their permissions: pointing almanac at a user's own
 /// directory never changes it.
-pub fn create_private_dir_all(dir: &Path) -> io::Result<()> {
+pub(crate) fn create_private_dir_all(dir: &Path) -> io::Result<()> {
     if dir.is_dir() {
         return Ok(());
     }
@@ -63,7 +64,7 @@ pub fn create_private_dir_all(dir: &Path) -> io::Result<()> {
 /// When `path` is a symlink (or a chain of them), the link is kept and the
 /// file it finally points to is replaced; a dangling link's target is
 /// created.
-pub fn atomic_replace(path: &Path, bytes: &[u8], new_mode: u32) -> io::Result<()> {
+pub(crate) fn atomic_replace(path: &Path, bytes: &[u8], new_mode: u32) -> io::Result<()> {
     let target = final_target(path)?;
     let path = target.as_path();
     let parent = parent_dir(path);
@@ -92,7 +93,7 @@ const MAX_LINK_HOPS: usize = 40;
 /// The path a chain of symlinks at `path` ends at (`path` itself when it is
 /// not a link). Only the last component is followed: directories on the
 /// way are left to the kernel, so the result names the same file.
-pub fn final_target(path: &Path) -> io::Result<PathBuf> {
+pub(crate) fn final_target(path: &Path) -> io::Result<PathBuf> {
     let mut current = path.to_path_buf();
     for _ in 0..MAX_LINK_HOPS {
         match fs::symlink_metadata(&current) {
@@ -132,7 +133,7 @@ fn write_synced(path: &Path, bytes: &[u8], mode: u32) -> io::Result<()> {
 /// the content is written and synced under a temporary name, then linked
 /// into place (which fails if another writer created the file first).
 /// Returns `false`, writing nothing, when the file already exists.
-pub fn atomic_create(path: &Path, bytes: &[u8], mode: u32) -> io::Result<bool> {
+pub(crate) fn atomic_create(path: &Path, bytes: &[u8], mode: u32) -> io::Result<bool> {
     let parent = parent_dir(path);
     if !parent.as_os_str().is_empty() {
         create_private_dir_all(parent)?;
@@ -152,7 +153,7 @@ pub fn atomic_create(path: &Path, bytes: &[u8], mode: u32) -> io::Result<bool> {
 
 /// Moves a file, across file systems if needed (copy, sync, then remove
 /// the source), creating the destination's directory.
-pub fn move_file(from: &Path, to: &Path) -> io::Result<()> {
+pub(crate) fn move_file(from: &Path, to: &Path) -> io::Result<()> {
     create_private_dir_all(parent_dir(to))?;
     match fs::rename(from, to) {
         Ok(()) => {
@@ -173,7 +174,7 @@ pub fn move_file(from: &Path, to: &Path) -> io::Result<()> {
 /// Removes the file or symlink at `path` (a link itself, never what it
 /// points to) and syncs its directory. Returns `false` when there was
 /// nothing to remove.
-pub fn remove_if_exists(path: &Path) -> io::Result<bool> {
+pub(crate) fn remove_if_exists(path: &Path) -> io::Result<bool> {
     match fs::remove_file(path) {
         Ok(()) => {
             sync_dir(parent_dir(path))?;
@@ -187,7 +188,12 @@ pub fn remove_if_exists(path: &Path) -> io::Result<bool> {
 /// Appends `bytes` to `path` under an exclusive advisory lock, creating the
 /// file (mode `new_mode`) and its directory if needed. `sync` additionally
 /// flushes the data to disk before the lock is released.
-pub fn locked_append(path: &Path, bytes: &[u8], new_mode: u32, sync: bool) -> io::Result<()> {
+pub(crate) fn locked_append(
+    path: &Path,
+    bytes: &[u8],
+    new_mode: u32,
+    sync: bool,
+) -> io::Result<()> {
     let mut file = open_for_append(path, new_mode)?;
     file.lock()?;
     let result = append_on_fresh_line(&mut file, bytes)
@@ -239,7 +245,7 @@ fn append_on_fresh_line(file: &mut File, bytes: &[u8]) -> io::Result<()> {
 /// Runs `f` while holding an exclusive lock on `lock_path` (created 0600 if
 /// missing). Used for read-modify-write of whole files, which must also use
 /// [`atomic_replace`] so readers without the lock never see a torn file.
-pub fn with_file_lock<T>(lock_path: &Path, f: impl FnOnce() -> T) -> io::Result<T> {
+pub(crate) fn with_file_lock<T>(lock_path: &Path, f: impl FnOnce() -> T) -> io::Result<T> {
     let file = open_for_append(lock_path, PRIVATE_FILE_MODE)?;
     file.lock()?;
     let value = f();
@@ -249,7 +255,7 @@ pub fn with_file_lock<T>(lock_path: &Path, f: impl FnOnce() -> T) -> io::Result<
 
 /// Moves a corrupt file aside as `<name>.corrupt-<UTC timestamp>` (with a
 /// numeric suffix if that name is taken) and returns the new path.
-pub fn quarantine(path: &Path, now: jiff::Timestamp) -> io::Result<PathBuf> {
+pub(crate) fn quarantine(path: &Path, now: jiff::Timestamp) -> io::Result<PathBuf> {
     let stamp = now.strftime("%Y%m%dT%H%M%SZ").to_string();
     let name = path
         .file_name()
@@ -269,7 +275,7 @@ pub fn quarantine(path: &Path, now: jiff::Timestamp) -> io::Result<PathBuf> {
 
 /// What [`read_state_file`] found.
 #[derive(Debug)]
-pub enum StateFile<T> {
+pub(crate) enum StateFile<T> {
     /// No file yet.
     Missing,
     /// The file parsed.
@@ -280,7 +286,7 @@ pub enum StateFile<T> {
 
 /// Reads a whole state file and parses it; a file that does not parse is
 /// quarantined instead of failing the caller.
-pub fn read_state_file<T, E: std::fmt::Display>(
+pub(crate) fn read_state_file<T, E: std::fmt::Display>(
     path: &Path,
     now: jiff::Timestamp,
     parse: impl FnOnce(&[u8]) -> Result<T, E>,
@@ -301,7 +307,7 @@ pub fn read_state_file<T, E: std::fmt::Display>(
 }
 
 /// Removes `path` and syncs its directory; a missing file is fine.
-pub fn remove_file(path: &Path) -> io::Result<()> {
+pub(crate) fn remove_file(path: &Path) -> io::Result<()> {
     match fs::remove_file(path) {
         Ok(()) => sync_dir(parent_dir(path)),
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
@@ -310,7 +316,7 @@ pub fn remove_file(path: &Path) -> io::Result<()> {
 }
 
 /// The bytes of `path`; `None` when there is no such file.
-pub fn read_if_exists(path: &Path) -> io::Result<Option<Vec<u8>>> {
+pub(crate) fn read_if_exists(path: &Path) -> io::Result<Option<Vec<u8>>> {
     match fs::read(path) {
         Ok(bytes) => Ok(Some(bytes)),
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
@@ -339,7 +345,7 @@ fn temp_path_for(path: &Path) -> PathBuf {
 }
 
 /// Whether `name` is one of the temporary files [`atomic_replace`] writes.
-pub fn is_temp_file_name(name: &str) -> bool {
+pub(crate) fn is_temp_file_name(name: &str) -> bool {
     name.starts_with('.') && name.ends_with(".tmp")
 }
 

@@ -2,11 +2,10 @@
 //! waiting in arrival order.
 //!
 //! Entering is two steps so the caller can record its place before it
-//! waits: [`Lanes::enqueue`] takes a ticket with the lane's sequence number
-//! at once (or refuses when the lane's queue is full), and
-//! [`Ticket::enter`] waits for the turn. A lane hands itself to the next
-//! live ticket when its guard drops; a ticket given up while waiting is
-//! skipped.
+//! waits: [`Lanes::enqueue`] takes a ticket at once (or refuses when the
+//! lane's queue is full), and [`Ticket::enter`] waits for the turn. A lane
+//! hands itself to the next live ticket when its guard drops; a ticket
+//! given up while waiting is skipped.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
@@ -15,7 +14,7 @@ use tokio::sync::oneshot;
 
 /// Why a request could not join a lane.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
-pub enum LaneError {
+pub(crate) enum LaneError {
     #[error(
         "session {key} has {waiting} requests waiting (the most a session queues); try again later"
     )]
@@ -25,23 +24,21 @@ pub enum LaneError {
 #[derive(Debug, Default)]
 struct Lane {
     busy: bool,
-    next_seq: u64,
-    waiting: VecDeque<(u64, oneshot::Sender<()>)>,
+    waiting: VecDeque<oneshot::Sender<()>>,
 }
 
 /// All lanes of one engine.
 #[derive(Debug)]
-pub struct Lanes {
+pub(crate) struct Lanes {
     lanes: Mutex<HashMap<String, Lane>>,
     capacity: usize,
 }
 
 /// A place in a lane.
 #[derive(Debug)]
-pub struct Ticket {
+pub(crate) struct Ticket {
     lanes: Arc<Lanes>,
     key: String,
-    pub seq: u64,
     /// `None`: the lane was free and is ours already.
     wait: Option<oneshot::Receiver<()>>,
     entered: bool,
@@ -49,14 +46,14 @@ pub struct Ticket {
 
 /// The lane, held: dropping it lets the next ticket in.
 #[derive(Debug)]
-pub struct LaneGuard {
+pub(crate) struct LaneGuard {
     lanes: Arc<Lanes>,
     key: String,
 }
 
 impl Lanes {
     /// Lanes whose queues hold at most `capacity` waiting requests.
-    pub fn new(capacity: usize) -> Arc<Lanes> {
+    pub(crate) fn new(capacity: usize) -> Arc<Lanes> {
         Arc::new(Lanes {
             lanes: Mutex::new(HashMap::new()),
             capacity: capacity.max(1),
@@ -64,12 +61,11 @@ impl Lanes {
     }
 
     /// Takes a place in `key`'s lane.
-    pub fn enqueue(self: &Arc<Self>, key: &str) -> Result<Ticket, LaneError> {
+    pub(crate) fn enqueue(self: &Arc<Self>, key: &str) -> Result<Ticket, LaneError> {
         let mut lanes = self.lanes.lock().unwrap_or_else(|p| p.into_inner());
         let lane = lanes.entry(key.to_string()).or_default();
-        let seq = lane.next_seq;
         let wait = if lane.busy {
-            lane.waiting.retain(|(_, tx)| !tx.is_closed());
+            lane.waiting.retain(|tx| !tx.is_closed());
             if lane.waiting.len() >= self.capacity {
                 return Err(LaneError::Full {
                     key: key.to_string(),
@@ -77,34 +73,26 @@ impl Lanes {
                 });
             }
             let (tx, rx) = oneshot::channel();
-            lane.waiting.push_back((seq, tx));
+            lane.waiting.push_back(tx);
             Some(rx)
         } else {
             lane.busy = true;
             None
         };
-        lane.next_seq += 1;
         Ok(Ticket {
             lanes: self.clone(),
             key: key.to_string(),
-            seq,
             wait,
             entered: false,
         })
     }
 
     /// Requests waiting in `key`'s lane (not counting the running one).
-    pub fn waiting(&self, key: &str) -> usize {
+    pub(crate) fn waiting(&self, key: &str) -> usize {
         let lanes = self.lanes.lock().unwrap_or_else(|p| p.into_inner());
-        lanes.get(key).map_or(0, |l| {
-            l.waiting.iter().filter(|(_, tx)| !tx.is_closed()).count()
-        })
-    }
-
-    /// Whether a turn runs in `key`'s lane.
-    pub fn busy(&self, key: &str) -> bool {
-        let lanes = self.lanes.lock().unwrap_or_else(|p| p.into_inner());
-        lanes.get(key).is_some_and(|l| l.busy)
+        lanes
+            .get(key)
+            .map_or(0, |l| l.waiting.iter().filter(|tx| !tx.is_closed()).count())
     }
 
     fn release(&self, key: &str) {
@@ -112,7 +100,7 @@ impl Lanes {
         let Some(lane) = lanes.get_mut(key) else {
             return;
         };
-        while let Some((_, tx)) = lane.waiting.pop_front() {
+        while let Some(tx) = lane.waiting.pop_front() {
             if tx.send(()).is_ok() {
                 return;
             }
@@ -126,7 +114,7 @@ impl Lanes {
 
 impl Ticket {
     /// Waits for the lane.
-    pub async fn enter(mut self) -> LaneGuard {
+    pub(crate) async fn enter(mut self) -> LaneGuard {
         if let Some(wait) = self.wait.take() {
             // The sender is dropped only by a release that found this
             // ticket closed, which cannot happen while we wait here.
@@ -179,7 +167,6 @@ mod tests {
         let mut handles = Vec::new();
         for i in 0..20u64 {
             let ticket = lanes.enqueue("agent:main:main").unwrap();
-            assert_eq!(ticket.seq, i);
             let (order, running) = (order.clone(), running.clone());
             handles.push(tokio::spawn(async move {
                 let _guard = ticket.enter().await;
@@ -197,7 +184,10 @@ mod tests {
             h.await.unwrap();
         }
         assert_eq!(*order.lock().unwrap(), (0..20).collect::<Vec<_>>());
-        assert!(!lanes.busy("agent:main:main"));
+        assert!(
+            lanes.lanes.lock().unwrap().is_empty(),
+            "a lane nobody holds or waits for is gone"
+        );
     }
 
     #[tokio::test(flavor = "current_thread", start_paused = true)]

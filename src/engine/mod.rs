@@ -21,7 +21,7 @@
 //!   an aborted assistant message closes the transcript's last user
 //!   message, and the turn reports [`Cancelled`].
 
-pub mod lanes;
+pub(crate) mod lanes;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, RwLock};
@@ -34,19 +34,19 @@ use crate::app::App;
 use crate::app::agent::{self as app_agent, TurnContext, TurnReport, TurnRequest};
 use crate::provider::{self, Endpoint, Provider, RetryPolicy, StreamSink};
 
-pub use lanes::{LaneError, LaneGuard, Lanes, Ticket};
+pub(crate) use lanes::{LaneError, Lanes, Ticket};
 
 /// Requests a session queues behind its running turn at most.
-pub const LANE_CAPACITY: usize = 128;
+pub(crate) const LANE_CAPACITY: usize = 128;
 
 /// A turn stopped before it finished (shutdown, `tasks cancel`).
 #[derive(Debug, thiserror::Error)]
 #[error("the turn was cancelled: {0}")]
-pub struct Cancelled(pub String);
+pub(crate) struct Cancelled(pub String);
 
 /// The engine. Cheap to clone; clones share everything.
 #[derive(Clone)]
-pub struct Engine {
+pub(crate) struct Engine {
     inner: Arc<Inner>,
 }
 
@@ -66,7 +66,7 @@ impl std::fmt::Debug for Engine {
 
 impl Engine {
     /// Builds the engine on the runtime this is called from.
-    pub fn new(app: App) -> Engine {
+    pub(crate) fn new(app: App) -> Engine {
         let max = app.config.config.agents.defaults.max_concurrent.max(1) as usize;
         Engine {
             inner: Arc::new(Inner {
@@ -81,7 +81,7 @@ impl Engine {
 
     /// The app as it is now (a reload replaces it; holders of the old one
     /// finish with it).
-    pub fn app(&self) -> Arc<App> {
+    pub(crate) fn app(&self) -> Arc<App> {
         self.inner
             .app
             .read()
@@ -91,7 +91,7 @@ impl Engine {
 
     /// Replaces the app after a config reload. The concurrency limit
     /// grows at once; a smaller one applies as running turns end.
-    pub fn reload(&self, app: App) {
+    pub(crate) fn reload(&self, app: App) {
         let max = app.config.config.agents.defaults.max_concurrent.max(1) as usize;
         let current = self.limit();
         if max > current {
@@ -125,12 +125,12 @@ impl Engine {
     }
 
     /// The session lanes.
-    pub fn lanes(&self) -> &Arc<Lanes> {
+    pub(crate) fn lanes(&self) -> &Arc<Lanes> {
         &self.inner.lanes
     }
 
     /// Runs blocking work off the async threads: the one boundary.
-    pub async fn blocking<T: Send + 'static>(
+    pub(crate) async fn blocking<T: Send + 'static>(
         &self,
         work: impl FnOnce() -> T + Send + 'static,
     ) -> anyhow::Result<T> {
@@ -143,13 +143,13 @@ impl Engine {
     }
 
     /// The client for `endpoint`, built once per endpoint.
-    pub fn provider(&self, endpoint: Endpoint) -> Arc<dyn Provider> {
+    pub(crate) fn provider(&self, endpoint: Endpoint) -> Arc<dyn Provider> {
         provider_for(&self.inner.providers, endpoint)
     }
 
     /// Runs one turn: joins the session's lane, waits its turn and a free
     /// slot, then runs it on the blocking boundary.
-    pub async fn turn(
+    pub(crate) async fn turn(
         &self,
         req: TurnRequest,
         sink: Box<dyn StreamSink>,
@@ -163,7 +163,7 @@ impl Engine {
     }
 
     /// The session key `req` runs in (refusing agents other than `main`).
-    pub fn session_key(&self, req: &TurnRequest) -> anyhow::Result<String> {
+    pub(crate) fn session_key(&self, req: &TurnRequest) -> anyhow::Result<String> {
         let app = self.app();
         app_agent::check_agent(req)?;
         Ok(app
@@ -175,7 +175,7 @@ impl Engine {
     /// lane (the gateway records the place before waiting). `on_start`
     /// runs on the blocking boundary once the turn has its lane and slot,
     /// before anything else; an error from it ends the turn unrun.
-    pub async fn turn_in_lane(
+    pub(crate) async fn turn_in_lane(
         &self,
         ticket: Ticket,
         req: TurnRequest,
@@ -193,7 +193,7 @@ impl Engine {
             () = cancel.cancelled() => return Err(Cancelled("before it started".into()).into()),
         };
         let app = self.app();
-        let providers = self.inner.clone();
+        let engine = self.clone();
         let handle = self.inner.handle.clone();
         let report = self
             .blocking(move || {
@@ -202,7 +202,7 @@ impl Engine {
                 on_start()?;
                 let ctx = TurnContext {
                     handle,
-                    connect: Arc::new(move |endpoint| provider_for(&providers.providers, endpoint)),
+                    connect: Arc::new(move |endpoint| engine.provider(endpoint)),
                     cancel,
                 };
                 app_agent::run_turn(
@@ -261,18 +261,18 @@ fn panic_text(panic: &(dyn std::any::Any + Send)) -> String {
 
 /// The approver of a turn nobody watches (the gateway's): commands that
 /// need a person's approval are refused.
-pub fn unattended() -> Arc<dyn Approver> {
+pub(crate) fn unattended() -> Arc<dyn Approver> {
     Arc::new(crate::agent::policy::NoApprover)
 }
 
 /// A sink for a turn whose text nobody reads as it streams.
-pub fn quiet() -> Box<dyn StreamSink> {
+pub(crate) fn quiet() -> Box<dyn StreamSink> {
     Box::new(crate::provider::Quiet)
 }
 
 /// One turn for a short-lived command: the engine on a current-thread
 /// runtime, built for this turn and dropped after it.
-pub fn run_one_turn(
+pub(crate) fn run_one_turn(
     app: App,
     req: TurnRequest,
     sink: Box<dyn StreamSink>,

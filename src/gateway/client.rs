@@ -15,26 +15,26 @@ use crate::app::App;
 /// A command needs the gateway and none runs.
 #[derive(Debug, thiserror::Error)]
 #[error("gateway not running (start it with `almanac gateway run`)")]
-pub struct NotRunning;
+pub(crate) struct NotRunning;
 
 /// The gateway answered with an error.
 #[derive(Debug, thiserror::Error)]
 #[error("the gateway answered {status}: {message}")]
-pub struct Refused {
+pub(crate) struct Refused {
     pub status: u16,
     pub message: String,
 }
 
 /// A running gateway, ready to be asked.
 #[derive(Debug, Clone)]
-pub struct Client {
+pub(crate) struct Client {
     pub info: GatewayInfo,
     token: String,
 }
 
 impl Client {
     /// The gateway of `app`'s state directory, if one runs.
-    pub fn find(app: &App) -> anyhow::Result<Option<Client>> {
+    pub(crate) fn find(app: &App) -> anyhow::Result<Option<Client>> {
         let Some(info) = state::running(&app.paths) else {
             return Ok(None);
         };
@@ -45,18 +45,18 @@ impl Client {
     }
 
     /// [`Client::find`], or [`NotRunning`].
-    pub fn require(app: &App) -> anyhow::Result<Client> {
+    pub(crate) fn require(app: &App) -> anyhow::Result<Client> {
         Client::find(app)?.ok_or_else(|| NotRunning.into())
     }
 
     /// `GET path` → the JSON answer.
-    pub fn get(&self, path: &str) -> anyhow::Result<Value> {
+    pub(crate) fn get(&self, path: &str) -> anyhow::Result<Value> {
         self.call("GET", path, None, Duration::from_secs(10))
     }
 
     /// `POST path` with a JSON body → the JSON answer; `limit` bounds the
     /// wait (a turn can take minutes).
-    pub fn post(&self, path: &str, body: &Value, limit: Duration) -> anyhow::Result<Value> {
+    pub(crate) fn post(&self, path: &str, body: &Value, limit: Duration) -> anyhow::Result<Value> {
         self.call("POST", path, Some(body), limit)
     }
 

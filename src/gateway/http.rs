@@ -33,7 +33,7 @@ use crate::app::agent::TurnRequest;
 use crate::engine::{Cancelled, LaneError};
 
 /// Largest request body accepted.
-pub const BODY_LIMIT: usize = 1024 * 1024;
+pub(crate) const BODY_LIMIT: usize = 1024 * 1024;
 /// Failed authentications from one address before it is locked out.
 const LOCKOUT_AFTER: u32 = 10;
 /// The window those failures are counted in, and how long a lockout lasts.
@@ -43,13 +43,13 @@ const FEED_WAIT: Duration = Duration::from_secs(2);
 
 /// An error answer.
 #[derive(Debug)]
-pub struct ApiError {
+pub(crate) struct ApiError {
     pub status: StatusCode,
     pub message: String,
 }
 
 impl ApiError {
-    pub fn new(status: StatusCode, message: impl Into<String>) -> ApiError {
+    pub(crate) fn new(status: StatusCode, message: impl Into<String>) -> ApiError {
         ApiError {
             status,
             message: message.into(),
@@ -81,7 +81,7 @@ impl From<JsonRejection> for ApiError {
 type ApiResult = Result<Json<Value>, ApiError>;
 
 /// The route table.
-pub fn router(shared: Arc<Shared>) -> Router {
+pub(crate) fn router(shared: Arc<Shared>) -> Router {
     let control = Router::new()
         .route("/system/event", post(system_event))
         .route("/agent", post(agent))
@@ -143,7 +143,7 @@ async fn readyz(State(shared): State<Arc<Shared>>) -> Response {
 
 /// Failed authentications per client address.
 #[derive(Debug, Default)]
-pub struct Lockout {
+pub(crate) struct Lockout {
     clients: Mutex<HashMap<IpAddr, Failures>>,
 }
 
@@ -250,7 +250,7 @@ struct SystemEventBody {
 }
 
 /// The modes of a system event.
-pub const MODES: &[&str] = &["now", "next-heartbeat"];
+pub(crate) const MODES: &[&str] = &["now", "next-heartbeat"];
 
 async fn system_event(
     State(shared): State<Arc<Shared>>,

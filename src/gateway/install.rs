@@ -29,7 +29,7 @@ use crate::paths::{self, DEFAULT_PROFILE, PathError, PathFlags, Paths};
 /// Which service manager runs the gateway.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Platform {
+pub(crate) enum Platform {
     /// A systemd user unit (Linux).
     Systemd,
     /// A launchd agent (macOS).
@@ -38,7 +38,7 @@ pub enum Platform {
 
 impl Platform {
     /// The service manager of the system almanac was built for.
-    pub fn current() -> Result<Platform, InstallError> {
+    pub(crate) fn current() -> Result<Platform, InstallError> {
         if cfg!(target_os = "macos") {
             Ok(Platform::Launchd)
         } else if cfg!(target_os = "linux") {
@@ -49,7 +49,7 @@ impl Platform {
     }
 
     /// What the file is, for people.
-    pub fn describe(self) -> &'static str {
+    pub(crate) fn describe(self) -> &'static str {
         match self {
             Platform::Systemd => "systemd user unit",
             Platform::Launchd => "launchd agent",
@@ -59,11 +59,11 @@ impl Platform {
 
 /// The words that mark a service file as written by almanac: only a file
 /// containing them is replaced or removed.
-pub const MARKER: &str = "Written by almanac gateway install";
+pub(crate) const MARKER: &str = "Written by almanac gateway install";
 
 /// The only environment variables a service file sets: almanac's own
 /// location settings, when the installing command had them.
-pub const LOCATION_VARS: [&str; 4] = [
+pub(crate) const LOCATION_VARS: [&str; 4] = [
     "ALMANAC_STATE_DIR",
     "ALMANAC_PROFILE",
     "ALMANAC_CONFIG",
@@ -81,7 +81,7 @@ const STOP_TIMEOUT_SECS: u32 = 15;
 
 /// Why a service file cannot be written or removed.
 #[derive(Debug, thiserror::Error)]
-pub enum InstallError {
+pub(crate) enum InstallError {
     /// A file at the service's path that almanac did not write (a refusal).
     #[error(
         "refusing to {verb} {}: almanac did not write it (it has no `{MARKER}` line); move it away yourself if it should go",
@@ -104,7 +104,7 @@ pub enum InstallError {
 
 /// What the service runs.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ServiceSpec {
+pub(crate) struct ServiceSpec {
     /// The profile; it names the service so that profiles do not collide.
     pub profile: String,
     /// The almanac executable, an absolute path.
@@ -120,7 +120,7 @@ pub struct ServiceSpec {
 impl ServiceSpec {
     /// The service running `exe` against the state `paths` resolved to
     /// for a command run on `host`.
-    pub fn new(exe: &Path, paths: &Paths, host: &Host) -> Result<ServiceSpec, InstallError> {
+    pub(crate) fn new(exe: &Path, paths: &Paths, host: &Host) -> Result<ServiceSpec, InstallError> {
         let mut args = location_flags(paths, host)?;
         args.extend(["gateway".to_string(), "run".to_string()]);
         Ok(ServiceSpec {
@@ -142,7 +142,7 @@ impl ServiceSpec {
 
 /// The location variables set on `host`, from [`LOCATION_VARS`] only,
 /// with path values made absolute.
-pub fn location_env(host: &Host) -> Result<Vec<(String, String)>, InstallError> {
+pub(crate) fn location_env(host: &Host) -> Result<Vec<(String, String)>, InstallError> {
     let mut env = Vec::new();
     for name in LOCATION_VARS {
         let Some(value) = host.var(name) else {
@@ -162,7 +162,7 @@ pub fn location_env(host: &Host) -> Result<Vec<(String, String)>, InstallError> 
 /// `host` needs to resolve the same profile, state directory, config file
 /// and workspace as `paths`: none for what the environment already
 /// decides, paths absolute.
-pub fn location_flags(paths: &Paths, host: &Host) -> Result<Vec<String>, InstallError> {
+pub(crate) fn location_flags(paths: &Paths, host: &Host) -> Result<Vec<String>, InstallError> {
     let service_host = host.with_only_vars(&LOCATION_VARS);
     let resolve = |flags: &PathFlags| paths::resolve_state(flags, &service_host).ok();
     let mut flags = PathFlags::default();
@@ -195,7 +195,7 @@ fn path_text(path: &Path) -> Result<String, InstallError> {
 }
 
 /// The systemd unit name or launchd label of a profile's service.
-pub fn service_name(platform: Platform, profile: &str) -> String {
+pub(crate) fn service_name(platform: Platform, profile: &str) -> String {
     let suffix = |sep: &str| {
         if profile == DEFAULT_PROFILE {
             String::new()
@@ -212,7 +212,7 @@ pub fn service_name(platform: Platform, profile: &str) -> String {
 /// The folder the service manager reads per-user services from:
 /// `$XDG_CONFIG_HOME/systemd/user` (else `~/.config/systemd/user`), or
 /// `~/Library/LaunchAgents`.
-pub fn service_dir(platform: Platform, host: &Host) -> Result<PathBuf, PathError> {
+pub(crate) fn service_dir(platform: Platform, host: &Host) -> Result<PathBuf, PathError> {
     let home = || host.home.clone().ok_or(PathError::NoHome);
     Ok(match platform {
         Platform::Systemd => {
@@ -228,7 +228,11 @@ pub fn service_dir(platform: Platform, host: &Host) -> Result<PathBuf, PathError
 }
 
 /// Where a profile's service file goes.
-pub fn service_path(platform: Platform, host: &Host, profile: &str) -> Result<PathBuf, PathError> {
+pub(crate) fn service_path(
+    platform: Platform,
+    host: &Host,
+    profile: &str,
+) -> Result<PathBuf, PathError> {
     let name = service_name(platform, profile);
     let file = match platform {
         Platform::Systemd => name,
@@ -239,7 +243,7 @@ pub fn service_path(platform: Platform, host: &Host, profile: &str) -> Result<Pa
 
 /// The link `systemctl --user enable` makes for the unit at `unit_path`
 /// (`WantedBy=default.target`); launchd has none.
-pub fn enablement_link(platform: Platform, unit_path: &Path) -> Option<PathBuf> {
+pub(crate) fn enablement_link(platform: Platform, unit_path: &Path) -> Option<PathBuf> {
     match platform {
         Platform::Systemd => {
             let name = unit_path.file_name()?;
@@ -252,7 +256,7 @@ pub fn enablement_link(platform: Platform, unit_path: &Path) -> Option<PathBuf> 
 /// Whether a link at `link` whose target reads `target` points at
 /// `unit_path` (systemctl writes absolute targets; a relative one is read
 /// from the link's folder).
-pub fn link_points_to(link: &Path, target: &Path, unit_path: &Path) -> bool {
+pub(crate) fn link_points_to(link: &Path, target: &Path, unit_path: &Path) -> bool {
     let resolved = match link.parent() {
         Some(dir) if target.is_relative() => dir.join(target),
         _ => target.to_path_buf(),
@@ -261,7 +265,7 @@ pub fn link_points_to(link: &Path, target: &Path, unit_path: &Path) -> bool {
 }
 
 /// The service file for `spec`.
-pub fn render(platform: Platform, spec: &ServiceSpec) -> Result<String, InstallError> {
+pub(crate) fn render(platform: Platform, spec: &ServiceSpec) -> Result<String, InstallError> {
     if let Some(bad) = spec.values().find(|v| v.chars().any(char::is_control)) {
         return Err(InstallError::ControlCharacter(bad.to_string()));
     }
@@ -414,7 +418,7 @@ fn xml(text: &str) -> String {
 }
 
 /// Whether a service file was written by almanac.
-pub fn is_ours(bytes: &[u8]) -> bool {
+pub(crate) fn is_ours(bytes: &[u8]) -> bool {
     bytes
         .windows(MARKER.len())
         .any(|window| window == MARKER.as_bytes())
@@ -422,7 +426,7 @@ pub fn is_ours(bytes: &[u8]) -> bool {
 
 /// What installing `text` at `path` does, given what is there now.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum InstallChange {
+pub(crate) enum InstallChange {
     /// No file yet.
     Create,
     /// The same text is there already.
@@ -432,7 +436,7 @@ pub enum InstallChange {
 }
 
 /// Decides an install; a file almanac did not write is refused.
-pub fn install_change(
+pub(crate) fn install_change(
     path: &Path,
     existing: Option<&[u8]>,
     text: &str,
@@ -450,7 +454,7 @@ pub fn install_change(
 
 /// Decides an uninstall: `true` when there is a file of ours to remove,
 /// `false` when there is none; a file almanac did not write is refused.
-pub fn uninstall_change(path: &Path, existing: Option<&[u8]>) -> Result<bool, InstallError> {
+pub(crate) fn uninstall_change(path: &Path, existing: Option<&[u8]>) -> Result<bool, InstallError> {
     match existing {
         None => Ok(false),
         Some(bytes) if is_ours(bytes) => Ok(true),
@@ -462,7 +466,7 @@ pub fn uninstall_change(path: &Path, existing: Option<&[u8]>) -> Result<bool, In
 }
 
 /// Where provider keys go instead of the service file.
-pub fn keys_note(platform: Platform) -> &'static str {
+pub(crate) fn keys_note(platform: Platform) -> &'static str {
     match platform {
         Platform::Systemd => {
             "Provider API keys and tokens are not in this file: set them in almanac's config file or in an EnvironmentFile= you control."
@@ -476,7 +480,7 @@ pub fn keys_note(platform: Platform) -> &'static str {
 /// The commands that start the installed service (almanac runs none of
 /// them); `replaced` adds a restart so a running gateway picks up the new
 /// file.
-pub fn install_commands(
+pub(crate) fn install_commands(
     platform: Platform,
     path: &Path,
     profile: &str,
@@ -512,7 +516,7 @@ pub fn install_commands(
 }
 
 /// The commands that stop a running gateway after its file is removed.
-pub fn uninstall_commands(platform: Platform, profile: &str) -> Vec<String> {
+pub(crate) fn uninstall_commands(platform: Platform, profile: &str) -> Vec<String> {
     let name = service_name(platform, profile);
     match platform {
         Platform::Systemd => vec![format!(

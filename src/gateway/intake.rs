@@ -33,7 +33,7 @@ use crate::durable::{self, Journal};
 /// One accepted trigger.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Record {
+pub(crate) struct Record {
     pub seq: u64,
     /// Milliseconds.
     pub ts: i64,
@@ -46,7 +46,7 @@ pub struct Record {
 }
 
 /// The log, its writer side and the feeder's progress.
-pub struct Intake {
+pub(crate) struct Intake {
     journal: Arc<Journal>,
     /// The last sequence number given out (taken under this lock with the
     /// write, so the file is in sequence order).
@@ -68,7 +68,7 @@ impl std::fmt::Debug for Intake {
 impl Intake {
     /// Opens the log in `dir`; sequence numbers continue after what it
     /// and the applied mark hold.
-    pub fn open(dir: &std::path::Path) -> std::io::Result<Intake> {
+    pub(crate) fn open(dir: &std::path::Path) -> std::io::Result<Intake> {
         let path = dir.join("intake.jsonl");
         let applied_path = dir.join("intake.applied");
         let applied = read_applied(&applied_path);
@@ -92,13 +92,13 @@ impl Intake {
     }
 
     /// The journal, for its group-commit thread.
-    pub fn journal(&self) -> Arc<Journal> {
+    pub(crate) fn journal(&self) -> Arc<Journal> {
         self.journal.clone()
     }
 
     /// Writes `record` (its `seq` is assigned here) and hands it to the
     /// feeder. Blocking: call it on the engine's boundary.
-    pub fn accept(&self, mut record: Record) -> std::io::Result<Record> {
+    pub(crate) fn accept(&self, mut record: Record) -> std::io::Result<Record> {
         let mut last = self.last_seq.lock().unwrap_or_else(|p| p.into_inner());
         record.seq = *last + 1;
         let line = serde_json::to_vec(&record).expect("records serialise");
@@ -112,20 +112,20 @@ impl Intake {
     }
 
     /// The last accepted sequence number.
-    pub fn last_accepted(&self) -> u64 {
+    pub(crate) fn last_accepted(&self) -> u64 {
         *self.last_seq.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Waits until everything accepted so far has been fed (at most
     /// `limit`; a stalled feeder must not hold turns forever).
-    pub async fn caught_up(&self, limit: Duration) {
+    pub(crate) async fn caught_up(&self, limit: Duration) {
         let target = self.last_accepted();
         let mut rx = self.applied.subscribe();
         let _ = tokio::time::timeout(limit, rx.wait_for(|applied| *applied >= target)).await;
     }
 
     /// The last fed sequence number.
-    pub fn applied(&self) -> u64 {
+    pub(crate) fn applied(&self) -> u64 {
         *self.applied.borrow()
     }
 
@@ -157,7 +157,7 @@ fn read_applied(path: &std::path::Path) -> u64 {
 
 /// Feeds records to the session queues: a batch at a time, one queue
 /// write per batch.
-pub struct Feeder;
+pub(crate) struct Feeder;
 
 impl Component for Feeder {
     fn kind(&self) -> ComponentKind {

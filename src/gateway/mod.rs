@@ -22,14 +22,14 @@
 //! * Schedulers and webhooks never import the agent: they put events on
 //!   the [`Event`] bus or ask the engine for a turn.
 
-pub mod client;
-pub mod http;
+pub(crate) mod client;
+pub(crate) mod http;
 pub(crate) mod install;
-pub mod intake;
-pub mod state;
-pub mod supervisor;
-pub mod tasks;
-pub mod watch;
+pub(crate) mod intake;
+pub(crate) mod state;
+pub(crate) mod supervisor;
+pub(crate) mod tasks;
+pub(crate) mod watch;
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::Arc;
@@ -49,14 +49,14 @@ use state::GatewayInfo;
 use supervisor::{Component, Registry};
 
 /// How long shutdown may take in all.
-pub const SHUTDOWN_DEADLINE: Duration = Duration::from_secs(10);
+pub(crate) const SHUTDOWN_DEADLINE: Duration = Duration::from_secs(10);
 /// How long running turns get to finish before they are cancelled.
 const TURN_GRACE: Duration = Duration::from_secs(7);
 
 /// What moves between components. Grouped: external commands, files,
 /// tasks. Shutdown is the stop token, not an event.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Event {
+pub(crate) enum Event {
     // External commands
     /// System events were queued for a session.
     EventsQueued { session_key: String },
@@ -76,7 +76,7 @@ pub enum Event {
 
 /// Why the gateway did not start.
 #[derive(Debug, thiserror::Error)]
-pub enum GatewayError {
+pub(crate) enum GatewayError {
     #[error("another gateway is running on this state directory{}", pid.map(|p| format!(" (pid {p})")).unwrap_or_default())]
     AlreadyRunning { pid: Option<u32> },
     #[error("port {port} on {address} is in use")]
@@ -103,14 +103,14 @@ pub enum GatewayError {
 
 /// What `gateway run` was given.
 #[derive(Debug, Clone, Default)]
-pub struct RunOptions {
+pub(crate) struct RunOptions {
     pub port: Option<u16>,
     /// `loopback`, `lan` or an IP address.
     pub bind: Option<String>,
 }
 
 /// Everything the components and handlers share.
-pub struct Shared {
+pub(crate) struct Shared {
     pub engine: Engine,
     pub host: Host,
     pub options: GlobalOptions,
@@ -143,7 +143,7 @@ impl std::fmt::Debug for Shared {
 /// `gateway status --json`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct GatewayStatus {
+pub(crate) struct GatewayStatus {
     pub running: bool,
     pub pid: Option<u32>,
     pub address: Option<String>,
@@ -156,7 +156,7 @@ pub struct GatewayStatus {
 }
 
 impl GatewayStatus {
-    pub fn not_running() -> GatewayStatus {
+    pub(crate) fn not_running() -> GatewayStatus {
         GatewayStatus {
             running: false,
             pid: None,
@@ -172,7 +172,7 @@ impl GatewayStatus {
 }
 
 impl Shared {
-    pub fn status(&self) -> GatewayStatus {
+    pub(crate) fn status(&self) -> GatewayStatus {
         GatewayStatus {
             running: true,
             pid: Some(self.info.pid),
@@ -188,7 +188,10 @@ impl Shared {
 }
 
 /// Where to listen, from flags over config.
-pub fn bind_address(app: &App, opts: &RunOptions) -> Result<(IpAddr, u16, bool), GatewayError> {
+pub(crate) fn bind_address(
+    app: &App,
+    opts: &RunOptions,
+) -> Result<(IpAddr, u16, bool), GatewayError> {
     let gateway = &app.config.config.gateway;
     let port = opts.port.unwrap_or(gateway.port);
     let (address, label) = match opts.bind.as_deref().map(str::trim) {
@@ -229,7 +232,7 @@ fn components() -> Vec<Arc<dyn Component>> {
 
 /// Runs the gateway in the foreground until SIGTERM / Ctrl-C (or `stop`,
 /// for tests), printing one line when it is ready.
-pub fn run(
+pub(crate) fn run(
     app: App,
     options: GlobalOptions,
     opts: RunOptions,

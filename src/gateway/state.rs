@@ -5,7 +5,7 @@
 //! pid is not alive means "not running" (a gateway killed with -9 leaves
 //! its file behind; the next start replaces it).
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
@@ -17,7 +17,7 @@ use crate::paths::Paths;
 /// `<state dir>/gateway.json`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct GatewayInfo {
+pub(crate) struct GatewayInfo {
     pub pid: u32,
     /// The address it listens on, e.g. `127.0.0.1`.
     pub address: String,
@@ -38,7 +38,7 @@ pub struct GatewayInfo {
 
 impl GatewayInfo {
     /// `http://address:port` (a wildcard address is reached on loopback).
-    pub fn base_url(&self) -> String {
+    pub(crate) fn base_url(&self) -> String {
         let host = match self.address.as_str() {
             "0.0.0.0" => "127.0.0.1".to_string(),
             "::" => "[::1]".to_string(),
@@ -51,7 +51,7 @@ impl GatewayInfo {
 
 /// Whether process `pid` is alive (signal 0 reaches it, or it exists but
 /// belongs to someone else).
-pub fn pid_alive(pid: u32) -> bool {
+pub(crate) fn pid_alive(pid: u32) -> bool {
     let Ok(pid) = libc::pid_t::try_from(pid) else {
         return false;
     };
@@ -80,20 +80,20 @@ fn is_zombie(pid: libc::pid_t) -> bool {
 
 /// The running gateway of this state directory, if any: `gateway.json`
 /// whose pid is alive. A missing, unreadable or stale file is `None`.
-pub fn running(paths: &Paths) -> Option<GatewayInfo> {
+pub(crate) fn running(paths: &Paths) -> Option<GatewayInfo> {
     let bytes = durable::read_if_exists(&paths.gateway_file()).ok()??;
     let info: GatewayInfo = serde_json::from_slice(&bytes).ok()?;
     pid_alive(info.pid).then_some(info)
 }
 
 /// Writes `gateway.json` (0600, atomically).
-pub fn publish(paths: &Paths, info: &GatewayInfo) -> std::io::Result<()> {
+pub(crate) fn publish(paths: &Paths, info: &GatewayInfo) -> std::io::Result<()> {
     let bytes = serde_json::to_vec_pretty(info).expect("gateway info serialises");
     durable::atomic_replace(&paths.gateway_file(), &bytes, durable::PRIVATE_FILE_MODE)
 }
 
 /// Removes `gateway.json` if it is ours (by pid).
-pub fn unpublish(paths: &Paths, pid: u32) {
+pub(crate) fn unpublish(paths: &Paths, pid: u32) {
     let path = paths.gateway_file();
     let ours = durable::read_if_exists(&path)
         .ok()
@@ -107,14 +107,14 @@ pub fn unpublish(paths: &Paths, pid: u32) {
 
 /// Where the control-API token comes from.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum TokenSource {
+pub(crate) enum TokenSource {
     Config,
     Env,
     File(PathBuf),
 }
 
 impl TokenSource {
-    pub fn label(&self) -> &'static str {
+    pub(crate) fn label(&self) -> &'static str {
         match self {
             TokenSource::Config => "config",
             TokenSource::Env => "env",
@@ -124,7 +124,7 @@ impl TokenSource {
 }
 
 /// The token set in config or the environment, if any.
-pub fn configured_token(config: &Config, host: &Host) -> Option<(String, TokenSource)> {
+pub(crate) fn configured_token(config: &Config, host: &Host) -> Option<(String, TokenSource)> {
     let from_env = host.var("ALMANAC_GATEWAY_TOKEN").map(str::trim);
     match config.gateway.auth.token.as_deref().map(str::trim) {
         Some(t) if !t.is_empty() => {
@@ -141,7 +141,7 @@ pub fn configured_token(config: &Config, host: &Host) -> Option<(String, TokenSo
 
 /// The token of a gateway on this state directory: the configured one,
 /// else the generated file's; `create` generates the file when missing.
-pub fn token(
+pub(crate) fn token(
     paths: &Paths,
     config: &Config,
     host: &Host,
@@ -174,7 +174,7 @@ fn generate_token() -> String {
 
 /// Whether two tokens are equal, in time independent of where they
 /// differ.
-pub fn tokens_equal(given: &[u8], expected: &[u8]) -> bool {
+pub(crate) fn tokens_equal(given: &[u8], expected: &[u8]) -> bool {
     if given.len() != expected.len() {
         return false;
     }
@@ -183,11 +183,6 @@ pub fn tokens_equal(given: &[u8], expected: &[u8]) -> bool {
         .zip(expected)
         .fold(0u8, |acc, (a, b)| acc | (a ^ b))
         == 0
-}
-
-/// A path shown to a user.
-pub fn shown(host: &Host, path: &Path) -> String {
-    host.tilde(path)
 }
 
 #[cfg(test)]

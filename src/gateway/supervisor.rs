@@ -26,7 +26,7 @@ use super::Shared;
 
 /// Every component the gateway runs: adding one is an edit here.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ComponentKind {
+pub(crate) enum ComponentKind {
     /// Turns accepted triggers in the intake log into session events.
     IntakeFeeder,
     /// Keeps the memory index in step with the Markdown files.
@@ -43,7 +43,7 @@ pub enum ComponentKind {
 }
 
 impl ComponentKind {
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             ComponentKind::IntakeFeeder => "intake",
             ComponentKind::MemoryWatcher => "memory-watcher",
@@ -57,7 +57,7 @@ impl ComponentKind {
 }
 
 /// A long-running part of the gateway (see the module's lifecycle).
-pub trait Component: Send + Sync + 'static {
+pub(crate) trait Component: Send + Sync + 'static {
     fn kind(&self) -> ComponentKind;
     fn start(
         self: Arc<Self>,
@@ -69,7 +69,7 @@ pub trait Component: Send + Sync + 'static {
 /// What `gateway status` shows of a component.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
-pub struct ComponentStatus {
+pub(crate) struct ComponentStatus {
     pub name: String,
     /// `starting`, `running`, `restarting` or `stopped`.
     pub state: String,
@@ -79,17 +79,17 @@ pub struct ComponentStatus {
 
 /// The registry of component states.
 #[derive(Debug, Default)]
-pub struct Registry {
+pub(crate) struct Registry {
     rows: Mutex<Vec<ComponentStatus>>,
 }
 
 impl Registry {
-    pub fn snapshot(&self) -> Vec<ComponentStatus> {
+    pub(crate) fn snapshot(&self) -> Vec<ComponentStatus> {
         self.rows.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
     /// Whether every component has started.
-    pub fn all_started(&self) -> bool {
+    pub(crate) fn all_started(&self) -> bool {
         self.rows
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -125,7 +125,7 @@ const MAX_BACKOFF: Duration = Duration::from_secs(30);
 const GOOD_RUN: Duration = Duration::from_secs(60);
 
 /// Runs `component` under supervision on `tracker` until `stop`.
-pub fn supervise(
+pub(crate) fn supervise(
     component: Arc<dyn Component>,
     shared: Arc<Shared>,
     registry: Arc<Registry>,

@@ -24,18 +24,18 @@ use crate::tasks::{
 };
 
 /// The kind of a turn asked for through the control API.
-pub const AGENT_KIND: &str = "agent";
+pub(crate) const AGENT_KIND: &str = "agent";
 /// Task kinds whose running tasks are queued again after the gateway that
 /// ran them stopped: a webhook's turn was acknowledged to its sender, so
 /// it must run.
-pub const RETRYABLE_KINDS: &[&str] = &["hook"];
+pub(crate) const RETRYABLE_KINDS: &[&str] = &["hook"];
 /// How long a running task is held without a renewal (several sweeps).
-pub const LEASE: Duration = Duration::from_secs(300);
+pub(crate) const LEASE: Duration = Duration::from_secs(300);
 /// How often leases are renewed and the ledger swept.
-pub const SWEEP_EVERY: Duration = Duration::from_secs(60);
+pub(crate) const SWEEP_EVERY: Duration = Duration::from_secs(60);
 
 /// The ledger as the gateway holds it: one writer connection.
-pub struct TaskBook {
+pub(crate) struct TaskBook {
     pub ledger: Mutex<Ledger>,
     pub generation: i64,
     /// Running tasks' cancel switches, by task id.
@@ -43,7 +43,7 @@ pub struct TaskBook {
 }
 
 impl TaskBook {
-    pub fn new(ledger: Ledger, generation: i64) -> TaskBook {
+    pub(crate) fn new(ledger: Ledger, generation: i64) -> TaskBook {
         TaskBook {
             ledger: Mutex::new(ledger),
             generation,
@@ -51,12 +51,12 @@ impl TaskBook {
         }
     }
 
-    pub fn with<T>(&self, f: impl FnOnce(&mut Ledger) -> T) -> T {
+    pub(crate) fn with<T>(&self, f: impl FnOnce(&mut Ledger) -> T) -> T {
         f(&mut self.ledger.lock().unwrap_or_else(|p| p.into_inner()))
     }
 
     /// Records a queued agent turn in `lane`.
-    pub fn record_turn(
+    pub(crate) fn record_turn(
         &self,
         lane: &str,
         message: &str,
@@ -74,7 +74,7 @@ impl TaskBook {
 
     /// Marks `id` running under this generation's lease; `false` when it
     /// was cancelled while it waited (it must not run).
-    pub fn start(
+    pub(crate) fn start(
         &self,
         id: &str,
         cancel: CancellationToken,
@@ -95,7 +95,7 @@ impl TaskBook {
     }
 
     /// Records how `id` ended.
-    pub fn finish(&self, id: &str, end: Terminal, now_ms: i64) -> Result<(), TaskError> {
+    pub(crate) fn finish(&self, id: &str, end: Terminal, now_ms: i64) -> Result<(), TaskError> {
         self.running
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -105,7 +105,7 @@ impl TaskBook {
 
     /// Cancels the task `lookup` names: a queued one at once, a running
     /// one by stopping its turn (it records itself as cancelled).
-    pub fn cancel(&self, lookup: &str, now_ms: i64) -> Result<CancelOutcome, TaskError> {
+    pub(crate) fn cancel(&self, lookup: &str, now_ms: i64) -> Result<CancelOutcome, TaskError> {
         let task = self
             .with(|l| l.get(lookup))?
             .ok_or_else(|| TaskError::NotFound(lookup.to_string()))?;
@@ -134,7 +134,7 @@ fn preview(message: &str) -> String {
 }
 
 /// How a turn's result ends its task.
-pub fn terminal_of(result: &anyhow::Result<crate::app::agent::TurnReport>) -> Terminal {
+pub(crate) fn terminal_of(result: &anyhow::Result<crate::app::agent::TurnReport>) -> Terminal {
     match result {
         Ok(report) => Terminal {
             status: TerminalStatus::Succeeded,
@@ -154,7 +154,7 @@ pub fn terminal_of(result: &anyhow::Result<crate::app::agent::TurnReport>) -> Te
 }
 
 /// Renews this generation's leases and sweeps the ledger every minute.
-pub struct TaskSweeper;
+pub(crate) struct TaskSweeper;
 
 impl Component for TaskSweeper {
     fn kind(&self) -> ComponentKind {

@@ -103,7 +103,7 @@ async fn next_burst(
 }
 
 /// Keeps the memory index in step with the files.
-pub struct MemoryWatcher;
+pub(crate) struct MemoryWatcher;
 
 impl Component for MemoryWatcher {
     fn kind(&self) -> ComponentKind {
@@ -204,7 +204,7 @@ fn arm_memory(
 }
 
 /// Rebuilds the turns' skills snapshot when a skill changes.
-pub struct SkillsWatcher;
+pub(crate) struct SkillsWatcher;
 
 impl Component for SkillsWatcher {
     fn kind(&self) -> ComponentKind {
@@ -259,7 +259,7 @@ async fn refresh_skills(shared: &Arc<Shared>) -> anyhow::Result<()> {
 }
 
 /// Applies `config.json5` edits to the engine.
-pub struct ConfigWatcher;
+pub(crate) struct ConfigWatcher;
 
 impl Component for ConfigWatcher {
     fn kind(&self) -> ComponentKind {

@@ -31,7 +31,7 @@ use crate::durable::{self, PRIVATE_FILE_MODE};
 
 /// Live values written with every ping.
 #[derive(Debug, Clone, Serialize)]
-pub struct Snapshot {
+pub(crate) struct Snapshot {
     pub agent: String,
     pub security: SecurityFlags,
     pub routines_enabled: u64,
@@ -39,14 +39,14 @@ pub struct Snapshot {
 }
 
 #[derive(Debug, Clone, Copy, Serialize)]
-pub struct SecurityFlags {
+pub(crate) struct SecurityFlags {
     pub enabled: bool,
     pub llm: bool,
     pub actions: bool,
 }
 
 #[derive(Debug, Clone, Copy, Serialize)]
-pub struct MemoryCounts {
+pub(crate) struct MemoryCounts {
     pub json_entries: u64,
     pub session_daily: u64,
     pub longterm_lines: u64,
@@ -54,7 +54,7 @@ pub struct MemoryCounts {
 
 /// One row of the history ring.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct HistoryRow {
+pub(crate) struct HistoryRow {
     pub ts: Option<f64>,
     pub when: String,
     pub activity: String,
@@ -62,11 +62,11 @@ pub struct HistoryRow {
 }
 
 /// Longest activity or source a ping records, in characters.
-pub const MAX_NAME_CHARS: usize = 200;
+pub(crate) const MAX_NAME_CHARS: usize = 200;
 
 /// Why a ping was not recorded.
 #[derive(Debug, thiserror::Error, PartialEq)]
-pub enum PingError {
+pub(crate) enum PingError {
     #[error("the {field} must be one line: {text:?}")]
     MultiLine { field: &'static str, text: String },
     #[error("the {field} has {chars} characters; the limit is {MAX_NAME_CHARS}: {start:?}…")]
@@ -79,7 +79,7 @@ pub enum PingError {
 
 /// Checks an activity or source name: one line (empty is allowed, as in
 /// Arka) of at most [`MAX_NAME_CHARS`] characters.
-pub fn check_name(field: &'static str, text: &str) -> Result<(), PingError> {
+pub(crate) fn check_name(field: &'static str, text: &str) -> Result<(), PingError> {
     let breaks = |c: char| {
         matches!(
             c,
@@ -105,14 +105,14 @@ pub fn check_name(field: &'static str, text: &str) -> Result<(), PingError> {
 
 /// The tracker file and its lock.
 #[derive(Debug, Clone)]
-pub struct Tracker {
+pub(crate) struct Tracker {
     pub path: PathBuf,
     lock: PathBuf,
 }
 
 /// The loaded state and what loading had to repair.
 #[derive(Debug, Clone)]
-pub struct Loaded {
+pub(crate) struct Loaded {
     pub state: Map<String, Value>,
     pub warning: Option<String>,
 }
@@ -130,7 +130,7 @@ impl Loaded {
 /// camelCase; the file keeps Arka's names).
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct PingOutcome {
+pub(crate) struct PingOutcome {
     pub activity: String,
     pub events_total: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -138,7 +138,7 @@ pub struct PingOutcome {
 }
 
 impl Tracker {
-    pub fn new(state_dir: &Path) -> Tracker {
+    pub(crate) fn new(state_dir: &Path) -> Tracker {
         Tracker {
             path: state_dir.join("heartbeat.json"),
             lock: state_dir.join("heartbeat.json.lock"),
@@ -146,7 +146,7 @@ impl Tracker {
     }
 
     /// Records one event.
-    pub fn ping(
+    pub(crate) fn ping(
         &self,
         activity: &str,
         source: &str,
@@ -212,7 +212,7 @@ impl Tracker {
     /// (pings replace the file atomically) and a corrupt file is left where
     /// it is, reported, with its valid fields used; the next ping moves it
     /// aside. Creates and changes nothing.
-    pub fn peek(&self) -> std::io::Result<Loaded> {
+    pub(crate) fn peek(&self) -> std::io::Result<Loaded> {
         let Some(bytes) = durable::read_if_exists(&self.path)? else {
             return Ok(Loaded::empty());
         };
@@ -306,13 +306,13 @@ fn validate(mut map: Map<String, Value>) -> (Map<String, Value>, Vec<String>) {
 }
 
 /// The `channels` object before any channel reported.
-pub fn no_channels() -> Value {
+pub(crate) fn no_channels() -> Value {
     json!({"message_sessions": 0, "subagents_running": 0, "subagents_total": 0})
 }
 
 /// The history ring, normalised: non-object rows dropped, missing fields
 /// empty.
-pub fn history_rows(state: &Map<String, Value>) -> Vec<HistoryRow> {
+pub(crate) fn history_rows(state: &Map<String, Value>) -> Vec<HistoryRow> {
     let Some(rows) = state.get("history").and_then(Value::as_array) else {
         return Vec::new();
     };
@@ -354,7 +354,7 @@ fn render(state: &Map<String, Value>) -> String {
 
 /// Enabled rows of an Arka `routines.json` (a list of objects; a row counts
 /// unless `enabled` is `false`). Anything else counts as none.
-pub fn count_routines(path: &Path) -> u64 {
+pub(crate) fn count_routines(path: &Path) -> u64 {
     let Ok(text) = std::fs::read_to_string(path) else {
         return 0;
     };
@@ -371,7 +371,7 @@ pub fn count_routines(path: &Path) -> u64 {
 }
 
 /// Length of an Arka `memory.json` list; anything else counts as 0.
-pub fn count_json_memory(path: &Path) -> u64 {
+pub(crate) fn count_json_memory(path: &Path) -> u64 {
     std::fs::read_to_string(path)
         .ok()
         .and_then(|t| serde_json::from_str::<Value>(&t).ok())

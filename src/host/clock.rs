@@ -4,19 +4,17 @@
 //! turn and every tick, so nothing below the host keeps a frozen copy of
 //! the time. Tests inject a [`ManualClock`] and move it by hand.
 
-use std::sync::{Arc, Mutex};
-
 use jiff::Timestamp;
 
 /// Something that tells the time.
-pub trait Clock: Send + Sync + std::fmt::Debug {
+pub(crate) trait Clock: Send + Sync + std::fmt::Debug {
     /// The current instant.
     fn now(&self) -> Timestamp;
 }
 
 /// The system's real-time clock.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct SystemClock;
+pub(crate) struct SystemClock;
 
 impl Clock for SystemClock {
     fn now(&self) -> Timestamp {
@@ -26,7 +24,7 @@ impl Clock for SystemClock {
 
 /// A clock that always says the same instant (`--now`, `ALMANAC_NOW`).
 #[derive(Debug, Clone, Copy)]
-pub struct FixedClock(pub Timestamp);
+pub(crate) struct FixedClock(pub Timestamp);
 
 impl Clock for FixedClock {
     fn now(&self) -> Timestamp {
@@ -35,27 +33,30 @@ impl Clock for FixedClock {
 }
 
 /// A clock moved by hand, shared by every holder of a clone.
+#[cfg(test)]
 #[derive(Debug, Clone)]
-pub struct ManualClock(Arc<Mutex<Timestamp>>);
+pub(crate) struct ManualClock(std::sync::Arc<std::sync::Mutex<Timestamp>>);
 
+#[cfg(test)]
 impl ManualClock {
-    pub fn new(start: Timestamp) -> ManualClock {
-        ManualClock(Arc::new(Mutex::new(start)))
+    pub(crate) fn new(start: Timestamp) -> ManualClock {
+        ManualClock(std::sync::Arc::new(std::sync::Mutex::new(start)))
     }
 
     /// Moves the clock forward by `by`.
-    pub fn advance(&self, by: std::time::Duration) {
+    pub(crate) fn advance(&self, by: std::time::Duration) {
         let mut now = self.0.lock().unwrap_or_else(|p| p.into_inner());
         let span = jiff::SignedDuration::try_from(by).unwrap_or(jiff::SignedDuration::MAX);
         *now = now.checked_add(span).unwrap_or(Timestamp::MAX);
     }
 
     /// Sets the clock to `at`.
-    pub fn set(&self, at: Timestamp) {
+    pub(crate) fn set(&self, at: Timestamp) {
         *self.0.lock().unwrap_or_else(|p| p.into_inner()) = at;
     }
 }
 
+#[cfg(test)]
 impl Clock for ManualClock {
     fn now(&self) -> Timestamp {
         *self.0.lock().unwrap_or_else(|p| p.into_inner())

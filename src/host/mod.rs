@@ -18,11 +18,13 @@ use std::sync::Arc;
 use jiff::ZonedDateTime;
 use jiff::tz::TimeZone;
 
-pub use clock::{Clock, FixedClock, ManualClock, SystemClock};
+#[cfg(test)]
+pub(crate) use clock::ManualClock;
+pub(crate) use clock::{Clock, FixedClock, SystemClock};
 
 /// A snapshot of the process environment and clock.
 #[derive(Debug, Clone)]
-pub struct Host {
+pub(crate) struct Host {
     vars: BTreeMap<String, String>,
     pub home: Option<PathBuf>,
     pub cwd: PathBuf,
@@ -42,7 +44,7 @@ impl Host {
     /// Reads the real process environment. `ALMANAC_NOW` (an RFC 3339
     /// timestamp, optionally with a `[Zone/Name]` suffix) fixes the clock for
     /// reproducible runs.
-    pub fn from_process() -> Result<Host, HostError> {
+    pub(crate) fn from_process() -> Result<Host, HostError> {
         let vars: BTreeMap<String, String> = std::env::vars_os()
             .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
             .collect();
@@ -68,8 +70,103 @@ impl Host {
         Ok(host)
     }
 
-    /// A host with exactly the given variables, for tests.
-    pub fn with_vars<I, K, V>(vars: I, home: &Path, cwd: &Path, now: ZonedDateTime) -> Host
+    /// The current instant in the host's time zone.
+    pub(crate) fn now(&self) -> ZonedDateTime {
+        self.clock.now().to_zoned_datetime(self.zone.clone())
+    }
+
+    /// The current instant.
+    pub(crate) fn now_ts(&self) -> jiff::Timestamp {
+        self.clock.now()
+    }
+
+    /// The current instant in epoch milliseconds.
+    pub(crate) fn now_ms(&self) -> i64 {
+        self.clock.now().as_millisecond()
+    }
+
+    /// The host's time zone.
+    pub(crate) fn time_zone(&self) -> &TimeZone {
+        &self.zone
+    }
+
+    /// The real time, even when "now" is pretended (file freshness).
+    pub(crate) fn wall_now(&self) -> jiff::Timestamp {
+        self.wall.now()
+    }
+
+    /// The value of a variable; empty values count as unset.
+    pub(crate) fn var(&self, name: &str) -> Option<&str> {
+        self.vars
+            .get(name)
+            .map(String::as_str)
+            .filter(|v| !v.is_empty())
+    }
+
+    /// The value of a variable, including an explicitly empty one.
+    pub(crate) fn raw_var(&self, name: &str) -> Option<&str> {
+        self.vars.get(name).map(String::as_str)
+    }
+
+    /// All variables, for handing a filtered environment to children.
+    pub(crate) fn vars(&self) -> &BTreeMap<String, String> {
+        &self.vars
+    }
+
+    /// The same host seeing only the variables named in `keep`: what a
+    /// process started with just those would see (a service's unit).
+    pub(crate) fn with_only_vars(&self, keep: &[&str]) -> Host {
+        let mut host = self.clone();
+        host.vars.retain(|name, _| keep.contains(&name.as_str()));
+        host
+    }
+
+    /// The absolute path of the running almanac executable.
+    pub(crate) fn exe(&self) -> Option<&Path> {
+        self.exe.as_deref()
+    }
+
+    /// Fixes "now" at `now`, shown in its zone (the `--now` flag).
+    pub(crate) fn set_now(&mut self, now: ZonedDateTime) {
+        self.zone = now.time_zone().clone();
+        self.clock = Arc::new(FixedClock(now.timestamp()));
+    }
+
+    /// Expands a leading `~` and makes `path` absolute against the working
+    /// directory.
+    pub(crate) fn resolve_path(&self, path: &str) -> PathBuf {
+        let expanded = match (path.strip_prefix('~'), &self.home) {
+            (Some(""), Some(home)) => home.clone(),
+            (Some(rest), Some(home)) if rest.starts_with('/') => {
+                home.join(rest.trim_start_matches('/'))
+            }
+            _ => PathBuf::from(path),
+        };
+        if expanded.is_absolute() {
+            expanded
+        } else {
+            self.cwd.join(expanded)
+        }
+    }
+
+    /// Shows `path` with the home directory as `~`.
+    pub(crate) fn tilde(&self, path: &Path) -> String {
+        match &self.home {
+            Some(home) => match path.strip_prefix(home) {
+                Ok(rest) if rest.as_os_str().is_empty() => "~".to_string(),
+                Ok(rest) => format!("~/{}", rest.display()),
+                Err(_) => path.display().to_string(),
+            },
+            None => path.display().to_string(),
+        }
+    }
+}
+
+/// How tests build a host by hand.
+#[cfg(test)]
+impl Host {
+    /// A host with exactly the given variables.
+    pub(crate) fn with_vars<I, K, V>(vars: I, home: &Path, cwd: &Path, now: ZonedDateTime) -> Host
     where
         I: IntoIterator<Item = (K, V)>,
         K: Into<String>,
@@ -89,121 +186,20 @@ impl Host {
         }
     }
 
-    /// The current instant in the host's time zone.
-    pub fn now(&self) -> ZonedDateTime {
-        self.clock.now().to_zoned_datetime(self.zone.clone())
-    }
-
-    /// The current instant.
-    pub fn now_ts(&self) -> jiff::Timestamp {
-        self.clock.now()
-    }
-
-    /// The current instant in epoch milliseconds.
-    pub fn now_ms(&self) -> i64 {
-        self.clock.now().as_millisecond()
-    }
-
-    /// The host's time zone.
-    pub fn time_zone(&self) -> &TimeZone {
-        &self.zone
-    }
-
-    /// The real time, even when "now" is pretended (file freshness).
-    pub fn wall_now(&self) -> jiff::Timestamp {
-        self.wall.now()
-    }
-
-    /// The clock "now" comes from, for components that keep it.
-    pub fn clock(&self) -> Arc<dyn Clock> {
-        self.clock.clone()
-    }
-
-    /// Replaces the clock (tests, and the gateway's injected clock).
-    pub fn set_clock(&mut self, clock: Arc<dyn Clock>) {
+    /// Replaces the clock.
+    pub(crate) fn set_clock(&mut self, clock: Arc<dyn Clock>) {
         self.clock = clock;
     }
 
-    /// The value of a variable; empty values count as unset.
-    pub fn var(&self, name: &str) -> Option<&str> {
-        self.vars
-            .get(name)
-            .map(String::as_str)
-            .filter(|v| !v.is_empty())
-    }
-
-    /// The value of a variable, including an explicitly empty one.
-    pub fn raw_var(&self, name: &str) -> Option<&str> {
-        self.vars.get(name).map(String::as_str)
-    }
-
-    /// A boolean variable: `None` when unset or unparseable.
-    pub fn flag(&self, name: &str) -> Option<bool> {
-        self.var(name).and_then(parse_bool)
-    }
-
-    /// All variables, for handing a filtered environment to children.
-    pub fn vars(&self) -> &BTreeMap<String, String> {
-        &self.vars
-    }
-
-    /// The same host seeing only the variables named in `keep`: what a
-    /// process started with just those would see (a service's unit).
-    pub fn with_only_vars(&self, keep: &[&str]) -> Host {
-        let mut host = self.clone();
-        host.vars.retain(|name, _| keep.contains(&name.as_str()));
-        host
-    }
-
-    /// The absolute path of the running almanac executable.
-    pub fn exe(&self) -> Option<&Path> {
-        self.exe.as_deref()
-    }
-
-    /// Sets the running executable's path (tests).
-    pub fn set_exe(&mut self, path: PathBuf) {
+    /// Sets the running executable's path.
+    pub(crate) fn set_exe(&mut self, path: PathBuf) {
         self.exe = Some(path);
-    }
-
-    /// Fixes "now" at `now`, shown in its zone (the `--now` flag).
-    pub fn set_now(&mut self, now: ZonedDateTime) {
-        self.zone = now.time_zone().clone();
-        self.clock = Arc::new(FixedClock(now.timestamp()));
-    }
-
-    /// Expands a leading `~` and makes `path` absolute against the working
-    /// directory.
-    pub fn resolve_path(&self, path: &str) -> PathBuf {
-        let expanded = match (path.strip_prefix('~'), &self.home) {
-            (Some(""), Some(home)) => home.clone(),
-            (Some(rest), Some(home)) if rest.starts_with('/') => {
-                home.join(rest.trim_start_matches('/'))
-            }
-            _ => PathBuf::from(path),
-        };
-        if expanded.is_absolute() {
-            expanded
-        } else {
-            self.cwd.join(expanded)
-        }
-    }
-
-    /// Shows `path` with the home directory as `~`.
-    pub fn tilde(&self, path: &Path) -> String {
-        match &self.home {
-            Some(home) => match path.strip_prefix(home) {
-                Ok(rest) if rest.as_os_str().is_empty() => "~".to_string(),
-                Ok(rest) => format!("~/{}", rest.display()),
-                Err(_) => path.display().to_string(),
-            },
-            None => path.display().to_string(),
-        }
     }
 }
 
 /// Errors reading the host environment.
 #[derive(Debug, thiserror::Error)]
-pub enum HostError {
+pub(crate) enum HostError {
     #[error("invalid time `{0}`: expected an RFC 3339 timestamp such as 2026-11-29T09:00:00+01:00")]
     BadNow(String),
 }
@@ -211,7 +207,7 @@ pub enum HostError {
 /// Parses a `--now` / `ALMANAC_NOW` value: RFC 3339 with offset, optionally
 /// with a bracketed IANA zone; a value without a zone is read in the host's
 /// zone.
-pub fn parse_now(text: &str) -> Result<ZonedDateTime, HostError> {
+pub(crate) fn parse_now(text: &str) -> Result<ZonedDateTime, HostError> {
     let text = text.trim();
     if let Ok(zoned) = text.parse::<ZonedDateTime>() {
         return Ok(zoned);
@@ -229,7 +225,7 @@ pub fn parse_now(text: &str) -> Result<ZonedDateTime, HostError> {
 
 /// The one parser for boolean settings: `1/true/yes/on` and
 /// `0/false/no/off`, case-insensitive, surrounding whitespace ignored.
-pub fn parse_bool(text: &str) -> Option<bool> {
+pub(crate) fn parse_bool(text: &str) -> Option<bool> {
     match text.trim().to_ascii_lowercase().as_str() {
         "1" | "true" | "yes" | "on" => Some(true),
         "0" | "false" | "no" | "off" => Some(false),
@@ -274,8 +270,8 @@ mod tests {
         let h = host();
         assert_eq!(h.var("EMPTY"), None);
         assert_eq!(h.raw_var("EMPTY"), Some(""));
-        assert_eq!(h.flag("FLAG"), Some(false));
-        assert_eq!(h.flag("MISSING"), None);
+        assert_eq!(h.var("FLAG").and_then(parse_bool), Some(false));
+        assert_eq!(h.var("MISSING"), None);
     }
 
     #[test]
@@ -284,7 +280,7 @@ mod tests {
         h.set_exe(PathBuf::from("/opt/almanac"));
         let narrowed = h.with_only_vars(&["FLAG", "MISSING"]);
         assert_eq!(narrowed.vars().keys().collect::<Vec<_>>(), ["FLAG"]);
-        assert_eq!(narrowed.flag("FLAG"), Some(false));
+        assert_eq!(narrowed.var("FLAG"), Some(" Off "));
         assert_eq!(narrowed.exe(), Some(Path::new("/opt/almanac")));
         assert_eq!(narrowed.cwd, h.cwd);
     }
@@ -313,5 +309,23 @@ mod tests {
         let ts = parse_now("2026-11-29T08:00:00Z").unwrap();
         assert_eq!(ts.timestamp(), z.timestamp());
         assert!(parse_now("yesterday").is_err());
+    }
+
+    /// "Now" is asked of the clock each time, never kept from start-up,
+    /// while the real time for file freshness stays the host's own.
+    #[test]
+    fn now_follows_the_clock_it_is_given() {
+        let mut h = host();
+        let start: jiff::Timestamp = "2026-12-01T10:00:00Z".parse().unwrap();
+        let clock = ManualClock::new(start);
+        h.set_clock(Arc::new(clock.clone()));
+        assert_eq!(h.now_ts(), start);
+        clock.advance(std::time::Duration::from_secs(90));
+        assert_eq!(h.now_ms() - start.as_millisecond(), 90_000);
+        assert_eq!(h.now().timestamp(), h.now_ts());
+        assert_eq!(
+            h.wall_now(),
+            "2026-11-29T09:00:00Z".parse::<jiff::Timestamp>().unwrap()
+        );
     }
 }

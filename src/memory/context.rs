@@ -40,14 +40,14 @@ use crate::store::StoreError;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Section {
+pub(crate) enum Section {
     LongTerm,
     Notes,
 }
 
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct ContextItem {
+pub(crate) struct ContextItem {
     pub section: Section,
     pub path: String,
     pub start_line: usize,
@@ -65,7 +65,7 @@ pub struct ContextItem {
 
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Omitted {
+pub(crate) struct Omitted {
     pub path: String,
     pub start_line: usize,
     pub tokens: usize,
@@ -74,7 +74,7 @@ pub struct Omitted {
 
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct ContextBlock {
+pub(crate) struct ContextBlock {
     pub goal: String,
     pub budget_tokens: usize,
     pub used_tokens: usize,
@@ -85,7 +85,7 @@ pub struct ContextBlock {
 
 impl ContextBlock {
     /// No recall (session memory disabled).
-    pub fn empty(goal: &str, budget: usize) -> ContextBlock {
+    pub(crate) fn empty(goal: &str, budget: usize) -> ContextBlock {
         ContextBlock {
             goal: goal.to_string(),
             budget_tokens: budget,
@@ -101,7 +101,7 @@ impl ContextBlock {
 const NOTE_CANDIDATES: usize = 16;
 
 /// Builds the recall block for `goal` within `budget` tokens.
-pub fn build(
+pub(crate) fn build(
     memory: &Memory,
     index: &Index,
     goal: &str,

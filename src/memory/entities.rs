@@ -11,7 +11,7 @@ use super::terms;
 
 /// One mention in a text.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Mention {
+pub(crate) struct Mention {
     /// The folded key (see [`key`]).
     pub key: String,
     /// As written.
@@ -22,7 +22,7 @@ pub struct Mention {
 const MAX_RUN: usize = 4;
 
 /// The key of a name: folded, `-` and `_` as spaces, single-spaced.
-pub fn key(name: &str) -> String {
+pub(crate) fn key(name: &str) -> String {
     let folded = terms::fold(name.trim().trim_start_matches('@'));
     folded
         .split(|c: char| c.is_whitespace() || c == '-' || c == '_')
@@ -163,7 +163,7 @@ fn is_capitalised(word: &str) -> bool {
 }
 
 /// The mentions in `text` (a note body), in order, each key once.
-pub fn mentions(text: &str) -> Vec<Mention> {
+pub(crate) fn mentions(text: &str) -> Vec<Mention> {
     let mut found: Vec<Mention> = Vec::new();
     let mut add = |display: &str| {
         let key = key(display);
@@ -242,7 +242,7 @@ pub fn mentions(text: &str) -> Vec<Mention> {
 }
 
 /// Keys a query may name: tags and every run of one to four words.
-pub fn query_keys(query: &str) -> Vec<String> {
+pub(crate) fn query_keys(query: &str) -> Vec<String> {
     let words: Vec<&str> = query
         .split(|c: char| !(c.is_alphanumeric() || c == '\'' || c == '-' || c == '_' || c == '@'))
         .map(|w| w.trim_matches(|c: char| c == '\'' || c == '-'))

@@ -35,7 +35,7 @@ use almanac_markdown::notes::daily_file_date;
 /// The kind of a memory file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum FileKind {
+pub(crate) enum FileKind {
     LongTerm,
     Daily,
     Archive,
@@ -43,7 +43,7 @@ pub enum FileKind {
 }
 
 impl FileKind {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             FileKind::LongTerm => "long_term",
             FileKind::Daily => "daily",
@@ -52,7 +52,7 @@ impl FileKind {
         }
     }
 
-    pub fn parse(s: &str) -> FileKind {
+    pub(crate) fn parse(s: &str) -> FileKind {
         match s {
             "long_term" => FileKind::LongTerm,
             "daily" => FileKind::Daily,
@@ -64,7 +64,7 @@ impl FileKind {
 
 /// Classifies a root-relative path (`/`-separated); `None` when the file
 /// is not memory.
-pub fn classify(rel: &str) -> Option<(FileKind, Option<String>)> {
+pub(crate) fn classify(rel: &str) -> Option<(FileKind, Option<String>)> {
     if !rel.ends_with(".md") {
         return None;
     }
@@ -90,11 +90,11 @@ pub fn classify(rel: &str) -> Option<(FileKind, Option<String>)> {
 /// The directories whose entries can be memory files (relative to the
 /// root; `""` is the root itself). `memory/` is walked recursively by
 /// [`walk`], `daily/` is not.
-pub const TOP_DIRS: &[&str] = &["", "memory", "daily"];
+pub(crate) const TOP_DIRS: &[&str] = &["", "memory", "daily"];
 
 /// A memory file found on disk.
 #[derive(Debug, Clone)]
-pub struct Found {
+pub(crate) struct Found {
     pub rel: String,
     pub kind: FileKind,
     pub day: Option<String>,
@@ -103,7 +103,7 @@ pub struct Found {
 
 /// What a walk found, plus directories seen and warnings.
 #[derive(Debug, Default)]
-pub struct Walk {
+pub(crate) struct Walk {
     pub files: Vec<Found>,
     /// Every directory listed (relative), with its modification time.
     pub dirs: Vec<(String, i64)>,
@@ -117,7 +117,7 @@ pub struct Walk {
     base.display(),
     real.display()
 )]
-pub struct Escape {
+pub(crate) struct Escape {
     /// The path as named in the index (root-relative or absolute).
     pub name: String,
     /// Where it really is.
@@ -128,7 +128,7 @@ pub struct Escape {
 
 /// Which files of a root are memory: the standard layout plus extra paths.
 #[derive(Debug, Clone)]
-pub struct Layout {
+pub(crate) struct Layout {
     pub root: PathBuf,
     /// Extra folders, as relative or absolute names (see the module doc).
     pub extra_dirs: Vec<String>,
@@ -153,7 +153,7 @@ impl Eq for Layout {}
 
 impl Layout {
     /// The standard layout of `root`.
-    pub fn new(root: &Path) -> Layout {
+    pub(crate) fn new(root: &Path) -> Layout {
         Layout {
             root: root.to_path_buf(),
             extra_dirs: Vec::new(),
@@ -164,19 +164,19 @@ impl Layout {
     }
 
     /// This layout with `targets` (real paths) allowed as symlink targets.
-    pub fn with_allowed_targets(mut self, targets: &[PathBuf]) -> Layout {
+    pub(crate) fn with_allowed_targets(mut self, targets: &[PathBuf]) -> Layout {
         self.allowed_targets = targets.to_vec();
         self
     }
 
     /// The root's real path (the root as given when it cannot be resolved).
-    pub fn real_root(&self) -> &Path {
+    pub(crate) fn real_root(&self) -> &Path {
         self.real_root
             .get_or_init(|| real_path(&self.root).unwrap_or_else(|_| self.root.clone()))
     }
 
     /// Whether `real` is inside one of the allowed targets.
-    pub fn allows(&self, real: &Path) -> bool {
+    pub(crate) fn allows(&self, real: &Path) -> bool {
         self.allowed_targets.iter().any(|t| real.starts_with(t))
     }
 
@@ -185,7 +185,7 @@ impl Layout {
     /// inside the root, or the extra folder outside the root it belongs
     /// to, or an allowed target. Extra files and folders are used as
     /// named.
-    pub fn check(&self, name: &str) -> Result<(), Escape> {
+    pub(crate) fn check(&self, name: &str) -> Result<(), Escape> {
         if name.is_empty()
             || self.extra_files.iter().any(|f| f == name)
             || self.extra_dirs.iter().any(|d| d == name)
@@ -218,7 +218,7 @@ impl Layout {
     /// The standard layout plus `extra` paths (absolute). Paths that do
     /// not exist are kept (they may appear later); a folder is walked, a
     /// `.md` file indexed; anything else is reported.
-    pub fn with_extra(root: &Path, extra: &[PathBuf]) -> (Layout, Vec<String>) {
+    pub(crate) fn with_extra(root: &Path, extra: &[PathBuf]) -> (Layout, Vec<String>) {
         let mut layout = Layout::new(root);
         let mut warnings = Vec::new();
         for path in extra {
@@ -245,7 +245,7 @@ impl Layout {
 
     /// A path's name in the index: relative to the root when inside it,
     /// else absolute.
-    pub fn name_of(&self, path: &Path) -> String {
+    pub(crate) fn name_of(&self, path: &Path) -> String {
         match path.strip_prefix(&self.root) {
             Ok(rel) if !rel.as_os_str().is_empty() => rel.to_string_lossy().replace('\\', "/"),
             Ok(_) => String::new(),
@@ -254,7 +254,7 @@ impl Layout {
     }
 
     /// Where a named file or folder is.
-    pub fn path_of(&self, name: &str) -> PathBuf {
+    pub(crate) fn path_of(&self, name: &str) -> PathBuf {
         if name.is_empty() {
             self.root.clone()
         } else {
@@ -264,7 +264,7 @@ impl Layout {
     }
 
     /// The kind (and day) of a named file, `None` when it is not memory.
-    pub fn classify(&self, rel: &str) -> Option<(FileKind, Option<String>)> {
+    pub(crate) fn classify(&self, rel: &str) -> Option<(FileKind, Option<String>)> {
         if let Some(found) = classify(rel) {
             return Some(found);
         }
@@ -290,7 +290,7 @@ impl Layout {
 
     /// The folders listed by a walk, with whether they are walked
     /// recursively.
-    pub fn top_dirs(&self) -> Vec<(String, bool)> {
+    pub(crate) fn top_dirs(&self) -> Vec<(String, bool)> {
         let mut dirs: Vec<(String, bool)> = TOP_DIRS
             .iter()
             .map(|d| (d.to_string(), *d == "memory"))
@@ -300,7 +300,7 @@ impl Layout {
     }
 
     /// Whether new subfolders of `dir` hold memory.
-    pub fn is_recursive(&self, dir: &str) -> bool {
+    pub(crate) fn is_recursive(&self, dir: &str) -> bool {
         let under =
             |top: &str| dir == top || dir.strip_prefix(top).is_some_and(|r| r.starts_with('/'));
         under("memory") || self.extra_dirs.iter().any(|d| under(d))
@@ -308,7 +308,7 @@ impl Layout {
 
     /// The real folder symlinks found in `dir` must stay inside: the extra
     /// folder outside the root it belongs to, else the root.
-    pub fn containment(&self, dir: &str) -> PathBuf {
+    pub(crate) fn containment(&self, dir: &str) -> PathBuf {
         let under =
             |top: &str| dir == top || dir.strip_prefix(top).is_some_and(|r| r.starts_with('/'));
         match self
@@ -326,7 +326,7 @@ impl Layout {
     }
 
     /// Lists every memory file.
-    pub fn walk(&self) -> Walk {
+    pub(crate) fn walk(&self) -> Walk {
         let mut walk = Walk::default();
         for (dir, recursive) in self.top_dirs() {
             // A top folder inside the root (`memory/`, `daily/`, an extra
@@ -369,20 +369,9 @@ impl Layout {
     }
 }
 
-/// Lists every memory file under `root` (the standard layout).
-pub fn walk(root: &Path) -> Walk {
-    Layout::new(root).walk()
-}
-
-/// Lists the memory files directly in (or, when `recursive`, below) the
-/// root-relative directory `rel_dir` of the standard layout.
-pub fn list_dir(root: &Path, real_root: &Path, rel_dir: &str, recursive: bool, walk: &mut Walk) {
-    list_dir_in(&Layout::new(root), real_root, rel_dir, recursive, walk);
-}
-
 /// Lists the memory files directly in (or, when `recursive`, below) the
 /// folder named `rel_dir`; symlinks must resolve inside `real_base`.
-pub fn list_dir_in(
+pub(crate) fn list_dir_in(
     layout: &Layout,
     real_base: &Path,
     rel_dir: &str,
@@ -503,7 +492,7 @@ fn has_symlink_below(root: &Path, name: &str) -> bool {
 }
 
 /// Modification time in nanoseconds since the epoch.
-pub fn mtime_ns(meta: &std::fs::Metadata) -> i64 {
+pub(crate) fn mtime_ns(meta: &std::fs::Metadata) -> i64 {
     use std::os::unix::fs::MetadataExt;
     meta.mtime()
         .saturating_mul(1_000_000_000)
@@ -511,14 +500,14 @@ pub fn mtime_ns(meta: &std::fs::Metadata) -> i64 {
 }
 
 /// Inode number (changes when an editor saves by renaming a new file).
-pub fn inode(meta: &std::fs::Metadata) -> i64 {
+pub(crate) fn inode(meta: &std::fs::Metadata) -> i64 {
     use std::os::unix::fs::MetadataExt;
     meta.ino() as i64
 }
 
 /// The long-term file of a root: `MEMORY.md`, or `memory.md` when only
 /// that exists.
-pub fn long_term_path(root: &Path) -> PathBuf {
+pub(crate) fn long_term_path(root: &Path) -> PathBuf {
     let upper = root.join("MEMORY.md");
     if !upper.exists() && root.join("memory.md").is_file() {
         return root.join("memory.md");
@@ -527,13 +516,13 @@ pub fn long_term_path(root: &Path) -> PathBuf {
 }
 
 /// The root-relative path of a daily note file for `date`.
-pub fn daily_rel(date: &str) -> String {
+pub(crate) fn daily_rel(date: &str) -> String {
     format!("memory/{date}.md")
 }
 
 /// Number of daily note files (`memory/**` and Arka's `daily/`), counted
 /// from directory listings alone.
-pub fn count_daily_files(root: &Path) -> usize {
+pub(crate) fn count_daily_files(root: &Path) -> usize {
     fn count(dir: &Path, recursive: bool) -> usize {
         let Ok(entries) = std::fs::read_dir(dir) else {
             return 0;
@@ -674,7 +663,7 @@ mod tests {
             root.join("memory/food-link.md"),
         )
         .unwrap();
-        let walk = walk(&root);
+        let walk = Layout::new(&root).walk();
         let mut rels: Vec<&str> = walk.files.iter().map(|f| f.rel.as_str()).collect();
         rels.sort();
         assert_eq!(

@@ -35,7 +35,7 @@ use almanac_markdown::retain;
 
 /// A full scan at least this often (ns), to catch in-place edits of files
 /// outside the quick-sync set.
-pub const FULL_SCAN_INTERVAL_NS: i64 = 10 * 60 * 1_000_000_000;
+pub(crate) const FULL_SCAN_INTERVAL_NS: i64 = 10 * 60 * 1_000_000_000;
 /// Daily files of this many recent days are stat'ed by every quick sync.
 const HOT_DAYS: i64 = 3;
 /// The most recently changed topic files stat'ed by every quick sync.
@@ -46,7 +46,7 @@ const BIG_WRITE_ITEMS: usize = 5_000;
 const MAX_FILE_BYTES: u64 = 16 * 1024 * 1024;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SyncMode {
+pub(crate) enum SyncMode {
     /// Directories and the files edited in place most often; a full scan
     /// when one is due.
     Quick,
@@ -67,7 +67,7 @@ pub enum SyncMode {
 /// What a sync did.
 #[derive(Debug, Clone, Default, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct SyncReport {
+pub(crate) struct SyncReport {
     pub mode: &'static str,
     pub files_indexed: usize,
     pub files_removed: usize,
@@ -81,7 +81,7 @@ pub struct SyncReport {
 /// One search result.
 #[derive(Debug, Clone, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Hit {
+pub(crate) struct Hit {
     #[serde(skip)]
     pub id: i64,
     pub path: String,
@@ -119,7 +119,7 @@ impl Hit {
     /// the text the hit shows: its body, its heading path and its
     /// neighbours. Done where a hit leaves memory for a reader, never
     /// before ranking.
-    pub fn guard(&mut self) {
+    pub(crate) fn guard(&mut self) {
         use super::sanitize;
         let own = sanitize::guard_note(&self.body, &self.path, self.start_line);
         self.body = own.text;
@@ -134,7 +134,7 @@ impl Hit {
 /// An item next to a hit, for context.
 #[derive(Debug, Clone, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Neighbor {
+pub(crate) struct Neighbor {
     pub start_line: usize,
     pub end_line: usize,
     pub body: String,
@@ -143,13 +143,13 @@ pub struct Neighbor {
 /// Counts for `status`.
 #[derive(Debug, Clone, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct IndexStats {
+pub(crate) struct IndexStats {
     pub files: usize,
     pub items: usize,
     pub last_full_scan_ns: Option<i64>,
 }
 
-pub struct Index {
+pub(crate) struct Index {
     store: Store,
     layout: files::Layout,
     tz: TimeZone,
@@ -160,13 +160,17 @@ const HIT_COLUMNS: &str = "i.id, f.path, f.kind, i.start_line, i.end_line, i.sta
 impl Index {
     /// Opens the index at `path` for the memory `root`. An index built for
     /// another root or time zone is cleared (it is derived).
-    pub fn open(path: &Path, layout: files::Layout, tz: TimeZone) -> Result<Index, StoreError> {
+    pub(crate) fn open(
+        path: &Path,
+        layout: files::Layout,
+        tz: TimeZone,
+    ) -> Result<Index, StoreError> {
         Self::over(Store::open(path, StoreKind::Index)?, layout, tz)
     }
 
     /// An empty index in memory, gone when dropped (for a command that
     /// must create nothing on disk).
-    pub fn open_in_memory(layout: files::Layout, tz: TimeZone) -> Result<Index, StoreError> {
+    pub(crate) fn open_in_memory(layout: files::Layout, tz: TimeZone) -> Result<Index, StoreError> {
         Self::over(Store::open_in_memory(StoreKind::Index)?, layout, tz)
     }
 
@@ -219,13 +223,9 @@ impl Index {
         identity
     }
 
-    pub fn path(&self) -> &Path {
-        &self.store.path
-    }
-
     /// Brings the index up to date with the files. `now_ns` is wall-clock
     /// time (file times are compared with it).
-    pub fn sync(&mut self, mode: SyncMode, now_ns: i64) -> Result<SyncReport, StoreError> {
+    pub(crate) fn sync(&mut self, mode: SyncMode, now_ns: i64) -> Result<SyncReport, StoreError> {
         let last_full: Option<i64> = self
             .store
             .conn
@@ -471,7 +471,7 @@ impl Index {
     /// them), without waiting for a sync. Directory times are left alone:
     /// another process may have added files next to ours, and the next
     /// quick sync lists the directory to find them.
-    pub fn refresh(&mut self, rels: &[String]) -> Result<SyncReport, StoreError> {
+    pub(crate) fn refresh(&mut self, rels: &[String]) -> Result<SyncReport, StoreError> {
         let mut report = SyncReport {
             mode: "refresh",
             ..SyncReport::default()
@@ -490,7 +490,7 @@ impl Index {
     /// Plain lexical ranked search over all items (session memory's
     /// `search` and `context`; see [`search`] for the full ranking of
     /// `memory search`). `kinds` restricts the files searched.
-    pub fn search(
+    pub(crate) fn search(
         &self,
         query: &str,
         limit: usize,
@@ -588,7 +588,11 @@ impl Index {
 
     /// The most recent dated items, newest first, then undated ones (an
     /// empty query lists these).
-    pub fn recent(&self, limit: usize, kinds: Option<&[FileKind]>) -> Result<Vec<Hit>, StoreError> {
+    pub(crate) fn recent(
+        &self,
+        limit: usize,
+        kinds: Option<&[FileKind]>,
+    ) -> Result<Vec<Hit>, StoreError> {
         let kind_filter = match kinds {
             None => String::new(),
             Some(kinds) => format!(
@@ -623,7 +627,7 @@ impl Index {
     }
 
     /// Every item of one file, in file order.
-    pub fn items_of(&self, rel: &str) -> Result<Vec<Hit>, StoreError> {
+    pub(crate) fn items_of(&self, rel: &str) -> Result<Vec<Hit>, StoreError> {
         let mut stmt = self.store.conn.prepare_cached(&format!(
             "SELECT {HIT_COLUMNS}, 0.0 FROM items i JOIN files f ON f.id = i.file_id
              WHERE f.path = ?1 ORDER BY i.start_line"
@@ -635,7 +639,7 @@ impl Index {
     /// The count of daily files, read from an existing index without
     /// changing it, if the index listed `memory/` and `daily/` at their
     /// current modification times; `None` otherwise.
-    pub fn daily_count_if_current(index_path: &Path, root: &Path) -> Option<usize> {
+    pub(crate) fn daily_count_if_current(index_path: &Path, root: &Path) -> Option<usize> {
         let conn = Store::open_existing_read_only(index_path).ok()??;
         if !daily_dirs_listed_now(&conn, root).ok()? {
             return None;
@@ -651,7 +655,7 @@ impl Index {
     /// before `day` (`YYYY-MM-DD`), if the index can tell: it listed both
     /// folders at their current modification times. `None` otherwise (a
     /// fresh index knows only the files it was asked to refresh).
-    pub fn has_daily_before(&self, day: &str) -> Result<Option<bool>, StoreError> {
+    pub(crate) fn has_daily_before(&self, day: &str) -> Result<Option<bool>, StoreError> {
         let conn = &self.store.conn;
         if !daily_dirs_listed_now(conn, &self.layout.root)? {
             return Ok(None);
@@ -670,7 +674,7 @@ impl Index {
     }
 
     /// Files of one kind (for cheap counts).
-    pub fn count_files(&self, kind: FileKind) -> Result<usize, StoreError> {
+    pub(crate) fn count_files(&self, kind: FileKind) -> Result<usize, StoreError> {
         let n: i64 = self.store.conn.query_row(
             "SELECT count(*) FROM files WHERE kind = ?1",
             [kind.as_str()],
@@ -679,7 +683,7 @@ impl Index {
         Ok(n as usize)
     }
 
-    pub fn stats(&self) -> Result<IndexStats, StoreError> {
+    pub(crate) fn stats(&self) -> Result<IndexStats, StoreError> {
         let conn = &self.store.conn;
         let files: i64 = conn.query_row("SELECT count(*) FROM files", [], |r| r.get(0))?;
         let items: i64 = conn.query_row("SELECT count(*) FROM items", [], |r| r.get(0))?;
@@ -701,7 +705,7 @@ impl Index {
     /// Files whose content may differ from the index: changed, added or
     /// removed since they were indexed (a stat of every file; nothing is
     /// read or written).
-    pub fn dirty_files(&self) -> Result<Vec<String>, StoreError> {
+    pub(crate) fn dirty_files(&self) -> Result<Vec<String>, StoreError> {
         let walk = self.layout.walk();
         let mut stmt = self
             .store
@@ -719,11 +723,6 @@ impl Index {
         dirty.extend(known.into_keys());
         dirty.sort();
         Ok(dirty)
-    }
-
-    /// The files this index covers.
-    pub fn layout(&self) -> &files::Layout {
-        &self.layout
     }
 }
 
@@ -1291,8 +1290,8 @@ impl DayCache {
     }
 }
 
-pub mod recall;
-pub mod search;
+pub(crate) mod recall;
+pub(crate) mod search;
 
 /// Whether the index listed `memory/` and `daily/` (under `root`) at
 /// their current modification times, so its daily files are all there are.

@@ -22,14 +22,14 @@
 //! * The index ([`index`]) is derived; search and context work from it and
 //!   bring it up to date first.
 
-pub mod context;
-pub mod entities;
-pub mod files;
-pub mod index;
-pub mod sanitize;
-pub mod terms;
-pub mod when;
-pub mod write;
+pub(crate) mod context;
+pub(crate) mod entities;
+pub(crate) mod files;
+pub(crate) mod index;
+pub(crate) mod sanitize;
+pub(crate) mod terms;
+pub(crate) mod when;
+pub(crate) mod write;
 
 use std::path::{Path, PathBuf};
 
@@ -40,7 +40,7 @@ use crate::store::StoreError;
 
 /// One memory root with its settings.
 #[derive(Debug, Clone)]
-pub struct Memory {
+pub(crate) struct Memory {
     pub root: PathBuf,
     pub settings: SessionMemoryConfig,
     /// Whether notes are checked for prompt injection before storing.
@@ -60,7 +60,7 @@ pub struct Memory {
 /// Live counts for `status` and the activity heartbeat.
 #[derive(Debug, Clone, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct MemoryStats {
+pub(crate) struct MemoryStats {
     pub long_term_path: PathBuf,
     pub long_term_exists: bool,
     pub long_term_lines: usize,
@@ -70,12 +70,12 @@ pub struct MemoryStats {
 
 impl Memory {
     /// The long-term file (`MEMORY.md`, or an existing `memory.md`).
-    pub fn long_term_path(&self) -> PathBuf {
+    pub(crate) fn long_term_path(&self) -> PathBuf {
         files::long_term_path(&self.root)
     }
 
     /// Root-relative `/`-separated form of a path under the root.
-    pub fn rel(&self, path: &Path) -> String {
+    pub(crate) fn rel(&self, path: &Path) -> String {
         path.strip_prefix(&self.root)
             .unwrap_or(path)
             .to_string_lossy()
@@ -83,12 +83,12 @@ impl Memory {
     }
 
     /// Runs `f` holding the memory root's write lock.
-    pub fn with_lock<T>(&self, f: impl FnOnce() -> T) -> std::io::Result<T> {
+    pub(crate) fn with_lock<T>(&self, f: impl FnOnce() -> T) -> std::io::Result<T> {
         crate::durable::with_file_lock(&self.lock_path, f)
     }
 
     /// The files the index covers, and problems with the extra paths.
-    pub fn layout(&self) -> (files::Layout, Vec<String>) {
+    pub(crate) fn layout(&self) -> (files::Layout, Vec<String>) {
         let (layout, warnings) = files::Layout::with_extra(&self.root, &self.extra_paths);
         (
             layout.with_allowed_targets(&self.allow_symlink_targets),
@@ -98,14 +98,14 @@ impl Memory {
 
     /// Whether the root-relative `rel` of the standard layout may be
     /// written or read (see [`files::Layout::check`]).
-    pub fn check(&self, rel: &str) -> Result<(), files::Escape> {
+    pub(crate) fn check(&self, rel: &str) -> Result<(), files::Escape> {
         files::Layout::new(&self.root)
             .with_allowed_targets(&self.allow_symlink_targets)
             .check(rel)
     }
 
     /// Opens the index (not synced), with warnings about the extra paths.
-    pub fn open_index(&self) -> Result<(index::Index, Vec<String>), StoreError> {
+    pub(crate) fn open_index(&self) -> Result<(index::Index, Vec<String>), StoreError> {
         let (layout, warnings) = self.layout();
         Ok((
             index::Index::open(&self.index_path, layout, self.tz.clone())?,
@@ -114,7 +114,7 @@ impl Memory {
     }
 
     /// Opens the index and brings it up to date (quick sync).
-    pub fn synced_index(
+    pub(crate) fn synced_index(
         &self,
         now_ns: i64,
     ) -> Result<(index::Index, index::SyncReport), StoreError> {
@@ -122,7 +122,7 @@ impl Memory {
     }
 
     /// [`Memory::synced_index`] with the sync mode chosen by the caller.
-    pub fn synced_index_with(
+    pub(crate) fn synced_index_with(
         &self,
         mode: index::SyncMode,
         now_ns: i64,
@@ -134,7 +134,7 @@ impl Memory {
     }
 
     /// Counts read from the files now (never a stale snapshot).
-    pub fn stats(&self) -> MemoryStats {
+    pub(crate) fn stats(&self) -> MemoryStats {
         MemoryStats {
             daily_files: self.daily_file_count(),
             ..self.stats_without_daily()
@@ -145,14 +145,14 @@ impl Memory {
     /// `daily/` at their current modification times, its count is exact
     /// and far cheaper than listing thousands of files; otherwise the
     /// directories are listed.
-    pub fn daily_file_count(&self) -> usize {
+    pub(crate) fn daily_file_count(&self) -> usize {
         index::Index::daily_count_if_current(&self.index_path, &self.root)
             .unwrap_or_else(|| files::count_daily_files(&self.root))
     }
 
     /// [`Memory::stats`] without listing the daily directories
     /// (`daily_files` is 0), for callers that know the count already.
-    pub fn stats_without_daily(&self) -> MemoryStats {
+    pub(crate) fn stats_without_daily(&self) -> MemoryStats {
         let path = self.long_term_path();
         let (exists, lines) = match std::fs::read(&path) {
             Ok(bytes) => (true, count_lines(&bytes)),
@@ -170,7 +170,7 @@ impl Memory {
 
 /// Physical lines of a file, counted the way editors do (a final line
 /// without a newline still counts).
-pub fn count_lines(bytes: &[u8]) -> usize {
+pub(crate) fn count_lines(bytes: &[u8]) -> usize {
     let newlines = bytes.iter().filter(|&&b| b == b'\n').count();
     if bytes.last().is_some_and(|&b| b != b'\n') {
         newlines + 1
@@ -180,7 +180,7 @@ pub fn count_lines(bytes: &[u8]) -> usize {
 }
 
 /// `text` on one line, whitespace collapsed, cut to `max` characters.
-pub fn preview(text: &str, max: usize) -> String {
+pub(crate) fn preview(text: &str, max: usize) -> String {
     let collapsed = text.split_whitespace().collect::<Vec<_>>().join(" ");
     match collapsed.char_indices().nth(max) {
         Some((cut, _)) => collapsed[..cut].to_string(),
@@ -190,7 +190,7 @@ pub fn preview(text: &str, max: usize) -> String {
 
 /// `text` cut to at most `max` characters at a word boundary, with `…`
 /// when something was cut.
-pub fn snippet(text: &str, max: usize) -> String {
+pub(crate) fn snippet(text: &str, max: usize) -> String {
     if text.chars().count() <= max {
         return text.to_string();
     }

@@ -180,12 +180,12 @@ const STOP_WORDS: &[&str] = &[
     "yourselves",
 ];
 
-pub fn is_stop_word(word: &str) -> bool {
+pub(crate) fn is_stop_word(word: &str) -> bool {
     STOP_WORDS.binary_search(&word).is_ok()
 }
 
 /// Whether `c` belongs to a script written without spaces between words.
-pub fn is_cjk(c: char) -> bool {
+pub(crate) fn is_cjk(c: char) -> bool {
     matches!(c as u32,
         0x3040..=0x30FF   // Hiragana, Katakana
         | 0x3400..=0x4DBF // CJK Extension A
@@ -197,7 +197,7 @@ pub fn is_cjk(c: char) -> bool {
 
 /// Folds text for matching: NFKC, invisible characters removed, lowercase,
 /// `ß` → `ss`, diacritics removed.
-pub fn fold(text: &str) -> String {
+pub(crate) fn fold(text: &str) -> String {
     if text.is_ascii() {
         return text.to_ascii_lowercase();
     }
@@ -277,7 +277,7 @@ fn word_term(word: &str) -> Option<String> {
 
 /// Terms to index for `text`: every word term, and for CJK runs every
 /// character and every overlapping pair.
-pub fn index_terms(text: &str) -> String {
+pub(crate) fn index_terms(text: &str) -> String {
     let folded = fold(text);
     let mut out = String::with_capacity(folded.len() + 16);
     let mut push = |term: &str| {
@@ -310,7 +310,7 @@ pub fn index_terms(text: &str) -> String {
 
 /// Terms of a query, in order, without duplicates. CJK runs of two or more
 /// characters contribute their pairs (more precise than single characters).
-pub fn query_terms(query: &str) -> Vec<String> {
+pub(crate) fn query_terms(query: &str) -> Vec<String> {
     let folded = fold(query);
     let mut terms: Vec<String> = Vec::new();
     let mut push = |term: String| {
@@ -338,7 +338,7 @@ pub fn query_terms(query: &str) -> Vec<String> {
 
 /// Rough token count of `text` for budgets: a token per four ASCII bytes
 /// and one per other character (CJK text is about a token a character).
-pub fn estimate_tokens(text: &str) -> usize {
+pub(crate) fn estimate_tokens(text: &str) -> usize {
     let (ascii, other) = text.chars().fold((0usize, 0usize), |(a, o), c| {
         if c.is_ascii() { (a + 1, o) } else { (a, o + 1) }
     });

@@ -20,7 +20,7 @@ use jiff::{Span, ToSpan};
 
 /// Calendar days, inclusive; `None` is open.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct DayRange {
+pub(crate) struct DayRange {
     pub since: Option<Date>,
     pub until: Option<Date>,
 }
@@ -36,16 +36,16 @@ impl serde::Serialize for DayRange {
 }
 
 impl DayRange {
-    pub fn contains(&self, day: Date) -> bool {
+    pub(crate) fn contains(&self, day: Date) -> bool {
         self.since.is_none_or(|s| day >= s) && self.until.is_none_or(|u| day <= u)
     }
 
-    pub fn is_open(&self) -> bool {
+    pub(crate) fn is_open(&self) -> bool {
         self.since.is_none() && self.until.is_none()
     }
 
     /// Both ranges at once (`None` when they do not overlap).
-    pub fn intersect(&self, other: &DayRange) -> Option<DayRange> {
+    pub(crate) fn intersect(&self, other: &DayRange) -> Option<DayRange> {
         let since = match (self.since, other.since) {
             (Some(a), Some(b)) => Some(a.max(b)),
             (a, b) => a.or(b),
@@ -63,7 +63,7 @@ impl DayRange {
 
 /// A time expression found in a query.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Found {
+pub(crate) struct Found {
     pub range: DayRange,
     /// The words taken out, as written.
     pub phrase: String,
@@ -72,7 +72,7 @@ pub struct Found {
 }
 
 /// The first time expression in `query`, relative to `today`.
-pub fn find_in_query(query: &str, today: Date) -> Option<Found> {
+pub(crate) fn find_in_query(query: &str, today: Date) -> Option<Found> {
     let words = words(query);
     for start in 0..words.len() {
         if let Some((range, end)) = expression_at(&words, start, today) {
@@ -102,7 +102,7 @@ pub fn find_in_query(query: &str, today: Date) -> Option<Found> {
 /// (`30d`, `2w`, `6m`, `1y`), or a phrase (`yesterday`, `last week`,
 /// `March 2024`). A span gives its first day for `--since` and its last
 /// for `--until`.
-pub fn parse_bound(text: &str, today: Date, end: bool) -> Result<Date, String> {
+pub(crate) fn parse_bound(text: &str, today: Date, end: bool) -> Result<Date, String> {
     let t = text.trim().to_ascii_lowercase();
     let bad = || {
         format!(

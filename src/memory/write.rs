@@ -33,10 +33,10 @@ use super::{Memory, count_lines, preview};
 use crate::durable::{self, PRIVATE_FILE_MODE};
 
 /// The header of a new `MEMORY.md` (as Arka creates it).
-pub const LONG_TERM_HEADER: &str = "# Long-term memory\n\n";
+pub(crate) const LONG_TERM_HEADER: &str = "# Long-term memory\n\n";
 
 #[derive(Debug, Clone)]
-pub struct AppendRequest<'a> {
+pub(crate) struct AppendRequest<'a> {
     pub text: &'a str,
     /// Store as a long-term note (`MEMORY.md`).
     pub long_term: bool,
@@ -49,7 +49,7 @@ pub struct AppendRequest<'a> {
 /// Where a note was written.
 #[derive(Debug, Clone, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct WrittenNote {
+pub(crate) struct WrittenNote {
     pub path: String,
     pub line: usize,
 }
@@ -57,7 +57,7 @@ pub struct WrittenNote {
 /// What a prune of the long-term file did.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct PruneOutcome {
+pub(crate) struct PruneOutcome {
     /// The long-term file, relative to the memory root (`MEMORY.md`).
     pub file: String,
     /// Entries moved, in all.
@@ -75,7 +75,7 @@ pub struct PruneOutcome {
 /// Entries moved to one archive.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct PruneMove {
+pub(crate) struct PruneMove {
     /// The archive, relative to the memory root.
     pub to: String,
     pub entries: usize,
@@ -84,7 +84,7 @@ pub struct PruneMove {
 impl PruneOutcome {
     /// One line per archive: `Moved 3 entries from MEMORY.md to
     /// memory/archive/MEMORY-2024.md`.
-    pub fn moved_lines(&self) -> Vec<String> {
+    pub(crate) fn moved_lines(&self) -> Vec<String> {
         self.moves
             .iter()
             .map(|m| {
@@ -100,7 +100,7 @@ impl PruneOutcome {
     }
 
     /// The warning when the file stays over its limit.
-    pub fn over_limit_warning(&self) -> Option<String> {
+    pub(crate) fn over_limit_warning(&self) -> Option<String> {
         self.over_limit.then(|| {
             format!(
                 "{} has {} lines, over memory.session.longTermMaxLines ({}); only stamped entries are pruned",
@@ -112,7 +112,7 @@ impl PruneOutcome {
 
 #[derive(Debug, Clone, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct AppendOutcome {
+pub(crate) struct AppendOutcome {
     /// The note's first 120 characters on one line.
     pub preview: String,
     pub stamp: String,
@@ -128,7 +128,7 @@ pub struct AppendOutcome {
 }
 
 #[derive(Debug, thiserror::Error)]
-pub enum AppendError {
+pub(crate) enum AppendError {
     #[error("Session memory disabled (SESSION_MEMORY=0).")]
     Disabled,
     #[error("Memory blocked: empty")]
@@ -172,7 +172,7 @@ fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> AppendError + '_ {
 
 /// Stores one note. The caller refreshes the index and pings the
 /// heartbeat afterwards.
-pub fn append(
+pub(crate) fn append(
     memory: &Memory,
     req: &AppendRequest<'_>,
     now: &ZonedDateTime,
@@ -337,7 +337,7 @@ fn append_entry(path: &Path, header: &str, entry: &str) -> Result<usize, AppendE
 /// note just appended) stays. Pruned entries are appended to
 /// `memory/archive/MEMORY-<year>.md` before `MEMORY.md` is replaced.
 /// `None` when the file is within its limit.
-pub fn prune_long_term(
+pub(crate) fn prune_long_term(
     memory: &Memory,
     now: &ZonedDateTime,
     keep_line: Option<usize>,
@@ -499,14 +499,14 @@ fn is_bullet(line: &str) -> bool {
 /// What `clear` removes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum ClearScope {
+pub(crate) enum ClearScope {
     Daily,
     LongTerm,
     All,
 }
 
 impl ClearScope {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             ClearScope::Daily => "daily",
             ClearScope::LongTerm => "long_term",
@@ -515,7 +515,7 @@ impl ClearScope {
     }
 
     /// Parses a scope, accepting Arka's aliases.
-    pub fn parse(text: &str) -> Option<ClearScope> {
+    pub(crate) fn parse(text: &str) -> Option<ClearScope> {
         match text.trim().to_ascii_lowercase().as_str() {
             "daily" => Some(ClearScope::Daily),
             "long_term" | "longterm" | "long-term" | "memory" | "lt" => Some(ClearScope::LongTerm),
@@ -527,7 +527,7 @@ impl ClearScope {
 
 #[derive(Debug, Clone, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct ClearOutcome {
+pub(crate) struct ClearOutcome {
     pub scope: ClearScope,
     /// Daily files moved to the trash.
     pub daily: usize,
@@ -543,7 +543,7 @@ pub struct ClearOutcome {
 /// One file moved to the trash, and where it came from.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Restore {
+pub(crate) struct Restore {
     /// Where it is now, in the trash.
     pub from: PathBuf,
     /// Where it was.
@@ -555,7 +555,7 @@ pub struct Restore {
 ///
 /// `before` (a `YYYY-MM-DD` date) limits the daily files cleared to older
 /// ones (retention); it is ignored for `MEMORY.md`.
-pub fn clear(
+pub(crate) fn clear(
     memory: &Memory,
     scope: ClearScope,
     before: Option<&str>,
@@ -623,7 +623,7 @@ pub fn clear(
 /// Root-relative paths of the daily note files (`memory/` and `daily/`),
 /// only those dated before `before` when given. A folder that is a link
 /// leaving the memory root is not touched.
-pub fn daily_files(memory: &Memory, before: Option<&str>) -> Vec<String> {
+pub(crate) fn daily_files(memory: &Memory, before: Option<&str>) -> Vec<String> {
     let mut out = Vec::new();
     for dir in ["memory", "daily"] {
         if memory.check(dir).is_err() {

@@ -25,7 +25,7 @@ use crate::host::Host;
 
 /// Path-related command-line overrides.
 #[derive(Debug, Clone, Default)]
-pub struct PathFlags {
+pub(crate) struct PathFlags {
     pub state_dir: Option<String>,
     pub profile: Option<String>,
     pub workspace: Option<String>,
@@ -35,7 +35,7 @@ pub struct PathFlags {
 /// The state directory, profile and config path (known before the config
 /// is read).
 #[derive(Debug, Clone)]
-pub struct StateLocation {
+pub(crate) struct StateLocation {
     pub profile: String,
     pub state_dir: PathBuf,
     pub state_dir_origin: Origin,
@@ -45,21 +45,19 @@ pub struct StateLocation {
 
 /// Every resolved location.
 #[derive(Debug, Clone)]
-pub struct Paths {
+pub(crate) struct Paths {
     pub profile: String,
     pub state_dir: PathBuf,
-    pub state_dir_origin: Origin,
     pub config_path: PathBuf,
-    pub config_origin: Origin,
     pub workspace: PathBuf,
     pub workspace_origin: Origin,
 }
 
 /// The profile name used when none is given.
-pub const DEFAULT_PROFILE: &str = "default";
+pub(crate) const DEFAULT_PROFILE: &str = "default";
 
 #[derive(Debug, thiserror::Error)]
-pub enum PathError {
+pub(crate) enum PathError {
     #[error("invalid profile name `{0}`: use letters, digits, `-` and `_` (at most 64)")]
     BadProfile(String),
     #[error("cannot find the home directory: set HOME or pass --state-dir")]
@@ -67,7 +65,7 @@ pub enum PathError {
 }
 
 /// Resolves the state directory, profile and config file.
-pub fn resolve_state(flags: &PathFlags, host: &Host) -> Result<StateLocation, PathError> {
+pub(crate) fn resolve_state(flags: &PathFlags, host: &Host) -> Result<StateLocation, PathError> {
     let flag_profile = flags.profile.as_deref().filter(|p| !p.is_empty());
     let env_profile = host.var("ALMANAC_PROFILE");
     for p in [flag_profile, env_profile].into_iter().flatten() {
@@ -116,7 +114,7 @@ pub fn resolve_state(flags: &PathFlags, host: &Host) -> Result<StateLocation, Pa
 
 /// Adds the workspace, given the effective `agents.defaults.workspace`
 /// and where it came from.
-pub fn resolve_workspace(
+pub(crate) fn resolve_workspace(
     state: StateLocation,
     configured: Option<&str>,
     origin: Origin,
@@ -129,9 +127,7 @@ pub fn resolve_workspace(
     Paths {
         profile: state.profile,
         state_dir: state.state_dir,
-        state_dir_origin: state.state_dir_origin,
         config_path: state.config_path,
-        config_origin: state.config_origin,
         workspace,
         workspace_origin,
     }
@@ -152,49 +148,49 @@ fn validate_profile(name: &str) -> Result<(), PathError> {
 
 impl Paths {
     /// The canonical store: data that exists nowhere else.
-    pub fn state_store(&self) -> PathBuf {
+    pub(crate) fn state_store(&self) -> PathBuf {
         self.state_dir.join("almanac.sqlite")
     }
 
     /// What a running gateway publishes about itself (pid, address).
-    pub fn gateway_file(&self) -> PathBuf {
+    pub(crate) fn gateway_file(&self) -> PathBuf {
         self.state_dir.join("gateway.json")
     }
 
     /// The lock a running gateway holds (one per state directory).
-    pub fn gateway_lock(&self) -> PathBuf {
+    pub(crate) fn gateway_lock(&self) -> PathBuf {
         self.state_dir.join("gateway.lock")
     }
 
     /// The generated control-API token (when `gateway.auth.token` is unset).
-    pub fn gateway_token_file(&self) -> PathBuf {
+    pub(crate) fn gateway_token_file(&self) -> PathBuf {
         self.state_dir.join("gateway.token")
     }
 
     /// The gateway's own canonical files (the intake log).
-    pub fn gateway_dir(&self) -> PathBuf {
+    pub(crate) fn gateway_dir(&self) -> PathBuf {
         self.state_dir.join("gateway")
     }
 
     /// The folder of derived indexes (safe to delete).
-    pub fn index_dir(&self) -> PathBuf {
+    pub(crate) fn index_dir(&self) -> PathBuf {
         self.state_dir.join("index")
     }
 
     /// What agent turns keep of the skills between turns (derived).
-    pub fn skills_cache(&self) -> PathBuf {
+    pub(crate) fn skills_cache(&self) -> PathBuf {
         self.state_dir.join("cache").join("skills-turn.json")
     }
 
     /// The derived index of this workspace's memory.
-    pub fn workspace_index(&self) -> PathBuf {
+    pub(crate) fn workspace_index(&self) -> PathBuf {
         self.index_dir()
             .join(format!("{}.sqlite", self.index_key(&self.workspace)))
     }
 
     /// A stable key for a directory (its name and a hash of its real path),
     /// so two profiles or two roots never share an index or a lock.
-    pub fn index_key(&self, root: &Path) -> String {
+    pub(crate) fn index_key(&self, root: &Path) -> String {
         let real = std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
         let label: String = real
             .file_name()
@@ -215,19 +211,19 @@ impl Paths {
     }
 
     /// Creates the state directory (0700) if it is missing.
-    pub fn ensure_state_dir(&self) -> io::Result<()> {
+    pub(crate) fn ensure_state_dir(&self) -> io::Result<()> {
         durable::create_private_dir_all(&self.state_dir)
     }
 
     /// Creates the workspace (0700) if it is missing.
-    pub fn ensure_workspace(&self) -> io::Result<()> {
+    pub(crate) fn ensure_workspace(&self) -> io::Result<()> {
         durable::create_private_dir_all(&self.workspace)
     }
 }
 
 /// 64-bit FNV-1a: a stable, dependency-free hash for names and checksums
 /// (not for security).
-pub fn fnv1a64(bytes: &[u8]) -> u64 {
+pub(crate) fn fnv1a64(bytes: &[u8]) -> u64 {
     let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
     for &b in bytes {
         hash ^= b as u64;
@@ -238,7 +234,7 @@ pub fn fnv1a64(bytes: &[u8]) -> u64 {
 
 /// `a/./b/../c` → `a/c` without touching the disk; `None` when `..` climbs
 /// above the start.
-pub fn normalize(path: &Path) -> Option<PathBuf> {
+pub(crate) fn normalize(path: &Path) -> Option<PathBuf> {
     use std::path::Component;
     let mut out = PathBuf::new();
     for c in path.components() {
@@ -259,7 +255,7 @@ pub fn normalize(path: &Path) -> Option<PathBuf> {
 /// not exist yet (its nearest existing folder is resolved and the rest
 /// appended) and for a dangling link (its target is resolved: writing
 /// through the link would create that file).
-pub fn real_path(path: &Path) -> std::io::Result<PathBuf> {
+pub(crate) fn real_path(path: &Path) -> std::io::Result<PathBuf> {
     match std::fs::canonicalize(path) {
         Ok(real) => Ok(real),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {

@@ -18,9 +18,9 @@ use super::{
 };
 
 /// The API version almanac speaks.
-pub const VERSION: &str = "2023-06-01";
+pub(crate) const VERSION: &str = "2023-06-01";
 
-pub struct Anthropic {
+pub(crate) struct Anthropic {
     pub endpoint: Endpoint,
     pub client: reqwest::Client,
 }
@@ -55,7 +55,7 @@ impl Provider for Anthropic {
 }
 
 /// The request body.
-pub fn body(request: &Request) -> Value {
+pub(crate) fn body(request: &Request) -> Value {
     let mut messages: Vec<(String, Vec<Value>)> = Vec::new();
     for message in &request.messages {
         let (role, mut blocks) = match message {

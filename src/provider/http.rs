@@ -16,12 +16,12 @@ use super::{BoxFuture, Endpoint, ProviderError, sse};
 
 /// Sleeps between retries; injected so tests can record the waits
 /// instead of waiting.
-pub trait Sleeper: Send + Sync {
+pub(crate) trait Sleeper: Send + Sync {
     fn sleep(&self, duration: Duration) -> BoxFuture<'_, ()>;
 }
 
 /// The real sleeper.
-pub struct TokioSleeper;
+pub(crate) struct TokioSleeper;
 
 impl Sleeper for TokioSleeper {
     fn sleep(&self, duration: Duration) -> BoxFuture<'_, ()> {
@@ -31,7 +31,7 @@ impl Sleeper for TokioSleeper {
 
 /// How often and how long to wait before trying a call again.
 #[derive(Clone)]
-pub struct RetryPolicy {
+pub(crate) struct RetryPolicy {
     pub max_retries: u32,
     /// The first wait; it doubles after each try.
     pub base: Duration,
@@ -59,7 +59,7 @@ impl RetryPolicy {
     /// The wait before try `attempt + 1`: the server's `Retry-After` when
     /// given, else `base · 2^attempt` capped, plus up to a fifth of it as
     /// jitter (derived from the attempt, so runs are reproducible).
-    pub fn delay(&self, attempt: u32, retry_after: Option<Duration>) -> Duration {
+    pub(crate) fn delay(&self, attempt: u32, retry_after: Option<Duration>) -> Duration {
         if let Some(wait) = retry_after {
             return wait.min(self.max_retry_after);
         }
@@ -75,7 +75,7 @@ impl RetryPolicy {
 
 /// How long one call may take.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Timeouts {
+pub(crate) struct Timeouts {
     /// Setting up the connection (TCP and TLS).
     pub connect: Duration,
     /// The longest silence once connected: before the answer starts, and
@@ -96,7 +96,7 @@ impl Default for Timeouts {
 }
 
 /// `10 s`, `0.25 s`: a limit as messages show it.
-pub fn seconds(limit: Duration) -> String {
+pub(crate) fn seconds(limit: Duration) -> String {
     if limit.subsec_nanos() == 0 {
         format!("{} s", limit.as_secs())
     } else {
@@ -106,13 +106,13 @@ pub fn seconds(limit: Duration) -> String {
 
 /// The clock of one call: its deadline, and the silence allowed.
 #[derive(Debug, Clone, Copy)]
-pub struct CallClock {
+pub(crate) struct CallClock {
     timeouts: Timeouts,
     deadline: tokio::time::Instant,
 }
 
 impl CallClock {
-    pub fn start(timeouts: Timeouts) -> CallClock {
+    pub(crate) fn start(timeouts: Timeouts) -> CallClock {
         let now = tokio::time::Instant::now();
         CallClock {
             timeouts,
@@ -164,14 +164,14 @@ impl CallClock {
 
 /// A successful answer whose body is still to be read, with its call's
 /// clock.
-pub struct Answer {
+pub(crate) struct Answer {
     response: reqwest::Response,
     clock: CallClock,
 }
 
 /// The HTTP client of an endpoint. Only connecting is timed here; the
 /// other limits are the call's ([`CallClock`]).
-pub fn client(endpoint: &Endpoint) -> reqwest::Client {
+pub(crate) fn client(endpoint: &Endpoint) -> reqwest::Client {
     ensure_crypto_provider();
     let mut builder = reqwest::Client::builder()
         .connect_timeout(endpoint.timeouts.connect)
@@ -201,7 +201,7 @@ const MAX_ERROR_BODY: usize = 64 * 1024;
 /// success and it is an event stream; an error status is read and turned
 /// into a [`ProviderError`], and so is a success that is a web page or
 /// JSON instead of a stream.
-pub async fn post(
+pub(crate) async fn post(
     client: &reqwest::Client,
     endpoint: &Endpoint,
     url: &str,
@@ -311,7 +311,7 @@ impl Answer {
 
 /// The message of an error body: `{"error": {"message": …}}` (both
 /// protocols), `{"message": …}`, or the text itself, cut short.
-pub fn error_message(body: &str) -> String {
+pub(crate) fn error_message(body: &str) -> String {
     let parsed: Option<serde_json::Value> = serde_json::from_str(body).ok();
     let message = parsed.as_ref().and_then(|v| {
         v.pointer("/error/message")
@@ -333,7 +333,7 @@ pub fn error_message(body: &str) -> String {
 /// against the answer's own `Date` header (the server's clock, not ours).
 /// Any size is read (a wait too long to hold is the longest one); what is
 /// honoured is capped by [`RetryPolicy::max_retry_after`].
-pub fn parse_retry_after(value: &str, date: Option<&str>) -> Option<Duration> {
+pub(crate) fn parse_retry_after(value: &str, date: Option<&str>) -> Option<Duration> {
     let value = value.trim();
     if let Ok(secs) = value.parse::<f64>() {
         return (secs >= 0.0).then(|| Duration::try_from_secs_f64(secs).unwrap_or(Duration::MAX));
@@ -346,12 +346,12 @@ pub fn parse_retry_after(value: &str, date: Option<&str>) -> Option<Duration> {
 
 /// The most bytes one streamed answer may take (events and all); a server
 /// sending more is refused rather than held in memory.
-pub const MAX_ANSWER_BYTES: usize = 64 * 1024 * 1024;
+pub(crate) const MAX_ANSWER_BYTES: usize = 64 * 1024 * 1024;
 
 /// Reads the events of a streamed answer, calling `on_event` for each;
 /// `on_event` returns `true` once the answer is complete. A stream that
 /// ends before that is [`ProviderError::Dropped`].
-pub async fn read_events(
+pub(crate) async fn read_events(
     endpoint: &Endpoint,
     answer: Answer,
     mut on_event: impl FnMut(sse::Event) -> Result<bool, ProviderError>,

@@ -18,10 +18,10 @@
 //! that is not an event stream (an HTML page from a captive portal or a
 //! wrong base URL).
 
-pub mod anthropic;
-pub mod http;
-pub mod openai;
-pub mod sse;
+pub(crate) mod anthropic;
+pub(crate) mod http;
+pub(crate) mod openai;
+pub(crate) mod sse;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -29,12 +29,12 @@ use std::pin::Pin;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-pub use http::{RetryPolicy, Sleeper, Timeouts, TokioSleeper};
+pub(crate) use http::{RetryPolicy, Timeouts};
 
 /// A piece of a message.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "camelCase")]
-pub enum Block {
+pub(crate) enum Block {
     Text {
         text: String,
     },
@@ -62,14 +62,14 @@ pub enum Block {
 }
 
 impl Block {
-    pub fn text(text: impl Into<String>) -> Block {
+    pub(crate) fn text(text: impl Into<String>) -> Block {
         Block::Text { text: text.into() }
     }
 }
 
 /// One message of a conversation.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Message {
+pub(crate) enum Message {
     /// Text and images.
     User(Vec<Block>),
     /// Text, thinking and tool calls.
@@ -85,7 +85,7 @@ pub enum Message {
 
 /// A tool the model may call.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct ToolSpec {
+pub(crate) struct ToolSpec {
     pub name: String,
     pub description: String,
     /// JSON Schema of the arguments object.
@@ -94,7 +94,7 @@ pub struct ToolSpec {
 
 /// One model call.
 #[derive(Debug, Clone)]
-pub struct Request {
+pub(crate) struct Request {
     pub model: String,
     pub system: String,
     pub messages: Vec<Message>,
@@ -105,7 +105,7 @@ pub struct Request {
 /// Why the model stopped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub enum StopReason {
+pub(crate) enum StopReason {
     Stop,
     Length,
     ToolUse,
@@ -116,7 +116,7 @@ pub enum StopReason {
 /// Token counts of one call.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Usage {
+pub(crate) struct Usage {
     pub input: u64,
     pub output: u64,
     pub cache_read: u64,
@@ -127,7 +127,7 @@ pub struct Usage {
 impl Usage {
     /// Adds `other`; counts a server reports are not trusted to be small,
     /// so the sums saturate.
-    pub fn add(&mut self, other: &Usage) {
+    pub(crate) fn add(&mut self, other: &Usage) {
         self.input = self.input.saturating_add(other.input);
         self.output = self.output.saturating_add(other.output);
         self.cache_read = self.cache_read.saturating_add(other.cache_read);
@@ -138,7 +138,7 @@ impl Usage {
 
 /// The model's answer to one call.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Response {
+pub(crate) struct Response {
     pub content: Vec<Block>,
     pub stop_reason: StopReason,
     pub usage: Usage,
@@ -146,7 +146,7 @@ pub struct Response {
 
 /// The wire protocol of an endpoint.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub enum Api {
+pub(crate) enum Api {
     #[serde(rename = "openai-completions")]
     OpenAiCompletions,
     #[serde(rename = "anthropic-messages")]
@@ -154,7 +154,7 @@ pub enum Api {
 }
 
 impl Api {
-    pub fn parse(text: &str) -> Option<Api> {
+    pub(crate) fn parse(text: &str) -> Option<Api> {
         match text {
             "openai-completions" | "openai" | "openai-chat" => Some(Api::OpenAiCompletions),
             "anthropic-messages" | "anthropic" => Some(Api::AnthropicMessages),
@@ -162,7 +162,7 @@ impl Api {
         }
     }
 
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Api::OpenAiCompletions => "openai-completions",
             Api::AnthropicMessages => "anthropic-messages",
@@ -172,7 +172,7 @@ impl Api {
 
 /// Where and how to call a model.
 #[derive(Debug, Clone)]
-pub struct Endpoint {
+pub(crate) struct Endpoint {
     /// The provider id (`openai`, `anthropic`, `ollama`, …).
     pub provider: String,
     pub api: Api,
@@ -185,12 +185,12 @@ pub struct Endpoint {
 }
 
 /// Receives text as it streams in.
-pub trait StreamSink: Send {
+pub(crate) trait StreamSink: Send {
     fn text(&mut self, delta: &str);
 }
 
 /// A sink that drops everything.
-pub struct Quiet;
+pub(crate) struct Quiet;
 
 impl StreamSink for Quiet {
     fn text(&mut self, _delta: &str) {}
@@ -198,7 +198,7 @@ impl StreamSink for Quiet {
 
 /// Why a call failed.
 #[derive(Debug, thiserror::Error)]
-pub enum ProviderError {
+pub(crate) enum ProviderError {
     #[error("cannot reach {provider} at {url}")]
     Unreachable {
         provider: String,
@@ -264,7 +264,7 @@ impl ProviderError {
     /// connections that failed or dropped. A server that went silent, an
     /// answer that ran out of time (it would be cut at the same point
     /// again) and an answer that is not an event stream are not.
-    pub fn is_retryable(&self) -> bool {
+    pub(crate) fn is_retryable(&self) -> bool {
         match self {
             ProviderError::Status { status, .. } => {
                 matches!(status, 408 | 409 | 425 | 429 | 500..=599)
@@ -283,7 +283,7 @@ impl ProviderError {
         }
     }
 
-    pub fn retry_after(&self) -> Option<std::time::Duration> {
+    pub(crate) fn retry_after(&self) -> Option<std::time::Duration> {
         match self {
             ProviderError::Status { retry_after, .. } => *retry_after,
             _ => None,
@@ -292,10 +292,10 @@ impl ProviderError {
 }
 
 /// A boxed future, so providers can sit behind one trait object.
-pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+pub(crate) type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
 /// A model provider.
-pub trait Provider: Send + Sync {
+pub(crate) trait Provider: Send + Sync {
     fn endpoint(&self) -> &Endpoint;
 
     /// One streamed call, without retries.
@@ -307,7 +307,7 @@ pub trait Provider: Send + Sync {
 }
 
 /// The provider for `endpoint`.
-pub fn connect(endpoint: Endpoint) -> Box<dyn Provider> {
+pub(crate) fn connect(endpoint: Endpoint) -> Box<dyn Provider> {
     let client = http::client(&endpoint);
     match endpoint.api {
         Api::OpenAiCompletions => Box::new(openai::OpenAi { endpoint, client }),
@@ -320,7 +320,7 @@ pub fn connect(endpoint: Endpoint) -> Box<dyn Provider> {
 /// server's `Retry-After` when it gave one. Text streamed by a failed
 /// attempt is not repeated to `sink` as final: the caller gets only the
 /// answer of the attempt that completed.
-pub async fn call_with_retries(
+pub(crate) async fn call_with_retries(
     provider: &dyn Provider,
     request: &Request,
     sink: &mut dyn StreamSink,

@@ -17,7 +17,7 @@ use super::{
     StreamSink, Usage,
 };
 
-pub struct OpenAi {
+pub(crate) struct OpenAi {
     pub endpoint: Endpoint,
     pub client: reqwest::Client,
 }
@@ -58,7 +58,7 @@ impl Provider for OpenAi {
 }
 
 /// The request body.
-pub fn body(request: &Request) -> Value {
+pub(crate) fn body(request: &Request) -> Value {
     let mut messages = Vec::new();
     if !request.system.is_empty() {
         messages.push(json!({"role": "system", "content": request.system}));

@@ -4,7 +4,7 @@
 
 /// One event.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Event {
+pub(crate) struct Event {
     /// The `event:` field, if any.
     pub event: Option<String>,
     /// The `data:` lines joined with `\n`.
@@ -13,11 +13,11 @@ pub struct Event {
 
 /// The largest event read (its lines together); a server sending more
 /// without ending the event is refused rather than buffered without end.
-pub const MAX_EVENT_BYTES: usize = 16 * 1024 * 1024;
+pub(crate) const MAX_EVENT_BYTES: usize = 16 * 1024 * 1024;
 
 /// The incremental parser.
 #[derive(Debug, Default)]
-pub struct Parser {
+pub(crate) struct Parser {
     /// Bytes of an unfinished line.
     pending: Vec<u8>,
     /// A `\r` ended the last chunk: a `\n` starting the next one belongs
@@ -33,7 +33,7 @@ pub struct Parser {
 
 impl Parser {
     /// Feeds bytes; returns the events they complete.
-    pub fn push(&mut self, chunk: &[u8]) -> Vec<Event> {
+    pub(crate) fn push(&mut self, chunk: &[u8]) -> Vec<Event> {
         let mut out = Vec::new();
         let mut start = 0;
         let mut bytes = chunk;
@@ -77,13 +77,13 @@ impl Parser {
 
     /// Whether an event grew past [`MAX_EVENT_BYTES`] (the stream is then
     /// not to be trusted).
-    pub fn oversized(&self) -> bool {
+    pub(crate) fn oversized(&self) -> bool {
         self.oversized
     }
 
     /// The end of the stream: an event still being collected is returned
     /// (a server may close without the final blank line).
-    pub fn finish(&mut self) -> Option<Event> {
+    pub(crate) fn finish(&mut self) -> Option<Event> {
         let mut out = Vec::new();
         if !self.pending.is_empty() {
             let line = std::mem::take(&mut self.pending);

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
+use super::http::Sleeper;
 use super::*;
 
 #[path = "../../tests/support/scripted_server.rs"]

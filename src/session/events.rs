@@ -30,13 +30,13 @@ use crate::durable::{self, StateFile};
 use crate::paths::fnv1a64;
 use crate::session::transcript::{Payload, Transcript};
 
-pub const CAP: usize = 20;
+pub(crate) const CAP: usize = 20;
 
 /// The `customType` of the transcript entry recording delivered events.
-pub const DELIVERY_RECORD: &str = "system-events";
+pub(crate) const DELIVERY_RECORD: &str = "system-events";
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Event {
+pub(crate) struct Event {
     pub text: String,
     /// Milliseconds.
     pub ts: i64,
@@ -51,7 +51,7 @@ fn yes() -> bool {
 impl Event {
     /// What names the event in a delivery record: its time and a hash of
     /// its text and trust (the text itself is in the user's message).
-    pub fn fingerprint(&self) -> String {
+    pub(crate) fn fingerprint(&self) -> String {
         let mut bytes = Vec::with_capacity(self.text.len() + 1);
         bytes.push(u8::from(self.trusted));
         bytes.extend_from_slice(self.text.as_bytes());
@@ -62,19 +62,19 @@ impl Event {
 /// The events waiting for a turn, and what happened to an unreadable
 /// queue file.
 #[derive(Debug, Default)]
-pub struct Pending {
+pub(crate) struct Pending {
     pub events: Vec<Event>,
     pub warnings: Vec<String>,
 }
 
 /// The queue file of one agent's sessions.
 #[derive(Debug, Clone)]
-pub struct Queue {
+pub(crate) struct Queue {
     path: PathBuf,
 }
 
 impl Queue {
-    pub fn new(path: &Path) -> Queue {
+    pub(crate) fn new(path: &Path) -> Queue {
         Queue {
             path: path.to_path_buf(),
         }
@@ -88,7 +88,7 @@ impl Queue {
 
     /// Queues `text` for `key`; `false` when it was dropped (empty, or the
     /// same as the last one). Warnings say what was moved aside.
-    pub fn enqueue(
+    pub(crate) fn enqueue(
         &self,
         key: &str,
         text: &str,
@@ -124,7 +124,7 @@ impl Queue {
     /// Queues several `(text, ts, trusted)` events for `key` in one write,
     /// each by the rules of [`Queue::enqueue`]; returns how many were
     /// kept.
-    pub fn enqueue_many(
+    pub(crate) fn enqueue_many(
         &self,
         key: &str,
         items: &[(String, i64, bool)],
@@ -158,7 +158,7 @@ impl Queue {
 
     /// The events waiting for `key`'s next turn, left in the queue. A queue
     /// file that does not parse is moved aside first (with a warning).
-    pub fn pending(&self, key: &str, now: jiff::Timestamp) -> std::io::Result<Pending> {
+    pub(crate) fn pending(&self, key: &str, now: jiff::Timestamp) -> std::io::Result<Pending> {
         if !self.path.exists() {
             return Ok(Pending::default());
         }
@@ -171,7 +171,7 @@ impl Queue {
 
     /// Takes the events of `key` whose fingerprints are `delivered` off the
     /// queue; others (queued since) stay.
-    pub fn consume(
+    pub(crate) fn consume(
         &self,
         key: &str,
         delivered: &[String],
@@ -193,7 +193,7 @@ impl Queue {
 
     /// The events of `key`, left in place (a file that does not parse or
     /// cannot be read shows none; nothing is moved).
-    pub fn peek(&self, key: &str) -> Vec<Event> {
+    pub(crate) fn peek(&self, key: &str) -> Vec<Event> {
         std::fs::read(&self.path)
             .ok()
             .and_then(|bytes| parse(&bytes).ok())
@@ -254,13 +254,13 @@ fn events_of(list: &Value) -> Vec<Event> {
 
 /// The transcript entry (a `custom` entry, outside the model's context)
 /// recording that a completed turn delivered `events`.
-pub fn delivery_record(events: &[Event]) -> Value {
+pub(crate) fn delivery_record(events: &[Event]) -> Value {
     let delivered: Vec<String> = events.iter().map(Event::fingerprint).collect();
     json!({"type": "custom", "customType": DELIVERY_RECORD, "data": {"delivered": delivered}})
 }
 
 /// Fingerprints of the events the transcript records as delivered.
-pub fn delivered(transcript: &Transcript) -> HashSet<String> {
+pub(crate) fn delivered(transcript: &Transcript) -> HashSet<String> {
     let mut out = HashSet::new();
     for entry in &transcript.entries {
         if let Payload::Other(v) = &entry.payload
@@ -275,7 +275,7 @@ pub fn delivered(transcript: &Transcript) -> HashSet<String> {
 }
 
 /// The prompt lines of events, times shown with `format_time`.
-pub fn render(events: &[Event], format_time: impl Fn(i64) -> String) -> Vec<String> {
+pub(crate) fn render(events: &[Event], format_time: impl Fn(i64) -> String) -> Vec<String> {
     let mut out = Vec::new();
     for e in events {
         let prefix = if e.trusted {

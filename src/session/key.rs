@@ -17,7 +17,7 @@
 
 /// Normalises an agent (or account) id: `[a-z0-9][a-z0-9_-]{0,63}`, other
 /// runs of characters become `-`; empty is `fallback`.
-pub fn normalize_id(id: &str, fallback: &str) -> String {
+pub(crate) fn normalize_id(id: &str, fallback: &str) -> String {
     let lower = id.trim().to_lowercase();
     let mut out = String::with_capacity(lower.len());
     let mut dash = false;
@@ -40,7 +40,7 @@ pub fn normalize_id(id: &str, fallback: &str) -> String {
 }
 
 /// The main session of an agent.
-pub fn main_key(agent_id: &str, main_key: &str) -> String {
+pub(crate) fn main_key(agent_id: &str, main_key: &str) -> String {
     format!(
         "agent:{}:{}",
         normalize_id(agent_id, "main"),
@@ -58,7 +58,12 @@ fn normalize_main(main_key: &str) -> String {
 /// (`agent:<id>:main` is the configured main key); anything else is
 /// lowercased and put under `agent:<agentId>:`. With the `global` scope
 /// every key is `global`.
-pub fn resolve(request: Option<&str>, agent_id: &str, main: &str, global_scope: bool) -> String {
+pub(crate) fn resolve(
+    request: Option<&str>,
+    agent_id: &str,
+    main: &str,
+    global_scope: bool,
+) -> String {
     if global_scope {
         return "global".to_string();
     }
@@ -101,85 +106,9 @@ fn direct_for_dm(tail: &str) -> String {
         .join(":")
 }
 
-/// The agent id of a store key (`main` for `global` and foreign keys).
-pub fn agent_of(key: &str) -> String {
-    key.strip_prefix("agent:")
-        .and_then(|rest| rest.split(':').next())
-        .map(|id| normalize_id(id, "main"))
-        .unwrap_or_else(|| "main".to_string())
-}
-
-/// How direct messages map to sessions.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum DmScope {
-    Main,
-    PerPeer,
-    PerChannelPeer,
-    PerAccountChannelPeer,
-}
-
-impl DmScope {
-    pub fn parse(text: &str) -> Option<DmScope> {
-        match text {
-            "main" => Some(DmScope::Main),
-            "per-peer" => Some(DmScope::PerPeer),
-            "per-channel-peer" => Some(DmScope::PerChannelPeer),
-            "per-account-channel-peer" => Some(DmScope::PerAccountChannelPeer),
-            _ => None,
-        }
-    }
-}
-
-/// The key of a direct message from `peer` on `channel`.
-pub fn direct_key(
-    agent_id: &str,
-    main: &str,
-    scope: DmScope,
-    channel: &str,
-    account: &str,
-    peer: &str,
-) -> String {
-    let agent = normalize_id(agent_id, "main");
-    let peer = peer.trim().to_lowercase();
-    if peer.is_empty() || scope == DmScope::Main {
-        return main_key(&agent, main);
-    }
-    let channel = channel.trim().to_lowercase();
-    let account = normalize_id(account, "default");
-    match scope {
-        DmScope::Main => unreachable!("handled above"),
-        DmScope::PerPeer => format!("agent:{agent}:direct:{peer}"),
-        DmScope::PerChannelPeer => format!("agent:{agent}:{channel}:direct:{peer}"),
-        DmScope::PerAccountChannelPeer => {
-            format!("agent:{agent}:{channel}:{account}:direct:{peer}")
-        }
-    }
-}
-
-/// The key of a group (`kind` `group`) or room (`channel`) conversation.
-pub fn group_key(agent_id: &str, channel: &str, kind: &str, id: &str) -> String {
-    let channel = match channel.trim().to_lowercase() {
-        c if c.is_empty() => "unknown".to_string(),
-        c => c,
-    };
-    let id = match id.trim().to_lowercase() {
-        i if i.is_empty() => "unknown".to_string(),
-        i => i,
-    };
-    format!(
-        "agent:{}:{channel}:{kind}:{id}",
-        normalize_id(agent_id, "main")
-    )
-}
-
-/// A thread under `base`.
-pub fn thread_key(base: &str, thread: &str) -> String {
-    format!("{base}:thread:{}", thread.trim().to_lowercase())
-}
-
 /// The chat type a key resets as: `thread`, `group` (groups and rooms),
 /// else `direct`.
-pub fn chat_type(key: &str) -> &'static str {
+pub(crate) fn chat_type(key: &str) -> &'static str {
     if key.contains(":thread:") || key.contains(":topic:") {
         "thread"
     } else if key.contains(":group:") || key.contains(":channel:") {
@@ -190,7 +119,7 @@ pub fn chat_type(key: &str) -> &'static str {
 }
 
 /// The channel a key names, if any (`agent:<id>:<channel>:…`).
-pub fn channel_of(key: &str) -> Option<&str> {
+pub(crate) fn channel_of(key: &str) -> Option<&str> {
     let mut parts = key.split(':');
     if parts.next() != Some("agent") {
         return None;
@@ -256,35 +185,33 @@ mod tests {
     }
 
     #[test]
-    fn direct_group_thread_keys_and_types() {
-        let peer = |scope| direct_key("main", "main", scope, "Telegram", "", "User42");
-        assert_eq!(peer(DmScope::Main), "agent:main:main");
-        assert_eq!(peer(DmScope::PerPeer), "agent:main:direct:user42");
-        assert_eq!(
-            peer(DmScope::PerChannelPeer),
-            "agent:main:telegram:direct:user42"
-        );
-        assert_eq!(
-            peer(DmScope::PerAccountChannelPeer),
-            "agent:main:telegram:default:direct:user42"
-        );
-        let group = group_key("main", "discord", "group", "G1");
-        assert_eq!(group, "agent:main:discord:group:g1");
-        assert_eq!(
-            thread_key(&group, "T9"),
-            "agent:main:discord:group:g1:thread:t9"
-        );
-        assert_eq!(chat_type(&thread_key(&group, "t")), "thread");
-        assert_eq!(chat_type(&group), "group");
-        assert_eq!(chat_type("agent:main:slack:channel:c1"), "group");
-        assert_eq!(chat_type("agent:main:main"), "direct");
-        assert_eq!(
-            channel_of("agent:main:telegram:direct:42"),
-            Some("telegram")
-        );
-        assert_eq!(channel_of("agent:main:main"), None);
-        assert_eq!(channel_of("agent:main:cron:job"), None);
-        assert_eq!(agent_of("agent:ops:main"), "ops");
+    fn chat_types_and_channels_of_keys() {
+        for (key, chat, channel) in [
+            ("agent:main:main", "direct", None),
+            ("agent:main:direct:user42", "direct", None),
+            (
+                "agent:main:telegram:direct:user42",
+                "direct",
+                Some("telegram"),
+            ),
+            (
+                "agent:main:telegram:default:direct:user42",
+                "direct",
+                Some("telegram"),
+            ),
+            ("agent:main:discord:group:g1", "group", Some("discord")),
+            ("agent:main:slack:channel:c1", "group", Some("slack")),
+            (
+                "agent:main:discord:group:g1:thread:t9",
+                "thread",
+                Some("discord"),
+            ),
+            ("agent:main:cron:job", "direct", None),
+            ("global", "direct", None),
+        ] {
+            assert_eq!(chat_type(key), chat, "{key}");
+            assert_eq!(channel_of(key), channel, "{key}");
+        }
     }
 
     mod props {
@@ -307,8 +234,10 @@ mod tests {
                 let key = resolve(Some(&request), &agent, &main, global);
                 prop_assert!(key.starts_with("agent:") || key == "global");
                 let _ = (chat_type(&key), channel_of(&key));
-                let id = agent_of(&key);
-                prop_assert!(!id.is_empty() && id.len() <= 64);
+                if let Some(rest) = key.strip_prefix("agent:") {
+                    let id = rest.split(':').next().unwrap_or_default();
+                    prop_assert_eq!(normalize_id(id, "main"), id);
+                }
             }
 
             #[test]

@@ -19,11 +19,11 @@
 //! Turns that are bookkeeping (heartbeat, cron events) never start a new
 //! session and never count as interaction.
 
-pub mod events;
-pub mod key;
-pub mod reset;
-pub mod store;
-pub mod transcript;
+pub(crate) mod events;
+pub(crate) mod key;
+pub(crate) mod reset;
+pub(crate) mod store;
+pub(crate) mod transcript;
 
 use std::path::{Path, PathBuf};
 
@@ -36,7 +36,7 @@ use store::{SessionEntry, Store};
 /// Why the current session is new.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub enum Started {
+pub(crate) enum Started {
     /// The key had no session.
     First,
     /// The daily reset time passed.
@@ -51,8 +51,7 @@ pub enum Started {
 
 /// The session a turn runs in.
 #[derive(Debug, Clone)]
-pub struct Current {
-    pub key: String,
+pub(crate) struct Current {
     pub entry: SessionEntry,
     pub transcript: PathBuf,
     /// Set when this turn starts the session.
@@ -61,7 +60,7 @@ pub struct Current {
 
 /// The sessions of one agent.
 #[derive(Debug, Clone)]
-pub struct Sessions {
+pub(crate) struct Sessions {
     pub dir: PathBuf,
     pub agent_id: String,
     pub config: SessionConfig,
@@ -70,7 +69,7 @@ pub struct Sessions {
 }
 
 impl Sessions {
-    pub fn new(
+    pub(crate) fn new(
         state_dir: &Path,
         agent_id: &str,
         config: &SessionConfig,
@@ -85,26 +84,26 @@ impl Sessions {
         }
     }
 
-    pub fn store(&self) -> Store {
+    pub(crate) fn store(&self) -> Store {
         Store::new(&self.dir.join("sessions.json"))
     }
 
     /// The lock file a turn in `key` holds, so two processes never run
     /// turns in one session at once (the name is a hash: keys may hold
     /// any character).
-    pub fn turn_lock_path(&self, key: &str) -> PathBuf {
+    pub(crate) fn turn_lock_path(&self, key: &str) -> PathBuf {
         self.dir.join("locks").join(format!(
             "{:016x}.lock",
             crate::paths::fnv1a64(key.as_bytes())
         ))
     }
 
-    pub fn events(&self) -> events::Queue {
+    pub(crate) fn events(&self) -> events::Queue {
         events::Queue::new(&self.dir.join("system-events.json"))
     }
 
     /// The store key of a requested key.
-    pub fn resolve_key(&self, request: Option<&str>) -> String {
+    pub(crate) fn resolve_key(&self, request: Option<&str>) -> String {
         key::resolve(
             request,
             &self.agent_id,
@@ -114,7 +113,7 @@ impl Sessions {
     }
 
     /// Where the transcript of `entry` is.
-    pub fn transcript_path(&self, entry: &SessionEntry) -> PathBuf {
+    pub(crate) fn transcript_path(&self, entry: &SessionEntry) -> PathBuf {
         match &entry.session_file {
             Some(file) => {
                 let p = PathBuf::from(file);
@@ -128,7 +127,7 @@ impl Sessions {
     /// new one when there is none, when it is stale (unless `bookkeeping`),
     /// or when `explicit` asks. An explicit reset keeps the model choice
     /// and label; a stale rollover keeps nothing.
-    pub fn current(
+    pub(crate) fn current(
         &self,
         key: &str,
         now: jiff::Timestamp,
@@ -186,7 +185,6 @@ impl Sessions {
         }
         Ok((
             Current {
-                key: key.to_string(),
                 entry,
                 transcript,
                 started,
@@ -196,7 +194,7 @@ impl Sessions {
     }
 
     /// Changes the entry of `key` after a turn.
-    pub fn record(
+    pub(crate) fn record(
         &self,
         key: &str,
         now: jiff::Timestamp,
@@ -214,7 +212,7 @@ impl Sessions {
     }
 
     /// Every session, most recently updated first.
-    pub fn list(&self) -> (Vec<(String, SessionEntry)>, Vec<String>) {
+    pub(crate) fn list(&self) -> (Vec<(String, SessionEntry)>, Vec<String>) {
         let (map, warnings) = self.store().load();
         let mut out: Vec<(String, SessionEntry)> = map
             .iter()
@@ -226,7 +224,7 @@ impl Sessions {
 }
 
 /// ISO 8601 UTC with milliseconds, as transcripts write times.
-pub fn iso(ts: jiff::Timestamp) -> String {
+pub(crate) fn iso(ts: jiff::Timestamp) -> String {
     ts.strftime("%Y-%m-%dT%H:%M:%S%.3fZ").to_string()
 }
 

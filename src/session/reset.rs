@@ -20,14 +20,14 @@ use jiff::tz::TimeZone;
 use crate::config::{ResetConfig, SessionConfig};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Mode {
+pub(crate) enum Mode {
     Daily,
     Idle,
 }
 
 /// The reset policy of one session.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Policy {
+pub(crate) struct Policy {
     pub mode: Mode,
     /// 0..=23, host-local.
     pub at_hour: u8,
@@ -38,13 +38,13 @@ pub struct Policy {
 /// Why a session is stale.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
-pub enum Stale {
+pub(crate) enum Stale {
     Daily,
     Idle,
 }
 
 /// The policy for a session of `chat_type` on `channel`.
-pub fn policy(cfg: &SessionConfig, chat_type: &str, channel: Option<&str>) -> Policy {
+pub(crate) fn policy(cfg: &SessionConfig, chat_type: &str, channel: Option<&str>) -> Policy {
     if let Some(per_channel) = channel.and_then(|c| cfg.reset_by_channel.get(c)) {
         return from_entries(per_channel, &ResetConfig::default(), None);
     }
@@ -82,7 +82,7 @@ fn from_entries(first: &ResetConfig, second: &ResetConfig, legacy_idle: Option<u
 }
 
 /// The last daily reset time at or before `now`, in `zone`.
-pub fn last_daily_reset(now_ms: i64, at_hour: u8, zone: &TimeZone) -> i64 {
+pub(crate) fn last_daily_reset(now_ms: i64, at_hour: u8, zone: &TimeZone) -> i64 {
     let Ok(ts) = jiff::Timestamp::from_millisecond(now_ms) else {
         return i64::MIN;
     };
@@ -109,7 +109,7 @@ pub fn last_daily_reset(now_ms: i64, at_hour: u8, zone: &TimeZone) -> i64 {
 
 /// Whether a session that started at `started_ms` and was last active at
 /// `last_active_ms` is stale at `now_ms`.
-pub fn staleness(
+pub(crate) fn staleness(
     policy: &Policy,
     started_ms: i64,
     last_active_ms: i64,

@@ -19,7 +19,7 @@ use crate::durable::{self, StateFile};
 /// entry's JSON is carried along untouched.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct SessionEntry {
+pub(crate) struct SessionEntry {
     pub session_id: String,
     /// Last change of the entry (ms).
     pub updated_at: i64,
@@ -64,12 +64,12 @@ pub struct SessionEntry {
 
 impl SessionEntry {
     /// Reads the known fields of an entry's JSON.
-    pub fn from_value(value: &Value) -> Option<SessionEntry> {
+    pub(crate) fn from_value(value: &Value) -> Option<SessionEntry> {
         serde_json::from_value(value.clone()).ok()
     }
 
     /// Writes the known fields into `value`, keeping the others.
-    pub fn write_into(&self, value: &mut Value) {
+    pub(crate) fn write_into(&self, value: &mut Value) {
         let known = serde_json::to_value(self).expect("an entry serialises");
         if !value.is_object() {
             *value = Value::Object(Map::new());
@@ -107,12 +107,12 @@ const OPTIONAL_FIELDS: &[&str] = &[
 
 /// One `sessions.json`.
 #[derive(Debug, Clone)]
-pub struct Store {
+pub(crate) struct Store {
     pub path: PathBuf,
 }
 
 impl Store {
-    pub fn new(path: &Path) -> Store {
+    pub(crate) fn new(path: &Path) -> Store {
         Store {
             path: path.to_path_buf(),
         }
@@ -127,7 +127,7 @@ impl Store {
     /// Reads the store (not locked: a snapshot), with warnings. A file
     /// that does not parse or cannot be read reads as empty, with a
     /// warning; nothing is moved (that is for [`Store::update`]).
-    pub fn load(&self) -> (Map<String, Value>, Vec<String>) {
+    pub(crate) fn load(&self) -> (Map<String, Value>, Vec<String>) {
         match std::fs::read(&self.path) {
             Ok(bytes) => match parse(&bytes) {
                 Ok(map) => (map, Vec::new()),
@@ -154,7 +154,7 @@ impl Store {
     /// the store's lock. A file that does not parse is moved aside (named
     /// with `now`) and a new store started, with a warning; one that cannot
     /// be read is an error, left in place.
-    pub fn update<T>(
+    pub(crate) fn update<T>(
         &self,
         now: jiff::Timestamp,
         f: impl FnOnce(&mut Map<String, Value>) -> T,

@@ -20,11 +20,11 @@ use serde_json::{Value, json};
 use crate::durable;
 use crate::provider::{Block, Message, StopReason, Usage};
 
-pub const VERSION: u64 = 3;
+pub(crate) const VERSION: u64 = 3;
 
 /// Call metadata kept with an assistant message.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct AssistantMeta {
+pub(crate) struct AssistantMeta {
     pub api: String,
     pub provider: String,
     pub model: String,
@@ -35,7 +35,7 @@ pub struct AssistantMeta {
 
 /// What an entry holds.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Payload {
+pub(crate) enum Payload {
     Message {
         message: Message,
         /// Assistant messages only.
@@ -53,7 +53,7 @@ pub enum Payload {
 
 /// One entry.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Entry {
+pub(crate) struct Entry {
     pub id: String,
     pub parent_id: Option<String>,
     pub timestamp: String,
@@ -62,7 +62,7 @@ pub struct Entry {
 
 /// A transcript read from disk.
 #[derive(Debug, Clone, Default)]
-pub struct Transcript {
+pub(crate) struct Transcript {
     pub session_id: Option<String>,
     pub header_timestamp: Option<String>,
     pub entries: Vec<Entry>,
@@ -70,7 +70,12 @@ pub struct Transcript {
 }
 
 /// Creates the file with its header unless it exists.
-pub fn create(path: &Path, session_id: &str, cwd: &Path, timestamp: &str) -> std::io::Result<()> {
+pub(crate) fn create(
+    path: &Path,
+    session_id: &str,
+    cwd: &Path,
+    timestamp: &str,
+) -> std::io::Result<()> {
     let header = json!({"type": "session", "version": VERSION, "id": session_id, "timestamp": timestamp, "cwd": cwd});
     let mut line = header.to_string();
     line.push('\n');
@@ -79,7 +84,7 @@ pub fn create(path: &Path, session_id: &str, cwd: &Path, timestamp: &str) -> std
 
 /// Reads a transcript. A missing file is empty; a first line that is not a
 /// header makes the file read as empty; malformed lines are skipped.
-pub fn read(path: &Path) -> std::io::Result<Transcript> {
+pub(crate) fn read(path: &Path) -> std::io::Result<Transcript> {
     let bytes = match std::fs::read(path) {
         Ok(b) => b,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Transcript::default()),
@@ -204,7 +209,11 @@ fn message_from_json(m: &Value) -> Option<(Message, Option<AssistantMeta>)> {
 }
 
 /// The JSON of a message as the transcript stores it.
-pub fn message_json(message: &Message, meta: Option<&AssistantMeta>, timestamp_ms: i64) -> Value {
+pub(crate) fn message_json(
+    message: &Message,
+    meta: Option<&AssistantMeta>,
+    timestamp_ms: i64,
+) -> Value {
     let blocks = |b: &[Block]| serde_json::to_value(b).expect("blocks serialise");
     match message {
         Message::User(content) => {
@@ -247,7 +256,7 @@ pub fn message_json(message: &Message, meta: Option<&AssistantMeta>, timestamp_m
 /// Appends entries (each given a new id and its parent's) after
 /// `parent`, in one locked write, synced when `sync` is set; returns the
 /// new ids.
-pub fn append(
+pub(crate) fn append(
     path: &Path,
     parent: Option<&str>,
     taken: &HashSet<String>,
@@ -277,7 +286,7 @@ pub fn append(
 /// A random 8-hex id (OpenClaw's form) not in use in the file. Random,
 /// not derived from the clock: two processes appending to one transcript
 /// at the same millisecond do not pick the same ids.
-pub fn new_id(taken: impl Fn(&str) -> bool) -> String {
+pub(crate) fn new_id(taken: impl Fn(&str) -> bool) -> String {
     loop {
         let random = uuid::Uuid::new_v4();
         let bytes = random.as_bytes();
@@ -293,16 +302,16 @@ pub fn new_id(taken: impl Fn(&str) -> bool) -> String {
 
 impl Transcript {
     /// The last entry: the leaf of the active branch.
-    pub fn leaf(&self) -> Option<&Entry> {
+    pub(crate) fn leaf(&self) -> Option<&Entry> {
         self.entries.last()
     }
 
-    pub fn ids(&self) -> HashSet<String> {
+    pub(crate) fn ids(&self) -> HashSet<String> {
         self.entries.iter().map(|e| e.id.clone()).collect()
     }
 
     /// The active branch, root first.
-    pub fn branch(&self) -> Vec<&Entry> {
+    pub(crate) fn branch(&self) -> Vec<&Entry> {
         let by_id: HashMap<&str, &Entry> =
             self.entries.iter().map(|e| (e.id.as_str(), e)).collect();
         let mut out = Vec::new();
@@ -324,7 +333,7 @@ impl Transcript {
 
     /// The messages the model sees: the active branch, with the newest
     /// compaction on it standing for what came before the entry it kept.
-    pub fn context(&self) -> Vec<Message> {
+    pub(crate) fn context(&self) -> Vec<Message> {
         let branch = self.branch();
         let compaction = branch
             .iter()

@@ -46,13 +46,13 @@ fn fingerprint() -> String {
 }
 
 /// Whether `dir` holds this build's bundled skills.
-pub fn is_current(dir: &Path) -> bool {
+pub(crate) fn is_current(dir: &Path) -> bool {
     std::fs::read_to_string(dir.join(STAMP)).is_ok_and(|s| s == fingerprint())
 }
 
 /// This build's bundled skills parsed from the binary, with the paths they
 /// have once written out to `dir` (the same skills discovery reads there).
-pub fn embedded_skills(dir: &Path) -> Vec<Skill> {
+pub(crate) fn embedded_skills(dir: &Path) -> Vec<Skill> {
     let mut folders: Vec<&str> = FILES
         .iter()
         .filter_map(|(rel, _, _)| rel.split_once('/').map(|(folder, _)| folder))
@@ -112,7 +112,7 @@ pub fn embedded_skills(dir: &Path) -> Vec<Skill> {
 }
 
 /// Makes sure `dir` holds this build's bundled skills.
-pub fn materialize(dir: &Path) -> std::io::Result<()> {
+pub(crate) fn materialize(dir: &Path) -> std::io::Result<()> {
     let stamp = fingerprint();
     if std::fs::read_to_string(dir.join(STAMP)).is_ok_and(|s| s == stamp) {
         return Ok(());

@@ -19,14 +19,14 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 /// Characters kept for the warning line when the catalog is cut.
-pub const NOTE_RESERVE: usize = 150;
+pub(crate) const NOTE_RESERVE: usize = 150;
 
 const HEADER_FULL: &str = "The following skills provide specialized instructions for specific tasks.\nUse the read tool to load a skill's file when the task matches its description.\nWhen a skill file references a relative path, resolve it against the skill directory (parent of SKILL.md / dirname of the path) and use that absolute path in tool commands.";
 const HEADER_COMPACT: &str = "The following skills provide specialized instructions for specific tasks.\nUse the read tool to load a skill's file when the task matches its name.\nWhen a skill file references a relative path, resolve it against the skill directory (parent of SKILL.md / dirname of the path) and use that absolute path in tool commands.";
 
 /// One skill as the catalog shows it.
 #[derive(Debug, Clone)]
-pub struct CatalogSkill {
+pub(crate) struct CatalogSkill {
     pub name: String,
     pub description: String,
     pub location: PathBuf,
@@ -34,14 +34,14 @@ pub struct CatalogSkill {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Format {
+pub(crate) enum Format {
     Full,
     Compact,
 }
 
 /// The catalog block and how it was made.
 #[derive(Debug, Clone, Serialize)]
-pub struct Catalog {
+pub(crate) struct Catalog {
     /// What the model gets (warning line, then the catalog); empty when no
     /// skill is visible.
     pub prompt: String,
@@ -58,7 +58,7 @@ pub struct Catalog {
 
 /// Builds the catalog of `skills` (already filtered to the visible ones and
 /// sorted by name).
-pub fn build(
+pub(crate) fn build(
     skills: &[CatalogSkill],
     max_skills: usize,
     budget: usize,
@@ -141,7 +141,7 @@ pub fn build(
 }
 
 /// The catalog text for `skills` in `format`.
-pub fn render(skills: &[CatalogSkill], format: Format) -> String {
+pub(crate) fn render(skills: &[CatalogSkill], format: Format) -> String {
     let mut lines: Vec<String> = vec![String::new(), String::new()];
     lines.push(match format {
         Format::Full => HEADER_FULL.to_string(),
@@ -168,7 +168,7 @@ pub fn render(skills: &[CatalogSkill], format: Format) -> String {
     lines.join("\n")
 }
 
-pub fn xml_escape(text: &str) -> String {
+pub(crate) fn xml_escape(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
         match c {
@@ -184,7 +184,7 @@ pub fn xml_escape(text: &str) -> String {
 }
 
 /// `path` with the longest matching home directory shown as `~`.
-pub fn compact_home(path: &Path, homes: &[PathBuf]) -> String {
+pub(crate) fn compact_home(path: &Path, homes: &[PathBuf]) -> String {
     let mut homes: Vec<&PathBuf> = homes.iter().collect();
     homes.sort_by_key(|h| std::cmp::Reverse(h.as_os_str().len()));
     for home in homes {

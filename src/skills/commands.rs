@@ -14,7 +14,7 @@ use serde::Serialize;
 use super::types::{Dispatch, Skill};
 
 /// Chat commands the agent has itself; skills never take these names.
-pub const RESERVED: &[&str] = &[
+pub(crate) const RESERVED: &[&str] = &[
     "help",
     "commands",
     "status",
@@ -46,7 +46,7 @@ const MAX_DESCRIPTION: usize = 100;
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct SlashCommand {
+pub(crate) struct SlashCommand {
     pub name: String,
     pub skill_name: String,
     pub description: String,
@@ -56,7 +56,7 @@ pub struct SlashCommand {
 
 /// The slash commands of `skills` (eligible, in name order), skipping
 /// those that are not user-invocable.
-pub fn slash_commands<'a>(skills: impl IntoIterator<Item = &'a Skill>) -> Vec<SlashCommand> {
+pub(crate) fn slash_commands<'a>(skills: impl IntoIterator<Item = &'a Skill>) -> Vec<SlashCommand> {
     let mut used: HashSet<String> = RESERVED.iter().map(|s| s.to_string()).collect();
     let mut out = Vec::new();
     for skill in skills.into_iter().filter(|s| s.user_invocable) {
@@ -90,7 +90,7 @@ pub fn slash_commands<'a>(skills: impl IntoIterator<Item = &'a Skill>) -> Vec<Sl
     out
 }
 
-pub fn sanitize(name: &str) -> String {
+pub(crate) fn sanitize(name: &str) -> String {
     let mut out = String::new();
     let mut last_underscore = false;
     for c in name.to_lowercase().chars() {
@@ -136,12 +136,12 @@ fn unique(base: &str, used: &HashSet<String>) -> String {
 /// Where a skill appears: in the model's catalog, as a slash command.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Exposure {
+pub(crate) struct Exposure {
     pub in_catalog: bool,
     pub slash_command: bool,
 }
 
-pub fn exposure(skill: &Skill) -> Exposure {
+pub(crate) fn exposure(skill: &Skill) -> Exposure {
     Exposure {
         in_catalog: !skill.disable_model_invocation,
         slash_command: skill.user_invocable,

@@ -23,14 +23,14 @@ use crate::config::SkillsLimits;
 
 /// One folder to read skills from.
 #[derive(Debug, Clone)]
-pub struct Root {
+pub(crate) struct Root {
     pub source: SourceKind,
     pub dir: PathBuf,
 }
 
 /// Inputs of discovery.
 #[derive(Debug, Clone)]
-pub struct DiscoverOptions<'a> {
+pub(crate) struct DiscoverOptions<'a> {
     pub roots: Vec<Root>,
     pub limits: &'a SkillsLimits,
     /// Real paths symlinked skills in the workspace, project and extra
@@ -45,7 +45,7 @@ pub struct DiscoverOptions<'a> {
 
 /// What discovery found.
 #[derive(Debug, Clone, Default)]
-pub struct Discovery {
+pub(crate) struct Discovery {
     pub skills: Vec<Skill>,
     pub failures: Vec<LoadFailure>,
     pub warnings: Vec<String>,
@@ -55,7 +55,7 @@ pub struct Discovery {
     pub watched: Vec<PathBuf>,
 }
 
-pub fn discover(opts: &DiscoverOptions<'_>) -> Discovery {
+pub(crate) fn discover(opts: &DiscoverOptions<'_>) -> Discovery {
     let mut out = Discovery::default();
     let mut by_name: BTreeMap<String, Skill> = BTreeMap::new();
     // Listing the roots is cheap and serial; reading and parsing the

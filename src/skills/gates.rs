@@ -21,7 +21,7 @@ use super::types::{Skill, SourceKind};
 use crate::config::{LoadedConfig, SkillEntryConfig};
 
 /// The permissions allowed when nothing says otherwise.
-pub const DEFAULT_PERMISSIONS: &[&str] = &["read", "write", "network", "shell"];
+pub(crate) const DEFAULT_PERMISSIONS: &[&str] = &["read", "write", "network", "shell"];
 
 /// Directories searched for binaries besides `PATH` (as OpenClaw does).
 const EXTRA_BIN_DIRS: &[&str] = &[
@@ -35,7 +35,7 @@ const EXTRA_BIN_DIRS: &[&str] = &[
 ];
 
 /// What gating reads: environment, PATH, platform, config.
-pub struct GateContext<'a> {
+pub(crate) struct GateContext<'a> {
     pub env: &'a BTreeMap<String, String>,
     pub platform: &'static str,
     pub config: &'a LoadedConfig,
@@ -48,7 +48,7 @@ pub struct GateContext<'a> {
 impl<'a> GateContext<'a> {
     /// `permissions_override` is `SKILL_PERMISSIONS` as set (an empty value
     /// allows none); otherwise `skills.allowPermissions`, else the default.
-    pub fn new(
+    pub(crate) fn new(
         env: &'a BTreeMap<String, String>,
         config: &'a LoadedConfig,
         permissions_override: Option<&str>,
@@ -85,7 +85,7 @@ impl<'a> GateContext<'a> {
     }
 
     /// Whether an executable `name` is on PATH (memoised per command).
-    pub fn has_bin(&self, name: &str) -> bool {
+    pub(crate) fn has_bin(&self, name: &str) -> bool {
         if let Some(found) = self.bin_cache.borrow().get(name) {
             return *found;
         }
@@ -94,7 +94,7 @@ impl<'a> GateContext<'a> {
         found
     }
 
-    pub fn find_bin(&self, name: &str) -> Option<PathBuf> {
+    pub(crate) fn find_bin(&self, name: &str) -> Option<PathBuf> {
         use std::os::unix::fs::PermissionsExt;
         if name.contains('/') {
             let p = PathBuf::from(name);
@@ -121,7 +121,7 @@ impl<'a> GateContext<'a> {
 }
 
 /// `darwin`, `linux` or `win32` (OpenClaw's names).
-pub fn current_platform() -> &'static str {
+pub(crate) fn current_platform() -> &'static str {
     match std::env::consts::OS {
         "macos" => "darwin",
         "windows" => "win32",
@@ -132,7 +132,7 @@ pub fn current_platform() -> &'static str {
 /// The unmet requirements, in OpenClaw's `missing` shape.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Missing {
+pub(crate) struct Missing {
     pub bins: Vec<String>,
     pub any_bins: Vec<String>,
     pub env: Vec<String>,
@@ -141,7 +141,7 @@ pub struct Missing {
 }
 
 impl Missing {
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.bins.is_empty()
             && self.any_bins.is_empty()
             && self.env.is_empty()
@@ -150,7 +150,7 @@ impl Missing {
     }
 
     /// `bins: a, b; anyBins: …; env: …; config: …; os: …`
-    pub fn summary(&self) -> String {
+    pub(crate) fn summary(&self) -> String {
         let mut parts = Vec::new();
         for (label, list) in [
             ("bins", &self.bins),
@@ -170,7 +170,7 @@ impl Missing {
 /// The outcome of gating one skill.
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Eligibility {
+pub(crate) struct Eligibility {
     pub eligible: bool,
     pub disabled: bool,
     pub blocked_by_allowlist: bool,
@@ -185,7 +185,7 @@ pub struct Eligibility {
 
 impl Eligibility {
     /// The status word OpenClaw prints.
-    pub fn status(&self) -> &'static str {
+    pub(crate) fn status(&self) -> &'static str {
         if self.eligible {
             "ready"
         } else if self.disabled {
@@ -200,7 +200,7 @@ impl Eligibility {
 
 /// What a named check (Arka's `requires.checks`) probes for; `None` for a
 /// name no probe exists for (such names are ignored, with a diagnostic).
-pub fn check_description(name: &str) -> Option<&'static str> {
+pub(crate) fn check_description(name: &str) -> Option<&'static str> {
     match name {
         "stt" => Some("speech-to-text provider"),
         "tts" => Some("text-to-speech provider"),
@@ -210,7 +210,7 @@ pub fn check_description(name: &str) -> Option<&'static str> {
 }
 
 /// Evaluates every gate of `skill`.
-pub fn evaluate(skill: &Skill, ctx: &GateContext<'_>) -> Eligibility {
+pub(crate) fn evaluate(skill: &Skill, ctx: &GateContext<'_>) -> Eligibility {
     let entry = ctx.entry(skill);
     let mut reasons = Vec::new();
     let disabled_config = entry.and_then(|e| e.enabled) == Some(false);
@@ -351,7 +351,7 @@ fn env_satisfied(
 
 /// A dotted config path is truthy: set and not false, 0, empty or null.
 /// `browser.enabled` and `browser.evaluateEnabled` default to true.
-pub fn config_truthy(config: &LoadedConfig, path: &str) -> bool {
+pub(crate) fn config_truthy(config: &LoadedConfig, path: &str) -> bool {
     match config.get(path) {
         None => matches!(path, "browser.enabled" | "browser.evaluateEnabled"),
         Some(serde_json::Value::Null) => false,

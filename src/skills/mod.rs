@@ -10,9 +10,8 @@
 //! * [`route`]: Arka-style routing of a command line to a skill;
 //! * [`run`]: running plugins with a per-run environment;
 //! * [`scan`]: the install-time security scan;
-//! * [`snapshot`]: the immutable, versioned snapshot the gateway uses,
-//!   rebuilt when a skill file changes or an input (PATH, environment,
-//!   config) does;
+//! * [`snapshot`]: the fingerprint of gating inputs (PATH, environment,
+//!   config) and which file changes the gateway's watcher acts on;
 //! * [`stored`]: what agent turns keep of the skills between commands.
 //!
 //! Invariants: no skill is dropped silently (a file that cannot load is a
@@ -21,25 +20,25 @@
 //! input is unchanged (`skills` commands and `skills run` always read and
 //! gate afresh); the process environment is never modified for a skill.
 
-pub mod bundled;
-pub mod catalog;
-pub mod commands;
-pub mod discover;
-pub mod gates;
-pub mod parse;
-pub mod route;
-pub mod run;
-pub mod scan;
-pub mod snapshot;
-pub mod stored;
-pub mod types;
+pub(crate) mod bundled;
+pub(crate) mod catalog;
+pub(crate) mod commands;
+pub(crate) mod discover;
+pub(crate) mod gates;
+pub(crate) mod parse;
+pub(crate) mod route;
+pub(crate) mod run;
+pub(crate) mod scan;
+pub(crate) mod snapshot;
+pub(crate) mod stored;
+pub(crate) mod types;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use serde::Serialize;
 
-pub use types::{LoadFailure, Skill, SourceKind};
+pub(crate) use types::{LoadFailure, Skill, SourceKind};
 
 use crate::config::LoadedConfig;
 use discover::{DiscoverOptions, Root};
@@ -47,7 +46,7 @@ use gates::{Eligibility, GateContext};
 
 /// Everything skills are computed from.
 #[derive(Debug, Clone)]
-pub struct SkillsInputs {
+pub(crate) struct SkillsInputs {
     pub roots: Vec<Root>,
     pub config: LoadedConfig,
     /// The process environment (PATH, variables skills require).
@@ -67,14 +66,14 @@ pub struct SkillsInputs {
 
 /// A skill with its gating outcome.
 #[derive(Debug, Clone, Serialize)]
-pub struct SkillStatus {
+pub(crate) struct SkillStatus {
     pub skill: Skill,
     pub eligibility: Eligibility,
 }
 
 /// The skills of a setup, gated.
 #[derive(Debug, Clone, Serialize)]
-pub struct SkillsReport {
+pub(crate) struct SkillsReport {
     pub skills: Vec<SkillStatus>,
     pub failures: Vec<LoadFailure>,
     pub warnings: Vec<String>,
@@ -85,7 +84,7 @@ pub struct SkillsReport {
 }
 
 impl SkillsReport {
-    pub fn find(&self, name: &str) -> Option<&SkillStatus> {
+    pub(crate) fn find(&self, name: &str) -> Option<&SkillStatus> {
         self.skills
             .iter()
             .find(|s| s.skill.name == name)
@@ -98,7 +97,7 @@ impl SkillsReport {
     }
 
     /// Eligible skills, in name order.
-    pub fn usable(&self) -> Vec<&Skill> {
+    pub(crate) fn usable(&self) -> Vec<&Skill> {
         self.skills
             .iter()
             .filter(|s| s.eligibility.eligible)
@@ -108,7 +107,7 @@ impl SkillsReport {
 }
 
 /// Discovers and gates the skills of `inputs`.
-pub fn report(inputs: &SkillsInputs) -> SkillsReport {
+pub(crate) fn report(inputs: &SkillsInputs) -> SkillsReport {
     let limits = &inputs.config.config.skills.limits;
     let discovery = discover::discover(&DiscoverOptions {
         roots: inputs.roots.clone(),
@@ -161,7 +160,7 @@ pub fn report(inputs: &SkillsInputs) -> SkillsReport {
 
 /// The catalog the model gets: eligible skills without
 /// `disable-model-invocation`, allowed for the agent (`agents.defaults.skills`).
-pub fn catalog(report: &SkillsReport, inputs: &SkillsInputs) -> catalog::Catalog {
+pub(crate) fn catalog(report: &SkillsReport, inputs: &SkillsInputs) -> catalog::Catalog {
     let allow = inputs.config.config.agents.defaults.skills.as_ref();
     let visible: Vec<catalog::CatalogSkill> = report
         .skills

@@ -33,7 +33,7 @@ const METADATA_KEYS: &[&str] = &["openclaw", "clawdbot", "moltbot", "arka", "her
 const MAX_NAME_CHARS: usize = 64;
 
 /// File names of plugin manifests, in the order they are looked for.
-pub const MANIFEST_NAMES: &[&str] = &["skill.json", "manifest.json", "plugin.json"];
+pub(crate) const MANIFEST_NAMES: &[&str] = &["skill.json", "manifest.json", "plugin.json"];
 
 /// Entry files looked for when a manifest names none.
 const DEFAULT_ENTRIES: &[&str] = &[
@@ -48,7 +48,7 @@ const DEFAULT_ENTRIES: &[&str] = &[
 
 /// Parses `SKILL.md` text. `dir_name` names the skill when the frontmatter
 /// does not.
-pub fn parse_skill_md(
+pub(crate) fn parse_skill_md(
     path: &Path,
     base_dir: &Path,
     dir_name: &str,
@@ -120,7 +120,7 @@ pub fn parse_skill_md(
 }
 
 /// Parses a plugin manifest (JSON or JSON5). `dir` is the plugin folder.
-pub fn parse_manifest(
+pub(crate) fn parse_manifest(
     path: &Path,
     dir: &Path,
     dir_name: &str,
@@ -200,7 +200,7 @@ pub fn parse_manifest(
 
 /// Fills a SKILL.md skill with what a manifest next to it adds: how to run
 /// it, its triggers and version.
-pub fn merge_manifest_into(skill: &mut Skill, manifest: Skill) {
+pub(crate) fn merge_manifest_into(skill: &mut Skill, manifest: Skill) {
     skill.run = manifest.run;
     for t in manifest.triggers {
         if !skill.triggers.contains(&t) {
@@ -467,7 +467,7 @@ fn requirements(m: &Map<String, Value>, diagnostics: &mut Vec<String>) -> Requir
 }
 
 /// Canonical OS names (`darwin`, `linux`, `win32`) for what people write.
-pub fn normalize_os(os: &str) -> String {
+pub(crate) fn normalize_os(os: &str) -> String {
     match os.trim().to_ascii_lowercase().as_str() {
         "macos" | "mac" | "osx" | "darwin" | "macosx" => "darwin".to_string(),
         "win" | "windows" | "win32" | "win64" => "win32".to_string(),
@@ -477,7 +477,7 @@ pub fn normalize_os(os: &str) -> String {
 
 /// A list from a JSON array (strings kept, others as text) or a
 /// comma-separated string; trimmed, empties dropped.
-pub fn list_from_value(value: &Value) -> Vec<String> {
+pub(crate) fn list_from_value(value: &Value) -> Vec<String> {
     match value {
         Value::Array(items) => items
             .iter()

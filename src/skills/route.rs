@@ -18,7 +18,7 @@ use serde::Serialize;
 use super::types::Skill;
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Route {
+pub(crate) struct Route {
     pub skill: String,
     pub args: String,
     /// `<skill> <args>`, what Arka prints.
@@ -26,14 +26,14 @@ pub struct Route {
 }
 
 #[derive(Debug, Clone, Serialize)]
-pub struct TriggerConflict {
+pub(crate) struct TriggerConflict {
     pub trigger: String,
     pub winner: String,
     pub losers: Vec<String>,
 }
 
 /// Trigger owners after resolving conflicts: `skill name → triggers`.
-pub fn resolve_triggers(
+pub(crate) fn resolve_triggers(
     skills: &[&Skill],
 ) -> (BTreeMap<String, Vec<String>>, Vec<TriggerConflict>) {
     let mut owners: BTreeMap<String, Vec<&Skill>> = BTreeMap::new();
@@ -66,7 +66,7 @@ pub fn resolve_triggers(
 }
 
 /// Routes `text` among `usable` skills.
-pub fn route(text: &str, usable: &[&Skill]) -> Option<Route> {
+pub(crate) fn route(text: &str, usable: &[&Skill]) -> Option<Route> {
     let text = text
         .split_whitespace()
         .collect::<Vec<_>>()

@@ -28,10 +28,10 @@ use crate::config::SkillEntryConfig;
 const SHELL_META: &[&str] = &[";", "&&", "||", "|", ">", "<", "`", "$", "\n"];
 
 /// Largest instruction file `skills run` prints.
-pub const MAX_PROMPT_BYTES: usize = 64 * 1024;
+pub(crate) const MAX_PROMPT_BYTES: usize = 64 * 1024;
 
 #[derive(Debug, thiserror::Error, PartialEq)]
-pub enum RunError {
+pub(crate) enum RunError {
     #[error("Cannot run {skill}: argument {arg:?} contains a shell metacharacter ({meta:?})")]
     Metacharacter {
         skill: String,
@@ -44,7 +44,7 @@ pub enum RunError {
 
 /// The variables a skill's run adds: configured `env` and `apiKey` (as the
 /// skill's `primaryEnv`), minus any the user's environment already has.
-pub fn skill_env(
+pub(crate) fn skill_env(
     skill: &Skill,
     entry: Option<&SkillEntryConfig>,
     user_env: &BTreeMap<String, String>,
@@ -75,7 +75,7 @@ pub fn skill_env(
 /// of `host_env`, the variables the skill declares taken from `host_env`
 /// (unless `withheld` or dangerous), then its configured values for those
 /// still unset.
-pub fn child_env(
+pub(crate) fn child_env(
     skill: &Skill,
     entry: Option<&SkillEntryConfig>,
     host_env: &BTreeMap<String, String>,
@@ -102,7 +102,7 @@ pub fn child_env(
 }
 
 /// Keys that change how programs load or run; never injected.
-pub fn is_dangerous_key(key: &str) -> bool {
+pub(crate) fn is_dangerous_key(key: &str) -> bool {
     matches!(
         key,
         "PATH"
@@ -119,7 +119,7 @@ pub fn is_dangerous_key(key: &str) -> bool {
 
 /// What to execute for a run.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Plan {
+pub(crate) enum Plan {
     /// Start `program` with `args` in `cwd`.
     Exec {
         program: PathBuf,
@@ -132,7 +132,7 @@ pub enum Plan {
 
 /// Decides how to run `skill` with `args`; `find_bin` looks up an
 /// interpreter on PATH.
-pub fn plan(
+pub(crate) fn plan(
     skill: &Skill,
     args: &[String],
     find_bin: impl Fn(&str) -> Option<PathBuf>,
@@ -243,7 +243,7 @@ fn is_executable(path: &Path) -> bool {
 /// Splits a command template into words: whitespace separates, single and
 /// double quotes group, backslash escapes the next character. `None` on an
 /// unclosed quote.
-pub fn split_words(text: &str) -> Option<Vec<String>> {
+pub(crate) fn split_words(text: &str) -> Option<Vec<String>> {
     let mut words = Vec::new();
     let mut current = String::new();
     let mut in_word = false;

@@ -33,7 +33,7 @@ const CODE_EXTENSIONS: &[&str] = &[
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Severity {
+pub(crate) enum Severity {
     Info,
     Warn,
     Critical,
@@ -41,7 +41,7 @@ pub enum Severity {
 
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Finding {
+pub(crate) struct Finding {
     pub rule_id: &'static str,
     pub severity: Severity,
     pub file: PathBuf,
@@ -52,7 +52,7 @@ pub struct Finding {
 
 #[derive(Debug, Clone, Default, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct ScanReport {
+pub(crate) struct ScanReport {
     pub scanned_files: usize,
     pub critical: usize,
     pub warn: usize,
@@ -63,7 +63,7 @@ pub struct ScanReport {
 
 impl ScanReport {
     /// Whether an install should stop (unless forced).
-    pub fn blocks_install(&self) -> bool {
+    pub(crate) fn blocks_install(&self) -> bool {
         self.critical > 0
     }
 }
@@ -77,7 +77,7 @@ enum Lang {
 }
 
 /// Scans `dir`.
-pub fn scan_dir(dir: &Path) -> std::io::Result<ScanReport> {
+pub(crate) fn scan_dir(dir: &Path) -> std::io::Result<ScanReport> {
     let mut files = Vec::new();
     let mut truncated = false;
     collect(dir, &mut files, &mut truncated)?;

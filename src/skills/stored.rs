@@ -33,7 +33,7 @@ const FORMAT: u32 = 2;
 /// Changes this close to the build may share a time stamp with a later
 /// change (file times tick in milliseconds on Linux and in seconds on
 /// some file systems), so a snapshot holding one is not kept.
-pub const RACY_WINDOW: Duration = Duration::from_secs(2);
+pub(crate) const RACY_WINDOW: Duration = Duration::from_secs(2);
 
 /// Watched paths under one folder (a skills root or a `PATH` folder),
 /// relative to it: each is looked up from the open folder, which is
@@ -63,7 +63,7 @@ struct CacheFile<T> {
 /// Whether a turn's skills came from the cache.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Origin {
+pub(crate) enum Origin {
     Cached,
     Built,
 }
@@ -73,7 +73,7 @@ pub enum Origin {
 /// `keep`, kept in `cache` unless a watched file changed within
 /// [`RACY_WINDOW`] of `wall_ns`, the real time in Unix ns). Without `keep`
 /// (a command that only shows what a turn would get) nothing is written.
-pub fn load_or_build<T: Serialize + DeserializeOwned>(
+pub(crate) fn load_or_build<T: Serialize + DeserializeOwned>(
     cache: &Path,
     inputs: &SkillsInputs,
     wall_ns: i128,

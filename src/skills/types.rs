@@ -7,7 +7,7 @@ use serde::Serialize;
 /// Where a skill was found, lowest precedence first: a skill from a later
 /// source replaces a same-named one from an earlier source.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum SourceKind {
+pub(crate) enum SourceKind {
     /// `skills.load.extraDirs` and `SKILLS_PATH`.
     Extra,
     /// Shipped with almanac.
@@ -23,7 +23,7 @@ pub enum SourceKind {
 }
 
 impl SourceKind {
-    pub const ALL: [SourceKind; 6] = [
+    pub(crate) const ALL: [SourceKind; 6] = [
         SourceKind::Extra,
         SourceKind::Bundled,
         SourceKind::Managed,
@@ -33,7 +33,7 @@ impl SourceKind {
     ];
 
     /// OpenClaw's label (the `source` field of `skills list --json`).
-    pub fn label(self) -> &'static str {
+    pub(crate) fn label(self) -> &'static str {
         match self {
             SourceKind::Extra => "openclaw-extra",
             SourceKind::Bundled => "openclaw-bundled",
@@ -45,7 +45,7 @@ impl SourceKind {
     }
 
     /// The short name shown in text output.
-    pub fn short(self) -> &'static str {
+    pub(crate) fn short(self) -> &'static str {
         match self {
             SourceKind::Extra => "extra",
             SourceKind::Bundled => "bundled",
@@ -58,7 +58,7 @@ impl SourceKind {
 
     /// Whether symlinked skill folders may point anywhere (each file must
     /// still stay inside its own skill folder).
-    pub fn follows_symlinks_freely(self) -> bool {
+    pub(crate) fn follows_symlinks_freely(self) -> bool {
         matches!(self, SourceKind::Managed | SourceKind::Personal)
     }
 }
@@ -72,7 +72,7 @@ impl Serialize for SourceKind {
 /// What a skill needs before it can be used.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Requirements {
+pub(crate) struct Requirements {
     pub bins: Vec<String>,
     pub any_bins: Vec<String>,
     pub env: Vec<String>,
@@ -91,7 +91,7 @@ pub struct Requirements {
 /// One validated install option.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct InstallSpec {
+pub(crate) struct InstallSpec {
     pub id: String,
     pub kind: String,
     pub label: String,
@@ -104,7 +104,7 @@ pub struct InstallSpec {
 /// How `skills run` starts a skill.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase", tag = "type")]
-pub enum RunSpec {
+pub(crate) enum RunSpec {
     /// An entry file run by the interpreter its extension names (or
     /// directly when executable): `.py` python3, `.sh` bash, `.fish` fish,
     /// `.js`/`.mjs` node.
@@ -120,7 +120,7 @@ pub enum RunSpec {
 /// A slash command bypassing the model (`command-dispatch: tool`).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Dispatch {
+pub(crate) struct Dispatch {
     pub kind: &'static str,
     pub tool_name: String,
     pub arg_mode: &'static str,
@@ -129,7 +129,7 @@ pub struct Dispatch {
 /// The file format a skill came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum SkillFormat {
+pub(crate) enum SkillFormat {
     SkillMd,
     Manifest,
 }
@@ -137,7 +137,7 @@ pub enum SkillFormat {
 /// A loaded skill.
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Skill {
+pub(crate) struct Skill {
     pub name: String,
     pub description: String,
     /// The SKILL.md (or manifest) file.
@@ -171,7 +171,7 @@ pub struct Skill {
 /// A skill file that could not be loaded, and why.
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct LoadFailure {
+pub(crate) struct LoadFailure {
     /// The skill folder's name (the skill has no usable name).
     pub name: String,
     pub file_path: PathBuf,

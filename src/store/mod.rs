@@ -24,7 +24,7 @@ use crate::paths::fnv1a64;
 
 /// One embedded migration.
 #[derive(Debug, Clone, Copy)]
-pub struct Migration {
+pub(crate) struct Migration {
     pub version: u32,
     pub name: &'static str,
     pub sql: &'static str,
@@ -63,7 +63,7 @@ const INDEX_MIGRATIONS: &[Migration] = &[
 
 /// Which database a [`Store`] is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum StoreKind {
+pub(crate) enum StoreKind {
     /// Canonical data.
     State,
     /// Derived, rebuildable index.
@@ -71,7 +71,7 @@ pub enum StoreKind {
 }
 
 impl StoreKind {
-    pub fn migrations(self) -> &'static [Migration] {
+    pub(crate) fn migrations(self) -> &'static [Migration] {
         match self {
             StoreKind::State => STATE_MIGRATIONS,
             StoreKind::Index => INDEX_MIGRATIONS,
@@ -135,7 +135,7 @@ pub enum StoreError {
 }
 
 /// An open database with its schema up to date.
-pub struct Store {
+pub(crate) struct Store {
     pub conn: Connection,
     pub path: PathBuf,
     pub kind: StoreKind,
@@ -154,12 +154,16 @@ impl Store {
     /// Opens (creating if needed) and migrates the database at `path`.
     /// A derived index that is damaged is deleted and recreated under its
     /// lock; any other error is returned.
-    pub fn open(path: &Path, kind: StoreKind) -> Result<Store, StoreError> {
+    pub(crate) fn open(path: &Path, kind: StoreKind) -> Result<Store, StoreError> {
         Self::open_with(path, kind, BUSY_TIMEOUT)
     }
 
     /// [`Store::open`] waiting at most `busy` for another connection's lock.
-    pub fn open_with(path: &Path, kind: StoreKind, busy: Duration) -> Result<Store, StoreError> {
+    pub(crate) fn open_with(
+        path: &Path,
+        kind: StoreKind,
+        busy: Duration,
+    ) -> Result<Store, StoreError> {
         match Self::open_once(path, kind, busy) {
             Ok(store) => Ok(store),
             Err(err) if kind == StoreKind::Index && err.is_damage() => {
@@ -224,7 +228,7 @@ impl Store {
 
     /// A private database in memory with its schema, gone when dropped:
     /// for a command that must create nothing on disk.
-    pub fn open_in_memory(kind: StoreKind) -> Result<Store, StoreError> {
+    pub(crate) fn open_in_memory(kind: StoreKind) -> Result<Store, StoreError> {
         let path = PathBuf::from(":memory:");
         let open_err = |source| StoreError::Open {
             kind: kind.label(),
@@ -241,7 +245,7 @@ impl Store {
     /// Opens an existing database read-only without migrating; `None` when
     /// it does not exist. For inspection (`status`) that must not create or
     /// change anything.
-    pub fn open_existing_read_only(path: &Path) -> Result<Option<Connection>, StoreError> {
+    pub(crate) fn open_existing_read_only(path: &Path) -> Result<Option<Connection>, StoreError> {
         if !path.exists() {
             return Ok(None);
         }
@@ -274,7 +278,7 @@ impl Store {
     }
 
     /// The schema version (`PRAGMA user_version`).
-    pub fn schema_version(conn: &Connection) -> Result<u32, StoreError> {
+    pub(crate) fn schema_version(conn: &Connection) -> Result<u32, StoreError> {
         Ok(conn.query_row("PRAGMA user_version", [], |r| r.get(0))?)
     }
 
@@ -452,7 +456,7 @@ fn lock_path(path: &Path) -> PathBuf {
 }
 
 /// Deletes a database and its WAL/SHM side files.
-pub fn remove_database_files(path: &Path) {
+pub(crate) fn remove_database_files(path: &Path) {
     for suffix in ["", "-wal", "-shm", "-journal"] {
         let mut name = path.as_os_str().to_os_string();
         name.push(suffix);
@@ -461,7 +465,7 @@ pub fn remove_database_files(path: &Path) {
 }
 
 /// The recorded checksum of a migration's SQL.
-pub fn checksum(sql: &str) -> String {
+pub(crate) fn checksum(sql: &str) -> String {
     format!("{:016x}", fnv1a64(sql.as_bytes()))
 }
 

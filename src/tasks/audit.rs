@@ -10,14 +10,14 @@ use super::vocab::{AuditCode, DeliveryStatus, NotifyPolicy, Severity, Status};
 use super::{Ledger, TaskError, select};
 
 /// A task queued this long is `stale_queued`.
-pub const STALE_QUEUED_MS: i64 = 10 * 60 * 1000;
+pub(super) const STALE_QUEUED_MS: i64 = 10 * 60 * 1000;
 /// A task running this long is `stale_running`.
-pub const STALE_RUNNING_MS: i64 = 30 * 60 * 1000;
+pub(super) const STALE_RUNNING_MS: i64 = 30 * 60 * 1000;
 
 /// One thing wrong with one task.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Finding {
+pub(crate) struct Finding {
     pub severity: Severity,
     pub code: AuditCode,
     pub task_id: String,
@@ -28,7 +28,7 @@ pub struct Finding {
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct AuditSummary {
+pub(crate) struct AuditSummary {
     pub total: usize,
     pub warnings: usize,
     pub errors: usize,
@@ -38,14 +38,14 @@ pub struct AuditSummary {
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Audit {
+pub(crate) struct Audit {
     pub findings: Vec<Finding>,
     pub summary: AuditSummary,
 }
 
 impl Audit {
     /// Findings of `tasks` at `now_ms`: errors first, then oldest.
-    pub fn of(tasks: &[Task], now_ms: i64) -> Audit {
+    pub(crate) fn of(tasks: &[Task], now_ms: i64) -> Audit {
         let mut findings: Vec<Finding> = tasks.iter().flat_map(|t| findings(t, now_ms)).collect();
         findings.sort_by(|a, b| {
             b.severity
@@ -74,7 +74,7 @@ impl Audit {
 
     /// Only the findings of `severity` and `code` (when given), the summary
     /// counting those; then at most `limit` of them listed.
-    pub fn filtered(
+    pub(crate) fn filtered(
         self,
         severity: Option<Severity>,
         code: Option<AuditCode>,
@@ -183,7 +183,7 @@ pub(crate) fn human_duration(ms: i64) -> String {
 
 impl Ledger {
     /// The audit at `now_ms`.
-    pub fn audit(&self, now_ms: i64) -> Result<Audit, TaskError> {
+    pub(crate) fn audit(&self, now_ms: i64) -> Result<Audit, TaskError> {
         // Only rows that can have a finding are read: the ledger keeps a
         // week of finished runs.
         let candidates = select(

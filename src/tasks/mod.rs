@@ -10,9 +10,8 @@
 //!   for commands that must create and change nothing;
 //! * [`Ledger::next_generation`]: the gateway's start generation, allocated
 //!   once per start (a counter in `meta`, incremented atomically);
-//! * [`Ledger::recover_at_start`] then [`Ledger::queued_in_lane_order`] when
-//!   a gateway starts; [`Ledger::create`], [`Ledger::start`],
-//!   [`Ledger::progress`], [`Ledger::set_delivery`], [`Ledger::finish`],
+//! * [`Ledger::recover_at_start`] when a gateway starts; [`Ledger::create`],
+//!   [`Ledger::start`], [`Ledger::set_delivery`], [`Ledger::finish`],
 //!   [`Ledger::cancel`] over a task's life; [`Ledger::renew_leases`] and
 //!   [`Ledger::sweep`] every sweeper tick (60 s);
 //! * [`Ledger::list`], [`Ledger::get`], [`Ledger::audit`], [`Ledger::counts`]
@@ -43,9 +42,10 @@
 //!   transaction.
 
 mod audit;
-mod record;
+// Their types the integration tests use are re-exported by `crate::testing`.
+pub(crate) mod record;
 mod upkeep;
-mod vocab;
+pub(crate) mod vocab;
 
 #[cfg(test)]
 mod tests;
@@ -57,12 +57,11 @@ use serde::Serialize;
 
 use crate::store::{Store, StoreError, StoreKind};
 
-pub use audit::{Audit, AuditSummary, Finding, STALE_QUEUED_MS, STALE_RUNNING_MS};
-pub use record::{Lease, NewTask, RETENTION_MS, Task, Terminal, short_id};
-pub use upkeep::{Maintenance, Recovery, Sweep};
-pub use vocab::{
-    AuditCode, DeliveryStatus, NotifyPolicy, Runtime, ScopeKind, Severity, Status, TerminalOutcome,
-    TerminalStatus, UnknownValue,
+pub(crate) use audit::Audit;
+pub(crate) use record::{NewTask, RETENTION_MS, Task, Terminal, short_id};
+pub(crate) use upkeep::Maintenance;
+pub(crate) use vocab::{
+    AuditCode, DeliveryStatus, Runtime, Severity, Status, TerminalStatus, UnknownValue,
 };
 
 use record::{COLUMNS, from_row};
@@ -86,7 +85,7 @@ pub enum TaskError {
     #[error("`{0}` is the start of more than one task id; give more of it")]
     Ambiguous(String),
     /// The operation does not apply to a task in this status (starting a
-    /// task that is not queued, recording progress on a finished one).
+    /// task that is not queued).
     #[error("task {id} is {status}, so it cannot {action}")]
     WrongStatus {
         id: String,
@@ -112,17 +111,9 @@ pub enum FinishOutcome {
     AlreadyTerminal(Task),
 }
 
-impl FinishOutcome {
-    pub fn task(&self) -> &Task {
-        match self {
-            FinishOutcome::Finished(t) | FinishOutcome::AlreadyTerminal(t) => t,
-        }
-    }
-}
-
 /// What [`Ledger::cancel`] did.
 #[derive(Debug, Clone, PartialEq)]
-pub enum CancelOutcome {
+pub(crate) enum CancelOutcome {
     /// It was queued: cancelled at once.
     Cancelled(Task),
     /// It is running: the cancel is recorded (`cancelRequestedAt`, kept from
@@ -133,7 +124,7 @@ pub enum CancelOutcome {
 }
 
 impl CancelOutcome {
-    pub fn task(&self) -> &Task {
+    pub(crate) fn task(&self) -> &Task {
         match self {
             CancelOutcome::Cancelled(t)
             | CancelOutcome::Requested(t)
@@ -144,7 +135,7 @@ impl CancelOutcome {
 
 /// Which tasks [`Ledger::list`] returns.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct TaskFilter {
+pub(crate) struct TaskFilter {
     pub status: Option<Status>,
     pub runtime: Option<Runtime>,
 }
@@ -152,7 +143,7 @@ pub struct TaskFilter {
 /// Numbers for a status line: `N queued · M running · K issues`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Counts {
+pub(crate) struct Counts {
     pub queued: usize,
     pub running: usize,
     /// Audit findings (warnings and errors).
@@ -186,7 +177,7 @@ impl Ledger {
     }
 
     /// An empty ledger in memory, gone when dropped.
-    pub fn open_in_memory() -> Result<Ledger, TaskError> {
+    pub(crate) fn open_in_memory() -> Result<Ledger, TaskError> {
         let store = Store::open_in_memory(StoreKind::State)?;
         Ok(Ledger {
             conn: store.conn,
@@ -197,7 +188,7 @@ impl Ledger {
     /// The ledger at `path` for reading only, creating and migrating
     /// nothing: a store that does not exist yet, or whose schema predates
     /// the ledger, reads as an empty ledger.
-    pub fn open_for_reading(path: &Path) -> Result<Ledger, TaskError> {
+    pub(crate) fn open_for_reading(path: &Path) -> Result<Ledger, TaskError> {
         if let Some(conn) = Store::open_existing_read_only(path)?
             && Store::schema_version(&conn)? >= TASKS_SCHEMA_VERSION
         {
@@ -350,7 +341,7 @@ impl Ledger {
 
     /// Extends the lease of every task running under `generation` to
     /// `lease_until` (never shortening one); returns how many it renewed.
-    pub fn renew_leases(
+    pub(crate) fn renew_leases(
         &mut self,
         generation: i64,
         lease_until: i64,
@@ -363,19 +354,6 @@ impl Ledger {
              WHERE status = 'running' AND generation = ?1",
             params![generation, lease_until],
         )?)
-    }
-
-    /// Records a progress summary of a queued or running task.
-    pub fn progress(&mut self, id: &str, summary: &str, now_ms: i64) -> Result<Task, TaskError> {
-        self.update_active(id, "record progress", |tx| {
-            tx.execute(
-                &format!(
-                    "UPDATE tasks SET progress_summary = ?2, last_event_at = {STAMP}
-                     WHERE task_id = ?3"
-                ),
-                params![now_ms, summary, id],
-            )
-        })
     }
 
     /// Records whether the result reached its requester. Allowed in any
@@ -440,7 +418,7 @@ impl Ledger {
 
     /// Cancels a task: a queued one at once; for a running one the request
     /// is recorded and its owner stops it; a finished one is left as it is.
-    pub fn cancel(&mut self, id: &str, now_ms: i64) -> Result<CancelOutcome, TaskError> {
+    pub(crate) fn cancel(&mut self, id: &str, now_ms: i64) -> Result<CancelOutcome, TaskError> {
         let tx = self.write_tx()?;
         let task = fetch(&tx, id)?.ok_or_else(|| TaskError::NotFound(id.to_string()))?;
         let outcome: fn(Task) -> CancelOutcome = match task.status {
@@ -473,42 +451,12 @@ impl Ledger {
         Ok(outcome(task))
     }
 
-    /// Runs `update` on an active task in one transaction and returns the
-    /// task as it is afterwards; a finished task is refused unchanged.
-    fn update_active(
-        &mut self,
-        id: &str,
-        action: &'static str,
-        update: impl FnOnce(&rusqlite::Transaction<'_>) -> rusqlite::Result<usize>,
-    ) -> Result<Task, TaskError> {
-        let tx = self.write_tx()?;
-        let task = fetch(&tx, id)?.ok_or_else(|| TaskError::NotFound(id.to_string()))?;
-        if task.status.is_terminal() {
-            return Err(TaskError::WrongStatus {
-                id: id.to_string(),
-                status: task.status,
-                action,
-            });
-        }
-        update(&tx)?;
-        let task = fetch(&tx, id)?.ok_or_else(|| TaskError::NotFound(id.to_string()))?;
-        tx.commit()?;
-        Ok(task)
-    }
-
-    /// Queued tasks as a restarted gateway resumes them: lane by lane, in
-    /// enqueue order within each lane; tasks without a lane last, oldest
-    /// first.
-    pub fn queued_in_lane_order(&self) -> Result<Vec<Task>, TaskError> {
-        self.select(
-            "WHERE status = 'queued'
-             ORDER BY lane_key IS NULL, lane_key, lane_seq, created_at, rowid",
-            [],
-        )
-    }
-
     /// Tasks matching `filter`, newest first, at most `limit`.
-    pub fn list(&self, filter: TaskFilter, limit: Option<usize>) -> Result<Vec<Task>, TaskError> {
+    pub(crate) fn list(
+        &self,
+        filter: TaskFilter,
+        limit: Option<usize>,
+    ) -> Result<Vec<Task>, TaskError> {
         let limit = limit.map_or(-1, |n| i64::try_from(n).unwrap_or(i64::MAX));
         self.select(
             "WHERE (?1 IS NULL OR status = ?1) AND (?2 IS NULL OR runtime = ?2)
@@ -521,7 +469,7 @@ impl Ledger {
     /// recent whose requester or child session is `lookup`, else the one
     /// task whose id starts with `lookup` (at least 4 characters; more than
     /// one is [`TaskError::Ambiguous`]).
-    pub fn get(&self, lookup: &str) -> Result<Option<Task>, TaskError> {
+    pub(crate) fn get(&self, lookup: &str) -> Result<Option<Task>, TaskError> {
         let lookup = lookup.trim();
         if lookup.is_empty() {
             return Ok(None);
@@ -551,7 +499,7 @@ impl Ledger {
 
     /// How many tasks are queued and running, and how many audit findings
     /// there are at `now_ms`.
-    pub fn counts(&self, now_ms: i64) -> Result<Counts, TaskError> {
+    pub(crate) fn counts(&self, now_ms: i64) -> Result<Counts, TaskError> {
         let (queued, running): (i64, i64) = self.conn.query_row(
             "SELECT COUNT(*) FILTER (WHERE status = 'queued'),
                     COUNT(*) FILTER (WHERE status = 'running')

@@ -8,7 +8,7 @@ use super::vocab::{
 };
 
 /// How long a terminal task is kept before the sweeper prunes it.
-pub const RETENTION_MS: i64 = 7 * 24 * 60 * 60 * 1000;
+pub(crate) const RETENTION_MS: i64 = 7 * 24 * 60 * 60 * 1000;
 
 /// One task as the ledger holds it. JSON names are OpenClaw's task record
 /// plus almanac's `generation`, `leaseUntil`, `laneKey`, `laneSeq`,
@@ -77,13 +77,13 @@ pub struct Task {
 
 impl Task {
     /// The first eight characters of the id, as lists show it.
-    pub fn short_id(&self) -> &str {
+    pub(crate) fn short_id(&self) -> &str {
         short_id(&self.task_id)
     }
 
     /// When it ended, else its last event, else when it was created: the
     /// time its retention counts from.
-    pub fn terminal_at(&self) -> i64 {
+    pub(crate) fn terminal_at(&self) -> i64 {
         self.ended_at
             .or(self.last_event_at)
             .unwrap_or(self.created_at)
@@ -91,7 +91,7 @@ impl Task {
 }
 
 /// The first eight characters of a task id (whole ids are uuids, ASCII).
-pub fn short_id(id: &str) -> &str {
+pub(crate) fn short_id(id: &str) -> &str {
     id.get(..8).unwrap_or(id)
 }
 

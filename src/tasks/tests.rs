@@ -1,6 +1,9 @@
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::audit::human_duration;
+use super::audit::{STALE_QUEUED_MS, STALE_RUNNING_MS, human_duration};
+use super::record::Lease;
+use super::upkeep::Recovery;
+use super::vocab::{NotifyPolicy, ScopeKind, TerminalOutcome};
 use super::*;
 
 const MIN: i64 = 60_000;
@@ -148,7 +151,6 @@ fn invalid_tasks_are_refused_and_nothing_is_recorded() {
 #[derive(Debug, Clone, Copy)]
 enum Op {
     Start,
-    Progress,
     Finish(TerminalStatus),
     Cancel,
 }
@@ -166,7 +168,6 @@ fn apply(l: &mut Ledger, id: &str, op: Op, now: i64) -> Result<Task, String> {
         Op::Start => l
             .start(id, 2, now + 5 * MIN, now)
             .map_err(|e| e.to_string()),
-        Op::Progress => l.progress(id, "half way", now).map_err(|e| e.to_string()),
         Op::Finish(end) => match l.finish(id, Terminal::status(end), now).unwrap() {
             FinishOutcome::Finished(t) => Ok(t),
             FinishOutcome::AlreadyTerminal(t) => Err(format!("already {}", t.status)),
@@ -191,8 +192,6 @@ fn lifecycle_transitions_and_sticky_terminal_states() {
     let mut table: Vec<(Status, Op, Expect)> = vec![
         (Status::Queued, Op::Start, Now(Status::Running)),
         (Status::Running, Op::Start, Unchanged),
-        (Status::Queued, Op::Progress, Now(Status::Queued)),
-        (Status::Running, Op::Progress, Now(Status::Running)),
         (
             Status::Queued,
             Op::Finish(TerminalStatus::Failed),
@@ -215,7 +214,6 @@ fn lifecycle_transitions_and_sticky_terminal_states() {
     for status in terminal {
         for op in [
             Op::Start,
-            Op::Progress,
             Op::Finish(TerminalStatus::Succeeded),
             Op::Finish(TerminalStatus::Lost),
             Op::Cancel,
@@ -280,7 +278,6 @@ fn finishing_records_the_outcome_and_cancel_requests_are_kept_once() {
     assert_eq!(delivered.status, Status::Cancelled);
     for missing in [
         l.start("nope", 1, T0 + MIN, T0).unwrap_err(),
-        l.progress("nope", "x", T0).unwrap_err(),
         l.finish("nope", Terminal::status(TerminalStatus::Failed), T0)
             .unwrap_err(),
         l.cancel("nope", T0).unwrap_err(),
@@ -299,7 +296,6 @@ fn a_record_never_stamps_an_event_before_an_earlier_one() {
     // The caller's clock stepped back between start and finish.
     let mut l = ledger();
     let task = task_in(&mut l, Status::Running, T0);
-    l.progress(&task.task_id, "step", T0 - 10 * MIN).unwrap();
     let FinishOutcome::Finished(done) = l
         .finish(
             &task.task_id,
@@ -486,37 +482,6 @@ fn start_recovery_requeues_retryable_work_and_loses_the_rest() {
             );
         }
     }
-    // Queued work resumes lane by lane in enqueue order.
-    let resumed = l.queued_in_lane_order().unwrap();
-    let expected_queued = after
-        .values()
-        .filter(|t| t.status == Status::Queued)
-        .count();
-    assert_eq!(resumed.len(), expected_queued);
-    let mut seen_lanes: Vec<Option<String>> = Vec::new();
-    for pair in resumed.windows(2) {
-        if pair[0].lane_key == pair[1].lane_key {
-            match pair[0].lane_key {
-                Some(_) => assert!(pair[0].lane_seq < pair[1].lane_seq),
-                None => assert!(pair[0].created_at <= pair[1].created_at),
-            }
-        }
-    }
-    for t in &resumed {
-        if seen_lanes.last() != Some(&t.lane_key) {
-            assert!(
-                !seen_lanes.contains(&t.lane_key),
-                "lane {:?} split",
-                t.lane_key
-            );
-            seen_lanes.push(t.lane_key.clone());
-        }
-    }
-    assert_eq!(
-        seen_lanes.last(),
-        Some(&None),
-        "tasks without a lane come last"
-    );
     // Lane places are those given at creation: nothing renumbered.
     for t in after.values().filter(|t| t.lane_key.is_some()) {
         assert!(lane_order_before[t.lane_key.as_ref().unwrap()].contains(&t.lane_seq.unwrap()));
@@ -1110,7 +1075,6 @@ mod stickiness {
     #[derive(Debug, Clone)]
     enum Step {
         Start(usize),
-        Progress(usize),
         Finish(usize, usize),
         Cancel(usize),
         Renew,
@@ -1121,7 +1085,6 @@ mod stickiness {
     fn step() -> impl Strategy<Value = Step> {
         prop_oneof![
             (0..4usize).prop_map(Step::Start),
-            (0..4usize).prop_map(Step::Progress),
             (0..4usize, 0..5usize).prop_map(|(t, e)| Step::Finish(t, e)),
             (0..4usize).prop_map(Step::Cancel),
             Just(Step::Renew),
@@ -1144,7 +1107,6 @@ mod stickiness {
                 now += advance;
                 let _ = match step {
                     Step::Start(i) => l.start(&ids[i], generation, now + 5 * MIN, now).map(drop),
-                    Step::Progress(i) => l.progress(&ids[i], "p", now).map(drop),
                     Step::Finish(i, e) => l
                         .finish(&ids[i], Terminal::status(TerminalStatus::ALL[e]), now)
                         .map(drop),

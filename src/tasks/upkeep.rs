@@ -11,7 +11,7 @@ use super::{Ledger, STAMP, TaskError};
 /// What [`Ledger::recover_at_start`] did with the tasks an earlier
 /// generation left running.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Recovery {
+pub(crate) struct Recovery {
     /// Marked lost: their kind is not retryable.
     pub lost: Vec<String>,
     /// Queued again in their lane places: their kind is retryable.
@@ -22,7 +22,7 @@ pub struct Recovery {
 
 /// What one sweep did (or, as a preview, would do), by task id.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Sweep {
+pub(crate) struct Sweep {
     /// Running tasks whose lease expired with their owner gone: now lost.
     pub lost: Vec<String>,
     /// Finished tasks without a cleanup time: stamped `terminalAt + 7 d`.
@@ -34,7 +34,7 @@ pub struct Sweep {
 /// The counts `tasks maintenance` reports.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Maintenance {
+pub(crate) struct Maintenance {
     /// Tasks marked lost.
     pub reconciled: usize,
     pub cleanup_stamped: usize,
@@ -44,10 +44,6 @@ pub struct Maintenance {
 }
 
 impl Sweep {
-    pub fn is_empty(&self) -> bool {
-        self.lost.is_empty() && self.stamped.is_empty() && self.pruned.is_empty()
-    }
-
     fn counts(&self, applied: bool) -> Maintenance {
         Maintenance {
             reconciled: self.lost.len(),
@@ -65,7 +61,7 @@ impl Ledger {
     /// `taskKind` is in `retryable`, else lost. Queued tasks stay queued.
     /// One transaction. The caller is the one running gateway (it holds the
     /// gateway's single-instance lock), so no earlier owner is alive.
-    pub fn recover_at_start(
+    pub(crate) fn recover_at_start(
         &mut self,
         generation: i64,
         now_ms: i64,
@@ -126,7 +122,11 @@ impl Ledger {
     }
 
     /// The sweeper step of the live gateway `current_generation`, performed.
-    pub fn sweep(&mut self, now_ms: i64, current_generation: i64) -> Result<Sweep, TaskError> {
+    pub(crate) fn sweep(
+        &mut self,
+        now_ms: i64,
+        current_generation: i64,
+    ) -> Result<Sweep, TaskError> {
         let tx = self.write_tx()?;
         let sweep = plan(&tx, now_ms, Some(current_generation))?;
         perform(&tx, &sweep, now_ms)?;
@@ -140,7 +140,7 @@ impl Ledger {
     /// tasks (the command line): every owner counts as gone, and a running
     /// task is lost once its lease has expired, the lease being the
     /// owner's proof of life, renewed while it runs.
-    pub fn maintenance(
+    pub(crate) fn maintenance(
         &mut self,
         now_ms: i64,
         current_generation: Option<i64>,
@@ -152,7 +152,7 @@ impl Ledger {
     }
 
     /// [`Ledger::maintenance`] with the task ids.
-    pub fn maintenance_ids(
+    pub(crate) fn maintenance_ids(
         &mut self,
         now_ms: i64,
         current_generation: Option<i64>,

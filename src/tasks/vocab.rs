@@ -19,23 +19,24 @@ pub struct UnknownValue {
 macro_rules! vocabulary {
     (
         $(#[$meta:meta])*
-        $name:ident ($kind:literal) {
+        $vis:vis $name:ident ($kind:literal) {
             $($(#[$vmeta:meta])* $variant:ident = $text:literal,)+
         }
     ) => {
         $(#[$meta])*
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-        pub enum $name {
+        $vis enum $name {
             $($(#[$vmeta])* $variant,)+
         }
 
         impl $name {
             /// Every value, in declaration order.
-            pub const ALL: &'static [$name] = &[$($name::$variant,)+];
+            #[cfg(test)]
+            pub(crate) const ALL: &'static [$name] = &[$($name::$variant,)+];
             /// Every value's name, in declaration order.
-            pub const NAMES: &'static [&'static str] = &[$($text,)+];
+            $vis const NAMES: &'static [&'static str] = &[$($text,)+];
 
-            pub const fn as_str(self) -> &'static str {
+            $vis const fn as_str(self) -> &'static str {
                 match self {
                     $($name::$variant => $text,)+
                 }
@@ -95,7 +96,7 @@ macro_rules! vocabulary {
 
 vocabulary! {
     /// What runs the task.
-    Runtime ("runtime") {
+    pub Runtime ("runtime") {
         Subagent = "subagent",
         Acp = "acp",
         Cli = "cli",
@@ -105,7 +106,7 @@ vocabulary! {
 
 vocabulary! {
     /// Where a task is in its life: `queued → running → terminal`.
-    Status ("status") {
+    pub Status ("status") {
         Queued = "queued",
         Running = "running",
         Succeeded = "succeeded",
@@ -130,7 +131,7 @@ impl Status {
 
 vocabulary! {
     /// How a task ended: the terminal statuses.
-    TerminalStatus ("terminal status") {
+    pub TerminalStatus ("terminal status") {
         Succeeded = "succeeded",
         Failed = "failed",
         TimedOut = "timed_out",
@@ -153,7 +154,7 @@ impl From<TerminalStatus> for Status {
 
 vocabulary! {
     /// Whether the result reached whoever asked for it.
-    DeliveryStatus ("delivery status") {
+    pub DeliveryStatus ("delivery status") {
         Pending = "pending",
         Delivered = "delivered",
         SessionQueued = "session_queued",
@@ -165,7 +166,7 @@ vocabulary! {
 
 vocabulary! {
     /// Which changes the requester is told about.
-    NotifyPolicy ("notify policy") {
+    pub NotifyPolicy ("notify policy") {
         DoneOnly = "done_only",
         StateChanges = "state_changes",
         Silent = "silent",
@@ -174,7 +175,7 @@ vocabulary! {
 
 vocabulary! {
     /// Whether a task belongs to a session or to the system.
-    ScopeKind ("scope") {
+    pub ScopeKind ("scope") {
         Session = "session",
         System = "system",
     }
@@ -182,7 +183,7 @@ vocabulary! {
 
 vocabulary! {
     /// What a finished run achieved, beyond its status.
-    TerminalOutcome ("terminal outcome") {
+    pub TerminalOutcome ("terminal outcome") {
         Succeeded = "succeeded",
         Blocked = "blocked",
     }
@@ -190,7 +191,7 @@ vocabulary! {
 
 vocabulary! {
     /// How serious an audit finding is.
-    Severity ("severity") {
+    pub(crate) Severity ("severity") {
         Warn = "warn",
         Error = "error",
     }
@@ -198,7 +199,7 @@ vocabulary! {
 
 vocabulary! {
     /// What an audit finding is about.
-    AuditCode ("audit code") {
+    pub(crate) AuditCode ("audit code") {
         StaleQueued = "stale_queued",
         StaleRunning = "stale_running",
         Lost = "lost",
@@ -209,7 +210,7 @@ vocabulary! {
 }
 
 impl AuditCode {
-    pub const fn severity(self) -> Severity {
+    pub(crate) const fn severity(self) -> Severity {
         match self {
             AuditCode::StaleRunning | AuditCode::Lost => Severity::Error,
             AuditCode::StaleQueued

@@ -65,7 +65,7 @@ fn setup(sb: &Sandbox) {
 /// A task in the ledger, as the gateway records one, with an audit
 /// finding (queued for 20 minutes).
 fn record_task(sb: &Sandbox) -> String {
-    use almanac::tasks::{Ledger, NewTask, Runtime};
+    use almanac::testing::{Ledger, NewTask, Runtime};
     let now = NOW.parse::<jiff::Timestamp>().unwrap().as_millisecond();
     let mut ledger = Ledger::open(&sb.path(".almanac/almanac.sqlite")).unwrap();
     let mut new = NewTask::new(Runtime::Subagent, "agent:main:main", "Summarise the inbox");

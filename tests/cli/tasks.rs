@@ -2,7 +2,7 @@
 //! maintaining it. Tasks are recorded here through the library, as the
 //! gateway records them.
 
-use almanac::tasks::{DeliveryStatus, Lease, Ledger, NewTask, Runtime, Terminal, TerminalStatus};
+use almanac::testing::{DeliveryStatus, Lease, Ledger, NewTask, Runtime, Terminal, TerminalStatus};
 use serde_json::Value;
 
 use crate::common::Sandbox;
@@ -45,6 +45,11 @@ fn reading_an_empty_ledger_creates_nothing() {
             serde_json::json!({"reconciled": 0, "cleanupStamped": 0, "pruned": 0, "applied": apply})
         );
     }
+    let status = sb.run(&["status", "--json"]).ok().json();
+    assert_eq!(
+        status["subsystems"]["tasks"],
+        serde_json::json!({"queued": 0, "running": 0, "issues": 0})
+    );
     let missing = sb.run(&["tasks", "show", "nope"]).code(1);
     assert!(
         missing.stderr.starts_with("error: no task `nope`"),
@@ -191,6 +196,17 @@ fn the_commands_read_audit_and_maintain_what_the_gateway_recorded() {
         "{audit}"
     );
     assert_eq!(audit["summary"]["warnings"], 2);
+    // status: the ledger in one line, its issues the audit's findings.
+    let status = run(&["status", "--json"]).ok().json();
+    assert_eq!(
+        status["subsystems"]["tasks"],
+        serde_json::json!({"queued": 1, "running": 1, "issues": 2})
+    );
+    let status = run(&["status"]).ok().stdout;
+    assert!(
+        status.contains("\n  Tasks       1 queued · 1 running · 2 issues\n"),
+        "{status}"
+    );
     let errors = run(&["tasks", "audit", "--severity", "error", "--json"])
         .ok()
         .json();

@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 
 /// A request the server received.
 #[derive(Debug, Clone)]
-pub struct Recorded {
+pub(super) struct Recorded {
     pub method: String,
     pub path: String,
     pub headers: Vec<(String, String)>,
@@ -20,21 +20,21 @@ pub struct Recorded {
 }
 
 impl Recorded {
-    pub fn header(&self, name: &str) -> Option<&str> {
+    pub(super) fn header(&self, name: &str) -> Option<&str> {
         self.headers
             .iter()
             .find(|(k, _)| k.eq_ignore_ascii_case(name))
             .map(|(_, v)| v.as_str())
     }
 
-    pub fn json(&self) -> serde_json::Value {
+    pub(super) fn json(&self) -> serde_json::Value {
         serde_json::from_str(&self.body).expect("the request body is JSON")
     }
 }
 
 /// What to answer to the next request.
 #[derive(Debug, Clone)]
-pub enum Reply {
+pub(super) enum Reply {
     /// `200 text/event-stream`: these chunks, each written on its own.
     Sse(Vec<String>),
     /// The same, then the connection is closed without ending the answer.
@@ -56,7 +56,7 @@ pub enum Reply {
 
 /// Server-sent event chunks, one `data:` event per JSON value (with the
 /// `event:` line Anthropic sends when the value has a `type`).
-pub fn sse(events: &[serde_json::Value]) -> Vec<String> {
+pub(super) fn sse(events: &[serde_json::Value]) -> Vec<String> {
     events
         .iter()
         .map(|e| match e.get("type").and_then(|t| t.as_str()) {
@@ -66,7 +66,7 @@ pub fn sse(events: &[serde_json::Value]) -> Vec<String> {
         .collect()
 }
 
-pub struct ScriptedServer {
+pub(super) struct ScriptedServer {
     pub url: String,
     requests: Arc<Mutex<Vec<Recorded>>>,
 }
@@ -74,7 +74,7 @@ pub struct ScriptedServer {
 impl ScriptedServer {
     /// Starts a server on a free local port answering `replies` in order
     /// (then `500 no scripted reply`).
-    pub fn start(replies: Vec<Reply>) -> ScriptedServer {
+    pub(super) fn start(replies: Vec<Reply>) -> ScriptedServer {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind a local port");
         let url = format!("http://{}", listener.local_addr().unwrap());
         let requests = Arc::new(Mutex::new(Vec::new()));
@@ -91,7 +91,7 @@ impl ScriptedServer {
         ScriptedServer { url, requests }
     }
 
-    pub fn requests(&self) -> Vec<Recorded> {
+    pub(super) fn requests(&self) -> Vec<Recorded> {
         self.requests.lock().unwrap().clone()
     }
 }

@@ -23,7 +23,7 @@ use crate::store::StoreError;
 /// A typed fact with its source.
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Fact {
+pub(crate) struct Fact {
     pub kind: String,
     pub content: String,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -44,7 +44,7 @@ pub struct Fact {
 /// A line about an entity.
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct EntityLine {
+pub(crate) struct EntityLine {
     pub path: String,
     pub start_line: usize,
     pub end_line: usize,
@@ -59,7 +59,7 @@ pub struct EntityLine {
 /// What memory holds about one entity.
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct EntitySummary {
+pub(crate) struct EntitySummary {
     pub entity: String,
     pub display: String,
     /// Items mentioning it.
@@ -76,7 +76,7 @@ pub struct EntitySummary {
 }
 
 #[derive(Debug, Clone, Serialize)]
-pub struct Related {
+pub(crate) struct Related {
     pub entity: String,
     pub display: String,
     pub together: usize,
@@ -85,7 +85,7 @@ pub struct Related {
 /// One item of a recall pack.
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct RecallItem {
+pub(crate) struct RecallItem {
     /// `world`, `experience`, `opinion`, `observation` (typed facts) or
     /// `note` (a supporting line).
     pub kind: String,
@@ -111,7 +111,7 @@ pub struct RecallItem {
 /// A token-budgeted fact pack.
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct RecallPack {
+pub(crate) struct RecallPack {
     pub query: String,
     pub budget_tokens: usize,
     pub used_tokens: usize,
@@ -125,9 +125,9 @@ pub struct RecallPack {
 }
 
 /// Most lines an entity summary shows.
-pub const ENTITY_LINES: usize = 10;
+pub(crate) const ENTITY_LINES: usize = 10;
 /// The most lines an entity summary shows, whatever it is asked for.
-pub const MAX_ENTITY_LINES: usize = 1000;
+pub(crate) const MAX_ENTITY_LINES: usize = 1000;
 /// Items (tagged first, then the newest) whose co-mentions make the
 /// "mentioned with" list.
 const RELATED_SAMPLE: usize = 1000;
@@ -136,7 +136,7 @@ const RECALL_POOL: usize = 40;
 
 impl Index {
     /// What memory holds about `name`; `None` when nothing mentions it.
-    pub fn entity(
+    pub(crate) fn entity(
         &self,
         name: &str,
         max_lines: usize,
@@ -334,7 +334,7 @@ impl Index {
     }
 
     /// Counts of the derived entity and fact tables.
-    pub fn recall_counts(&self) -> Result<(usize, usize), StoreError> {
+    pub(crate) fn recall_counts(&self) -> Result<(usize, usize), StoreError> {
         let conn = &self.store.conn;
         let entities: i64 =
             conn.query_row("SELECT count(DISTINCT entity) FROM mentions", [], |r| {
@@ -347,7 +347,7 @@ impl Index {
     /// A fact pack for `q` within `budget` tokens: typed facts first (those
     /// among the hits and those about the entities the query names), then
     /// the best supporting lines.
-    pub fn recall(&self, q: &Query<'_>, budget: usize) -> Result<RecallPack, StoreError> {
+    pub(crate) fn recall(&self, q: &Query<'_>, budget: usize) -> Result<RecallPack, StoreError> {
         // Only lines that match: a pack is small, and each line in it
         // should answer to the query itself.
         let search = Query {

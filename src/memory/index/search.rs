@@ -89,18 +89,18 @@ const RARE_MARGIN: f64 = 1.0;
 /// Factor for an item mentioning an entity the query names.
 const ENTITY_BOOST: f64 = 1.5;
 /// The largest lift recency gives (for a note from today).
-pub const RECENCY_LIFT: f64 = 0.05;
+pub(crate) const RECENCY_LIFT: f64 = 0.05;
 /// Days over which the recency lift halves.
 const RECENCY_HALF_LIFE_DAYS: f64 = 180.0;
 
 /// The most results a search returns, whatever it is asked for.
-pub const MAX_RESULTS: usize = 1000;
+pub(crate) const MAX_RESULTS: usize = 1000;
 /// The most neighbouring items shown either side of a hit.
-pub const MAX_CONTEXT: usize = 50;
+pub(crate) const MAX_CONTEXT: usize = 50;
 
 /// A search request.
 #[derive(Debug, Clone)]
-pub struct Query<'a> {
+pub(crate) struct Query<'a> {
     pub text: &'a str,
     pub limit: usize,
     /// Only these kinds of file.
@@ -150,7 +150,7 @@ impl Default for Query<'_> {
 /// Hits and how the query was read.
 #[derive(Debug, Clone, Default, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Outcome {
+pub(crate) struct Outcome {
     pub hits: Vec<Hit>,
     /// The day range applied, when any.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -177,7 +177,7 @@ struct Scored {
 impl Index {
     /// Ranked search; see the module documentation. A limit or context
     /// larger than [`MAX_RESULTS`] / [`MAX_CONTEXT`] is cut to it.
-    pub fn search_with(&self, q: &Query<'_>) -> Result<Outcome, StoreError> {
+    pub(crate) fn search_with(&self, q: &Query<'_>) -> Result<Outcome, StoreError> {
         let q = &Query {
             limit: q.limit.min(MAX_RESULTS),
             context: q.context.min(MAX_CONTEXT),

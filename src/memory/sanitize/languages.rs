@@ -817,7 +817,7 @@ fn unspaced() -> &'static [Folded] {
 
 /// The verbs of the languages written with spaces that are plain ASCII
 /// once folded (the anchors the first look needs).
-pub fn ascii_verbs() -> impl Iterator<Item = String> {
+pub(super) fn ascii_verbs() -> impl Iterator<Item = String> {
     // Only the verbs are folded here, not the whole tables: the first look
     // needs them in every command that reads memory back, the tables only
     // for text it lets through.
@@ -829,7 +829,7 @@ pub fn ascii_verbs() -> impl Iterator<Item = String> {
 }
 
 /// The label of an override in another language, if any.
-pub fn override_instructions(n: &Normalized) -> Option<&'static str> {
+pub(super) fn override_instructions(n: &Normalized) -> Option<&'static str> {
     spaced_override(n).or_else(|| unspaced_override(n))
 }
 
@@ -915,7 +915,7 @@ fn unspaced_override(n: &Normalized) -> Option<&'static str> {
 }
 
 /// "Show me your system prompt" in another language.
-pub fn prompt_extraction(n: &Normalized) -> bool {
+pub(super) fn prompt_extraction(n: &Normalized) -> bool {
     spaced_extraction(n) || unspaced_extraction(n)
 }
 

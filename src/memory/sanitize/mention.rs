@@ -91,7 +91,7 @@ fn topic_words() -> &'static (Vec<String>, Vec<String>) {
 }
 
 /// Whether `text` only quotes attack phrases while talking about attacks.
-pub fn quotes_an_attack(text: &str) -> bool {
+pub(super) fn quotes_an_attack(text: &str) -> bool {
     let quotes = quoted_spans(text);
     if quotes.is_empty() {
         return false;

@@ -34,30 +34,30 @@ mod normalize;
 mod prefilter;
 mod read;
 
-pub use normalize::is_invisible as is_invisible_char;
+pub(crate) use normalize::is_invisible as is_invisible_char;
 use normalize::{Normalized, Word};
-pub use read::{Guarded, guard_heading, guard_note, guard_text, withheld_marker};
+pub(crate) use read::{guard_heading, guard_note, guard_text};
 
 /// A detected injection pattern.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Finding {
+pub(crate) struct Finding {
     pub label: &'static str,
 }
 
-pub const IGNORE_PREVIOUS: &str = "prompt override (ignore previous instructions)";
-pub const DISREGARD_RULES: &str = "prompt override (disregard system rules)";
-pub const JAILBREAK_PERSONA: &str = "jailbreak persona request";
-pub const EMBEDDED_SYSTEM: &str = "embedded system instructions";
-pub const TEMPLATE_MARKER: &str = "chat template injection marker";
-pub const DEVELOPER_MODE: &str = "developer mode jailbreak";
-pub const BYPASS_SAFETY: &str = "instruction to bypass safety";
-pub const COMMAND_EXECUTION: &str = "embedded command execution request";
-pub const DESTRUCTIVE_COMMAND: &str = "destructive shell command";
-pub const REMOTE_EXECUTION: &str = "remote code execution pipe";
-pub const EXFILTRATION: &str = "data exfiltration request";
-pub const HARVESTING: &str = "credential/file harvesting";
-pub const OBFUSCATED_EXECUTION: &str = "obfuscated remote execution";
-pub const PROMPT_EXTRACTION: &str = "system prompt extraction";
+pub(crate) const IGNORE_PREVIOUS: &str = "prompt override (ignore previous instructions)";
+pub(crate) const DISREGARD_RULES: &str = "prompt override (disregard system rules)";
+pub(crate) const JAILBREAK_PERSONA: &str = "jailbreak persona request";
+pub(crate) const EMBEDDED_SYSTEM: &str = "embedded system instructions";
+pub(crate) const TEMPLATE_MARKER: &str = "chat template injection marker";
+pub(crate) const DEVELOPER_MODE: &str = "developer mode jailbreak";
+pub(crate) const BYPASS_SAFETY: &str = "instruction to bypass safety";
+pub(crate) const COMMAND_EXECUTION: &str = "embedded command execution request";
+pub(crate) const DESTRUCTIVE_COMMAND: &str = "destructive shell command";
+pub(crate) const REMOTE_EXECUTION: &str = "remote code execution pipe";
+pub(crate) const EXFILTRATION: &str = "data exfiltration request";
+pub(crate) const HARVESTING: &str = "credential/file harvesting";
+pub(crate) const OBFUSCATED_EXECUTION: &str = "obfuscated remote execution";
+pub(crate) const PROMPT_EXTRACTION: &str = "system prompt extraction";
 
 const BYPASS_VERBS: &[&str] = &[
     "follow*", "obey*", "respect*", "apply*", "adhere*", "honor*", "honour*", "comply*",
@@ -119,7 +119,7 @@ const CHECKS: &[(&str, fn(&Normalized) -> bool)] = &[
 /// Returns the first injection pattern found in `text`, if any. A note
 /// that only quotes an attack phrase while discussing attacks is not one
 /// (see [`mention::quotes_an_attack`]).
-pub fn scan(text: &str) -> Option<Finding> {
+pub(crate) fn scan(text: &str) -> Option<Finding> {
     if !prefilter::may_match(text) {
         return None;
     }
@@ -149,7 +149,7 @@ fn all_matches(n: &Normalized) -> Vec<&'static str> {
 /// Prepares recalled text for a prompt: removes zero-width and bidi
 /// control characters and defangs chat-template markers (`<|im_start|>`,
 /// `<system>`, `[INST]`, …) so they cannot be read as turn boundaries.
-pub fn neutralise(text: &str) -> String {
+pub(crate) fn neutralise(text: &str) -> String {
     // Every marker opens with `<` or `[`; text without them (and plain
     // ASCII has no invisible characters) comes back as it is.
     if text.is_ascii() && !text.contains(['<', '[']) {

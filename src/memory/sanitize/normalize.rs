@@ -5,7 +5,7 @@ use unicode_normalization::char::is_combining_mark;
 
 /// One word of the normalised text.
 #[derive(Debug, Clone)]
-pub struct Word {
+pub(super) struct Word {
     pub text: String,
     /// Byte offset of the word in [`Normalized::flat`].
     pub offset: usize,
@@ -20,7 +20,7 @@ pub struct Word {
 
 /// The separator before a word, from narrowest to widest.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Gap {
+pub(super) enum Gap {
     /// Punctuation only (`i.g.n.o.r.e`).
     Tight,
     /// One space.
@@ -32,7 +32,7 @@ pub enum Gap {
 }
 
 #[derive(Debug)]
-pub struct Normalized {
+pub(super) struct Normalized {
     /// Lowercase ASCII-folded text; whitespace runs collapsed to one space
     /// (or one `\n` when the run held a line break).
     pub flat: String,
@@ -46,7 +46,7 @@ pub struct Normalized {
 }
 
 impl Normalized {
-    pub fn new(text: &str) -> Normalized {
+    pub(super) fn new(text: &str) -> Normalized {
         let folded = fold(text);
         let (flat, wide) = collapse_whitespace(&folded);
         let compact: String = flat.chars().filter(|c| !c.is_whitespace()).collect();
@@ -61,12 +61,12 @@ impl Normalized {
     }
 
     /// The word sequences to check: the plain words, then the leet reading.
-    pub fn variants(&self) -> impl Iterator<Item = &[Word]> {
+    pub(super) fn variants(&self) -> impl Iterator<Item = &[Word]> {
         std::iter::once(self.words.as_slice()).chain(self.leet.as_deref())
     }
 
     /// The plain words.
-    pub fn words(&self) -> &[Word] {
+    pub(super) fn words(&self) -> &[Word] {
         &self.words
     }
 }
@@ -77,7 +77,7 @@ impl Normalized {
 /// but look-alikes (`іgnоrе`); other words of those scripts (Russian,
 /// Greek) keep their letters. Case is folded first, so a word reads the
 /// same in capitals.
-pub fn fold(text: &str) -> String {
+pub(super) fn fold(text: &str) -> String {
     // Plain ASCII has no look-alikes or invisible characters to undo.
     if text.is_ascii() {
         return text.to_ascii_lowercase();
@@ -122,7 +122,7 @@ pub fn fold(text: &str) -> String {
 
 /// Characters that render as nothing: zero-width spaces and joiners, bidi
 /// controls, the BOM, soft hyphens and filler characters.
-pub fn is_invisible(c: char) -> bool {
+pub(crate) fn is_invisible(c: char) -> bool {
     matches!(c,
         '\u{00AD}' | '\u{034F}' | '\u{061C}' | '\u{115F}' | '\u{1160}' | '\u{17B4}' | '\u{17B5}'
         | '\u{180E}' | '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2060}'..='\u{2064}'

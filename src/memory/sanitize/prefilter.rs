@@ -124,7 +124,7 @@ fn anchors() -> &'static Anchors {
 
 /// Whether `text` may match some class; `false` only when it surely
 /// cannot.
-pub fn may_match(text: &str) -> bool {
+pub(super) fn may_match(text: &str) -> bool {
     if !text.is_ascii() {
         return true;
     }

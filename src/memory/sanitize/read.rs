@@ -24,20 +24,20 @@ use super::{neutralise, scan};
 
 /// Text after the read-time rule.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct Guarded {
+pub(crate) struct Guarded {
     pub text: String,
     /// Lines (1-based, in the file) replaced by a marker.
     pub withheld: Vec<usize>,
 }
 
 /// What a withheld line is replaced by.
-pub fn withheld_marker(path: &str, line: usize) -> String {
+pub(super) fn withheld_marker(path: &str, line: usize) -> String {
     format!("[withheld: possible prompt injection; see {path}:{line}]")
 }
 
 /// One note as the index holds it (list marker and stamp removed,
 /// continuation lines de-indented), starting on `first_line` of `path`.
-pub fn guard_note(body: &str, path: &str, first_line: usize) -> Guarded {
+pub(crate) fn guard_note(body: &str, path: &str, first_line: usize) -> Guarded {
     if scan(body).is_none() {
         return Guarded {
             text: neutralise(body),
@@ -77,7 +77,7 @@ pub fn guard_note(body: &str, path: &str, first_line: usize) -> Guarded {
 /// as the index splits it; line breaks and the lines that pass are kept
 /// as written (neutralised), a withheld line keeps its indentation and
 /// list marker.
-pub fn guard_text(text: &str, path: &str, first_line: usize) -> Guarded {
+pub(crate) fn guard_text(text: &str, path: &str, first_line: usize) -> Guarded {
     if !may_match(text) {
         return Guarded {
             text: neutralise(text),
@@ -133,7 +133,7 @@ pub fn guard_text(text: &str, path: &str, first_line: usize) -> Guarded {
 /// A heading path (`A > B`) shown above a note that starts on
 /// `note_line`: a title that scans as an injection is replaced by a
 /// marker.
-pub fn guard_heading(heading: &str, path: &str, note_line: usize) -> String {
+pub(crate) fn guard_heading(heading: &str, path: &str, note_line: usize) -> String {
     if !may_match(heading) {
         return neutralise(heading);
     }
