@@ -99,7 +99,11 @@ for label, home in (("empty workspace", empty), ("10-year memory + skills", full
 for label, home in (("empty workspace, no turn", empty), ("10-year memory + skills", full)):
     proc, port, _ = start(home)
     time.sleep(idle_wait)
-    print(f"idle RSS {idle_wait:.0f} s after start, {label:<24} {rss_kb(proc.pid) / 1024:6.1f} MB")
+    rss = rss_kb(proc.pid) / 1024
+    status = json.loads(subprocess.run([almanac, "memory", "status", "--json"], env={"HOME": home, "PATH": os.environ["PATH"]},
+                                       capture_output=True, text=True).stdout)
+    print(f"idle RSS {idle_wait:.0f} s after start, {label:<24} {rss:6.1f} MB   (index: {status['files']} files, "
+          f"{'built' if status['lastSync'] else 'not built yet'})")
     stop(proc)
 PY
 
@@ -121,15 +125,15 @@ request = function()
 end
 LUA
 wrk -t2 -c50 -d"${WRK_SECONDS:-10}"s --latency -s "$work/event.lua" "http://127.0.0.1:$port" >"$BENCH_OUT/gateway-wrk.txt"
-python3 - "$BENCH_OUT/gateway-wrk.txt" "$home/.almanac/gateway/intake.jsonl" <<'PY'
+python3 - "$BENCH_OUT/gateway-wrk.txt" "$home/.almanac/gateway/intake.applied" <<'PY'
 import re, sys
 text = open(sys.argv[1]).read()
 pct = dict(re.findall(r"^\s+(50|75|90|99)%\s+(\S+)", text, re.M))
 rps = re.search(r"Requests/sec:\s+(\S+)", text).group(1)
 errors = re.search(r"Non-2xx or 3xx responses: (\d+)", text)
-records = sum(1 for _ in open(sys.argv[2]))
+fed = open(sys.argv[2]).read().strip()
 print(f"POST /v1/system/event, wrk -c50        p50 {pct['50']:>8}   p99 {pct['99']:>8}   {rps} req/s   "
-      f"{records} records in the intake log, non-2xx {errors.group(1) if errors else 0}")
+      f"{fed} records logged and fed, non-2xx {errors.group(1) if errors else 0}")
 PY
 kill "$gw"; wait "$gw" 2>/dev/null || true
 

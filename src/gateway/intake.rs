@@ -140,6 +140,9 @@ impl Intake {
     }
 }
 
+/// How long the feeder gathers records after the first of a batch.
+const FEED_WINDOW: Duration = Duration::from_millis(5);
+
 /// Size at which a fully fed intake log is emptied.
 const ROTATE_BYTES: u64 = 1024 * 1024;
 
@@ -198,6 +201,12 @@ impl Component for Feeder {
                     () = stop.cancelled() => return Ok(()),
                 };
                 let Some(first) = first else { return Ok(()) };
+                // Records that come close together are fed together: one
+                // queue write for many (they are on the log already).
+                tokio::select! {
+                    () = tokio::time::sleep(FEED_WINDOW) => {}
+                    () = stop.cancelled() => {}
+                }
                 let mut batch = vec![first];
                 while let Ok(more) = feed.try_recv() {
                     batch.push(more);
