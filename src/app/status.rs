@@ -268,6 +268,10 @@ fn heartbeat_status(paths: &Paths) -> HeartbeatStatus {
 
 /// The ledger's numbers, read without creating or migrating anything.
 fn task_counts(paths: &Paths, host: &Host) -> Option<Counts> {
+    // No store yet: no tasks, and no database to open for saying so.
+    if !paths.state_store().exists() {
+        return Some(Counts::default());
+    }
     let counted = Ledger::open_for_reading(&paths.state_store())
         .and_then(|ledger| ledger.counts(host.now_ms()));
     match counted {
