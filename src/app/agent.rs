@@ -820,19 +820,37 @@ pub(crate) fn check_agent(req: &TurnRequest) -> Result<(), UnknownAgent> {
     Ok(())
 }
 
-/// What runs a turn besides the app: the runtime its model calls run on
-/// (the caller is a blocking thread of it), where model clients come
-/// from, and the signal that stops it.
+/// Where a turn's async work (its model calls) runs.
+pub(crate) enum Driver {
+    /// A runtime driven elsewhere; the turn runs on one of its blocking
+    /// threads (the gateway, and the engine's lanes).
+    Handle(tokio::runtime::Handle),
+    /// A current-thread runtime this thread drives (a command's single
+    /// turn, run on the main thread).
+    Owned(std::sync::Arc<tokio::runtime::Runtime>),
+}
+
+impl Driver {
+    fn block_on<F: std::future::Future>(&self, work: F) -> F::Output {
+        match self {
+            Driver::Handle(handle) => handle.block_on(work),
+            Driver::Owned(runtime) => runtime.block_on(work),
+        }
+    }
+}
+
+/// What runs a turn besides the app: where its model calls run, where
+/// model clients come from, and the signal that stops it.
 pub(crate) struct TurnContext {
-    pub handle: tokio::runtime::Handle,
+    pub driver: Driver,
     pub connect:
         std::sync::Arc<dyn Fn(Endpoint) -> std::sync::Arc<dyn provider::Provider> + Send + Sync>,
     pub cancel: tokio_util::sync::CancellationToken,
 }
 
 /// Runs one turn in its session, holding the session's lock file for
-/// the whole turn. Call it from a blocking thread of `ctx.handle`'s
-/// runtime (the engine does). `retry` is the retry policy (tests pass one
+/// the whole turn. Call it from a blocking thread of `ctx.driver`'s
+/// runtime (the engine does), or the thread that owns it. `retry` is the retry policy (tests pass one
 /// that records its waits); `approver` is asked when a command needs a
 /// person's approval (`tools.exec.ask`).
 pub(crate) fn run_turn(
@@ -991,7 +1009,7 @@ pub(crate) fn run_turn(
         .await?;
         Ok::<_, anyhow::Error>((compaction, outcome))
     };
-    let finished = ctx.handle.block_on(async {
+    let finished = ctx.driver.block_on(async {
         tokio::select! {
             done = work => Some(done),
             () = cancel.cancelled() => None,

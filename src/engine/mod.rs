@@ -9,9 +9,10 @@
 //! * Blocking work (files, SQLite, child processes, a whole turn's
 //!   assembly and tools) runs only through [`Engine::blocking`]; async
 //!   code never blocks a runtime thread. A turn's model calls run on the
-//!   engine's runtime from that blocking thread (`Handle::block_on`), so
-//!   one engine works the same on the CLI's current-thread runtime and
-//!   the gateway's multi-thread one.
+//!   engine's runtime from that blocking thread (`Handle::block_on`). A
+//!   command's single turn ([`run_one_turn`]) has no async code around it:
+//!   its main thread is the blocking thread and drives the current-thread
+//!   runtime for the model calls itself.
 //! * At most one turn per session key at a time, in the order requests
 //!   joined the lane ([`lanes`]); at most `agents.defaults.maxConcurrent`
 //!   turns in all. Across processes, a turn also holds its session's lock
@@ -31,7 +32,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::agent::policy::Approver;
 use crate::app::App;
-use crate::app::agent::{self as app_agent, TurnContext, TurnReport, TurnRequest};
+use crate::app::agent::{self as app_agent, Driver, TurnContext, TurnReport, TurnRequest};
 use crate::provider::{self, Endpoint, Provider, RetryPolicy, StreamSink};
 
 pub(crate) use lanes::{LaneError, Lanes, Ticket};
@@ -147,21 +148,6 @@ impl Engine {
         provider_for(&self.inner.providers, endpoint)
     }
 
-    /// Runs one turn: joins the session's lane, waits its turn and a free
-    /// slot, then runs it on the blocking boundary.
-    pub(crate) async fn turn(
-        &self,
-        req: TurnRequest,
-        sink: Box<dyn StreamSink>,
-        approver: Arc<dyn Approver>,
-        cancel: CancellationToken,
-    ) -> anyhow::Result<TurnReport> {
-        let key = self.session_key(&req)?;
-        let ticket = self.inner.lanes.enqueue(&key)?;
-        self.turn_in_lane(ticket, req, sink, approver, cancel, Box::new(|| Ok(())))
-            .await
-    }
-
     /// The session key `req` runs in (refusing agents other than `main`).
     pub(crate) fn session_key(&self, req: &TurnRequest) -> anyhow::Result<String> {
         let app = self.app();
@@ -171,7 +157,7 @@ impl Engine {
             .resolve_key(req.session_key.as_deref()))
     }
 
-    /// [`Engine::turn`] for a request that already holds its place in the
+    /// A turn for a request that already holds its place in the
     /// lane (the gateway records the place before waiting). `on_start`
     /// runs on the blocking boundary once the turn has its lane and slot,
     /// before anything else; an error from it ends the turn unrun.
@@ -201,7 +187,7 @@ impl Engine {
                 let _permit = permit;
                 on_start()?;
                 let ctx = TurnContext {
-                    handle,
+                    driver: Driver::Handle(handle),
                     connect: Arc::new(move |endpoint| engine.provider(endpoint)),
                     cancel,
                 };
@@ -275,16 +261,36 @@ pub(crate) fn quiet() -> Box<dyn StreamSink> {
 pub(crate) fn run_one_turn(
     app: App,
     req: TurnRequest,
-    sink: Box<dyn StreamSink>,
+    mut sink: Box<dyn StreamSink>,
     approver: Arc<dyn Approver>,
 ) -> anyhow::Result<TurnReport> {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
-    runtime.block_on(async {
-        let engine = Engine::new(app);
-        engine
-            .turn(req, sink, approver, CancellationToken::new())
-            .await
-    })
+    let runtime = Arc::new(
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?,
+    );
+    let engine = {
+        let _inside = runtime.enter();
+        Engine::new(app)
+    };
+    // One turn in this process: no lane to wait in (the session's lock
+    // file orders it against other processes), and the main thread, warm
+    // already, is the blocking thread: it runs the turn and drives the
+    // runtime for the model calls.
+    let app = engine.app();
+    let clients = engine.clone();
+    let ctx = TurnContext {
+        driver: Driver::Owned(runtime),
+        connect: Arc::new(move |endpoint| clients.provider(endpoint)),
+        cancel: CancellationToken::new(),
+    };
+    app_agent::check_agent(&req)?;
+    app_agent::run_turn(
+        &app,
+        &req,
+        &RetryPolicy::default(),
+        sink.as_mut(),
+        approver.as_ref(),
+        &ctx,
+    )
 }
