@@ -135,6 +135,9 @@ impl Component for MemoryWatcher {
                     })
                     .await??
             };
+            // Building an index frees most of what it took; hand it back
+            // to the OS so an idle gateway stays small.
+            release_free_memory();
             let index = Arc::new(Mutex::new(index));
             let mut armed = armed;
             let relevant = {
@@ -176,6 +179,15 @@ impl Component for MemoryWatcher {
             drop(watcher);
             Ok(())
         })
+    }
+}
+
+/// Returns the allocator's free memory to the OS (glibc keeps it).
+fn release_free_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only returns free heap pages to the OS.
+    unsafe {
+        libc::malloc_trim(0);
     }
 }
 
