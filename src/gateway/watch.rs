@@ -128,10 +128,9 @@ impl Component for MemoryWatcher {
                     .engine
                     .blocking(move || {
                         app.ensure_state_dir()?;
-                        app.memory()
-                            .synced_index(app.wall_ns())
-                            .map(|(index, _)| index)
-                            .map_err(anyhow::Error::from)
+                        let (index, _) = app.memory().synced_index(app.wall_ns())?;
+                        index.settle()?;
+                        Ok::<_, anyhow::Error>(index)
                     })
                     .await??
             };

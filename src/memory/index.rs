@@ -168,6 +168,16 @@ impl Index {
         Self::over(Store::open(path, StoreKind::Index)?, layout, tz)
     }
 
+    /// Gives back what a build needed and a long-lived holder does not:
+    /// the large page cache and the file mapping (the gateway's watcher
+    /// keeps its index open for days and refreshes a few files at a time).
+    pub(crate) fn settle(&self) -> Result<(), StoreError> {
+        self.store.conn.pragma_update(None, "cache_size", -1024)?;
+        self.store.conn.pragma_update(None, "mmap_size", 0)?;
+        self.store.conn.execute_batch("PRAGMA shrink_memory;")?;
+        Ok(())
+    }
+
     /// An empty index in memory, gone when dropped (for a command that
     /// must create nothing on disk).
     pub(crate) fn open_in_memory(layout: files::Layout, tz: TimeZone) -> Result<Index, StoreError> {
