@@ -100,7 +100,7 @@ for label, home in (("empty workspace, no turn", empty), ("10-year memory + skil
     proc, port, _ = start(home)
     time.sleep(idle_wait)
     rss = rss_kb(proc.pid) / 1024
-    status = json.loads(subprocess.run([almanac, "memory", "status", "--json"], env={"HOME": home, "PATH": os.environ["PATH"]},
+    status = json.loads(subprocess.run([almanac, "memory", "status", "--json"], env={"HOME": home, "PATH": os.environ["PATH"], "TZ": "UTC"},
                                        capture_output=True, text=True).stdout)
     print(f"idle RSS {idle_wait:.0f} s after start, {label:<24} {rss:6.1f} MB   (index: {status['files']} files, "
           f"{'built' if status['lastSync'] else 'not built yet'})")
