@@ -242,22 +242,11 @@ pub(crate) fn turn(
 /// tasks (`{ok, result, task}`).
 pub(crate) fn cancel_task(app: &App, lookup: &str) -> anyhow::Result<Value> {
     let client = Client::require(app)?;
-    let path = format!("/v1/tasks/{}/cancel", percent_encode(lookup));
+    let segment = percent_encoding::utf8_percent_encode(lookup, percent_encoding::NON_ALPHANUMERIC);
+    let path = format!("/v1/tasks/{segment}/cancel");
     let mut answer = client.post(&path, &json!({}), Duration::from_secs(30))?;
     if let Some(map) = answer.as_object_mut() {
         map.remove("ok");
     }
     Ok(answer)
-}
-
-/// A path segment with everything but unreserved characters escaped.
-fn percent_encode(text: &str) -> String {
-    text.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
-                (b as char).to_string()
-            }
-            other => format!("%{other:02X}"),
-        })
-        .collect()
 }

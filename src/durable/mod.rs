@@ -306,15 +306,6 @@ pub(crate) fn read_state_file<T, E: std::fmt::Display>(
     }
 }
 
-/// Removes `path` and syncs its directory; a missing file is fine.
-pub(crate) fn remove_file(path: &Path) -> io::Result<()> {
-    match fs::remove_file(path) {
-        Ok(()) => sync_dir(parent_dir(path)),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
-        Err(e) => Err(e),
-    }
-}
-
 /// The bytes of `path`; `None` when there is no such file.
 pub(crate) fn read_if_exists(path: &Path) -> io::Result<Option<Vec<u8>>> {
     match fs::read(path) {

@@ -87,6 +87,19 @@ impl Lanes {
         })
     }
 
+    /// Whether `key`'s lane would take one more request now (a caller
+    /// that records the request first asks before recording it).
+    pub(crate) fn room(&self, key: &str) -> Result<(), LaneError> {
+        let waiting = self.waiting(key);
+        if waiting >= self.capacity {
+            return Err(LaneError::Full {
+                key: key.to_string(),
+                waiting,
+            });
+        }
+        Ok(())
+    }
+
     /// Requests waiting in `key`'s lane (not counting the running one).
     pub(crate) fn waiting(&self, key: &str) -> usize {
         let lanes = self.lanes.lock().unwrap_or_else(|p| p.into_inner());

@@ -284,7 +284,6 @@ pub(crate) fn run_one_turn(
         connect: Arc::new(move |endpoint| clients.provider(endpoint)),
         cancel: CancellationToken::new(),
     };
-    app_agent::check_agent(&req)?;
     app_agent::run_turn(
         &app,
         &req,

@@ -316,15 +316,8 @@ async fn agent(
     // lane order is the order the turns run in.
     let (task, ticket) = {
         let _admitted = shared.admission.lock().await;
-        if shared.engine.lanes().waiting(&key) >= crate::engine::LANE_CAPACITY {
-            return Err(ApiError::new(
-                StatusCode::TOO_MANY_REQUESTS,
-                format!(
-                    "session {key} has {} requests waiting (the most a session queues); try again later",
-                    crate::engine::LANE_CAPACITY
-                ),
-            ));
-        }
+        let full = |e: LaneError| ApiError::new(StatusCode::TOO_MANY_REQUESTS, e.to_string());
+        shared.engine.lanes().room(&key).map_err(full)?;
         let recording = shared.clone();
         let request = serde_json::to_value(&req).map_err(ApiError::internal)?;
         let (lane, message) = (key.clone(), req.message.clone());
@@ -337,9 +330,7 @@ async fn agent(
             .await
             .map_err(ApiError::internal)?
             .map_err(ApiError::internal)?;
-        let ticket = shared.engine.lanes().enqueue(&key).map_err(|e| match e {
-            LaneError::Full { .. } => ApiError::new(StatusCode::TOO_MANY_REQUESTS, e.to_string()),
-        })?;
+        let ticket = shared.engine.lanes().enqueue(&key).map_err(full)?;
         (task, ticket)
     };
     shared.intake.caught_up(FEED_WAIT).await;

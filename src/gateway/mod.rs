@@ -187,11 +187,11 @@ impl Shared {
     }
 }
 
-/// Where to listen, from flags over config.
+/// Where to listen, from flags over config, and how the bind was named.
 pub(crate) fn bind_address(
     app: &App,
     opts: &RunOptions,
-) -> Result<(IpAddr, u16, bool), GatewayError> {
+) -> Result<(IpAddr, u16, String), GatewayError> {
     let gateway = &app.config.config.gateway;
     let port = opts.port.unwrap_or(gateway.port);
     let (address, label) = match opts.bind.as_deref().map(str::trim) {
@@ -215,8 +215,7 @@ pub(crate) fn bind_address(
             }
         },
     };
-    let _ = label;
-    Ok((address, port, address.is_loopback()))
+    Ok((address, port, label))
 }
 
 /// The components, in start order.
@@ -239,12 +238,8 @@ pub(crate) fn run(
     stop: CancellationToken,
     on_ready: impl FnOnce(&GatewayInfo) + Send,
 ) -> anyhow::Result<()> {
-    let (address, port, loopback) = bind_address(&app, &opts)?;
-    if !loopback && state::configured_token(&app.config.config, &app.host).is_none() {
-        let label = opts
-            .bind
-            .clone()
-            .unwrap_or_else(|| format!("{:?}", app.config.config.gateway.bind).to_lowercase());
+    let (address, port, label) = bind_address(&app, &opts)?;
+    if !address.is_loopback() && state::configured_token(&app.config.config, &app.host).is_none() {
         return Err(GatewayError::TokenRequired(label).into());
     }
     app.ensure_state_dir()?;
@@ -355,18 +350,21 @@ async fn serve(
         );
     }
     let server_stop = CancellationToken::new();
-    let server = {
+    {
         let router = http::router(shared.clone());
         let server_stop = server_stop.clone();
         tracker.spawn(async move {
-            axum::serve(
+            let served = axum::serve(
                 listener,
                 router.into_make_service_with_connect_info::<SocketAddr>(),
             )
             .with_graceful_shutdown(server_stop.cancelled_owned())
-            .await
-        })
-    };
+            .await;
+            if let Err(err) = served {
+                tracing::error!(%err, "the control API stopped");
+            }
+        });
+    }
     state::publish(&paths, &shared.info)?;
     shared.ready.store(true, Ordering::Release);
     on_ready(&shared.info);
@@ -395,7 +393,6 @@ async fn serve(
     {
         tracing::warn!("shutdown deadline reached; some work did not stop in time");
     }
-    drop(server);
     journal.close();
     let _ = tokio::task::spawn_blocking(move || syncer.join()).await;
     state::unpublish(&paths, std::process::id());

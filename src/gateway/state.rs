@@ -101,7 +101,7 @@ pub(crate) fn unpublish(paths: &Paths, pid: u32) {
         .and_then(|b| serde_json::from_slice::<GatewayInfo>(&b).ok())
         .is_some_and(|i| i.pid == pid);
     if ours {
-        let _ = durable::remove_file(&path);
+        let _ = durable::remove_if_exists(&path);
     }
 }
 

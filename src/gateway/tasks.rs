@@ -125,12 +125,7 @@ impl TaskBook {
 
 /// The `task` text of a turn: its message's first line, shortened.
 fn preview(message: &str) -> String {
-    let first = message.lines().next().unwrap_or("").trim();
-    let mut out: String = first.chars().take(120).collect();
-    if out.len() < first.len() {
-        out.push('…');
-    }
-    out
+    crate::memory::snippet(message.lines().next().unwrap_or("").trim(), 120)
 }
 
 /// How a turn's result ends its task.

@@ -120,7 +120,7 @@ impl Component for MemoryWatcher {
             let memory = app.memory();
             let (layout, _) = memory.layout();
             let (mut watcher, mut events) = watcher()?;
-            let armed = arm_memory(&mut watcher, &layout);
+            arm_memory(&mut watcher, &layout);
             // The index this component keeps open and alone writes to.
             let index = {
                 let app = app.clone();
@@ -138,7 +138,6 @@ impl Component for MemoryWatcher {
             // to the OS so an idle gateway stays small.
             release_free_memory();
             let index = Arc::new(Mutex::new(index));
-            let mut armed = armed;
             let relevant = {
                 let layout = layout.clone();
                 move |p: &Path| p.is_dir() || layout.classify(&layout.name_of(p)).is_some()
@@ -146,7 +145,7 @@ impl Component for MemoryWatcher {
             while let Some((paths, rescan)) = next_burst(&mut events, &stop, &relevant).await? {
                 // New folders (memory/ made after start) need watching.
                 if paths.iter().any(|p| p.is_dir()) {
-                    armed = arm_memory(&mut watcher, &layout).max(armed);
+                    arm_memory(&mut watcher, &layout);
                 }
                 let rels: Vec<String> = paths
                     .iter()
@@ -190,12 +189,9 @@ fn release_free_memory() {
     }
 }
 
-/// Watches the memory root and its folders that exist; returns how many.
-fn arm_memory(
-    watcher: &mut notify::RecommendedWatcher,
-    layout: &crate::memory::files::Layout,
-) -> usize {
-    let mut armed = 0;
+/// Watches the memory root and its folders that exist (watching one
+/// again is harmless).
+fn arm_memory(watcher: &mut notify::RecommendedWatcher, layout: &crate::memory::files::Layout) {
     for (dir, recursive) in layout.top_dirs() {
         let path = layout.path_of(&dir);
         if !path.is_dir() {
@@ -206,12 +202,10 @@ fn arm_memory(
         } else {
             RecursiveMode::NonRecursive
         };
-        match watcher.watch(&path, mode) {
-            Ok(()) => armed += 1,
-            Err(err) => tracing::warn!(%err, path = %path.display(), "cannot watch"),
+        if let Err(err) = watcher.watch(&path, mode) {
+            tracing::warn!(%err, path = %path.display(), "cannot watch");
         }
     }
-    armed
 }
 
 /// Rebuilds the turns' skills snapshot when a skill changes.
