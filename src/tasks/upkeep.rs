@@ -78,19 +78,24 @@ impl Ledger {
                 .collect::<Result<_, _>>()?
         };
         let mut recovery = Recovery::default();
+        // Ended (cancelled or lost): one statement, the status and the
+        // start of the error told apart.
+        let end = |id: &str, status: &str, why: &str| {
+            tx.execute(
+                &format!(
+                    "UPDATE tasks SET status = ?4, ended_at = {STAMP},
+                         last_event_at = {STAMP}, cleanup_after = {STAMP} + ?2,
+                         lease_until = NULL,
+                         error = ?5 || 'the gateway that ran it stopped (generation '
+                             || COALESCE(generation, 'unknown') || ')'
+                     WHERE task_id = ?3"
+                ),
+                params![now_ms, RETENTION_MS, id, status, why],
+            )
+        };
         for (id, kind, cancel_requested) in orphans {
             if cancel_requested {
-                tx.execute(
-                    &format!(
-                        "UPDATE tasks SET status = 'cancelled', ended_at = {STAMP},
-                             last_event_at = {STAMP}, cleanup_after = {STAMP} + ?2,
-                             lease_until = NULL,
-                             error = 'cancelled; the gateway that ran it stopped (generation '
-                                 || COALESCE(generation, 'unknown') || ')'
-                         WHERE task_id = ?3"
-                    ),
-                    params![now_ms, RETENTION_MS, id],
-                )?;
+                end(&id, "cancelled", "cancelled; ")?;
                 recovery.cancelled.push(id);
             } else if kind.is_some_and(|k| retryable.contains(&k.as_str())) {
                 tx.execute(
@@ -103,17 +108,7 @@ impl Ledger {
                 )?;
                 recovery.requeued.push(id);
             } else {
-                tx.execute(
-                    &format!(
-                        "UPDATE tasks SET status = 'lost', ended_at = {STAMP},
-                             last_event_at = {STAMP}, cleanup_after = {STAMP} + ?2,
-                             lease_until = NULL,
-                             error = 'the gateway that ran it stopped (generation '
-                                 || COALESCE(generation, 'unknown') || ')'
-                         WHERE task_id = ?3"
-                    ),
-                    params![now_ms, RETENTION_MS, id],
-                )?;
+                end(&id, "lost", "")?;
                 recovery.lost.push(id);
             }
         }
