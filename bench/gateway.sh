@@ -124,9 +124,17 @@ request = function()
   return wrk.format(nil, "/v1/system/event", nil, '{"text": "build ' .. counter .. ' finished"}')
 end
 LUA
+# The floor on this machine: the same load on /healthz, which does no
+# work at all (no body, no token, no write). wrk shares the cores with the
+# gateway, so the ratio of the two is the figure to compare run to run.
+wrk -t2 -c50 -d"${WRK_SECONDS:-10}"s --latency "http://127.0.0.1:$port/healthz" >"$BENCH_OUT/gateway-wrk-floor.txt"
 wrk -t2 -c50 -d"${WRK_SECONDS:-10}"s --latency -s "$work/event.lua" "http://127.0.0.1:$port" >"$BENCH_OUT/gateway-wrk.txt"
-python3 - "$BENCH_OUT/gateway-wrk.txt" "$home/.almanac/gateway/intake.applied" <<'PY'
+python3 - "$BENCH_OUT/gateway-wrk.txt" "$home/.almanac/gateway/intake.applied" "$BENCH_OUT/gateway-wrk-floor.txt" <<'PY'
 import re, sys
+floor = open(sys.argv[3]).read()
+fpct = dict(re.findall(r"^\s+(50|75|90|99)%\s+(\S+)", floor, re.M))
+frps = re.search(r"Requests/sec:\s+(\S+)", floor).group(1)
+print(f"GET /healthz (floor), wrk -c50         p50 {fpct['50']:>8}   p99 {fpct['99']:>8}   {frps} req/s")
 text = open(sys.argv[1]).read()
 pct = dict(re.findall(r"^\s+(50|75|90|99)%\s+(\S+)", text, re.M))
 rps = re.search(r"Requests/sec:\s+(\S+)", text).group(1)
