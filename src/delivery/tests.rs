@@ -474,3 +474,73 @@ async fn a_live_stream_gets_entries_from_this_process_and_others_in_order() {
     d.stop();
     assert!(stream.next().await.is_none(), "stopping ends the stream");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unreachable_receiver_is_tried_again_until_the_last_attempt() {
+    let dir = tempfile::tempdir().unwrap();
+    // A port nothing listens on.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let url = format!("http://127.0.0.1:{port}/hook");
+    let recorder = Arc::new(Recorder::default());
+    let d = deliverer(dir.path(), CONFIG, recorder.clone());
+    let delivery = d
+        .deliver(item("x"), &webhook(&url, UrlOrigin::Config))
+        .await
+        .unwrap();
+    let DeliveryState::Pending { reason, .. } = &delivery.state else {
+        panic!("{delivery:?}");
+    };
+    assert!(
+        reason.starts_with("cannot connect: Connection refused"),
+        "the deepest cause, without the URL again: {reason}"
+    );
+    d.settled().await;
+    assert_eq!(recorder.waits(), webhook::BACKOFF.to_vec());
+    let last = records(dir.path()).pop().unwrap();
+    assert_eq!((last.state, last.attempts), (webhook::State::Failed, 8));
+    assert!(
+        last.reason
+            .as_deref()
+            .unwrap()
+            .starts_with("gave up after 8 attempts: cannot connect: "),
+        "{last:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_guarded_client_refuses_a_name_resolving_to_this_machine_when_it_connects() {
+    let dir = tempfile::tempdir().unwrap();
+    let (url, receiver) = Receiver::start(Vec::new()).await;
+    let engine = Engine::new(app(dir.path(), "{}"));
+    let by_name = url.replace("127.0.0.1", "localhost");
+    let job = Job {
+        id: "1".into(),
+        url: by_name,
+        origin: UrlOrigin::Model,
+        secret_from: None,
+        body: webhook::Body {
+            id: "1".into(),
+            ts: 0,
+            source: Source::Hook,
+            session_key: "hook:x".into(),
+            text: "x".into(),
+        },
+        attempts: 0,
+        next_at_ms: None,
+    };
+    // The name check is skipped here: the resolver alone must refuse.
+    let outcome = webhook::attempt(&engine.webhook_client(true), &job, None, 0).await;
+    let Outcome::Permanent { reason } = &outcome else {
+        panic!("{outcome:?}");
+    };
+    assert!(reason.starts_with("localhost resolves to "), "{reason}");
+    assert!(receiver.got().is_empty());
+    // The open client (URLs from the config) connects.
+    let outcome = webhook::attempt(&engine.webhook_client(false), &job, None, 0).await;
+    assert_eq!(outcome, Outcome::Delivered);
+    assert_eq!(receiver.got().len(), 1);
+}

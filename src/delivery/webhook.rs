@@ -279,20 +279,18 @@ async fn judge(mut response: reqwest::Response) -> Outcome {
 }
 
 /// What a failed request means: a refused address is final, the rest
-/// (no connection, a timeout, a dropped answer) is worth another try.
+/// (no connection, a timeout, a dropped answer) is worth another try. The
+/// reason is the deepest cause (the outer ones repeat the URL).
 fn judge_error(err: &reqwest::Error) -> Outcome {
     let mut source: Option<&(dyn std::error::Error + 'static)> = Some(err);
-    let mut causes = Vec::new();
+    let mut deepest = err.to_string();
     while let Some(cause) = source {
         if let Some(refused) = cause.downcast_ref::<UrlRefused>() {
             return Outcome::Permanent {
                 reason: refused.to_string(),
             };
         }
-        let text = cause.to_string();
-        if !causes.iter().any(|c: &String| c.contains(&text)) {
-            causes.push(text);
-        }
+        deepest = cause.to_string();
         source = cause.source();
     }
     let what = if err.is_timeout() {
@@ -302,16 +300,8 @@ fn judge_error(err: &reqwest::Error) -> Outcome {
     } else {
         "request failed"
     };
-    let mut reason = format!("{what}: {}", causes.join(": "));
-    if reason.len() > 300 {
-        let mut cut = 300;
-        while !reason.is_char_boundary(cut) {
-            cut -= 1;
-        }
-        reason.truncate(cut);
-    }
     Outcome::Retry {
-        reason,
+        reason: format!("{what}: {}", crate::memory::snippet(&deepest, 300)),
         retry_after: None,
     }
 }
