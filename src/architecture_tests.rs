@@ -215,6 +215,16 @@ const RULES: &[Rule] = &[
         ],
     },
     Rule {
+        name: "HTTP clients are built only by the engine (and, for its endpoints, the provider module)",
+        applies_to: |rel| {
+            rel.starts_with("src/")
+                && !rel.starts_with("src/engine/")
+                && !rel.starts_with("src/provider/")
+                && rel != "src/architecture_tests.rs"
+        },
+        forbidden: &["Client::builder(", "reqwest::Client::new("],
+    },
+    Rule {
         name: "only the host module reads the calendar clock (the durable module salts temporary names with it)",
         applies_to: |rel| {
             rel.starts_with("src/")
@@ -345,6 +355,15 @@ fn rules_catch_what_they_forbid() {
             .iter()
             .any(|n| "OpenOptions::new().read(true).open(p)".contains(n)),
         "reading is allowed"
+    );
+    let clients = rule("HTTP clients are built only by the engine");
+    assert!((clients.applies_to)("src/delivery/webhook.rs"));
+    assert!(!(clients.applies_to)("src/engine/mod.rs"));
+    assert!(
+        clients
+            .forbidden
+            .iter()
+            .any(|n| "reqwest::Client::builder().build()".contains(n))
     );
     let clock = rule("only the host module reads the calendar clock");
     assert!((clock.applies_to)("src/memory/write.rs"));

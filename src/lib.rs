@@ -14,6 +14,7 @@ pub(crate) mod app;
 pub(crate) mod child;
 pub mod cli;
 pub(crate) mod config;
+pub(crate) mod delivery;
 pub(crate) mod durable;
 pub(crate) mod engine;
 pub(crate) mod gateway;
@@ -30,12 +31,32 @@ pub(crate) mod tasks;
 
 /// What the integration tests (`tests/cli`) use besides the executable:
 /// the task ledger, to record tasks as a running gateway does before the
-/// commands read them.
+/// commands read them, and the outbox, to append to it as a writer does.
 #[doc(hidden)]
 pub mod testing {
     pub use crate::tasks::Ledger;
     pub use crate::tasks::record::{Lease, NewTask, Terminal};
     pub use crate::tasks::vocab::{DeliveryStatus, Runtime, TerminalStatus};
+
+    /// Appends an entry to the outbox of `state_dir` as a command does
+    /// (locked, synced); returns its id. `source`: heartbeat, cron or hook.
+    pub fn append_outbox(
+        state_dir: &std::path::Path,
+        source: &str,
+        session_key: &str,
+        text: &str,
+        ts_ms: i64,
+    ) -> std::io::Result<String> {
+        let item = crate::delivery::Item {
+            source: source.parse().map_err(std::io::Error::other)?,
+            session_key: session_key.to_string(),
+            agent_id: "main".to_string(),
+            text: text.to_string(),
+            task_id: None,
+        };
+        crate::delivery::outbox::append_synced(&state_dir.join("outbox"), &item, ts_ms)
+            .map(|entry| entry.id)
+    }
 }
 
 #[cfg(test)]

@@ -6,8 +6,8 @@
 //! Commands that only read (status, config, heartbeat status and history,
 //! the `status` commands, `memory get`, skills listings, sessions, `agent
 //! prompt`, `tasks list|show|audit` and `tasks maintenance` without
-//! `--apply`) create and change nothing; searching commands may create or
-//! update only the derived index.
+//! `--apply`, `outbox list|tail`) create and change nothing; searching
+//! commands may create or update only the derived index.
 //! Start-up work stays minimal: one small file read (the config) and no
 //! database is opened until a command needs it.
 
@@ -15,6 +15,7 @@ pub(crate) mod agent;
 pub(crate) mod gateway;
 pub(crate) mod gateway_install;
 pub(crate) mod memory;
+pub(crate) mod outbox;
 pub(crate) mod session_memory;
 pub(crate) mod skills;
 pub(crate) mod status;

@@ -17,6 +17,7 @@ mod gateway_cmd;
 mod heartbeat_cmd;
 mod logging;
 mod memory_cmd;
+mod outbox_cmd;
 mod output;
 mod session_memory_cmd;
 mod skills_cmd;
@@ -106,6 +107,9 @@ enum Command {
     System(system_cmd::SystemCommand),
     /// The background task ledger: list, show, audit, maintenance
     Tasks(tasks_cmd::TasksArgs),
+    /// Results of unattended turns delivered to the outbox: list, tail
+    #[command(subcommand)]
+    Outbox(outbox_cmd::OutboxCommand),
     /// Print a shell completion script
     Completions {
         /// The shell: bash, zsh, fish, elvish or powershell
@@ -177,6 +181,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Gateway(cmd) => gateway_cmd::run(cmd, load_app(&options, host)?, &options),
         Command::System(cmd) => system_cmd::run(cmd, &load_app(&options, host)?),
         Command::Tasks(args) => tasks_cmd::run(args, &load_app(&options, host)?),
+        Command::Outbox(cmd) => outbox_cmd::run(cmd, &load_app(&options, host)?),
         Command::Completions { shell } => {
             let mut cmd = Cli::command();
             clap_complete::generate(shell, &mut cmd, "almanac", &mut std::io::stdout());

@@ -46,6 +46,14 @@ pub(super) fn task_limit(text: &str) -> Result<usize, String> {
     whole(text, 1, MAX_TASK_LIMIT)
 }
 
+/// The most entries `outbox list` shows.
+pub(super) const MAX_OUTBOX_LIMIT: usize = 100_000;
+
+/// `outbox list --limit`: 1 to [`MAX_OUTBOX_LIMIT`].
+pub(super) fn outbox_limit(text: &str) -> Result<usize, String> {
+    whole(text, 1, MAX_OUTBOX_LIMIT)
+}
+
 /// A score floor: a finite number from 0 to 1.
 pub(super) fn score(text: &str) -> Result<f64, String> {
     match text.trim().parse::<f64>() {

@@ -54,6 +54,24 @@ pub(crate) struct Config {
     pub skills: SkillsConfig,
     pub tools: ToolsConfig,
     pub gateway: GatewayConfig,
+    pub delivery: DeliveryConfig,
+}
+
+/// Where the results of unattended turns go (`delivery.*`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub(crate) struct DeliveryConfig {
+    pub webhook: WebhookDeliveryConfig,
+}
+
+/// `delivery.webhook.*`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub(crate) struct WebhookDeliveryConfig {
+    /// Lets a webhook URL the model gave reach loopback, private,
+    /// link-local and other non-public addresses (URLs from the config
+    /// always may).
+    pub allow_private_network: bool,
 }
 
 /// The gateway daemon (`gateway.*`, OpenClaw's keys).

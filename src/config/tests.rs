@@ -412,3 +412,32 @@ fn tools_section_defaults_values_and_the_ask_default_from_security_actions() {
         (ExecSecurity::Full, Some(ExecAsk::OnMiss))
     );
 }
+
+#[test]
+fn delivery_webhook_allow_private_network_is_a_known_boolean_off_by_default() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("config.json5");
+    assert!(!Config::default().delivery.webhook.allow_private_network);
+    std::fs::write(
+        &path,
+        "{ delivery: { webhook: { allowPrivateNetwork: true, allowPrivate: true } } }",
+    )
+    .unwrap();
+    let loaded = load(&path, &host(&[]), &[]).unwrap();
+    assert!(loaded.config.delivery.webhook.allow_private_network);
+    assert_eq!(
+        loaded.file.unknown_keys,
+        vec!["delivery.webhook.allowPrivate".to_string()]
+    );
+    assert!(is_known_key("delivery.webhook.allowPrivateNetwork"));
+    std::fs::write(
+        &path,
+        "{ delivery: { webhook: { allowPrivateNetwork: 'yes' } } }",
+    )
+    .unwrap();
+    let err = load(&path, &host(&[]), &[]).unwrap_err().to_string();
+    assert!(
+        err.contains("delivery.webhook.allowPrivateNetwork"),
+        "{err}"
+    );
+}

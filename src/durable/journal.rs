@@ -106,6 +106,27 @@ impl Journal {
         Ok(true)
     }
 
+    /// Opens the journal's path again when the file held is no longer the
+    /// one there (an atomic rewrite replaced it, or it was removed); returns
+    /// whether it did. Writers of a journal that may be rewritten call this
+    /// under the lock the rewriter takes, before appending, so no record
+    /// goes to a file nobody reads any more.
+    pub(crate) fn reopen_if_replaced(&self) -> io::Result<bool> {
+        use std::os::unix::fs::MetadataExt;
+        let mut file = self.file.lock().unwrap_or_else(|p| p.into_inner());
+        let held = file.metadata()?;
+        match std::fs::metadata(&self.path) {
+            Ok(now) if now.dev() == held.dev() && now.ino() == held.ino() => return Ok(false),
+            Ok(_) => {}
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => return Err(e),
+        }
+        let mut fresh = super::open_for_append(&self.path, super::PRIVATE_FILE_MODE)?;
+        super::append_on_fresh_line(&mut fresh, b"")?;
+        *file = fresh;
+        Ok(true)
+    }
+
     /// Bytes in the journal now.
     pub(crate) fn size_bytes(&self) -> io::Result<u64> {
         Ok(self
@@ -260,6 +281,26 @@ mod tests {
         .unwrap();
         assert_eq!(lines.len(), 3);
         assert_eq!(bad, 1);
+    }
+
+    #[test]
+    fn a_journal_replaced_by_an_atomic_rewrite_is_reopened_before_the_next_record() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("j.jsonl");
+        let journal = Journal::open(&path).unwrap();
+        journal.append(br#"{"n":1}"#).unwrap();
+        assert!(
+            !journal.reopen_if_replaced().unwrap(),
+            "still the same file"
+        );
+        crate::durable::atomic_replace(&path, b"{\"n\":2}\n", 0o600).unwrap();
+        assert!(journal.reopen_if_replaced().unwrap());
+        journal.append(br#"{"n":3}"#).unwrap();
+        assert_eq!(
+            std::fs::read_to_string(&path).unwrap(),
+            "{\"n\":2}\n{\"n\":3}\n",
+            "the record went to the file at the path, not the replaced one"
+        );
     }
 
     #[test]

@@ -21,8 +21,9 @@
 //!
 //! * [`Journal`] is an append-only log whose records reach the OS before
 //!   `append` returns and the disk within one group commit (see
-//!   `journal.rs`); [`journal::HeldLock`] is an advisory lock held until
-//!   dropped.
+//!   `journal.rs`); a journal that an atomic rewrite replaced is reopened
+//!   by its writer ([`Journal::reopen_if_replaced`]) under the rewriter's
+//!   lock; [`journal::HeldLock`] is an advisory lock held until dropped.
 //!
 //! Temporary files are named `.<name>.<pid>.<counter>.tmp`; a process killed
 //! between create and rename can leave one behind, and every reader ignores

@@ -2,8 +2,9 @@
 //! for as long as it lives, and the only way a turn runs.
 //!
 //! Owns the app (paths and config, replaced whole on a reload), the model
-//! clients (one per endpoint, built once and shared), the session lanes
-//! and the concurrency limit, and the boundary for blocking work.
+//! clients (one per endpoint, built once and shared), the webhook
+//! clients of deliveries, the session lanes and the concurrency limit,
+//! and the boundary for blocking work.
 //!
 //! Invariants:
 //! * Blocking work (files, SQLite, child processes, a whole turn's
@@ -25,7 +26,8 @@
 pub(crate) mod lanes;
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
+use std::time::Duration;
 
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
@@ -39,6 +41,10 @@ pub(crate) use lanes::{LaneError, Lanes, Ticket};
 
 /// Requests a session queues behind its running turn at most.
 pub(crate) const LANE_CAPACITY: usize = 128;
+/// How long a webhook's receiver may take to accept the connection.
+pub(crate) const WEBHOOK_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long one webhook request may take in all.
+pub(crate) const WEBHOOK_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// A turn stopped before it finished (shutdown, `tasks cancel`).
 #[derive(Debug, thiserror::Error)]
@@ -57,6 +63,8 @@ struct Inner {
     providers: Mutex<HashMap<String, Arc<dyn Provider>>>,
     lanes: Arc<Lanes>,
     concurrency: Arc<Semaphore>,
+    /// The webhook clients: open, and guarded (see [`Engine::webhook_client`]).
+    webhook_clients: [OnceLock<reqwest::Client>; 2],
 }
 
 impl std::fmt::Debug for Engine {
@@ -76,6 +84,7 @@ impl Engine {
                 providers: Mutex::new(HashMap::new()),
                 lanes: Lanes::new(LANE_CAPACITY),
                 concurrency: Arc::new(Semaphore::new(max)),
+                webhook_clients: [OnceLock::new(), OnceLock::new()],
             }),
         }
     }
@@ -146,6 +155,33 @@ impl Engine {
     /// The client for `endpoint`, built once per endpoint.
     pub(crate) fn provider(&self, endpoint: Endpoint) -> Arc<dyn Provider> {
         provider_for(&self.inner.providers, endpoint)
+    }
+
+    /// The client webhook deliveries post with, built once per process
+    /// (the only place it is built): rustls, no redirects followed, at
+    /// most [`WEBHOOK_CONNECT_TIMEOUT`] to connect and
+    /// [`WEBHOOK_TIMEOUT`] a request. `guarded` (a URL the model gave):
+    /// no proxy, and names resolve only to public addresses, which are
+    /// the ones connected to ([`crate::delivery::url::GuardedResolver`]).
+    pub(crate) fn webhook_client(&self, guarded: bool) -> reqwest::Client {
+        self.inner.webhook_clients[usize::from(guarded)]
+            .get_or_init(|| {
+                provider::http::ensure_crypto_provider();
+                let mut builder = reqwest::Client::builder()
+                    .connect_timeout(WEBHOOK_CONNECT_TIMEOUT)
+                    .timeout(WEBHOOK_TIMEOUT)
+                    .redirect(reqwest::redirect::Policy::none())
+                    .user_agent(concat!("almanac/", env!("CARGO_PKG_VERSION")));
+                if guarded {
+                    builder = builder
+                        .no_proxy()
+                        .dns_resolver(crate::delivery::url::GuardedResolver);
+                }
+                builder
+                    .build()
+                    .expect("the HTTP client builds with a crypto provider installed")
+            })
+            .clone()
     }
 
     /// The session key `req` runs in (refusing agents other than `main`).

@@ -3,7 +3,7 @@
 //!
 //! | routes | auth | bad-token lockout |
 //! |---|---|---|
-//! | `/v1/*` control API | gateway token (`Authorization: Bearer`) | yes |
+//! | `/v1/*` control API (`/v1/outbox/stream`: server-sent events) | gateway token (`Authorization: Bearer`) | yes |
 //! | `/healthz`, `/readyz` | none | never |
 //!
 //! Every error is `{ok: false, error}` with a 4xx/5xx status: malformed
@@ -89,6 +89,7 @@ pub(crate) fn router(shared: Arc<Shared>) -> Router {
         .route("/status", get(status))
         .route("/tasks", get(tasks))
         .route("/tasks/{id}/cancel", post(cancel_task))
+        .route("/outbox/stream", get(outbox_stream))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(middleware::from_fn_with_state(
@@ -508,6 +509,61 @@ async fn status(State(shared): State<Arc<Shared>>) -> ApiResult {
     let mut value = serde_json::to_value(shared.status()).map_err(ApiError::internal)?;
     value["ok"] = json!(true);
     Ok(Json(value))
+}
+
+/// How often an idle outbox stream sends a comment, so proxies and
+/// clients see it alive.
+const STREAM_KEEP_ALIVE: Duration = Duration::from_secs(15);
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct OutboxStreamQuery {
+    #[serde(default)]
+    after: Option<String>,
+}
+
+/// `GET /v1/outbox/stream`: server-sent events, one `outbox` event per
+/// entry (`id:` its id, `data:` the entry's JSON). With `Last-Event-ID`
+/// (or `?after=`), the entries after that id first, then new ones.
+async fn outbox_stream(
+    State(shared): State<Arc<Shared>>,
+    headers: axum::http::HeaderMap,
+    query: Result<
+        axum::extract::Query<OutboxStreamQuery>,
+        axum::extract::rejection::QueryRejection,
+    >,
+) -> Result<Response, ApiError> {
+    use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
+    use futures_util::StreamExt;
+    let axum::extract::Query(query) =
+        query.map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, e.body_text()))?;
+    let given = headers
+        .get("last-event-id")
+        .map(|v| v.to_str().unwrap_or("").to_string())
+        .or(query.after);
+    let after = match given.as_deref().map(str::trim) {
+        None | Some("") => None,
+        Some(id) => Some(id.parse::<u64>().map_err(|_| {
+            ApiError::new(
+                StatusCode::BAD_REQUEST,
+                format!("`{id}` is not an outbox entry id"),
+            )
+        })?),
+    };
+    let entries = shared
+        .deliverer
+        .follow(after)
+        .await
+        .map_err(ApiError::internal)?;
+    let events = entries.map(|entry| {
+        let data = serde_json::to_string(&entry).unwrap_or_default();
+        Ok::<_, std::convert::Infallible>(
+            SseEvent::default().id(entry.id).event("outbox").data(data),
+        )
+    });
+    Ok(Sse::new(events)
+        .keep_alive(KeepAlive::new().interval(STREAM_KEEP_ALIVE))
+        .into_response())
 }
 
 #[cfg(test)]

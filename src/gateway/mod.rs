@@ -130,6 +130,8 @@ pub(crate) struct Shared {
     /// Recording a task and joining its lane happen as one step, so the
     /// ledger's lane order is the order turns run in.
     pub admission: tokio::sync::Mutex<()>,
+    /// Where unattended turns' results go (the outbox, webhooks).
+    pub deliverer: crate::delivery::Deliverer,
 }
 
 impl std::fmt::Debug for Shared {
@@ -315,8 +317,10 @@ async fn serve(
     };
     let journal = intake.journal();
     let (bus, _) = broadcast::channel(256);
+    let engine = Engine::new(app);
+    let deliverer = crate::delivery::Deliverer::open(engine.clone())?;
     let shared = Arc::new(Shared {
-        engine: Engine::new(app),
+        engine,
         host,
         options,
         bus,
@@ -330,6 +334,7 @@ async fn serve(
         ready: AtomicBool::new(false),
         tasks: book,
         admission: tokio::sync::Mutex::new(()),
+        deliverer,
     });
     // The intake's group commit runs on a thread of its own.
     let syncer = {
@@ -349,6 +354,7 @@ async fn serve(
             components_stop.clone(),
         );
     }
+    crate::delivery::resume_pending(&shared.deliverer).await;
     let server_stop = CancellationToken::new();
     {
         let router = http::router(shared.clone());
@@ -378,6 +384,7 @@ async fn serve(
     // ends when its turn does).
     server_stop.cancel();
     components_stop.cancel();
+    shared.deliverer.stop();
     shared.turns.close();
     if tokio::time::timeout(TURN_GRACE, shared.turns.wait())
         .await
@@ -393,6 +400,7 @@ async fn serve(
     {
         tracing::warn!("shutdown deadline reached; some work did not stop in time");
     }
+    shared.deliverer.close().await;
     journal.close();
     let _ = tokio::task::spawn_blocking(move || syncer.join()).await;
     state::unpublish(&paths, std::process::id());
@@ -455,8 +463,10 @@ pub(crate) fn test_shared(dir: &std::path::Path, token: &str) -> Arc<Shared> {
         watching: Vec::new(),
         version: "test".into(),
     };
+    let engine = Engine::new(app);
+    let deliverer = crate::delivery::Deliverer::open(engine.clone()).expect("the outbox opens");
     Arc::new(Shared {
-        engine: Engine::new(app),
+        engine,
         host,
         options,
         bus: broadcast::channel(64).0,
@@ -470,5 +480,6 @@ pub(crate) fn test_shared(dir: &std::path::Path, token: &str) -> Arc<Shared> {
         ready: AtomicBool::new(true),
         tasks: tasks::TaskBook::new(crate::tasks::Ledger::open_in_memory().unwrap(), 1),
         admission: tokio::sync::Mutex::new(()),
+        deliverer,
     })
 }

@@ -148,7 +148,8 @@ pub(crate) fn terminal_of(result: &anyhow::Result<crate::app::agent::TurnReport>
     }
 }
 
-/// Renews this generation's leases and sweeps the ledger every minute.
+/// Renews this generation's leases and sweeps the ledger every minute,
+/// and prunes the outbox.
 pub(crate) struct TaskSweeper;
 
 impl Component for TaskSweeper {
@@ -168,6 +169,9 @@ impl Component for TaskSweeper {
                     .engine
                     .blocking(move || {
                         let now = sweeping.host.now_ms();
+                        if let Err(err) = sweeping.deliverer.prune(now) {
+                            tracing::warn!(%err, "cannot prune the outbox");
+                        }
                         let book = &sweeping.tasks;
                         book.with(|l| {
                             l.renew_leases(book.generation, now + LEASE.as_millis() as i64, now)?;

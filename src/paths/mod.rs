@@ -172,6 +172,12 @@ impl Paths {
         self.state_dir.join("gateway")
     }
 
+    /// Where the results of unattended turns go: the outbox and the
+    /// webhook deliveries' journal (canonical).
+    pub(crate) fn outbox_dir(&self) -> PathBuf {
+        self.state_dir.join("outbox")
+    }
+
     /// The folder of derived indexes (safe to delete).
     pub(crate) fn index_dir(&self) -> PathBuf {
         self.state_dir.join("index")

@@ -187,7 +187,7 @@ pub(crate) fn client(endpoint: &Endpoint) -> reqwest::Client {
 }
 
 /// rustls needs one process-wide crypto provider; ring is the one built in.
-fn ensure_crypto_provider() {
+pub(crate) fn ensure_crypto_provider() {
     static INSTALLED: std::sync::OnceLock<()> = std::sync::OnceLock::new();
     INSTALLED.get_or_init(|| {
         let _ = rustls::crypto::ring::default_provider().install_default();

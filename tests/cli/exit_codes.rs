@@ -153,6 +153,10 @@ const TABLE: &[Row] = &[
     row(&["tasks", "maintenance", "--apply"], 0),
     // tasks cancel needs the gateway, which is not running here.
     row(&["tasks", "cancel", "3f2a9c1e"], 1),
+    // outbox: an empty outbox reads as empty; a bad limit is a usage error.
+    row(&["outbox", "list"], 0),
+    row(&["outbox", "list", "--limit", "0"], 2),
+    row(&["outbox", "tail"], 0),
     // gateway: status and stop say "not running" and succeed; a bad bind
     // or a LAN bind without a configured token is refused.
     row(&["gateway", "status"], 0),

@@ -81,6 +81,9 @@ fn every_json_output_speaks_camel_case() {
     let sb = Sandbox::new();
     setup(&sb);
     let task_id = record_task(&sb);
+    let now = NOW.parse::<jiff::Timestamp>().unwrap().as_millisecond();
+    almanac::testing::append_outbox(&sb.path(".almanac"), "cron", "cron:daily", "Done.", now)
+        .unwrap();
     let server = ScriptedServer::start(vec![text("Hello.")]);
     let url = server.url.as_str();
     let agent_env = [("OPENAI_BASE_URL", url)];
@@ -155,6 +158,7 @@ fn every_json_output_speaks_camel_case() {
         (vec!["tasks", "show", &task_id], &[], &task_data),
         (vec!["tasks", "audit"], &[], &task_data),
         (vec!["tasks", "maintenance"], &[], &none),
+        (vec!["outbox", "list"], &[], &none),
         (vec!["gateway", "install", "--dry-run"], &[], &none),
         (vec!["gateway", "status"], &[], &none),
         (vec!["gateway", "stop"], &[], &none),

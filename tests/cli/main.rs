@@ -10,6 +10,7 @@ mod gateway_install;
 mod injection;
 mod json_names;
 mod memory;
+mod outbox;
 mod policy;
 #[path = "../support/scripted_server.rs"]
 mod scripted;

@@ -235,3 +235,108 @@ async fn readyz_says_503_until_ready() {
     assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
     assert_eq!(body["ok"], false);
 }
+
+/// Reads the stream until it holds `events` whole events, at most 10 s.
+async fn sse_events(body: &mut Body, events: usize) -> Vec<String> {
+    use http_body_util::BodyExt;
+    let mut text = String::new();
+    let read = async {
+        while text.matches("\n\n").count() < events {
+            let frame = body.frame().await.expect("the stream goes on").unwrap();
+            if let Ok(data) = frame.into_data() {
+                text.push_str(std::str::from_utf8(&data).unwrap());
+            }
+        }
+    };
+    tokio::time::timeout(std::time::Duration::from_secs(10), read)
+        .await
+        .expect("the events arrive");
+    text.split_terminator("\n\n")
+        .map(|e| format!("{e}\n\n"))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_outbox_stream_sends_new_entries_and_replays_what_followed_the_last_event_id() {
+    use crate::delivery::{Item, Source, Target};
+    let dir = tempfile::tempdir().unwrap();
+    let shared = crate::gateway::test_shared(dir.path(), TOKEN);
+    let router = router(shared.clone());
+    let deliver = |text: &str| {
+        let item = Item {
+            source: Source::Heartbeat,
+            session_key: "agent:main:main".into(),
+            agent_id: "main".into(),
+            text: text.into(),
+            task_id: None,
+        };
+        let shared = shared.clone();
+        async move {
+            let id = shared
+                .deliverer
+                .deliver(item, &Target::Outbox)
+                .await
+                .unwrap()
+                .id;
+            let (entries, _) = crate::delivery::outbox::read_all(&dir_of(&shared)).unwrap();
+            entries.into_iter().find(|e| e.id == id).unwrap()
+        }
+    };
+    fn dir_of(shared: &Shared) -> std::path::PathBuf {
+        shared.engine.app().paths.outbox_dir()
+    }
+    let event = |e: &crate::delivery::outbox::Entry| {
+        format!(
+            "id: {}\nevent: outbox\ndata: {}\n\n",
+            e.id,
+            serde_json::to_string(e).unwrap()
+        )
+    };
+    let first = deliver("first").await;
+    let second = deliver("second").await;
+
+    let (status, body) = call(&router, get("/v1/outbox/stream", None)).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED, "{body}");
+
+    // Connected, then written: it arrives; nothing older is replayed.
+    let response = router
+        .clone()
+        .oneshot(get("/v1/outbox/stream", Some(TOKEN)))
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    assert_eq!(
+        response.headers()[header::CONTENT_TYPE],
+        "text/event-stream"
+    );
+    let mut live = response.into_body();
+    let third = deliver("third").await;
+    assert_eq!(sse_events(&mut live, 1).await, [event(&third)]);
+
+    // After a reconnect: only what followed the last id seen, then live.
+    let mut resumed = get("/v1/outbox/stream", Some(TOKEN));
+    resumed
+        .headers_mut()
+        .insert("last-event-id", first.id.parse().unwrap());
+    let mut resumed = router.clone().oneshot(resumed).await.unwrap().into_body();
+    assert_eq!(
+        sse_events(&mut resumed, 2).await,
+        [event(&second), event(&third)]
+    );
+    let fourth = deliver("fourth").await;
+    assert_eq!(sse_events(&mut resumed, 1).await, [event(&fourth)]);
+    assert_eq!(sse_events(&mut live, 1).await, [event(&fourth)]);
+
+    let query = format!("/v1/outbox/stream?after={}", third.id);
+    let mut by_query = router
+        .clone()
+        .oneshot(get(&query, Some(TOKEN)))
+        .await
+        .unwrap()
+        .into_body();
+    assert_eq!(sse_events(&mut by_query, 1).await, [event(&fourth)]);
+
+    let (status, body) = call(&router, get("/v1/outbox/stream?after=soon", Some(TOKEN))).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert_eq!(body["error"], "`soon` is not an outbox entry id");
+}

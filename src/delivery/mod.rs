@@ -1,0 +1,701 @@
+//! Delivery: where the results of unattended turns (heartbeat, cron,
+//! webhook-triggered turns) go — nowhere, the outbox, or a webhook.
+//!
+//! Owns `<state dir>/outbox/`: the outbox (`outbox.jsonl`, see
+//! [`outbox`]), which commands list and follow and the gateway streams
+//! (`GET /v1/outbox/stream`), and the deliveries journal
+//! (`deliveries.jsonl`, see [`webhook`]). One [`Deliverer`] per gateway
+//! holds both, the clients come from the engine, and the URL policy is
+//! [`url`]'s.
+//!
+//! Invariants:
+//! * Nothing is acknowledged before it is in the OS: [`Deliverer::deliver`]
+//!   returns for the outbox once the entry is written (one `write(2)`),
+//!   and for a webhook once the first attempt's outcome is journaled;
+//!   fsyncs follow on each file's group-commit thread (a power loss costs
+//!   at most the last few milliseconds).
+//! * A webhook delivery is never lost: it is journaled `pending` (with its
+//!   text) before the first attempt, retried with backoff in a tracked
+//!   task while the receiver fails, and ends `delivered` or `failed` with
+//!   the reason. A gateway that stops leaves it `pending`; the next one
+//!   resumes it ([`resume_pending`]). Every attempt carries the same
+//!   `Idempotency-Key`, so a receiver can drop a repeat after a crash.
+//! * The signing secret is read from the config at each attempt and never
+//!   written anywhere.
+//! * Entries and records older than 30 days are pruned by the gateway's
+//!   task sweeper ([`Deliverer::prune`]); the kept lines stay byte for
+//!   byte.
+//! * Reading the outbox (`outbox list`, `outbox tail`) creates nothing.
+//! * Waiting between attempts goes through an injected sleeper, and time
+//!   through the host's clock.
+
+pub(crate) mod outbox;
+pub(crate) mod url;
+pub(crate) mod webhook;
+
+use std::collections::VecDeque;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures_util::Stream;
+use serde::{Deserialize, Serialize};
+use tokio::sync::broadcast;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use crate::durable::{self, Journal};
+use crate::engine::Engine;
+use crate::provider::http::{Sleeper, TokioSleeper};
+use outbox::{Announced, Appended, Entry, Outbox, Reader};
+pub(crate) use url::UrlOrigin;
+use webhook::{Job, Outcome, State};
+
+/// What produced a result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum Source {
+    Heartbeat,
+    Cron,
+    Hook,
+}
+
+impl std::str::FromStr for Source {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Source, String> {
+        match s {
+            "heartbeat" => Ok(Source::Heartbeat),
+            "cron" => Ok(Source::Cron),
+            "hook" => Ok(Source::Hook),
+            other => Err(format!(
+                "`{other}` is not a source: heartbeat, cron or hook"
+            )),
+        }
+    }
+}
+
+impl Source {
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Source::Heartbeat => "heartbeat",
+            Source::Cron => "cron",
+            Source::Hook => "hook",
+        }
+    }
+}
+
+/// A result to deliver.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Item {
+    pub source: Source,
+    pub session_key: String,
+    pub agent_id: String,
+    pub text: String,
+    pub task_id: Option<String>,
+}
+
+/// Where a webhook's signing secret is read from: a config key path (the
+/// environment layer included), looked up at every attempt.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct SecretRef {
+    pub key: String,
+}
+
+/// Where a result goes.
+// Chosen by the heartbeat and cron runners.
+#[allow(dead_code)]
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Target {
+    /// Nowhere: nothing is recorded.
+    None,
+    /// The outbox file (and its live stream).
+    Outbox,
+    /// A `POST` to `url`, signed when a secret is named.
+    Webhook {
+        url: String,
+        secret: Option<SecretRef>,
+        origin: UrlOrigin,
+    },
+}
+
+/// How a delivery stands.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum DeliveryState {
+    /// Done (for [`Target::None`]: nothing was to be done).
+    Delivered,
+    /// The receiver failed; another attempt is due at `next_at_ms`.
+    Pending {
+        attempts: u32,
+        next_at_ms: i64,
+        reason: String,
+    },
+    /// Given up: refused, or out of attempts.
+    Failed { reason: String },
+}
+
+/// What [`Deliverer::deliver`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Delivery {
+    pub id: String,
+    /// `outbox`, `webhook` or `none`.
+    pub channel: &'static str,
+    /// The webhook's URL.
+    pub to: Option<String>,
+    pub state: DeliveryState,
+}
+
+/// Why a result could not be recorded (a refused or failing receiver is a
+/// [`DeliveryState`], not an error).
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum DeliveryError {
+    #[error("cannot write the outbox {}", path.display())]
+    Outbox {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot record the delivery in {}", path.display())]
+    Journal {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot read the outbox {}", path.display())]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("delivery work stopped: {0}")]
+    Stopped(String),
+}
+
+/// How often a live stream looks at the outbox file for entries other
+/// processes wrote (the gateway's own arrive at once).
+const FILE_CHECK_EVERY: Duration = Duration::from_secs(1);
+
+/// The gateway's delivery service. Cheap to clone; clones share it.
+#[derive(Clone)]
+pub(crate) struct Deliverer {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    engine: Engine,
+    outbox: Arc<Outbox>,
+    deliveries: Arc<Journal>,
+    /// Held while the deliveries journal is written or rewritten.
+    deliveries_lock: Mutex<()>,
+    /// The last id this process gave out (outbox, webhooks, `none`).
+    last_id: Mutex<u64>,
+    /// Every entry this process appends to the outbox.
+    appended: broadcast::Sender<Arc<Appended>>,
+    sleeper: Arc<dyn Sleeper>,
+    retries: TaskTracker,
+    stop: CancellationToken,
+    /// What the journal left pending at open, for [`resume_pending`].
+    resumable: Mutex<Vec<Job>>,
+    syncers: Mutex<Vec<std::thread::JoinHandle<std::io::Result<()>>>>,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        self.outbox.journal().close();
+        self.deliveries.close();
+    }
+}
+
+impl std::fmt::Debug for Deliverer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Deliverer")
+            .field("outbox", &self.inner.outbox.path())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Deliverer {
+    /// Opens the outbox and the deliveries journal in the app's state
+    /// directory (creating `outbox/`), reads what is pending and starts
+    /// the group-commit threads.
+    pub(crate) fn open(engine: Engine) -> std::io::Result<Deliverer> {
+        Deliverer::open_with(engine, Arc::new(TokioSleeper))
+    }
+
+    /// [`Deliverer::open`] with the sleeper that waits between attempts.
+    pub(crate) fn open_with(
+        engine: Engine,
+        sleeper: Arc<dyn Sleeper>,
+    ) -> std::io::Result<Deliverer> {
+        let dir = engine.app().paths.outbox_dir();
+        let outbox = Arc::new(Outbox::open(&dir)?);
+        let journal_path = dir.join(webhook::FILE_NAME);
+        let (records, unreadable) = durable::read_journal(&journal_path, webhook::parse_record)?;
+        if unreadable > 0 {
+            tracing::warn!(path = %journal_path.display(), unreadable, "skipped unreadable delivery records");
+        }
+        let (pending, last_delivery) = webhook::pending(records);
+        let deliveries = Arc::new(Journal::open(&journal_path)?);
+        let last_id = outbox.last_id()?.max(last_delivery);
+        let mut syncers = Vec::new();
+        {
+            let outbox = outbox.clone();
+            syncers.push(
+                std::thread::Builder::new()
+                    .name("outbox-sync".into())
+                    .spawn(move || outbox.journal().run_syncer())?,
+            );
+            let deliveries = deliveries.clone();
+            syncers.push(
+                std::thread::Builder::new()
+                    .name("deliveries-sync".into())
+                    .spawn(move || deliveries.run_syncer())?,
+            );
+        }
+        Ok(Deliverer {
+            inner: Arc::new(Inner {
+                engine,
+                outbox,
+                deliveries,
+                deliveries_lock: Mutex::new(()),
+                last_id: Mutex::new(last_id),
+                appended: broadcast::channel(256).0,
+                sleeper,
+                retries: TaskTracker::new(),
+                stop: CancellationToken::new(),
+                resumable: Mutex::new(pending),
+                syncers: Mutex::new(syncers),
+            }),
+        })
+    }
+
+    fn now_ms(&self) -> i64 {
+        self.inner.engine.app().host.now_ms()
+    }
+
+    /// The next id for a delivery that is not an outbox entry.
+    fn next_id(&self, ts_ms: i64) -> String {
+        let mut last = self.inner.last_id.lock().unwrap_or_else(|p| p.into_inner());
+        *last = outbox::next_id(*last, ts_ms);
+        last.to_string()
+    }
+
+    /// Records and delivers `item`; returns once the outcome is recorded:
+    /// for the outbox when the entry is in the OS; for a webhook after the
+    /// first attempt (delivered, failed for good, or pending with retries
+    /// going on in a tracked task).
+    // The entry point of the heartbeat and cron runners.
+    #[allow(dead_code)]
+    pub(crate) async fn deliver(
+        &self,
+        item: Item,
+        target: &Target,
+    ) -> Result<Delivery, DeliveryError> {
+        match target {
+            Target::None => Ok(Delivery {
+                id: self.next_id(self.now_ms()),
+                channel: "none",
+                to: None,
+                state: DeliveryState::Delivered,
+            }),
+            Target::Outbox => {
+                let entry = self.append(item).await?;
+                Ok(Delivery {
+                    id: entry.id,
+                    channel: "outbox",
+                    to: None,
+                    state: DeliveryState::Delivered,
+                })
+            }
+            Target::Webhook {
+                url,
+                secret,
+                origin,
+            } => {
+                let now = self.now_ms();
+                let id = self.next_id(now);
+                let job = Job {
+                    id: id.clone(),
+                    url: url.clone(),
+                    origin: *origin,
+                    secret_from: secret.as_ref().map(|s| s.key.clone()),
+                    body: webhook::Body {
+                        id: id.clone(),
+                        ts: now,
+                        source: item.source,
+                        session_key: item.session_key,
+                        text: item.text,
+                    },
+                    attempts: 0,
+                    next_at_ms: None,
+                };
+                self.journal(job.record(State::Pending, now, None)).await?;
+                let (job, state, wait) = self.attempt(job).await?;
+                if let Some(wait) = wait {
+                    self.spawn_retries(job, wait);
+                }
+                Ok(Delivery {
+                    id,
+                    channel: "webhook",
+                    to: Some(url.clone()),
+                    state,
+                })
+            }
+        }
+    }
+
+    /// Appends `item` to the outbox and announces it to live streams.
+    async fn append(&self, item: Item) -> Result<Entry, DeliveryError> {
+        let this = self.clone();
+        let path = self.inner.outbox.path().to_path_buf();
+        self.inner
+            .engine
+            .blocking(move || {
+                let inner = &this.inner;
+                let now = this.now_ms();
+                let mut last = inner.last_id.lock().unwrap_or_else(|p| p.into_inner());
+                let appended = inner.outbox.append(&item, now, *last)?;
+                *last = (*last).max(appended.entry.seq());
+                let entry = appended.entry.clone();
+                // Sent under the lock: streams get entries in file order.
+                let _ = inner.appended.send(Arc::new(appended));
+                Ok(entry)
+            })
+            .await
+            .map_err(|e| DeliveryError::Stopped(e.to_string()))?
+            .map_err(|source| DeliveryError::Outbox { path, source })
+    }
+
+    /// Writes one record to the deliveries journal.
+    async fn journal(&self, record: webhook::Record) -> Result<(), DeliveryError> {
+        let this = self.clone();
+        let path = self.inner.deliveries.path().to_path_buf();
+        self.inner
+            .engine
+            .blocking(move || {
+                let line = serde_json::to_vec(&record).expect("a record serialises");
+                let _held = this
+                    .inner
+                    .deliveries_lock
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner());
+                this.inner.deliveries.append(&line)
+            })
+            .await
+            .map_err(|e| DeliveryError::Stopped(e.to_string()))?
+            .map_err(|source| DeliveryError::Journal { path, source })
+    }
+
+    /// One attempt at `job`, journaled; its new state, and the wait before
+    /// the next attempt when one is due.
+    async fn attempt(
+        &self,
+        mut job: Job,
+    ) -> Result<(Job, DeliveryState, Option<Duration>), DeliveryError> {
+        let app = self.inner.engine.app();
+        let allow_private = app.config.config.delivery.webhook.allow_private_network;
+        let outcome = match url::check_url(&job.url, job.origin, allow_private) {
+            Err(refused) => Outcome::Permanent {
+                reason: refused.to_string(),
+            },
+            Ok(_) => match secret(&app, job.secret_from.as_deref()) {
+                Err(reason) => Outcome::Permanent { reason },
+                Ok(secret) => {
+                    let guarded = job.origin == UrlOrigin::Model && !allow_private;
+                    let client = self.inner.engine.webhook_client(guarded);
+                    let unix_seconds = app.host.now_ts().as_second();
+                    webhook::attempt(&client, &job, secret.as_deref(), unix_seconds).await
+                }
+            },
+        };
+        job.attempts += 1;
+        let now = self.now_ms();
+        let (state, wait, record) = match outcome {
+            Outcome::Delivered => (
+                DeliveryState::Delivered,
+                None,
+                job.record(State::Delivered, now, None),
+            ),
+            Outcome::Permanent { reason } => (
+                DeliveryState::Failed {
+                    reason: reason.clone(),
+                },
+                None,
+                job.record(State::Failed, now, Some(reason)),
+            ),
+            Outcome::Retry {
+                reason,
+                retry_after,
+            } => match webhook::next_wait(job.attempts, retry_after) {
+                None => {
+                    let reason = format!("gave up after {} attempts: {reason}", job.attempts);
+                    (
+                        DeliveryState::Failed {
+                            reason: reason.clone(),
+                        },
+                        None,
+                        job.record(State::Failed, now, Some(reason)),
+                    )
+                }
+                Some(wait) => {
+                    let next_at_ms = now.saturating_add(wait.as_millis() as i64);
+                    job.next_at_ms = Some(next_at_ms);
+                    (
+                        DeliveryState::Pending {
+                            attempts: job.attempts,
+                            next_at_ms,
+                            reason: reason.clone(),
+                        },
+                        Some(wait),
+                        job.record(State::Pending, now, Some(reason)),
+                    )
+                }
+            },
+        };
+        match &state {
+            DeliveryState::Failed { reason } => {
+                tracing::warn!(id = %job.id, url = %job.url, %reason, "webhook delivery failed")
+            }
+            DeliveryState::Pending { reason, .. } => {
+                tracing::info!(id = %job.id, attempts = job.attempts, %reason, "webhook delivery will be retried")
+            }
+            DeliveryState::Delivered => {}
+        }
+        self.journal(record).await?;
+        Ok((job, state, wait))
+    }
+
+    /// Retries `job` after `wait`, and again while it stays pending, in a
+    /// tracked task that ends when the deliverer stops (the journal keeps
+    /// the job pending for the next start).
+    fn spawn_retries(&self, mut job: Job, mut wait: Duration) {
+        if self.inner.stop.is_cancelled() {
+            return;
+        }
+        let this = self.clone();
+        let stop = self.inner.stop.clone();
+        self.inner.retries.spawn(async move {
+            loop {
+                tokio::select! {
+                    () = this.inner.sleeper.sleep(wait) => {}
+                    () = stop.cancelled() => return,
+                }
+                let attempted = tokio::select! {
+                    attempted = this.attempt(job.clone()) => attempted,
+                    () = stop.cancelled() => return,
+                };
+                match attempted {
+                    Ok((next, DeliveryState::Pending { .. }, Some(next_wait))) => {
+                        job = next;
+                        wait = next_wait;
+                    }
+                    Ok(_) => return,
+                    Err(err) => {
+                        tracing::error!(id = %job.id, error = %err, "cannot record a delivery attempt; left pending for the next start");
+                        return;
+                    }
+                }
+            }
+        });
+    }
+
+    /// The outbox's entries after `after` (none of the old ones when
+    /// `None`), then each new one as it is written, until the deliverer
+    /// stops. Entries this process writes arrive at once, others' within
+    /// [`FILE_CHECK_EVERY`]; none twice, none skipped.
+    pub(crate) async fn follow(
+        &self,
+        after: Option<u64>,
+    ) -> Result<impl Stream<Item = Entry> + Send + 'static, DeliveryError> {
+        // Subscribed before the file is read: nothing written in between
+        // is missed, and what is read twice is dropped by id.
+        let announced = self.inner.appended.subscribe();
+        let path = self.inner.outbox.path().to_path_buf();
+        let reading = path.clone();
+        let (reader, replay) = self
+            .inner
+            .engine
+            .blocking(move || {
+                let mut reader = Reader::new(reading, after);
+                let polled = reader.poll()?;
+                let replay = if after.is_some() {
+                    polled.entries
+                } else {
+                    Vec::new()
+                };
+                Ok::<_, std::io::Error>((reader, replay))
+            })
+            .await
+            .map_err(|e| DeliveryError::Stopped(e.to_string()))?
+            .map_err(|source| DeliveryError::Read { path, source })?;
+        let mut check = tokio::time::interval(FILE_CHECK_EVERY);
+        check.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let follow = Follow {
+            engine: self.inner.engine.clone(),
+            stop: self.inner.stop.clone(),
+            announced,
+            reader: Some(reader),
+            queue: replay.into(),
+            check,
+        };
+        Ok(futures_util::stream::unfold(follow, Follow::next))
+    }
+
+    /// Prunes the outbox and the deliveries journal of what is older than
+    /// 30 days at `now_ms` (the sweeper's step; blocking). Returns the
+    /// outbox entries and delivery records dropped.
+    pub(crate) fn prune(&self, now_ms: i64) -> std::io::Result<(usize, usize)> {
+        let inner = &self.inner;
+        let entries = outbox::prune(
+            inner
+                .outbox
+                .path()
+                .parent()
+                .unwrap_or(std::path::Path::new(".")),
+            now_ms,
+        )?;
+        let _held = inner
+            .deliveries_lock
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        let records = webhook::compact(inner.deliveries.path(), now_ms, outbox::RETENTION_MS)?;
+        if records > 0 {
+            inner.deliveries.reopen_if_replaced()?;
+        }
+        Ok((entries, records))
+    }
+
+    /// Stops retrying and ends the live streams (shutdown); pending
+    /// deliveries stay in the journal.
+    pub(crate) fn stop(&self) {
+        self.inner.stop.cancel();
+    }
+
+    /// Stops, waits for the retry tasks to end, and syncs and closes the
+    /// files.
+    pub(crate) async fn close(&self) {
+        self.stop();
+        self.inner.retries.close();
+        self.inner.retries.wait().await;
+        self.inner.outbox.journal().close();
+        self.inner.deliveries.close();
+        let syncers: Vec<_> =
+            std::mem::take(&mut *self.inner.syncers.lock().unwrap_or_else(|p| p.into_inner()));
+        let _ = tokio::task::spawn_blocking(move || {
+            for syncer in syncers {
+                if let Ok(Err(err)) = syncer.join() {
+                    tracing::error!(%err, "cannot sync the outbox");
+                }
+            }
+        })
+        .await;
+    }
+
+    /// Waits until no retry task runs.
+    #[cfg(test)]
+    pub(crate) async fn settled(&self) {
+        self.inner.retries.close();
+        self.inner.retries.wait().await;
+        self.inner.retries.reopen();
+    }
+}
+
+/// The signing secret under the config key `key`.
+fn secret(app: &crate::app::App, key: Option<&str>) -> Result<Option<Vec<u8>>, String> {
+    let Some(key) = key else {
+        return Ok(None);
+    };
+    match app.config.get(key) {
+        Some(serde_json::Value::String(s)) if !s.is_empty() => Ok(Some(s.into_bytes())),
+        Some(_) => Err(format!("the signing secret `{key}` is not a text")),
+        None => Err(format!("the signing secret `{key}` is not set")),
+    }
+}
+
+/// Resumes the webhook deliveries the journal left pending when the
+/// deliverer was opened (an earlier gateway stopped or crashed), each
+/// when its next attempt is due; returns how many.
+pub(crate) async fn resume_pending(deliverer: &Deliverer) -> usize {
+    let jobs = std::mem::take(
+        &mut *deliverer
+            .inner
+            .resumable
+            .lock()
+            .unwrap_or_else(|p| p.into_inner()),
+    );
+    let now = deliverer.now_ms();
+    let count = jobs.len();
+    for job in jobs {
+        let due_in = job.next_at_ms.map_or(0, |at| at.saturating_sub(now).max(0));
+        deliverer.spawn_retries(job, Duration::from_millis(due_in as u64));
+    }
+    if count > 0 {
+        tracing::info!(count, "resuming pending webhook deliveries");
+    }
+    count
+}
+
+/// A live stream's state.
+struct Follow {
+    engine: Engine,
+    stop: CancellationToken,
+    announced: broadcast::Receiver<Arc<Appended>>,
+    /// `None` only while a read of the file is under way.
+    reader: Option<Reader>,
+    queue: VecDeque<Entry>,
+    check: tokio::time::Interval,
+}
+
+impl Follow {
+    async fn next(mut self) -> Option<(Entry, Follow)> {
+        loop {
+            if let Some(entry) = self.queue.pop_front() {
+                return Some((entry, self));
+            }
+            let read_file = tokio::select! {
+                () = self.stop.cancelled() => return None,
+                announced = self.announced.recv() => match announced {
+                    Ok(appended) => match self.reader.as_mut()?.announced(&appended) {
+                        Announced::Next(entry) => {
+                            self.queue.push_back(entry);
+                            false
+                        }
+                        Announced::Seen => false,
+                        Announced::Gap => true,
+                    },
+                    // Announcements were missed: the file has them all.
+                    Err(broadcast::error::RecvError::Lagged(_)) => true,
+                    Err(broadcast::error::RecvError::Closed) => return None,
+                },
+                _ = self.check.tick() => true,
+            };
+            if read_file {
+                let mut reader = self.reader.take()?;
+                let (reader, polled) = self
+                    .engine
+                    .blocking(move || {
+                        let polled = reader.poll();
+                        (reader, polled)
+                    })
+                    .await
+                    .ok()?;
+                self.reader = Some(reader);
+                match polled {
+                    Ok(polled) => {
+                        if polled.unreadable > 0 {
+                            tracing::warn!(
+                                unreadable = polled.unreadable,
+                                "skipped unreadable outbox lines"
+                            );
+                        }
+                        self.queue.extend(polled.entries);
+                    }
+                    Err(err) => tracing::warn!(%err, "cannot read the outbox; trying again"),
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;
