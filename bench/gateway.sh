@@ -105,6 +105,28 @@ for label, home in (("empty workspace, no turn", empty), ("10-year memory + skil
     print(f"idle RSS {idle_wait:.0f} s after start, {label:<24} {rss:6.1f} MB   (index: {status['files']} files, "
           f"{'built' if status['lastSync'] else 'not built yet'})")
     stop(proc)
+
+# Idle CPU with a 30-minute heartbeat configured: the runner sleeps on one
+# timer, the watchers wait on the kernel; measured over IDLE_WAIT seconds
+# after the start has settled.
+def cpu_seconds(pid):
+    fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+beat = os.path.join(os.path.dirname(empty), "beat")
+os.makedirs(os.path.join(beat, ".almanac"), exist_ok=True)
+open(os.path.join(beat, ".almanac", "config.json5"), "w").write(
+    '{agents: {defaults: {heartbeat: {every: "30m", target: "outbox"}}}}\n')
+proc, port, _ = start(beat)
+time.sleep(2)
+before, began = cpu_seconds(proc.pid), time.perf_counter()
+time.sleep(idle_wait)
+used, spent = cpu_seconds(proc.pid) - before, time.perf_counter() - began
+status = json.loads(subprocess.run([almanac, "gateway", "status", "--json"], env={"HOME": beat, "PATH": os.environ["PATH"], "TZ": "UTC"},
+                                   capture_output=True, text=True).stdout)
+print(f"idle CPU over {spent:.0f} s, 30-minute heartbeat      {100 * used / spent:6.3f} % of a core   "
+      f"({used * 1000:.0f} ms; next heartbeat in {(status['nextHeartbeatAtMs'] - time.time() * 1000) / 60000:.0f} min)")
+stop(proc)
 PY
 
 # The system-event route under load, with the durability rule on.

@@ -57,6 +57,10 @@ pub(crate) struct ToolCallRecord {
 #[serde(rename_all = "camelCase")]
 pub(crate) struct Outcome {
     pub reply: String,
+    /// The final answer's reasoning (thinking blocks), when the model
+    /// gave any.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub reasoning: String,
     /// The reply was `NO_REPLY`: nothing to deliver.
     pub silent: bool,
     pub tool_calls: Vec<ToolCallRecord>,
@@ -201,6 +205,7 @@ pub(crate) async fn run(
     let specs = tools.specs();
     let mut outcome = Outcome {
         reply: String::new(),
+        reasoning: String::new(),
         silent: false,
         tool_calls: Vec::new(),
         usage: Usage::default(),
@@ -272,6 +277,15 @@ pub(crate) async fn run(
             .join("\n");
         if calls.is_empty() {
             outcome.reply = text;
+            outcome.reasoning = response
+                .content
+                .iter()
+                .filter_map(|b| match b {
+                    Block::Thinking { thinking, .. } => Some(thinking.as_str()),
+                    _ => None,
+                })
+                .collect::<Vec<_>>()
+                .join("\n");
             break;
         }
         for (id, name, arguments) in calls {

@@ -277,6 +277,22 @@ pub(crate) struct TurnRequest {
     pub session_key: Option<String>,
     pub agent: Option<String>,
     pub model: Option<String>,
+    /// A heartbeat turn (never from a request body: the runner sets it).
+    #[serde(skip)]
+    pub heartbeat: Option<HeartbeatTurn>,
+    /// Where the message came from (`cli`, `api`), kept as the session's
+    /// last channel; none for turns nobody sent.
+    #[serde(skip)]
+    pub channel: Option<String>,
+}
+
+/// What makes a turn a heartbeat turn.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct HeartbeatTurn {
+    /// Only `HEARTBEAT.md` as workspace context, and no memory recall.
+    pub light_context: bool,
+    /// A new session for this turn (`isolatedSession`).
+    pub fresh_session: bool,
 }
 
 /// What `almanac agent` reports.
@@ -450,6 +466,7 @@ fn assemble<T: Send>(
     app: &App,
     model: &Model,
     message: &str,
+    heartbeat: Option<HeartbeatTurn>,
     services: &AppServices,
     alongside: impl FnOnce() -> T + Send,
 ) -> (Assembled, T) {
@@ -464,15 +481,22 @@ fn assemble<T: Send>(
         let reading = scope.spawn(|| {
             let also = alongside();
             let skills = turn_skills(app, services.read_only);
+            let names = match heartbeat {
+                None => prompt::BOOTSTRAP_FILES,
+                Some(h) if h.light_context => prompt::LIGHT_HEARTBEAT_BOOTSTRAP_FILES,
+                Some(_) => prompt::HEARTBEAT_BOOTSTRAP_FILES,
+            };
             let bootstrap = prompt::bootstrap_files(
                 &workspace,
+                names,
                 defaults.bootstrap_max_chars as usize,
                 defaults.bootstrap_total_max_chars as usize,
                 &app.real_targets(&app.config.config.memory.allow_symlink_targets),
             );
             (skills, bootstrap, also)
         });
-        let recalled = if memory_write && !message.trim().is_empty() {
+        let light = heartbeat.is_some_and(|h| h.light_context);
+        let recalled = if memory_write && !light && !message.trim().is_empty() {
             services.context(message)
         } else {
             (None, false)
@@ -704,7 +728,7 @@ pub(crate) fn prompt_view(app: &App, req: &TurnRequest) -> anyhow::Result<Prompt
         app: app.clone(),
         read_only: true,
     };
-    let (assembled, ()) = assemble(app, &model, &req.message, &services, || ());
+    let (assembled, ()) = assemble(app, &model, &req.message, req.heartbeat, &services, || ());
     let mut history = match &entry {
         Some(e) => transcript::read(&sessions.transcript_path(e))?.context(),
         None => Vec::new(),
@@ -867,9 +891,12 @@ pub(crate) fn run_turn(
     app.paths.ensure_workspace()?;
     let sessions = app.sessions(req.agent.as_deref());
     let key = sessions.resolve_key(req.session_key.as_deref());
-    let (explicit, rest) = match reset_trigger(app, &req.message) {
-        Some((why, rest)) => (Some(why), rest.to_string()),
-        None => (None, req.message.clone()),
+    // A heartbeat's prompt is configuration, never a `/new`; an isolated
+    // heartbeat starts a new session every run.
+    let (explicit, rest) = match (req.heartbeat, reset_trigger(app, &req.message)) {
+        (Some(h), _) => (h.fresh_session.then_some(Started::New), req.message.clone()),
+        (None, Some((why, rest))) => (Some(why), rest.to_string()),
+        (None, None) => (None, req.message.clone()),
     };
     // `/new provider/model`: the new session's model.
     let (model_choice, message) = match explicit {
@@ -919,12 +946,13 @@ pub(crate) fn run_turn(
     // turn is assembled. The events stay queued until the turn that
     // carries them is synced to the transcript.
     let queue = sessions.events();
-    let (assembled, (pending, stored)) = assemble(app, &model, &message, &services, || {
-        (
-            queue.pending(&key, now),
-            transcript::read(&current.transcript),
-        )
-    });
+    let (assembled, (pending, stored)) =
+        assemble(app, &model, &message, req.heartbeat, &services, || {
+            (
+                queue.pending(&key, now),
+                transcript::read(&current.transcript),
+            )
+        });
     let assemble_ms = assembly_started.elapsed().as_secs_f64() * 1000.0;
     let stored = stored?;
     warnings.extend(stored.diagnostics.iter().cloned());
@@ -1046,7 +1074,14 @@ pub(crate) fn run_turn(
         let recorded = sessions.record(&key, app.host.now_ts(), |e| {
             let ms = now.as_millisecond();
             e.updated_at = ms;
-            e.last_interaction_at = Some(ms);
+            // A heartbeat is not an interaction: the idle reset must
+            // still see the session go quiet.
+            if req.heartbeat.is_none() {
+                e.last_interaction_at = Some(ms);
+            }
+            if let Some(channel) = &req.channel {
+                e.last_channel = Some(channel.clone());
+            }
             e.model = Some(model.name.clone());
             e.model_provider = Some(model.endpoint.provider.clone());
             // Counts from the server and from the file: saturating sums.
@@ -1081,6 +1116,22 @@ pub(crate) fn run_turn(
             Ok(Ok(scan_warnings)) => warnings.extend(scan_warnings),
             Ok(Err(err)) => warnings.push(format!("memory index not rescanned: {err}")),
             Err(_) => warnings.push("memory index not rescanned".to_string()),
+        }
+    }
+    // The acknowledgement token is for the heartbeat runner: in an
+    // ordinary reply it is removed wherever it stands unless the channel
+    // shows acknowledgements (the transcript keeps the model's words).
+    let mut outcome = outcome;
+    if req.heartbeat.is_none() && outcome.reply.contains(almanac_heartbeat::ACK_TOKEN) {
+        let channel = req.channel.as_deref().unwrap_or("defaults");
+        if !app
+            .config
+            .config
+            .channels
+            .heartbeat_visibility(channel)
+            .show_ok
+        {
+            outcome.reply = almanac_heartbeat::ack::scrub(&outcome.reply);
         }
     }
     let total_ms = started_at.elapsed().as_secs_f64() * 1000.0;

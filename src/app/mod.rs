@@ -14,6 +14,7 @@
 pub(crate) mod agent;
 pub(crate) mod gateway;
 pub(crate) mod gateway_install;
+pub(crate) mod heartbeat;
 pub(crate) mod memory;
 pub(crate) mod outbox;
 pub(crate) mod session_memory;

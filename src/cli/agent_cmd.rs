@@ -111,6 +111,8 @@ fn request(args: &TurnArgs) -> TurnRequest {
         session_key: args.session_key.clone(),
         agent: args.agent.clone(),
         model: args.model.clone(),
+        channel: Some("cli".to_string()),
+        ..TurnRequest::default()
     }
 }
 

@@ -116,6 +116,17 @@ fn status(app: &App, flag: JsonFlag) -> anyhow::Result<ExitCode> {
             c.name, c.state, c.restarts
         );
     }
+    match status
+        .next_heartbeat_at_ms
+        .and_then(|ms| jiff::Timestamp::from_millisecond(ms).ok())
+    {
+        Some(at) => println!(
+            "next heartbeat: {}",
+            at.to_zoned_datetime(app.user_time_zone())
+                .strftime("%Y-%m-%d %H:%M:%S %Z")
+        ),
+        None => println!("next heartbeat: none (off)"),
+    }
     Ok(ExitCode::SUCCESS)
 }
 

@@ -1,4 +1,5 @@
-//! `almanac system event` (OpenClaw's shape).
+//! `almanac system event` and `almanac system heartbeat` (OpenClaw's
+//! shapes).
 
 use std::process::ExitCode;
 
@@ -7,11 +8,35 @@ use clap::{Args, Subcommand};
 use super::output::{print_json, warn};
 use crate::app::App;
 use crate::app::gateway;
+use crate::app::heartbeat;
+use crate::heartbeat::runs::RunEvent;
 
 #[derive(Debug, Subcommand)]
 pub(super) enum SystemCommand {
     /// Queue a system event for a session's next turn (and wake it with --mode now)
     Event(EventArgs),
+    /// The heartbeat runner: its last run, its switch, a run now
+    #[command(subcommand)]
+    Heartbeat(HeartbeatCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub(super) enum HeartbeatCommand {
+    /// The last heartbeat run's event (works without a gateway)
+    Last(JsonFlag),
+    /// Turn heartbeat runs on (persisted)
+    Enable(JsonFlag),
+    /// Turn heartbeat runs off (persisted; every run is skipped as disabled)
+    Disable(JsonFlag),
+    /// Run one heartbeat now through the running gateway and print its event
+    RunNow(JsonFlag),
+}
+
+#[derive(Debug, Args)]
+pub(super) struct JsonFlag {
+    /// Print machine-readable JSON
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(Debug, Args)]
@@ -37,6 +62,81 @@ pub(super) struct EventArgs {
 pub(super) fn run(cmd: SystemCommand, app: &App) -> anyhow::Result<ExitCode> {
     match cmd {
         SystemCommand::Event(args) => event(args, app),
+        SystemCommand::Heartbeat(cmd) => match cmd {
+            HeartbeatCommand::Last(flag) => heartbeat_last(flag, app),
+            HeartbeatCommand::Enable(flag) => heartbeat_switch(flag, app, true),
+            HeartbeatCommand::Disable(flag) => heartbeat_switch(flag, app, false),
+            HeartbeatCommand::RunNow(flag) => heartbeat_run_now(flag, app),
+        },
+    }
+}
+
+fn heartbeat_last(flag: JsonFlag, app: &App) -> anyhow::Result<ExitCode> {
+    let event = heartbeat::last_event(app)?;
+    if flag.json {
+        print_json(&event)?;
+    } else {
+        match &event {
+            Some(event) => print_event(app, event),
+            None => println!("No heartbeat has run yet."),
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn heartbeat_switch(flag: JsonFlag, app: &App, enabled: bool) -> anyhow::Result<ExitCode> {
+    let switched = heartbeat::set_enabled(app, enabled)?;
+    if flag.json {
+        print_json(&switched)?;
+    } else {
+        let state = if enabled { "enabled" } else { "disabled" };
+        if switched.changed {
+            println!("Heartbeats {state}.");
+        } else {
+            println!("Heartbeats were already {state}.");
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn heartbeat_run_now(flag: JsonFlag, app: &App) -> anyhow::Result<ExitCode> {
+    let event = heartbeat::run_now(app)?;
+    if flag.json {
+        print_json(&event)?;
+    } else {
+        print_event(app, &event);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn print_event(app: &App, event: &RunEvent) {
+    let when = jiff::Timestamp::from_millisecond(event.ts)
+        .map(|t| {
+            t.to_zoned_datetime(app.user_time_zone())
+                .strftime("%Y-%m-%d %H:%M:%S %Z")
+                .to_string()
+        })
+        .unwrap_or_else(|_| event.ts.to_string());
+    let status = serde_json::to_value(event.status)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_default();
+    let mut line = format!("{when}  {status}");
+    if let Some(reason) = &event.reason {
+        line.push_str(&format!(" ({reason})"));
+    }
+    if let Some(channel) = &event.channel {
+        line.push_str(&format!(" via {channel}"));
+    }
+    if let Some(to) = &event.to {
+        line.push_str(&format!(" to {to}"));
+    }
+    if let Some(ms) = event.duration_ms {
+        line.push_str(&format!(" in {ms} ms"));
+    }
+    println!("{line}");
+    if let Some(preview) = &event.preview {
+        println!("  {}", preview.lines().next().unwrap_or(""));
     }
 }
 

@@ -55,6 +55,7 @@ pub(crate) struct Config {
     pub tools: ToolsConfig,
     pub gateway: GatewayConfig,
     pub delivery: DeliveryConfig,
+    pub channels: ChannelsConfig,
 }
 
 /// Where the results of unattended turns go (`delivery.*`).
@@ -380,6 +381,8 @@ pub(crate) struct AgentDefaults {
     pub bootstrap_total_max_chars: u32,
     /// Turns running at once across sessions (one per session always).
     pub max_concurrent: u32,
+    /// Periodic heartbeat turns (OpenClaw's `agents.defaults.heartbeat`).
+    pub heartbeat: HeartbeatConfig,
 }
 
 impl Default for AgentDefaults {
@@ -398,6 +401,150 @@ impl Default for AgentDefaults {
             bootstrap_max_chars: 20_000,
             bootstrap_total_max_chars: 150_000,
             max_concurrent: 4,
+            heartbeat: HeartbeatConfig::default(),
+        }
+    }
+}
+
+/// `agents.defaults.heartbeat`: the agent wakes on an interval, reads
+/// `HEARTBEAT.md`, and stays quiet or tells its person something.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub(crate) struct HeartbeatConfig {
+    /// The interval (`30m`, `1h30m`; a bare number is minutes); `0m`
+    /// turns heartbeats off.
+    pub every: String,
+    /// Where an alert goes: `none` (the run happens, nothing is
+    /// delivered), `last` (where the session's last message came from;
+    /// the outbox for sessions driven from the command line), `outbox`,
+    /// or `webhook` (`to`, signed with `webhookSecret`).
+    pub target: HeartbeatTarget,
+    /// The webhook URL of `target: webhook`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub to: Option<String>,
+    /// The key that signs webhook deliveries (HMAC-SHA256).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub webhook_secret: Option<String>,
+    /// Only run inside this daily window.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub active_hours: Option<ActiveHoursConfig>,
+    /// The prompt's workspace files are `HEARTBEAT.md` only, and no
+    /// memory is recalled.
+    pub light_context: bool,
+    /// A fresh session (`<key>:heartbeat`) for every run.
+    pub isolated_session: bool,
+    /// `provider/model` for heartbeat runs only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// Replaces the default prompt.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prompt: Option<String>,
+    /// Characters that may remain beside `HEARTBEAT_OK` for the reply to
+    /// count as an acknowledgement.
+    pub ack_max_chars: i64,
+    /// Also deliver the model's reasoning.
+    pub include_reasoning: bool,
+}
+
+impl Default for HeartbeatConfig {
+    fn default() -> Self {
+        HeartbeatConfig {
+            every: "30m".to_string(),
+            target: HeartbeatTarget::None,
+            to: None,
+            webhook_secret: None,
+            active_hours: None,
+            light_context: false,
+            isolated_session: false,
+            model: None,
+            prompt: None,
+            ack_max_chars: 300,
+            include_reasoning: false,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum HeartbeatTarget {
+    None,
+    Last,
+    Outbox,
+    Webhook,
+}
+
+/// `activeHours`: `[start, end)` in `HH:MM` (`end` may be `24:00`; an
+/// `end` before `start` wraps midnight), in `timezone` (`user`, the
+/// default: `agents.defaults.userTimezone`; `local`: the host's; or an
+/// IANA name).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub(crate) struct ActiveHoursConfig {
+    pub start: String,
+    pub end: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timezone: Option<String>,
+}
+
+/// `channels`: per delivery channel settings by channel name, and
+/// `defaults` for all of them; almanac's channels are `outbox` and
+/// `webhook`. Only the heartbeat visibility is read.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub(crate) struct ChannelsConfig {
+    pub by_name: BTreeMap<String, ChannelConfig>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub(crate) struct ChannelConfig {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub heartbeat: Option<HeartbeatVisibilityConfig>,
+}
+
+/// `channels.<channel>.heartbeat`: what heartbeat outcomes are shown.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub(crate) struct HeartbeatVisibilityConfig {
+    /// Deliver `HEARTBEAT_OK` acknowledgements (default false; when
+    /// false the token is removed from every delivered reply).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub show_ok: Option<bool>,
+    /// Deliver alerts (default true).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub show_alerts: Option<bool>,
+    /// Emit indicator events (default true).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub use_indicator: Option<bool>,
+}
+
+/// Effective heartbeat visibility on one channel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct HeartbeatVisibility {
+    pub show_ok: bool,
+    pub show_alerts: bool,
+    pub use_indicator: bool,
+}
+
+impl ChannelsConfig {
+    /// The visibility on `channel`: its own keys over `channels.defaults`
+    /// over the built-in defaults (false / true / true).
+    pub(crate) fn heartbeat_visibility(&self, channel: &str) -> HeartbeatVisibility {
+        let own = self.by_name.get(channel).and_then(|c| c.heartbeat.as_ref());
+        let defaults = self
+            .by_name
+            .get("defaults")
+            .and_then(|c| c.heartbeat.as_ref());
+        let pick = |f: fn(&HeartbeatVisibilityConfig) -> Option<bool>, built_in: bool| {
+            own.and_then(f)
+                .or_else(|| defaults.and_then(f))
+                .unwrap_or(built_in)
+        };
+        HeartbeatVisibility {
+            show_ok: pick(|v| v.show_ok, false),
+            show_alerts: pick(|v| v.show_alerts, true),
+            use_indicator: pick(|v| v.use_indicator, true),
         }
     }
 }
@@ -698,6 +845,7 @@ pub(crate) const ENV_KEYS: &[(&str, &str)] = &[
     ("AGENT_NAME", "activity.agentName"),
     ("ALMANAC_GATEWAY_TOKEN", "gateway.auth.token"),
     ("ALMANAC_GATEWAY_PORT", "gateway.port"),
+    ("ALMANAC_HEARTBEAT_EVERY", "agents.defaults.heartbeat.every"),
 ];
 
 #[derive(Debug, thiserror::Error)]
@@ -946,6 +1094,41 @@ pub(crate) fn value_problems(config: &Config) -> Vec<(&'static str, String)> {
             "gateway.customBindHost",
             "gateway.bind is `custom`: set gateway.customBindHost to an IP address".to_string(),
         ));
+    }
+    let heartbeat = &config.agents.defaults.heartbeat;
+    let every = heartbeat.every.trim();
+    if let Err(err) =
+        almanac_heartbeat::duration::parse(every, almanac_heartbeat::duration::Unit::Minutes)
+    {
+        problems.push((
+            "agents.defaults.heartbeat.every",
+            format!("`{every}` is not a duration ({err}); heartbeats are off"),
+        ));
+    }
+    if heartbeat.target == HeartbeatTarget::Webhook {
+        match heartbeat.to.as_deref().map(str::trim) {
+            None | Some("") => problems.push((
+                "agents.defaults.heartbeat.to",
+                "target is `webhook`: set `to` to an http(s) URL; alerts are not delivered"
+                    .to_string(),
+            )),
+            Some(url) if !(url.starts_with("https://") || url.starts_with("http://")) => problems
+                .push((
+                    "agents.defaults.heartbeat.to",
+                    format!("`{url}` is not an http(s) URL"),
+                )),
+            Some(_) => {}
+        }
+    }
+    if let Some(hours) = &heartbeat.active_hours {
+        let (_, diagnostics) = almanac_heartbeat::schedule::ActiveHours::parse(
+            &hours.start,
+            &hours.end,
+            hours.timezone.as_deref(),
+        );
+        for d in diagnostics {
+            problems.push(("agents.defaults.heartbeat.activeHours", d));
+        }
     }
     problems
 }

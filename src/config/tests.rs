@@ -39,7 +39,10 @@ fn json5_with_comments_trailing_commas_and_unknown_key_loads_with_warning() {
         Some("Europe/Paris")
     );
     assert_eq!(config.logging.level, Some(LogLevel::Debug));
-    assert_eq!(file.unknown_keys, vec!["channels".to_string()]);
+    assert_eq!(
+        file.unknown_keys,
+        vec!["channels.telegram.botToken".to_string()]
+    );
 }
 
 #[test]
@@ -297,7 +300,9 @@ fn known_key_probe() {
         ("agents.defaults", true),
         ("logging.level", true),
         ("agents.defaults.bogus", false),
-        ("channels", false),
+        ("channels", true),
+        ("channels.outbox.heartbeat.showOk", true),
+        ("heartbeat.bogus", false),
         ("", false),
     ] {
         assert_eq!(is_known_key(key), known, "{key}");

@@ -104,7 +104,6 @@ pub(crate) struct SecretRef {
 
 /// Where a result goes.
 // Chosen by the heartbeat and cron runners.
-#[allow(dead_code)]
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Target {
     /// Nowhere: nothing is recorded.
@@ -285,7 +284,6 @@ impl Deliverer {
     /// first attempt (delivered, failed for good, or pending with retries
     /// going on in a tracked task).
     // The entry point of the heartbeat and cron runners.
-    #[allow(dead_code)]
     pub(crate) async fn deliver(
         &self,
         item: Item,

@@ -100,6 +100,12 @@ impl Lanes {
         Ok(())
     }
 
+    /// Whether a turn runs or waits in `key`'s lane.
+    pub(crate) fn busy(&self, key: &str) -> bool {
+        let lanes = self.lanes.lock().unwrap_or_else(|p| p.into_inner());
+        lanes.get(key).is_some_and(|l| l.busy)
+    }
+
     /// Requests waiting in `key`'s lane (not counting the running one).
     pub(crate) fn waiting(&self, key: &str) -> usize {
         let lanes = self.lanes.lock().unwrap_or_else(|p| p.into_inner());

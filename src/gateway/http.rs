@@ -84,6 +84,9 @@ type ApiResult = Result<Json<Value>, ApiError>;
 pub(crate) fn router(shared: Arc<Shared>) -> Router {
     let control = Router::new()
         .route("/system/event", post(system_event))
+        .route("/system/heartbeat/run", post(heartbeat_run))
+        .route("/system/heartbeat/enable", post(heartbeat_enable))
+        .route("/system/heartbeat/disable", post(heartbeat_disable))
         .route("/agent", post(agent))
         .route("/sessions", get(sessions))
         .route("/status", get(status))
@@ -301,14 +304,39 @@ async fn system_event(
     ))
 }
 
+/// `system heartbeat run-now`: one heartbeat now (waiting behind a turn
+/// that runs in the session), answered with its event once the outcome
+/// and any delivery are recorded.
+async fn heartbeat_run(State(shared): State<Arc<Shared>>) -> ApiResult {
+    let event = super::heartbeat::run(&shared, "manual", true, true)
+        .await
+        .map_err(ApiError::internal)?;
+    Ok(Json(
+        serde_json::to_value(event).map_err(ApiError::internal)?,
+    ))
+}
+
+/// The switch was changed on disk (`system heartbeat enable|disable`):
+/// the runner looks at its schedule again.
+async fn heartbeat_enable(State(shared): State<Arc<Shared>>) -> ApiResult {
+    shared.heartbeat.set_enabled(true);
+    Ok(Json(json!({"ok": true, "enabled": true})))
+}
+
+async fn heartbeat_disable(State(shared): State<Arc<Shared>>) -> ApiResult {
+    shared.heartbeat.set_enabled(false);
+    Ok(Json(json!({"ok": true, "enabled": false})))
+}
+
 async fn agent(
     State(shared): State<Arc<Shared>>,
     body: Result<Json<TurnRequest>, JsonRejection>,
 ) -> ApiResult {
-    let Json(req) = body?;
+    let Json(mut req) = body?;
     if req.message.trim().is_empty() {
         return Err(ApiError::new(StatusCode::BAD_REQUEST, "message is empty"));
     }
+    req.channel = Some("api".to_string());
     let key = shared
         .engine
         .session_key(&req)

@@ -23,6 +23,7 @@
 //!   the [`Event`] bus or ask the engine for a turn.
 
 pub(crate) mod client;
+pub(crate) mod heartbeat;
 pub(crate) mod http;
 pub(crate) mod install;
 pub(crate) mod intake;
@@ -132,6 +133,8 @@ pub(crate) struct Shared {
     pub admission: tokio::sync::Mutex<()>,
     /// Where unattended turns' results go (the outbox, webhooks).
     pub deliverer: crate::delivery::Deliverer,
+    /// The heartbeat runner's schedule and its one-run-at-a-time lock.
+    pub heartbeat: heartbeat::HeartbeatState,
 }
 
 impl std::fmt::Debug for Shared {
@@ -183,7 +186,7 @@ impl Shared {
             started_at_ms: Some(self.info.started_at_ms),
             uptime_ms: Some(self.host.now_ms() - self.info.started_at_ms),
             components: self.registry.snapshot(),
-            next_heartbeat_at_ms: None,
+            next_heartbeat_at_ms: self.heartbeat.next_due_ms(),
             next_cron_at_ms: None,
         }
     }
@@ -228,6 +231,7 @@ fn components() -> Vec<Arc<dyn Component>> {
         Arc::new(watch::SkillsWatcher),
         Arc::new(watch::ConfigWatcher),
         Arc::new(tasks::TaskSweeper),
+        Arc::new(heartbeat::HeartbeatRunner),
     ]
 }
 
@@ -317,6 +321,7 @@ async fn serve(
     };
     let journal = intake.journal();
     let (bus, _) = broadcast::channel(256);
+    let heartbeat_on = app.heartbeat_runs().enabled();
     let engine = Engine::new(app);
     let deliverer = crate::delivery::Deliverer::open(engine.clone())?;
     let shared = Arc::new(Shared {
@@ -335,6 +340,7 @@ async fn serve(
         tasks: book,
         admission: tokio::sync::Mutex::new(()),
         deliverer,
+        heartbeat: heartbeat::HeartbeatState::new(heartbeat_on),
     });
     // The intake's group commit runs on a thread of its own.
     let syncer = {
@@ -442,13 +448,26 @@ async fn wait_for_shutdown(stop: &CancellationToken) {
 /// of components and routes (call it inside a tokio runtime).
 #[cfg(test)]
 pub(crate) fn test_shared(dir: &std::path::Path, token: &str) -> Arc<Shared> {
+    test_shared_with(dir, token, None)
+}
+
+/// [`test_shared`] with another clock.
+#[cfg(test)]
+pub(crate) fn test_shared_with(
+    dir: &std::path::Path,
+    token: &str,
+    clock: Option<Arc<dyn crate::host::Clock>>,
+) -> Arc<Shared> {
     let state = dir.join("state");
-    let host = Host::with_vars(
+    let mut host = Host::with_vars(
         [("ALMANAC_STATE_DIR", state.display().to_string())],
         dir,
         dir,
         "2026-12-01T10:00:00+00:00[UTC]".parse().unwrap(),
     );
+    if let Some(clock) = clock {
+        host.set_clock(clock);
+    }
     let options = GlobalOptions::default();
     let app = App::load(&options, host.clone()).expect("app loads");
     let intake = intake::Intake::open(&app.paths.gateway_dir()).expect("intake opens");
@@ -481,5 +500,6 @@ pub(crate) fn test_shared(dir: &std::path::Path, token: &str) -> Arc<Shared> {
         tasks: tasks::TaskBook::new(crate::tasks::Ledger::open_in_memory().unwrap(), 1),
         admission: tokio::sync::Mutex::new(()),
         deliverer,
+        heartbeat: heartbeat::HeartbeatState::new(true),
     })
 }

@@ -37,6 +37,8 @@ pub(crate) enum ComponentKind {
     ConfigWatcher,
     /// Renews the leases of running tasks, declares lost ones, prunes.
     TaskSweeper,
+    /// Runs heartbeat turns on the interval and on wakes.
+    HeartbeatRunner,
     /// A component of a test.
     #[cfg(test)]
     Test(&'static str),
@@ -50,6 +52,7 @@ impl ComponentKind {
             ComponentKind::SkillsWatcher => "skills-watcher",
             ComponentKind::ConfigWatcher => "config-watcher",
             ComponentKind::TaskSweeper => "task-sweeper",
+            ComponentKind::HeartbeatRunner => "heartbeat",
             #[cfg(test)]
             ComponentKind::Test(name) => name,
         }

@@ -20,6 +20,11 @@
 //! * Reading ([`Tracker::peek`], for `heartbeat status|history`) writes
 //!   nothing: no `status.check` event (Arka pings one when the file is
 //!   missing), no lock file, and a corrupt file is only reported.
+//!
+//! [`runs`] is the other heartbeat: the record of the gateway's periodic
+//! heartbeat turns (each run's event, the on/off switch).
+
+pub(crate) mod runs;
 
 use std::path::{Path, PathBuf};
 

@@ -178,6 +178,11 @@ impl Paths {
         self.state_dir.join("outbox")
     }
 
+    /// The heartbeat runner's record: each run's event and the switch.
+    pub(crate) fn heartbeat_runs_dir(&self) -> PathBuf {
+        self.state_dir.join("heartbeat")
+    }
+
     /// The folder of derived indexes (safe to delete).
     pub(crate) fn index_dir(&self) -> PathBuf {
         self.state_dir.join("index")

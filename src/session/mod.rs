@@ -164,6 +164,13 @@ impl Sessions {
                     chat_type: Some(chat_type.to_string()),
                     ..SessionEntry::default()
                 };
+                // What the heartbeat keeps about the key, not the
+                // conversation: a new session must not re-run tasks or
+                // repeat an alert.
+                entry.heartbeat_task_state = old.heartbeat_task_state.clone();
+                entry.last_heartbeat_text = old.last_heartbeat_text.clone();
+                entry.last_heartbeat_sent_at = old.last_heartbeat_sent_at;
+                entry.last_channel = old.last_channel.clone();
                 if matches!(explicit, Some(Started::Reset | Started::New)) {
                     entry.provider_override = old.provider_override;
                     entry.model_override = old.model_override;

@@ -60,6 +60,19 @@ pub(crate) struct SessionEntry {
     pub memory_flush_compaction_count: Option<u64>,
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub aborted_last_run: bool,
+    /// When each `HEARTBEAT.md` task last ran (ms), by name.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub heartbeat_task_state: std::collections::BTreeMap<String, i64>,
+    /// The last heartbeat alert delivered, and when (duplicates within
+    /// 24 h are not sent again).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_heartbeat_text: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_heartbeat_sent_at: Option<i64>,
+    /// Where the session's last inbound message came from (`cli`, `api`,
+    /// `hook`, …): the `last` delivery target follows it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_channel: Option<String>,
 }
 
 impl SessionEntry {
@@ -103,6 +116,10 @@ const OPTIONAL_FIELDS: &[&str] = &[
     "memoryFlushAt",
     "memoryFlushCompactionCount",
     "abortedLastRun",
+    "heartbeatTaskState",
+    "lastHeartbeatText",
+    "lastHeartbeatSentAt",
+    "lastChannel",
 ];
 
 /// One `sessions.json`.

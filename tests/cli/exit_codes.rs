@@ -169,6 +169,11 @@ const TABLE: &[Row] = &[
     row(&["system", "event", "--text", "build done"], 0),
     row(&["system", "event", "--text", "x", "--mode", "soon"], 2),
     row(&["system", "event", "--text", "   "], 2),
+    row(&["system", "heartbeat"], 2),
+    row(&["system", "heartbeat", "last"], 0),
+    row(&["system", "heartbeat", "enable"], 0),
+    row(&["system", "heartbeat", "disable", "--json"], 0),
+    row(&["system", "heartbeat", "run-now"], 1),
     row(&["system", "event"], 2),
     // gateway: a service file almanac did not write is refused with 2.
     row(&["gateway", "install", "--dry-run"], 0),

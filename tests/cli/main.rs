@@ -7,6 +7,7 @@ mod exit_codes;
 mod foundation;
 mod gateway;
 mod gateway_install;
+mod heartbeat_turns;
 mod injection;
 mod json_names;
 mod memory;

@@ -1,0 +1,973 @@
+//! One heartbeat run, from the decision to run to the recorded event:
+//! the gates (switch, interval, quiet hours, a busy session,
+//! `HEARTBEAT.md` empty or with no task due, nothing visible), the
+//! prompt, the reply protocol (`HEARTBEAT_OK`, acknowledgements,
+//! duplicates), delivery through the caller, and what is kept (the run's
+//! event, the tasks' last runs, the last alert).
+//!
+//! The turn and the delivery are the caller's ([`Runner`]): the gateway
+//! runs the turn in the session's lane and delivers through its
+//! deliverer; nothing here waits on the network.
+//!
+//! Invariants:
+//! * No model call when a gate says no: a disabled or quiet run, an
+//!   effectively empty `HEARTBEAT.md`, a file whose tasks are none due,
+//!   or a channel that shows nothing.
+//! * A task's last run is stored only after a run whose reply was
+//!   handled (not on a failure or a skip before the turn).
+//! * With `showOk` off, no delivered text holds `HEARTBEAT_OK`.
+
+use almanac_heartbeat::{ack, duration, file, prompt, schedule};
+use serde::Serialize;
+
+use std::time::Duration;
+
+use super::App;
+use super::agent::{HeartbeatTurn, TurnRequest};
+use crate::config::{HeartbeatConfig, HeartbeatTarget, HeartbeatVisibility};
+use crate::gateway::client::Client;
+use crate::heartbeat::runs::{self, RunEvent, RunRecord, RunStatus};
+use crate::session::store::SessionEntry;
+
+/// Alerts equal to the last one are not sent again within this window.
+const DUPLICATE_WINDOW_MS: i64 = 24 * 60 * 60 * 1000;
+
+/// The agent heartbeats run for (one agent in this version).
+pub(crate) const AGENT_ID: &str = super::agent::AGENT_ID;
+
+impl App {
+    /// The heartbeat runner's record (events, switch).
+    pub(crate) fn heartbeat_runs(&self) -> RunRecord {
+        RunRecord::new(&self.paths.heartbeat_runs_dir())
+    }
+
+    fn heartbeat_config(&self) -> &HeartbeatConfig {
+        &self.config.config.agents.defaults.heartbeat
+    }
+
+    /// The heartbeat interval; `None` when `every` turns it off (`0m`, a
+    /// negative or unreadable value).
+    pub(crate) fn heartbeat_interval_ms(&self) -> Option<u64> {
+        interval_ms(&self.heartbeat_config().every)
+    }
+
+    /// When the next interval heartbeat is due after `now_ms`: on the
+    /// agent's own phase within the interval (stable for a state
+    /// directory), `None` when heartbeats are off.
+    pub(crate) fn next_heartbeat_ms(&self, now_ms: i64) -> Option<i64> {
+        let interval = self.heartbeat_interval_ms()?;
+        let seed = self.paths.state_dir.to_string_lossy();
+        let phase = schedule::phase_ms(&seed, AGENT_ID, interval);
+        Some(schedule::next_due(now_ms, interval, phase))
+    }
+}
+
+/// `every` in ms; `None` for off.
+pub(crate) fn interval_ms(every: &str) -> Option<u64> {
+    let parsed = duration::parse(every.trim(), duration::Unit::Minutes).ok()?;
+    let ms = u64::try_from(parsed.as_millis()).ok()?;
+    (ms > 0).then_some(ms)
+}
+
+/// Where a run's alert goes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Destination {
+    /// `none`, `outbox` or `webhook`.
+    pub channel: &'static str,
+    /// The webhook URL.
+    pub to: Option<String>,
+    /// Why nothing can be delivered (`target-none`, `no-target`).
+    pub unresolved: Option<&'static str>,
+}
+
+/// A run that passed the gates: the turn to run and what to do with its
+/// reply.
+#[derive(Debug, Clone)]
+pub(crate) struct Plan {
+    pub request: TurnRequest,
+    /// The session whose entry keeps the tasks' last runs and the last
+    /// alert (the same unless the session is isolated).
+    pub base_key: String,
+    /// The due tasks the prompt names.
+    pub due_tasks: Vec<String>,
+    pub destination: Destination,
+    pub visibility: HeartbeatVisibility,
+    pub ack_max_chars: i64,
+    pub include_reasoning: bool,
+    /// Epoch ms the run started.
+    pub started_ms: i64,
+    /// Diagnostics about `HEARTBEAT.md` and the settings.
+    pub warnings: Vec<String>,
+}
+
+/// What a run does after the gates.
+#[derive(Debug)]
+pub(crate) enum Prepared {
+    Skip(RunEvent),
+    Run(Box<Plan>),
+}
+
+/// What the turn answered.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Reply {
+    pub text: String,
+    pub reasoning: String,
+}
+
+/// Where a delivered text went.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Delivered {
+    pub to: Option<String>,
+    /// The receiver has not taken it yet (why); it is retried.
+    pub pending: Option<String>,
+}
+
+/// The turn and the delivery of a run.
+pub(crate) trait Runner {
+    fn turn(&mut self, request: TurnRequest) -> anyhow::Result<Reply>;
+    fn deliver(&mut self, plan: &Plan, text: &str) -> anyhow::Result<Delivered>;
+}
+
+/// Why a wake asked for a run: `interval`, `manual`, `wake`,
+/// `exec-event`, `cron:<id>`, `hook:<name>`, `retry`.
+fn bypasses_file_gates(reason: &str) -> bool {
+    matches!(reason, "wake" | "exec-event")
+        || reason.starts_with("cron:")
+        || reason.starts_with("hook:")
+        || reason == "cron"
+        || reason == "hook"
+}
+
+/// The gates, in the reference's order, and the plan of a run that
+/// passes them. `lane_busy`: a turn runs or waits in the session's lane.
+pub(crate) fn prepare(app: &App, reason: &str, lane_busy: bool) -> Prepared {
+    let now = app.host.now_ts();
+    let now_ms = now.as_millisecond();
+    let config = app.heartbeat_config();
+    let skip = |why: &str| Prepared::Skip(RunEvent::skipped(now_ms, why));
+    if !app.heartbeat_runs().enabled() || app.heartbeat_interval_ms().is_none() {
+        return skip("disabled");
+    }
+    let mut warnings = Vec::new();
+    if let Some(hours) = &config.active_hours {
+        let (parsed, problems) =
+            schedule::ActiveHours::parse(&hours.start, &hours.end, hours.timezone.as_deref());
+        warnings.extend(problems);
+        if let Some(window) = parsed
+            && !window.is_active(now, &app.user_time_zone(), app.host.time_zone())
+        {
+            return skip("quiet-hours");
+        }
+    }
+    if lane_busy {
+        return skip("requests-in-flight");
+    }
+    let sessions = app.sessions(Some(AGENT_ID));
+    let base_key = sessions.resolve_key(None);
+    let heartbeat_file = app.paths.workspace.join("HEARTBEAT.md");
+    let text = std::fs::read(&heartbeat_file)
+        .ok()
+        .map(|b| String::from_utf8_lossy(&b).into_owned());
+    let bypass = bypasses_file_gates(reason);
+    let parsed = text.as_deref().map(file::parse);
+    if let Some(parsed) = &parsed {
+        warnings.extend(parsed.diagnostics.iter().cloned());
+    }
+    let entry = stored_entry(app, &base_key);
+    let last_runs = entry
+        .as_ref()
+        .map(|e| e.heartbeat_task_state.clone())
+        .unwrap_or_default();
+    let mut due_tasks = Vec::new();
+    if let (Some(text), Some(parsed)) = (&text, &parsed) {
+        if !bypass && parsed.tasks.is_empty() && file::is_effectively_empty(text) {
+            return skip("empty-heartbeat-file");
+        }
+        due_tasks = file::due_tasks(&parsed.tasks, |name| last_runs.get(name).copied(), now_ms)
+            .into_iter()
+            .cloned()
+            .collect::<Vec<_>>();
+        if !bypass && !parsed.tasks.is_empty() && due_tasks.is_empty() {
+            return skip("no-tasks-due");
+        }
+    }
+    let destination = destination(config, entry.as_ref());
+    let visibility = if destination.channel == "none" {
+        // Nothing is delivered: what a shown run would be is kept as the
+        // reference keeps it, so acknowledgements stay silent.
+        HeartbeatVisibility {
+            show_ok: false,
+            show_alerts: true,
+            use_indicator: true,
+        }
+    } else {
+        app.config
+            .config
+            .channels
+            .heartbeat_visibility(destination.channel)
+    };
+    if !visibility.show_ok && !visibility.show_alerts && !visibility.use_indicator {
+        return skip("alerts-disabled");
+    }
+    let time = prompt::time_text(&now.to_zoned_datetime(app.user_time_zone()));
+    let message = match &parsed {
+        Some(parsed) if !due_tasks.is_empty() => {
+            let due: Vec<&file::Task> = due_tasks.iter().collect();
+            prompt::tasks_body(&due, &parsed.other_content, &time)
+        }
+        _ => prompt::prompt_body(
+            prompt::resolve_prompt(config.prompt.as_deref()),
+            &heartbeat_file,
+            &time,
+        ),
+    };
+    let session_key = if config.isolated_session {
+        isolated_key(&base_key)
+    } else {
+        base_key.clone()
+    };
+    let request = TurnRequest {
+        message,
+        session_key: Some(session_key.clone()),
+        agent: Some(AGENT_ID.to_string()),
+        model: config.model.clone().filter(|m| !m.trim().is_empty()),
+        heartbeat: Some(HeartbeatTurn {
+            light_context: config.light_context,
+            fresh_session: config.isolated_session,
+        }),
+        channel: None,
+    };
+    Prepared::Run(Box::new(Plan {
+        request,
+        base_key,
+        due_tasks: due_tasks.iter().map(|t| t.name.clone()).collect(),
+        destination,
+        visibility,
+        ack_max_chars: config.ack_max_chars,
+        include_reasoning: config.include_reasoning,
+        started_ms: now_ms,
+        warnings,
+    }))
+}
+
+/// `<key>:heartbeat`, never with the suffix twice.
+fn isolated_key(base: &str) -> String {
+    let mut key = base;
+    while let Some(rest) = key.strip_suffix(":heartbeat") {
+        key = rest;
+    }
+    format!("{key}:heartbeat")
+}
+
+fn destination(config: &HeartbeatConfig, entry: Option<&SessionEntry>) -> Destination {
+    let webhook = || match config
+        .to
+        .as_deref()
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+    {
+        Some(url) => Destination {
+            channel: "webhook",
+            to: Some(url.to_string()),
+            unresolved: None,
+        },
+        None => Destination {
+            channel: "webhook",
+            to: None,
+            unresolved: Some("no-target"),
+        },
+    };
+    let outbox = Destination {
+        channel: "outbox",
+        to: None,
+        unresolved: None,
+    };
+    match config.target {
+        HeartbeatTarget::None => Destination {
+            channel: "none",
+            to: None,
+            unresolved: Some("target-none"),
+        },
+        HeartbeatTarget::Outbox => outbox,
+        HeartbeatTarget::Webhook => webhook(),
+        // almanac's sessions are driven from the command line and the
+        // control API, whose replies have no channel to go back to: the
+        // outbox stands for them.
+        HeartbeatTarget::Last => match entry.and_then(|e| e.last_channel.as_deref()) {
+            Some("webhook") => webhook(),
+            _ => outbox,
+        },
+    }
+}
+
+fn stored_entry(app: &App, key: &str) -> Option<SessionEntry> {
+    app.sessions(Some(AGENT_ID))
+        .store()
+        .load()
+        .0
+        .get(key)
+        .and_then(SessionEntry::from_value)
+}
+
+/// Runs one heartbeat: the gates, the turn, the reply protocol, the
+/// delivery, the record. Returns the run's event (also appended to the
+/// run log, except a `requests-in-flight` skip unless `record_busy`: a
+/// retried streak is recorded once).
+pub(crate) fn run_once(
+    app: &App,
+    reason: &str,
+    lane_busy: bool,
+    record_busy: bool,
+    runner: &mut dyn Runner,
+) -> anyhow::Result<RunEvent> {
+    let event = match prepare(app, reason, lane_busy) {
+        Prepared::Skip(event) => event,
+        Prepared::Run(plan) => {
+            for w in &plan.warnings {
+                tracing::warn!("{w}");
+            }
+            run_plan(app, &plan, runner)
+        }
+    };
+    let busy = event.reason.as_deref() == Some("requests-in-flight");
+    if record_busy || !busy {
+        app.ensure_state_dir()?;
+        app.heartbeat_runs().append(&event)?;
+    }
+    Ok(event)
+}
+
+fn run_plan(app: &App, plan: &Plan, runner: &mut dyn Runner) -> RunEvent {
+    let began = std::time::Instant::now();
+    let mut event = RunEvent {
+        ts: plan.started_ms,
+        status: RunStatus::Failed,
+        reason: None,
+        preview: None,
+        duration_ms: None,
+        to: plan.destination.to.clone(),
+        channel: Some(plan.destination.channel.to_string()),
+        silent: None,
+        indicator_type: None,
+    };
+    let indicator = |kind: &str| plan.visibility.use_indicator.then(|| kind.to_string());
+    let reply = match runner.turn(plan.request.clone()) {
+        Ok(reply) => reply,
+        Err(err) => {
+            event.reason = Some(one_line(&format!("{err:#}")));
+            event.indicator_type = indicator("error");
+            event.duration_ms = Some(began.elapsed().as_millis() as u64);
+            return event;
+        }
+    };
+    event.preview = Some(runs::preview(reply.text.trim())).filter(|p| !p.is_empty());
+    let verdict = judge(plan, &reply, stored_entry(app, &plan.base_key).as_ref());
+    let mut sent_text = None;
+    match verdict {
+        Verdict::Ack(status) => {
+            event.status = status;
+            event.indicator_type = indicator("ok");
+            if plan.visibility.show_ok && plan.destination.unresolved.is_none() {
+                match runner.deliver(plan, almanac_heartbeat::ACK_TOKEN) {
+                    Ok(d) => event.to = d.to.or(event.to),
+                    Err(err) => event.reason = Some(one_line(&format!("{err:#}"))),
+                }
+            } else {
+                event.silent = Some(true);
+            }
+        }
+        Verdict::Skip(reason) => {
+            event.status = RunStatus::Skipped;
+            event.reason = Some(reason.to_string());
+            if reason != "duplicate" {
+                event.indicator_type = indicator("alert");
+            }
+        }
+        Verdict::Deliver(texts) => {
+            event.indicator_type = indicator("alert");
+            let mut failure = None;
+            for text in &texts {
+                match runner.deliver(plan, text) {
+                    Ok(d) => {
+                        event.to = d.to.or(event.to.take());
+                        if let Some(why) = d.pending {
+                            event.reason = Some(format!("delivery pending: {why}"));
+                        }
+                    }
+                    Err(err) => {
+                        failure = Some(one_line(&format!("{err:#}")));
+                        break;
+                    }
+                }
+            }
+            match failure {
+                None => {
+                    event.status = RunStatus::Sent;
+                    sent_text = texts.last().cloned();
+                }
+                Some(why) => {
+                    event.status = RunStatus::Failed;
+                    event.reason = Some(why);
+                    event.indicator_type = indicator("error");
+                }
+            }
+        }
+    }
+    event.duration_ms = Some(began.elapsed().as_millis() as u64);
+    if event.status != RunStatus::Failed
+        && let Err(err) = remember(app, plan, sent_text.as_deref())
+    {
+        tracing::warn!("heartbeat state not kept: {err}");
+    }
+    event
+}
+
+/// What to do with a reply.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Verdict {
+    /// An acknowledgement (`ok-empty`, `ok-token`).
+    Ack(RunStatus),
+    /// Not delivered: `duplicate`, `target-none`, `no-target`,
+    /// `alerts-disabled`.
+    Skip(&'static str),
+    /// Deliver these texts, in order (reasoning first when asked for).
+    Deliver(Vec<String>),
+}
+
+fn judge(plan: &Plan, reply: &Reply, entry: Option<&SessionEntry>) -> Verdict {
+    let text = reply.text.trim();
+    if text.is_empty() {
+        return Verdict::Ack(RunStatus::OkEmpty);
+    }
+    let alert = match ack::strip(text, ack::Mode::Heartbeat, plan.ack_max_chars).outcome {
+        ack::Outcome::Skip(_) => return Verdict::Ack(RunStatus::OkToken),
+        ack::Outcome::Deliver(rest) => rest,
+    };
+    let alert = if plan.visibility.show_ok {
+        alert
+    } else {
+        ack::scrub(&alert)
+    };
+    if alert.trim().is_empty() {
+        return Verdict::Ack(RunStatus::OkToken);
+    }
+    if let Some(entry) = entry
+        && let (Some(last), Some(at)) = (&entry.last_heartbeat_text, entry.last_heartbeat_sent_at)
+        && plan.started_ms - at < DUPLICATE_WINDOW_MS
+        && ack::normalize_for_duplicate(last) == ack::normalize_for_duplicate(&alert)
+    {
+        return Verdict::Skip("duplicate");
+    }
+    if let Some(why) = plan.destination.unresolved {
+        return Verdict::Skip(why);
+    }
+    if !plan.visibility.show_alerts {
+        return Verdict::Skip("alerts-disabled");
+    }
+    let mut texts = Vec::new();
+    let reasoning = reply.reasoning.trim();
+    if plan.include_reasoning && !reasoning.is_empty() {
+        let reasoning = if plan.visibility.show_ok {
+            reasoning.to_string()
+        } else {
+            ack::scrub(reasoning)
+        };
+        if !reasoning.trim().is_empty() {
+            texts.push(format!("Reasoning:\n{reasoning}"));
+        }
+    }
+    texts.push(alert);
+    Verdict::Deliver(texts)
+}
+
+/// After a handled reply: the due tasks' last runs, and the alert sent.
+fn remember(app: &App, plan: &Plan, sent: Option<&str>) -> std::io::Result<()> {
+    if plan.due_tasks.is_empty() && sent.is_none() {
+        return Ok(());
+    }
+    let sessions = app.sessions(Some(AGENT_ID));
+    let now = app.host.now_ts();
+    sessions.store().update(now, |map| {
+        let value = map
+            .entry(plan.base_key.clone())
+            .or_insert_with(|| serde_json::Value::Object(Default::default()));
+        let mut entry = SessionEntry::from_value(value).unwrap_or_else(|| SessionEntry {
+            // A stub for a key no turn ran in yet (an isolated run's base).
+            session_id: plan.base_key.replace(':', "_"),
+            updated_at: plan.started_ms,
+            ..SessionEntry::default()
+        });
+        for task in &plan.due_tasks {
+            entry
+                .heartbeat_task_state
+                .insert(task.clone(), plan.started_ms);
+        }
+        if let Some(text) = sent {
+            entry.last_heartbeat_text = Some(text.to_string());
+            entry.last_heartbeat_sent_at = Some(plan.started_ms);
+        }
+        entry.write_into(value);
+    })?;
+    Ok(())
+}
+
+fn one_line(text: &str) -> String {
+    let line = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    line.chars().take(300).collect()
+}
+
+/// `system heartbeat last`: the newest run's event, if any.
+pub(crate) fn last_event(app: &App) -> anyhow::Result<Option<RunEvent>> {
+    Ok(app.heartbeat_runs().last()?)
+}
+
+/// `system heartbeat enable|disable`.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct Switched {
+    pub enabled: bool,
+    pub changed: bool,
+}
+
+/// Persists the switch; a running gateway is told at once.
+pub(crate) fn set_enabled(app: &App, enabled: bool) -> anyhow::Result<Switched> {
+    app.ensure_state_dir()?;
+    let changed = app.heartbeat_runs().set_enabled(enabled)?;
+    if let Some(client) = Client::find(app)? {
+        let path = if enabled {
+            "/v1/system/heartbeat/enable"
+        } else {
+            "/v1/system/heartbeat/disable"
+        };
+        client.post(path, &serde_json::json!({}), Duration::from_secs(5))?;
+    }
+    Ok(Switched { enabled, changed })
+}
+
+/// `system heartbeat run-now`: through the running gateway only; waits
+/// until the outcome and any delivery are recorded.
+pub(crate) fn run_now(app: &App) -> anyhow::Result<RunEvent> {
+    let client = Client::require(app)?;
+    // A turn, then a delivery that may be retried once: the model's own
+    // time limit plus a margin.
+    let limit =
+        Duration::from_secs(u64::from(app.config.config.agents.defaults.timeout_seconds) + 120);
+    let value = client.post("/v1/system/heartbeat/run", &serde_json::json!({}), limit)?;
+    Ok(serde_json::from_value(value)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::app::GlobalOptions;
+    use crate::host::Host;
+    use crate::host::ManualClock;
+
+    /// An app over a temporary state directory with `config` and, when
+    /// given, `HEARTBEAT.md`; its clock is `clock`.
+    fn app_with(
+        dir: &std::path::Path,
+        config: &str,
+        heartbeat_md: Option<&str>,
+        clock: &Arc<ManualClock>,
+    ) -> App {
+        let state = dir.join("state");
+        std::fs::create_dir_all(state.join("workspace")).unwrap();
+        std::fs::write(state.join("config.json5"), config).unwrap();
+        if let Some(text) = heartbeat_md {
+            std::fs::write(state.join("workspace/HEARTBEAT.md"), text).unwrap();
+        }
+        let mut host = Host::with_vars(
+            [("ALMANAC_STATE_DIR", state.display().to_string())],
+            dir,
+            dir,
+            "2026-12-01T00:00:00+00:00[UTC]".parse().unwrap(),
+        );
+        host.set_clock(clock.clone());
+        App::load(&GlobalOptions::default(), host).unwrap()
+    }
+
+    /// The model and the delivery: answers from a script, records what
+    /// it was asked and what was delivered.
+    #[derive(Default)]
+    struct Scripted {
+        replies: Vec<(String, String)>,
+        prompts: Vec<String>,
+        delivered: Vec<String>,
+        fail_turn: bool,
+    }
+
+    impl Runner for Scripted {
+        fn turn(&mut self, request: TurnRequest) -> anyhow::Result<Reply> {
+            self.prompts.push(request.message.clone());
+            if self.fail_turn {
+                anyhow::bail!("the model is unreachable");
+            }
+            let text = self
+                .replies
+                .iter()
+                .find(|(marker, _)| request.message.contains(marker.as_str()))
+                .map(|(_, reply)| reply.clone())
+                .unwrap_or_else(|| "HEARTBEAT_OK".to_string());
+            Ok(Reply {
+                text,
+                reasoning: String::new(),
+            })
+        }
+
+        fn deliver(&mut self, _plan: &Plan, text: &str) -> anyhow::Result<Delivered> {
+            self.delivered.push(text.to_string());
+            Ok(Delivered::default())
+        }
+    }
+
+    const TWO_TASKS: &str = "# Heartbeat\n\ntasks:\n- name: inbox\n  interval: 1h\n  prompt: \"Check the inbox\"\n- name: backup\n  interval: 3h\n  prompt: Check last night's backup\n";
+
+    fn outcome(event: &RunEvent) -> String {
+        let status = serde_json::to_value(event.status).unwrap();
+        match &event.reason {
+            Some(reason) => format!("{}/{reason}", status.as_str().unwrap()),
+            None => status.as_str().unwrap().to_string(),
+        }
+    }
+
+    #[test]
+    fn a_day_of_half_hourly_heartbeats_calls_the_model_only_for_due_tasks_in_active_hours() {
+        let dir = tempfile::tempdir().unwrap();
+        let start: jiff::Timestamp = "2026-12-01T00:00:00Z".parse().unwrap();
+        let clock = Arc::new(ManualClock::new(start));
+        let app = app_with(
+            dir.path(),
+            r#"{agents: {defaults: {heartbeat: {every: "30m", target: "outbox",
+                activeHours: {start: "08:00", end: "20:00", timezone: "UTC"}}}}}"#,
+            Some(TWO_TASKS),
+            &clock,
+        );
+        let mut runner = Scripted {
+            // The backup check finds a problem at 14:00 and again at 17:00.
+            replies: vec![
+                ("14:00".into(), "The backup of disk 2 failed.".into()),
+                ("17:00".into(), "The backup of disk 2 failed.".into()),
+            ],
+            ..Scripted::default()
+        };
+        // (time, outcome, tasks named in the prompt)
+        let table: &[(&str, &str, &[&str])] = &[
+            ("00:00", "skipped/quiet-hours", &[]),
+            ("07:30", "skipped/quiet-hours", &[]),
+            ("08:00", "ok-token", &["inbox", "backup"]),
+            ("08:30", "skipped/no-tasks-due", &[]),
+            ("09:00", "ok-token", &["inbox"]),
+            ("09:30", "skipped/no-tasks-due", &[]),
+            ("10:00", "ok-token", &["inbox"]),
+            ("11:00", "ok-token", &["inbox", "backup"]),
+            ("14:00", "sent", &["inbox", "backup"]),
+            ("14:30", "skipped/no-tasks-due", &[]),
+            ("17:00", "skipped/duplicate", &["inbox", "backup"]),
+            ("19:00", "ok-token", &["inbox"]),
+            ("19:30", "skipped/no-tasks-due", &[]),
+            ("20:00", "skipped/quiet-hours", &[]),
+            ("23:30", "skipped/quiet-hours", &[]),
+        ];
+        let mut seen = std::collections::BTreeMap::new();
+        for tick in 0..48 {
+            let at = start + jiff::SignedDuration::from_mins(30 * tick);
+            clock.set(at);
+            let calls = runner.prompts.len();
+            let event = run_once(&app, "interval", false, true, &mut runner).unwrap();
+            let time = at.strftime("%H:%M").to_string();
+            let asked: Vec<String> = if runner.prompts.len() > calls {
+                let prompt = runner.prompts.last().unwrap();
+                ["inbox", "backup"]
+                    .iter()
+                    .filter(|t| prompt.contains(&format!("- {t}:")))
+                    .map(|t| t.to_string())
+                    .collect()
+            } else {
+                Vec::new()
+            };
+            seen.insert(time, (outcome(&event), asked));
+        }
+        for (time, expected, tasks) in table {
+            let (got, asked) = &seen[*time];
+            assert_eq!(got, expected, "at {time}");
+            assert_eq!(asked, tasks, "tasks at {time}");
+        }
+        // Every full hour from 08:00 to 19:00 calls the model; nothing else.
+        assert_eq!(runner.prompts.len(), 12);
+        let count = |what: &str| seen.values().filter(|(o, _)| o == what).count();
+        assert_eq!(count("skipped/quiet-hours"), 24);
+        assert_eq!(count("skipped/no-tasks-due"), 12);
+        assert_eq!(count("sent"), 1);
+        assert_eq!(count("skipped/duplicate"), 1);
+        assert_eq!(runner.delivered, ["The backup of disk 2 failed."]);
+        // Each prompt carries the time it was made.
+        assert!(runner.prompts[0].contains("2026-12-01 08:00"));
+        // And the log holds every run.
+        assert_eq!(app.heartbeat_runs().newest(100).unwrap().len(), 48);
+    }
+
+    #[test]
+    fn a_week_with_nothing_to_do_makes_no_model_call() {
+        for (name, file) in [
+            (
+                "effectively empty",
+                Some("# Heartbeat\n\n- [ ]\n```\n```\n<!-- add tasks here -->\n"),
+            ),
+            (
+                "no task due",
+                Some("tasks:\n- name: weekly\n  interval: 30d\n  prompt: Review the week\n"),
+            ),
+        ] {
+            let dir = tempfile::tempdir().unwrap();
+            let start: jiff::Timestamp = "2026-12-01T00:00:00Z".parse().unwrap();
+            let clock = Arc::new(ManualClock::new(start));
+            let app = app_with(
+                dir.path(),
+                r#"{agents: {defaults: {heartbeat: {every: "30m", target: "outbox"}}}}"#,
+                file,
+                &clock,
+            );
+            if name == "no task due" {
+                // The weekly review ran just before the week started.
+                remember(
+                    &app,
+                    &Plan {
+                        due_tasks: vec!["weekly".into()],
+                        ..plan_for_test_static(start.as_millisecond() - 1000)
+                    },
+                    None,
+                )
+                .unwrap();
+            }
+            let mut runner = Scripted::default();
+            for tick in 0..7 * 48 {
+                clock.set(start + jiff::SignedDuration::from_mins(30 * tick));
+                let event = run_once(&app, "interval", false, true, &mut runner).unwrap();
+                assert_eq!(event.status, RunStatus::Skipped, "{name}");
+            }
+            assert!(runner.prompts.is_empty(), "{name}: {:?}", runner.prompts);
+        }
+    }
+
+    #[test]
+    fn the_gates_say_why_a_run_is_skipped() {
+        let start: jiff::Timestamp = "2026-12-01T12:00:00Z".parse().unwrap();
+        let cases: &[(&str, &str, Option<&str>, bool, &str)] = &[
+            (
+                "off by interval",
+                r#"{agents: {defaults: {heartbeat: {every: "0m"}}}}"#,
+                None,
+                false,
+                "skipped/disabled",
+            ),
+            (
+                "unreadable interval",
+                r#"{agents: {defaults: {heartbeat: {every: "soon"}}}}"#,
+                None,
+                false,
+                "skipped/disabled",
+            ),
+            (
+                "busy session",
+                "{}",
+                None,
+                true,
+                "skipped/requests-in-flight",
+            ),
+            (
+                "empty file",
+                "{}",
+                Some("# Tasks\n\n-\n"),
+                false,
+                "skipped/empty-heartbeat-file",
+            ),
+            (
+                "nothing visible",
+                r#"{agents: {defaults: {heartbeat: {target: "outbox"}}}, channels: {outbox: {heartbeat: {showOk: false, showAlerts: false, useIndicator: false}}}}"#,
+                None,
+                false,
+                "skipped/alerts-disabled",
+            ),
+            (
+                "missing file runs with the default prompt",
+                r#"{agents: {defaults: {heartbeat: {target: "outbox"}}}}"#,
+                None,
+                false,
+                "sent",
+            ),
+            (
+                "target none: an alert is not delivered",
+                r#"{agents: {defaults: {heartbeat: {target: "none"}}}}"#,
+                Some("Check the disks."),
+                false,
+                "skipped/target-none",
+            ),
+            (
+                "webhook without a URL",
+                r#"{agents: {defaults: {heartbeat: {target: "webhook"}}}}"#,
+                Some("Check the disks."),
+                false,
+                "skipped/no-target",
+            ),
+        ];
+        for (name, config, file, busy, expected) in cases {
+            let dir = tempfile::tempdir().unwrap();
+            let clock = Arc::new(ManualClock::new(start));
+            let app = app_with(dir.path(), config, *file, &clock);
+            let mut runner = Scripted {
+                replies: vec![("Current time".into(), "Disk 2 is almost full.".into())],
+                ..Scripted::default()
+            };
+            let event = run_once(&app, "interval", *busy, true, &mut runner).unwrap();
+            assert_eq!(outcome(&event), *expected, "{name}");
+            let called = !expected.contains("disabled")
+                && !expected.contains("in-flight")
+                && !expected.contains("empty")
+                && *expected != "skipped/alerts-disabled";
+            assert_eq!(!runner.prompts.is_empty(), called, "{name}");
+            assert_eq!(!runner.delivered.is_empty(), *expected == "sent", "{name}");
+        }
+        // The switch.
+        let dir = tempfile::tempdir().unwrap();
+        let clock = Arc::new(ManualClock::new(start));
+        let app = app_with(dir.path(), "{}", None, &clock);
+        app.heartbeat_runs().set_enabled(false).unwrap();
+        let mut runner = Scripted::default();
+        let event = run_once(&app, "manual", false, true, &mut runner).unwrap();
+        assert_eq!(outcome(&event), "skipped/disabled");
+        assert!(runner.prompts.is_empty());
+    }
+
+    #[test]
+    fn a_wake_bypasses_the_file_gates_and_a_failed_turn_keeps_tasks_due() {
+        let start: jiff::Timestamp = "2026-12-01T12:00:00Z".parse().unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let clock = Arc::new(ManualClock::new(start));
+        let app = app_with(
+            dir.path(),
+            r#"{agents: {defaults: {heartbeat: {target: "outbox"}}}}"#,
+            Some("# Heartbeat\n"),
+            &clock,
+        );
+        let mut runner = Scripted::default();
+        assert_eq!(
+            outcome(&run_once(&app, "interval", false, true, &mut runner).unwrap()),
+            "skipped/empty-heartbeat-file"
+        );
+        assert_eq!(
+            outcome(&run_once(&app, "wake", false, true, &mut runner).unwrap()),
+            "ok-token"
+        );
+        assert_eq!(runner.prompts.len(), 1);
+
+        let dir = tempfile::tempdir().unwrap();
+        let app = app_with(dir.path(), "{}", Some(TWO_TASKS), &clock);
+        let mut failing = Scripted {
+            fail_turn: true,
+            ..Scripted::default()
+        };
+        let event = run_once(&app, "interval", false, true, &mut failing).unwrap();
+        assert_eq!(event.status, RunStatus::Failed);
+        assert!(event.reason.unwrap().contains("unreachable"));
+        // Nothing ran to completion: both tasks are still due.
+        clock.set(start + jiff::SignedDuration::from_mins(1));
+        let mut runner = Scripted::default();
+        run_once(&app, "interval", false, true, &mut runner).unwrap();
+        assert!(runner.prompts[0].contains("- inbox:") && runner.prompts[0].contains("- backup:"));
+    }
+
+    #[test]
+    fn replies_follow_the_protocol_and_never_deliver_the_token() {
+        let start: jiff::Timestamp = "2026-12-01T12:00:00Z".parse().unwrap();
+        let cases: &[(&str, &str, Option<&str>)] = &[
+            ("", "ok-empty", None),
+            ("HEARTBEAT_OK", "ok-token", None),
+            ("**HEARTBEAT_OK**", "ok-token", None),
+            ("HEARTBEAT_OK.", "ok-token", None),
+            ("All quiet today. HEARTBEAT_OK", "ok-token", None),
+            (
+                "Disk 2 is almost full.",
+                "sent",
+                Some("Disk 2 is almost full."),
+            ),
+            (
+                "Disk 2 is almost full, HEARTBEAT_OK otherwise, please look at it soon because it will stop the backups if it fills up completely, which would be bad for everyone who relies on the nightly copies of their files and photos and documents.",
+                "sent",
+                None,
+            ),
+        ];
+        for (reply, expected, delivered) in cases {
+            let dir = tempfile::tempdir().unwrap();
+            let clock = Arc::new(ManualClock::new(start));
+            let app = app_with(
+                dir.path(),
+                r#"{agents: {defaults: {heartbeat: {target: "outbox"}}}}"#,
+                None,
+                &clock,
+            );
+            let mut runner = Scripted {
+                replies: vec![("HEARTBEAT".into(), reply.to_string())],
+                ..Scripted::default()
+            };
+            let event = run_once(&app, "interval", false, true, &mut runner).unwrap();
+            assert_eq!(outcome(&event), *expected, "{reply:?}");
+            if let Some(text) = delivered {
+                assert_eq!(runner.delivered, [text.to_string()]);
+            }
+            for text in &runner.delivered {
+                assert!(!text.contains("HEARTBEAT_OK"), "{text:?}");
+            }
+            if *expected == "sent" {
+                assert_eq!(runner.delivered.len(), 1);
+            } else {
+                assert!(runner.delivered.is_empty(), "{reply:?}");
+            }
+        }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+        #[test]
+        fn with_show_ok_off_no_delivered_text_holds_the_token(
+            reply in "[ a-zA-Z.!*_`<>/]{0,40}(HEARTBEAT_OK)?[ a-zA-Z.!*_`<>/]{0,40}(HEARTBEAT_OK)?[ a-zA-Z.,]{0,400}",
+            reasoning in "[ a-zA-Z.]{0,20}(HEARTBEAT_OK)?[ a-z]{0,20}",
+        ) {
+            let start: jiff::Timestamp = "2026-12-01T12:00:00Z".parse().unwrap();
+            let plan = Plan {
+                include_reasoning: true,
+                ..plan_for_test_static(start.as_millisecond())
+            };
+            let reply = Reply { text: reply, reasoning };
+            if let Verdict::Deliver(texts) = judge(&plan, &reply, None) {
+                for text in texts {
+                    proptest::prop_assert!(!text.contains("HEARTBEAT_OK"), "{text:?}");
+                }
+            }
+        }
+    }
+
+    fn plan_for_test_static(started_ms: i64) -> Plan {
+        Plan {
+            request: TurnRequest::default(),
+            base_key: "agent:main:main".into(),
+            due_tasks: Vec::new(),
+            destination: Destination {
+                channel: "outbox",
+                to: None,
+                unresolved: None,
+            },
+            visibility: HeartbeatVisibility {
+                show_ok: false,
+                show_alerts: true,
+                use_indicator: true,
+            },
+            ack_max_chars: 300,
+            include_reasoning: false,
+            started_ms,
+            warnings: Vec::new(),
+        }
+    }
+}

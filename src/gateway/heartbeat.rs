@@ -1,0 +1,377 @@
+//! The heartbeat runner: wakes the agent on its interval (a stable phase
+//! within it), on wakes from the bus (`system event --mode now`, cron,
+//! webhooks) and on `run-now`, and runs one heartbeat at a time
+//! ([`crate::app::heartbeat::run_once`]) with its turn in the session's
+//! lane and its delivery through the gateway's deliverer.
+//!
+//! Invariants:
+//! * Idle, it sleeps on one timer until the next due time (at most
+//!   [`MAX_SLEEP`], so a clock jump is noticed); no polling.
+//! * Wakes that come within [`COALESCE`] of each other become one run.
+//! * A run skipped because the session is busy (`requests-in-flight`)
+//!   is retried every [`BUSY_RETRY`] and does not move the schedule;
+//!   after [`BUSY_PATIENCE`] retries it waits in the lane like any turn,
+//!   so heartbeats are never starved. Only the first skip of a streak is
+//!   recorded.
+//! * After an interval run the next one is on the next phase slot; after
+//!   any other run it is an interval later (a wake resets the cooldown).
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::time::Duration;
+
+use futures_util::future::BoxFuture;
+use tokio_util::sync::CancellationToken;
+
+use super::supervisor::{Component, ComponentKind};
+use super::{Event, Shared};
+use crate::app::agent::TurnRequest;
+use crate::app::heartbeat::{self as beat, Delivered, Plan, Reply, Runner};
+use crate::delivery::{DeliveryState, Item, SecretRef, Source, Target, UrlOrigin};
+use crate::heartbeat::runs::{RunEvent, RunStatus};
+
+/// Longest single sleep.
+const MAX_SLEEP: Duration = Duration::from_secs(60);
+/// Wakes this close together are one run.
+const COALESCE: Duration = Duration::from_millis(250);
+/// Wait before retrying a run the busy session skipped.
+const BUSY_RETRY: Duration = Duration::from_secs(1);
+/// Retries before the run waits in the lane instead.
+const BUSY_PATIENCE: u32 = 30;
+/// How long a run waits for accepted events to reach the session queue.
+const FEED_WAIT: Duration = Duration::from_secs(2);
+
+/// What the runner shares with the control API.
+#[derive(Debug)]
+pub(crate) struct HeartbeatState {
+    /// The next interval run (epoch ms); `i64::MIN` for none.
+    next_due_ms: AtomicI64,
+    /// One run at a time (the runner's and `run-now`'s).
+    running: tokio::sync::Mutex<()>,
+    /// Set when `run-now` or a switch change should make the runner look
+    /// at its schedule again.
+    nudge: tokio::sync::Notify,
+    enabled: AtomicBool,
+}
+
+impl HeartbeatState {
+    pub(crate) fn new(enabled: bool) -> HeartbeatState {
+        HeartbeatState {
+            next_due_ms: AtomicI64::new(i64::MIN),
+            running: tokio::sync::Mutex::new(()),
+            nudge: tokio::sync::Notify::new(),
+            enabled: AtomicBool::new(enabled),
+        }
+    }
+
+    /// When the next interval heartbeat runs, if one is scheduled and
+    /// heartbeats are on.
+    pub(crate) fn next_due_ms(&self) -> Option<i64> {
+        let due = self.next_due_ms.load(Ordering::Acquire);
+        (due != i64::MIN && self.enabled.load(Ordering::Acquire)).then_some(due)
+    }
+
+    pub(crate) fn set_enabled(&self, enabled: bool) {
+        self.enabled.store(enabled, Ordering::Release);
+        self.nudge.notify_one();
+    }
+}
+
+/// Runs one heartbeat now (one at a time), for `reason`; returns its
+/// event once the outcome and any delivery are recorded. `wait_in_lane`:
+/// a busy session is waited for rather than skipped; `record_busy`: a
+/// `requests-in-flight` skip is recorded (the first of a streak is).
+pub(crate) async fn run(
+    shared: &Arc<Shared>,
+    reason: &str,
+    wait_in_lane: bool,
+    record_busy: bool,
+) -> anyhow::Result<RunEvent> {
+    let _one = shared.heartbeat.running.lock().await;
+    // Events accepted before this run are in the session's queue first.
+    shared.intake.caught_up(FEED_WAIT).await;
+    let app = shared.engine.app();
+    let key = app.sessions(Some(beat::AGENT_ID)).resolve_key(None);
+    let lane_key = if app.config.config.agents.defaults.heartbeat.isolated_session {
+        format!("{key}:heartbeat")
+    } else {
+        key
+    };
+    let busy = !wait_in_lane && shared.engine.lanes().busy(&lane_key);
+    let runner_shared = shared.clone();
+    let reason = reason.to_string();
+    let handle = tokio::runtime::Handle::current();
+    let cancel = shared.turns_cancel.child_token();
+    shared
+        .engine
+        .blocking(move || {
+            let mut runner = GatewayRunner {
+                shared: runner_shared,
+                handle,
+                cancel,
+            };
+            beat::run_once(&app, &reason, busy, record_busy, &mut runner)
+        })
+        .await?
+}
+
+/// The turn in the session's lane, the delivery through the deliverer;
+/// called on the blocking boundary, so it may wait on the runtime.
+struct GatewayRunner {
+    shared: Arc<Shared>,
+    handle: tokio::runtime::Handle,
+    cancel: CancellationToken,
+}
+
+impl Runner for GatewayRunner {
+    fn turn(&mut self, request: TurnRequest) -> anyhow::Result<Reply> {
+        let key = request.session_key.clone().unwrap_or_default();
+        let ticket = self.shared.engine.lanes().enqueue(&key)?;
+        let report = self.handle.block_on(self.shared.engine.turn_in_lane(
+            ticket,
+            request,
+            crate::engine::quiet(),
+            crate::engine::unattended(),
+            self.cancel.clone(),
+            Box::new(|| Ok(())),
+        ))?;
+        for w in &report.warnings {
+            tracing::warn!("{w}");
+        }
+        Ok(Reply {
+            text: report.outcome.reply,
+            reasoning: report.outcome.reasoning,
+        })
+    }
+
+    fn deliver(&mut self, plan: &Plan, text: &str) -> anyhow::Result<Delivered> {
+        let app = self.shared.engine.app();
+        let config = &app.config.config.agents.defaults.heartbeat;
+        let target = match plan.destination.channel {
+            "outbox" => Target::Outbox,
+            "webhook" => Target::Webhook {
+                url: plan.destination.to.clone().unwrap_or_default(),
+                // Looked up again at every attempt, never written down.
+                secret: config.webhook_secret.as_ref().map(|_| SecretRef {
+                    key: "agents.defaults.heartbeat.webhookSecret".to_string(),
+                }),
+                origin: UrlOrigin::Config,
+            },
+            _ => Target::None,
+        };
+        let item = Item {
+            source: Source::Heartbeat,
+            session_key: plan.base_key.clone(),
+            agent_id: beat::AGENT_ID.to_string(),
+            text: text.to_string(),
+            task_id: None,
+        };
+        let delivery = self
+            .handle
+            .block_on(self.shared.deliverer.deliver(item, &target))?;
+        match delivery.state {
+            DeliveryState::Delivered => Ok(Delivered {
+                to: delivery.to,
+                pending: None,
+            }),
+            // Recorded and retried until the receiver takes it.
+            DeliveryState::Pending { reason, .. } => Ok(Delivered {
+                to: delivery.to,
+                pending: Some(reason),
+            }),
+            DeliveryState::Failed { reason } => {
+                anyhow::bail!("delivery {} failed: {reason}", delivery.id)
+            }
+        }
+    }
+}
+
+/// The runner component.
+pub(crate) struct HeartbeatRunner;
+
+impl Component for HeartbeatRunner {
+    fn kind(&self) -> ComponentKind {
+        ComponentKind::HeartbeatRunner
+    }
+
+    fn start(
+        self: Arc<Self>,
+        shared: Arc<Shared>,
+        stop: CancellationToken,
+    ) -> BoxFuture<'static, anyhow::Result<()>> {
+        Box::pin(async move {
+            let mut bus = shared.bus.subscribe();
+            let state = &shared.heartbeat;
+            let mut next_due = shared.engine.app().next_heartbeat_ms(shared.host.now_ms());
+            let mut busy_streak: u32 = 0;
+            // The reason of a run the busy session deferred.
+            let mut deferred: Option<String> = None;
+            loop {
+                let interval = shared.engine.app().heartbeat_interval_ms();
+                if interval.is_none() {
+                    next_due = None;
+                } else if next_due.is_none() {
+                    next_due = shared.engine.app().next_heartbeat_ms(shared.host.now_ms());
+                }
+                state
+                    .next_due_ms
+                    .store(next_due.unwrap_or(i64::MIN), Ordering::Release);
+                let now = shared.host.now_ms();
+                let sleep = match next_due {
+                    Some(due) if busy_streak > 0 => BUSY_RETRY.min(ms(due - now)),
+                    Some(due) => ms(due - now).min(MAX_SLEEP),
+                    None => MAX_SLEEP,
+                };
+                let reason: Option<String> = tokio::select! {
+                    () = stop.cancelled() => return Ok(()),
+                    () = tokio::time::sleep(sleep) => {
+                        let now = shared.host.now_ms();
+                        match next_due {
+                            _ if busy_streak > 0 => deferred.clone(),
+                            Some(due) if now >= due => Some("interval".to_string()),
+                            _ => None,
+                        }
+                    }
+                    () = state.nudge.notified() => {
+                        // The switch or the config changed: look again.
+                        next_due = None;
+                        None
+                    }
+                    event = bus.recv() => match event {
+                        Ok(Event::Wake { reason, .. }) => {
+                            // Wakes close together are one run.
+                            let _ = tokio::time::timeout(COALESCE, async {
+                                loop {
+                                    match bus.recv().await {
+                                        Ok(Event::Wake { .. }) => continue,
+                                        Ok(_) => continue,
+                                        Err(_) => break,
+                                    }
+                                }
+                            })
+                            .await;
+                            Some(reason)
+                        }
+                        Ok(Event::ConfigReloaded) => {
+                            next_due = None;
+                            None
+                        }
+                        Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => None,
+                        Err(tokio::sync::broadcast::error::RecvError::Closed) => return Ok(()),
+                    },
+                };
+                let Some(reason) = reason else { continue };
+                let patient = busy_streak >= BUSY_PATIENCE;
+                let event = run(&shared, &reason, patient, busy_streak == 0).await;
+                let event = match event {
+                    Ok(event) => event,
+                    Err(err) => {
+                        tracing::warn!("heartbeat run failed: {err:#}");
+                        busy_streak = 0;
+                        deferred = None;
+                        next_due = after_run(&shared, &reason, interval);
+                        continue;
+                    }
+                };
+                if event.status == RunStatus::Skipped
+                    && event.reason.as_deref() == Some("requests-in-flight")
+                {
+                    // Not a run: the schedule stays, a retry comes soon.
+                    busy_streak += 1;
+                    deferred = Some(reason);
+                    continue;
+                }
+                busy_streak = 0;
+                deferred = None;
+                next_due = after_run(&shared, &reason, interval);
+            }
+        })
+    }
+}
+
+/// The next due time after a run for `reason`.
+fn after_run(shared: &Shared, reason: &str, interval: Option<u64>) -> Option<i64> {
+    let now = shared.host.now_ms();
+    let interval = interval?;
+    if reason == "interval" {
+        shared.engine.app().next_heartbeat_ms(now)
+    } else {
+        Some(now + interval as i64)
+    }
+}
+
+fn ms(millis: i64) -> Duration {
+    Duration::from_millis(millis.max(0) as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::host::Clock;
+
+    /// Wall time that moves with tokio's (paused) clock.
+    #[derive(Debug)]
+    struct TokioClock {
+        base: jiff::Timestamp,
+        start: tokio::time::Instant,
+    }
+
+    impl Clock for TokioClock {
+        fn now(&self) -> jiff::Timestamp {
+            let elapsed = tokio::time::Instant::now() - self.start;
+            self.base + jiff::SignedDuration::try_from(elapsed).unwrap()
+        }
+    }
+
+    #[tokio::test(flavor = "current_thread", start_paused = true)]
+    async fn runs_come_on_the_phase_slots_and_close_wakes_are_one_run() {
+        let dir = tempfile::tempdir().unwrap();
+        let state = dir.path().join("state");
+        std::fs::create_dir_all(state.join("workspace")).unwrap();
+        // No model is configured: every run that reaches the turn fails
+        // at once, which is enough to see when runs happen.
+        std::fs::write(
+            state.join("config.json5"),
+            r#"{agents: {defaults: {heartbeat: {every: "30m", target: "outbox"}}}}"#,
+        )
+        .unwrap();
+        std::fs::write(state.join("workspace/HEARTBEAT.md"), "Check the disks.\n").unwrap();
+        let clock = Arc::new(TokioClock {
+            base: "2026-12-01T10:00:00Z".parse().unwrap(),
+            start: tokio::time::Instant::now(),
+        });
+        let shared = crate::gateway::test_shared_with(dir.path(), "t", Some(clock.clone()));
+        let app = shared.engine.app();
+        let first_due = app.next_heartbeat_ms(clock.now().as_millisecond()).unwrap();
+        let stop = CancellationToken::new();
+        let runner = tokio::spawn(Arc::new(HeartbeatRunner).start(shared.clone(), stop.clone()));
+        // Three hours: six runs, each on a slot of the agent's phase.
+        tokio::time::sleep(Duration::from_secs(3 * 3600 + 1)).await;
+        let events = app.heartbeat_runs().newest(100).unwrap();
+        assert_eq!(events.len(), 6, "{events:?}");
+        for (i, e) in events.iter().enumerate() {
+            assert_eq!(e.status, RunStatus::Failed);
+            assert_eq!(e.ts, first_due + i as i64 * 30 * 60 * 1000);
+        }
+        assert_eq!(
+            shared.heartbeat.next_due_ms(),
+            Some(first_due + 6 * 30 * 60 * 1000)
+        );
+        // Three wakes within the coalescing window: one run.
+        for _ in 0..3 {
+            let _ = shared.bus.send(Event::Wake {
+                reason: "wake".into(),
+                session_key: "agent:main:main".into(),
+            });
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        let events = app.heartbeat_runs().newest(100).unwrap();
+        assert_eq!(events.len(), 7);
+        // A wake resets the cooldown: the next run is an interval later.
+        let woke = events[6].ts;
+        assert_eq!(shared.heartbeat.next_due_ms(), Some(woke + 30 * 60 * 1000));
+        stop.cancel();
+        runner.await.unwrap().unwrap();
+    }
+}
