@@ -14,6 +14,7 @@ pub(crate) mod app;
 pub(crate) mod child;
 pub mod cli;
 pub(crate) mod config;
+pub(crate) mod cron;
 pub(crate) mod delivery;
 pub(crate) mod durable;
 pub(crate) mod engine;

@@ -12,6 +12,7 @@
 //! database is opened until a command needs it.
 
 pub(crate) mod agent;
+pub(crate) mod cron;
 pub(crate) mod gateway;
 pub(crate) mod gateway_install;
 pub(crate) mod heartbeat;

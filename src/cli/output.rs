@@ -76,6 +76,13 @@ fn is_refusal(error: &(dyn std::error::Error + 'static)) -> bool {
             )
         })
         || refused::<crate::app::gateway::BadEvent>(error, |_| true)
+        || refused::<crate::cron::JobError>(error, |_| true)
+        || refused::<crate::cron::CronError>(error, |e| {
+            matches!(
+                e,
+                crate::cron::CronError::Job(_) | crate::cron::CronError::BadJobId(_)
+            )
+        })
         // Refusals by a gate or policy.
         || refused::<AppendError>(error, |e| {
             matches!(

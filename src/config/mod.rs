@@ -56,6 +56,105 @@ pub(crate) struct Config {
     pub gateway: GatewayConfig,
     pub delivery: DeliveryConfig,
     pub channels: ChannelsConfig,
+    pub cron: CronConfig,
+}
+
+/// Scheduled jobs (`cron.*`, OpenClaw's keys).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub(crate) struct CronConfig {
+    /// `false`: the gateway runs no job (jobs can still be added and
+    /// edited; the commands say they will not run).
+    pub enabled: bool,
+    /// The job store (`~` allowed); default `<state dir>/cron/jobs.json`.
+    /// Run logs go to `runs/` beside it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub store: Option<String>,
+    /// Jobs the gateway runs at once.
+    pub max_concurrent_runs: u32,
+    pub run_log: CronRunLogConfig,
+}
+
+impl Default for CronConfig {
+    fn default() -> Self {
+        CronConfig {
+            enabled: true,
+            store: None,
+            max_concurrent_runs: 1,
+            run_log: CronRunLogConfig::default(),
+        }
+    }
+}
+
+/// `cron.runLog.*`: how much of each job's run history is kept.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub(crate) struct CronRunLogConfig {
+    /// Past this size a job's run log is cut back to its newest
+    /// `keepLines` lines; bytes, or a size such as `"2mb"`.
+    pub max_bytes: ByteSize,
+    /// Lines kept when a run log is cut back.
+    pub keep_lines: u32,
+}
+
+impl Default for CronRunLogConfig {
+    fn default() -> Self {
+        CronRunLogConfig {
+            max_bytes: ByteSize(2_000_000),
+            keep_lines: 2_000,
+        }
+    }
+}
+
+/// A size in bytes, written as a number or as a string with a unit
+/// (`"500kb"`, `"2mb"`, `"1gb"`; powers of 1024, case-insensitive).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(transparent)]
+pub(crate) struct ByteSize(pub u64);
+
+impl ByteSize {
+    /// Reads `2000000`, `"2000000"`, `"2mb"`, `"1.5 kb"`.
+    pub(crate) fn parse(text: &str) -> Result<ByteSize, String> {
+        let t = text.trim().to_ascii_lowercase();
+        let split = t
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(t.len());
+        let (number, unit) = t.split_at(split);
+        let factor: u64 = match unit.trim() {
+            "" | "b" => 1,
+            "k" | "kb" => 1 << 10,
+            "m" | "mb" => 1 << 20,
+            "g" | "gb" => 1 << 30,
+            _ => return Err(format!("`{text}` is not a size (bytes, or e.g. \"2mb\")")),
+        };
+        let value: f64 = number
+            .parse()
+            .map_err(|_| format!("`{text}` is not a size (bytes, or e.g. \"2mb\")"))?;
+        let bytes = value * factor as f64;
+        if !bytes.is_finite() || bytes < 0.0 || bytes > u64::MAX as f64 {
+            return Err(format!("`{text}` is out of range"));
+        }
+        Ok(ByteSize(bytes as u64))
+    }
+}
+
+impl<'de> Deserialize<'de> for ByteSize {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            Number(u64),
+            Text(String),
+        }
+        match Raw::deserialize(deserializer).map_err(|_| {
+            serde::de::Error::custom(
+                "invalid type, expected a size in bytes or a string such as \"2mb\"",
+            )
+        })? {
+            Raw::Number(n) => Ok(ByteSize(n)),
+            Raw::Text(text) => ByteSize::parse(&text).map_err(serde::de::Error::custom),
+        }
+    }
 }
 
 /// Where the results of unattended turns go (`delivery.*`).
@@ -1199,6 +1298,18 @@ impl Config {
             &mut self.agents.defaults.max_concurrent,
             1,
             64,
+        );
+        clamp(
+            "cron.maxConcurrentRuns",
+            &mut self.cron.max_concurrent_runs,
+            1,
+            64,
+        );
+        clamp(
+            "cron.runLog.keepLines",
+            &mut self.cron.run_log.keep_lines,
+            1,
+            1_000_000,
         );
         let run = &mut self.skills.run;
         clamp("skills.run.timeoutSec", &mut run.timeout_sec, 1, 86_400);

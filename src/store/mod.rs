@@ -41,6 +41,11 @@ const STATE_MIGRATIONS: &[Migration] = &[
         name: "tasks",
         sql: include_str!("migrations/state/0002_tasks.sql"),
     },
+    Migration {
+        version: 3,
+        name: "cron_index",
+        sql: include_str!("migrations/state/0003_cron_index.sql"),
+    },
 ];
 
 const INDEX_MIGRATIONS: &[Migration] = &[

@@ -1,0 +1,94 @@
+//! Scheduled jobs: the job store `cron/jobs.json` (canonical, OpenClaw's
+//! format), its derived index in the state store, and the run logs
+//! `cron/runs/<jobId>.jsonl`. The schedule rules themselves (expressions,
+//! zones, next runs) are `almanac-cron`'s; running jobs is the gateway's.
+//!
+//! * `job.rs`: the job schema (OpenClaw's fields, almanac's `catchUp`,
+//!   unknown fields kept at every level) and the rules checked when a job
+//!   is added or changed ([`job::Job::validate`]);
+//! * `legacy.rs`: older spellings read into today's shape;
+//! * `store.rs`: reading (JSON, then JSON5; shapes coerced; a damaged file
+//!   moved aside and its backup used, never an empty schedule in silence)
+//!   and writing (under `<store>.lock`, atomic, 2-space indent, skipped
+//!   when the bytes are equal, untouched jobs byte for byte as read,
+//!   `jobs.json.bak` refreshed unless only `state`/`updatedAtMs` changed);
+//! * `index.rs`: the `cron_jobs` rows, keyed by the file's fingerprint;
+//! * `runlog.rs`: the run logs, appended under a lock, cut back past
+//!   `cron.runLog.maxBytes` to the newest `cron.runLog.keepLines` lines;
+//! * `schedule.rs`: the bridge to `almanac-cron`.
+//!
+//! For the runner (the gateway):
+//!
+//! * [`CronStore::new`] (`App::cron_store` builds it from the config);
+//! * [`CronStore::load`]`(now)` → [`store::Loaded`] `{file, warnings,
+//!   fingerprint}`: every job ([`store::JobFile::jobs`]), what to report,
+//!   and the fingerprint of what was read; a damaged file is moved aside
+//!   and the backup restored here;
+//! * [`CronStore::fingerprint`]: one `stat`; compare with the last one
+//!   before each tick and reload only when it changed (a command or a hand
+//!   edit wrote the file);
+//! * [`CronStore::update_states`]`(&[(job_id, JobState)], now)`: the runtime
+//!   state of a batch of jobs in one atomic rewrite of the file (no `.bak`:
+//!   runtime fields only) and one index transaction;
+//! * [`CronStore::remove`]`(job_id, now)` (`deleteAfterRun`), and
+//!   [`CronStore::modify`] for any other change under the lock;
+//! * [`runlog::append`]`(runs_dir, &RunRecord, Limits)` after every run
+//!   ([`CronStore::runs_dir`], `App::cron_run_log_limits`).
+//!
+//! Invariants:
+//! * `jobs.json` is the truth. The index is derived: rebuilt whenever the
+//!   file's fingerprint (size, modification and change times, inode,
+//!   device) or the host's zone differs from the recorded one, and brought
+//!   along by every write in the transaction after it. Deleting it loses
+//!   nothing. A command that only reads may rebuild the index; it never
+//!   writes `jobs.json` (not even to restore a damaged one).
+//! * Every change is a read-modify-write under the store's lock, so two
+//!   writers (commands, the gateway) never lose each other's jobs.
+//! * Nothing in a job almanac does not understand is dropped: unknown
+//!   fields stay, and a job that cannot be read at all stays in the file
+//!   as it is (reported, not run).
+//! * Time is a parameter: nothing here reads a clock.
+
+pub(crate) mod index;
+pub(crate) mod job;
+mod legacy;
+pub(crate) mod runlog;
+pub(crate) mod schedule;
+pub(crate) mod store;
+
+use std::path::PathBuf;
+
+pub(crate) use index::{EnabledFilter, ListQuery, Listing, SortBy, SortDir};
+pub(crate) use job::{Job, JobError, JobState};
+pub(crate) use store::CronStore;
+
+use crate::store::StoreError;
+
+/// What can go wrong with the job store; the CLI exits 2 for the
+/// [`JobError`]s (the command asked for a job that breaks a rule) and
+/// [`CronError::BadJobId`], 1 for the rest.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum CronError {
+    #[error("no cron job `{0}` (looked up by id and id prefix)")]
+    NotFound(String),
+    #[error("`{0}` is the start of more than one job id; give more of it")]
+    Ambiguous(String),
+    #[error(transparent)]
+    Job(#[from] JobError),
+    #[error("`{0}` cannot be a job id in a file name (empty, or with `/`, `\\` or NUL)")]
+    BadJobId(String),
+    #[error("cannot read or write {}", path.display())]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("the cron index could not be used")]
+    Index(#[from] StoreError),
+}
+
+impl From<rusqlite::Error> for CronError {
+    fn from(err: rusqlite::Error) -> Self {
+        CronError::Index(StoreError::Sql(err))
+    }
+}

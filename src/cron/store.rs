@@ -1,0 +1,1094 @@
+//! `jobs.json`: reading it whatever shape it is in, and changing it under
+//! its lock with crash-safe writes that keep what the user wrote.
+//!
+//! * Reading: JSON, else JSON5; `{"version":1,"jobs":[…]}`, other shapes
+//!   coerced with a warning (no `jobs` list → none; `null` entries
+//!   dropped); a missing file is an empty store. A job that cannot be read
+//!   is kept in the file as it is and reported, never dropped. Runtime
+//!   state in OpenClaw's later sidecar (`jobs-state.json`) is used for
+//!   jobs whose own `state` is empty.
+//! * A file that is neither JSON nor JSON5 is damaged: [`CronStore::load`]
+//!   moves it aside (`jobs.json.corrupt-<time>`) and restores the last
+//!   good copy, `jobs.json.bak`; [`CronStore::read`] (for commands that
+//!   only read) changes nothing and shows the backup. Either way the
+//!   caller gets a warning: a damaged store never reads as an empty
+//!   schedule in silence.
+//! * Writing: under `<store>.lock`, 2-space indent, atomic replace, skipped
+//!   when the bytes are the same. Jobs nothing touched are written back
+//!   exactly as they were read; a changed job keeps the order of its keys
+//!   and the fields almanac does not know. Before a write that changes
+//!   more than runtime fields (`state`, `updatedAtMs`), the previous file
+//!   is copied to `jobs.json.bak`.
+
+use std::collections::BTreeSet;
+use std::io;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+
+use serde::ser::{SerializeMap, SerializeSeq};
+use serde::{Deserialize, Serialize, Serializer};
+use serde_json::value::RawValue;
+use serde_json::{Map, Value, json};
+
+use super::index::{self, CronIndex, ListQuery, Listing};
+use super::job::{Job, JobState};
+use super::{CronError, legacy};
+use crate::durable;
+
+/// The store's format version.
+const VERSION: u64 = 1;
+
+/// What a file looked like when it was read: a change to any of these
+/// means someone wrote it since. Cheap to take (one `stat`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Fingerprint {
+    pub size: u64,
+    pub mtime_ns: i64,
+    pub ctime_ns: i64,
+    pub inode: u64,
+    pub dev: u64,
+}
+
+impl Fingerprint {
+    fn of(meta: &std::fs::Metadata) -> Fingerprint {
+        Fingerprint {
+            size: meta.len(),
+            mtime_ns: meta.mtime() * 1_000_000_000 + meta.mtime_nsec(),
+            ctime_ns: meta.ctime() * 1_000_000_000 + meta.ctime_nsec(),
+            inode: meta.ino(),
+            dev: meta.dev(),
+        }
+    }
+
+    /// The fingerprint of `path` (of the file a symlink points to); `None`
+    /// when there is no file.
+    pub(crate) fn of_path(path: &Path) -> io::Result<Option<Fingerprint>> {
+        match std::fs::metadata(path) {
+            Ok(meta) => Ok(Some(Fingerprint::of(&meta))),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+}
+
+/// One job store file and the derived index of it.
+#[derive(Debug, Clone)]
+pub(crate) struct CronStore {
+    path: PathBuf,
+    state_store: PathBuf,
+    host_zone: jiff::tz::TimeZone,
+}
+
+/// What reading the store gave.
+#[derive(Debug)]
+pub(crate) struct Loaded {
+    pub file: JobFile,
+    /// What the reader should be told (a damaged file, jobs that cannot
+    /// be read, shapes coerced), one line each.
+    pub warnings: Vec<String>,
+    /// The file as it was read (`None`: there was none, or what was read
+    /// is a backup shown in its place).
+    pub fingerprint: Option<Fingerprint>,
+}
+
+/// What a change did.
+#[derive(Debug)]
+pub(crate) struct Changed<T> {
+    pub value: T,
+    pub warnings: Vec<String>,
+    /// Whether the file was written (unchanged bytes are not).
+    pub written: bool,
+}
+
+/// What [`CronStore::update_states`] did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct StatesUpdated {
+    pub updated: usize,
+    /// Ids no job has any more (removed meanwhile).
+    pub missing: Vec<String>,
+}
+
+impl CronStore {
+    /// The store at `path`, its index in the state store `state_store`;
+    /// cron expressions without a zone are in `host_zone`.
+    pub(crate) fn new(path: PathBuf, state_store: PathBuf, host_zone: jiff::tz::TimeZone) -> Self {
+        CronStore {
+            path,
+            state_store,
+            host_zone,
+        }
+    }
+
+    pub(crate) fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub(crate) fn host_zone(&self) -> &jiff::tz::TimeZone {
+        &self.host_zone
+    }
+
+    /// `<dirname(store)>/runs/`: the run logs.
+    pub(crate) fn runs_dir(&self) -> PathBuf {
+        parent(&self.path).join("runs")
+    }
+
+    /// The last good copy.
+    pub(crate) fn backup_path(&self) -> PathBuf {
+        sibling(&self.path, ".bak")
+    }
+
+    fn lock_path(&self) -> PathBuf {
+        sibling(&self.path, ".lock")
+    }
+
+    /// OpenClaw's later runtime-state sidecar: `jobs.json` →
+    /// `jobs-state.json`, another name → `<name>-state.json`.
+    pub(crate) fn sidecar_path(&self) -> PathBuf {
+        let name = self
+            .path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let side = match name.strip_suffix(".json") {
+            Some(stem) => format!("{stem}-state.json"),
+            None => format!("{name}-state.json"),
+        };
+        parent(&self.path).join(side)
+    }
+
+    /// One `stat` of the store: compare with an earlier one to learn
+    /// whether anyone wrote it since (`None`: no file).
+    pub(crate) fn fingerprint(&self) -> Result<Option<Fingerprint>, CronError> {
+        Fingerprint::of_path(&self.path).map_err(|source| CronError::Io {
+            path: self.path.clone(),
+            source,
+        })
+    }
+
+    /// Reads the store for a command that only reads: nothing on disk
+    /// changes. A damaged file is left where it is and its backup read in
+    /// its place, with a warning.
+    pub(crate) fn read(&self) -> Result<Loaded, CronError> {
+        self.load_with(None)
+    }
+
+    /// Reads the store for the runner or a change: a damaged file is moved
+    /// aside (stamped `now`) and the last good copy restored in its place,
+    /// with a warning.
+    pub(crate) fn load(&self, now: jiff::Timestamp) -> Result<Loaded, CronError> {
+        self.load_with(Some(now))
+    }
+
+    fn io_err(&self, path: &Path) -> impl FnOnce(io::Error) -> CronError {
+        let path = path.to_path_buf();
+        move |source| CronError::Io { path, source }
+    }
+
+    fn load_with(&self, repair: Option<jiff::Timestamp>) -> Result<Loaded, CronError> {
+        let mut warnings = Vec::new();
+        let before = self.fingerprint()?;
+        let Some(bytes) = durable::read_if_exists(&self.path).map_err(self.io_err(&self.path))?
+        else {
+            return Ok(Loaded {
+                file: JobFile::empty(),
+                warnings,
+                fingerprint: None,
+            });
+        };
+        let after = self.fingerprint()?;
+        let fingerprint = before.filter(|b| Some(*b) == after);
+        let mut loaded = match parse_document(&bytes) {
+            Ok(doc) => {
+                let file = JobFile::from_document(doc, bytes, &mut warnings, &self.path);
+                Loaded {
+                    file,
+                    warnings: Vec::new(),
+                    fingerprint,
+                }
+            }
+            Err(reason) => self.damaged(repair, &reason, &mut warnings)?,
+        };
+        self.overlay_sidecar(&mut loaded.file, &mut warnings);
+        warnings.append(&mut loaded.warnings);
+        loaded.warnings = warnings;
+        Ok(loaded)
+    }
+
+    /// The store did not parse: its backup in its place.
+    fn damaged(
+        &self,
+        repair: Option<jiff::Timestamp>,
+        reason: &str,
+        warnings: &mut Vec<String>,
+    ) -> Result<Loaded, CronError> {
+        let name = self.path.display();
+        let bak = self.backup_path();
+        let backup = durable::read_if_exists(&bak)
+            .map_err(self.io_err(&bak))?
+            .and_then(|bytes| parse_document(&bytes).ok().map(|doc| (doc, bytes)));
+        let Some(now) = repair else {
+            let mut backup_warnings = Vec::new();
+            let file = match backup {
+                Some((doc, bytes)) => {
+                    let file = JobFile::from_document(doc, bytes, &mut backup_warnings, &bak);
+                    warnings.push(format!(
+                        "the job store {name} is damaged ({reason}); showing its last good copy {} ({} jobs); the next change to the jobs moves the damaged file aside",
+                        bak.display(),
+                        file.len()
+                    ));
+                    file
+                }
+                None => {
+                    warnings.push(format!(
+                        "the job store {name} is damaged ({reason}) and has no usable backup; no job can be shown"
+                    ));
+                    JobFile::empty()
+                }
+            };
+            warnings.append(&mut backup_warnings);
+            return Ok(Loaded {
+                file,
+                warnings: Vec::new(),
+                fingerprint: None,
+            });
+        };
+        let moved_to = durable::quarantine(&self.path, now).map_err(self.io_err(&self.path))?;
+        match backup {
+            Some((doc, bytes)) => {
+                durable::atomic_replace(&self.path, &bytes, durable::PRIVATE_FILE_MODE)
+                    .map_err(self.io_err(&self.path))?;
+                let file = JobFile::from_document(doc, bytes, warnings, &self.path);
+                warnings.insert(
+                    0,
+                    format!(
+                        "the job store {name} was damaged ({reason}): moved it to {} and restored its last good copy from {} ({} jobs)",
+                        moved_to.display(),
+                        bak.display(),
+                        file.len()
+                    ),
+                );
+                Ok(Loaded {
+                    fingerprint: self.fingerprint()?,
+                    file,
+                    warnings: Vec::new(),
+                })
+            }
+            None => {
+                warnings.push(format!(
+                    "the job store {name} was damaged ({reason}) and has no usable backup: moved it to {}; starting with no jobs",
+                    moved_to.display()
+                ));
+                Ok(Loaded {
+                    file: JobFile::empty(),
+                    warnings: Vec::new(),
+                    fingerprint: None,
+                })
+            }
+        }
+    }
+
+    /// Runtime state from `jobs-state.json` for jobs without their own.
+    fn overlay_sidecar(&self, file: &mut JobFile, warnings: &mut Vec<String>) {
+        let path = self.sidecar_path();
+        let Ok(Some(bytes)) = durable::read_if_exists(&path) else {
+            return;
+        };
+        let states = match parse_document(&bytes) {
+            Ok(Value::Object(mut top)) => match top.shift_remove("jobs") {
+                Some(Value::Object(states)) => states,
+                _ => return,
+            },
+            _ => {
+                warnings.push(format!(
+                    "{} is not valid JSON; its runtime state is not used",
+                    path.display()
+                ));
+                return;
+            }
+        };
+        for entry in &mut file.entries {
+            let Some(job) = entry.job.as_mut() else {
+                continue;
+            };
+            let own = entry.raw.get("state");
+            let own_is_empty = match own {
+                None | Some(Value::Null) => true,
+                Some(Value::Object(m)) => m.is_empty(),
+                Some(_) => false,
+            };
+            if !own_is_empty {
+                continue;
+            }
+            if let Some(state) = states.get(&job.id)
+                && let Ok(state) = serde_json::from_value::<JobState>(state.clone())
+            {
+                job.state = state;
+            }
+        }
+    }
+
+    /// Reads the store under its lock, lets `change` edit the jobs, and
+    /// writes the result (skipped when the bytes are the same); the index
+    /// follows in one transaction. An error from `change` writes nothing.
+    pub(crate) fn modify<T>(
+        &self,
+        now: jiff::Timestamp,
+        change: impl FnOnce(&mut JobFile) -> Result<T, CronError>,
+    ) -> Result<Changed<T>, CronError> {
+        let lock = self.lock_path();
+        durable::create_private_dir_all(parent(&self.path))
+            .map_err(self.io_err(parent(&self.path)))?;
+        durable::with_file_lock(&lock, || {
+            let Loaded {
+                mut file,
+                warnings,
+                fingerprint,
+            } = self.load(now)?;
+            let value = change(&mut file)?;
+            let written = self.save(&mut file, fingerprint, now)?;
+            Ok(Changed {
+                value,
+                warnings,
+                written,
+            })
+        })
+        .map_err(self.io_err(&lock))?
+    }
+
+    /// Writes `file` if its bytes differ from what was read; refreshes the
+    /// backup first unless only runtime fields changed; brings the index
+    /// along.
+    fn save(
+        &self,
+        file: &mut JobFile,
+        read_as: Option<Fingerprint>,
+        now: jiff::Timestamp,
+    ) -> Result<bool, CronError> {
+        let bytes = file.to_bytes();
+        let previous = file.source.as_slice();
+        if !previous.is_empty() && previous == bytes.as_slice() {
+            return Ok(false);
+        }
+        if !previous.is_empty() && file.changes_more_than_runtime() {
+            let bak = self.backup_path();
+            durable::atomic_replace(&bak, previous, durable::PRIVATE_FILE_MODE)
+                .map_err(self.io_err(&bak))?;
+        }
+        durable::atomic_replace(&self.path, &bytes, durable::PRIVATE_FILE_MODE)
+            .map_err(self.io_err(&self.path))?;
+        let written_as = self.fingerprint()?;
+        if let Err(err) = self.follow_in_index(file, read_as, written_as, now) {
+            // The file is written; a stale index is rebuilt by the next
+            // command that reads it.
+            tracing::warn!(error = %err, "the cron index could not follow a change; it is rebuilt on next use");
+        }
+        file.commit(bytes);
+        Ok(true)
+    }
+
+    fn follow_in_index(
+        &self,
+        file: &JobFile,
+        read_as: Option<Fingerprint>,
+        written_as: Option<Fingerprint>,
+        now: jiff::Timestamp,
+    ) -> Result<(), CronError> {
+        let Some(written_as) = written_as else {
+            return Ok(());
+        };
+        let mut index = CronIndex::open(&self.state_store)?;
+        let source = index::Source {
+            store_path: &self.path,
+            fingerprint: written_as,
+            host_zone: &self.host_zone,
+            now_ms: now.as_millisecond(),
+        };
+        index.follow(&source, read_as, file)
+    }
+
+    /// Writes the runtime state of several jobs: one atomic rewrite of the
+    /// file and one index transaction for the whole batch. `updatedAtMs`
+    /// is left alone (it stamps changes of the definition). Ids no job has
+    /// are returned, not an error (the job was removed meanwhile).
+    pub(crate) fn update_states(
+        &self,
+        updates: &[(String, JobState)],
+        now: jiff::Timestamp,
+    ) -> Result<Changed<StatesUpdated>, CronError> {
+        self.modify(now, |file| {
+            let mut done = StatesUpdated::default();
+            for (id, state) in updates {
+                match file.get_mut(id) {
+                    Some(job) => {
+                        job.state = state.clone();
+                        done.updated += 1;
+                    }
+                    None => done.missing.push(id.clone()),
+                }
+            }
+            Ok(done)
+        })
+    }
+
+    /// Removes the job `id` (exactly that id); `false` when there is none.
+    pub(crate) fn remove(
+        &self,
+        id: &str,
+        now: jiff::Timestamp,
+    ) -> Result<Changed<bool>, CronError> {
+        self.modify(now, |file| Ok(file.remove(id).is_some()))
+    }
+
+    /// A page of jobs from the index, which is rebuilt first when the file
+    /// changed since it was built (a command that only reads may do that;
+    /// it never writes the file). Without a usable index (a damaged file,
+    /// a state store that cannot be opened) the file itself is read.
+    pub(crate) fn list(&self, query: &ListQuery, now_ms: i64) -> Result<Listing, CronError> {
+        let Some(fingerprint) = self.fingerprint()? else {
+            return Ok(Listing::empty(query));
+        };
+        match self.fresh_index(fingerprint, now_ms) {
+            Ok(Some((index, warnings))) => {
+                let mut listing = index.page(query)?;
+                listing.warnings = warnings;
+                Ok(listing)
+            }
+            Ok(None) => self.list_from_file(query, now_ms),
+            Err(err) => {
+                tracing::warn!(error = %err, "the cron index cannot be used; reading the file");
+                self.list_from_file(query, now_ms)
+            }
+        }
+    }
+
+    fn list_from_file(&self, query: &ListQuery, now_ms: i64) -> Result<Listing, CronError> {
+        let loaded = self.read()?;
+        let mut listing = index::page_in_memory(&loaded.file, query, &self.host_zone, now_ms);
+        listing.warnings = loaded.warnings;
+        Ok(listing)
+    }
+
+    /// The job count and the next wake (the earliest next run of an
+    /// enabled job).
+    pub(crate) fn overview(&self, now_ms: i64) -> Result<index::Overview, CronError> {
+        let Some(fingerprint) = self.fingerprint()? else {
+            return Ok(index::Overview::default());
+        };
+        match self.fresh_index(fingerprint, now_ms) {
+            Ok(Some((index, warnings))) => {
+                let mut overview = index.overview()?;
+                overview.warnings = warnings;
+                Ok(overview)
+            }
+            other => {
+                if let Err(err) = other {
+                    tracing::warn!(error = %err, "the cron index cannot be used; reading the file");
+                }
+                let loaded = self.read()?;
+                let mut overview = index::overview_in_memory(&loaded.file, &self.host_zone, now_ms);
+                overview.warnings = loaded.warnings;
+                Ok(overview)
+            }
+        }
+    }
+
+    /// The full id of the job `lookup` names: its id, or the start of
+    /// exactly one id.
+    pub(crate) fn resolve(&self, lookup: &str, now_ms: i64) -> Result<String, CronError> {
+        let lookup = lookup.trim();
+        if lookup.is_empty() {
+            return Err(CronError::NotFound(lookup.to_string()));
+        }
+        let Some(fingerprint) = self.fingerprint()? else {
+            return Err(CronError::NotFound(lookup.to_string()));
+        };
+        let ids = match self.fresh_index(fingerprint, now_ms) {
+            Ok(Some((index, _))) => index.ids_starting_with(lookup)?,
+            other => {
+                if let Err(err) = other {
+                    tracing::warn!(error = %err, "the cron index cannot be used; reading the file");
+                }
+                self.read()?.file.ids_starting_with(lookup)
+            }
+        };
+        pick(lookup, ids)
+    }
+
+    /// The index, rebuilt from the file first when it does not describe
+    /// it; `None` when the file is damaged (nothing is recorded for it).
+    fn fresh_index(
+        &self,
+        fingerprint: Fingerprint,
+        now_ms: i64,
+    ) -> Result<Option<(CronIndex, Vec<String>)>, CronError> {
+        let mut index = CronIndex::open(&self.state_store)?;
+        let zone = zone_name(&self.host_zone);
+        if let Some(warnings) = index.describes(&self.path, fingerprint, &zone)? {
+            return Ok(Some((index, warnings)));
+        }
+        let loaded = self.read()?;
+        let Some(read_as) = loaded.fingerprint else {
+            return Ok(None);
+        };
+        let source = index::Source {
+            store_path: &self.path,
+            fingerprint: read_as,
+            host_zone: &self.host_zone,
+            now_ms,
+        };
+        index.rebuild(&source, &loaded.file, &loaded.warnings)?;
+        Ok(Some((index, loaded.warnings)))
+    }
+}
+
+/// The one id among `ids` that `lookup` names.
+fn pick(lookup: &str, ids: Vec<String>) -> Result<String, CronError> {
+    if ids.iter().any(|id| id == lookup) {
+        return Ok(lookup.to_string());
+    }
+    let distinct: BTreeSet<String> = ids.into_iter().collect();
+    match distinct.len() {
+        0 => Err(CronError::NotFound(lookup.to_string())),
+        1 => Ok(distinct.into_iter().next().expect("one id")),
+        _ => Err(CronError::Ambiguous(lookup.to_string())),
+    }
+}
+
+/// The name the index records for a zone.
+pub(crate) fn zone_name(zone: &jiff::tz::TimeZone) -> String {
+    zone.iana_name().map_or_else(
+        || format!("{:?}", zone.to_fixed_offset().ok()),
+        str::to_string,
+    )
+}
+
+fn parent(path: &Path) -> &Path {
+    match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    }
+}
+
+fn sibling(path: &Path, suffix: &str) -> PathBuf {
+    let mut name = path.as_os_str().to_os_string();
+    name.push(suffix);
+    PathBuf::from(name)
+}
+
+/// JSON, else JSON5 (as the reference reader falls back to it).
+fn parse_document(bytes: &[u8]) -> Result<Value, String> {
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        // An empty file holds no jobs; it is not damaged.
+        return Ok(json!({"version": VERSION, "jobs": []}));
+    }
+    match serde_json::from_slice::<Value>(bytes) {
+        Ok(value) => Ok(value),
+        Err(json_err) => {
+            let text = std::str::from_utf8(bytes).map_err(|_| "not UTF-8 text".to_string())?;
+            json5::from_str::<Value>(text).map_err(|_| format!("not JSON: {json_err}"))
+        }
+    }
+}
+
+/// One element of the `jobs` list.
+#[derive(Debug, Clone)]
+pub(crate) struct Entry {
+    /// As read (or as last written).
+    raw: Value,
+    /// Its text as read, written back as it was while nothing changes it.
+    text: Option<Box<RawValue>>,
+    /// The job in today's shape; `None` when it cannot be read.
+    job: Option<Job>,
+    /// The job as read, once a change touched it.
+    original: Option<Job>,
+    /// Why `job` is `None`.
+    problem: Option<String>,
+    /// Touched by a change: written from `job`, in `raw`'s key order.
+    dirty: bool,
+}
+
+impl Entry {
+    fn read(raw: Value, text: Option<Box<RawValue>>) -> Entry {
+        let parsed = match &raw {
+            Value::Object(map) if needs_normalizing(map) => {
+                Job::deserialize(&Value::Object(legacy::normalize(map))).map_err(|e| e.to_string())
+            }
+            Value::Object(_) => Job::deserialize(&raw).map_err(|e| e.to_string()),
+            other => Err(format!("a job is an object, not {}", kind_of(other))),
+        };
+        match parsed {
+            Ok(job) => Entry {
+                raw,
+                text,
+                job: Some(job),
+                original: None,
+                problem: None,
+                dirty: false,
+            },
+            Err(problem) => Entry {
+                raw,
+                text,
+                job: None,
+                original: None,
+                problem: Some(problem),
+                dirty: false,
+            },
+        }
+    }
+
+    /// The entry as it goes to the file: as read while untouched; a
+    /// changed job as its raw object with only what changed replaced
+    /// (a job in an older spelling is written in today's).
+    fn output(&self) -> std::borrow::Cow<'_, Value> {
+        let (Some(job), true) = (&self.job, self.dirty) else {
+            return std::borrow::Cow::Borrowed(&self.raw);
+        };
+        let new = job.to_map();
+        let out = match (&self.raw, &self.original) {
+            (Value::Object(raw), Some(original)) if !needs_normalizing(raw) => {
+                patch(raw, &original.to_map(), &new)
+            }
+            (Value::Object(raw), _) => merge_ordered(raw, &new),
+            _ => new,
+        };
+        std::borrow::Cow::Owned(Value::Object(out))
+    }
+}
+
+/// `raw` with what changed from `before` to `after` (a job's fields, as
+/// serialised) applied: unchanged fields stay as written, absent ones
+/// absent; changed ones are replaced in place (objects field by field),
+/// cleared ones removed, new ones added at the end.
+fn patch(
+    raw: &Map<String, Value>,
+    before: &Map<String, Value>,
+    after: &Map<String, Value>,
+) -> Map<String, Value> {
+    let mut out = Map::with_capacity(after.len());
+    for (key, written) in raw {
+        match (before.get(key), after.get(key)) {
+            (Some(b), Some(a)) if b == a => {
+                out.insert(key.clone(), written.clone());
+            }
+            (b, Some(a)) => {
+                let value = match (written, b, a) {
+                    (Value::Object(w), Some(Value::Object(b)), Value::Object(a)) => {
+                        Value::Object(patch(w, b, a))
+                    }
+                    _ => a.clone(),
+                };
+                out.insert(key.clone(), value);
+            }
+            (Some(_), None) => {}
+            (None, None) => {
+                out.insert(key.clone(), written.clone());
+            }
+        }
+    }
+    for (key, value) in after {
+        if !raw.contains_key(key) && before.get(key) != Some(value) {
+            out.insert(key.clone(), value.clone());
+        }
+    }
+    out
+}
+
+fn kind_of(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "a list",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// Whether a job uses any spelling [`legacy::normalize`] rewrites (most
+/// do not, and are read without a copy).
+fn needs_normalizing(job: &Map<String, Value>) -> bool {
+    const TOP: &[&str] = &[
+        "jobId",
+        "message",
+        "text",
+        "model",
+        "fallbacks",
+        "thinking",
+        "timeoutSeconds",
+        "allowUnsafeExternalContent",
+        "lightContext",
+        "toolsAllow",
+        "externalContentSource",
+        "deliver",
+        "channel",
+        "to",
+        "bestEffortDeliver",
+        "provider",
+    ];
+    if !job.contains_key("id")
+        || !job.contains_key("sessionTarget")
+        || TOP.iter().any(|k| job.contains_key(*k))
+        || job.get("enabled").is_some_and(Value::is_string)
+    {
+        return true;
+    }
+    let schedule_old = match job.get("schedule") {
+        Some(Value::Object(s)) => {
+            !s.contains_key("kind")
+                || s.contains_key("atMs")
+                || s.contains_key("cron")
+                || s.get("at").is_some_and(Value::is_number)
+        }
+        _ => false,
+    };
+    let payload_old = match job.get("payload") {
+        Some(Value::Object(p)) => {
+            !p.contains_key("kind")
+                || ["deliver", "channel", "to", "bestEffortDeliver", "provider"]
+                    .iter()
+                    .any(|k| p.contains_key(*k))
+        }
+        _ => true,
+    };
+    let delivery_old = job
+        .get("delivery")
+        .and_then(|d| d.get("mode"))
+        .is_some_and(|m| m == "deliver");
+    schedule_old || payload_old || delivery_old
+}
+
+/// `new`'s keys and values in `old`'s key order (nested objects too);
+/// keys only `new` has come after.
+pub(crate) fn merge_ordered(
+    old: &Map<String, Value>,
+    new: &Map<String, Value>,
+) -> Map<String, Value> {
+    let mut out = Map::with_capacity(new.len());
+    for (key, old_value) in old {
+        if let Some(new_value) = new.get(key) {
+            let value = match (old_value, new_value) {
+                (Value::Object(a), Value::Object(b)) => Value::Object(merge_ordered(a, b)),
+                _ => new_value.clone(),
+            };
+            out.insert(key.clone(), value);
+        }
+    }
+    for (key, value) in new {
+        if !out.contains_key(key) {
+            out.insert(key.clone(), value.clone());
+        }
+    }
+    out
+}
+
+/// A job without its runtime fields, for telling a runtime-only change.
+fn without_runtime(job: &Value) -> Value {
+    let mut job = job.clone();
+    if let Value::Object(map) = &mut job {
+        map.shift_remove("state");
+        map.shift_remove("updatedAtMs");
+    }
+    job
+}
+
+/// The whole store: its jobs and whatever else the top level holds.
+#[derive(Debug, Clone)]
+pub(crate) struct JobFile {
+    /// The top-level object; its `jobs` member is `entries`.
+    top: Map<String, Value>,
+    entries: Vec<Entry>,
+    /// The bytes this was read from (empty for a new store).
+    source: Vec<u8>,
+    trailing_newline: bool,
+    /// Why the top level was read as no jobs.
+    coerced: Option<String>,
+    /// Jobs added or removed, or the top level coerced: more than runtime
+    /// fields changed.
+    reshaped: bool,
+    /// Ids added or changed, and removed, since the last write.
+    changed: BTreeSet<String>,
+    removed: BTreeSet<String>,
+}
+
+impl JobFile {
+    /// A store without jobs (no file yet).
+    pub(crate) fn empty() -> JobFile {
+        let mut top = Map::new();
+        top.insert("version".into(), json!(VERSION));
+        top.insert("jobs".into(), Value::Null);
+        JobFile {
+            top,
+            entries: Vec::new(),
+            source: Vec::new(),
+            trailing_newline: true,
+            coerced: None,
+            reshaped: false,
+            changed: BTreeSet::new(),
+            removed: BTreeSet::new(),
+        }
+    }
+
+    fn from_document(
+        doc: Value,
+        source: Vec<u8>,
+        warnings: &mut Vec<String>,
+        path: &Path,
+    ) -> JobFile {
+        let trailing_newline = source.ends_with(b"\n");
+        let mut file = JobFile {
+            trailing_newline,
+            source,
+            ..JobFile::empty()
+        };
+        let list = match doc {
+            Value::Object(mut top) => {
+                let jobs = top.get_mut("jobs").map(Value::take);
+                match jobs {
+                    Some(Value::Array(list)) => {
+                        file.top = top;
+                        list
+                    }
+                    other => {
+                        file.coerced = Some(format!(
+                            "{} has no `jobs` list ({}); read as no jobs",
+                            path.display(),
+                            other.as_ref().map_or("missing", kind_of)
+                        ));
+                        if !top.contains_key("jobs") {
+                            top.insert("jobs".into(), Value::Null);
+                        }
+                        file.top = top;
+                        file.reshaped = true;
+                        Vec::new()
+                    }
+                }
+            }
+            other => {
+                file.coerced = Some(format!(
+                    "{} is {}, not an object with a `jobs` list; read as no jobs",
+                    path.display(),
+                    kind_of(&other)
+                ));
+                file.reshaped = true;
+                Vec::new()
+            }
+        };
+        let mut texts = job_texts(&file.source, list.len()).into_iter();
+        for raw in list {
+            let text = texts.next().flatten();
+            if raw.is_null() {
+                file.reshaped = true;
+                continue;
+            }
+            file.entries.push(Entry::read(raw, text));
+        }
+        warnings.extend(file.standing_warnings(path));
+        file
+    }
+
+    /// What stays true of the file until it is changed: jobs that cannot
+    /// be read, ids used twice, a top level that was not `{"jobs": […]}`.
+    pub(crate) fn standing_warnings(&self, path: &Path) -> Vec<String> {
+        let mut warnings: Vec<String> = self.coerced.iter().cloned().collect();
+        let mut seen = BTreeSet::new();
+        for (n, entry) in self.entries.iter().enumerate() {
+            match &entry.job {
+                None => {
+                    let id = entry
+                        .raw
+                        .get("id")
+                        .or_else(|| entry.raw.get("jobId"))
+                        .and_then(Value::as_str)
+                        .map(|id| format!(" ({id})"))
+                        .unwrap_or_default();
+                    warnings.push(format!(
+                        "job {}{id} in {} cannot be read ({}); it is kept as it is and does not run",
+                        n + 1,
+                        path.display(),
+                        entry.problem.as_deref().unwrap_or("unknown shape")
+                    ));
+                }
+                Some(job) if !seen.insert(job.id.as_str()) => warnings.push(format!(
+                    "more than one job in {} has the id {}; commands act on the first",
+                    path.display(),
+                    job.id
+                )),
+                Some(_) => {}
+            }
+        }
+        warnings
+    }
+
+    /// Number of jobs (readable or not).
+    pub(crate) fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// The jobs that can be read, in file order.
+    pub(crate) fn jobs(&self) -> impl Iterator<Item = &Job> {
+        self.entries.iter().filter_map(|e| e.job.as_ref())
+    }
+
+    /// The readable jobs with their place in the file.
+    pub(crate) fn positioned(&self) -> impl Iterator<Item = (usize, &Job)> {
+        self.entries
+            .iter()
+            .enumerate()
+            .filter_map(|(n, e)| e.job.as_ref().map(|j| (n, j)))
+    }
+
+    pub(crate) fn get(&self, id: &str) -> Option<&Job> {
+        self.jobs().find(|j| j.id == id)
+    }
+
+    /// The job `id`, to change: it is written back from its fields.
+    pub(crate) fn get_mut(&mut self, id: &str) -> Option<&mut Job> {
+        let entry = self
+            .entries
+            .iter_mut()
+            .find(|e| e.job.as_ref().is_some_and(|j| j.id == id))?;
+        if !entry.dirty {
+            entry.original = entry.job.clone();
+            entry.dirty = true;
+        }
+        self.changed.insert(id.to_string());
+        entry.job.as_mut()
+    }
+
+    /// Adds a job at the end.
+    pub(crate) fn push(&mut self, job: Job) {
+        self.changed.insert(job.id.clone());
+        self.removed.remove(&job.id);
+        self.reshaped = true;
+        self.entries.push(Entry {
+            raw: Value::Null,
+            text: None,
+            job: Some(job),
+            original: None,
+            problem: None,
+            dirty: true,
+        });
+    }
+
+    /// Removes the job `id` (the first with that id).
+    pub(crate) fn remove(&mut self, id: &str) -> Option<Job> {
+        let at = self
+            .entries
+            .iter()
+            .position(|e| e.job.as_ref().is_some_and(|j| j.id == id))?;
+        let entry = self.entries.remove(at);
+        self.reshaped = true;
+        self.changed.remove(id);
+        self.removed.insert(id.to_string());
+        entry.job
+    }
+
+    /// Ids starting with `prefix`.
+    pub(crate) fn ids_starting_with(&self, prefix: &str) -> Vec<String> {
+        self.jobs()
+            .filter(|j| j.id.starts_with(prefix))
+            .map(|j| j.id.clone())
+            .collect()
+    }
+
+    /// Whether any id appears twice.
+    pub(crate) fn has_duplicate_ids(&self) -> bool {
+        let mut seen = BTreeSet::new();
+        self.jobs().any(|j| !seen.insert(j.id.as_str()))
+    }
+
+    /// Ids added or changed since the last write.
+    pub(crate) fn changed_ids(&self) -> &BTreeSet<String> {
+        &self.changed
+    }
+
+    /// Ids removed since the last write.
+    pub(crate) fn removed_ids(&self) -> &BTreeSet<String> {
+        &self.removed
+    }
+
+    /// Whether a write would change more than runtime fields.
+    fn changes_more_than_runtime(&self) -> bool {
+        self.reshaped
+            || self.entries.iter().filter(|e| e.dirty).any(|e| {
+                let old = without_runtime(&e.raw);
+                let new = without_runtime(&e.output());
+                old != new
+            })
+    }
+
+    /// The file's bytes: 2-space indent, the final newline as before.
+    pub(crate) fn to_bytes(&self) -> Vec<u8> {
+        let mut bytes = serde_json::to_vec_pretty(&FileOut(self)).expect("a job store serialises");
+        if self.trailing_newline {
+            bytes.push(b'\n');
+        }
+        bytes
+    }
+
+    /// After a write: what was written is what is now read.
+    fn commit(&mut self, bytes: Vec<u8>) {
+        for entry in &mut self.entries {
+            if entry.dirty {
+                entry.raw = entry.output().into_owned();
+                entry.text = None;
+                entry.original = None;
+                entry.dirty = false;
+            }
+        }
+        self.source = bytes;
+        self.coerced = None;
+        self.reshaped = false;
+        self.changed.clear();
+        self.removed.clear();
+    }
+}
+
+/// The text of each element of the `jobs` list of `source`, when it is
+/// JSON (not JSON5) and has `count` of them.
+fn job_texts(source: &[u8], count: usize) -> Vec<Option<Box<RawValue>>> {
+    #[derive(Deserialize)]
+    struct Texts {
+        jobs: Vec<Box<RawValue>>,
+    }
+    match serde_json::from_slice::<Texts>(source) {
+        Ok(texts) if texts.jobs.len() == count => texts.jobs.into_iter().map(Some).collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// Serialises a [`JobFile`] without copying the jobs nothing changed.
+struct FileOut<'a>(&'a JobFile);
+
+impl Serialize for FileOut<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(Some(self.0.top.len()))?;
+        for (key, value) in &self.0.top {
+            if key == "jobs" {
+                map.serialize_entry(key, &JobsOut(&self.0.entries))?;
+            } else {
+                map.serialize_entry(key, value)?;
+            }
+        }
+        map.end()
+    }
+}
+
+struct JobsOut<'a>(&'a [Entry]);
+
+impl Serialize for JobsOut<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut seq = serializer.serialize_seq(Some(self.0.len()))?;
+        for entry in self.0 {
+            match (&entry.text, entry.dirty) {
+                (Some(text), false) => seq.serialize_element(text)?,
+                _ => seq.serialize_element(entry.output().as_ref())?,
+            }
+        }
+        seq.end()
+    }
+}
+
+#[cfg(test)]
+#[path = "store_tests.rs"]
+mod tests;
