@@ -178,6 +178,7 @@ const RULES: &[Rule] = &[
         applies_to: |rel| {
             rel.starts_with("crates/almanac-markdown/")
                 || rel.starts_with("crates/almanac-heartbeat/")
+                || rel.starts_with("crates/almanac-cron/")
         },
         forbidden: &[
             "std::fs",
@@ -186,7 +187,9 @@ const RULES: &[Rule] = &[
             "std::process",
             "SystemTime",
             "Instant::now",
-            "jiff::Zoned::now",
+            "Zoned::now",
+            "Timestamp::now",
+            "TimeZone::system",
         ],
     },
     Rule {
@@ -299,6 +302,7 @@ fn every_subsystem_module_starts_with_a_doc_comment() {
     for lib in [
         "crates/almanac-markdown/src/lib.rs",
         "crates/almanac-heartbeat/src/lib.rs",
+        "crates/almanac-cron/src/lib.rs",
     ] {
         let text = std::fs::read_to_string(root().join(lib)).unwrap();
         if !text.starts_with("//!") {
@@ -373,6 +377,19 @@ fn rules_catch_what_they_forbid() {
             .iter()
             .any(|n| "reqwest::Client::builder().build()".contains(n))
     );
+    let pure = rule("the pure crates do no I/O");
+    assert!((pure.applies_to)("crates/almanac-cron/src/schedule.rs"));
+    assert!(!(pure.applies_to)("src/app/cron_next.rs"));
+    for sample in [
+        "let host = jiff::tz::TimeZone::system();",
+        "let now = Timestamp::now();",
+        "std::env::var(\"TZ\")",
+    ] {
+        assert!(
+            pure.forbidden.iter().any(|n| sample.contains(n)),
+            "{sample}"
+        );
+    }
     let clock = rule("only the host module reads the calendar clock");
     assert!((clock.applies_to)("src/memory/write.rs"));
     assert!(!(clock.applies_to)("src/host/mod.rs"));
