@@ -31,7 +31,7 @@ mod wall;
 
 pub use expr::{CronExpr, ExprError, compile, next_fires};
 pub use schedule::{
-    Schedule, ScheduleError, TOP_OF_HOUR_STAGGER_MS, default_stagger_ms, next_run_ms,
+    Schedule, ScheduleError, Slots, TOP_OF_HOUR_STAGGER_MS, default_stagger_ms, next_run_ms,
     previous_slot_ms, resolve_zone, slots_between, stagger_offset_ms,
 };
 pub use text::{parse_at, parse_duration_ms};

@@ -246,6 +246,69 @@ fn next_utc_midnight(ms: i64) -> i64 {
     ms.div_euclid(DAY).saturating_add(1).saturating_mul(DAY)
 }
 
+/// A job's schedule made ready to evaluate again and again (the
+/// expression compiled and the zone resolved once), for a runner that
+/// walks a job from slot to slot.
+pub struct Slots {
+    kind: SlotsKind,
+}
+
+enum SlotsKind {
+    At(i64),
+    Every(Grid),
+    Cron(CronSchedule),
+}
+
+impl Slots {
+    /// Prepares `schedule` of job `job_id` (created at `created_ms`) with
+    /// `host` as the zone of a cron schedule without one.
+    pub fn new(
+        schedule: &Schedule,
+        job_id: &str,
+        created_ms: i64,
+        host: &TimeZone,
+    ) -> Result<Slots, ScheduleError> {
+        let kind = match schedule {
+            Schedule::At { at_ms } => SlotsKind::At(*at_ms),
+            Schedule::Every {
+                every_ms,
+                anchor_ms,
+            } => SlotsKind::Every(Grid::new(*every_ms, anchor_ms.unwrap_or(created_ms))),
+            Schedule::Cron {
+                expr,
+                tz,
+                stagger_ms,
+            } => SlotsKind::Cron(CronSchedule::new(
+                expr,
+                tz.as_deref(),
+                *stagger_ms,
+                job_id,
+                host,
+            )?),
+        };
+        Ok(Slots { kind })
+    }
+
+    /// The first slot strictly after `after_ms` (the same slots as
+    /// [`slots_between`] lists).
+    pub fn next_after(&self, after_ms: i64) -> Option<i64> {
+        match &self.kind {
+            SlotsKind::At(at) => (*at > after_ms).then_some(*at),
+            SlotsKind::Every(grid) => grid.first_after(after_ms),
+            SlotsKind::Cron(cron) => cron.next_after(after_ms),
+        }
+    }
+
+    /// The latest slot strictly before `before_ms`.
+    pub fn previous_before(&self, before_ms: i64) -> Option<i64> {
+        match &self.kind {
+            SlotsKind::At(at) => (*at < before_ms).then_some(*at),
+            SlotsKind::Every(grid) => grid.last_before(before_ms),
+            SlotsKind::Cron(cron) => cron.previous_before(before_ms),
+        }
+    }
+}
+
 /// The `every` grid: `anchor + k·every`, k ≥ 0.
 struct Grid {
     every: i128,

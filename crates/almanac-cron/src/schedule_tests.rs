@@ -369,3 +369,50 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn prepared_slots_walk_the_same_slots_as_slots_between() {
+    let host = TimeZone::get("Europe/Berlin").unwrap();
+    let schedules = [
+        Schedule::At {
+            at_ms: 1_800_000_000_000,
+        },
+        Schedule::Every {
+            every_ms: 90_000,
+            anchor_ms: Some(1_799_999_000_000),
+        },
+        Schedule::Cron {
+            expr: "0 * * * *".into(),
+            tz: None,
+            stagger_ms: None,
+        },
+        Schedule::Cron {
+            expr: "*/7 30 2 * * *".into(),
+            tz: Some("America/New_York".into()),
+            stagger_ms: Some(0),
+        },
+    ];
+    let from = 1_799_990_000_000;
+    let until = from + 3 * 86_400_000;
+    for schedule in &schedules {
+        let listed = slots_between(schedule, "job-1", from, from, until, &host, 500);
+        let prepared = Slots::new(schedule, "job-1", from, &host).unwrap();
+        let mut walked = Vec::new();
+        let mut cursor = from;
+        while let Some(slot) = prepared.next_after(cursor).filter(|&s| s <= until) {
+            walked.push(slot);
+            if walked.len() == 500 {
+                break;
+            }
+            cursor = slot;
+        }
+        assert_eq!(walked, listed, "{schedule:?}");
+        if let Some(&last) = listed.last() {
+            assert_eq!(
+                prepared.previous_before(last + 1),
+                Some(last),
+                "{schedule:?}"
+            );
+        }
+    }
+}
