@@ -15,7 +15,10 @@
 //! * `index.rs`: the `cron_jobs` rows, keyed by the file's fingerprint;
 //! * `runlog.rs`: the run logs, appended under a lock, cut back past
 //!   `cron.runLog.maxBytes` to the newest `cron.runLog.keepLines` lines;
-//! * `schedule.rs`: the bridge to `almanac-cron`.
+//! * `schedule.rs`: the bridge to `almanac-cron`;
+//! * `slots.rs`: the slot ledger (state store, canonical): every slot a
+//!   job's schedule reached is claimed once before it runs, or recorded
+//!   missed with what its `catchUp` policy did; the catch-up plan.
 //!
 //! For the runner (the gateway):
 //!
@@ -54,6 +57,7 @@ pub(crate) mod job;
 mod legacy;
 pub(crate) mod runlog;
 pub(crate) mod schedule;
+pub(crate) mod slots;
 pub(crate) mod store;
 
 use std::path::PathBuf;

@@ -340,7 +340,7 @@ mod tests {
             base: "2026-12-01T10:00:00Z".parse().unwrap(),
             start: tokio::time::Instant::now(),
         });
-        let shared = crate::gateway::test_shared_with(dir.path(), "t", Some(clock.clone()));
+        let shared = crate::gateway::test_shared_with(dir.path(), "t", Some(clock.clone()), 1);
         let app = shared.engine.app();
         let first_due = app.next_heartbeat_ms(clock.now().as_millisecond()).unwrap();
         let stop = CancellationToken::new();

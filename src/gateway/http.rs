@@ -85,6 +85,8 @@ pub(crate) fn router(shared: Arc<Shared>) -> Router {
     let control = Router::new()
         .route("/system/event", post(system_event))
         .route("/system/heartbeat/run", post(heartbeat_run))
+        .route("/cron/jobs/{id}/run", post(cron_run))
+        .route("/cron/reload", post(cron_reload))
         .route("/system/heartbeat/enable", post(heartbeat_enable))
         .route("/system/heartbeat/disable", post(heartbeat_disable))
         .route("/agent", post(agent))
@@ -314,6 +316,68 @@ async fn heartbeat_run(State(shared): State<Arc<Shared>>) -> ApiResult {
     Ok(Json(
         serde_json::to_value(event).map_err(ApiError::internal)?,
     ))
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+struct CronRunBody {
+    /// `force` (default) or `due`.
+    mode: Option<String>,
+}
+
+/// `cron run`: hands the run to the cron runner and answers once it is
+/// claimed and started (`{ok, ran, enqueued, runId}`), or why not.
+async fn cron_run(
+    State(shared): State<Arc<Shared>>,
+    axum::extract::Path(id): axum::extract::Path<String>,
+    body: Result<Json<CronRunBody>, JsonRejection>,
+) -> ApiResult {
+    let Json(body) = body?;
+    let only_due = match body.mode.as_deref().unwrap_or("force") {
+        "force" => false,
+        "due" => true,
+        other => {
+            return Err(ApiError::new(
+                StatusCode::BAD_REQUEST,
+                format!("mode `{other}` is not one of force, due"),
+            ));
+        }
+    };
+    let (answer, answered) = tokio::sync::oneshot::channel();
+    let asked = super::cron::ManualRun {
+        job: id,
+        only_due,
+        answer,
+    };
+    if !shared.cron.ask(asked) {
+        return Err(ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "the cron runner is not running",
+        ));
+    }
+    let value = tokio::time::timeout(Duration::from_secs(30), answered)
+        .await
+        .map_err(|_| {
+            ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "the cron runner did not answer",
+            )
+        })?
+        .map_err(|_| ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "the cron runner stopped"))?;
+    if value["ok"] == false {
+        let message = value["error"]
+            .as_str()
+            .unwrap_or("cron run refused")
+            .to_string();
+        return Err(ApiError::new(StatusCode::NOT_FOUND, message));
+    }
+    Ok(Json(value))
+}
+
+/// A command changed the job store: the runner reads it now.
+async fn cron_reload(State(shared): State<Arc<Shared>>) -> ApiResult {
+    shared.cron.nudge();
+    Ok(Json(json!({"ok": true})))
 }
 
 /// The switch was changed on disk (`system heartbeat enable|disable`):

@@ -23,6 +23,7 @@
 //!   the [`Event`] bus or ask the engine for a turn.
 
 pub(crate) mod client;
+pub(crate) mod cron;
 pub(crate) mod heartbeat;
 pub(crate) mod http;
 pub(crate) mod install;
@@ -135,6 +136,8 @@ pub(crate) struct Shared {
     pub deliverer: crate::delivery::Deliverer,
     /// The heartbeat runner's schedule and its one-run-at-a-time lock.
     pub heartbeat: heartbeat::HeartbeatState,
+    /// The cron runner's next wake and its nudge.
+    pub cron: cron::CronState,
 }
 
 impl std::fmt::Debug for Shared {
@@ -187,7 +190,7 @@ impl Shared {
             uptime_ms: Some(self.host.now_ms() - self.info.started_at_ms),
             components: self.registry.snapshot(),
             next_heartbeat_at_ms: self.heartbeat.next_due_ms(),
-            next_cron_at_ms: None,
+            next_cron_at_ms: self.cron.next_wake_ms(),
         }
     }
 }
@@ -232,6 +235,7 @@ fn components() -> Vec<Arc<dyn Component>> {
         Arc::new(watch::ConfigWatcher),
         Arc::new(tasks::TaskSweeper),
         Arc::new(heartbeat::HeartbeatRunner),
+        Arc::new(cron::CronRunner),
     ]
 }
 
@@ -341,6 +345,7 @@ async fn serve(
         admission: tokio::sync::Mutex::new(()),
         deliverer,
         heartbeat: heartbeat::HeartbeatState::new(heartbeat_on),
+        cron: cron::CronState::new(),
     });
     // The intake's group commit runs on a thread of its own.
     let syncer = {
@@ -448,7 +453,7 @@ async fn wait_for_shutdown(stop: &CancellationToken) {
 /// of components and routes (call it inside a tokio runtime).
 #[cfg(test)]
 pub(crate) fn test_shared(dir: &std::path::Path, token: &str) -> Arc<Shared> {
-    test_shared_with(dir, token, None)
+    test_shared_with(dir, token, None, 1)
 }
 
 /// [`test_shared`] with another clock.
@@ -457,6 +462,7 @@ pub(crate) fn test_shared_with(
     dir: &std::path::Path,
     token: &str,
     clock: Option<Arc<dyn crate::host::Clock>>,
+    generation: i64,
 ) -> Arc<Shared> {
     let state = dir.join("state");
     let mut host = Host::with_vars(
@@ -497,9 +503,10 @@ pub(crate) fn test_shared_with(
         turns: TaskTracker::new(),
         turns_cancel: CancellationToken::new(),
         ready: AtomicBool::new(true),
-        tasks: tasks::TaskBook::new(crate::tasks::Ledger::open_in_memory().unwrap(), 1),
+        tasks: tasks::TaskBook::new(crate::tasks::Ledger::open_in_memory().unwrap(), generation),
         admission: tokio::sync::Mutex::new(()),
         deliverer,
         heartbeat: heartbeat::HeartbeatState::new(true),
+        cron: cron::CronState::new(),
     })
 }

@@ -39,6 +39,8 @@ pub(crate) enum ComponentKind {
     TaskSweeper,
     /// Runs heartbeat turns on the interval and on wakes.
     HeartbeatRunner,
+    /// Runs each cron job's slots exactly once.
+    CronRunner,
     /// A component of a test.
     #[cfg(test)]
     Test(&'static str),
@@ -53,6 +55,7 @@ impl ComponentKind {
             ComponentKind::ConfigWatcher => "config-watcher",
             ComponentKind::TaskSweeper => "task-sweeper",
             ComponentKind::HeartbeatRunner => "heartbeat",
+            ComponentKind::CronRunner => "cron",
             #[cfg(test)]
             ComponentKind::Test(name) => name,
         }

@@ -46,6 +46,11 @@ const STATE_MIGRATIONS: &[Migration] = &[
         name: "cron_index",
         sql: include_str!("migrations/state/0003_cron_index.sql"),
     },
+    Migration {
+        version: 4,
+        name: "cron_slots",
+        sql: include_str!("migrations/state/0004_cron_slots.sql"),
+    },
 ];
 
 const INDEX_MIGRATIONS: &[Migration] = &[

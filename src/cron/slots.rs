@@ -1,0 +1,269 @@
+//! The slot ledger: which scheduled slots of which jobs were handled, in
+//! the state store, so a slot is started at most once across restarts
+//! and crashes.
+//!
+//! Invariants:
+//! * A slot is claimed (a committed row, `synchronous=FULL`) before its
+//!   run starts; the primary key `(job_id, slot_ms)` makes a second claim
+//!   of the same slot fail, whoever tries it.
+//! * A row left `running` by an earlier gateway start is `interrupted`
+//!   when the next one starts; it is not run again.
+//! * A slot that passed while no gateway ran is recorded `missed` with
+//!   what the job's `catchUp` policy did about it.
+//! * Every operation takes "now" as a parameter.
+
+use std::collections::HashMap;
+
+use rusqlite::{Connection, OptionalExtension, params};
+
+use super::job::CatchUp;
+
+/// How a slot came to be handled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Trigger {
+    Due,
+    CatchUp,
+    Manual,
+}
+
+impl Trigger {
+    fn as_str(self) -> &'static str {
+        match self {
+            Trigger::Due => "due",
+            Trigger::CatchUp => "catch-up",
+            Trigger::Manual => "manual",
+        }
+    }
+}
+
+/// How a run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Ended {
+    Ok,
+    Error,
+    Skipped,
+    TimedOut,
+}
+
+impl Ended {
+    fn as_str(self) -> &'static str {
+        match self {
+            Ended::Ok => "ok",
+            Ended::Error => "error",
+            Ended::Skipped => "skipped",
+            Ended::TimedOut => "timed_out",
+        }
+    }
+}
+
+/// One row.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct SlotRow {
+    pub job_id: String,
+    pub slot_ms: i64,
+    pub status: String,
+    pub generation: Option<i64>,
+    pub trigger: String,
+    pub note: Option<String>,
+}
+
+/// The ledger over one connection to the state store.
+pub(crate) struct SlotLedger {
+    conn: Connection,
+}
+
+impl SlotLedger {
+    pub(crate) fn new(conn: Connection) -> SlotLedger {
+        SlotLedger { conn }
+    }
+
+    /// Claims `slots` for a run by `generation`, in one transaction;
+    /// returns the ones this call claimed (a slot already in the ledger is
+    /// left out: it was run, or is running, or was recorded missed).
+    pub(crate) fn claim(
+        &mut self,
+        slots: &[(String, i64, Trigger)],
+        generation: i64,
+        now_ms: i64,
+    ) -> rusqlite::Result<Vec<(String, i64)>> {
+        let tx = self.conn.transaction()?;
+        let mut claimed = Vec::new();
+        {
+            let mut insert = tx.prepare_cached(
+                "INSERT OR IGNORE INTO cron_slots
+                   (job_id, slot_ms, status, generation, claimed_at, started_at, trigger)
+                 VALUES (?1, ?2, 'running', ?3, ?4, ?4, ?5)",
+            )?;
+            for (job, slot, trigger) in slots {
+                if insert.execute(params![job, slot, generation, now_ms, trigger.as_str()])? == 1 {
+                    claimed.push((job.clone(), *slot));
+                }
+            }
+        }
+        tx.commit()?;
+        Ok(claimed)
+    }
+
+    /// Records how runs ended, in one transaction.
+    pub(crate) fn finish(
+        &mut self,
+        ended: &[(String, i64, Ended, Option<String>, Option<String>)],
+        now_ms: i64,
+    ) -> rusqlite::Result<()> {
+        let tx = self.conn.transaction()?;
+        {
+            let mut update = tx.prepare_cached(
+                "UPDATE cron_slots SET status = ?3, ended_at = ?4, error = ?5, task_id = ?6
+                 WHERE job_id = ?1 AND slot_ms = ?2 AND status = 'running'",
+            )?;
+            for (job, slot, how, error, task) in ended {
+                update.execute(params![job, slot, how.as_str(), now_ms, error, task])?;
+            }
+        }
+        tx.commit()
+    }
+
+    /// Records slots that passed while no gateway ran and were not run,
+    /// with what was done (`note`).
+    pub(crate) fn record_missed(
+        &mut self,
+        missed: &[(String, i64, String)],
+        now_ms: i64,
+    ) -> rusqlite::Result<usize> {
+        let tx = self.conn.transaction()?;
+        let mut n = 0;
+        {
+            let mut insert = tx.prepare_cached(
+                "INSERT OR IGNORE INTO cron_slots
+                   (job_id, slot_ms, status, claimed_at, trigger, note)
+                 VALUES (?1, ?2, 'missed', ?3, 'catch-up', ?4)",
+            )?;
+            for (job, slot, note) in missed {
+                n += insert.execute(params![job, slot, now_ms, note])?;
+            }
+        }
+        tx.commit()?;
+        Ok(n)
+    }
+
+    /// At a gateway start: runs an earlier start left `running` become
+    /// `interrupted` (not run again). Returns them.
+    pub(crate) fn interrupt_earlier(
+        &mut self,
+        generation: i64,
+        now_ms: i64,
+    ) -> rusqlite::Result<Vec<(String, i64)>> {
+        let mut stmt = self.conn.prepare(
+            "UPDATE cron_slots SET status = 'interrupted', ended_at = ?2,
+                    note = 'the gateway stopped while it ran'
+             WHERE status = 'running' AND (generation IS NULL OR generation < ?1)
+             RETURNING job_id, slot_ms",
+        )?;
+        let rows = stmt
+            .query_map(params![generation, now_ms], |r| Ok((r.get(0)?, r.get(1)?)))?
+            .collect();
+        rows
+    }
+
+    /// The latest handled slot of every job (its last run or record).
+    pub(crate) fn latest_slots(&self) -> rusqlite::Result<HashMap<String, i64>> {
+        let mut stmt = self.conn.prepare(
+            "SELECT job_id, MAX(slot_ms) FROM cron_slots WHERE trigger != 'manual' GROUP BY job_id",
+        )?;
+        let rows = stmt
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+            .collect();
+        rows
+    }
+
+    /// One job's rows, newest first.
+    pub(crate) fn of_job(&self, job_id: &str, limit: usize) -> rusqlite::Result<Vec<SlotRow>> {
+        let mut stmt = self.conn.prepare(
+            "SELECT job_id, slot_ms, status, generation, trigger, note FROM cron_slots
+             WHERE job_id = ?1 ORDER BY slot_ms DESC LIMIT ?2",
+        )?;
+        let rows = stmt
+            .query_map(params![job_id, limit as i64], |r| {
+                Ok(SlotRow {
+                    job_id: r.get(0)?,
+                    slot_ms: r.get(1)?,
+                    status: r.get(2)?,
+                    generation: r.get(3)?,
+                    trigger: r.get(4)?,
+                    note: r.get(5)?,
+                })
+            })?
+            .collect();
+        rows
+    }
+
+    /// Whether `job_id`'s slot at `slot_ms` is in the ledger.
+    pub(crate) fn has(&self, job_id: &str, slot_ms: i64) -> rusqlite::Result<bool> {
+        self.conn
+            .query_row(
+                "SELECT 1 FROM cron_slots WHERE job_id = ?1 AND slot_ms = ?2",
+                params![job_id, slot_ms],
+                |_| Ok(()),
+            )
+            .optional()
+            .map(|r| r.is_some())
+    }
+
+    /// Deletes rows of finished slots claimed before `before_ms`, keeping
+    /// each job's latest (the catch-up needs it).
+    pub(crate) fn prune(&mut self, before_ms: i64) -> rusqlite::Result<usize> {
+        self.conn.execute(
+            "DELETE FROM cron_slots
+             WHERE claimed_at < ?1 AND status != 'running'
+               AND slot_ms < (SELECT MAX(s.slot_ms) FROM cron_slots s
+                              WHERE s.job_id = cron_slots.job_id)",
+            params![before_ms],
+        )
+    }
+}
+/// What to do with the slots a job missed while no gateway ran.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub(crate) struct CatchUpPlan {
+    /// Slots to run now, oldest first.
+    pub run: Vec<i64>,
+    /// Slots recorded as missed, with what was done about them.
+    pub missed: Vec<(i64, String)>,
+}
+
+/// Plans the catch-up of `missed` slots (oldest first) by `policy`:
+/// `once` runs the latest and records the others, `all` runs every one
+/// (at most `limit`; the older rest are recorded), `skip` records all.
+pub(crate) fn plan_catch_up(missed: &[i64], policy: CatchUp, limit: usize) -> CatchUpPlan {
+    let mut plan = CatchUpPlan::default();
+    match policy {
+        CatchUp::Skip => {
+            plan.missed = missed
+                .iter()
+                .map(|s| (*s, "skipped: catchUp is skip".to_string()))
+                .collect();
+        }
+        CatchUp::Once => {
+            if let Some((last, older)) = missed.split_last() {
+                plan.run.push(*last);
+                plan.missed = older
+                    .iter()
+                    .map(|s| {
+                        (
+                            *s,
+                            format!("not run: catchUp once ran the latest missed slot ({last})"),
+                        )
+                    })
+                    .collect();
+            }
+        }
+        CatchUp::All => {
+            let keep_from = missed.len().saturating_sub(limit);
+            plan.missed = missed[..keep_from]
+                .iter()
+                .map(|s| (*s, format!("not run: more than {limit} missed slots")))
+                .collect();
+            plan.run = missed[keep_from..].to_vec();
+        }
+    }
+    plan
+}

@@ -1,0 +1,1101 @@
+//! The cron runner: runs each job's slots exactly once, from the job store
+//! (`cron/jobs.json`) and the slot ledger.
+//!
+//! Invariants:
+//! * A slot is claimed in the ledger (committed, synced) before its run
+//!   starts; a claimed slot is never started again, by this gateway or the
+//!   next one. Runs an earlier start left running are `interrupted` when
+//!   the runner starts and are not run again.
+//! * Slots that passed while no runner watched a job (the gateway was
+//!   down, or the job was added or changed meanwhile) follow the job's
+//!   `catchUp`: `once` runs the latest and records the rest as missed,
+//!   `all` runs each, `skip` records all; every one is in the ledger.
+//! * The timer sleeps until the earliest slot but at most [`MAX_SLEEP`],
+//!   and every wake reads the wall clock: after a sleep or a clock jump,
+//!   what is due runs once (older due slots of the same job are recorded
+//!   missed).
+//! * Before each tick the store is stat'ed and re-read only when it
+//!   changed; the runtime state goes back to `jobs.json` in batches.
+//! * Every run is a task in the ledger (`runtime: cron`) and a line in the
+//!   job's run log.
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap, HashSet};
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use almanac_cron::{Schedule, Slots};
+use futures_util::future::BoxFuture;
+use tokio_util::sync::CancellationToken;
+
+use super::Shared;
+use super::intake::Record;
+use super::supervisor::{Component, ComponentKind};
+use crate::app::App;
+use crate::cron::job::{
+    Job, JobState, PayloadKind, RunStatus, ScheduleKind, SessionTarget, WakeMode,
+};
+use crate::cron::runlog::{self, RunRecord};
+use crate::cron::slots::{self, Ended, SlotLedger, Trigger};
+use crate::cron::store::Fingerprint;
+use crate::tasks::record::Lease;
+use crate::tasks::{NewTask, Runtime, Terminal, TerminalStatus};
+
+/// Longest single sleep: a stopped clock or a missed wake-up costs at
+/// most this.
+const MAX_SLEEP: Duration = Duration::from_secs(60);
+/// Most missed slots one job runs at a start (`catchUp: all`).
+const CATCH_UP_LIMIT: usize = 100;
+/// Most missed slots listed per job at a start.
+const MISSED_LIST_LIMIT: usize = 10_000;
+/// How often runtime state is written back to `jobs.json`.
+const STATE_FLUSH: Duration = Duration::from_secs(2);
+/// A `systemEvent` run's time limit; an `agentTurn`'s default.
+const EVENT_TIMEOUT: Duration = Duration::from_secs(10 * 60);
+const TURN_TIMEOUT: Duration = Duration::from_secs(60 * 60);
+
+/// A run asked for by `cron run`.
+#[derive(Debug)]
+pub(crate) struct ManualRun {
+    pub job: String,
+    /// Only when due (`--due`), else at once.
+    pub only_due: bool,
+    pub answer: tokio::sync::oneshot::Sender<serde_json::Value>,
+}
+
+/// What the runner shares with the control API.
+#[derive(Debug)]
+pub(crate) struct CronState {
+    next_wake_ms: AtomicI64,
+    nudge: tokio::sync::Notify,
+    manual_tx: tokio::sync::mpsc::UnboundedSender<ManualRun>,
+    manual_rx: tokio::sync::Mutex<tokio::sync::mpsc::UnboundedReceiver<ManualRun>>,
+}
+
+impl CronState {
+    pub(crate) fn new() -> CronState {
+        let (manual_tx, manual_rx) = tokio::sync::mpsc::unbounded_channel();
+        CronState {
+            next_wake_ms: AtomicI64::new(i64::MIN),
+            nudge: tokio::sync::Notify::new(),
+            manual_tx,
+            manual_rx: tokio::sync::Mutex::new(manual_rx),
+        }
+    }
+
+    /// Hands a `cron run` to the runner.
+    pub(crate) fn ask(&self, run: ManualRun) -> bool {
+        self.manual_tx.send(run).is_ok()
+    }
+
+    /// The earliest slot the runner waits for.
+    pub(crate) fn next_wake_ms(&self) -> Option<i64> {
+        let at = self.next_wake_ms.load(Ordering::Acquire);
+        (at != i64::MIN).then_some(at)
+    }
+
+    /// Makes the runner look at the store now (a command changed it).
+    pub(crate) fn nudge(&self) {
+        self.nudge.notify_one();
+    }
+}
+
+/// `jobs.json`'s `schedule` as the schedule rules read it.
+pub(crate) fn schedule_of(job: &Job) -> Option<Schedule> {
+    let spec = &job.schedule;
+    match spec.kind {
+        ScheduleKind::At => spec.at_ms().ok().map(|at_ms| Schedule::At { at_ms }),
+        ScheduleKind::Every => spec.every_ms.map(|every_ms| Schedule::Every {
+            every_ms,
+            anchor_ms: spec.anchor_ms,
+        }),
+        ScheduleKind::Cron => spec.expr.clone().map(|expr| Schedule::Cron {
+            expr,
+            tz: spec.tz.clone(),
+            stagger_ms: spec.stagger_ms,
+        }),
+    }
+}
+
+/// One job as the runner follows it.
+struct Followed {
+    job: Arc<Job>,
+    slots: Arc<Slots>,
+    /// The next slot to run.
+    next: Option<i64>,
+    /// What the job's entry looked like when read (to notice a change).
+    version: String,
+}
+
+/// One slot to run.
+struct Due {
+    job: Arc<Job>,
+    slot_ms: i64,
+    trigger: Trigger,
+}
+
+/// The runner's state between ticks.
+struct Runner {
+    shared: Arc<Shared>,
+    ledger: Arc<Mutex<SlotLedger>>,
+    followed: HashMap<String, Followed>,
+    queue: BinaryHeap<Reverse<(i64, String)>>,
+    fingerprint: Option<Option<Fingerprint>>,
+    /// Jobs with a run in flight (a slot that comes meanwhile is skipped).
+    running: Arc<Mutex<HashSet<String>>>,
+    /// Runtime state waiting to be written back.
+    states: Arc<Mutex<HashMap<String, JobState>>>,
+    /// `at` jobs to delete (ran well, `deleteAfterRun`).
+    removals: Arc<Mutex<Vec<String>>>,
+    runs: tokio_util::task::TaskTracker,
+    permits: Arc<tokio::sync::Semaphore>,
+}
+
+/// The runner component.
+pub(crate) struct CronRunner;
+
+impl Component for CronRunner {
+    fn kind(&self) -> ComponentKind {
+        ComponentKind::CronRunner
+    }
+
+    fn start(
+        self: Arc<Self>,
+        shared: Arc<Shared>,
+        stop: CancellationToken,
+    ) -> BoxFuture<'static, anyhow::Result<()>> {
+        Box::pin(async move {
+            let app = shared.engine.app();
+            if !app.config.config.cron.enabled {
+                tracing::info!("cron.enabled is false: no job runs");
+                stop.cancelled().await;
+                return Ok(());
+            }
+            let path = app.paths.state_store();
+            let generation = shared.tasks.generation;
+            let now = shared.host.now_ms();
+            let ledger = shared
+                .engine
+                .blocking(move || -> anyhow::Result<SlotLedger> {
+                    let store = crate::store::Store::open(&path, crate::store::StoreKind::State)?;
+                    let mut ledger = SlotLedger::new(store.conn);
+                    let cut = ledger.interrupt_earlier(generation, now)?;
+                    if !cut.is_empty() {
+                        tracing::warn!(
+                            count = cut.len(),
+                            "cron runs cut off by the previous gateway are recorded interrupted"
+                        );
+                    }
+                    Ok(ledger)
+                })
+                .await??;
+            let limit = app.config.config.cron.max_concurrent_runs.max(1) as usize;
+            let mut runner = Runner {
+                shared: shared.clone(),
+                ledger: Arc::new(Mutex::new(ledger)),
+                followed: HashMap::new(),
+                queue: BinaryHeap::new(),
+                fingerprint: None,
+                running: Arc::default(),
+                states: Arc::default(),
+                removals: Arc::default(),
+                runs: tokio_util::task::TaskTracker::new(),
+                permits: Arc::new(tokio::sync::Semaphore::new(limit)),
+            };
+            let result = runner.run(&stop).await;
+            runner.runs.close();
+            runner.runs.wait().await;
+            runner.flush_states().await;
+            result
+        })
+    }
+}
+
+impl Runner {
+    async fn run(&mut self, stop: &CancellationToken) -> anyhow::Result<()> {
+        let mut last_flush = tokio::time::Instant::now();
+        let shared = self.shared.clone();
+        let mut manual = shared.cron.manual_rx.lock().await;
+        loop {
+            self.reload_if_changed().await?;
+            let now = self.shared.host.now_ms();
+            let due = self.take_due(now);
+            if !due.is_empty() {
+                self.start_runs(due).await?;
+            }
+            if last_flush.elapsed() >= STATE_FLUSH {
+                self.flush_states().await;
+                last_flush = tokio::time::Instant::now();
+            }
+            let next = self.queue.peek().map(|Reverse((at, _))| *at);
+            self.shared
+                .cron
+                .next_wake_ms
+                .store(next.unwrap_or(i64::MIN), Ordering::Release);
+            let now = self.shared.host.now_ms();
+            let mut sleep = match next {
+                Some(at) => Duration::from_millis((at - now).max(0) as u64).min(MAX_SLEEP),
+                None => MAX_SLEEP,
+            };
+            if !self
+                .states
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .is_empty()
+            {
+                sleep = sleep.min(STATE_FLUSH);
+            }
+            tokio::select! {
+                () = stop.cancelled() => return Ok(()),
+                () = tokio::time::sleep(sleep) => {}
+                () = self.shared.cron.nudge.notified() => {
+                    self.fingerprint = None;
+                }
+                Some(asked) = manual.recv() => {
+                    self.reload_if_changed().await?;
+                    let answer = self.manual(&asked.job, asked.only_due).await;
+                    let _ = asked.answer.send(answer);
+                }
+            }
+        }
+    }
+
+    /// Re-reads the store when its file changed (or at the first tick),
+    /// following new and changed jobs and dropping removed ones; slots a
+    /// job passed while it was not followed are caught up by its policy.
+    async fn reload_if_changed(&mut self) -> anyhow::Result<()> {
+        let app = self.shared.engine.app();
+        let store = app.cron_store();
+        let current = {
+            let store = store.clone();
+            self.shared
+                .engine
+                .blocking(move || store.fingerprint())
+                .await??
+        };
+        if self.fingerprint.as_ref() == Some(&current) {
+            return Ok(());
+        }
+        let now_ts = self.shared.host.now_ts();
+        let loaded = self
+            .shared
+            .engine
+            .blocking(move || store.load(now_ts))
+            .await??;
+        for w in &loaded.warnings {
+            tracing::warn!("{w}");
+        }
+        self.fingerprint = Some(loaded.fingerprint.clone());
+        let now = now_ts.as_millisecond();
+        let host = app.host.time_zone().clone();
+        let latest = {
+            let ledger = self.ledger.clone();
+            self.shared
+                .engine
+                .blocking(move || {
+                    ledger
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .latest_slots()
+                })
+                .await??
+        };
+        let mut seen = HashSet::new();
+        let mut catch_up: Vec<Due> = Vec::new();
+        let mut missed: Vec<(String, i64, String)> = Vec::new();
+        for job in loaded.file.jobs() {
+            seen.insert(job.id.clone());
+            let version = serde_json::to_string(&(&job.schedule, job.enabled, job.updated_at_ms))
+                .unwrap_or_default();
+            if let Some(f) = self.followed.get_mut(&job.id) {
+                if f.version == version {
+                    // The same schedule: keep following it (the payload
+                    // and the rest may have changed).
+                    f.job = Arc::new(job.clone());
+                    continue;
+                }
+            }
+            self.followed.remove(&job.id);
+            if !job.enabled {
+                continue;
+            }
+            let Some(schedule) = schedule_of(job) else {
+                tracing::warn!(job = %job.id, "cron job without a usable schedule is not run");
+                continue;
+            };
+            let slots = match Slots::new(&schedule, &job.id, job.created_at_ms, &host) {
+                Ok(s) => Arc::new(s),
+                Err(err) => {
+                    tracing::warn!(job = %job.id, %err, "cron job schedule cannot be evaluated");
+                    continue;
+                }
+            };
+            // Where the job stands: its last slot in the ledger, else its
+            // last run as the file says, else its creation (or last edit).
+            let base = latest
+                .get(&job.id)
+                .copied()
+                .or(job.state.last_run_at_ms)
+                .unwrap_or(job.created_at_ms.max(job.updated_at_ms).min(now))
+                .max(job.updated_at_ms.min(now));
+            let mut passed = Vec::new();
+            let mut cursor = base;
+            while let Some(slot) = slots.next_after(cursor).filter(|&s| s <= now) {
+                passed.push(slot);
+                if passed.len() >= MISSED_LIST_LIMIT {
+                    break;
+                }
+                cursor = slot;
+            }
+            let arc = Arc::new(job.clone());
+            let plan = slots::plan_catch_up(&passed, job.catch_up(), CATCH_UP_LIMIT);
+            for slot in plan.run {
+                catch_up.push(Due {
+                    job: arc.clone(),
+                    slot_ms: slot,
+                    trigger: Trigger::CatchUp,
+                });
+            }
+            for (slot, note) in plan.missed {
+                missed.push((job.id.clone(), slot, note));
+            }
+            let next = slots.next_after(now.max(cursor));
+            if let Some(at) = next {
+                self.queue.push(Reverse((at, job.id.clone())));
+            }
+            self.followed.insert(
+                job.id.clone(),
+                Followed {
+                    job: arc,
+                    slots,
+                    next,
+                    version,
+                },
+            );
+        }
+        self.followed.retain(|id, _| seen.contains(id));
+        if !missed.is_empty() {
+            let ledger = self.ledger.clone();
+            let count = missed.len();
+            self.shared
+                .engine
+                .blocking(move || {
+                    ledger
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .record_missed(&missed, now)
+                })
+                .await??;
+            tracing::info!(count, "missed cron slots recorded");
+        }
+        if !catch_up.is_empty() {
+            self.start_runs(catch_up).await?;
+        }
+        Ok(())
+    }
+
+    /// The slots due at `now`, one per job (older due slots of a job the
+    /// runner woke late for are recorded missed by `start_runs`).
+    fn take_due(&mut self, now: i64) -> Vec<Due> {
+        let mut due = Vec::new();
+        while let Some(Reverse((at, _))) = self.queue.peek() {
+            if *at > now {
+                break;
+            }
+            let Reverse((at, id)) = self.queue.pop().expect("peeked");
+            let Some(f) = self.followed.get_mut(&id) else {
+                continue;
+            };
+            if f.next != Some(at) {
+                // A stale entry: the job was re-read since.
+                continue;
+            }
+            // The latest slot due; the runner was asleep for the others.
+            let mut slot = at;
+            let mut skipped = Vec::new();
+            while let Some(later) = f.slots.next_after(slot).filter(|&s| s <= now) {
+                skipped.push(slot);
+                slot = later;
+            }
+            if !skipped.is_empty() {
+                let ledger = self.ledger.clone();
+                let rows: Vec<(String, i64, String)> = skipped
+                    .into_iter()
+                    .map(|s| {
+                        (
+                            id.clone(),
+                            s,
+                            "not run: the gateway woke late; ran the latest".to_string(),
+                        )
+                    })
+                    .collect();
+                // Small and rare: recorded inline.
+                let _ = ledger
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .record_missed(&rows, now);
+            }
+            f.next = f.slots.next_after(slot);
+            if let Some(next) = f.next {
+                self.queue.push(Reverse((next, id.clone())));
+            }
+            due.push(Due {
+                job: f.job.clone(),
+                slot_ms: slot,
+                trigger: Trigger::Due,
+            });
+        }
+        due
+    }
+
+    /// Claims `due` in one transaction and starts a run for each slot
+    /// claimed (a job still running skips the slot, recorded so).
+    async fn start_runs(&mut self, due: Vec<Due>) -> anyhow::Result<()> {
+        let now = self.shared.host.now_ms();
+        let generation = self.shared.tasks.generation;
+        let mut busy = Vec::new();
+        let mut claims = Vec::new();
+        {
+            let running = self.running.lock().unwrap_or_else(|p| p.into_inner());
+            for d in &due {
+                if running.contains(&d.job.id) {
+                    busy.push((
+                        d.job.id.clone(),
+                        d.slot_ms,
+                        "skipped: the previous run was still running".to_string(),
+                    ));
+                } else {
+                    claims.push((d.job.id.clone(), d.slot_ms, d.trigger));
+                }
+            }
+        }
+        let ledger = self.ledger.clone();
+        let claimed = self
+            .shared
+            .engine
+            .blocking(move || {
+                let mut ledger = ledger.lock().unwrap_or_else(|p| p.into_inner());
+                if !busy.is_empty() {
+                    ledger.record_missed(&busy, now)?;
+                }
+                ledger.claim(&claims, generation, now)
+            })
+            .await??;
+        let claimed: HashSet<(String, i64)> = claimed.into_iter().collect();
+        for d in due {
+            if !claimed.contains(&(d.job.id.clone(), d.slot_ms)) {
+                continue;
+            }
+            self.running
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .insert(d.job.id.clone());
+            let shared = self.shared.clone();
+            let ledger = self.ledger.clone();
+            let running = self.running.clone();
+            let states = self.states.clone();
+            let removals = self.removals.clone();
+            let permits = self.permits.clone();
+            self.runs.spawn(async move {
+                let _permit = permits.acquire_owned().await;
+                let job_id = d.job.id.clone();
+                run_slot(&shared, &ledger, &states, &removals, d).await;
+                running
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .remove(&job_id);
+            });
+        }
+        Ok(())
+    }
+
+    /// `cron run`: the job now (`force`), or only when a slot is due.
+    async fn manual(&mut self, lookup: &str, only_due: bool) -> serde_json::Value {
+        let now = self.shared.host.now_ms();
+        let id = match self.followed.keys().find(|id| id.as_str() == lookup) {
+            Some(id) => id.clone(),
+            None => {
+                let mut matches = self.followed.keys().filter(|id| id.starts_with(lookup));
+                match (matches.next(), matches.next()) {
+                    (Some(id), None) => id.clone(),
+                    (None, _) => {
+                        return serde_json::json!({"ok": false, "error": format!("no enabled cron job `{lookup}`")});
+                    }
+                    _ => {
+                        return serde_json::json!({"ok": false, "error": format!("`{lookup}` is the start of more than one job id")});
+                    }
+                }
+            }
+        };
+        if self
+            .running
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .contains(&id)
+        {
+            return serde_json::json!({"ok": true, "ran": false, "reason": "already-running", "jobId": id});
+        }
+        let f = &self.followed[&id];
+        if only_due && f.next.is_none_or(|next| next > now) {
+            return serde_json::json!({"ok": true, "ran": false, "reason": "not-due", "jobId": id});
+        }
+        // `--due` runs the slot that is due (the timer then finds it
+        // claimed); a forced run is a slot of its own, at now.
+        let due = Due {
+            job: f.job.clone(),
+            slot_ms: if only_due { f.next.unwrap_or(now) } else { now },
+            trigger: if only_due {
+                Trigger::Due
+            } else {
+                Trigger::Manual
+            },
+        };
+        let run_id = format!("manual:{id}:{now}");
+        match self.start_runs(vec![due]).await {
+            Ok(()) => {
+                serde_json::json!({"ok": true, "ran": true, "enqueued": true, "runId": run_id, "jobId": id})
+            }
+            Err(err) => serde_json::json!({"ok": false, "error": format!("{err:#}")}),
+        }
+    }
+
+    /// Writes waiting runtime state and removals back to `jobs.json` (one
+    /// rewrite for the batch).
+    async fn flush_states(&mut self) {
+        let updates: Vec<(String, JobState)> = self
+            .states
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .drain()
+            .collect();
+        let removals: Vec<String> =
+            std::mem::take(&mut *self.removals.lock().unwrap_or_else(|p| p.into_inner()));
+        if updates.is_empty() && removals.is_empty() {
+            return;
+        }
+        let app = self.shared.engine.app();
+        let now = self.shared.host.now_ts();
+        let written = self
+            .shared
+            .engine
+            .blocking(move || -> Result<(), crate::cron::CronError> {
+                let store = app.cron_store();
+                if !updates.is_empty() {
+                    store.update_states(&updates, now)?;
+                }
+                for id in removals {
+                    store.remove(&id, now)?;
+                }
+                Ok(())
+            })
+            .await;
+        match written {
+            Ok(Ok(())) => {
+                // Our own write: no need to re-read it.
+                if let Ok(Ok(fp)) = {
+                    let store = self.shared.engine.app().cron_store();
+                    self.shared
+                        .engine
+                        .blocking(move || store.fingerprint())
+                        .await
+                } {
+                    self.fingerprint = Some(fp);
+                }
+            }
+            Ok(Err(err)) => tracing::warn!(%err, "cron runtime state not written back"),
+            Err(err) => tracing::warn!(%err, "cron runtime state not written back"),
+        }
+    }
+}
+
+/// How one run ended.
+struct Outcome {
+    status: Ended,
+    error: Option<String>,
+    summary: Option<String>,
+    session_key: Option<String>,
+}
+
+/// Runs one claimed slot: the task, the payload, the ledger, the log.
+async fn run_slot(
+    shared: &Arc<Shared>,
+    ledger: &Arc<Mutex<SlotLedger>>,
+    states: &Arc<Mutex<HashMap<String, JobState>>>,
+    removals: &Arc<Mutex<Vec<String>>>,
+    due: Due,
+) {
+    let job = due.job.clone();
+    let started = shared.host.now_ms();
+    let task_id = {
+        let book_shared = shared.clone();
+        let job = job.clone();
+        shared
+            .engine
+            .blocking(move || {
+                let mut new = NewTask::new(
+                    Runtime::Cron,
+                    format!("cron:{}", job.id),
+                    format!("Cron: {}", job.name),
+                );
+                new.source_id = Some(job.id.clone());
+                new.run_id = Some(format!("cron:{}:{started}", job.id));
+                new.agent_id = Some(crate::app::agent::AGENT_ID.to_string());
+                new.label = Some(format!("Cron: {}", job.name));
+                new.running = Some(Lease {
+                    generation: book_shared.tasks.generation,
+                    until_ms: started + super::tasks::LEASE.as_millis() as i64,
+                });
+                book_shared
+                    .tasks
+                    .with(|l| l.create(new, started))
+                    .map(|t| t.task_id)
+            })
+            .await
+            .ok()
+            .and_then(Result::ok)
+    };
+    let outcome = execute(shared, &job).await;
+    let ended = shared.host.now_ms();
+    let app = shared.engine.app();
+    let record_shared = shared.clone();
+    let ledger = ledger.clone();
+    let status = outcome.status;
+    let error = outcome.error.clone();
+    let task = task_id.clone();
+    let slot = due.slot_ms;
+    let job_id = job.id.clone();
+    let _ = shared
+        .engine
+        .blocking(move || {
+            if let Some(id) = &task {
+                let terminal = Terminal {
+                    status: match status {
+                        Ended::Ok | Ended::Skipped => TerminalStatus::Succeeded,
+                        Ended::Error => TerminalStatus::Failed,
+                        Ended::TimedOut => TerminalStatus::TimedOut,
+                    },
+                    error: error.clone(),
+                    terminal_summary: None,
+                    terminal_outcome: None,
+                };
+                let _ = record_shared.tasks.finish(id, terminal, ended);
+            }
+            let _ = ledger
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .finish(&[(job_id, slot, status, error, task)], ended);
+        })
+        .await;
+    let run_status = match outcome.status {
+        Ended::Ok => RunStatus::Ok,
+        Ended::Skipped => RunStatus::Skipped,
+        Ended::Error | Ended::TimedOut => RunStatus::Error,
+    };
+    let mut record = RunRecord::finished(&job.id, ended);
+    record.status = Some(run_status.clone());
+    record.error = outcome.error.clone();
+    record.summary = outcome.summary.clone();
+    record.session_key = outcome.session_key.clone();
+    record.run_at_ms = Some(started);
+    record.duration_ms = Some(ended - started);
+    record
+        .extra
+        .insert("slotMs".into(), serde_json::json!(due.slot_ms));
+    let runs_dir = app.cron_store().runs_dir();
+    let limits = app.cron_run_log_limits();
+    let _ = shared
+        .engine
+        .blocking(move || runlog::append(&runs_dir, &record, limits))
+        .await;
+    let mut state = job.state.clone();
+    state.last_run_at_ms = Some(started);
+    state.last_run_status = Some(run_status.clone());
+    state.last_status = Some(run_status.clone());
+    state.last_error = outcome.error;
+    state.last_duration_ms = Some(ended - started);
+    state.running_at_ms = None;
+    state.consecutive_errors = match run_status {
+        RunStatus::Error => Some(state.consecutive_errors.unwrap_or(0) + 1),
+        _ => Some(0),
+    };
+    let is_at = job.schedule.kind == ScheduleKind::At;
+    if is_at && run_status == RunStatus::Ok && job.deletes_after_run() {
+        removals
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(job.id.clone());
+    } else {
+        states
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(job.id.clone(), state);
+    }
+}
+
+/// Runs the job's payload.
+async fn execute(shared: &Arc<Shared>, job: &Job) -> Outcome {
+    let app = shared.engine.app();
+    match (&job.session_target, job.payload.kind) {
+        (SessionTarget::Main, PayloadKind::SystemEvent) => {
+            let text = job.payload.text.as_deref().unwrap_or("").trim().to_string();
+            if text.is_empty() {
+                return Outcome {
+                    status: Ended::Skipped,
+                    error: Some("main job requires non-empty systemEvent text".into()),
+                    summary: None,
+                    session_key: None,
+                };
+            }
+            let sessions = app.sessions(Some(crate::app::agent::AGENT_ID));
+            let key = sessions.resolve_key(job.session_key.as_deref());
+            let mode = match job.wake_mode {
+                WakeMode::Now => "now",
+                WakeMode::NextHeartbeat => "next-heartbeat",
+            };
+            let record = Record {
+                seq: 0,
+                ts: shared.host.now_ms(),
+                kind: "cron".into(),
+                session_key: key.clone(),
+                text: text.clone(),
+                mode: mode.to_string(),
+                trusted: true,
+            };
+            let intake_shared = shared.clone();
+            let accepted = shared
+                .engine
+                .blocking(move || intake_shared.intake.accept(record))
+                .await;
+            if let Err(err) | Ok(Err(err)) = accepted
+                .map_err(|e| anyhow::anyhow!("{e}"))
+                .map(|r| r.map_err(anyhow::Error::from))
+            {
+                return Outcome {
+                    status: Ended::Error,
+                    error: Some(format!("the event was not queued: {err}")),
+                    summary: None,
+                    session_key: Some(key),
+                };
+            }
+            if job.wake_mode == WakeMode::Now {
+                let reason = format!("cron:{}", job.id);
+                let event = tokio::time::timeout(
+                    EVENT_TIMEOUT,
+                    super::heartbeat::run(shared, &reason, true, true),
+                )
+                .await;
+                return match event {
+                    Err(_) => Outcome {
+                        status: Ended::TimedOut,
+                        error: Some("cron: job execution timed out".into()),
+                        summary: None,
+                        session_key: Some(key),
+                    },
+                    Ok(Err(err)) => Outcome {
+                        status: Ended::Error,
+                        error: Some(format!("{err:#}")),
+                        summary: None,
+                        session_key: Some(key),
+                    },
+                    Ok(Ok(event)) => {
+                        use crate::heartbeat::runs::RunStatus as Beat;
+                        let status = match event.status {
+                            Beat::Failed => Ended::Error,
+                            Beat::Skipped => Ended::Skipped,
+                            _ => Ended::Ok,
+                        };
+                        Outcome {
+                            status,
+                            error: event.reason.clone().filter(|_| status != Ended::Ok),
+                            summary: event.preview,
+                            session_key: Some(key),
+                        }
+                    }
+                };
+            }
+            Outcome {
+                status: Ended::Ok,
+                error: None,
+                summary: Some(text),
+                session_key: Some(key),
+            }
+        }
+        (SessionTarget::Main, _) | (_, PayloadKind::SystemEvent) => Outcome {
+            status: Ended::Skipped,
+            error: Some("the job's payload does not fit its session target".into()),
+            summary: None,
+            session_key: None,
+        },
+        (target, PayloadKind::AgentTurn) => agent_turn(shared, &app, job, target).await,
+    }
+}
+
+/// An `agentTurn` job: a turn in its own session, its answer delivered
+/// as the job says.
+async fn agent_turn(shared: &Arc<Shared>, app: &App, job: &Job, target: &SessionTarget) -> Outcome {
+    let key = match target {
+        SessionTarget::Session(id) => id.clone(),
+        _ => format!("agent:main:cron:{}", job.id),
+    };
+    let message = job.payload.message.as_deref().unwrap_or("").trim();
+    if message.is_empty() {
+        return Outcome {
+            status: Ended::Skipped,
+            error: Some("agentTurn job requires a message".into()),
+            summary: None,
+            session_key: Some(key),
+        };
+    }
+    let time = almanac_heartbeat::prompt::time_text(
+        &shared.host.now_ts().to_zoned_datetime(app.user_time_zone()),
+    );
+    let text = almanac_heartbeat::prompt::with_current_time(
+        format!("[cron:{} {}] {message}", job.id, job.name),
+        &time,
+    );
+    let request = crate::app::agent::TurnRequest {
+        message: text,
+        session_key: Some(key.clone()),
+        agent: Some(crate::app::agent::AGENT_ID.to_string()),
+        model: job.payload.model.clone(),
+        heartbeat: None,
+        channel: None,
+    };
+    let limit = match job.payload.timeout_seconds {
+        Some(0) => Duration::MAX,
+        Some(s) => Duration::from_secs(s),
+        None => TURN_TIMEOUT,
+    };
+    let ticket = match shared.engine.lanes().enqueue(&key) {
+        Ok(t) => t,
+        Err(err) => {
+            return Outcome {
+                status: Ended::Error,
+                error: Some(err.to_string()),
+                summary: None,
+                session_key: Some(key),
+            };
+        }
+    };
+    let cancel = shared.turns_cancel.child_token();
+    let turn = shared.engine.turn_in_lane(
+        ticket,
+        request,
+        crate::engine::quiet(),
+        crate::engine::unattended(),
+        cancel.clone(),
+        Box::new(|| Ok(())),
+    );
+    let report = match tokio::time::timeout(limit, turn).await {
+        Err(_) => {
+            cancel.cancel();
+            return Outcome {
+                status: Ended::TimedOut,
+                error: Some("cron: job execution timed out".into()),
+                summary: None,
+                session_key: Some(key),
+            };
+        }
+        Ok(Err(err)) => {
+            return Outcome {
+                status: Ended::Error,
+                error: Some(format!("{err:#}")),
+                summary: None,
+                session_key: Some(key),
+            };
+        }
+        Ok(Ok(report)) => report,
+    };
+    let reply = report.outcome.reply.trim().to_string();
+    let summary = Some(reply.chars().take(2000).collect::<String>()).filter(|s| !s.is_empty());
+    if report.outcome.silent || reply.is_empty() {
+        return Outcome {
+            status: Ended::Ok,
+            error: None,
+            summary,
+            session_key: Some(key),
+        };
+    }
+    let mode = job.delivery.as_ref().map(|d| d.mode);
+    use crate::cron::job::DeliveryMode;
+    use crate::delivery::{Item, Source, Target, UrlOrigin};
+    let target = match mode {
+        None | Some(DeliveryMode::Announce) => Target::Outbox,
+        Some(DeliveryMode::Webhook) => Target::Webhook {
+            url: job
+                .delivery
+                .as_ref()
+                .and_then(|d| d.to.clone())
+                .unwrap_or_default(),
+            secret: None,
+            origin: UrlOrigin::Config,
+        },
+        Some(DeliveryMode::None) => Target::None,
+    };
+    let visible = !app
+        .config
+        .config
+        .channels
+        .heartbeat_visibility("outbox")
+        .show_ok;
+    let text = if visible {
+        almanac_heartbeat::ack::scrub(&reply)
+    } else {
+        reply.clone()
+    };
+    let item = Item {
+        source: Source::Cron,
+        session_key: key.clone(),
+        agent_id: crate::app::agent::AGENT_ID.to_string(),
+        text,
+        task_id: None,
+    };
+    match shared.deliverer.deliver(item, &target).await {
+        Ok(delivery) => match delivery.state {
+            crate::delivery::DeliveryState::Failed { reason } => Outcome {
+                status: Ended::Error,
+                error: Some(format!("delivery failed: {reason}")),
+                summary,
+                session_key: Some(key),
+            },
+            _ => Outcome {
+                status: Ended::Ok,
+                error: None,
+                summary,
+                session_key: Some(key),
+            },
+        },
+        Err(err) => Outcome {
+            status: Ended::Error,
+            error: Some(format!("delivery failed: {err}")),
+            summary,
+            session_key: Some(key),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::host::Clock;
+
+    /// Wall time that moves with tokio's (paused) clock.
+    #[derive(Debug)]
+    struct TokioClock {
+        base: jiff::Timestamp,
+        start: tokio::time::Instant,
+    }
+
+    impl Clock for TokioClock {
+        fn now(&self) -> jiff::Timestamp {
+            let elapsed = tokio::time::Instant::now() - self.start;
+            self.base + jiff::SignedDuration::try_from(elapsed).unwrap()
+        }
+    }
+
+    fn write_jobs(state: &std::path::Path, created_ms: i64, catch_up: &str) {
+        std::fs::create_dir_all(state.join("cron")).unwrap();
+        let jobs = serde_json::json!({"version": 1, "jobs": [{
+            "id": "tick-job", "name": "tick", "enabled": true,
+            "createdAtMs": created_ms, "updatedAtMs": created_ms,
+            "schedule": {"kind": "cron", "expr": "*/2 * * * * *", "tz": "UTC", "staggerMs": 0},
+            "sessionTarget": "main", "wakeMode": "next-heartbeat",
+            "payload": {"kind": "systemEvent", "text": "tick"},
+            "catchUp": catch_up,
+        }]});
+        std::fs::write(
+            state.join("cron/jobs.json"),
+            serde_json::to_vec_pretty(&jobs).unwrap(),
+        )
+        .unwrap();
+    }
+
+    /// Every row of the slot ledger: (slot, status, trigger).
+    fn rows(state: &std::path::Path) -> Vec<(i64, String, String)> {
+        let conn = rusqlite::Connection::open(state.join("almanac.sqlite")).unwrap();
+        let mut stmt = conn
+            .prepare("SELECT slot_ms, status, trigger FROM cron_slots ORDER BY slot_ms")
+            .unwrap();
+        stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect()
+    }
+
+    async fn run_for(
+        dir: &std::path::Path,
+        clock: &Arc<TokioClock>,
+        generation: i64,
+        seconds: u64,
+    ) {
+        let shared = crate::gateway::test_shared_with(dir, "t", Some(clock.clone()), generation);
+        let stop = CancellationToken::new();
+        let runner = tokio::spawn(Arc::new(CronRunner).start(shared.clone(), stop.clone()));
+        tokio::time::sleep(Duration::from_millis(seconds * 1000)).await;
+        // A crash: the runner is dropped where it stands.
+        runner.abort();
+        let _ = runner.await;
+    }
+
+    #[tokio::test(flavor = "current_thread", start_paused = true)]
+    async fn every_slot_is_handled_once_across_a_crash_and_a_restart() {
+        let dir = tempfile::tempdir().unwrap();
+        let state = dir.path().join("state");
+        let base: jiff::Timestamp = "2026-12-01T10:00:00.500Z".parse().unwrap();
+        let clock = Arc::new(TokioClock {
+            base,
+            start: tokio::time::Instant::now(),
+        });
+        std::fs::create_dir_all(state.join("workspace")).unwrap();
+        write_jobs(&state, base.as_millisecond() - 500, "once");
+        // Up for 20 s, down for 10 s, up for 10 s.
+        run_for(dir.path(), &clock, 1, 20).await;
+        let up_until = clock.now().as_millisecond();
+        tokio::time::sleep(Duration::from_secs(10)).await;
+        let down_until = clock.now().as_millisecond();
+        run_for(dir.path(), &clock, 2, 10).await;
+        let end = clock.now().as_millisecond();
+
+        let rows = rows(&state);
+        let slots: Vec<i64> = rows.iter().map(|r| r.0).collect();
+        // Every even second from the start, each exactly once.
+        let start = base.as_millisecond() - 500;
+        let expected: Vec<i64> = (1..)
+            .map(|k| start + 2000 * k)
+            .take_while(|s| *s <= end)
+            .collect();
+        assert_eq!(slots, expected, "{rows:?}");
+        for (slot, status, trigger) in &rows {
+            if *slot <= up_until || *slot > down_until {
+                // While up: run on time.
+                if *slot <= up_until || trigger == "due" {
+                    assert!(
+                        status == "ok" || status == "interrupted",
+                        "{slot}: {status} {trigger}"
+                    );
+                }
+            }
+        }
+        // The slots while down: the latest ran at the restart, the others
+        // are recorded missed.
+        let down: Vec<&(i64, String, String)> = rows
+            .iter()
+            .filter(|r| r.0 > up_until && r.0 <= down_until)
+            .collect();
+        assert_eq!(down.len(), 5, "{down:?}");
+        let (last, older) = down.split_last().unwrap();
+        assert_eq!((last.1.as_str(), last.2.as_str()), ("ok", "catch-up"));
+        for r in older {
+            assert_eq!(
+                (r.1.as_str(), r.2.as_str()),
+                ("missed", "catch-up"),
+                "{r:?}"
+            );
+        }
+        // The run log has one line per run.
+        let log = std::fs::read_to_string(state.join("cron/runs/tick-job.jsonl")).unwrap();
+        let ran = rows.iter().filter(|r| r.1 == "ok").count();
+        assert_eq!(log.lines().count(), ran);
+    }
+}
