@@ -7,7 +7,8 @@
 //! the `status` commands, `memory get`, skills listings, sessions, `agent
 //! prompt`, `tasks list|show|audit` and `tasks maintenance` without
 //! `--apply`, `outbox list|tail`) create and change nothing; searching
-//! commands may create or update only the derived index.
+//! commands may create or update only the derived index, and `cron
+//! list|status|runs` only the cron index in the state store.
 //! Start-up work stays minimal: one small file read (the config) and no
 //! database is opened until a command needs it.
 

@@ -10,7 +10,7 @@ use super::output::{print_json, warn};
 use crate::app::App;
 use crate::app::cron::{self, CronStatus, DeliveryChoice, JobChanged, JobFlags, Removed};
 use crate::cron::index::{JobLine, MAX_PAGE};
-use crate::cron::job::{CatchUp, THINKING_LEVELS, WakeMode};
+use crate::cron::job::{CatchUp, ScheduleKind, THINKING_LEVELS, WakeMode};
 use crate::cron::runlog::{MAX_LIMIT, RunPage, RunQuery};
 use crate::cron::{EnabledFilter, ListQuery, Listing, SortBy, SortDir};
 
@@ -286,8 +286,17 @@ impl JobArgs {
 #[derive(Debug, Args)]
 pub(super) struct ListArgs {
     /// Disabled jobs too
-    #[arg(long)]
+    #[arg(long, conflicts_with = "disabled")]
     all: bool,
+    /// Only disabled jobs
+    #[arg(long)]
+    disabled: bool,
+    /// Order by the next run (soonest first; none last), the last change, or the name
+    #[arg(long, value_name = "FIELD", default_value = "nextRunAtMs", value_parser = ["nextRunAtMs", "updatedAtMs", "name"])]
+    sort_by: String,
+    /// Ascending or descending
+    #[arg(long, value_name = "DIR", default_value = "asc", value_parser = ["asc", "desc"])]
+    sort_dir: String,
     /// Show at most N jobs
     #[arg(long, value_name = "N", default_value_t = MAX_PAGE, value_parser = page_limit)]
     limit: usize,
@@ -415,8 +424,21 @@ fn print_changed(app: &App, done: &JobChanged, verb: &str, json: bool) -> anyhow
         (true, Some(ms)) => println!("Next run: {}.", app.local_time(ms)),
         (true, None) => println!("It has no next run."),
     }
+    if job.deletes_after_run() {
+        println!("It is removed after it ran successfully (--keep-after-run keeps it).");
+    } else if job.schedule.kind == ScheduleKind::At {
+        println!("It is kept, disabled, after it ran.");
+    } else {
+        println!(
+            "Missed slots while no gateway runs: {}.",
+            job.catch_up().as_str()
+        );
+    }
     for note in &done.notes {
         println!("Note: {note}.");
+    }
+    if !done.written {
+        println!("Nothing changed: it already was so.");
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -438,12 +460,22 @@ fn list(app: &App, args: ListArgs) -> anyhow::Result<ExitCode> {
     let query = ListQuery {
         enabled: if args.all {
             EnabledFilter::All
+        } else if args.disabled {
+            EnabledFilter::Disabled
         } else {
             EnabledFilter::Enabled
         },
         query: args.query,
-        sort_by: SortBy::NextRunAtMs,
-        sort_dir: SortDir::Asc,
+        sort_by: match args.sort_by.as_str() {
+            "updatedAtMs" => SortBy::UpdatedAtMs,
+            "name" => SortBy::Name,
+            _ => SortBy::NextRunAtMs,
+        },
+        sort_dir: if args.sort_dir == "desc" {
+            SortDir::Desc
+        } else {
+            SortDir::Asc
+        },
         limit: args.limit,
         offset: args.offset,
     };
@@ -452,16 +484,19 @@ fn list(app: &App, args: ListArgs) -> anyhow::Result<ExitCode> {
     if args.json.json {
         print_json(&listing)?;
     } else {
-        print_listing(app, &listing, args.all);
+        print_listing(app, &listing, query.enabled);
     }
     Ok(ExitCode::SUCCESS)
 }
 
-fn print_listing(app: &App, listing: &Listing, all: bool) {
+fn print_listing(app: &App, listing: &Listing, which: EnabledFilter) {
     if listing.jobs.is_empty() {
-        match (listing.total, all) {
-            (0, false) => println!("No enabled jobs (--all also shows disabled ones)."),
-            (0, true) => println!("No jobs."),
+        match (listing.total, which) {
+            (0, EnabledFilter::Enabled) => {
+                println!("No enabled jobs (--all also shows disabled ones).")
+            }
+            (0, EnabledFilter::Disabled) => println!("No disabled jobs."),
+            (0, EnabledFilter::All) => println!("No jobs."),
             _ => println!(
                 "No jobs from {} on ({} in all).",
                 listing.offset, listing.total

@@ -173,7 +173,7 @@ fn an_openclaw_store_round_trips_byte_for_byte() {
     );
     // A change that touches nothing writes nothing.
     let changed = fx.store.modify(now(), |_| Ok(())).unwrap();
-    assert!(!changed.written);
+    assert_eq!(changed.written, None);
     assert_eq!(fx.text(), OPENCLAW_STORE);
 
     // The runner records a run of c3: only c3's text changes, in its own
@@ -519,7 +519,18 @@ fn the_fingerprint_changes_with_every_write() {
             Ok(())
         })
         .unwrap();
-    assert_ne!(fx.store.fingerprint().unwrap(), Some(first));
+    let changed = fx
+        .store
+        .modify(now(), |file| {
+            file.push(new_job("f2", "f"));
+            Ok(())
+        })
+        .unwrap();
+    let second = fx.store.fingerprint().unwrap();
+    assert_ne!(second, Some(first));
+    assert_eq!(changed.written, second, "a writer learns what it wrote");
+    let unchanged = fx.store.modify(now(), |_| Ok(())).unwrap();
+    assert_eq!(unchanged.written, None);
     let _ = Path::new(fx.dir.path());
 }
 
