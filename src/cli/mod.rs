@@ -13,6 +13,7 @@
 
 mod agent_cmd;
 mod config_cmd;
+mod cron_cmd;
 mod gateway_cmd;
 mod heartbeat_cmd;
 mod logging;
@@ -110,6 +111,9 @@ enum Command {
     /// Results of unattended turns delivered to the outbox: list, tail
     #[command(subcommand)]
     Outbox(outbox_cmd::OutboxCommand),
+    /// Cron schedules: the next fire times of an expression
+    #[command(subcommand)]
+    Cron(cron_cmd::CronCommand),
     /// Print a shell completion script
     Completions {
         /// The shell: bash, zsh, fish, elvish or powershell
@@ -182,6 +186,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::System(cmd) => system_cmd::run(cmd, &load_app(&options, host)?),
         Command::Tasks(args) => tasks_cmd::run(args, &load_app(&options, host)?),
         Command::Outbox(cmd) => outbox_cmd::run(cmd, &load_app(&options, host)?),
+        Command::Cron(cmd) => cron_cmd::run(cmd, &options, host),
         Command::Completions { shell } => {
             let mut cmd = Cli::command();
             clap_complete::generate(shell, &mut cmd, "almanac", &mut std::io::stdout());

@@ -76,6 +76,7 @@ fn is_refusal(error: &(dyn std::error::Error + 'static)) -> bool {
             )
         })
         || refused::<crate::app::gateway::BadEvent>(error, |_| true)
+        || refused::<crate::app::cron_next::CronNextError>(error, |_| true)
         // Refusals by a gate or policy.
         || refused::<AppendError>(error, |e| {
             matches!(
@@ -209,6 +210,12 @@ mod tests {
                 REFUSED,
             ),
             (anyhow::Error::new(InstallError::NoExecutable), FAILURE),
+            (
+                anyhow::Error::new(crate::app::cron_next::CronNextError::UnknownZone(
+                    "Mars/Base".into(),
+                )),
+                REFUSED,
+            ),
             // The text of a message decides nothing.
             (
                 anyhow::anyhow!("Memory blocked: Blocked suspicious instruction"),

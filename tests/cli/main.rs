@@ -3,6 +3,7 @@
 
 mod agent;
 mod common;
+mod cron;
 mod exit_codes;
 mod foundation;
 mod gateway;
