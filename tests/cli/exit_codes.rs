@@ -213,6 +213,23 @@ const TABLE: &[Row] = &[
     row(&["system", "heartbeat", "disable", "--json"], 0),
     row(&["system", "heartbeat", "run-now"], 1),
     row(&["system", "event"], 2),
+    // cron next: a bad expression, zone, time or count is a usage error.
+    row(&["cron", "next", "0 9 * * *"], 0),
+    row(
+        &[
+            "cron",
+            "next",
+            "0 9 * * *",
+            "--tz",
+            "Europe/Paris",
+            "--json",
+        ],
+        0,
+    ),
+    row(&["cron", "next", "61 * * * *"], 2),
+    row(&["cron", "next", "0 9 * * *", "--tz", "Mars/Base"], 2),
+    row(&["cron", "next", "0 9 * * *", "--from", "someday"], 2),
+    row(&["cron", "next", "0 9 * * *", "--count", "0"], 2),
     // gateway: a service file almanac did not write is refused with 2.
     row(&["gateway", "install", "--dry-run"], 0),
     row(&["gateway", "uninstall"], 0),

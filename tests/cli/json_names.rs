@@ -179,6 +179,7 @@ fn every_json_output_speaks_camel_case() {
         (vec!["tasks", "audit"], &[], &task_data),
         (vec!["tasks", "maintenance"], &[], &none),
         (vec!["outbox", "list"], &[], &none),
+        (vec!["cron", "next", "0 9 * * *"], &[], &none),
         (vec!["gateway", "install", "--dry-run"], &[], &none),
         (vec!["gateway", "status"], &[], &none),
         (vec!["gateway", "stop"], &[], &none),

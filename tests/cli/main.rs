@@ -3,6 +3,7 @@
 
 mod agent;
 mod common;
+mod cron;
 mod cron_jobs;
 mod exit_codes;
 mod foundation;
