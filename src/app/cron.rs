@@ -143,6 +143,9 @@ pub(crate) struct CronStatus {
     /// Jobs that are enabled.
     #[serde(skip)]
     pub enabled_jobs: usize,
+    /// Whether a gateway runs (jobs run only while one does).
+    #[serde(skip)]
+    pub gateway_running: bool,
     #[serde(skip)]
     pub warnings: Vec<String>,
 }
@@ -360,6 +363,7 @@ pub(crate) fn status(app: &App) -> anyhow::Result<CronStatus> {
         jobs: overview.jobs,
         next_wake_at_ms: overview.next_wake_at_ms,
         enabled_jobs: overview.enabled,
+        gateway_running: crate::gateway::state::running(&app.paths).is_some(),
         warnings,
     })
 }

@@ -613,6 +613,9 @@ fn status(app: &App, json: bool) -> anyhow::Result<ExitCode> {
         Some(ms) => println!("Next wake: {}", app.local_time(ms)),
         None => println!("Next wake: none"),
     }
+    if !status.gateway_running {
+        println!("Gateway: not running (jobs run only while it does: `almanac gateway run`)");
+    }
     Ok(ExitCode::SUCCESS)
 }
 
