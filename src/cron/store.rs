@@ -872,7 +872,13 @@ impl JobFile {
                 Vec::new()
             }
         };
-        let mut texts = job_texts(&file.source, list.len()).into_iter();
+        let texts = job_texts(&file.source, list.len());
+        if texts.is_empty() && !list.is_empty() {
+            // JSON5: written back as JSON, which changes more than runtime
+            // fields, so the first write keeps the file as the backup.
+            file.reshaped = true;
+        }
+        let mut texts = texts.into_iter();
         for raw in list {
             let text = texts.next().flatten();
             if raw.is_null() {

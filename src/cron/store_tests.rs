@@ -403,6 +403,27 @@ fn json5_shapes_and_unreadable_jobs() {
     let loaded = fx.store.read().unwrap();
     assert!(loaded.warnings.is_empty(), "{:?}", loaded.warnings);
     assert_eq!(loaded.file.get("j5").unwrap().name, "five");
+    // Written back as JSON even for runtime state alone: the hand-written
+    // file is kept as the backup.
+    let hand_written = fx.text();
+    fx.store
+        .update_states(
+            &[(
+                "j5".into(),
+                JobState {
+                    next_run_at_ms: Some(NOW_MS),
+                    ..JobState::default()
+                },
+            )],
+            now(),
+        )
+        .unwrap();
+    assert!(
+        fx.text().starts_with("{\n  \"version\": 1,"),
+        "{}",
+        fx.text()
+    );
+    assert_eq!(fx.bak().as_deref(), Some(hand_written.as_str()));
 
     // Other shapes are read as no jobs, with a warning.
     for text in ["[]", "{\"version\": 1}", "{\"jobs\": {\"a\": 1}}", "7"] {
