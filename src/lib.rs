@@ -32,7 +32,8 @@ pub(crate) mod tasks;
 
 /// What the integration tests (`tests/cli`) use besides the executable:
 /// the task ledger, to record tasks as a running gateway does before the
-/// commands read them, and the outbox, to append to it as a writer does.
+/// commands read them, the outbox, to append to it as a writer does, and
+/// the cron job store and run logs, to record runs as the gateway does.
 #[doc(hidden)]
 pub mod testing {
     pub use crate::tasks::Ledger;
@@ -57,6 +58,54 @@ pub mod testing {
         };
         crate::delivery::outbox::append_synced(&state_dir.join("outbox"), &item, ts_ms)
             .map(|entry| entry.id)
+    }
+
+    /// The job store of `state_dir` at its default place, as the gateway
+    /// uses it (cron expressions without a zone in UTC).
+    fn cron_store(state_dir: &std::path::Path) -> crate::cron::CronStore {
+        crate::cron::CronStore::new(
+            state_dir.join("cron").join("jobs.json"),
+            state_dir.join("almanac.sqlite"),
+            jiff::tz::TimeZone::UTC,
+        )
+    }
+
+    /// Logs a finished run of `job_id` as the gateway does after a run
+    /// (`status`: ok, error or skipped), with the default limits.
+    pub fn append_cron_run(
+        state_dir: &std::path::Path,
+        job_id: &str,
+        status: &str,
+        summary: &str,
+        ts_ms: i64,
+    ) -> std::io::Result<()> {
+        let record = crate::cron::runlog::RunRecord {
+            status: Some(crate::cron::job::RunStatus::parse(status)),
+            summary: Some(summary.to_string()),
+            run_at_ms: Some(ts_ms - 1_000),
+            duration_ms: Some(1_000),
+            ..crate::cron::runlog::RunRecord::finished(job_id, ts_ms)
+        };
+        let limits = (&crate::config::CronRunLogConfig::default()).into();
+        crate::cron::runlog::append(&cron_store(state_dir).runs_dir(), &record, limits)
+            .map(|_| ())
+            .map_err(std::io::Error::other)
+    }
+
+    /// Records the runtime state of a job (a JSON object in the file's
+    /// shape) as the gateway does after a run.
+    pub fn record_cron_state(
+        state_dir: &std::path::Path,
+        job_id: &str,
+        state: serde_json::Value,
+        now_ms: i64,
+    ) -> std::io::Result<()> {
+        let state = serde_json::from_value(state).map_err(std::io::Error::other)?;
+        let now = jiff::Timestamp::from_millisecond(now_ms).map_err(std::io::Error::other)?;
+        cron_store(state_dir)
+            .update_states(&[(job_id.to_string(), state)], now)
+            .map(|_| ())
+            .map_err(std::io::Error::other)
     }
 }
 

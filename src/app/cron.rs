@@ -44,15 +44,6 @@ impl App {
         )
     }
 
-    /// `cron.runLog.*`.
-    pub(crate) fn cron_run_log_limits(&self) -> runlog::Limits {
-        let log = &self.config.config.cron.run_log;
-        runlog::Limits {
-            max_bytes: log.max_bytes.0,
-            keep_lines: log.keep_lines as usize,
-        }
-    }
-
     /// The warning every cron command gives while `cron.enabled` is off.
     fn cron_switch_warning(&self) -> Option<String> {
         (!self.config.config.cron.enabled)
@@ -123,6 +114,9 @@ pub(crate) struct JobChanged {
     /// What was done besides what was asked.
     #[serde(skip)]
     pub notes: Vec<String>,
+    /// Whether the store changed (enabling an enabled job does not).
+    #[serde(skip)]
+    pub written: bool,
     #[serde(skip)]
     pub warnings: Vec<String>,
 }
@@ -149,6 +143,9 @@ pub(crate) struct CronStatus {
     /// Jobs that are enabled.
     #[serde(skip)]
     pub enabled_jobs: usize,
+    /// Whether a gateway runs (jobs run only while one does).
+    #[serde(skip)]
+    pub gateway_running: bool,
     #[serde(skip)]
     pub warnings: Vec<String>,
 }
@@ -234,6 +231,7 @@ pub(crate) fn add(app: &App, flags: &JobFlags) -> anyhow::Result<JobChanged> {
         ok: true,
         job: changed.value,
         notes,
+        written: changed.written.is_some(),
         warnings,
     })
 }
@@ -296,6 +294,7 @@ pub(crate) fn edit(app: &App, lookup: &str, flags: &JobFlags) -> anyhow::Result<
         ok: true,
         job: changed.value,
         notes,
+        written: changed.written.is_some(),
         warnings,
     })
 }
@@ -326,6 +325,7 @@ pub(crate) fn set_enabled(app: &App, lookup: &str, enabled: bool) -> anyhow::Res
         ok: true,
         job: changed.value,
         notes: Vec::new(),
+        written: changed.written.is_some(),
         warnings,
     })
 }
@@ -363,6 +363,7 @@ pub(crate) fn status(app: &App) -> anyhow::Result<CronStatus> {
         jobs: overview.jobs,
         next_wake_at_ms: overview.next_wake_at_ms,
         enabled_jobs: overview.enabled,
+        gateway_running: crate::gateway::state::running(&app.paths).is_some(),
         warnings,
     })
 }
@@ -808,3 +809,7 @@ fn plan_next_run(app: &App, job: &mut Job, now_ms: i64) {
         job.state.next_run_at_ms = schedule::next_run(job, now_ms, app.host.time_zone());
     }
 }
+
+#[cfg(test)]
+#[path = "cron_tests.rs"]
+mod tests;

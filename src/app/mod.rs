@@ -6,13 +6,15 @@
 //! Commands that only read (status, config, heartbeat status and history,
 //! the `status` commands, `memory get`, skills listings, sessions, `agent
 //! prompt`, `tasks list|show|audit` and `tasks maintenance` without
-//! `--apply`, `outbox list|tail`) create and change nothing; searching
-//! commands may create or update only the derived index.
+//! `--apply`, `outbox list|tail`, `cron next`) create and change nothing;
+//! searching commands may create or update only the derived index, and
+//! `cron list|status|runs` only the cron index in the state store.
 //! Start-up work stays minimal: one small file read (the config) and no
 //! database is opened until a command needs it.
 
 pub(crate) mod agent;
 pub(crate) mod cron;
+pub(crate) mod cron_next;
 pub(crate) mod gateway;
 pub(crate) mod gateway_install;
 pub(crate) mod heartbeat;

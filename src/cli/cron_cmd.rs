@@ -1,21 +1,29 @@
-//! `almanac cron add|edit|rm|list|status|enable|disable|runs|run`:
-//! scheduled jobs.
+//! `almanac cron …`: scheduled jobs (`add`, `edit`, `rm`, `list`,
+//! `status`, `enable`, `disable`, `runs`, `run`) and cron schedules
+//! (`next`). Each subcommand is one variant of [`CronCommand`] and one
+//! small function here; what it computes lives in `src/app`.
 
+use std::io::Write;
 use std::process::ExitCode;
 
 use clap::{Args, Subcommand};
 
 use super::JsonFlag;
 use super::output::{print_json, warn};
-use crate::app::App;
+use super::values;
 use crate::app::cron::{self, CronStatus, DeliveryChoice, JobChanged, JobFlags, Removed};
+use crate::app::cron_next::{self, NextFires, NextRequest};
+use crate::app::{App, GlobalOptions};
 use crate::cron::index::{JobLine, MAX_PAGE};
-use crate::cron::job::{CatchUp, THINKING_LEVELS, WakeMode};
+use crate::cron::job::{CatchUp, ScheduleKind, THINKING_LEVELS, WakeMode};
 use crate::cron::runlog::{MAX_LIMIT, RunPage, RunQuery};
 use crate::cron::{EnabledFilter, ListQuery, Listing, SortBy, SortDir};
+use crate::host::Host;
 
 #[derive(Debug, Subcommand)]
 pub(super) enum CronCommand {
+    /// Show the next fire times of a cron expression
+    Next(NextArgs),
     /// Add a job: a name, one schedule (--at, --every, --cron) and what it does (--system-event or --message)
     #[command(visible_alias = "create")]
     Add(Box<AddArgs>),
@@ -74,6 +82,25 @@ pub(super) enum CronCommand {
         #[command(flatten)]
         json: JsonFlag,
     },
+}
+
+#[derive(Debug, Args)]
+pub(super) struct NextArgs {
+    /// The cron expression: 5 fields (minute hour day-of-month month day-of-week), or 6 with a
+    /// leading second; quote it, or give its fields as separate arguments
+    #[arg(value_name = "EXPR", required = true, num_args = 1..)]
+    expr: Vec<String>,
+    /// Read the expression in this IANA time zone, e.g. Europe/Paris [default: the host's zone]
+    #[arg(long, value_name = "TZ")]
+    tz: Option<String>,
+    /// List fire times after TIME (ISO 8601; UTC when it has no offset) [default: now]
+    #[arg(long, value_name = "TIME")]
+    from: Option<String>,
+    /// How many fire times to list (1 to 1000)
+    #[arg(long, value_name = "N", default_value_t = 5, value_parser = values::cron_count)]
+    count: usize,
+    #[command(flatten)]
+    json: JsonFlag,
 }
 
 #[derive(Debug, Args)]
@@ -286,8 +313,17 @@ impl JobArgs {
 #[derive(Debug, Args)]
 pub(super) struct ListArgs {
     /// Disabled jobs too
-    #[arg(long)]
+    #[arg(long, conflicts_with = "disabled")]
     all: bool,
+    /// Only disabled jobs
+    #[arg(long)]
+    disabled: bool,
+    /// Order by the next run (soonest first; none last), the last change, or the name
+    #[arg(long, value_name = "FIELD", default_value = "nextRunAtMs", value_parser = ["nextRunAtMs", "updatedAtMs", "name"])]
+    sort_by: String,
+    /// Ascending or descending
+    #[arg(long, value_name = "DIR", default_value = "asc", value_parser = ["asc", "desc"])]
+    sort_dir: String,
     /// Show at most N jobs
     #[arg(long, value_name = "N", default_value_t = MAX_PAGE, value_parser = page_limit)]
     limit: usize,
@@ -318,8 +354,18 @@ fn run_limit(text: &str) -> Result<usize, String> {
     whole(text, MAX_LIMIT)
 }
 
-pub(super) fn run(cmd: CronCommand, app: &App) -> anyhow::Result<ExitCode> {
+pub(super) fn run(
+    cmd: CronCommand,
+    options: &GlobalOptions,
+    host: Host,
+) -> anyhow::Result<ExitCode> {
+    // `cron next` needs no configuration.
+    if let CronCommand::Next(args) = cmd {
+        return next(args, &host);
+    }
+    let app = &super::load_app(options, host)?;
     match cmd {
+        CronCommand::Next(_) => unreachable!("answered above"),
         CronCommand::Add(args) => add(app, *args),
         CronCommand::Edit(args) => edit(app, *args),
         CronCommand::Rm { id, json } => remove(app, &id, json.json),
@@ -415,8 +461,21 @@ fn print_changed(app: &App, done: &JobChanged, verb: &str, json: bool) -> anyhow
         (true, Some(ms)) => println!("Next run: {}.", app.local_time(ms)),
         (true, None) => println!("It has no next run."),
     }
+    if job.deletes_after_run() {
+        println!("It is removed after it ran successfully (--keep-after-run keeps it).");
+    } else if job.schedule.kind == ScheduleKind::At {
+        println!("It is kept, disabled, after it ran.");
+    } else {
+        println!(
+            "Missed slots while no gateway runs: {}.",
+            job.catch_up().as_str()
+        );
+    }
     for note in &done.notes {
         println!("Note: {note}.");
+    }
+    if !done.written {
+        println!("Nothing changed: it already was so.");
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -438,12 +497,22 @@ fn list(app: &App, args: ListArgs) -> anyhow::Result<ExitCode> {
     let query = ListQuery {
         enabled: if args.all {
             EnabledFilter::All
+        } else if args.disabled {
+            EnabledFilter::Disabled
         } else {
             EnabledFilter::Enabled
         },
         query: args.query,
-        sort_by: SortBy::NextRunAtMs,
-        sort_dir: SortDir::Asc,
+        sort_by: match args.sort_by.as_str() {
+            "updatedAtMs" => SortBy::UpdatedAtMs,
+            "name" => SortBy::Name,
+            _ => SortBy::NextRunAtMs,
+        },
+        sort_dir: if args.sort_dir == "desc" {
+            SortDir::Desc
+        } else {
+            SortDir::Asc
+        },
         limit: args.limit,
         offset: args.offset,
     };
@@ -452,16 +521,19 @@ fn list(app: &App, args: ListArgs) -> anyhow::Result<ExitCode> {
     if args.json.json {
         print_json(&listing)?;
     } else {
-        print_listing(app, &listing, args.all);
+        print_listing(app, &listing, query.enabled);
     }
     Ok(ExitCode::SUCCESS)
 }
 
-fn print_listing(app: &App, listing: &Listing, all: bool) {
+fn print_listing(app: &App, listing: &Listing, which: EnabledFilter) {
     if listing.jobs.is_empty() {
-        match (listing.total, all) {
-            (0, false) => println!("No enabled jobs (--all also shows disabled ones)."),
-            (0, true) => println!("No jobs."),
+        match (listing.total, which) {
+            (0, EnabledFilter::Enabled) => {
+                println!("No enabled jobs (--all also shows disabled ones).")
+            }
+            (0, EnabledFilter::Disabled) => println!("No disabled jobs."),
+            (0, EnabledFilter::All) => println!("No jobs."),
             _ => println!(
                 "No jobs from {} on ({} in all).",
                 listing.offset, listing.total
@@ -541,6 +613,9 @@ fn status(app: &App, json: bool) -> anyhow::Result<ExitCode> {
         Some(ms) => println!("Next wake: {}", app.local_time(ms)),
         None => println!("Next wake: none"),
     }
+    if !status.gateway_running {
+        println!("Gateway: not running (jobs run only while it does: `almanac gateway run`)");
+    }
     Ok(ExitCode::SUCCESS)
 }
 
@@ -610,4 +685,40 @@ fn run_now(app: &App, id: &str, due: bool, json: bool) -> anyhow::Result<ExitCod
     } else {
         ExitCode::FAILURE
     })
+}
+
+fn next(args: NextArgs, host: &Host) -> anyhow::Result<ExitCode> {
+    let expr = args.expr.join(" ");
+    let fires = cron_next::next_fires(
+        host,
+        &NextRequest {
+            expr: &expr,
+            tz: args.tz.as_deref(),
+            from: args.from.as_deref(),
+            count: args.count,
+        },
+    )?;
+    if args.json.json {
+        print_json(&fires)?;
+    } else {
+        print_fires(&fires)?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `Time zone: Europe/Paris`, then one line per fire time in that zone
+/// with the UTC time beside it; a note when none is left.
+fn print_fires(fires: &NextFires) -> anyhow::Result<()> {
+    let mut out = std::io::stdout().lock();
+    let zone_name = fires.zone.iana_name().unwrap_or("the host's time zone");
+    writeln!(out, "Time zone: {zone_name}")?;
+    for (instant, utc) in fires.instants.iter().zip(&fires.next) {
+        let local = instant.to_zoned_datetime(fires.zone.clone());
+        writeln!(out, "{} ({utc})", local.strftime("%Y-%m-%d %H:%M:%S %Q"))?;
+    }
+    if fires.next.is_empty() {
+        writeln!(out, "No fire time before the year 3000.")?;
+    }
+    out.flush()?;
+    Ok(())
 }

@@ -111,7 +111,7 @@ enum Command {
     /// Results of unattended turns delivered to the outbox: list, tail
     #[command(subcommand)]
     Outbox(outbox_cmd::OutboxCommand),
-    /// Scheduled jobs: add, edit, remove, list, enable, disable, their runs; run one now
+    /// Scheduled jobs: add, edit, remove, list, enable, disable, their runs, run one now; next fire times
     #[command(subcommand)]
     Cron(cron_cmd::CronCommand),
     /// Print a shell completion script
@@ -186,7 +186,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::System(cmd) => system_cmd::run(cmd, &load_app(&options, host)?),
         Command::Tasks(args) => tasks_cmd::run(args, &load_app(&options, host)?),
         Command::Outbox(cmd) => outbox_cmd::run(cmd, &load_app(&options, host)?),
-        Command::Cron(cmd) => cron_cmd::run(cmd, &load_app(&options, host)?),
+        Command::Cron(cmd) => cron_cmd::run(cmd, &options, host),
         Command::Completions { shell } => {
             let mut cmd = Cli::command();
             clap_complete::generate(shell, &mut cmd, "almanac", &mut std::io::stdout());

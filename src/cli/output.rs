@@ -83,6 +83,7 @@ fn is_refusal(error: &(dyn std::error::Error + 'static)) -> bool {
                 crate::cron::CronError::Job(_) | crate::cron::CronError::BadJobId(_)
             )
         })
+        || refused::<crate::app::cron_next::CronNextError>(error, |_| true)
         // Refusals by a gate or policy.
         || refused::<AppendError>(error, |e| {
             matches!(
@@ -216,6 +217,12 @@ mod tests {
                 REFUSED,
             ),
             (anyhow::Error::new(InstallError::NoExecutable), FAILURE),
+            (
+                anyhow::Error::new(crate::app::cron_next::CronNextError::UnknownZone(
+                    "Mars/Base".into(),
+                )),
+                REFUSED,
+            ),
             // The text of a message decides nothing.
             (
                 anyhow::anyhow!("Memory blocked: Blocked suspicious instruction"),

@@ -54,6 +54,14 @@ pub(super) fn outbox_limit(text: &str) -> Result<usize, String> {
     whole(text, 1, MAX_OUTBOX_LIMIT)
 }
 
+/// The most fire times `cron next` lists.
+pub(super) const MAX_CRON_COUNT: usize = 1000;
+
+/// `cron next --count`: 1 to [`MAX_CRON_COUNT`].
+pub(super) fn cron_count(text: &str) -> Result<usize, String> {
+    whole(text, 1, MAX_CRON_COUNT)
+}
+
 /// A score floor: a finite number from 0 to 1.
 pub(super) fn score(text: &str) -> Result<f64, String> {
     match text.trim().parse::<f64>() {
@@ -78,6 +86,11 @@ mod tests {
         assert_eq!(entity_lines("3"), Ok(3));
         assert_eq!(score("0.25"), Ok(0.25));
         assert_eq!(task_limit("100000"), Ok(100_000));
+        assert_eq!(cron_count("1000"), Ok(1000));
+        for bad in ["0", "1001"] {
+            let err = cron_count(bad).unwrap_err();
+            assert!(err.contains("from 1 to 1000"), "{bad}: {err}");
+        }
         for bad in ["0", "100001", "-1"] {
             let err = task_limit(bad).unwrap_err();
             assert!(err.contains("from 1 to 100000"), "{bad}: {err}");
@@ -115,6 +128,7 @@ mod tests {
         (&["session-memory", "context", "q"], "--budget"),
         (&["session-memory", "clear"], "--older-than"),
         (&["heartbeat", "history"], "--limit"),
+        (&["cron", "next", "0 9 * * *"], "--count"),
     ];
 
     mod props {

@@ -446,3 +446,69 @@ fn delivery_webhook_allow_private_network_is_a_known_boolean_off_by_default() {
         "{err}"
     );
 }
+
+#[test]
+fn cron_keys_defaults_sizes_and_ranges() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("config.json5");
+    let defaults = Config::default().cron;
+    assert!(defaults.enabled);
+    assert_eq!(defaults.store, None);
+    assert_eq!(defaults.max_concurrent_runs, 1);
+    assert_eq!(defaults.run_log.max_bytes, ByteSize(2_000_000));
+    assert_eq!(defaults.run_log.keep_lines, 2_000);
+    for key in [
+        "cron.enabled",
+        "cron.store",
+        "cron.maxConcurrentRuns",
+        "cron.runLog.maxBytes",
+        "cron.runLog.keepLines",
+    ] {
+        assert!(is_known_key(key), "{key}");
+    }
+    std::fs::write(
+        &path,
+        "{ cron: { enabled: false, store: '~/jobs.json', maxConcurrentRuns: 0, runLog: { maxBytes: '2mb', keepLines: 50 }, webhookToken: 'x' } }",
+    )
+    .unwrap();
+    let loaded = load(&path, &host(&[]), &[]).unwrap();
+    let cron = &loaded.config.cron;
+    assert!(!cron.enabled);
+    assert_eq!(cron.store.as_deref(), Some("~/jobs.json"));
+    assert_eq!(cron.run_log.max_bytes, ByteSize(2 * 1024 * 1024));
+    assert_eq!(cron.run_log.keep_lines, 50);
+    assert_eq!(cron.max_concurrent_runs, 1, "clamped");
+    assert!(
+        loaded
+            .warnings
+            .iter()
+            .any(|w| w.contains("cron.maxConcurrentRuns")),
+        "{:?}",
+        loaded.warnings
+    );
+    assert_eq!(
+        loaded.file.unknown_keys,
+        vec!["cron.webhookToken".to_string()]
+    );
+    for (text, bytes) in [
+        ("2000000", Some(2_000_000)),
+        ("500kb", Some(512_000)),
+        ("1.5 MB", Some(1_572_864)),
+        ("1g", Some(1 << 30)),
+        ("lots", None),
+        ("-1mb", None),
+    ] {
+        assert_eq!(ByteSize::parse(text).ok().map(|b| b.0), bytes, "{text}");
+    }
+    std::fs::write(&path, "{ cron: { runLog: { maxBytes: 'big' } } }").unwrap();
+    let err = load(&path, &host(&[]), &[]).unwrap_err().to_string();
+    assert!(err.contains("cron.runLog.maxBytes"), "{err}");
+    // From the command line too.
+    let loaded = load(
+        &path.with_file_name("none.json5"),
+        &host(&[]),
+        &[("cron.runLog.maxBytes".into(), "1kb".into())],
+    )
+    .unwrap();
+    assert_eq!(loaded.config.cron.run_log.max_bytes, ByteSize(1024));
+}

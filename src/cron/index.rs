@@ -19,6 +19,11 @@ use super::schedule;
 use super::store::{Fingerprint, JobFile, zone_name};
 use crate::store::{Store, StoreKind};
 
+/// The page cache of a rebuild, in KiB.
+const REBUILD_CACHE_KIB: i64 = 64 * 1024;
+/// SQLite's default page cache, in KiB.
+const DEFAULT_CACHE_KIB: i64 = 2_000;
+
 /// The most jobs one page holds.
 pub(crate) const MAX_PAGE: usize = 200;
 
@@ -139,7 +144,8 @@ struct Row {
     next_run_at_ms: Option<i64>,
     updated_at_ms: i64,
     search: String,
-    job: Value,
+    /// The job as listed, JSON.
+    job: String,
 }
 
 impl Row {
@@ -151,13 +157,16 @@ impl Row {
         } else {
             None
         };
-        let mut value = Value::Object(job.to_map());
-        if job.enabled
-            && job.state.next_run_at_ms.is_none()
-            && let Some(next) = next_run_at_ms
-        {
-            value["state"]["nextRunAtMs"] = json!(next);
-        }
+        // The next run the runner would plan goes into the listed state
+        // when the job's own has none.
+        let listed = match next_run_at_ms {
+            Some(next) if job.state.next_run_at_ms.is_none() => {
+                let mut value = Value::Object(job.to_map());
+                value["state"]["nextRunAtMs"] = json!(next);
+                value.to_string()
+            }
+            _ => serde_json::to_string(job).expect("a job serialises"),
+        };
         let summary = schedule::summary(&job.schedule, zone);
         let search = format!(
             "{}\n{}\n{}\n{}",
@@ -177,7 +186,7 @@ impl Row {
             next_run_at_ms,
             updated_at_ms: job.updated_at_ms,
             search,
-            job: value,
+            job: listed,
         }
     }
 
@@ -206,6 +215,23 @@ struct Recorded {
     fingerprint: Fingerprint,
     host_zone: String,
     warnings: Vec<String>,
+    counts: Counts,
+}
+
+/// How many rows, and how many of them enabled.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Counts {
+    jobs: i64,
+    enabled: i64,
+}
+
+impl Counts {
+    fn add(&mut self, enabled: bool, by: i64) {
+        self.jobs += by;
+        if enabled {
+            self.enabled += by;
+        }
+    }
 }
 
 impl CronIndex {
@@ -225,7 +251,8 @@ impl CronIndex {
         let row = self
             .conn
             .query_row(
-                "SELECT store_path, size, mtime_ns, ctime_ns, inode, dev, host_zone, warnings
+                "SELECT store_path, size, mtime_ns, ctime_ns, inode, dev, host_zone, warnings,
+                        jobs, enabled_jobs
                  FROM cron_index WHERE id = 1",
                 [],
                 |r| {
@@ -240,6 +267,10 @@ impl CronIndex {
                         },
                         host_zone: r.get(6)?,
                         warnings: serde_json::from_str(&r.get::<_, String>(7)?).unwrap_or_default(),
+                        counts: Counts {
+                            jobs: r.get(8)?,
+                            enabled: r.get(9)?,
+                        },
                     })
                 },
             )
@@ -274,18 +305,23 @@ impl CronIndex {
         let tx = self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        tx.execute("DELETE FROM cron_jobs", [])?;
+        // A rebuild writes every page: a page cache that holds them keeps
+        // it from spilling to the log halfway (the default is restored).
+        tx.pragma_update(None, "cache_size", -REBUILD_CACHE_KIB)?;
+        tx.execute_batch("DELETE FROM cron_jobs; DELETE FROM cron_search;")?;
+        let mut counts = Counts::default();
         {
-            let mut insert = tx.prepare_cached(INSERT)?;
+            let mut insert = Inserter::new(&tx)?;
             for (position, job) in file.positioned() {
-                insert_row(
-                    &mut insert,
-                    &Row::of(position, job, source.host_zone, source.now_ms),
-                )?;
+                let row = Row::of(position, job, source.host_zone, source.now_ms);
+                insert.row(&row)?;
+                counts.add(row.enabled, 1);
             }
         }
-        record(&tx, source, warnings)?;
+        record(&tx, source, warnings, counts)?;
         tx.commit()?;
+        self.conn
+            .pragma_update(None, "cache_size", -DEFAULT_CACHE_KIB)?;
         Ok(())
     }
 
@@ -310,54 +346,88 @@ impl CronIndex {
         if !incremental {
             return self.rebuild(source, file, &warnings);
         }
+        let mut counts = self.recorded()?.map(|r| r.counts).unwrap_or_default();
         let tx = self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
         {
-            let mut delete = tx.prepare_cached("DELETE FROM cron_jobs WHERE job_id = ?1")?;
+            let mut delete = tx.prepare_cached(
+                "DELETE FROM cron_jobs WHERE job_id = ?1 RETURNING row_id, enabled",
+            )?;
+            let mut unsearch = tx.prepare_cached("DELETE FROM cron_search WHERE row_id = ?1")?;
+            let mut remove = |id: &str, counts: &mut Counts| -> Result<(), CronError> {
+                let gone: Vec<(i64, bool)> = delete
+                    .query_map([id], |r| Ok((r.get(0)?, r.get(1)?)))?
+                    .collect::<Result<_, _>>()?;
+                for (row_id, enabled) in gone {
+                    unsearch.execute([row_id])?;
+                    counts.add(enabled, -1);
+                }
+                Ok(())
+            };
             for id in file.removed_ids() {
-                delete.execute([id])?;
+                remove(id, &mut counts)?;
             }
             let changed = file.changed_ids();
-            let mut insert = tx.prepare_cached(INSERT)?;
+            let mut insert = Inserter::new(&tx)?;
             for (position, job) in file.positioned() {
                 if changed.contains(&job.id) {
-                    delete.execute([&job.id])?;
-                    insert_row(
-                        &mut insert,
-                        &Row::of(position, job, source.host_zone, source.now_ms),
-                    )?;
+                    remove(&job.id, &mut counts)?;
+                    let row = Row::of(position, job, source.host_zone, source.now_ms);
+                    insert.row(&row)?;
+                    counts.add(row.enabled, 1);
                 }
             }
         }
-        record(&tx, source, &warnings)?;
+        record(&tx, source, &warnings, counts)?;
         tx.commit()?;
         Ok(())
     }
 
     /// One page of jobs.
     pub(crate) fn page(&self, query: &ListQuery) -> Result<Listing, CronError> {
-        let (filter, needle) = where_clause(query);
-        let total: i64 = {
-            let sql = format!("SELECT count(*) FROM cron_jobs{filter}");
-            let mut stmt = self.conn.prepare_cached(&sql)?;
-            match &needle {
-                Some(n) => stmt.query_row([n], |r| r.get(0))?,
-                None => stmt.query_row([], |r| r.get(0))?,
+        // A search reads `cron_search` once; the rows it finds are then
+        // bound as a list.
+        let found = match needle(query) {
+            Some(needle) => {
+                let mut stmt = self
+                    .conn
+                    .prepare_cached("SELECT row_id FROM cron_search WHERE instr(search, ?1) > 0")?;
+                let rows: Vec<rusqlite::types::Value> = stmt
+                    .query_map([needle], |r| r.get(0).map(rusqlite::types::Value::Integer))?
+                    .collect::<Result<_, _>>()?;
+                Some(std::rc::Rc::new(rows))
             }
+            None => None,
+        };
+        let filter = where_clause(query.enabled, found.is_some());
+        let total: i64 = match &found {
+            // Without a search the counts recorded with the rows answer.
+            None => {
+                let counts = self.recorded()?.map(|r| r.counts).unwrap_or_default();
+                match query.enabled {
+                    EnabledFilter::All => counts.jobs,
+                    EnabledFilter::Enabled => counts.enabled,
+                    EnabledFilter::Disabled => counts.jobs - counts.enabled,
+                }
+            }
+            Some(rows) => self
+                .conn
+                .prepare_cached(&format!("SELECT count(*) FROM cron_jobs{filter}"))?
+                .query_row([rows.clone()], |r| r.get(0))?,
         };
         let sql = format!(
             "SELECT job FROM cron_jobs{filter} ORDER BY {} LIMIT ?{n} OFFSET ?{m}",
             order_by(query),
-            n = if needle.is_some() { 2 } else { 1 },
-            m = if needle.is_some() { 3 } else { 2 },
+            n = if found.is_some() { 2 } else { 1 },
+            m = if found.is_some() { 3 } else { 2 },
         );
         let mut stmt = self.conn.prepare_cached(&sql)?;
         let limit = query.limit as i64;
         let offset = i64::try_from(query.offset).unwrap_or(i64::MAX);
-        let texts: Vec<String> = match &needle {
-            Some(n) => stmt
-                .query_map(params![n, limit, offset], |r| r.get(0))?
+        let texts: Vec<String> = match found {
+            Some(rows) => stmt
+                .query_map(params![rows, limit, offset], |r| r.get(0))?
                 .collect::<Result<_, _>>()?,
             None => stmt
                 .query_map(params![limit, offset], |r| r.get(0))?
@@ -367,22 +437,24 @@ impl CronIndex {
             .iter()
             .map(|t| serde_json::from_str(t).unwrap_or(Value::Null))
             .collect();
-        Ok(Listing::new(jobs, total as usize, query))
+        Ok(Listing::new(jobs, total.max(0) as usize, query))
     }
 
     /// Job counts and the next wake.
     pub(crate) fn overview(&self) -> Result<Overview, CronError> {
-        let (jobs, enabled, next): (i64, i64, Option<i64>) = self.conn.query_row(
-            "SELECT count(*), coalesce(sum(enabled), 0),
-                    min(CASE WHEN enabled = 1 THEN next_run_at_ms END)
-             FROM cron_jobs",
-            [],
-            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
-        )?;
+        let counts = self.recorded()?.map(|r| r.counts).unwrap_or_default();
+        let next: Option<i64> = self
+            .conn
+            .query_row(
+                "SELECT next_key FROM cron_jobs WHERE enabled = 1 ORDER BY next_key LIMIT 1",
+                [],
+                |r| r.get(0),
+            )
+            .optional()?;
         Ok(Overview {
-            jobs: jobs as usize,
-            enabled: enabled as usize,
-            next_wake_at_ms: next,
+            jobs: counts.jobs.max(0) as usize,
+            enabled: counts.enabled.max(0) as usize,
+            next_wake_at_ms: next.filter(|n| *n != i64::MAX),
             warnings: Vec::new(),
         })
     }
@@ -402,39 +474,61 @@ impl CronIndex {
     }
 }
 
-const INSERT: &str = "INSERT INTO cron_jobs (position, job_id, name, name_key, enabled, schedule,
-     next_run_at_ms, next_key, updated_at_ms, search, job)
-     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)";
+/// Inserts rows into `cron_jobs` and `cron_search`.
+struct Inserter<'t> {
+    tx: &'t rusqlite::Transaction<'t>,
+    job: rusqlite::CachedStatement<'t>,
+    search: rusqlite::CachedStatement<'t>,
+}
 
-fn insert_row(stmt: &mut rusqlite::CachedStatement<'_>, row: &Row) -> Result<(), CronError> {
-    stmt.execute(params![
-        row.position,
-        row.job_id,
-        row.name,
-        row.name_key,
-        row.enabled,
-        row.schedule,
-        row.next_run_at_ms,
-        row.next_key(),
-        row.updated_at_ms,
-        row.search,
-        row.job.to_string(),
-    ])?;
-    Ok(())
+impl<'t> Inserter<'t> {
+    fn new(tx: &'t rusqlite::Transaction<'t>) -> Result<Self, CronError> {
+        Ok(Inserter {
+            tx,
+            job: tx.prepare_cached(
+                "INSERT INTO cron_jobs (position, job_id, name, name_key, enabled, schedule,
+                     next_run_at_ms, next_key, updated_at_ms, job)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+            )?,
+            search: tx
+                .prepare_cached("INSERT INTO cron_search (row_id, search) VALUES (?1, ?2)")?,
+        })
+    }
+
+    fn row(&mut self, row: &Row) -> Result<(), CronError> {
+        self.job.execute(params![
+            row.position,
+            row.job_id,
+            row.name,
+            row.name_key,
+            row.enabled,
+            row.schedule,
+            row.next_run_at_ms,
+            row.next_key(),
+            row.updated_at_ms,
+            row.job,
+        ])?;
+        let row_id = self.tx.last_insert_rowid();
+        self.search.execute(params![row_id, row.search])?;
+        Ok(())
+    }
 }
 
 fn record(
     tx: &rusqlite::Transaction<'_>,
     source: &Source<'_>,
     warnings: &[String],
+    counts: Counts,
 ) -> Result<(), CronError> {
     let fp = source.fingerprint;
     tx.execute(
-        "INSERT INTO cron_index (id, store_path, size, mtime_ns, ctime_ns, inode, dev, host_zone, warnings)
-         VALUES (1, ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+        "INSERT INTO cron_index (id, store_path, size, mtime_ns, ctime_ns, inode, dev, host_zone,
+             warnings, jobs, enabled_jobs)
+         VALUES (1, ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)
          ON CONFLICT (id) DO UPDATE SET store_path = excluded.store_path, size = excluded.size,
              mtime_ns = excluded.mtime_ns, ctime_ns = excluded.ctime_ns, inode = excluded.inode,
-             dev = excluded.dev, host_zone = excluded.host_zone, warnings = excluded.warnings",
+             dev = excluded.dev, host_zone = excluded.host_zone, warnings = excluded.warnings,
+             jobs = excluded.jobs, enabled_jobs = excluded.enabled_jobs",
         params![
             path_text(source.store_path),
             fp.size as i64,
@@ -444,6 +538,8 @@ fn record(
             fp.dev as i64,
             zone_name(source.host_zone),
             serde_json::to_string(warnings).expect("strings serialise"),
+            counts.jobs,
+            counts.enabled,
         ],
     )?;
     Ok(())
@@ -453,27 +549,26 @@ fn path_text(path: &Path) -> String {
     path.to_string_lossy().into_owned()
 }
 
-/// ` WHERE …` for the filters (or nothing), and the lower-case needle of
-/// `--query` bound as `?1`.
-fn where_clause(query: &ListQuery) -> (String, Option<String>) {
+/// ` WHERE …` for the filters (or nothing); with `searched`, only the
+/// rows bound as `?1`.
+fn where_clause(enabled: EnabledFilter, searched: bool) -> String {
     let mut terms = Vec::new();
-    match query.enabled {
+    match enabled {
         EnabledFilter::All => {}
         EnabledFilter::Enabled => terms.push("enabled = 1"),
         EnabledFilter::Disabled => terms.push("enabled = 0"),
     }
-    let needle = needle(query);
-    if needle.is_some() {
-        terms.push("instr(search, ?1) > 0");
+    if searched {
+        terms.push("row_id IN rarray(?1)");
     }
-    let clause = if terms.is_empty() {
+    if terms.is_empty() {
         String::new()
     } else {
         format!(" WHERE {}", terms.join(" AND "))
-    };
-    (clause, needle)
+    }
 }
 
+/// The lower-case text of `--query`, when there is one.
 fn needle(query: &ListQuery) -> Option<String> {
     query
         .query
@@ -546,7 +641,7 @@ pub(crate) fn page_in_memory(
         .into_iter()
         .skip(query.offset)
         .take(query.limit)
-        .map(|r| r.job)
+        .map(|r| serde_json::from_str(&r.job).unwrap_or(Value::Null))
         .collect();
     Listing::new(jobs, total, query)
 }

@@ -285,11 +285,36 @@ fn a_change_through_the_store_updates_only_its_rows_in_one_step() {
         "from the index",
         "other rows were not rebuilt"
     );
-    // Removing a job removes its row.
+    assert_eq!(listing.total, 5);
+    // Removing a job removes its row; disabling one moves it out of the
+    // enabled count.
     store.remove("b", now()).unwrap();
     let listing = store.list(&query(200, 0), NOW_MS).unwrap();
     assert!(!ids(&listing).contains(&"b"));
+    assert_eq!(listing.total, 4);
     assert_eq!(name_of(&listing, "a"), "from the index");
+    store
+        .modify(now(), |file| {
+            file.get_mut("c").unwrap().enabled = false;
+            Ok(())
+        })
+        .unwrap();
+    let overview = store.overview(NOW_MS).unwrap();
+    assert_eq!((overview.jobs, overview.enabled), (5, 3));
+    let off = store
+        .list(
+            &ListQuery {
+                enabled: EnabledFilter::Disabled,
+                ..query(200, 0)
+            },
+            NOW_MS,
+        )
+        .unwrap();
+    assert_eq!((ids(&off), off.total), (vec!["c", "e"], 2));
+    assert_eq!(
+        name_of(&store.list(&query(200, 0), NOW_MS).unwrap(), "a"),
+        "from the index"
+    );
 }
 
 #[test]

@@ -213,13 +213,12 @@ pub(crate) const THINKING_LEVELS: &[&str] = &["off", "minimal", "low", "medium",
 pub(crate) enum JobError {
     #[error("`{field}`: {message}")]
     Invalid { field: String, message: String },
-    /// A cron expression that does not compile.
-    #[error("`schedule.expr` `{expr}`: {field} field (position {position}): {message}")]
+    /// A cron expression that does not compile: `detail` names the field
+    /// and its position.
+    #[error("`schedule.expr` `{expr}`: {detail}")]
     Expression {
         expr: String,
-        field: String,
-        position: usize,
-        message: String,
+        detail: almanac_cron::ExprError,
     },
     #[error("`schedule.tz`: `{0}` is not a known IANA time zone (for example Europe/Paris or UTC)")]
     UnknownZone(String),
@@ -629,16 +628,6 @@ pub(crate) enum DeliveryMode {
     Webhook,
 }
 
-impl DeliveryMode {
-    pub(crate) fn as_str(self) -> &'static str {
-        match self {
-            DeliveryMode::None => "none",
-            DeliveryMode::Announce => "announce",
-            DeliveryMode::Webhook => "webhook",
-        }
-    }
-}
-
 /// Where a failed run is reported, when not where results go.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -723,6 +712,14 @@ pub(crate) enum CatchUp {
 
 impl CatchUp {
     pub(crate) const NAMES: &'static [&'static str] = &["once", "all", "skip"];
+
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            CatchUp::Once => "once",
+            CatchUp::All => "all",
+            CatchUp::Skip => "skip",
+        }
+    }
 
     pub(crate) fn parse(text: &str) -> Option<CatchUp> {
         match text {

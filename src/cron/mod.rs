@@ -22,21 +22,29 @@
 //!
 //! For the runner (the gateway):
 //!
-//! * [`CronStore::new`] (`App::cron_store` builds it from the config);
+//! * `App::cron_store()` builds the [`CronStore`] from the config
+//!   (`cron.store`, the state store for the index, the host's zone for
+//!   expressions without `tz`);
 //! * [`CronStore::load`]`(now)` → [`store::Loaded`] `{file, warnings,
-//!   fingerprint}`: every job ([`store::JobFile::jobs`]), what to report,
-//!   and the fingerprint of what was read; a damaged file is moved aside
-//!   and the backup restored here;
-//! * [`CronStore::fingerprint`]: one `stat`; compare with the last one
-//!   before each tick and reload only when it changed (a command or a hand
-//!   edit wrote the file);
-//! * [`CronStore::update_states`]`(&[(job_id, JobState)], now)`: the runtime
-//!   state of a batch of jobs in one atomic rewrite of the file (no `.bak`:
-//!   runtime fields only) and one index transaction;
-//! * [`CronStore::remove`]`(job_id, now)` (`deleteAfterRun`), and
-//!   [`CronStore::modify`] for any other change under the lock;
-//! * [`runlog::append`]`(runs_dir, &RunRecord, Limits)` after every run
-//!   ([`CronStore::runs_dir`], `App::cron_run_log_limits`).
+//!   fingerprint}`: the jobs ([`store::JobFile::jobs`], in file order),
+//!   what to report (one line each), and the fingerprint of what was
+//!   read; a damaged file is moved aside and its backup restored here;
+//! * [`CronStore::fingerprint`]: one `stat`. Compare it with the one kept
+//!   before each tick and reload only when it changed; every change
+//!   returns the fingerprint of what it wrote ([`store::Changed::written`]), so
+//!   the runner's own writes are not taken for a hand edit;
+//! * [`CronStore::update_states`]`(&[(job_id, JobState)], now)`: the
+//!   runtime state of a batch of jobs in one atomic rewrite of the file
+//!   (no `.bak`: runtime fields only; `updatedAtMs` left alone) and one
+//!   index transaction; ids no job has any more come back in `missing`;
+//! * [`CronStore::remove`]`(job_id, now)` (a one-shot's `deleteAfterRun`)
+//!   and [`CronStore::modify`]`(now, |file| …)` for any other change under
+//!   the lock (disabling a spent one-shot, an auto-disable);
+//! * [`runlog::append`]`(&store.runs_dir(), &RunRecord, Limits)` after
+//!   every run, `Limits::from(&config.cron.run_log)`;
+//! * [`schedule::to_schedule`] and [`schedule::next_run`] put a job's
+//!   `schedule` into `almanac-cron`'s terms; [`job::Job::deletes_after_run`]
+//!   and [`job::Job::catch_up`] are the one-shot and missed-slot policies.
 //!
 //! Invariants:
 //! * `jobs.json` is the truth. The index is derived: rebuilt whenever the
@@ -63,7 +71,7 @@ pub(crate) mod store;
 use std::path::PathBuf;
 
 pub(crate) use index::{EnabledFilter, ListQuery, Listing, SortBy, SortDir};
-pub(crate) use job::{Job, JobError, JobState};
+pub(crate) use job::JobError;
 pub(crate) use store::CronStore;
 
 use crate::store::StoreError;

@@ -109,6 +109,15 @@ pub(crate) struct Limits {
     pub keep_lines: usize,
 }
 
+impl From<&crate::config::CronRunLogConfig> for Limits {
+    fn from(config: &crate::config::CronRunLogConfig) -> Self {
+        Limits {
+            max_bytes: config.max_bytes.0,
+            keep_lines: config.keep_lines as usize,
+        }
+    }
+}
+
 /// A job id that can name a file: non-empty, without `/`, `\` or NUL.
 pub(crate) fn check_job_id(id: &str) -> Result<(), CronError> {
     if id.is_empty() || id.contains(['/', '\\', '\0']) || id == "." || id == ".." {

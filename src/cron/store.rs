@@ -96,8 +96,10 @@ pub(crate) struct Loaded {
 pub(crate) struct Changed<T> {
     pub value: T,
     pub warnings: Vec<String>,
-    /// Whether the file was written (unchanged bytes are not).
-    pub written: bool,
+    /// The fingerprint of the file written; `None` when nothing was
+    /// (the bytes were the same). The runner keeps it, so that its own
+    /// writes are not taken for someone else's.
+    pub written: Option<Fingerprint>,
 }
 
 /// What [`CronStore::update_states`] did.
@@ -121,10 +123,6 @@ impl CronStore {
 
     pub(crate) fn path(&self) -> &Path {
         &self.path
-    }
-
-    pub(crate) fn host_zone(&self) -> &jiff::tz::TimeZone {
-        &self.host_zone
     }
 
     /// `<dirname(store)>/runs/`: the run logs.
@@ -357,17 +355,18 @@ impl CronStore {
 
     /// Writes `file` if its bytes differ from what was read; refreshes the
     /// backup first unless only runtime fields changed; brings the index
-    /// along.
+    /// along. Returns the fingerprint of what it wrote (`None`: nothing
+    /// to write).
     fn save(
         &self,
         file: &mut JobFile,
         read_as: Option<Fingerprint>,
         now: jiff::Timestamp,
-    ) -> Result<bool, CronError> {
+    ) -> Result<Option<Fingerprint>, CronError> {
         let bytes = file.to_bytes();
         let previous = file.source.as_slice();
         if !previous.is_empty() && previous == bytes.as_slice() {
-            return Ok(false);
+            return Ok(None);
         }
         if !previous.is_empty() && file.changes_more_than_runtime() {
             let bak = self.backup_path();
@@ -383,7 +382,7 @@ impl CronStore {
             tracing::warn!(error = %err, "the cron index could not follow a change; it is rebuilt on next use");
         }
         file.commit(bytes);
-        Ok(true)
+        Ok(written_as)
     }
 
     fn follow_in_index(
@@ -873,7 +872,13 @@ impl JobFile {
                 Vec::new()
             }
         };
-        let mut texts = job_texts(&file.source, list.len()).into_iter();
+        let texts = job_texts(&file.source, list.len());
+        if texts.is_empty() && !list.is_empty() {
+            // JSON5: written back as JSON, which changes more than runtime
+            // fields, so the first write keeps the file as the backup.
+            file.reshaped = true;
+        }
+        let mut texts = texts.into_iter();
         for raw in list {
             let text = texts.next().flatten();
             if raw.is_null() {

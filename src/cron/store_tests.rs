@@ -173,7 +173,7 @@ fn an_openclaw_store_round_trips_byte_for_byte() {
     );
     // A change that touches nothing writes nothing.
     let changed = fx.store.modify(now(), |_| Ok(())).unwrap();
-    assert!(!changed.written);
+    assert_eq!(changed.written, None);
     assert_eq!(fx.text(), OPENCLAW_STORE);
 
     // The runner records a run of c3: only c3's text changes, in its own
@@ -403,6 +403,27 @@ fn json5_shapes_and_unreadable_jobs() {
     let loaded = fx.store.read().unwrap();
     assert!(loaded.warnings.is_empty(), "{:?}", loaded.warnings);
     assert_eq!(loaded.file.get("j5").unwrap().name, "five");
+    // Written back as JSON even for runtime state alone: the hand-written
+    // file is kept as the backup.
+    let hand_written = fx.text();
+    fx.store
+        .update_states(
+            &[(
+                "j5".into(),
+                JobState {
+                    next_run_at_ms: Some(NOW_MS),
+                    ..JobState::default()
+                },
+            )],
+            now(),
+        )
+        .unwrap();
+    assert!(
+        fx.text().starts_with("{\n  \"version\": 1,"),
+        "{}",
+        fx.text()
+    );
+    assert_eq!(fx.bak().as_deref(), Some(hand_written.as_str()));
 
     // Other shapes are read as no jobs, with a warning.
     for text in ["[]", "{\"version\": 1}", "{\"jobs\": {\"a\": 1}}", "7"] {
@@ -519,7 +540,18 @@ fn the_fingerprint_changes_with_every_write() {
             Ok(())
         })
         .unwrap();
-    assert_ne!(fx.store.fingerprint().unwrap(), Some(first));
+    let changed = fx
+        .store
+        .modify(now(), |file| {
+            file.push(new_job("f2", "f"));
+            Ok(())
+        })
+        .unwrap();
+    let second = fx.store.fingerprint().unwrap();
+    assert_ne!(second, Some(first));
+    assert_eq!(changed.written, second, "a writer learns what it wrote");
+    let unchanged = fx.store.modify(now(), |_| Ok(())).unwrap();
+    assert_eq!(unchanged.written, None);
     let _ = Path::new(fx.dir.path());
 }
 

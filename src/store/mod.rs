@@ -491,6 +491,7 @@ mod tests {
         let pinned: &[(StoreKind, u32, &str)] = &[
             (StoreKind::State, 1, "c2995823ad9504f4"),
             (StoreKind::State, 2, "03d66cc7aa873958"),
+            (StoreKind::State, 3, "2f7a6c3a5e318d73"),
         ];
         for kind in [StoreKind::State, StoreKind::Index] {
             for (i, m) in kind.migrations().iter().enumerate() {

@@ -1046,7 +1046,8 @@ fn reading_creates_nothing_and_never_migrates() {
         store
             .conn
             .execute_batch(
-                "DROP TABLE tasks; DELETE FROM schema_migrations WHERE version = 2;
+                "DROP TABLE tasks; DROP TABLE cron_jobs; DROP TABLE cron_search; DROP TABLE cron_index;
+                 DELETE FROM schema_migrations WHERE version >= 2;
                  PRAGMA user_version = 1;",
             )
             .unwrap();

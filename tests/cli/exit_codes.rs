@@ -157,6 +157,44 @@ const TABLE: &[Row] = &[
     row(&["outbox", "list"], 0),
     row(&["outbox", "list", "--limit", "0"], 2),
     row(&["outbox", "tail"], 0),
+    // cron: jobs live in a file; an unknown job is a failure, a job that
+    // breaks a rule a refusal; running one now needs the gateway.
+    row(&["cron", "status"], 0),
+    row(&["cron", "list"], 0),
+    row(
+        &[
+            "cron",
+            "add",
+            "--name",
+            "n",
+            "--every",
+            "1h",
+            "--system-event",
+            "x",
+        ],
+        0,
+    ),
+    row(
+        &[
+            "cron",
+            "add",
+            "--name",
+            "n",
+            "--cron",
+            "61 * * * *",
+            "--system-event",
+            "x",
+        ],
+        2,
+    ),
+    row(&["cron", "add", "--name", "n", "--every", "1h"], 2),
+    row(&["cron", "list", "--all", "--limit", "0"], 2),
+    row(&["cron", "edit", "nope", "--name", "m"], 1),
+    row(&["cron", "enable", "nope"], 1),
+    row(&["cron", "disable", "nope"], 1),
+    row(&["cron", "rm", "nope"], 1),
+    row(&["cron", "runs", "--id", "nope"], 1),
+    row(&["cron", "run", "nope"], 1),
     // gateway: status and stop say "not running" and succeed; a bad bind
     // or a LAN bind without a configured token is refused.
     row(&["gateway", "status"], 0),
@@ -175,6 +213,23 @@ const TABLE: &[Row] = &[
     row(&["system", "heartbeat", "disable", "--json"], 0),
     row(&["system", "heartbeat", "run-now"], 1),
     row(&["system", "event"], 2),
+    // cron next: a bad expression, zone, time or count is a usage error.
+    row(&["cron", "next", "0 9 * * *"], 0),
+    row(
+        &[
+            "cron",
+            "next",
+            "0 9 * * *",
+            "--tz",
+            "Europe/Paris",
+            "--json",
+        ],
+        0,
+    ),
+    row(&["cron", "next", "61 * * * *"], 2),
+    row(&["cron", "next", "0 9 * * *", "--tz", "Mars/Base"], 2),
+    row(&["cron", "next", "0 9 * * *", "--from", "someday"], 2),
+    row(&["cron", "next", "0 9 * * *", "--count", "0"], 2),
     // gateway: a service file almanac did not write is refused with 2.
     row(&["gateway", "install", "--dry-run"], 0),
     row(&["gateway", "uninstall"], 0),

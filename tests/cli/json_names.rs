@@ -81,6 +81,26 @@ fn every_json_output_speaks_camel_case() {
     let sb = Sandbox::new();
     setup(&sb);
     let task_id = record_task(&sb);
+    let cron_job = sb
+        .run(&[
+            "--now",
+            NOW,
+            "cron",
+            "add",
+            "--name",
+            "n",
+            "--every",
+            "1h",
+            "--message",
+            "m",
+            "--json",
+        ])
+        .ok()
+        .json()["job"]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    almanac::testing::append_cron_run(&sb.path(".almanac"), &cron_job, "ok", "done", 1).unwrap();
     let now = NOW.parse::<jiff::Timestamp>().unwrap().as_millisecond();
     almanac::testing::append_outbox(&sb.path(".almanac"), "cron", "cron:daily", "Done.", now)
         .unwrap();
@@ -159,11 +179,33 @@ fn every_json_output_speaks_camel_case() {
         (vec!["tasks", "audit"], &[], &task_data),
         (vec!["tasks", "maintenance"], &[], &none),
         (vec!["outbox", "list"], &[], &none),
+        (vec!["cron", "next", "0 9 * * *"], &[], &none),
         (vec!["gateway", "install", "--dry-run"], &[], &none),
         (vec!["gateway", "status"], &[], &none),
         (vec!["gateway", "stop"], &[], &none),
         (vec!["system", "event", "--text", "deploy done"], &[], &none),
         (vec!["gateway", "uninstall"], &[], &none),
+        (
+            vec![
+                "cron",
+                "add",
+                "--name",
+                "x",
+                "--cron",
+                "0 7 * * *",
+                "--message",
+                "m",
+            ],
+            &[],
+            &none,
+        ),
+        (vec!["cron", "list", "--all"], &[], &none),
+        (vec!["cron", "status"], &[], &none),
+        (vec!["cron", "edit", &cron_job, "--name", "y"], &[], &none),
+        (vec!["cron", "disable", &cron_job], &[], &none),
+        (vec!["cron", "enable", &cron_job], &[], &none),
+        (vec!["cron", "runs", "--id", &cron_job], &[], &none),
+        (vec!["cron", "rm", &cron_job], &[], &none),
     ];
     let mut odd = Vec::new();
     for (args, env, skip) in &cases {

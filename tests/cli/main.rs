@@ -3,6 +3,8 @@
 
 mod agent;
 mod common;
+mod cron;
+mod cron_jobs;
 mod exit_codes;
 mod foundation;
 mod gateway;

@@ -27,8 +27,9 @@
 //! The fields are checked and expanded here, then handed to the `croner`
 //! crate in a plain form it reads the same way (numbers, `L`, `LW`, `nW`,
 //! `d#n`, `dL`); its search walks the wall clock. How a wall-clock time
-//! becomes an instant, across daylight-saving changes, is [`crate::wall`]'s
-//! rule.
+//! becomes an instant, across daylight-saving changes, is the rule of the
+//! `wall` module: a time a spring-forward skips moves forward by the gap,
+//! a time a fall-back repeats fires in its first pass.
 
 use std::fmt;
 
@@ -100,8 +101,8 @@ impl CronExpr {
     /// when there is none before the year 3000.
     ///
     /// The search walks the wall clock forward from `after_ms`'s second;
-    /// each matching wall-clock time fires at the instant
-    /// [`crate::wall`] gives it. In the second pass through a repeated
+    /// each matching wall-clock time fires at the instant the crate's
+    /// daylight-saving rule gives it. In the second pass through a repeated
     /// hour (after a fall-back) the matching times of that hour have
     /// already fired, in the first pass, so they are passed over.
     pub fn next_after(&self, after_ms: i64, zone: &TimeZone) -> Option<i64> {

@@ -7,8 +7,9 @@
 //!   the fire time after or before an instant in a zone.
 //! * Daylight saving follows the same library: a wall-clock time that a
 //!   spring-forward skips fires moved forward by the gap (`30 2 * * *` in
-//!   New York fires at 03:30 on the night the clocks jump), and a time
-//!   that a fall-back repeats fires once.
+//!   New York fires at 03:30 on the night the clocks jump; of several
+//!   times in the skipped hour, the first), and a time that a fall-back
+//!   repeats fires once.
 //! * [`Schedule`] is a job's `at`, `every` or `cron` schedule;
 //!   [`next_run_ms`] is when it next runs, [`slots_between`] the slots it
 //!   had in a stretch of time (those missed while nothing ran it),

@@ -3,21 +3,25 @@
 -- file's fingerprint (size, times, inode) differs from the one recorded.
 -- Deleting these rows loses nothing.
 CREATE TABLE cron_index (
-    id         INTEGER PRIMARY KEY CHECK (id = 1),
+    id           INTEGER PRIMARY KEY CHECK (id = 1),
     -- The job store the rows were read from.
-    store_path TEXT NOT NULL,
-    size       INTEGER NOT NULL,
-    mtime_ns   INTEGER NOT NULL,
-    ctime_ns   INTEGER NOT NULL,
-    inode      INTEGER NOT NULL,
-    dev        INTEGER NOT NULL,
+    store_path   TEXT NOT NULL,
+    size         INTEGER NOT NULL,
+    mtime_ns     INTEGER NOT NULL,
+    ctime_ns     INTEGER NOT NULL,
+    inode        INTEGER NOT NULL,
+    dev          INTEGER NOT NULL,
     -- Next runs of cron expressions without a zone are in this one.
-    host_zone  TEXT NOT NULL,
+    host_zone    TEXT NOT NULL,
     -- What reading the file reported (a JSON list of strings).
-    warnings   TEXT NOT NULL
+    warnings     TEXT NOT NULL,
+    -- Rows of cron_jobs, and of those the enabled ones.
+    jobs         INTEGER NOT NULL,
+    enabled_jobs INTEGER NOT NULL
 ) STRICT;
 
 CREATE TABLE cron_jobs (
+    row_id         INTEGER PRIMARY KEY,
     -- Place in the file.
     position       INTEGER NOT NULL,
     job_id         TEXT NOT NULL,
@@ -31,10 +35,15 @@ CREATE TABLE cron_jobs (
     -- next_run_at_ms, or the largest integer when there is none (last).
     next_key       INTEGER NOT NULL,
     updated_at_ms  INTEGER NOT NULL,
-    -- Lower-case id, name, description and schedule, for `--query`.
-    search         TEXT NOT NULL,
     -- The job as listed (JSON).
     job            TEXT NOT NULL
+) STRICT;
+
+-- What `--query` looks in, per row of cron_jobs: its lower-case id, name,
+-- description and schedule. Apart, so a search reads only this.
+CREATE TABLE cron_search (
+    row_id INTEGER PRIMARY KEY,
+    search TEXT NOT NULL
 ) STRICT;
 
 CREATE INDEX cron_jobs_id ON cron_jobs (job_id);
