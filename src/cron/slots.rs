@@ -14,7 +14,7 @@
 
 use std::collections::HashMap;
 
-use rusqlite::{Connection, OptionalExtension, params};
+use rusqlite::{Connection, params};
 
 use super::job::CatchUp;
 
@@ -54,17 +54,6 @@ impl Ended {
             Ended::TimedOut => "timed_out",
         }
     }
-}
-
-/// One row.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct SlotRow {
-    pub job_id: String,
-    pub slot_ms: i64,
-    pub status: String,
-    pub generation: Option<i64>,
-    pub trigger: String,
-    pub note: Option<String>,
 }
 
 /// The ledger over one connection to the state store.
@@ -159,10 +148,8 @@ impl SlotLedger {
              WHERE status = 'running' AND (generation IS NULL OR generation < ?1)
              RETURNING job_id, slot_ms",
         )?;
-        let rows = stmt
-            .query_map(params![generation, now_ms], |r| Ok((r.get(0)?, r.get(1)?)))?
-            .collect();
-        rows
+        stmt.query_map(params![generation, now_ms], |r| Ok((r.get(0)?, r.get(1)?)))?
+            .collect()
     }
 
     /// The latest handled slot of every job (its last run or record).
@@ -170,43 +157,8 @@ impl SlotLedger {
         let mut stmt = self.conn.prepare(
             "SELECT job_id, MAX(slot_ms) FROM cron_slots WHERE trigger != 'manual' GROUP BY job_id",
         )?;
-        let rows = stmt
-            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
-            .collect();
-        rows
-    }
-
-    /// One job's rows, newest first.
-    pub(crate) fn of_job(&self, job_id: &str, limit: usize) -> rusqlite::Result<Vec<SlotRow>> {
-        let mut stmt = self.conn.prepare(
-            "SELECT job_id, slot_ms, status, generation, trigger, note FROM cron_slots
-             WHERE job_id = ?1 ORDER BY slot_ms DESC LIMIT ?2",
-        )?;
-        let rows = stmt
-            .query_map(params![job_id, limit as i64], |r| {
-                Ok(SlotRow {
-                    job_id: r.get(0)?,
-                    slot_ms: r.get(1)?,
-                    status: r.get(2)?,
-                    generation: r.get(3)?,
-                    trigger: r.get(4)?,
-                    note: r.get(5)?,
-                })
-            })?
-            .collect();
-        rows
-    }
-
-    /// Whether `job_id`'s slot at `slot_ms` is in the ledger.
-    pub(crate) fn has(&self, job_id: &str, slot_ms: i64) -> rusqlite::Result<bool> {
-        self.conn
-            .query_row(
-                "SELECT 1 FROM cron_slots WHERE job_id = ?1 AND slot_ms = ?2",
-                params![job_id, slot_ms],
-                |_| Ok(()),
-            )
-            .optional()
-            .map(|r| r.is_some())
+        stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+            .collect()
     }
 
     /// Deletes rows of finished slots claimed before `before_ms`, keeping

@@ -25,7 +25,7 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use almanac_cron::{Schedule, Slots};
+use almanac_cron::Slots;
 use futures_util::future::BoxFuture;
 use tokio_util::sync::CancellationToken;
 
@@ -51,6 +51,10 @@ const CATCH_UP_LIMIT: usize = 100;
 const MISSED_LIST_LIMIT: usize = 10_000;
 /// How often runtime state is written back to `jobs.json`.
 const STATE_FLUSH: Duration = Duration::from_secs(2);
+/// How long handled slots are kept in the ledger (each job's latest is
+/// kept whatever its age), and how often older ones are pruned.
+const SLOT_RETENTION_MS: i64 = 7 * 24 * 3600 * 1000;
+const PRUNE_EVERY: Duration = Duration::from_secs(3600);
 /// A `systemEvent` run's time limit; an `agentTurn`'s default.
 const EVENT_TIMEOUT: Duration = Duration::from_secs(10 * 60);
 const TURN_TIMEOUT: Duration = Duration::from_secs(60 * 60);
@@ -98,23 +102,6 @@ impl CronState {
     /// Makes the runner look at the store now (a command changed it).
     pub(crate) fn nudge(&self) {
         self.nudge.notify_one();
-    }
-}
-
-/// `jobs.json`'s `schedule` as the schedule rules read it.
-pub(crate) fn schedule_of(job: &Job) -> Option<Schedule> {
-    let spec = &job.schedule;
-    match spec.kind {
-        ScheduleKind::At => spec.at_ms().ok().map(|at_ms| Schedule::At { at_ms }),
-        ScheduleKind::Every => spec.every_ms.map(|every_ms| Schedule::Every {
-            every_ms,
-            anchor_ms: spec.anchor_ms,
-        }),
-        ScheduleKind::Cron => spec.expr.clone().map(|expr| Schedule::Cron {
-            expr,
-            tz: spec.tz.clone(),
-            stagger_ms: spec.stagger_ms,
-        }),
     }
 }
 
@@ -215,6 +202,7 @@ impl Component for CronRunner {
 impl Runner {
     async fn run(&mut self, stop: &CancellationToken) -> anyhow::Result<()> {
         let mut last_flush = tokio::time::Instant::now();
+        let mut last_prune: Option<tokio::time::Instant> = None;
         let shared = self.shared.clone();
         let mut manual = shared.cron.manual_rx.lock().await;
         loop {
@@ -227,6 +215,26 @@ impl Runner {
             if last_flush.elapsed() >= STATE_FLUSH {
                 self.flush_states().await;
                 last_flush = tokio::time::Instant::now();
+            }
+            if last_prune.is_none_or(|at| at.elapsed() >= PRUNE_EVERY) {
+                let ledger = self.ledger.clone();
+                let before = now - SLOT_RETENTION_MS;
+                let pruned = self
+                    .shared
+                    .engine
+                    .blocking(move || {
+                        ledger
+                            .lock()
+                            .unwrap_or_else(|p| p.into_inner())
+                            .prune(before)
+                    })
+                    .await?;
+                if let Ok(n) = pruned
+                    && n > 0
+                {
+                    tracing::debug!(pruned = n, "old cron slots pruned");
+                }
+                last_prune = Some(tokio::time::Instant::now());
             }
             let next = self.queue.peek().map(|Reverse((at, _))| *at);
             self.shared
@@ -286,7 +294,7 @@ impl Runner {
         for w in &loaded.warnings {
             tracing::warn!("{w}");
         }
-        self.fingerprint = Some(loaded.fingerprint.clone());
+        self.fingerprint = Some(loaded.fingerprint);
         let now = now_ts.as_millisecond();
         let host = app.host.time_zone().clone();
         let latest = {
@@ -308,19 +316,19 @@ impl Runner {
             seen.insert(job.id.clone());
             let version = serde_json::to_string(&(&job.schedule, job.enabled, job.updated_at_ms))
                 .unwrap_or_default();
-            if let Some(f) = self.followed.get_mut(&job.id) {
-                if f.version == version {
-                    // The same schedule: keep following it (the payload
-                    // and the rest may have changed).
-                    f.job = Arc::new(job.clone());
-                    continue;
-                }
+            if let Some(f) = self.followed.get_mut(&job.id)
+                && f.version == version
+            {
+                // The same schedule: keep following it (the payload and
+                // the rest may have changed).
+                f.job = Arc::new(job.clone());
+                continue;
             }
             self.followed.remove(&job.id);
             if !job.enabled {
                 continue;
             }
-            let Some(schedule) = schedule_of(job) else {
+            let Ok(schedule) = crate::cron::schedule::to_schedule(&job.schedule) else {
                 tracing::warn!(job = %job.id, "cron job without a usable schedule is not run");
                 continue;
             };
@@ -703,7 +711,7 @@ async fn run_slot(
         .extra
         .insert("slotMs".into(), serde_json::json!(due.slot_ms));
     let runs_dir = app.cron_store().runs_dir();
-    let limits = app.cron_run_log_limits();
+    let limits = runlog::Limits::from(&app.config.config.cron.run_log);
     let _ = shared
         .engine
         .blocking(move || runlog::append(&runs_dir, &record, limits))

@@ -1046,7 +1046,7 @@ fn reading_creates_nothing_and_never_migrates() {
         store
             .conn
             .execute_batch(
-                "DROP TABLE tasks; DROP TABLE cron_jobs; DROP TABLE cron_search; DROP TABLE cron_index;
+                "DROP TABLE tasks; DROP TABLE cron_jobs; DROP TABLE cron_search; DROP TABLE cron_index; DROP TABLE cron_slots;
                  DELETE FROM schema_migrations WHERE version >= 2;
                  PRAGMA user_version = 1;",
             )

@@ -256,7 +256,7 @@ pub struct Slots {
 enum SlotsKind {
     At(i64),
     Every(Grid),
-    Cron(CronSchedule),
+    Cron(Box<CronSchedule>),
 }
 
 impl Slots {
@@ -278,13 +278,13 @@ impl Slots {
                 expr,
                 tz,
                 stagger_ms,
-            } => SlotsKind::Cron(CronSchedule::new(
+            } => SlotsKind::Cron(Box::new(CronSchedule::new(
                 expr,
                 tz.as_deref(),
                 *stagger_ms,
                 job_id,
                 host,
-            )?),
+            )?)),
         };
         Ok(Slots { kind })
     }
