@@ -224,6 +224,7 @@ pub(crate) fn add(app: &App, flags: &JobFlags) -> anyhow::Result<JobChanged> {
         file.push(job.clone());
         Ok(job)
     })?;
+    tell_gateway(app, changed.written.is_some());
     let mut warnings = changed.warnings;
     warnings.extend(deprecated_flags(flags));
     warnings.extend(app.cron_switch_warning());
@@ -234,6 +235,19 @@ pub(crate) fn add(app: &App, flags: &JobFlags) -> anyhow::Result<JobChanged> {
         written: changed.written.is_some(),
         warnings,
     })
+}
+
+/// A running gateway re-reads the store at once after a command changed
+/// it (it would at its next tick, within a minute, anyway).
+fn tell_gateway(app: &App, written: bool) {
+    if !written {
+        return;
+    }
+    if let Ok(Some(client)) = Client::find(app)
+        && let Err(err) = client.post("/v1/cron/reload", &json!({}), Duration::from_secs(5))
+    {
+        tracing::debug!(%err, "the gateway was not told of the change");
+    }
 }
 
 /// Flags given in a spelling that still works but is on its way out.
@@ -287,6 +301,7 @@ pub(crate) fn edit(app: &App, lookup: &str, flags: &JobFlags) -> anyhow::Result<
         *file.get_mut(&id).expect("the job is there") = job.clone();
         Ok(job)
     })?;
+    tell_gateway(app, changed.written.is_some());
     let mut warnings = changed.warnings;
     warnings.extend(deprecated_flags(flags));
     warnings.extend(app.cron_switch_warning());
@@ -319,6 +334,7 @@ pub(crate) fn set_enabled(app: &App, lookup: &str, enabled: bool) -> anyhow::Res
         *file.get_mut(&id).expect("the job is there") = job.clone();
         Ok(job)
     })?;
+    tell_gateway(app, changed.written.is_some());
     let mut warnings = changed.warnings;
     warnings.extend(app.cron_switch_warning());
     Ok(JobChanged {
@@ -336,6 +352,7 @@ pub(crate) fn remove(app: &App, lookup: &str) -> anyhow::Result<Removed> {
     let store = app.cron_store();
     let id = store.resolve(lookup, now.as_millisecond())?;
     let changed = store.remove(&id, now)?;
+    tell_gateway(app, changed.written.is_some());
     Ok(Removed {
         ok: true,
         removed: changed.value,

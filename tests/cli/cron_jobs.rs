@@ -683,3 +683,54 @@ fn paging_and_the_switch() {
         off.stderr
     );
 }
+
+#[test]
+fn a_running_gateway_runs_a_job_added_by_a_command_and_cron_run_runs_it_now() {
+    use crate::gateway::{Gateway, eventually};
+    let sb = Sandbox::new();
+    let gw = Gateway::start(&sb, &[]);
+    let added = cron(
+        &sb,
+        &[
+            "add",
+            "--name",
+            "tick",
+            "--cron",
+            "* * * * * *",
+            "--tz",
+            "UTC",
+            "--system-event",
+            "tick",
+            "--wake",
+            "next-heartbeat",
+            "--json",
+        ],
+    )
+    .ok()
+    .json();
+    let id = added["job"]["id"].as_str().unwrap().to_string();
+    // Told of the change, the runner runs the job within seconds, each
+    // slot once.
+    let runs: Vec<Value> = eventually(std::time::Duration::from_secs(20), || {
+        let runs = cron(&sb, &["runs", "--id", &id, "--json"]).ok().json();
+        let list = runs["entries"].as_array().cloned().unwrap_or_default();
+        (list.len() >= 2).then_some(list)
+    });
+    let mut slots: Vec<i64> = runs.iter().map(|r| r["slotMs"].as_i64().unwrap()).collect();
+    let n = slots.len();
+    slots.dedup();
+    assert_eq!(slots.len(), n, "a slot ran twice: {runs:?}");
+    assert!(runs.iter().all(|r| r["status"] == "ok"), "{runs:?}");
+    // Each run is a cron task in the ledger.
+    let tasks = sb
+        .run(&["tasks", "list", "--runtime", "cron", "--json"])
+        .ok()
+        .json();
+    assert!(!tasks["tasks"].as_array().unwrap().is_empty());
+    // `cron run` runs it now, through the gateway.
+    let ran = cron(&sb, &["run", &id[..8], "--json"]).ok().json();
+    assert_eq!(ran["ran"], true, "{ran}");
+    let status = sb.run(&["gateway", "status", "--json"]).ok().json();
+    assert!(status["nextCronAtMs"].is_i64(), "{status}");
+    drop(gw);
+}
