@@ -12,7 +12,7 @@ use serde_json::{Map, Value, json};
 use super::job::iso_ms;
 
 /// Payload fields older jobs kept at the top level.
-const TOP_LEVEL_PAYLOAD_FIELDS: &[&str] = &[
+pub(super) const TOP_LEVEL_PAYLOAD_FIELDS: &[&str] = &[
     "message",
     "text",
     "model",
@@ -26,7 +26,7 @@ const TOP_LEVEL_PAYLOAD_FIELDS: &[&str] = &[
 ];
 
 /// The delivery keys of older jobs (top level or in the payload).
-const LEGACY_DELIVERY_KEYS: &[&str] =
+pub(super) const LEGACY_DELIVERY_KEYS: &[&str] =
     &["deliver", "channel", "to", "bestEffortDeliver", "provider"];
 
 /// `raw` in today's shape; the same map when nothing is old.

@@ -706,27 +706,13 @@ fn kind_of(value: &Value) -> &'static str {
 /// Whether a job uses any spelling [`legacy::normalize`] rewrites (most
 /// do not, and are read without a copy).
 fn needs_normalizing(job: &Map<String, Value>) -> bool {
-    const TOP: &[&str] = &[
-        "jobId",
-        "message",
-        "text",
-        "model",
-        "fallbacks",
-        "thinking",
-        "timeoutSeconds",
-        "allowUnsafeExternalContent",
-        "lightContext",
-        "toolsAllow",
-        "externalContentSource",
-        "deliver",
-        "channel",
-        "to",
-        "bestEffortDeliver",
-        "provider",
-    ];
     if !job.contains_key("id")
         || !job.contains_key("sessionTarget")
-        || TOP.iter().any(|k| job.contains_key(*k))
+        || job.contains_key("jobId")
+        || legacy::TOP_LEVEL_PAYLOAD_FIELDS
+            .iter()
+            .chain(legacy::LEGACY_DELIVERY_KEYS)
+            .any(|k| job.contains_key(*k))
         || job.get("enabled").is_some_and(Value::is_string)
     {
         return true;

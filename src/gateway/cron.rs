@@ -775,10 +775,12 @@ async fn execute(shared: &Arc<Shared>, job: &Job) -> Outcome {
                 .engine
                 .blocking(move || intake_shared.intake.accept(record))
                 .await;
-            if let Err(err) | Ok(Err(err)) = accepted
-                .map_err(|e| anyhow::anyhow!("{e}"))
-                .map(|r| r.map_err(anyhow::Error::from))
-            {
+            let queued = match accepted {
+                Ok(Ok(_)) => Ok(()),
+                Ok(Err(err)) => Err(err.to_string()),
+                Err(err) => Err(err.to_string()),
+            };
+            if let Err(err) = queued {
                 return Outcome {
                     status: Ended::Error,
                     error: Some(format!("the event was not queued: {err}")),
@@ -941,16 +943,16 @@ async fn agent_turn(shared: &Arc<Shared>, app: &App, job: &Job, target: &Session
         },
         Some(DeliveryMode::None) => Target::None,
     };
-    let visible = !app
+    let shows_ok = app
         .config
         .config
         .channels
         .heartbeat_visibility("outbox")
         .show_ok;
-    let text = if visible {
-        almanac_heartbeat::ack::scrub(&reply)
-    } else {
+    let text = if shows_ok {
         reply.clone()
+    } else {
+        almanac_heartbeat::ack::scrub(&reply)
     };
     let item = Item {
         source: Source::Cron,
@@ -986,21 +988,7 @@ async fn agent_turn(shared: &Arc<Shared>, app: &App, job: &Job, target: &Session
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::host::Clock;
-
-    /// Wall time that moves with tokio's (paused) clock.
-    #[derive(Debug)]
-    struct TokioClock {
-        base: jiff::Timestamp,
-        start: tokio::time::Instant,
-    }
-
-    impl Clock for TokioClock {
-        fn now(&self) -> jiff::Timestamp {
-            let elapsed = tokio::time::Instant::now() - self.start;
-            self.base + jiff::SignedDuration::try_from(elapsed).unwrap()
-        }
-    }
+    use crate::host::{Clock, TokioClock};
 
     fn write_jobs(state: &std::path::Path, created_ms: i64, catch_up: &str) {
         std::fs::create_dir_all(state.join("cron")).unwrap();
@@ -1051,10 +1039,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let state = dir.path().join("state");
         let base: jiff::Timestamp = "2026-12-01T10:00:00.500Z".parse().unwrap();
-        let clock = Arc::new(TokioClock {
-            base,
-            start: tokio::time::Instant::now(),
-        });
+        let clock = Arc::new(TokioClock::new(base));
         std::fs::create_dir_all(state.join("workspace")).unwrap();
         write_jobs(&state, base.as_millisecond() - 500, "once");
         // Up for 20 s, down for 10 s, up for 10 s.

@@ -307,21 +307,7 @@ fn ms(millis: i64) -> Duration {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::host::Clock;
-
-    /// Wall time that moves with tokio's (paused) clock.
-    #[derive(Debug)]
-    struct TokioClock {
-        base: jiff::Timestamp,
-        start: tokio::time::Instant,
-    }
-
-    impl Clock for TokioClock {
-        fn now(&self) -> jiff::Timestamp {
-            let elapsed = tokio::time::Instant::now() - self.start;
-            self.base + jiff::SignedDuration::try_from(elapsed).unwrap()
-        }
-    }
+    use crate::host::{Clock, TokioClock};
 
     #[tokio::test(flavor = "current_thread", start_paused = true)]
     async fn runs_come_on_the_phase_slots_and_close_wakes_are_one_run() {
@@ -336,10 +322,7 @@ mod tests {
         )
         .unwrap();
         std::fs::write(state.join("workspace/HEARTBEAT.md"), "Check the disks.\n").unwrap();
-        let clock = Arc::new(TokioClock {
-            base: "2026-12-01T10:00:00Z".parse().unwrap(),
-            start: tokio::time::Instant::now(),
-        });
+        let clock = Arc::new(TokioClock::new("2026-12-01T10:00:00Z".parse().unwrap()));
         let shared = crate::gateway::test_shared_with(dir.path(), "t", Some(clock.clone()), 1);
         let app = shared.engine.app();
         let first_due = app.next_heartbeat_ms(clock.now().as_millisecond()).unwrap();

@@ -63,6 +63,33 @@ impl Clock for ManualClock {
     }
 }
 
+/// Wall time that moves with tokio's clock, so a test on paused time
+/// sees the wall clock advance as its sleeps do.
+#[cfg(test)]
+#[derive(Debug)]
+pub(crate) struct TokioClock {
+    base: Timestamp,
+    start: tokio::time::Instant,
+}
+
+#[cfg(test)]
+impl TokioClock {
+    pub(crate) fn new(base: Timestamp) -> TokioClock {
+        TokioClock {
+            base,
+            start: tokio::time::Instant::now(),
+        }
+    }
+}
+
+#[cfg(test)]
+impl Clock for TokioClock {
+    fn now(&self) -> Timestamp {
+        let elapsed = tokio::time::Instant::now() - self.start;
+        self.base + jiff::SignedDuration::try_from(elapsed).unwrap_or(jiff::SignedDuration::MAX)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

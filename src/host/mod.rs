@@ -18,9 +18,9 @@ use std::sync::Arc;
 use jiff::ZonedDateTime;
 use jiff::tz::TimeZone;
 
-#[cfg(test)]
-pub(crate) use clock::ManualClock;
 pub(crate) use clock::{Clock, FixedClock, SystemClock};
+#[cfg(test)]
+pub(crate) use clock::{ManualClock, TokioClock};
 
 /// A snapshot of the process environment and clock.
 #[derive(Debug, Clone)]
