@@ -384,6 +384,48 @@ impl CronIndex {
         Ok(())
     }
 
+    /// After a write that changed only the jobs in `changed` (each with
+    /// its place in the file), their rows, when the index described the
+    /// file as read (`read_as`); else nothing: the index no longer matches
+    /// the file and is rebuilt when next read. Returns whether it followed.
+    pub(crate) fn follow_jobs(
+        &mut self,
+        source: &Source<'_>,
+        read_as: Fingerprint,
+        changed: &[(usize, Job)],
+    ) -> Result<bool, CronError> {
+        let zone = zone_name(source.host_zone);
+        let Some(warnings) = self.describes(source.store_path, read_as, &zone)? else {
+            return Ok(false);
+        };
+        let mut counts = self.recorded()?.map(|r| r.counts).unwrap_or_default();
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        {
+            let mut delete = tx.prepare_cached(
+                "DELETE FROM cron_jobs WHERE job_id = ?1 RETURNING row_id, enabled",
+            )?;
+            let mut unsearch = tx.prepare_cached("DELETE FROM cron_search WHERE row_id = ?1")?;
+            let mut insert = Inserter::new(&tx)?;
+            for (position, job) in changed {
+                let gone: Vec<(i64, bool)> = delete
+                    .query_map([&job.id], |r| Ok((r.get(0)?, r.get(1)?)))?
+                    .collect::<Result<_, _>>()?;
+                for (row_id, enabled) in gone {
+                    unsearch.execute([row_id])?;
+                    counts.add(enabled, -1);
+                }
+                let row = Row::of(*position, job, source.host_zone, source.now_ms);
+                insert.row(&row)?;
+                counts.add(row.enabled, 1);
+            }
+        }
+        record(&tx, source, &warnings, counts)?;
+        tx.commit()?;
+        Ok(true)
+    }
+
     /// One page of jobs.
     pub(crate) fn page(&self, query: &ListQuery) -> Result<Listing, CronError> {
         // A search reads `cron_search` once; the rows it finds are then

@@ -67,6 +67,7 @@ pub(crate) mod runlog;
 pub(crate) mod schedule;
 pub(crate) mod slots;
 pub(crate) mod store;
+mod stream;
 
 use std::path::PathBuf;
 

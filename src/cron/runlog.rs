@@ -140,28 +140,77 @@ pub(crate) fn append(
     record: &RunRecord,
     limits: Limits,
 ) -> Result<bool, CronError> {
-    let path = log_path(runs_dir, &record.job_id)?;
+    append_all(runs_dir, std::slice::from_ref(record), limits, true)
+        .pop()
+        .expect("one result per record")
+}
+
+/// Appends each of `records` to its job's log under one lock, cutting
+/// logs back as [`append`] does; returns, per record, whether its log was
+/// cut (or why it was not written: a job id that cannot name a file is
+/// refused before anything is created). With `sync` each line is synced
+/// before the next; a batch of runs whose record of truth is the slot
+/// ledger passes `false` (a line still reaches the OS before this
+/// returns, so a killed process loses none).
+pub(crate) fn append_all(
+    runs_dir: &Path,
+    records: &[RunRecord],
+    limits: Limits,
+    sync: bool,
+) -> Vec<Result<bool, CronError>> {
     let io = |path: &Path| {
         let path = path.to_path_buf();
         move |source| CronError::Io { path, source }
     };
-    durable::create_private_dir_all(runs_dir).map_err(io(runs_dir))?;
-    let mut line = serde_json::to_vec(record).expect("a run record serialises");
-    line.push(b'\n');
+    let paths: Vec<Result<PathBuf, CronError>> = records
+        .iter()
+        .map(|r| log_path(runs_dir, &r.job_id))
+        .collect();
+    if paths.iter().all(Result::is_err) {
+        return paths.into_iter().map(|p| p.map(|_| false)).collect();
+    }
+    if let Err(source) = durable::create_private_dir_all(runs_dir) {
+        let err = |_| {
+            Err(CronError::Io {
+                path: runs_dir.to_path_buf(),
+                source: std::io::Error::new(source.kind(), source.to_string()),
+            })
+        };
+        return paths.into_iter().map(err).collect();
+    }
     let lock = runs_dir.join(".lock");
-    durable::with_file_lock(&lock, || {
-        durable::locked_append(&path, &line, durable::PRIVATE_FILE_MODE, true)
-            .map_err(io(&path))?;
-        let size = std::fs::metadata(&path).map_err(io(&path))?.len();
+    let one = |path: &Path, record: &RunRecord| -> Result<bool, CronError> {
+        let mut line = serde_json::to_vec(record).expect("a run record serialises");
+        line.push(b'\n');
+        durable::locked_append(path, &line, durable::PRIVATE_FILE_MODE, sync).map_err(io(path))?;
+        let size = std::fs::metadata(path).map_err(io(path))?.len();
         if size <= limits.max_bytes {
             return Ok(false);
         }
-        let bytes = std::fs::read(&path).map_err(io(&path))?;
+        let bytes = std::fs::read(path).map_err(io(path))?;
         let kept = newest_lines(&bytes, limits.keep_lines.max(1));
-        durable::atomic_replace(&path, &kept, durable::PRIVATE_FILE_MODE).map_err(io(&path))?;
+        durable::atomic_replace(path, &kept, durable::PRIVATE_FILE_MODE).map_err(io(path))?;
         Ok(true)
-    })
-    .map_err(io(&lock))?
+    };
+    let locked = durable::with_file_lock(&lock, || {
+        paths
+            .into_iter()
+            .zip(records)
+            .map(|(path, record)| path.and_then(|path| one(&path, record)))
+            .collect::<Vec<_>>()
+    });
+    match locked {
+        Ok(results) => results,
+        Err(source) => records
+            .iter()
+            .map(|_| {
+                Err(CronError::Io {
+                    path: lock.clone(),
+                    source: std::io::Error::new(source.kind(), source.to_string()),
+                })
+            })
+            .collect(),
+    }
 }
 
 /// The last `keep` non-empty lines of `bytes`, each ending in a newline.

@@ -66,52 +66,6 @@ impl SlotLedger {
         SlotLedger { conn }
     }
 
-    /// Claims `slots` for a run by `generation`, in one transaction;
-    /// returns the ones this call claimed (a slot already in the ledger is
-    /// left out: it was run, or is running, or was recorded missed).
-    pub(crate) fn claim(
-        &mut self,
-        slots: &[(String, i64, Trigger)],
-        generation: i64,
-        now_ms: i64,
-    ) -> rusqlite::Result<Vec<(String, i64)>> {
-        let tx = self.conn.transaction()?;
-        let mut claimed = Vec::new();
-        {
-            let mut insert = tx.prepare_cached(
-                "INSERT OR IGNORE INTO cron_slots
-                   (job_id, slot_ms, status, generation, claimed_at, started_at, trigger)
-                 VALUES (?1, ?2, 'running', ?3, ?4, ?4, ?5)",
-            )?;
-            for (job, slot, trigger) in slots {
-                if insert.execute(params![job, slot, generation, now_ms, trigger.as_str()])? == 1 {
-                    claimed.push((job.clone(), *slot));
-                }
-            }
-        }
-        tx.commit()?;
-        Ok(claimed)
-    }
-
-    /// Records how runs ended, in one transaction.
-    pub(crate) fn finish(
-        &mut self,
-        ended: &[(String, i64, Ended, Option<String>, Option<String>)],
-        now_ms: i64,
-    ) -> rusqlite::Result<()> {
-        let tx = self.conn.transaction()?;
-        {
-            let mut update = tx.prepare_cached(
-                "UPDATE cron_slots SET status = ?3, ended_at = ?4, error = ?5, task_id = ?6
-                 WHERE job_id = ?1 AND slot_ms = ?2 AND status = 'running'",
-            )?;
-            for (job, slot, how, error, task) in ended {
-                update.execute(params![job, slot, how.as_str(), now_ms, error, task])?;
-            }
-        }
-        tx.commit()
-    }
-
     /// Records slots that passed while no gateway ran and were not run,
     /// with what was done (`note`).
     pub(crate) fn record_missed(
@@ -120,17 +74,7 @@ impl SlotLedger {
         now_ms: i64,
     ) -> rusqlite::Result<usize> {
         let tx = self.conn.transaction()?;
-        let mut n = 0;
-        {
-            let mut insert = tx.prepare_cached(
-                "INSERT OR IGNORE INTO cron_slots
-                   (job_id, slot_ms, status, claimed_at, trigger, note)
-                 VALUES (?1, ?2, 'missed', ?3, 'catch-up', ?4)",
-            )?;
-            for (job, slot, note) in missed {
-                n += insert.execute(params![job, slot, now_ms, note])?;
-            }
-        }
+        let n = record_missed_in(&tx, missed, now_ms)?;
         tx.commit()?;
         Ok(n)
     }
@@ -173,6 +117,66 @@ impl SlotLedger {
         )
     }
 }
+/// One ended run: job, slot, how, error, task id.
+pub(crate) type EndedSlot = (String, i64, Ended, Option<String>, Option<String>);
+
+/// Claims `slots` for a run by `generation`, in the caller's
+/// transaction; returns the ones this call claimed (a slot already in the
+/// ledger is left out: it was run, or is running, or was recorded missed).
+pub(crate) fn claim_in(
+    conn: &Connection,
+    slots: &[(String, i64, Trigger)],
+    generation: i64,
+    now_ms: i64,
+) -> rusqlite::Result<Vec<(String, i64)>> {
+    let mut claimed = Vec::new();
+    let mut insert = conn.prepare_cached(
+        "INSERT OR IGNORE INTO cron_slots
+           (job_id, slot_ms, status, generation, claimed_at, started_at, trigger)
+         VALUES (?1, ?2, 'running', ?3, ?4, ?4, ?5)",
+    )?;
+    for (job, slot, trigger) in slots {
+        if insert.execute(params![job, slot, generation, now_ms, trigger.as_str()])? == 1 {
+            claimed.push((job.clone(), *slot));
+        }
+    }
+    Ok(claimed)
+}
+
+/// Records how runs ended, in the caller's transaction.
+pub(crate) fn finish_in(
+    conn: &Connection,
+    ended: &[EndedSlot],
+    now_ms: i64,
+) -> rusqlite::Result<()> {
+    let mut update = conn.prepare_cached(
+        "UPDATE cron_slots SET status = ?3, ended_at = ?4, error = ?5, task_id = ?6
+         WHERE job_id = ?1 AND slot_ms = ?2 AND status = 'running'",
+    )?;
+    for (job, slot, how, error, task) in ended {
+        update.execute(params![job, slot, how.as_str(), now_ms, error, task])?;
+    }
+    Ok(())
+}
+
+/// [`SlotLedger::record_missed`] in the caller's transaction.
+pub(crate) fn record_missed_in(
+    conn: &Connection,
+    missed: &[(String, i64, String)],
+    now_ms: i64,
+) -> rusqlite::Result<usize> {
+    let mut n = 0;
+    let mut insert = conn.prepare_cached(
+        "INSERT OR IGNORE INTO cron_slots
+           (job_id, slot_ms, status, claimed_at, trigger, note)
+         VALUES (?1, ?2, 'missed', ?3, 'catch-up', ?4)",
+    )?;
+    for (job, slot, note) in missed {
+        n += insert.execute(params![job, slot, now_ms, note])?;
+    }
+    Ok(n)
+}
+
 /// What to do with the slots a job missed while no gateway ran.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub(crate) struct CatchUpPlan {

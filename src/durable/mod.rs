@@ -66,6 +66,17 @@ pub(crate) fn create_private_dir_all(dir: &Path) -> io::Result<()> {
 /// file it finally points to is replaced; a dangling link's target is
 /// created.
 pub(crate) fn atomic_replace(path: &Path, bytes: &[u8], new_mode: u32) -> io::Result<()> {
+    atomic_replace_with(path, new_mode, |out| out.write_all(bytes))
+}
+
+/// [`atomic_replace`] with the content written by `write` as it goes (a
+/// large file need not be held in memory); nothing is replaced when
+/// `write` fails.
+pub(crate) fn atomic_replace_with(
+    path: &Path,
+    new_mode: u32,
+    write: impl FnOnce(&mut dyn Write) -> io::Result<()>,
+) -> io::Result<()> {
     let target = final_target(path)?;
     let path = target.as_path();
     let parent = parent_dir(path);
@@ -78,7 +89,7 @@ pub(crate) fn atomic_replace(path: &Path, bytes: &[u8], new_mode: u32) -> io::Re
         Err(e) => return Err(e),
     };
     let temp = temp_path_for(path);
-    let result = write_synced(&temp, bytes, mode).and_then(|()| {
+    let result = write_synced_with(&temp, mode, write).and_then(|()| {
         fs::rename(&temp, path)?;
         sync_dir(parent)
     });
@@ -119,14 +130,24 @@ pub(crate) fn final_target(path: &Path) -> io::Result<PathBuf> {
 
 /// Writes a new file (which must not exist) with `mode` and syncs it.
 fn write_synced(path: &Path, bytes: &[u8], mode: u32) -> io::Result<()> {
-    let mut file = OpenOptions::new()
+    write_synced_with(path, mode, |out| out.write_all(bytes))
+}
+
+fn write_synced_with(
+    path: &Path,
+    mode: u32,
+    write: impl FnOnce(&mut dyn Write) -> io::Result<()>,
+) -> io::Result<()> {
+    let file = OpenOptions::new()
         .write(true)
         .create_new(true)
         .mode(mode)
         .open(path)?;
     // The process umask may have narrowed the mode of the new file.
     file.set_permissions(fs::Permissions::from_mode(mode))?;
-    file.write_all(bytes)?;
+    let mut out = io::BufWriter::with_capacity(256 * 1024, file);
+    write(&mut out)?;
+    let file = out.into_inner().map_err(io::IntoInnerError::into_error)?;
     file.sync_all()
 }
 

@@ -457,13 +457,19 @@ impl Runner {
         due
     }
 
-    /// Claims `due` in one transaction and starts a run for each slot
-    /// claimed (a job still running skips the slot, recorded so).
+    /// Claims `due` and creates each claimed slot's task in one
+    /// transaction (one sync), then runs them: a job that only queues an
+    /// event (`next-heartbeat`) runs in the tick itself, the whole batch
+    /// queued and recorded together; one that takes time (a turn, a
+    /// heartbeat run) gets its own task under the `maxConcurrentRuns`
+    /// limit. A job whose previous run is still going skips the slot,
+    /// recorded so.
     async fn start_runs(&mut self, due: Vec<Due>) -> anyhow::Result<()> {
         let now = self.shared.host.now_ms();
         let generation = self.shared.tasks.generation;
         let mut busy = Vec::new();
         let mut claims = Vec::new();
+        let mut names = HashMap::new();
         {
             let running = self.running.lock().unwrap_or_else(|p| p.into_inner());
             for d in &due {
@@ -475,45 +481,125 @@ impl Runner {
                     ));
                 } else {
                     claims.push((d.job.id.clone(), d.slot_ms, d.trigger));
+                    names.insert(d.job.id.clone(), d.job.name.clone());
                 }
             }
         }
-        let ledger = self.ledger.clone();
+        let shared = self.shared.clone();
         let claimed = self
             .shared
             .engine
             .blocking(move || {
-                let mut ledger = ledger.lock().unwrap_or_else(|p| p.into_inner());
-                if !busy.is_empty() {
-                    ledger.record_missed(&busy, now)?;
-                }
-                ledger.claim(&claims, generation, now)
+                shared.tasks.with(|ledger| {
+                    ledger.batch(|batch| {
+                        if !busy.is_empty() {
+                            slots::record_missed_in(batch.connection(), &busy, now)?;
+                        }
+                        let claimed =
+                            slots::claim_in(batch.connection(), &claims, generation, now)?;
+                        let mut tasks = HashMap::with_capacity(claimed.len());
+                        for (id, slot) in claimed {
+                            let name = names.get(&id).map(String::as_str).unwrap_or_default();
+                            let task = batch.create(run_task(&id, name, now, generation), now)?;
+                            tasks.insert((id, slot), task);
+                        }
+                        Ok(tasks)
+                    })
+                })
             })
             .await??;
-        let claimed: HashSet<(String, i64)> = claimed.into_iter().collect();
+        let mut claimed = claimed;
+        let mut instant = Vec::new();
         for d in due {
-            if !claimed.contains(&(d.job.id.clone(), d.slot_ms)) {
+            let Some(task_id) = claimed.remove(&(d.job.id.clone(), d.slot_ms)) else {
+                continue;
+            };
+            let run = Claimed {
+                due: d,
+                task_id,
+                started_ms: now,
+            };
+            if !takes_time(&run.due.job) {
+                instant.push(run);
                 continue;
             }
+            let job_id = run.due.job.id.clone();
             self.running
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
-                .insert(d.job.id.clone());
+                .insert(job_id.clone());
             let shared = self.shared.clone();
-            let ledger = self.ledger.clone();
             let running = self.running.clone();
             let states = self.states.clone();
             let removals = self.removals.clone();
             let permits = self.permits.clone();
             self.runs.spawn(async move {
                 let _permit = permits.acquire_owned().await;
-                let job_id = d.job.id.clone();
-                run_slot(&shared, &ledger, &states, &removals, d).await;
+                run_slot(&shared, &states, &removals, run).await;
                 running
                     .lock()
                     .unwrap_or_else(|p| p.into_inner())
                     .remove(&job_id);
             });
+        }
+        if !instant.is_empty() {
+            self.run_instant(instant).await?;
+        }
+        Ok(())
+    }
+
+    /// Runs a batch of event-only slots: every event queued, then every
+    /// task and slot ended in one transaction and the run logs appended.
+    async fn run_instant(&mut self, batch: Vec<Claimed>) -> anyhow::Result<()> {
+        let shared = self.shared.clone();
+        let done = self
+            .shared
+            .engine
+            .blocking(move || {
+                let app = shared.engine.app();
+                let sessions = app.sessions(Some(crate::app::agent::AGENT_ID));
+                let done: Vec<(Claimed, Outcome)> = batch
+                    .into_iter()
+                    .map(|run| {
+                        let outcome = queue_event(&shared, &sessions, &run.due.job);
+                        (run, outcome)
+                    })
+                    .collect();
+                let ended = shared.host.now_ms();
+                let rows: Vec<slots::EndedSlot> = done
+                    .iter()
+                    .map(|(run, outcome)| ended_slot(run, outcome))
+                    .collect();
+                let written = shared.tasks.with(|ledger| {
+                    ledger.batch(|batch| {
+                        for (run, outcome) in &done {
+                            batch.finish(&run.task_id, terminal(outcome), ended)?;
+                        }
+                        slots::finish_in(batch.connection(), &rows, ended)?;
+                        Ok(())
+                    })
+                });
+                if let Err(err) = written {
+                    tracing::warn!(%err, "the end of cron runs was not recorded");
+                }
+                let records: Vec<RunRecord> = done
+                    .iter()
+                    .map(|(run, outcome)| run_record(run, outcome, ended))
+                    .collect();
+                let limits = runlog::Limits::from(&app.config.config.cron.run_log);
+                for result in
+                    runlog::append_all(&app.cron_store().runs_dir(), &records, limits, false)
+                {
+                    if let Err(err) = result {
+                        tracing::warn!(%err, "cron run log not written");
+                    }
+                }
+                (done, ended)
+            })
+            .await?;
+        let (done, ended) = done;
+        for (run, outcome) in &done {
+            remember_end(&self.states, &self.removals, run, outcome, ended);
         }
         Ok(())
     }
@@ -625,110 +711,112 @@ struct Outcome {
     session_key: Option<String>,
 }
 
-/// Runs one claimed slot: the task, the payload, the ledger, the log.
-async fn run_slot(
-    shared: &Arc<Shared>,
-    ledger: &Arc<Mutex<SlotLedger>>,
-    states: &Arc<Mutex<HashMap<String, JobState>>>,
-    removals: &Arc<Mutex<Vec<String>>>,
+/// A slot claimed for a run, with its task.
+struct Claimed {
     due: Due,
-) {
-    let job = due.job.clone();
-    let started = shared.host.now_ms();
-    let task_id = {
-        let book_shared = shared.clone();
-        let job = job.clone();
-        shared
-            .engine
-            .blocking(move || {
-                let mut new = NewTask::new(
-                    Runtime::Cron,
-                    format!("cron:{}", job.id),
-                    format!("Cron: {}", job.name),
-                );
-                new.source_id = Some(job.id.clone());
-                new.run_id = Some(format!("cron:{}:{started}", job.id));
-                new.agent_id = Some(crate::app::agent::AGENT_ID.to_string());
-                new.label = Some(format!("Cron: {}", job.name));
-                new.running = Some(Lease {
-                    generation: book_shared.tasks.generation,
-                    until_ms: started + super::tasks::LEASE.as_millis() as i64,
-                });
-                book_shared
-                    .tasks
-                    .with(|l| l.create(new, started))
-                    .map(|t| t.task_id)
-            })
-            .await
-            .ok()
-            .and_then(Result::ok)
-    };
-    let outcome = execute(shared, &job).await;
-    let ended = shared.host.now_ms();
-    let app = shared.engine.app();
-    let record_shared = shared.clone();
-    let ledger = ledger.clone();
-    let status = outcome.status;
-    let error = outcome.error.clone();
-    let task = task_id.clone();
-    let slot = due.slot_ms;
-    let job_id = job.id.clone();
-    let _ = shared
-        .engine
-        .blocking(move || {
-            if let Some(id) = &task {
-                let terminal = Terminal {
-                    status: match status {
-                        Ended::Ok | Ended::Skipped => TerminalStatus::Succeeded,
-                        Ended::Error => TerminalStatus::Failed,
-                        Ended::TimedOut => TerminalStatus::TimedOut,
-                    },
-                    error: error.clone(),
-                    terminal_summary: None,
-                    terminal_outcome: None,
-                };
-                let _ = record_shared.tasks.finish(id, terminal, ended);
-            }
-            let _ = ledger
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .finish(&[(job_id, slot, status, error, task)], ended);
-        })
-        .await;
-    let run_status = match outcome.status {
+    task_id: String,
+    started_ms: i64,
+}
+
+/// Whether a run of `job` takes time (a turn, a heartbeat run), so it
+/// runs on its own under the concurrency limit; the rest only queue an
+/// event (or are skipped) and run in the tick.
+fn takes_time(job: &Job) -> bool {
+    match (&job.session_target, job.payload.kind) {
+        (SessionTarget::Main, PayloadKind::SystemEvent) => job.wake_mode == WakeMode::Now,
+        (SessionTarget::Main, _) | (_, PayloadKind::SystemEvent) => false,
+        (_, PayloadKind::AgentTurn) => true,
+    }
+}
+
+/// The task of one run (`runtime: cron`, run id `cron:<job>:<started>`).
+fn run_task(job_id: &str, name: &str, started: i64, generation: i64) -> NewTask {
+    let mut new = NewTask::new(
+        Runtime::Cron,
+        format!("cron:{job_id}"),
+        format!("Cron: {name}"),
+    );
+    new.source_id = Some(job_id.to_string());
+    new.run_id = Some(format!("cron:{job_id}:{started}"));
+    new.agent_id = Some(crate::app::agent::AGENT_ID.to_string());
+    new.label = Some(format!("Cron: {name}"));
+    new.running = Some(Lease {
+        generation,
+        until_ms: started + super::tasks::LEASE.as_millis() as i64,
+    });
+    new
+}
+
+fn terminal(outcome: &Outcome) -> Terminal {
+    Terminal {
+        status: match outcome.status {
+            Ended::Ok | Ended::Skipped => TerminalStatus::Succeeded,
+            Ended::Error => TerminalStatus::Failed,
+            Ended::TimedOut => TerminalStatus::TimedOut,
+        },
+        error: outcome.error.clone(),
+        terminal_summary: None,
+        terminal_outcome: None,
+    }
+}
+
+fn ended_slot(run: &Claimed, outcome: &Outcome) -> slots::EndedSlot {
+    (
+        run.due.job.id.clone(),
+        run.due.slot_ms,
+        outcome.status,
+        outcome.error.clone(),
+        Some(run.task_id.clone()),
+    )
+}
+
+fn run_status(outcome: &Outcome) -> RunStatus {
+    match outcome.status {
         Ended::Ok => RunStatus::Ok,
         Ended::Skipped => RunStatus::Skipped,
         Ended::Error | Ended::TimedOut => RunStatus::Error,
-    };
-    let mut record = RunRecord::finished(&job.id, ended);
-    record.status = Some(run_status.clone());
+    }
+}
+
+/// The run log line of one run.
+fn run_record(run: &Claimed, outcome: &Outcome, ended: i64) -> RunRecord {
+    let mut record = RunRecord::finished(&run.due.job.id, ended);
+    record.status = Some(run_status(outcome));
     record.error = outcome.error.clone();
     record.summary = outcome.summary.clone();
     record.session_key = outcome.session_key.clone();
-    record.run_at_ms = Some(started);
-    record.duration_ms = Some(ended - started);
+    record.run_at_ms = Some(run.started_ms);
+    record.duration_ms = Some(ended - run.started_ms);
     record
         .extra
-        .insert("slotMs".into(), serde_json::json!(due.slot_ms));
-    let runs_dir = app.cron_store().runs_dir();
-    let limits = runlog::Limits::from(&app.config.config.cron.run_log);
-    let _ = shared
-        .engine
-        .blocking(move || runlog::append(&runs_dir, &record, limits))
-        .await;
+        .insert("slotMs".into(), serde_json::json!(run.due.slot_ms));
+    record
+}
+
+/// Keeps the job's new runtime state (or its removal) for the next
+/// write-back.
+fn remember_end(
+    states: &Mutex<HashMap<String, JobState>>,
+    removals: &Mutex<Vec<String>>,
+    run: &Claimed,
+    outcome: &Outcome,
+    ended: i64,
+) {
+    let job = &run.due.job;
+    let status = run_status(outcome);
     let mut state = job.state.clone();
-    state.last_run_at_ms = Some(started);
-    state.last_run_status = Some(run_status.clone());
-    state.last_status = Some(run_status.clone());
-    state.last_error = outcome.error;
-    state.last_duration_ms = Some(ended - started);
+    state.last_run_at_ms = Some(run.started_ms);
+    state.last_run_status = Some(status.clone());
+    state.last_status = Some(status.clone());
+    state.last_error = outcome.error.clone();
+    state.last_duration_ms = Some(ended - run.started_ms);
     state.running_at_ms = None;
-    state.consecutive_errors = match run_status {
+    state.consecutive_errors = match status {
         RunStatus::Error => Some(state.consecutive_errors.unwrap_or(0) + 1),
         _ => Some(0),
     };
     let is_at = job.schedule.kind == ScheduleKind::At;
-    if is_at && run_status == RunStatus::Ok && job.deletes_after_run() {
+    if is_at && status == RunStatus::Ok && job.deletes_after_run() {
         removals
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -741,94 +829,158 @@ async fn run_slot(
     }
 }
 
-/// Runs the job's payload.
+/// Runs one claimed slot that takes time, then records its end: the
+/// task and the slot in one transaction, the run log, the state.
+async fn run_slot(
+    shared: &Arc<Shared>,
+    states: &Arc<Mutex<HashMap<String, JobState>>>,
+    removals: &Arc<Mutex<Vec<String>>>,
+    run: Claimed,
+) {
+    let outcome = execute(shared, &run.due.job).await;
+    let ended = shared.host.now_ms();
+    let app = shared.engine.app();
+    let record = run_record(&run, &outcome, ended);
+    let row = ended_slot(&run, &outcome);
+    let end = terminal(&outcome);
+    let task_id = run.task_id.clone();
+    let book = shared.clone();
+    let _ = shared
+        .engine
+        .blocking(move || {
+            let written = book.tasks.with(|ledger| {
+                ledger.batch(|batch| {
+                    batch.finish(&task_id, end, ended)?;
+                    slots::finish_in(batch.connection(), &[row], ended)?;
+                    Ok(())
+                })
+            });
+            if let Err(err) = written {
+                tracing::warn!(%err, "the end of a cron run was not recorded");
+            }
+            let limits = runlog::Limits::from(&app.config.config.cron.run_log);
+            if let Err(err) = runlog::append(&app.cron_store().runs_dir(), &record, limits) {
+                tracing::warn!(%err, "cron run log not written");
+            }
+        })
+        .await;
+    remember_end(states, removals, &run, &outcome, ended);
+}
+
+/// A `main` job's event, queued on its session (blocking: the intake
+/// writes). Empty text is a skipped run.
+fn queue_event(shared: &Shared, sessions: &crate::session::Sessions, job: &Job) -> Outcome {
+    if !matches!(
+        (&job.session_target, job.payload.kind),
+        (SessionTarget::Main, PayloadKind::SystemEvent)
+    ) {
+        return Outcome {
+            status: Ended::Skipped,
+            error: Some("the job's payload does not fit its session target".into()),
+            summary: None,
+            session_key: None,
+        };
+    }
+    let text = job.payload.text.as_deref().unwrap_or("").trim().to_string();
+    if text.is_empty() {
+        return Outcome {
+            status: Ended::Skipped,
+            error: Some("main job requires non-empty systemEvent text".into()),
+            summary: None,
+            session_key: None,
+        };
+    }
+    let key = sessions.resolve_key(job.session_key.as_deref());
+    let mode = match job.wake_mode {
+        WakeMode::Now => "now",
+        WakeMode::NextHeartbeat => "next-heartbeat",
+    };
+    let record = Record {
+        seq: 0,
+        ts: shared.host.now_ms(),
+        kind: "cron".into(),
+        session_key: key.clone(),
+        text: text.clone(),
+        mode: mode.to_string(),
+        trusted: true,
+    };
+    match shared.intake.accept(record) {
+        Ok(_) => Outcome {
+            status: Ended::Ok,
+            error: None,
+            summary: Some(text),
+            session_key: Some(key),
+        },
+        Err(err) => Outcome {
+            status: Ended::Error,
+            error: Some(format!("the event was not queued: {err}")),
+            summary: None,
+            session_key: Some(key),
+        },
+    }
+}
+
+/// Runs the payload of a job whose run takes time ([`takes_time`]).
 async fn execute(shared: &Arc<Shared>, job: &Job) -> Outcome {
     let app = shared.engine.app();
     match (&job.session_target, job.payload.kind) {
         (SessionTarget::Main, PayloadKind::SystemEvent) => {
-            let text = job.payload.text.as_deref().unwrap_or("").trim().to_string();
-            if text.is_empty() {
-                return Outcome {
-                    status: Ended::Skipped,
-                    error: Some("main job requires non-empty systemEvent text".into()),
-                    summary: None,
-                    session_key: None,
-                };
-            }
-            let sessions = app.sessions(Some(crate::app::agent::AGENT_ID));
-            let key = sessions.resolve_key(job.session_key.as_deref());
-            let mode = match job.wake_mode {
-                WakeMode::Now => "now",
-                WakeMode::NextHeartbeat => "next-heartbeat",
+            let queued = {
+                let shared = shared.clone();
+                let job = job.clone();
+                let sessions = app.sessions(Some(crate::app::agent::AGENT_ID));
+                shared
+                    .engine
+                    .clone()
+                    .blocking(move || queue_event(&shared, &sessions, &job))
+                    .await
             };
-            let record = Record {
-                seq: 0,
-                ts: shared.host.now_ms(),
-                kind: "cron".into(),
-                session_key: key.clone(),
-                text: text.clone(),
-                mode: mode.to_string(),
-                trusted: true,
-            };
-            let intake_shared = shared.clone();
-            let accepted = shared
-                .engine
-                .blocking(move || intake_shared.intake.accept(record))
-                .await;
-            let queued = match accepted {
-                Ok(Ok(_)) => Ok(()),
-                Ok(Err(err)) => Err(err.to_string()),
-                Err(err) => Err(err.to_string()),
-            };
-            if let Err(err) = queued {
-                return Outcome {
+            let queued = match queued {
+                Ok(outcome) => outcome,
+                Err(err) => Outcome {
                     status: Ended::Error,
                     error: Some(format!("the event was not queued: {err}")),
                     summary: None,
+                    session_key: None,
+                },
+            };
+            if queued.status != Ended::Ok {
+                return queued;
+            }
+            let key = queued.session_key.clone().unwrap_or_default();
+            let reason = format!("cron:{}", job.id);
+            let event = tokio::time::timeout(
+                EVENT_TIMEOUT,
+                super::heartbeat::run(shared, &reason, true, true),
+            )
+            .await;
+            match event {
+                Err(_) => Outcome {
+                    status: Ended::TimedOut,
+                    error: Some("cron: job execution timed out".into()),
+                    summary: None,
                     session_key: Some(key),
-                };
-            }
-            if job.wake_mode == WakeMode::Now {
-                let reason = format!("cron:{}", job.id);
-                let event = tokio::time::timeout(
-                    EVENT_TIMEOUT,
-                    super::heartbeat::run(shared, &reason, true, true),
-                )
-                .await;
-                return match event {
-                    Err(_) => Outcome {
-                        status: Ended::TimedOut,
-                        error: Some("cron: job execution timed out".into()),
-                        summary: None,
+                },
+                Ok(Err(err)) => Outcome {
+                    status: Ended::Error,
+                    error: Some(format!("{err:#}")),
+                    summary: None,
+                    session_key: Some(key),
+                },
+                Ok(Ok(event)) => {
+                    use crate::heartbeat::runs::RunStatus as Beat;
+                    let status = match event.status {
+                        Beat::Failed => Ended::Error,
+                        Beat::Skipped => Ended::Skipped,
+                        _ => Ended::Ok,
+                    };
+                    Outcome {
+                        status,
+                        error: event.reason.clone().filter(|_| status != Ended::Ok),
+                        summary: event.preview,
                         session_key: Some(key),
-                    },
-                    Ok(Err(err)) => Outcome {
-                        status: Ended::Error,
-                        error: Some(format!("{err:#}")),
-                        summary: None,
-                        session_key: Some(key),
-                    },
-                    Ok(Ok(event)) => {
-                        use crate::heartbeat::runs::RunStatus as Beat;
-                        let status = match event.status {
-                            Beat::Failed => Ended::Error,
-                            Beat::Skipped => Ended::Skipped,
-                            _ => Ended::Ok,
-                        };
-                        Outcome {
-                            status,
-                            error: event.reason.clone().filter(|_| status != Ended::Ok),
-                            summary: event.preview,
-                            session_key: Some(key),
-                        }
                     }
-                };
-            }
-            Outcome {
-                status: Ended::Ok,
-                error: None,
-                summary: Some(text),
-                session_key: Some(key),
+                }
             }
         }
         (SessionTarget::Main, _) | (_, PayloadKind::SystemEvent) => Outcome {

@@ -488,6 +488,9 @@ pub(crate) fn test_shared_with(
         watching: Vec::new(),
         version: "test".into(),
     };
+    // The ledger in the state store, as the gateway opens it: runners
+    // record their own rows in the same transactions as their tasks.
+    let ledger = crate::tasks::Ledger::open(&app.paths.state_store()).expect("the ledger opens");
     let engine = Engine::new(app);
     let deliverer = crate::delivery::Deliverer::open(engine.clone()).expect("the outbox opens");
     Arc::new(Shared {
@@ -503,7 +506,7 @@ pub(crate) fn test_shared_with(
         turns: TaskTracker::new(),
         turns_cancel: CancellationToken::new(),
         ready: AtomicBool::new(true),
-        tasks: tasks::TaskBook::new(crate::tasks::Ledger::open_in_memory().unwrap(), generation),
+        tasks: tasks::TaskBook::new(ledger, generation),
         admission: tokio::sync::Mutex::new(()),
         deliverer,
         heartbeat: heartbeat::HeartbeatState::new(true),

@@ -219,6 +219,20 @@ impl Ledger {
             .transaction_with_behavior(TransactionBehavior::Immediate)?)
     }
 
+    /// Runs `f` in one write transaction, committed when it returns `Ok`:
+    /// for a caller that records rows of its own in the state store with
+    /// its tasks, all or nothing, for one sync.
+    pub(crate) fn batch<T>(
+        &mut self,
+        f: impl FnOnce(&Batch<'_>) -> Result<T, TaskError>,
+    ) -> Result<T, TaskError> {
+        let tx = self.write_tx()?;
+        let batch = Batch { tx };
+        let value = f(&batch)?;
+        batch.tx.commit()?;
+        Ok(value)
+    }
+
     /// Allocates the next gateway start generation (1, 2, …), durably.
     pub fn next_generation(&mut self) -> Result<i64, TaskError> {
         self.writable()?;
@@ -239,68 +253,8 @@ impl Ledger {
     /// Its id is a random uuid; with a lane key it takes the next place in
     /// that lane.
     pub fn create(&mut self, new: NewTask, now_ms: i64) -> Result<Task, TaskError> {
-        if new.task.trim().is_empty() {
-            return Err(TaskError::Invalid("the task text is empty".into()));
-        }
-        if new.owner_key.trim().is_empty() {
-            return Err(TaskError::Invalid("the owner key is empty".into()));
-        }
-        if let Some(lease) = new.running {
-            check_lease(lease.until_ms, now_ms)?;
-        }
-        let request = new
-            .request
-            .as_ref()
-            .map(serde_json::to_string)
-            .transpose()
-            .map_err(|e| TaskError::Invalid(format!("the request is not JSON: {e}")))?;
-        let id = uuid::Uuid::new_v4().to_string();
         let tx = self.write_tx()?;
-        let lane_seq: Option<i64> = match &new.lane_key {
-            Some(lane) => Some(tx.query_row(
-                "SELECT COALESCE(MAX(lane_seq), 0) + 1 FROM tasks WHERE lane_key = ?1",
-                [lane],
-                |r| r.get(0),
-            )?),
-            None => None,
-        };
-        let (status, started_at) = match new.running {
-            Some(_) => (Status::Running, Some(now_ms)),
-            None => (Status::Queued, None),
-        };
-        tx.execute(
-            &format!(
-                "INSERT INTO tasks ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10,
-                 ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, NULL, ?18, NULL, NULL, NULL, NULL,
-                 NULL, ?20, ?21, ?22, ?23, NULL, ?24)"
-            ),
-            params![
-                id,
-                new.runtime,
-                new.task_kind,
-                new.source_id,
-                new.run_id,
-                new.requester_session_key,
-                new.owner_key,
-                new.scope_kind,
-                new.child_session_key,
-                new.parent_flow_id,
-                new.parent_task_id,
-                new.agent_id,
-                new.label,
-                new.task,
-                status,
-                new.delivery_status,
-                new.notify_policy,
-                now_ms,
-                started_at,
-                new.running.map(|l| l.generation),
-                new.running.map(|l| l.until_ms),
-                new.lane_key,
-                lane_seq,
-                request,
-            ],
-        )?;
+        let id = insert_task(&tx, new, now_ms)?;
         let task = fetch(&tx, &id)?.ok_or_else(|| TaskError::NotFound(id.clone()))?;
         tx.commit()?;
         Ok(task)
@@ -390,30 +344,9 @@ impl Ledger {
         now_ms: i64,
     ) -> Result<FinishOutcome, TaskError> {
         let tx = self.write_tx()?;
-        let task = fetch(&tx, id)?.ok_or_else(|| TaskError::NotFound(id.to_string()))?;
-        if task.status.is_terminal() {
-            return Ok(FinishOutcome::AlreadyTerminal(task));
-        }
-        tx.execute(
-            &format!(
-                "UPDATE tasks SET status = ?2, error = ?3, terminal_summary = ?4,
-                     terminal_outcome = ?5, ended_at = {STAMP}, last_event_at = {STAMP},
-                     cleanup_after = {STAMP} + ?6, lease_until = NULL
-                 WHERE task_id = ?7"
-            ),
-            params![
-                now_ms,
-                Status::from(end.status),
-                end.error,
-                end.terminal_summary,
-                end.terminal_outcome,
-                RETENTION_MS,
-                id
-            ],
-        )?;
-        let task = fetch(&tx, id)?.ok_or_else(|| TaskError::NotFound(id.to_string()))?;
+        let outcome = finish_task(&tx, id, end, now_ms)?;
         tx.commit()?;
-        Ok(FinishOutcome::Finished(task))
+        Ok(outcome)
     }
 
     /// Cancels a task: a queued one at once; for a running one the request
@@ -518,6 +451,132 @@ impl Ledger {
     fn select(&self, clause: &str, params: impl rusqlite::Params) -> Result<Vec<Task>, TaskError> {
         select(&self.conn, clause, params)
     }
+}
+
+/// An open write transaction of the ledger ([`Ledger::batch`]).
+pub(crate) struct Batch<'a> {
+    tx: rusqlite::Transaction<'a>,
+}
+
+impl Batch<'_> {
+    /// [`Ledger::create`] inside the batch; returns the task id.
+    pub(crate) fn create(&self, new: NewTask, now_ms: i64) -> Result<String, TaskError> {
+        insert_task(&self.tx, new, now_ms)
+    }
+
+    /// [`Ledger::finish`] inside the batch.
+    pub(crate) fn finish(
+        &self,
+        id: &str,
+        end: Terminal,
+        now_ms: i64,
+    ) -> Result<FinishOutcome, TaskError> {
+        finish_task(&self.tx, id, end, now_ms)
+    }
+
+    /// The transaction, for the caller's own rows.
+    pub(crate) fn connection(&self) -> &Connection {
+        &self.tx
+    }
+}
+
+/// Inserts a new task in `tx` (the checks of [`Ledger::create`]); returns
+/// its id.
+fn insert_task(tx: &Connection, new: NewTask, now_ms: i64) -> Result<String, TaskError> {
+    if new.task.trim().is_empty() {
+        return Err(TaskError::Invalid("the task text is empty".into()));
+    }
+    if new.owner_key.trim().is_empty() {
+        return Err(TaskError::Invalid("the owner key is empty".into()));
+    }
+    if let Some(lease) = new.running {
+        check_lease(lease.until_ms, now_ms)?;
+    }
+    let request = new
+        .request
+        .as_ref()
+        .map(serde_json::to_string)
+        .transpose()
+        .map_err(|e| TaskError::Invalid(format!("the request is not JSON: {e}")))?;
+    let id = uuid::Uuid::new_v4().to_string();
+    let lane_seq: Option<i64> = match &new.lane_key {
+        Some(lane) => Some(tx.query_row(
+            "SELECT COALESCE(MAX(lane_seq), 0) + 1 FROM tasks WHERE lane_key = ?1",
+            [lane],
+            |r| r.get(0),
+        )?),
+        None => None,
+    };
+    let (status, started_at) = match new.running {
+        Some(_) => (Status::Running, Some(now_ms)),
+        None => (Status::Queued, None),
+    };
+    tx.execute(
+        &format!(
+            "INSERT INTO tasks ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10,
+             ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, NULL, ?18, NULL, NULL, NULL, NULL,
+             NULL, ?20, ?21, ?22, ?23, NULL, ?24)"
+        ),
+        params![
+            id,
+            new.runtime,
+            new.task_kind,
+            new.source_id,
+            new.run_id,
+            new.requester_session_key,
+            new.owner_key,
+            new.scope_kind,
+            new.child_session_key,
+            new.parent_flow_id,
+            new.parent_task_id,
+            new.agent_id,
+            new.label,
+            new.task,
+            status,
+            new.delivery_status,
+            new.notify_policy,
+            now_ms,
+            started_at,
+            new.running.map(|l| l.generation),
+            new.running.map(|l| l.until_ms),
+            new.lane_key,
+            lane_seq,
+            request,
+        ],
+    )?;
+    Ok(id)
+}
+
+/// Ends task `id` in `tx` (see [`Ledger::finish`]).
+fn finish_task(
+    tx: &Connection,
+    id: &str,
+    end: Terminal,
+    now_ms: i64,
+) -> Result<FinishOutcome, TaskError> {
+    let task = fetch(tx, id)?.ok_or_else(|| TaskError::NotFound(id.to_string()))?;
+    if task.status.is_terminal() {
+        return Ok(FinishOutcome::AlreadyTerminal(task));
+    }
+    tx.execute(
+        &format!(
+            "UPDATE tasks SET status = ?2, error = ?3, terminal_summary = ?4,
+                 terminal_outcome = ?5, ended_at = {STAMP}, last_event_at = {STAMP},
+                 cleanup_after = {STAMP} + ?6, lease_until = NULL
+             WHERE task_id = ?7"
+        ),
+        params![
+            now_ms,
+            Status::from(end.status),
+            end.error,
+            end.terminal_summary,
+            end.terminal_outcome,
+            RETENTION_MS,
+            id
+        ],
+    )?;
+    let task = fetch(tx, id)?.ok_or_else(|| TaskError::NotFound(id.to_string()))?;
+    Ok(FinishOutcome::Finished(task))
 }
 
 fn check_lease(lease_until: i64, now_ms: i64) -> Result<(), TaskError> {

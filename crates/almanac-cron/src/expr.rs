@@ -171,6 +171,36 @@ pub fn next_fires(
     Ok(fires)
 }
 
+/// Most compiled expressions [`compile_shared`] keeps.
+pub const SHARED_LIMIT: usize = 512;
+
+/// [`compile`], shared: jobs with the same expression share one compiled
+/// copy (a compiled expression holds a few kilobytes; a hundred thousand
+/// jobs commonly use a few dozen expressions). At most [`SHARED_LIMIT`]
+/// are kept; when that many are held the memo starts afresh. Errors are
+/// not kept.
+pub fn compile_shared(expr: &str) -> Result<std::sync::Arc<CronExpr>, ExprError> {
+    use std::collections::HashMap;
+    use std::sync::{Arc, Mutex, OnceLock};
+    static SHARED: OnceLock<Mutex<HashMap<String, Arc<CronExpr>>>> = OnceLock::new();
+    let memo = SHARED.get_or_init(Mutex::default);
+    if let Some(found) = memo
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .get(expr)
+        .cloned()
+    {
+        return Ok(found);
+    }
+    let compiled = Arc::new(compile(expr)?);
+    let mut memo = memo.lock().unwrap_or_else(|p| p.into_inner());
+    if memo.len() >= SHARED_LIMIT {
+        memo.clear();
+    }
+    memo.insert(expr.to_string(), compiled.clone());
+    Ok(compiled)
+}
+
 /// Compiles an expression (see the module documentation for the grammar).
 pub fn compile(expr: &str) -> Result<CronExpr, ExprError> {
     let source = expr.trim();

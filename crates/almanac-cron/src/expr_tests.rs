@@ -724,3 +724,26 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn jobs_with_one_expression_share_its_compiled_copy() {
+    let a = compile_shared("17 4 * * 1-5").unwrap();
+    let b = compile_shared("17 4 * * 1-5").unwrap();
+    assert!(std::sync::Arc::ptr_eq(&a, &b));
+    let other = compile_shared("18 4 * * 1-5").unwrap();
+    assert!(!std::sync::Arc::ptr_eq(&a, &other));
+    // An error is reported each time, never kept as a value.
+    assert_eq!(compile_shared("61 * * * *").unwrap_err().field, "minute");
+    assert!(compile_shared("61 * * * *").is_err());
+    // Past the limit the memo starts afresh but keeps answering.
+    for minute in 0..60 {
+        for hour in 0..10 {
+            compile_shared(&format!("{minute} {hour} * * *")).unwrap();
+        }
+    }
+    let c = compile_shared("17 4 * * 1-5").unwrap();
+    assert_eq!(
+        c.next_after(0, &jiff::tz::TimeZone::UTC),
+        a.next_after(0, &jiff::tz::TimeZone::UTC)
+    );
+}

@@ -4,7 +4,9 @@
 //!   leading second) with the semantics of the JavaScript `croner` library
 //!   (version 10) that OpenClaw's jobs were written for, refusing what it
 //!   refuses with an [`ExprError`] naming the field; a [`CronExpr`] gives
-//!   the fire time after or before an instant in a zone.
+//!   the fire time after or before an instant in a zone;
+//!   [`compile_shared`] keeps a bounded memo of compiled expressions so
+//!   jobs with the same expression share one.
 //! * Daylight saving follows the same library: a wall-clock time that a
 //!   spring-forward skips fires moved forward by the gap (`30 2 * * *` in
 //!   New York fires at 03:30 on the night the clocks jump; of several
@@ -30,7 +32,7 @@ mod schedule;
 mod text;
 mod wall;
 
-pub use expr::{CronExpr, ExprError, compile, next_fires};
+pub use expr::{CronExpr, ExprError, SHARED_LIMIT, compile, compile_shared, next_fires};
 pub use schedule::{
     Schedule, ScheduleError, Slots, TOP_OF_HOUR_STAGGER_MS, default_stagger_ms, next_run_ms,
     previous_slot_ms, resolve_zone, slots_between, stagger_offset_ms,

@@ -12,7 +12,7 @@
 use jiff::tz::TimeZone;
 use ring::digest::{SHA256, digest};
 
-use crate::expr::{CronExpr, ExprError, compile};
+use crate::expr::{CronExpr, ExprError, compile_shared};
 
 /// When a job runs. Times are epoch milliseconds.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -351,7 +351,7 @@ impl Grid {
 /// A cron schedule ready to evaluate: expression, zone and the job's
 /// stagger offset.
 struct CronSchedule {
-    expr: CronExpr,
+    expr: std::sync::Arc<CronExpr>,
     zone: TimeZone,
     offset: i64,
 }
@@ -368,7 +368,7 @@ impl CronSchedule {
         host: &TimeZone,
     ) -> Result<Self, ScheduleError> {
         let zone = resolve_zone(tz, host)?;
-        let compiled = compile(expr)?;
+        let compiled = compile_shared(expr)?;
         let stagger = stagger_ms.unwrap_or_else(|| default_stagger_ms(expr));
         let offset = stagger_offset_ms(job_id, stagger);
         Ok(CronSchedule {
