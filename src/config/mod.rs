@@ -73,6 +73,8 @@ pub(crate) struct CronConfig {
     /// Jobs the gateway runs at once.
     pub max_concurrent_runs: u32,
     pub run_log: CronRunLogConfig,
+    pub retry: CronRetryConfig,
+    pub failure_alert: CronFailureAlertConfig,
 }
 
 impl Default for CronConfig {
@@ -82,8 +84,109 @@ impl Default for CronConfig {
             store: None,
             max_concurrent_runs: 1,
             run_log: CronRunLogConfig::default(),
+            retry: CronRetryConfig::default(),
+            failure_alert: CronFailureAlertConfig::default(),
         }
     }
+}
+
+/// `cron.retry.*`: how a one-shot (`at`) job that failed with a passing
+/// error is tried again.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub(crate) struct CronRetryConfig {
+    /// Consecutive failures a one-shot is tried again after (0: never).
+    pub max_attempts: u32,
+    /// The wait before each new attempt, in ms; the last one repeats.
+    pub backoff_ms: Vec<u64>,
+    /// The kinds of error worth another attempt.
+    pub retry_on: Vec<TransientClass>,
+}
+
+/// The default of `cron.retry.backoffMs`: 30 s, 1 min, 5 min.
+pub(crate) const DEFAULT_RETRY_BACKOFF_MS: [u64; 3] = [30_000, 60_000, 300_000];
+
+impl Default for CronRetryConfig {
+    fn default() -> Self {
+        CronRetryConfig {
+            max_attempts: 3,
+            backoff_ms: DEFAULT_RETRY_BACKOFF_MS.to_vec(),
+            retry_on: TransientClass::ALL.to_vec(),
+        }
+    }
+}
+
+/// A kind of error that may pass by itself (`cron.retry.retryOn`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum TransientClass {
+    /// Too many requests, a quota per minute or day.
+    RateLimit,
+    /// The provider is busy.
+    Overloaded,
+    /// The connection failed or dropped.
+    Network,
+    /// A request took too long.
+    Timeout,
+    /// An HTTP 5xx answer.
+    ServerError,
+}
+
+impl TransientClass {
+    pub(crate) const ALL: [TransientClass; 5] = [
+        TransientClass::RateLimit,
+        TransientClass::Overloaded,
+        TransientClass::Network,
+        TransientClass::Timeout,
+        TransientClass::ServerError,
+    ];
+}
+
+/// `cron.failureAlert.*`: an alert after a job failed several times in a
+/// row, for every job without a `failureAlert` of its own (a job's own
+/// fields win; `failureAlert: false` on a job turns it off).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub(crate) struct CronFailureAlertConfig {
+    pub enabled: bool,
+    /// Consecutive failures before the first alert.
+    pub after: u32,
+    /// The least time between two alerts of a job, in ms.
+    pub cooldown_ms: u64,
+    /// `announce` (a message on a channel) or `webhook` (a POST to `to`);
+    /// unset: announced where the job's results go.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mode: Option<CronAlertMode>,
+    /// `last` or a channel id.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub channel: Option<String>,
+    /// The recipient, or the URL of a webhook.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub to: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub account_id: Option<String>,
+}
+
+impl Default for CronFailureAlertConfig {
+    fn default() -> Self {
+        CronFailureAlertConfig {
+            enabled: false,
+            after: 2,
+            cooldown_ms: 3_600_000,
+            mode: None,
+            channel: None,
+            to: None,
+            account_id: None,
+        }
+    }
+}
+
+/// `cron.failureAlert.mode`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum CronAlertMode {
+    Announce,
+    Webhook,
 }
 
 /// `cron.runLog.*`: how much of each job's run history is kept.
@@ -1157,6 +1260,7 @@ fn apply_layers(
     for (key, problem) in value_problems(&loaded.config) {
         let fallback = match key {
             USER_TIMEZONE => format!("using the host's zone ({host_zone})"),
+            CRON_RETRY_BACKOFF => "using 30 s, 1 min, 5 min".to_string(),
             _ => "ignored".to_string(),
         };
         loaded
@@ -1168,6 +1272,8 @@ fn apply_layers(
 
 /// The key of the user's time zone.
 pub(crate) const USER_TIMEZONE: &str = "agents.defaults.userTimezone";
+
+const CRON_RETRY_BACKOFF: &str = "cron.retry.backoffMs";
 
 /// Values of the right type that almanac cannot use, as (key path,
 /// problem). A load reports each as a warning; `config set`, `--set` and
@@ -1214,6 +1320,28 @@ pub(crate) fn value_problems(config: &Config) -> Vec<(&'static str, String)> {
             Some(url) if !(url.starts_with("https://") || url.starts_with("http://")) => problems
                 .push((
                     "agents.defaults.heartbeat.to",
+                    format!("`{url}` is not an http(s) URL"),
+                )),
+            Some(_) => {}
+        }
+    }
+    let cron = &config.cron;
+    if cron.retry.backoff_ms.is_empty() {
+        problems.push((
+            CRON_RETRY_BACKOFF,
+            "an empty list gives no wait between attempts".to_string(),
+        ));
+    }
+    if cron.failure_alert.mode == Some(CronAlertMode::Webhook) {
+        match cron.failure_alert.to.as_deref().map(str::trim) {
+            None | Some("") => problems.push((
+                "cron.failureAlert.to",
+                "mode is `webhook`: set `to` to an http(s) URL; alerts are not delivered"
+                    .to_string(),
+            )),
+            Some(url) if !(url.starts_with("https://") || url.starts_with("http://")) => problems
+                .push((
+                    "cron.failureAlert.to",
                     format!("`{url}` is not an http(s) URL"),
                 )),
             Some(_) => {}
@@ -1308,6 +1436,18 @@ impl Config {
         clamp(
             "cron.runLog.keepLines",
             &mut self.cron.run_log.keep_lines,
+            1,
+            1_000_000,
+        );
+        clamp(
+            "cron.retry.maxAttempts",
+            &mut self.cron.retry.max_attempts,
+            0,
+            100,
+        );
+        clamp(
+            "cron.failureAlert.after",
+            &mut self.cron.failure_alert.after,
             1,
             1_000_000,
         );

@@ -512,3 +512,106 @@ fn cron_keys_defaults_sizes_and_ranges() {
     .unwrap();
     assert_eq!(loaded.config.cron.run_log.max_bytes, ByteSize(1024));
 }
+
+#[test]
+fn cron_retry_and_failure_alert_keys() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("config.json5");
+    let defaults = Config::default().cron;
+    assert_eq!(defaults.retry.max_attempts, 3);
+    assert_eq!(defaults.retry.backoff_ms, vec![30_000, 60_000, 300_000]);
+    assert_eq!(defaults.retry.retry_on, TransientClass::ALL.to_vec());
+    let alert = &defaults.failure_alert;
+    assert!(!alert.enabled);
+    assert_eq!(alert.after, 2);
+    assert_eq!(alert.cooldown_ms, 3_600_000);
+    assert_eq!(
+        (&alert.mode, &alert.channel, &alert.to),
+        (&None, &None, &None)
+    );
+    for key in [
+        "cron.retry.maxAttempts",
+        "cron.retry.backoffMs",
+        "cron.retry.retryOn",
+        "cron.failureAlert.enabled",
+        "cron.failureAlert.after",
+        "cron.failureAlert.cooldownMs",
+        "cron.failureAlert.mode",
+        "cron.failureAlert.channel",
+        "cron.failureAlert.to",
+        "cron.failureAlert.accountId",
+    ] {
+        assert!(is_known_key(key), "{key}");
+    }
+    assert!(!is_known_key("cron.retry.jitter"));
+
+    std::fs::write(
+        &path,
+        "{ cron: { retry: { maxAttempts: 5, backoffMs: [1000, 2000], retryOn: ['rate_limit', 'server_error'], jitter: true },
+                   failureAlert: { enabled: true, after: 0, cooldownMs: 60000, mode: 'announce', channel: 'telegram', to: '123' } } }",
+    )
+    .unwrap();
+    let loaded = load(&path, &host(&[]), &[]).unwrap();
+    let cron = &loaded.config.cron;
+    assert_eq!(cron.retry.max_attempts, 5);
+    assert_eq!(cron.retry.backoff_ms, vec![1_000, 2_000]);
+    assert_eq!(
+        cron.retry.retry_on,
+        vec![TransientClass::RateLimit, TransientClass::ServerError]
+    );
+    assert!(cron.failure_alert.enabled);
+    assert_eq!(cron.failure_alert.after, 1, "clamped");
+    assert!(
+        loaded
+            .warnings
+            .iter()
+            .any(|w| w.contains("cron.failureAlert.after")),
+        "{:?}",
+        loaded.warnings
+    );
+    assert_eq!(cron.failure_alert.cooldown_ms, 60_000);
+    assert_eq!(cron.failure_alert.mode, Some(CronAlertMode::Announce));
+    assert_eq!(cron.failure_alert.channel.as_deref(), Some("telegram"));
+    assert_eq!(cron.failure_alert.to.as_deref(), Some("123"));
+    assert_eq!(
+        loaded.file.unknown_keys,
+        vec!["cron.retry.jitter".to_string()]
+    );
+
+    // A class that does not exist is a type error naming the key.
+    std::fs::write(&path, "{ cron: { retry: { retryOn: ['sometimes'] } } }").unwrap();
+    let err = load(&path, &host(&[]), &[]).unwrap_err().to_string();
+    assert!(err.contains("cron.retry.retryOn"), "{err}");
+
+    // Usable types, unusable values: a warning from the file, refused on
+    // the command line.
+    std::fs::write(
+        &path,
+        "{ cron: { retry: { backoffMs: [] }, failureAlert: { mode: 'webhook' } } }",
+    )
+    .unwrap();
+    let loaded = load(&path, &host(&[]), &[]).unwrap();
+    let warnings = loaded.warnings.join("\n");
+    assert!(
+        warnings.contains("cron.retry.backoffMs") && warnings.contains("30 s, 1 min, 5 min"),
+        "{warnings}"
+    );
+    assert!(warnings.contains("cron.failureAlert.to"), "{warnings}");
+    let err = load(
+        &path.with_file_name("none.json5"),
+        &host(&[]),
+        &[("cron.retry.backoffMs".into(), "[]".into())],
+    )
+    .unwrap_err();
+    assert!(matches!(err, ConfigError::BadValue { .. }), "{err}");
+    let loaded = load(
+        &path.with_file_name("none.json5"),
+        &host(&[]),
+        &[("cron.retry.retryOn".into(), "['network']".into())],
+    )
+    .unwrap();
+    assert_eq!(
+        loaded.config.cron.retry.retry_on,
+        vec![TransientClass::Network]
+    );
+}

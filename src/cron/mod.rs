@@ -18,7 +18,10 @@
 //! * `schedule.rs`: the bridge to `almanac-cron`;
 //! * `slots.rs`: the slot ledger (state store, canonical): every slot a
 //!   job's schedule reached is claimed once before it runs, or recorded
-//!   missed with what its `catchUp` policy did; the catch-up plan.
+//!   missed with what its `catchUp` policy did; the catch-up plan;
+//! * `outcome.rs`: what a run's end does to its job (runtime state,
+//!   disable or remove, error backoff, one-shot retries, failure alerts),
+//!   schedule errors, the backoff window and the stale-slot guard.
 //!
 //! For the runner (the gateway):
 //!
@@ -44,7 +47,14 @@
 //!   every run, `Limits::from(&config.cron.run_log)`;
 //! * [`schedule::to_schedule`] and [`schedule::next_run`] put a job's
 //!   `schedule` into `almanac-cron`'s terms; [`job::Job::deletes_after_run`]
-//!   and [`job::Job::catch_up`] are the one-shot and missed-slot policies.
+//!   and [`job::Job::catch_up`] are the one-shot and missed-slot policies;
+//! * [`outcome::apply`]`(&job, &RunEnd, natural_next, &config.cron)` after
+//!   every run → [`outcome::Applied`] `{state, after, not_before_ms,
+//!   retry_at_ms, alert}`: the state to write, whether to keep, disable or
+//!   remove the job, and a failure alert to send;
+//!   [`outcome::schedule_error`] when a job's next run cannot be computed;
+//!   [`outcome::in_backoff`] before running a slot of a job whose last run
+//!   failed; [`outcome::is_stale`] before delivering a result.
 //!
 //! Invariants:
 //! * `jobs.json` is the truth. The index is derived: rebuilt whenever the
@@ -63,6 +73,9 @@
 pub(crate) mod index;
 pub(crate) mod job;
 mod legacy;
+// The gateway's cron runner is the caller of its entry points.
+#[allow(dead_code)]
+pub(crate) mod outcome;
 pub(crate) mod runlog;
 pub(crate) mod schedule;
 pub(crate) mod slots;
