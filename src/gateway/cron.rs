@@ -105,19 +105,25 @@ impl CronState {
     }
 }
 
-/// One job as the runner follows it.
+/// One job as the runner follows it: little more than its text (a
+/// hundred thousand jobs must fit in a few tens of MB); the job is read
+/// from the text when it runs.
 struct Followed {
-    job: Arc<Job>,
+    /// The job's JSON as the store holds it.
+    text: Arc<str>,
+    name: Arc<str>,
     slots: Arc<Slots>,
     /// The next slot to run.
     next: Option<i64>,
-    /// What the job's entry looked like when read (to notice a change).
-    version: String,
+    /// A hash of what decides the job's slots (to notice a change).
+    version: u64,
 }
 
 /// One slot to run.
 struct Due {
-    job: Arc<Job>,
+    id: String,
+    name: Arc<str>,
+    text: Arc<str>,
     slot_ms: i64,
     trigger: Trigger,
 }
@@ -286,17 +292,7 @@ impl Runner {
             return Ok(());
         }
         let now_ts = self.shared.host.now_ts();
-        let loaded = self
-            .shared
-            .engine
-            .blocking(move || store.load(now_ts))
-            .await??;
-        for w in &loaded.warnings {
-            tracing::warn!("{w}");
-        }
-        self.fingerprint = Some(loaded.fingerprint);
         let now = now_ts.as_millisecond();
-        let host = app.host.time_zone().clone();
         let latest = {
             let ledger = self.ledger.clone();
             self.shared
@@ -309,82 +305,32 @@ impl Runner {
                 })
                 .await??
         };
-        let mut seen = HashSet::new();
-        let mut catch_up: Vec<Due> = Vec::new();
-        let mut missed: Vec<(String, i64, String)> = Vec::new();
-        for job in loaded.file.jobs() {
-            seen.insert(job.id.clone());
-            let version = serde_json::to_string(&(&job.schedule, job.enabled, job.updated_at_ms))
-                .unwrap_or_default();
-            if let Some(f) = self.followed.get_mut(&job.id)
-                && f.version == version
-            {
-                // The same schedule: keep following it (the payload and
-                // the rest may have changed).
-                f.job = Arc::new(job.clone());
-                continue;
+        let old = std::mem::take(&mut self.followed);
+        let host = app.host.time_zone().clone();
+        let read = self
+            .shared
+            .engine
+            .blocking(move || follow(&store, old, &latest, now_ts, &host))
+            .await?;
+        let read = match read {
+            Ok(read) => read,
+            Err(err) => {
+                // Nothing followed is lost: the next tick reads again.
+                self.fingerprint = None;
+                return Err(err.into());
             }
-            self.followed.remove(&job.id);
-            if !job.enabled {
-                continue;
-            }
-            let Ok(schedule) = crate::cron::schedule::to_schedule(&job.schedule) else {
-                tracing::warn!(job = %job.id, "cron job without a usable schedule is not run");
-                continue;
-            };
-            let slots = match Slots::new(&schedule, &job.id, job.created_at_ms, &host) {
-                Ok(s) => Arc::new(s),
-                Err(err) => {
-                    tracing::warn!(job = %job.id, %err, "cron job schedule cannot be evaluated");
-                    continue;
-                }
-            };
-            // Where the job stands: its last slot in the ledger, else its
-            // last run as the file says, else its creation (or last edit).
-            let base = latest
-                .get(&job.id)
-                .copied()
-                .or(job.state.last_run_at_ms)
-                .unwrap_or(job.created_at_ms.max(job.updated_at_ms).min(now))
-                .max(job.updated_at_ms.min(now));
-            let mut passed = Vec::new();
-            let mut cursor = base;
-            while let Some(slot) = slots.next_after(cursor).filter(|&s| s <= now) {
-                passed.push(slot);
-                if passed.len() >= MISSED_LIST_LIMIT {
-                    break;
-                }
-                cursor = slot;
-            }
-            let arc = Arc::new(job.clone());
-            let plan = slots::plan_catch_up(&passed, job.catch_up(), CATCH_UP_LIMIT);
-            for slot in plan.run {
-                catch_up.push(Due {
-                    job: arc.clone(),
-                    slot_ms: slot,
-                    trigger: Trigger::CatchUp,
-                });
-            }
-            for (slot, note) in plan.missed {
-                missed.push((job.id.clone(), slot, note));
-            }
-            let next = slots.next_after(now.max(cursor));
-            if let Some(at) = next {
-                self.queue.push(Reverse((at, job.id.clone())));
-            }
-            self.followed.insert(
-                job.id.clone(),
-                Followed {
-                    job: arc,
-                    slots,
-                    next,
-                    version,
-                },
-            );
+        };
+        for w in &read.warnings {
+            tracing::warn!("{w}");
         }
-        self.followed.retain(|id, _| seen.contains(id));
-        if !missed.is_empty() {
+        self.fingerprint = Some(read.fingerprint);
+        self.followed = read.followed;
+        for (at, id) in read.queue {
+            self.queue.push(Reverse((at, id)));
+        }
+        if !read.missed.is_empty() {
             let ledger = self.ledger.clone();
+            let missed = read.missed;
             let count = missed.len();
             self.shared
                 .engine
@@ -397,8 +343,8 @@ impl Runner {
                 .await??;
             tracing::info!(count, "missed cron slots recorded");
         }
-        if !catch_up.is_empty() {
-            self.start_runs(catch_up).await?;
+        if !read.catch_up.is_empty() {
+            self.start_runs(read.catch_up).await?;
         }
         Ok(())
     }
@@ -449,7 +395,9 @@ impl Runner {
                 self.queue.push(Reverse((next, id.clone())));
             }
             due.push(Due {
-                job: f.job.clone(),
+                id: id.clone(),
+                name: f.name.clone(),
+                text: f.text.clone(),
                 slot_ms: slot,
                 trigger: Trigger::Due,
             });
@@ -468,20 +416,18 @@ impl Runner {
         let now = self.shared.host.now_ms();
         let generation = self.shared.tasks.generation;
         let mut busy = Vec::new();
-        let mut claims = Vec::new();
-        let mut names = HashMap::new();
+        let mut wanted = Vec::new();
         {
             let running = self.running.lock().unwrap_or_else(|p| p.into_inner());
-            for d in &due {
-                if running.contains(&d.job.id) {
+            for d in due {
+                if running.contains(&d.id) {
                     busy.push((
-                        d.job.id.clone(),
+                        d.id,
                         d.slot_ms,
                         "skipped: the previous run was still running".to_string(),
                     ));
                 } else {
-                    claims.push((d.job.id.clone(), d.slot_ms, d.trigger));
-                    names.insert(d.job.id.clone(), d.job.name.clone());
+                    wanted.push(d);
                 }
             }
         }
@@ -490,40 +436,56 @@ impl Runner {
             .shared
             .engine
             .blocking(move || {
-                shared.tasks.with(|ledger| {
+                let claims: Vec<(String, i64, Trigger)> = wanted
+                    .iter()
+                    .map(|d| (d.id.clone(), d.slot_ms, d.trigger))
+                    .collect();
+                let tasks = shared.tasks.with(|ledger| {
                     ledger.batch(|batch| {
                         if !busy.is_empty() {
                             slots::record_missed_in(batch.connection(), &busy, now)?;
                         }
                         let claimed =
                             slots::claim_in(batch.connection(), &claims, generation, now)?;
+                        let names: HashMap<&str, &str> =
+                            wanted.iter().map(|d| (d.id.as_str(), &*d.name)).collect();
                         let mut tasks = HashMap::with_capacity(claimed.len());
                         for (id, slot) in claimed {
-                            let name = names.get(&id).map(String::as_str).unwrap_or_default();
+                            let name = names.get(id.as_str()).copied().unwrap_or_default();
                             let task = batch.create(run_task(&id, name, now, generation), now)?;
                             tasks.insert((id, slot), task);
                         }
                         Ok(tasks)
                     })
-                })
+                })?;
+                let mut tasks = tasks;
+                // The claimed jobs, read from their text.
+                let runs: Vec<Claimed> = wanted
+                    .into_iter()
+                    .filter_map(|due| {
+                        let task_id = tasks.remove(&(due.id.clone(), due.slot_ms))?;
+                        let job = crate::cron::store::job_from_text(&due.text)
+                            .map(Arc::new)
+                            .map_err(|e| format!("the job cannot be read: {e}"));
+                        Some(Claimed {
+                            due,
+                            job,
+                            task_id,
+                            started_ms: now,
+                        })
+                    })
+                    .collect();
+                Ok::<_, crate::tasks::TaskError>(runs)
             })
             .await??;
-        let mut claimed = claimed;
         let mut instant = Vec::new();
-        for d in due {
-            let Some(task_id) = claimed.remove(&(d.job.id.clone(), d.slot_ms)) else {
-                continue;
-            };
-            let run = Claimed {
-                due: d,
-                task_id,
-                started_ms: now,
-            };
-            if !takes_time(&run.due.job) {
+        for run in claimed {
+            let lasting = run.job.as_ref().is_ok_and(|job| takes_time(job));
+            if !lasting {
                 instant.push(run);
                 continue;
             }
-            let job_id = run.due.job.id.clone();
+            let job_id = run.due.id.clone();
             self.running
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
@@ -561,7 +523,10 @@ impl Runner {
                 let done: Vec<(Claimed, Outcome)> = batch
                     .into_iter()
                     .map(|run| {
-                        let outcome = queue_event(&shared, &sessions, &run.due.job);
+                        let outcome = match &run.job {
+                            Ok(job) => queue_event(&shared, &sessions, job),
+                            Err(problem) => unreadable(problem),
+                        };
                         (run, outcome)
                     })
                     .collect();
@@ -637,7 +602,9 @@ impl Runner {
         // `--due` runs the slot that is due (the timer then finds it
         // claimed); a forced run is a slot of its own, at now.
         let due = Due {
-            job: f.job.clone(),
+            id: id.clone(),
+            name: f.name.clone(),
+            text: f.text.clone(),
             slot_ms: if only_due { f.next.unwrap_or(now) } else { now },
             trigger: if only_due {
                 Trigger::Due
@@ -703,6 +670,182 @@ impl Runner {
     }
 }
 
+/// What a reading of the store gave the runner.
+struct Reloaded {
+    followed: HashMap<String, Followed>,
+    /// New next slots to wait for.
+    queue: Vec<(i64, String)>,
+    catch_up: Vec<Due>,
+    missed: Vec<(String, i64, String)>,
+    fingerprint: Option<Fingerprint>,
+    warnings: Vec<String>,
+}
+
+/// What decides a job's slots, hashed.
+fn slots_version(job: &Job) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    serde_json::to_string(&job.schedule)
+        .unwrap_or_default()
+        .hash(&mut hasher);
+    job.enabled.hash(&mut hasher);
+    job.updated_at_ms.hash(&mut hasher);
+    job.created_at_ms.hash(&mut hasher);
+    hasher.finish()
+}
+
+/// Reads the store (as a stream when it can) into what the runner
+/// follows: a job whose slots did not change keeps its entry of `old`;
+/// a new or changed one gets its next slot, and the slots it passed while
+/// not followed are planned by its `catchUp`. Blocking.
+fn follow(
+    store: &crate::cron::store::CronStore,
+    old: HashMap<String, Followed>,
+    latest: &HashMap<String, i64>,
+    now_ts: jiff::Timestamp,
+    host: &jiff::tz::TimeZone,
+) -> Result<Reloaded, crate::cron::CronError> {
+    let mut follower = Follower {
+        read: Reloaded {
+            followed: HashMap::new(),
+            queue: Vec::new(),
+            catch_up: Vec::new(),
+            missed: Vec::new(),
+            fingerprint: None,
+            warnings: Vec::new(),
+        },
+        old,
+        latest,
+        now: now_ts.as_millisecond(),
+        host,
+        unreadable: 0,
+    };
+    match store.stream_jobs(&mut |text, job| follower.take(text, job))? {
+        Some(fingerprint) => follower.read.fingerprint = fingerprint,
+        None => {
+            // The full read (a damaged store is repaired there, with a
+            // warning). What the stream saw is planned again from the
+            // ledger, which is the record of what ran.
+            let loaded = store.load(now_ts)?;
+            let read = &mut follower.read;
+            read.followed.clear();
+            read.queue.clear();
+            read.catch_up.clear();
+            read.missed.clear();
+            read.warnings = loaded.warnings;
+            read.fingerprint = loaded.fingerprint;
+            follower.unreadable = 0;
+            for job in loaded.file.jobs() {
+                let text = serde_json::to_string(job).unwrap_or_default();
+                follower.take(&text, Ok(job.clone()));
+            }
+        }
+    }
+    let mut read = follower.read;
+    if follower.unreadable > 0 {
+        read.warnings.push(format!(
+            "{} cron job(s) in {} cannot be read and are not run (`almanac cron list` shows why)",
+            follower.unreadable,
+            store.path().display()
+        ));
+    }
+    Ok(read)
+}
+
+/// [`follow`]'s work, job by job.
+struct Follower<'a> {
+    read: Reloaded,
+    old: HashMap<String, Followed>,
+    latest: &'a HashMap<String, i64>,
+    now: i64,
+    host: &'a jiff::tz::TimeZone,
+    unreadable: usize,
+}
+
+impl Follower<'_> {
+    fn take(&mut self, text: &str, job: Result<Job, String>) {
+        let now = self.now;
+        let read = &mut self.read;
+        let Ok(job) = job else {
+            self.unreadable += 1;
+            return;
+        };
+        let version = slots_version(&job);
+        if let Some(mut f) = self.old.remove(&job.id)
+            && f.version == version
+        {
+            // The same slots: keep following (the rest may have changed).
+            if *f.text != *text {
+                f.text = Arc::from(text);
+                f.name = Arc::from(job.name.as_str());
+            }
+            read.followed.insert(job.id, f);
+            return;
+        }
+        if !job.enabled {
+            return;
+        }
+        let Ok(schedule) = crate::cron::schedule::to_schedule(&job.schedule) else {
+            tracing::warn!(job = %job.id, "cron job without a usable schedule is not run");
+            return;
+        };
+        let slots = match Slots::new(&schedule, &job.id, job.created_at_ms, self.host) {
+            Ok(s) => Arc::new(s),
+            Err(err) => {
+                tracing::warn!(job = %job.id, %err, "cron job schedule cannot be evaluated");
+                return;
+            }
+        };
+        // Where the job stands: its last slot in the ledger, else its last
+        // run as the file says, else its creation (or last edit).
+        let base = self
+            .latest
+            .get(&job.id)
+            .copied()
+            .or(job.state.last_run_at_ms)
+            .unwrap_or(job.created_at_ms.max(job.updated_at_ms).min(now))
+            .max(job.updated_at_ms.min(now));
+        let mut passed = Vec::new();
+        let mut cursor = base;
+        while let Some(slot) = slots.next_after(cursor).filter(|&s| s <= now) {
+            passed.push(slot);
+            if passed.len() >= MISSED_LIST_LIMIT {
+                break;
+            }
+            cursor = slot;
+        }
+        let text: Arc<str> = Arc::from(text);
+        let name: Arc<str> = Arc::from(job.name.as_str());
+        let plan = slots::plan_catch_up(&passed, job.catch_up(), CATCH_UP_LIMIT);
+        for slot in plan.run {
+            read.catch_up.push(Due {
+                id: job.id.clone(),
+                name: name.clone(),
+                text: text.clone(),
+                slot_ms: slot,
+                trigger: Trigger::CatchUp,
+            });
+        }
+        for (slot, note) in plan.missed {
+            read.missed.push((job.id.clone(), slot, note));
+        }
+        let next = slots.next_after(now.max(cursor));
+        if let Some(at) = next {
+            read.queue.push((at, job.id.clone()));
+        }
+        read.followed.insert(
+            job.id,
+            Followed {
+                text,
+                name,
+                slots,
+                next,
+                version,
+            },
+        );
+    }
+}
+
 /// How one run ended.
 struct Outcome {
     status: Ended,
@@ -711,9 +854,11 @@ struct Outcome {
     session_key: Option<String>,
 }
 
-/// A slot claimed for a run, with its task.
+/// A slot claimed for a run, with its job and its task.
 struct Claimed {
     due: Due,
+    /// The job as its text reads (an error when it no longer does).
+    job: Result<Arc<Job>, String>,
     task_id: String,
     started_ms: i64,
 }
@@ -762,7 +907,7 @@ fn terminal(outcome: &Outcome) -> Terminal {
 
 fn ended_slot(run: &Claimed, outcome: &Outcome) -> slots::EndedSlot {
     (
-        run.due.job.id.clone(),
+        run.due.id.clone(),
         run.due.slot_ms,
         outcome.status,
         outcome.error.clone(),
@@ -780,7 +925,7 @@ fn run_status(outcome: &Outcome) -> RunStatus {
 
 /// The run log line of one run.
 fn run_record(run: &Claimed, outcome: &Outcome, ended: i64) -> RunRecord {
-    let mut record = RunRecord::finished(&run.due.job.id, ended);
+    let mut record = RunRecord::finished(&run.due.id, ended);
     record.status = Some(run_status(outcome));
     record.error = outcome.error.clone();
     record.summary = outcome.summary.clone();
@@ -793,6 +938,16 @@ fn run_record(run: &Claimed, outcome: &Outcome, ended: i64) -> RunRecord {
     record
 }
 
+/// The outcome of a run whose job could no longer be read.
+fn unreadable(problem: &str) -> Outcome {
+    Outcome {
+        status: Ended::Error,
+        error: Some(problem.to_string()),
+        summary: None,
+        session_key: None,
+    }
+}
+
 /// Keeps the job's new runtime state (or its removal) for the next
 /// write-back.
 fn remember_end(
@@ -802,7 +957,9 @@ fn remember_end(
     outcome: &Outcome,
     ended: i64,
 ) {
-    let job = &run.due.job;
+    let Ok(job) = &run.job else {
+        return;
+    };
     let status = run_status(outcome);
     let mut state = job.state.clone();
     state.last_run_at_ms = Some(run.started_ms);
@@ -837,7 +994,10 @@ async fn run_slot(
     removals: &Arc<Mutex<Vec<String>>>,
     run: Claimed,
 ) {
-    let outcome = execute(shared, &run.due.job).await;
+    let outcome = match &run.job {
+        Ok(job) => execute(shared, job).await,
+        Err(problem) => unreadable(problem),
+    };
     let ended = shared.host.now_ms();
     let app = shared.engine.app();
     let record = run_record(&run, &outcome, ended);
