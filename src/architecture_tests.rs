@@ -145,6 +145,11 @@ const RULES: &[Rule] = &[
         forbidden: &["crate::agent", "crate::provider", "app::agent::run_turn"],
     },
     Rule {
+        name: "the agent module reaches other subsystems through its Services, never the app or the gateway",
+        applies_to: |rel| rel.starts_with("src/agent/"),
+        forbidden: &["crate::app", "crate::gateway", "crate::engine"],
+    },
+    Rule {
         name: "canonical files are written only through the durable module",
         applies_to: |rel| {
             rel.starts_with("src/")
@@ -390,6 +395,15 @@ fn rules_catch_what_they_forbid() {
             "{sample}"
         );
     }
+    let agent = rule("the agent module reaches other subsystems");
+    assert!((agent.applies_to)("src/agent/tools.rs"));
+    assert!(!(agent.applies_to)("src/app/agent.rs"));
+    assert!(
+        agent
+            .forbidden
+            .iter()
+            .any(|n| "use crate::gateway::cron::CronState;".contains(n))
+    );
     let clock = rule("only the host module reads the calendar clock");
     assert!((clock.applies_to)("src/memory/write.rs"));
     assert!(!(clock.applies_to)("src/host/mod.rs"));

@@ -4,7 +4,8 @@
 //! * [`prompt`]: the system prompt (identity, tools, skills catalog,
 //!   memory guidance, workspace bootstrap files, recalled notes) and the
 //!   user message with queued system events;
-//! * [`tools`]: read, write, edit, exec, memory tools and skill tools;
+//! * [`tools`]: read, write, edit, exec, memory tools, cron and skill
+//!   tools;
 //! * [`policy`]: which tools are offered (`tools.profile`, `allow`,
 //!   `deny`) and what `exec` may run (`tools.exec.*`, approval);
 //! * [`shell`]: the allowlist's command check and re-quoting;

@@ -28,6 +28,7 @@ pub(crate) const BUILT_IN: &[&str] = &[
     "memory_search",
     "memory_get",
     "memory_append",
+    "cron",
 ];
 
 /// OpenClaw's tool groups, with almanac's tools in them (names almanac
@@ -330,6 +331,7 @@ mod tests {
         "memory_search",
         "memory_get",
         "memory_append",
+        "cron",
         "weather",
     ];
 
@@ -341,7 +343,8 @@ mod tests {
     fn profiles_allow_and_deny_resolve_like_openclaw() {
         use ToolProfile::*;
         let all = TOOLS.to_vec();
-        let builtin = TOOLS[..7].to_vec();
+        let builtin = TOOLS[..8].to_vec();
+        let coding = TOOLS[..7].to_vec();
         let cases: Vec<(&str, ToolPolicy, Vec<&str>)> = vec![
             ("unset: everything", policy(None, &[], &[]), all.clone()),
             (
@@ -362,7 +365,26 @@ mod tests {
             (
                 "coding: fs, runtime, memory",
                 policy(Some(Coding), &[], &[]),
+                coding.clone(),
+            ),
+            (
+                "cron is in group:automation",
+                policy(Some(Coding), &["group:automation"], &[]),
                 builtin.clone(),
+            ),
+            (
+                "cron denied by name",
+                policy(None, &[], &["cron"]),
+                vec![
+                    "read",
+                    "write",
+                    "edit",
+                    "exec",
+                    "memory_search",
+                    "memory_get",
+                    "memory_append",
+                    "weather",
+                ],
             ),
             (
                 "coding without runtime",
@@ -407,6 +429,7 @@ mod tests {
                     "memory_search",
                     "memory_get",
                     "memory_append",
+                    "cron",
                 ],
             ),
             (

@@ -13,17 +13,29 @@
 //!   runner (own process group, timeout, output cap) with an allowlisted
 //!   environment;
 //! * `memory_search`, `memory_get`, `memory_append`: the memory commands;
+//! * `cron`: scheduled jobs as the `cron` commands and OpenClaw's RPCs
+//!   see them (`status`, `list`, `add`, `update`, `remove`, `run`,
+//!   `runs`, `wake`), for the turn's [`Caller`]: `current` is its session,
+//!   a job it creates runs as its agent, is marked as the model's
+//!   (`"createdBy": "agent"`), and may not post to this machine or its
+//!   networks (`delivery.webhook.allowPrivateNetwork` allows it). Offered
+//!   by default, like every tool: a personal agent sets reminders; the
+//!   tool policy removes it (`tools.deny: ["cron"]`, or a profile
+//!   without `group:automation`);
 //! * a tool per skill declared with `command-dispatch: tool`.
 //!
 //! Tools the tool policy removes are not offered, and calling one anyway
 //! is an error result. Work that belongs to other subsystems (memory,
-//! skills) goes through [`Services`], which the app implements: this
-//! module never reaches into the app. Every failure is an error result the
-//! model can read, never a failed turn.
+//! skills, scheduled jobs, the gateway) goes through [`Services`], which
+//! the app implements: this module never reaches into the app or the
+//! gateway. Every failure is an error result the model can read, never a
+//! failed turn.
 
 use std::collections::BTreeMap;
+use std::future::Future;
 use std::io::Read;
 use std::path::{Path, PathBuf};
+use std::pin::Pin;
 use std::time::Duration;
 
 use serde_json::{Value, json};
@@ -71,6 +83,28 @@ pub(crate) trait Services: Send + Sync {
     fn memory_append(&self, text: &str, long_term: bool) -> Result<Value, String>;
     /// Gates a skill now and says how to run it (the tool runs it).
     fn prepare_skill(&self, skill: &str, args: &[String]) -> Result<SkillRun, String>;
+    /// One `cron` action ([`CRON_ACTIONS`]) with the tool's arguments, for
+    /// `caller`; its JSON answer, or what went wrong.
+    fn cron<'a>(
+        &'a self,
+        caller: &'a Caller,
+        action: &'a str,
+        args: &'a Value,
+    ) -> Pin<Box<dyn Future<Output = Result<Value, String>> + Send + 'a>>;
+}
+
+/// The actions of the `cron` tool.
+pub(crate) const CRON_ACTIONS: &[&str] = &[
+    "status", "list", "add", "update", "remove", "run", "runs", "wake",
+];
+
+/// Whose turn the tools serve.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Caller {
+    /// The agent the turn runs as.
+    pub agent_id: String,
+    /// The turn's session (`current` means it for a job).
+    pub session_key: String,
 }
 
 /// A skill offered as a tool.
@@ -110,6 +144,8 @@ pub(crate) struct ToolSettings {
     pub memory_search: bool,
     pub memory_write: bool,
     pub skills: Vec<SkillTool>,
+    /// The turn the tools serve.
+    pub caller: Caller,
 }
 
 /// The tools of one turn.
@@ -212,6 +248,7 @@ impl Tools<'_> {
                 json!({"type": "object", "properties": {"text": {"type": "string"}, "longTerm": {"type": "boolean"}}, "required": ["text"]}),
             ));
         }
+        out.push(spec("cron", CRON_DESCRIPTION, cron_parameters()));
         for skill in &s.skills {
             out.push(spec(
                 &skill.tool,
@@ -296,6 +333,19 @@ impl Tools<'_> {
                     ),
                 ),
                 None => Output::err("`text` is required"),
+            },
+            "cron" => match text("action") {
+                Some(action) if CRON_ACTIONS.contains(&action) => {
+                    json_output(self.services.cron(&s.caller, action, args).await)
+                }
+                Some(action) => Output::err(format!(
+                    "`{action}` is not a cron action: use one of {}",
+                    CRON_ACTIONS.join(", ")
+                )),
+                None => Output::err(format!(
+                    "`action` is required: one of {}",
+                    CRON_ACTIONS.join(", ")
+                )),
             },
             other => match s.skills.iter().find(|t| t.tool == other) {
                 Some(skill) => {
@@ -511,6 +561,30 @@ impl Tools<'_> {
         };
         run_child(&spec, "the command").await
     }
+}
+
+const CRON_DESCRIPTION: &str = "Scheduled jobs and reminders, run by the gateway. action: `status`; `list` (includeDisabled, limit, offset, query); `add` with `job`: {name, schedule, payload, sessionTarget?, wakeMode?, deleteAfterRun?, delivery?, description?, enabled?}, where schedule is {kind:\"at\", at:\"<ISO-8601>\"} (once; a time without an offset is UTC, so give the user's offset), {kind:\"every\", everyMs} or {kind:\"cron\", expr:\"0 9 * * 1-5\", tz?:\"<IANA zone>\"}, and payload is {kind:\"systemEvent\", text} for a reminder in the main session (sessionTarget \"main\") or {kind:\"agentTurn\", message} for an agent turn (sessionTarget \"isolated\": a fresh session each run, \"current\": this session, or \"session:<id>\"); `contextMessages` (0-10) adds this session's last messages to the reminder text; `update` with `id` and `patch` (the fields to change; null clears one); `remove`, `runs` (limit) and `run` (mode force|due) with `id`; `wake` with `text` and mode (now|next-heartbeat) queues a system event for the main session.";
+
+/// The `cron` tool's parameters.
+fn cron_parameters() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "action": {"type": "string", "enum": CRON_ACTIONS},
+            "job": {"type": "object", "description": "add: the job"},
+            "contextMessages": {"type": "integer", "minimum": 0, "maximum": 10},
+            "id": {"type": "string", "description": "The job id (or its first characters)"},
+            "jobId": {"type": "string", "description": "The same as id"},
+            "patch": {"type": "object", "description": "update: the fields to change"},
+            "mode": {"type": "string", "description": "run: force|due; wake: now|next-heartbeat"},
+            "text": {"type": "string", "description": "wake: the system event"},
+            "includeDisabled": {"type": "boolean"},
+            "limit": {"type": "integer", "minimum": 1},
+            "offset": {"type": "integer", "minimum": 0},
+            "query": {"type": "string"}
+        },
+        "required": ["action"]
+    })
 }
 
 /// Runs a child and words how it ended for the model.

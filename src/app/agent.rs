@@ -17,7 +17,7 @@ use crate::agent::compaction::{self, Report};
 use crate::agent::policy::{Approver, ExecPolicy, NoApprover, ToolPolicy};
 use crate::agent::prompt::{self, Parts};
 use crate::agent::shell::Allowlist;
-use crate::agent::tools::{Protected, Services, SkillRun, SkillTool, ToolSettings, Tools};
+use crate::agent::tools::{Caller, Protected, Services, SkillRun, SkillTool, ToolSettings, Tools};
 use crate::agent::turn::{self, Log, Outcome, Settings};
 use crate::config::ModelRef;
 use crate::memory::write::AppendRequest;
@@ -467,6 +467,7 @@ fn assemble<T: Send>(
     model: &Model,
     message: &str,
     heartbeat: Option<HeartbeatTurn>,
+    caller: Caller,
     services: &AppServices,
     alongside: impl FnOnce() -> T + Send,
 ) -> (Assembled, T) {
@@ -553,6 +554,7 @@ fn assemble<T: Send>(
         memory_search,
         memory_write,
         skills: skill_tools,
+        caller,
     };
     let tools = Tools {
         settings,
@@ -604,12 +606,15 @@ pub(crate) fn provider_key_vars() -> impl Iterator<Item = &'static str> {
     KNOWN.iter().filter_map(|k| k.3)
 }
 
-/// Memory and skills for the tools, through the app's use cases.
+/// Memory, skills and scheduled jobs for the tools, through the app's
+/// use cases.
 struct AppServices {
     app: App,
     /// Assembling only to show the prompt (`agent prompt`): nothing may be
     /// written.
     read_only: bool,
+    /// The gateway, when the turn runs in its process.
+    gateway: Option<std::sync::Arc<dyn super::gateway::GatewayHooks>>,
 }
 
 impl AppServices {
@@ -700,6 +705,30 @@ impl Services for AppServices {
             Err(e) => Err(e.to_string()),
         }
     }
+
+    fn cron<'a>(
+        &'a self,
+        caller: &'a Caller,
+        action: &'a str,
+        args: &'a Value,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<Value, String>> + Send + 'a>>
+    {
+        Box::pin(super::cron_tool::call(
+            &self.app,
+            self.gateway.as_ref(),
+            caller,
+            action,
+            args,
+        ))
+    }
+}
+
+/// The caller the tools of a turn in `key` serve.
+fn caller(key: &str) -> Caller {
+    Caller {
+        agent_id: AGENT_ID.to_string(),
+        session_key: key.to_string(),
+    }
 }
 
 /// What the model would be sent for a message (`almanac agent prompt`).
@@ -727,8 +756,17 @@ pub(crate) fn prompt_view(app: &App, req: &TurnRequest) -> anyhow::Result<Prompt
     let services = AppServices {
         app: app.clone(),
         read_only: true,
+        gateway: None,
     };
-    let (assembled, ()) = assemble(app, &model, &req.message, req.heartbeat, &services, || ());
+    let (assembled, ()) = assemble(
+        app,
+        &model,
+        &req.message,
+        req.heartbeat,
+        caller(&key),
+        &services,
+        || (),
+    );
     let mut history = match &entry {
         Some(e) => transcript::read(&sessions.transcript_path(e))?.context(),
         None => Vec::new(),
@@ -870,6 +908,9 @@ pub(crate) struct TurnContext {
     pub connect:
         std::sync::Arc<dyn Fn(Endpoint) -> std::sync::Arc<dyn provider::Provider> + Send + Sync>,
     pub cancel: tokio_util::sync::CancellationToken,
+    /// The gateway, for a turn in its own process (the `cron` tool reaches
+    /// it directly instead of over its control API).
+    pub gateway: Option<std::sync::Arc<dyn super::gateway::GatewayHooks>>,
 }
 
 /// Runs one turn in its session, holding the session's lock file for
@@ -940,19 +981,27 @@ pub(crate) fn run_turn(
     let services = AppServices {
         app: app.clone(),
         read_only: false,
+        gateway: ctx.gateway.clone(),
     };
     let assembly_started = std::time::Instant::now();
     // The session's queued events and its transcript are read while the
     // turn is assembled. The events stay queued until the turn that
     // carries them is synced to the transcript.
     let queue = sessions.events();
-    let (assembled, (pending, stored)) =
-        assemble(app, &model, &message, req.heartbeat, &services, || {
+    let (assembled, (pending, stored)) = assemble(
+        app,
+        &model,
+        &message,
+        req.heartbeat,
+        caller(&key),
+        &services,
+        || {
             (
                 queue.pending(&key, now),
                 transcript::read(&current.transcript),
             )
-        });
+        },
+    );
     let assemble_ms = assembly_started.elapsed().as_secs_f64() * 1000.0;
     let stored = stored?;
     warnings.extend(stored.diagnostics.iter().cloned());
@@ -1238,3 +1287,7 @@ pub(crate) fn session_view(
         diagnostics: t.diagnostics,
     }))
 }
+
+#[cfg(test)]
+#[path = "cron_tool_tests.rs"]
+mod cron_tool_tests;

@@ -1,11 +1,19 @@
 //! The `cron` commands: adding, changing, removing, enabling and listing
 //! scheduled jobs in the job store, reading their run logs, and asking a
-//! running gateway to run one now.
+//! running gateway to run one now. The model's `cron` tool
+//! (`app/cron_tool.rs`) uses the same functions.
 //!
 //! Everything but `cron run` works on the files, with or without a
-//! gateway: changes are read-modify-writes under the store's lock (a
-//! running gateway sees them at its next tick). `cron list`, `cron status`
-//! and `cron runs` change nothing on disk but the derived index.
+//! gateway: changes are read-modify-writes under the store's lock, and a
+//! running gateway is told at once (the command over its control API; a
+//! turn inside the gateway directly). `cron list`, `cron status` and
+//! `cron runs` change nothing on disk but the derived index.
+//!
+//! One way in for every new job and every change: a job built from the
+//! command's flags and one the tool gives as JSON both go through
+//! [`add_job`], and every change through [`change_job`] (the defaults of
+//! a new or changed schedule, the [`Requester`]'s rules, the job rules of
+//! [`Job::validate`], the next run, one write under the lock).
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -20,6 +28,7 @@ use crate::cron::job::{
 };
 use crate::cron::runlog::{self, RunPage, RunQuery};
 use crate::cron::{CronError, CronStore, ListQuery, Listing, schedule};
+use crate::delivery::url::UrlOrigin;
 use crate::gateway::client::Client;
 
 /// How long `cron run` waits for the gateway's answer.
@@ -45,7 +54,7 @@ impl App {
     }
 
     /// The warning every cron command gives while `cron.enabled` is off.
-    fn cron_switch_warning(&self) -> Option<String> {
+    pub(crate) fn cron_switch_warning(&self) -> Option<String> {
         (!self.config.config.cron.enabled)
             .then(|| "cron.enabled is false: jobs are kept, but the gateway runs none".to_string())
     }
@@ -157,11 +166,37 @@ fn invalid(field: &str, message: impl Into<String>) -> CronError {
     })
 }
 
+/// Who asks for a job or a change of one. The user (a `cron` command)
+/// may do whatever the job rules allow; the model (its `cron` tool) only
+/// for its own agent, its webhook URLs must not reach this machine or its
+/// networks (unless `delivery.webhook.allowPrivateNetwork`), and the jobs
+/// it creates say so (`"createdBy": "agent"`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Requester {
+    /// A `cron` command.
+    User,
+    /// The model, in a turn of `agent_id` in the session `session_key`.
+    Agent {
+        agent_id: String,
+        session_key: String,
+    },
+}
+
 /// `cron add`: a new job from `flags` (which must give a name, one
 /// schedule and one payload).
 pub(crate) fn add(app: &App, flags: &JobFlags) -> anyhow::Result<JobChanged> {
-    let now = app.host.now_ts();
-    let now_ms = now.as_millisecond();
+    let now_ms = app.now_ms();
+    let mut notes = Vec::new();
+    let job = job_from_flags(flags, now_ms, &mut notes)?;
+    let mut added = add_job(app, job, &Requester::User)?;
+    tell_gateway(app, added.written);
+    added.notes.extend(notes);
+    added.warnings.extend(deprecated_flags(flags));
+    Ok(added)
+}
+
+/// The new job `flags` describe, before [`add_job`] completes it.
+fn job_from_flags(flags: &JobFlags, now_ms: i64, notes: &mut Vec<String>) -> anyhow::Result<Job> {
     let name = flags
         .name
         .as_deref()
@@ -183,7 +218,7 @@ pub(crate) fn add(app: &App, flags: &JobFlags) -> anyhow::Result<JobChanged> {
         }
     };
     let mut job = Job {
-        id: uuid::Uuid::new_v4().to_string(),
+        id: String::new(),
         agent_id: None,
         session_key: None,
         name: name.to_string(),
@@ -193,7 +228,7 @@ pub(crate) fn add(app: &App, flags: &JobFlags) -> anyhow::Result<JobChanged> {
         created_at_ms: now_ms,
         updated_at_ms: now_ms,
         schedule,
-        session_target: SessionTarget::Isolated,
+        session_target: default_target(payload.kind),
         wake_mode: WakeMode::Now,
         payload,
         delivery: None,
@@ -202,18 +237,77 @@ pub(crate) fn add(app: &App, flags: &JobFlags) -> anyhow::Result<JobChanged> {
         state: JobState::default(),
         extra: Default::default(),
     };
-    job.session_target = match job.payload.kind {
-        PayloadKind::SystemEvent => SessionTarget::Main,
-        PayloadKind::AgentTurn => SessionTarget::Isolated,
+    apply(&mut job, flags, true, notes)?;
+    Ok(job)
+}
+
+/// A new job as JSON (the model's `cron` tool): OpenClaw's job schema,
+/// older spellings read as the store reads them. The id, the times and
+/// the runtime state are almanac's to set.
+pub(crate) fn add_from_json(
+    app: &App,
+    value: &Value,
+    requester: &Requester,
+    prepare: impl FnOnce(&mut Job),
+) -> anyhow::Result<JobChanged> {
+    let Value::Object(given) = value else {
+        return Err(invalid("job", "a job is a JSON object").into());
     };
-    if job.schedule.kind == ScheduleKind::At {
+    let mut map = given.clone();
+    for field in SET_BY_ALMANAC {
+        map.shift_remove(*field);
+    }
+    map.insert("id".into(), json!(uuid::Uuid::new_v4().to_string()));
+    let mut job = Job::from_json(&Value::Object(map))?;
+    prepare(&mut job);
+    add_job(app, job, requester)
+}
+
+/// Fields of a job only almanac sets: given in a new job they are
+/// ignored, in a change they are refused.
+const SET_BY_ALMANAC: &[&str] = &[
+    "id",
+    "jobId",
+    "createdAtMs",
+    "updatedAtMs",
+    "state",
+    crate::cron::job::CREATED_BY,
+];
+
+/// Adds `job` (from flags or JSON) to the store: the defaults of a new
+/// job filled in (an id, its times, `current` resolved, `deleteAfterRun`
+/// for one-shots, an announce for agent turns, the stagger of a
+/// top-of-hour expression, an interval's anchor, `at` in its stored
+/// form), the requester's rules and the job rules checked, its next run
+/// planned, then one read-modify-write under the store's lock. A running
+/// gateway is not told: the caller does that, as it can.
+pub(crate) fn add_job(
+    app: &App,
+    mut job: Job,
+    requester: &Requester,
+) -> anyhow::Result<JobChanged> {
+    let now = app.host.now_ts();
+    let now_ms = now.as_millisecond();
+    if job.id.trim().is_empty() {
+        job.id = uuid::Uuid::new_v4().to_string();
+    }
+    job.created_at_ms = now_ms;
+    job.updated_at_ms = now_ms;
+    job.state = JobState::default();
+    job.agent_id = job.agent_id.as_deref().map(normalize_agent_id);
+    if let Requester::Agent { session_key, .. } = requester {
+        job.session_key = Some(session_key.clone());
+        job.mark_created_by_agent();
+    }
+    resolve_current(&mut job);
+    if job.schedule.kind == ScheduleKind::At && job.delete_after_run.is_none() {
         job.delete_after_run = Some(true);
     }
-    let mut notes = Vec::new();
-    apply(&mut job, flags, true, &mut notes)?;
     if job.payload.kind == PayloadKind::AgentTurn && job.delivery.is_none() {
         job.delivery = Some(Delivery::new(DeliveryMode::Announce));
     }
+    complete_schedule(&mut job.schedule, None, now_ms);
+    check_requester(app, None, &job, requester)?;
     plan_next_run(app, &mut job, now_ms);
     job.validate(&Check {
         now_ms,
@@ -224,22 +318,103 @@ pub(crate) fn add(app: &App, flags: &JobFlags) -> anyhow::Result<JobChanged> {
         file.push(job.clone());
         Ok(job)
     })?;
-    tell_gateway(app, changed.written.is_some());
     let mut warnings = changed.warnings;
-    warnings.extend(deprecated_flags(flags));
     warnings.extend(app.cron_switch_warning());
     Ok(JobChanged {
         ok: true,
         job: changed.value,
-        notes,
+        notes: Vec::new(),
         written: changed.written.is_some(),
         warnings,
     })
 }
 
+/// What a new or changed schedule gets that was not given: the stored
+/// form of an `at` time, the anchor of an interval (now), and for a cron
+/// expression the previous schedule's stagger when it was one too, else
+/// the default window of a top-of-hour expression.
+fn complete_schedule(schedule: &mut ScheduleSpec, previous: Option<&ScheduleSpec>, now_ms: i64) {
+    match schedule.kind {
+        ScheduleKind::At => {
+            if let Ok(at) = schedule.at_ms() {
+                schedule.at = Some(crate::cron::job::iso_ms(at));
+            }
+        }
+        ScheduleKind::Every => {
+            if schedule.anchor_ms.is_none() {
+                schedule.anchor_ms = Some(now_ms);
+            }
+        }
+        ScheduleKind::Cron => {
+            if schedule.stagger_ms.is_none() {
+                schedule.stagger_ms = previous
+                    .filter(|p| p.kind == ScheduleKind::Cron)
+                    .and_then(|p| p.stagger_ms)
+                    .or_else(|| {
+                        let default =
+                            schedule::default_stagger(schedule.expr.as_deref().unwrap_or(""));
+                        (default > 0).then_some(default)
+                    });
+            }
+        }
+    }
+}
+
+/// `current` is resolved when a job is created or changed: the session
+/// it was asked from (`session:<key>`), else a fresh one each run.
+fn resolve_current(job: &mut Job) {
+    if job.session_target == SessionTarget::Current {
+        job.session_target = match &job.session_key {
+            Some(key) => SessionTarget::Session(key.clone()),
+            None => SessionTarget::Isolated,
+        };
+    }
+}
+
+/// The rules of what the model may schedule (none for the user):
+/// its own agent only, and webhook URLs that do not reach this machine or
+/// its networks unless `delivery.webhook.allowPrivateNetwork`; the URLs
+/// of a job the user created stay the user's. `previous` is the job
+/// before a change.
+fn check_requester(
+    app: &App,
+    previous: Option<&Job>,
+    job: &Job,
+    requester: &Requester,
+) -> Result<(), CronError> {
+    let Requester::Agent { agent_id, .. } = requester else {
+        return Ok(());
+    };
+    if normalize_agent_id(job.agent()) != normalize_agent_id(agent_id) {
+        return Err(invalid(
+            "agentId",
+            format!(
+                "`{}` is another agent: jobs scheduled from a turn run as its own agent, `{agent_id}`",
+                job.agent()
+            ),
+        ));
+    }
+    let allow_private = app.config.config.delivery.webhook.allow_private_network;
+    let before = previous.map(Job::webhook_urls).unwrap_or_default();
+    for (field, url) in job.webhook_urls() {
+        if before.contains(&(field, url)) {
+            continue;
+        }
+        if previous.is_some_and(|p| !p.created_by_agent()) {
+            return Err(invalid(
+                field,
+                "the webhook addresses of a job the user created are the user's to change (almanac cron edit)",
+            ));
+        }
+        crate::delivery::url::check_url(url, UrlOrigin::Model, allow_private)
+            .map_err(|refused| invalid(field, refused.to_string()))?;
+    }
+    Ok(())
+}
+
 /// A running gateway re-reads the store at once after a command changed
 /// it (it would at its next tick, within a minute, anyway).
-fn tell_gateway(app: &App, written: bool) {
+pub(crate) fn tell_gateway(app: &App, written: bool) {
     if !written {
         return;
     }
@@ -261,9 +436,6 @@ fn deprecated_flags(flags: &JobFlags) -> Option<String> {
 
 /// `cron edit`: changes the job `lookup` names as `flags` say.
 pub(crate) fn edit(app: &App, lookup: &str, flags: &JobFlags) -> anyhow::Result<JobChanged> {
-    let now = app.host.now_ts();
-    let now_ms = now.as_millisecond();
-    let store = app.cron_store();
     if *flags == JobFlags::default() {
         return Err(invalid(
             "edit",
@@ -271,6 +443,145 @@ pub(crate) fn edit(app: &App, lookup: &str, flags: &JobFlags) -> anyhow::Result<
         )
         .into());
     }
+    let mut changed = change_job(app, lookup, &Requester::User, |job, now_ms, notes| {
+        if let Some(schedule) = new_schedule(flags, Some(&job.schedule), now_ms)? {
+            check_schedule_only_flags(flags, &schedule)?;
+            job.schedule = schedule;
+        }
+        apply(job, flags, false, notes)
+    })?;
+    tell_gateway(app, changed.written);
+    changed.warnings.extend(deprecated_flags(flags));
+    Ok(changed)
+}
+
+/// A change of a job as JSON (the model's `cron` tool): `patch` holds the
+/// fields to change (`null` clears one). `schedule` is replaced whole
+/// (a cron expression keeps its stagger unless one is given); `payload`,
+/// `delivery` and `failureAlert` are merged field by field, except that a
+/// payload of another kind replaces the old one, whose target then
+/// follows it (`main` for a system event, `isolated` for an agent turn)
+/// unless the patch names one. The id, times, runtime state and who
+/// created the job are almanac's; a turn cannot move a job to another
+/// session key.
+pub(crate) fn update_from_json(
+    app: &App,
+    lookup: &str,
+    patch: &Value,
+    requester: &Requester,
+) -> anyhow::Result<JobChanged> {
+    let Value::Object(patch) = patch else {
+        return Err(invalid("patch", "a patch is a JSON object of the fields to change").into());
+    };
+    if patch.is_empty() {
+        return Err(invalid("patch", "nothing to change: the patch is empty").into());
+    }
+    let mut refused: Vec<&str> = SET_BY_ALMANAC.to_vec();
+    if matches!(requester, Requester::Agent { .. }) {
+        refused.push("sessionKey");
+    }
+    if let Some(field) = refused.iter().find(|f| patch.contains_key(**f)) {
+        return Err(invalid(field, "is not for a change to set").into());
+    }
+    change_job(app, lookup, requester, |job, _, notes| {
+        let mut map = job.to_map();
+        let mut kind_changed = false;
+        for (key, value) in patch {
+            let merged = match (key.as_str(), map.get_mut(key), value) {
+                (_, _, Value::Null) | ("schedule", _, _) => false,
+                ("payload", Some(Value::Object(old)), Value::Object(new))
+                    if payload_kind(new).is_none_or(|k| old.get("kind") == Some(&k)) =>
+                {
+                    merge_patch(old, new);
+                    true
+                }
+                ("delivery" | "failureAlert", Some(Value::Object(old)), Value::Object(new)) => {
+                    merge_patch(old, new);
+                    true
+                }
+                _ => false,
+            };
+            if merged {
+                continue;
+            }
+            if value.is_null() {
+                map.shift_remove(key);
+            } else {
+                kind_changed |= key == "payload";
+                map.insert(key.clone(), value.clone());
+            }
+        }
+        let target_given = patch.contains_key("sessionTarget");
+        if kind_changed && !target_given {
+            // The target follows a payload of the other kind.
+            map.shift_remove("sessionTarget");
+        }
+        let before = job.clone();
+        let mut changed = Job::from_json(&Value::Object(map))?;
+        if changed.session_target == SessionTarget::Main
+            && before.session_target != SessionTarget::Main
+            && changed
+                .delivery
+                .as_ref()
+                .is_some_and(|d| d.mode == DeliveryMode::Announce)
+            && !patch.contains_key("delivery")
+        {
+            changed.delivery = None;
+            notes.push(
+                "its announce delivery was dropped: a main job's result is the heartbeat's".into(),
+            );
+        }
+        *job = changed;
+        Ok(())
+    })
+}
+
+/// The kind of a payload given as JSON: its `kind`, else the kind its
+/// fields mean (`message`: an agent turn, `text`: a system event).
+fn payload_kind(payload: &serde_json::Map<String, Value>) -> Option<Value> {
+    match payload.get("kind") {
+        Some(kind) => Some(kind.clone()),
+        None if payload.contains_key("message") => Some(json!("agentTurn")),
+        None if payload.contains_key("text") => Some(json!("systemEvent")),
+        None => None,
+    }
+}
+
+/// RFC 7386's merge: `patch`'s fields over `target`'s, objects merged
+/// field by field, `null` removing a field.
+fn merge_patch(
+    target: &mut serde_json::Map<String, Value>,
+    patch: &serde_json::Map<String, Value>,
+) {
+    for (key, value) in patch {
+        match (target.get_mut(key), value) {
+            (_, Value::Null) => {
+                target.shift_remove(key);
+            }
+            (Some(Value::Object(old)), Value::Object(new)) => merge_patch(old, new),
+            _ => {
+                target.insert(key.clone(), value.clone());
+            }
+        }
+    }
+}
+
+/// Changes the job `lookup` names (its id, or the start of one) with
+/// `change`, under the store's lock: then the schedule completed as for
+/// a new job, `current` resolved (to the requester's session for the
+/// model), the requester's rules and the job rules checked (an `at` time
+/// the change set must lie ahead), the next run planned again when the
+/// schedule or the switch changed, and the store written when its bytes
+/// differ. A running gateway is not told: the caller does that.
+pub(crate) fn change_job(
+    app: &App,
+    lookup: &str,
+    requester: &Requester,
+    change: impl FnOnce(&mut Job, i64, &mut Vec<String>) -> Result<(), CronError>,
+) -> anyhow::Result<JobChanged> {
+    let now = app.host.now_ts();
+    let now_ms = now.as_millisecond();
+    let store = app.cron_store();
     let id = store.resolve(lookup, now_ms)?;
     let mut notes = Vec::new();
     let changed = store.modify(now, |file| {
@@ -279,31 +590,39 @@ pub(crate) fn edit(app: &App, lookup: &str, flags: &JobFlags) -> anyhow::Result<
             .cloned()
             .ok_or_else(|| CronError::NotFound(lookup.to_string()))?;
         let mut job = current.clone();
-        let schedule_changed = match new_schedule(flags, Some(&current.schedule), now_ms)? {
-            Some(schedule) => {
-                check_schedule_only_flags(flags, &schedule)?;
-                job.schedule = schedule;
-                true
-            }
-            None => false,
-        };
-        apply(&mut job, flags, false, &mut notes)?;
+        change(&mut job, now_ms, &mut notes)?;
+        // What only almanac sets stays as it was.
+        job.id = current.id.clone();
+        job.created_at_ms = current.created_at_ms;
+        job.state = current.state.clone();
         job.updated_at_ms = now_ms;
-        if schedule_changed || job.enabled != current.enabled {
+        job.agent_id = job.agent_id.as_deref().map(normalize_agent_id);
+        if job.schedule != current.schedule {
+            complete_schedule(&mut job.schedule, Some(&current.schedule), now_ms);
+        }
+        if job.session_target == SessionTarget::Current
+            && let Requester::Agent { session_key, .. } = requester
+        {
+            job.session_target = SessionTarget::Session(session_key.clone());
+        }
+        resolve_current(&mut job);
+        check_requester(app, Some(&current), &job, requester)?;
+        if job.schedule != current.schedule || job.enabled != current.enabled {
             job.state.next_run_at_ms = None;
         }
         plan_next_run(app, &mut job, now_ms);
+        let at_is_new = job.schedule.kind == ScheduleKind::At
+            && (current.schedule.kind != ScheduleKind::At
+                || current.schedule.at != job.schedule.at);
         job.validate(&Check {
             now_ms,
             host_zone: app.host.time_zone(),
-            at_is_new: flags.at.is_some(),
+            at_is_new,
         })?;
         *file.get_mut(&id).expect("the job is there") = job.clone();
         Ok(job)
     })?;
-    tell_gateway(app, changed.written.is_some());
     let mut warnings = changed.warnings;
-    warnings.extend(deprecated_flags(flags));
     warnings.extend(app.cron_switch_warning());
     Ok(JobChanged {
         ok: true,
@@ -312,6 +631,14 @@ pub(crate) fn edit(app: &App, lookup: &str, flags: &JobFlags) -> anyhow::Result<
         written: changed.written.is_some(),
         warnings,
     })
+}
+
+/// The target a new job of `kind` gets when none is named.
+fn default_target(kind: PayloadKind) -> SessionTarget {
+    match kind {
+        PayloadKind::SystemEvent => SessionTarget::Main,
+        PayloadKind::AgentTurn => SessionTarget::Isolated,
+    }
 }
 
 /// `cron enable` / `cron disable`.
@@ -348,17 +675,27 @@ pub(crate) fn set_enabled(app: &App, lookup: &str, enabled: bool) -> anyhow::Res
 
 /// `cron rm`.
 pub(crate) fn remove(app: &App, lookup: &str) -> anyhow::Result<Removed> {
+    let (removed, written) = remove_job(app, lookup)?;
+    tell_gateway(app, written);
+    Ok(removed)
+}
+
+/// Removes the job `lookup` names; whether the store was written. A
+/// running gateway is not told: the caller does that.
+pub(crate) fn remove_job(app: &App, lookup: &str) -> anyhow::Result<(Removed, bool)> {
     let now = app.host.now_ts();
     let store = app.cron_store();
     let id = store.resolve(lookup, now.as_millisecond())?;
     let changed = store.remove(&id, now)?;
-    tell_gateway(app, changed.written.is_some());
-    Ok(Removed {
-        ok: true,
-        removed: changed.value,
-        id,
-        warnings: changed.warnings,
-    })
+    Ok((
+        Removed {
+            ok: true,
+            removed: changed.value,
+            id,
+            warnings: changed.warnings,
+        },
+        changed.written.is_some(),
+    ))
 }
 
 /// `cron list`: a page of jobs from the index.
@@ -584,12 +921,7 @@ fn apply(
             .parse::<SessionTarget>()
             .map_err(|e| invalid("sessionTarget", e))?;
     }
-    if job.session_target == SessionTarget::Current {
-        job.session_target = match &job.session_key {
-            Some(key) => SessionTarget::Session(key.clone()),
-            None => SessionTarget::Isolated,
-        };
-    }
+    resolve_current(job);
     apply_delivery(job, flags)?;
     if job.session_target == SessionTarget::Main
         && job
@@ -637,10 +969,7 @@ fn apply_payload(job: &mut Job, flags: &JobFlags, adding: bool) -> Result<(), Cr
             }
         }
         if job.payload.kind != before && flags.session.is_none() {
-            job.session_target = match job.payload.kind {
-                PayloadKind::SystemEvent => SessionTarget::Main,
-                PayloadKind::AgentTurn => SessionTarget::Isolated,
-            };
+            job.session_target = default_target(job.payload.kind);
         }
     }
     let turn_flags = flags.thinking.is_some()
@@ -829,4 +1158,4 @@ fn plan_next_run(app: &App, job: &mut Job, now_ms: i64) {
 
 #[cfg(test)]
 #[path = "cron_tests.rs"]
-mod tests;
+pub(crate) mod tests;

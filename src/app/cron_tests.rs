@@ -221,7 +221,7 @@ fn the_store_follows_the_config() {
 
 /// A one-request HTTP server standing in for the gateway: records the
 /// request and answers `answer`.
-fn fake_gateway(answer: serde_json::Value) -> (u16, std::thread::JoinHandle<String>) {
+pub(crate) fn fake_gateway(answer: serde_json::Value) -> (u16, std::thread::JoinHandle<String>) {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
     let handle = std::thread::spawn(move || {
@@ -255,18 +255,8 @@ fn fake_gateway(answer: serde_json::Value) -> (u16, std::thread::JoinHandle<Stri
     (port, handle)
 }
 
-#[test]
-fn run_asks_the_gateway_for_the_whole_id_and_mode() {
-    let dir = tempfile::tempdir().unwrap();
-    let app = app(dir.path());
-    let job = add(&app, &flags("now please")).unwrap().job;
-    let err = run(&app, &job.id, false).unwrap_err();
-    assert!(
-        err.downcast_ref::<crate::gateway::client::NotRunning>()
-            .is_some(),
-        "{err}"
-    );
-    let (port, server) = fake_gateway(json!({"ok": true, "ran": false, "reason": "not-due"}));
+/// Makes the gateway on `port` (this process) the one `app` finds.
+pub(crate) fn publish_fake_gateway(app: &App, port: u16) {
     let info = crate::gateway::state::GatewayInfo {
         pid: std::process::id(),
         address: "127.0.0.1".into(),
@@ -279,6 +269,21 @@ fn run_asks_the_gateway_for_the_whole_id_and_mode() {
         version: "test".into(),
     };
     crate::gateway::state::publish(&app.paths, &info).unwrap();
+}
+
+#[test]
+fn run_asks_the_gateway_for_the_whole_id_and_mode() {
+    let dir = tempfile::tempdir().unwrap();
+    let app = app(dir.path());
+    let job = add(&app, &flags("now please")).unwrap().job;
+    let err = run(&app, &job.id, false).unwrap_err();
+    assert!(
+        err.downcast_ref::<crate::gateway::client::NotRunning>()
+            .is_some(),
+        "{err}"
+    );
+    let (port, server) = fake_gateway(json!({"ok": true, "ran": false, "reason": "not-due"}));
+    publish_fake_gateway(&app, port);
     let answer = run(&app, &job.id[..8], true).unwrap();
     assert_eq!(answer["reason"], "not-due");
     assert_eq!(answer["id"], job.id.as_str());

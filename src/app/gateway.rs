@@ -17,6 +17,32 @@ use crate::gateway::state::{self, GatewayInfo};
 use crate::gateway::{self, GatewayStatus, RunOptions};
 use crate::provider::Quiet;
 
+/// An answer the gateway gives later.
+pub(crate) type LaterAnswer =
+    std::pin::Pin<Box<dyn std::future::Future<Output = Result<Value, String>> + Send>>;
+
+/// What a turn inside the gateway's own process asks of the gateway
+/// directly; outside it the same goes over the control API
+/// (`/v1/cron/reload`, `/v1/cron/jobs/{id}/run`, `/v1/system/event`).
+/// The gateway gives its engine one when it starts
+/// ([`crate::engine::Engine::set_gateway`]), and the engine hands it to
+/// every turn it runs, so the app never imports the gateway's runners.
+pub(crate) trait GatewayHooks: Send + Sync {
+    /// The job store changed: the cron runner reads it now.
+    fn cron_changed(&self);
+    /// Runs the job `job_id` now (`only_due`: only when it is due): the
+    /// runner's answer `{ok, ran?, enqueued?, reason?, runId?}`.
+    fn run_cron_job(&self, job_id: String, only_due: bool) -> LaterAnswer;
+    /// Queues a system event for `session_key` (the main session when
+    /// `None`), with a wake for mode `now`, as `/v1/system/event` does.
+    fn system_event(
+        &self,
+        text: String,
+        mode: String,
+        session_key: Option<String>,
+    ) -> Result<Value, String>;
+}
+
 /// A system event that cannot be queued.
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum BadEvent {

@@ -15,6 +15,7 @@
 pub(crate) mod agent;
 pub(crate) mod cron;
 pub(crate) mod cron_next;
+pub(crate) mod cron_tool;
 pub(crate) mod gateway;
 pub(crate) mod gateway_install;
 pub(crate) mod heartbeat;

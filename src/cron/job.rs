@@ -21,6 +21,14 @@ pub(crate) const AT_PAST_MS: i64 = 60_000;
 /// How far ahead an `at` time may be when it is set (10 years).
 pub(crate) const AT_FUTURE_MS: i64 = 10 * 365 * 24 * 3_600_000 + 2 * 24 * 3_600_000;
 
+/// The job field (almanac's, kept like any field OpenClaw does not know)
+/// that says who created the job: [`CREATED_BY_AGENT`] when the model did,
+/// with its `cron` tool. Webhook URLs in such a job are the model's, and
+/// delivery treats them so.
+pub(crate) const CREATED_BY: &str = "createdBy";
+/// [`CREATED_BY`]'s value on a job the model created.
+pub(crate) const CREATED_BY_AGENT: &str = "agent";
+
 /// One job.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -81,6 +89,65 @@ impl Job {
     /// The agent the job runs as.
     pub(crate) fn agent(&self) -> &str {
         self.agent_id.as_deref().unwrap_or(DEFAULT_AGENT)
+    }
+
+    /// Whether the model created this job (`"createdBy": "agent"`): the
+    /// webhook URLs in it are then the model's, not the user's.
+    pub(crate) fn created_by_agent(&self) -> bool {
+        self.extra.get(CREATED_BY).and_then(Value::as_str) == Some(CREATED_BY_AGENT)
+    }
+
+    /// Records that the model created this job.
+    pub(crate) fn mark_created_by_agent(&mut self) {
+        self.extra
+            .insert(CREATED_BY.to_string(), Value::from(CREATED_BY_AGENT));
+    }
+
+    /// The webhook URLs the job posts to, by field: `delivery.to` in
+    /// webhook mode, the failure destination's `to` in webhook mode (its
+    /// own, or the delivery's when it names none) and `failureAlert.to`
+    /// in webhook mode.
+    pub(crate) fn webhook_urls(&self) -> Vec<(&'static str, &str)> {
+        let mut urls = Vec::new();
+        if let Some(delivery) = &self.delivery {
+            if delivery.mode == DeliveryMode::Webhook
+                && let Some(to) = delivery.to.as_deref()
+            {
+                urls.push(("delivery.to", to));
+            }
+            if let Some(dest) = &delivery.failure_destination
+                && dest.mode.unwrap_or(delivery.mode) == DeliveryMode::Webhook
+                && let Some(to) = dest.to.as_deref()
+            {
+                urls.push(("delivery.failureDestination.to", to));
+            }
+        }
+        if let Some(FailureAlert::On(alert)) = &self.failure_alert
+            && alert.mode == Some(DeliveryMode::Webhook)
+            && let Some(to) = alert.to.as_deref()
+        {
+            urls.push(("failureAlert.to", to));
+        }
+        urls
+    }
+
+    /// A job given as JSON (a tool call), in today's shape or an older
+    /// spelling (kinds inferred, legacy fields folded in, a missing
+    /// `sessionTarget` taken from the payload); read as leniently as the
+    /// store reads, the rules are [`Job::validate`]'s.
+    pub(crate) fn from_json(value: &Value) -> Result<Job, JobError> {
+        let Value::Object(map) = value else {
+            return Err(JobError::Invalid {
+                field: "job".into(),
+                message: "a job is a JSON object".into(),
+            });
+        };
+        Job::deserialize(Value::Object(super::legacy::normalize(map))).map_err(|e| {
+            JobError::Invalid {
+                field: "job".into(),
+                message: e.to_string(),
+            }
+        })
     }
 
     /// The job as a JSON object (its unknown fields included).

@@ -4,7 +4,9 @@
 //! Owns the app (paths and config, replaced whole on a reload), the model
 //! clients (one per endpoint, built once and shared), the webhook
 //! clients of deliveries, the session lanes and the concurrency limit,
-//! and the boundary for blocking work.
+//! the boundary for blocking work, and in the gateway's process the
+//! gateway's hooks ([`GatewayHooks`]) its turns reach it through (the
+//! model's `cron` tool: a changed job store, a run now, a wake).
 //!
 //! Invariants:
 //! * Blocking work (files, SQLite, child processes, a whole turn's
@@ -35,6 +37,7 @@ use tokio_util::sync::CancellationToken;
 use crate::agent::policy::Approver;
 use crate::app::App;
 use crate::app::agent::{self as app_agent, Driver, TurnContext, TurnReport, TurnRequest};
+use crate::app::gateway::GatewayHooks;
 use crate::provider::{self, Endpoint, Provider, RetryPolicy, StreamSink};
 
 pub(crate) use lanes::{LaneError, Lanes, Ticket};
@@ -65,6 +68,8 @@ struct Inner {
     concurrency: Arc<Semaphore>,
     /// The webhook clients: open, and guarded (see [`Engine::webhook_client`]).
     webhook_clients: [OnceLock<reqwest::Client>; 2],
+    /// The gateway of this process, when it is the gateway's.
+    gateway: OnceLock<Arc<dyn GatewayHooks>>,
 }
 
 impl std::fmt::Debug for Engine {
@@ -85,8 +90,15 @@ impl Engine {
                 lanes: Lanes::new(LANE_CAPACITY),
                 concurrency: Arc::new(Semaphore::new(max)),
                 webhook_clients: [OnceLock::new(), OnceLock::new()],
+                gateway: OnceLock::new(),
             }),
         }
+    }
+
+    /// The gateway of this process gives its hooks, once, as it starts;
+    /// every turn run after that reaches it through them.
+    pub(crate) fn set_gateway(&self, hooks: Arc<dyn GatewayHooks>) {
+        let _ = self.inner.gateway.set(hooks);
     }
 
     /// The app as it is now (a reload replaces it; holders of the old one
@@ -222,10 +234,12 @@ impl Engine {
                 let _lane = lane;
                 let _permit = permit;
                 on_start()?;
+                let gateway = engine.inner.gateway.get().cloned();
                 let ctx = TurnContext {
                     driver: Driver::Handle(handle),
                     connect: Arc::new(move |endpoint| engine.provider(endpoint)),
                     cancel,
+                    gateway,
                 };
                 app_agent::run_turn(
                     &app,
@@ -319,6 +333,7 @@ pub(crate) fn run_one_turn(
         driver: Driver::Owned(runtime),
         connect: Arc::new(move |endpoint| clients.provider(endpoint)),
         cancel: CancellationToken::new(),
+        gateway: None,
     };
     app_agent::run_turn(
         &app,

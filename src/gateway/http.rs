@@ -263,11 +263,24 @@ async fn system_event(
     body: Result<Json<SystemEventBody>, JsonRejection>,
 ) -> ApiResult {
     let Json(body) = body?;
-    let text = body.text.trim().to_string();
+    queue_system_event(&shared, &body.text, body.mode, body.session_key).map(Json)
+}
+
+/// Queues a system event for a session (the main one without a key) in
+/// the intake log, with a wake for mode `now` (the default is
+/// `next-heartbeat`): `{ok, queued, mode, sessionKey}`. The route, and a
+/// turn in this process ([`super::Hooks`]).
+pub(crate) fn queue_system_event(
+    shared: &Shared,
+    text: &str,
+    mode: Option<String>,
+    session_key: Option<String>,
+) -> Result<Value, ApiError> {
+    let text = text.trim().to_string();
     if text.is_empty() {
         return Err(ApiError::new(StatusCode::BAD_REQUEST, "text is empty"));
     }
-    let mode = body.mode.unwrap_or_else(|| "next-heartbeat".to_string());
+    let mode = mode.unwrap_or_else(|| "next-heartbeat".to_string());
     if !MODES.contains(&mode.as_str()) {
         return Err(ApiError::new(
             StatusCode::BAD_REQUEST,
@@ -275,7 +288,7 @@ async fn system_event(
         ));
     }
     let req = TurnRequest {
-        session_key: body.session_key,
+        session_key,
         ..TurnRequest::default()
     };
     let session_key = shared
@@ -301,9 +314,7 @@ async fn system_event(
             session_key: session_key.clone(),
         });
     }
-    Ok(Json(
-        json!({"ok": true, "queued": true, "mode": mode, "sessionKey": session_key}),
-    ))
+    Ok(json!({"ok": true, "queued": true, "mode": mode, "sessionKey": session_key}))
 }
 
 /// `system heartbeat run-now`: one heartbeat now (waiting behind a turn
@@ -343,6 +354,17 @@ async fn cron_run(
             ));
         }
     };
+    run_cron_job(&shared, id, only_due).await.map(Json)
+}
+
+/// Hands a run of the job `id` to the cron runner and answers once it is
+/// claimed and started (`{ok, ran, enqueued, runId}`), or why not. The
+/// route, and a turn in this process ([`super::Hooks`]).
+pub(crate) async fn run_cron_job(
+    shared: &Shared,
+    id: String,
+    only_due: bool,
+) -> Result<Value, ApiError> {
     let (answer, answered) = tokio::sync::oneshot::channel();
     let asked = super::cron::ManualRun {
         job: id,
@@ -371,7 +393,7 @@ async fn cron_run(
             .to_string();
         return Err(ApiError::new(StatusCode::NOT_FOUND, message));
     }
-    Ok(Json(value))
+    Ok(value)
 }
 
 /// A command changed the job store: the runner reads it now.

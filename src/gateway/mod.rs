@@ -20,7 +20,10 @@
 //!   `/healthz` and `/readyz` need nothing; every error is JSON
 //!   `{ok: false, error}`.
 //! * Schedulers and webhooks never import the agent: they put events on
-//!   the [`Event`] bus or ask the engine for a turn.
+//!   the [`Event`] bus or ask the engine for a turn. What a turn in this
+//!   process asks of the gateway (the `cron` tool: a changed job store, a
+//!   run now, a wake) comes through the [`Hooks`] the gateway gives the
+//!   engine, the same paths as the control API's routes.
 
 pub(crate) mod client;
 pub(crate) mod cron;
@@ -382,6 +385,9 @@ async fn serve(
             }
         });
     }
+    shared
+        .engine
+        .set_gateway(Arc::new(Hooks(Arc::downgrade(&shared))));
     state::publish(&paths, &shared.info)?;
     shared.ready.store(true, Ordering::Release);
     on_ready(&shared.info);
@@ -416,6 +422,47 @@ async fn serve(
     let _ = tokio::task::spawn_blocking(move || syncer.join()).await;
     state::unpublish(&paths, std::process::id());
     Ok(())
+}
+
+/// The gateway as a turn in its own process reaches it: the paths of
+/// `/v1/cron/reload`, `/v1/cron/jobs/{id}/run` and `/v1/system/event`
+/// without the HTTP. Held by the engine, so it holds the gateway weakly.
+pub(crate) struct Hooks(pub std::sync::Weak<Shared>);
+
+impl Hooks {
+    fn shared(&self) -> Result<Arc<Shared>, String> {
+        self.0
+            .upgrade()
+            .ok_or_else(|| "the gateway is stopping".to_string())
+    }
+}
+
+impl crate::app::gateway::GatewayHooks for Hooks {
+    fn cron_changed(&self) {
+        if let Ok(shared) = self.shared() {
+            shared.cron.nudge();
+        }
+    }
+
+    fn run_cron_job(&self, job_id: String, only_due: bool) -> crate::app::gateway::LaterAnswer {
+        let shared = self.shared();
+        Box::pin(async move {
+            let shared = shared?;
+            http::run_cron_job(&shared, job_id, only_due)
+                .await
+                .map_err(|e| e.message)
+        })
+    }
+
+    fn system_event(
+        &self,
+        text: String,
+        mode: String,
+        session_key: Option<String>,
+    ) -> Result<serde_json::Value, String> {
+        let shared = self.shared()?;
+        http::queue_system_event(&shared, &text, Some(mode), session_key).map_err(|e| e.message)
+    }
 }
 
 /// Opens the ledger, takes this start's generation and takes over what

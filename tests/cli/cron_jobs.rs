@@ -734,3 +734,161 @@ fn a_running_gateway_runs_a_job_added_by_a_command_and_cron_run_runs_it_now() {
     assert!(status["nextCronAtMs"].is_i64(), "{status}");
     drop(gw);
 }
+
+#[test]
+fn a_turn_schedules_a_reminder_that_cron_list_shows() {
+    use crate::agent::{text, tool_call};
+    use crate::scripted::ScriptedServer;
+
+    let sb = Sandbox::new();
+    let server = ScriptedServer::start(vec![
+        tool_call(
+            "c1",
+            "cron",
+            json!({
+                "action": "add",
+                "job": {
+                    "name": "Call Ana",
+                    "schedule": {"kind": "at", "at": "2026-11-30T09:00:00"},
+                    "sessionTarget": "main",
+                    "payload": {"kind": "systemEvent", "text": "Call Ana back"}
+                },
+                "contextMessages": 1
+            }),
+        ),
+        text("I will remind you at 9 tomorrow."),
+    ]);
+    let turn = sb
+        .run_env(
+            &[
+                "--now",
+                NOW,
+                "agent",
+                "--model",
+                "openai/test-model",
+                "--message",
+                "Remind me at 9 tomorrow to call Ana",
+                "--json",
+            ],
+            &[("OPENAI_BASE_URL", &server.url)],
+        )
+        .ok()
+        .json();
+    assert_eq!(turn["reply"], "I will remind you at 9 tomorrow.");
+    let requests = server.requests();
+    let offered: Vec<String> = requests[0].json()["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap().to_string())
+        .collect();
+    assert!(offered.contains(&"cron".to_string()), "{offered:?}");
+    // The model was told what it scheduled.
+    let result = requests[1].json()["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "tool")
+        .map(|m| m["content"].as_str().unwrap().to_string())
+        .unwrap();
+    let told: Value = serde_json::from_str(&result).unwrap();
+    assert_eq!(told["ok"], true, "{result}");
+
+    let list = cron(&sb, &["list", "--json"]).ok().json();
+    assert_eq!(list["total"], 1, "{list}");
+    let job = &list["jobs"][0];
+    assert_eq!(job["id"], told["job"]["id"]);
+    assert_eq!(job["name"], "Call Ana");
+    assert_eq!(
+        job["schedule"],
+        json!({"kind": "at", "at": "2026-11-30T09:00:00.000Z"})
+    );
+    assert_eq!(job["sessionTarget"], "main");
+    assert_eq!(job["sessionKey"], "agent:main:main");
+    assert_eq!(job["createdBy"], "agent");
+    assert_eq!(
+        job["payload"]["text"],
+        "Call Ana back\n\nRecent context:\n- User: Remind me at 9 tomorrow to call Ana"
+    );
+    let at = "2026-11-30T09:00:00Z".parse::<jiff::Timestamp>().unwrap();
+    assert_eq!(job["state"]["nextRunAtMs"], at.as_millisecond());
+    let stored: Value = serde_json::from_str(&sb.read(STORE)).unwrap();
+    assert_eq!(stored["jobs"][0]["createdBy"], "agent");
+}
+
+#[test]
+fn a_turn_in_the_gateway_schedules_through_it_and_wakes_the_main_session() {
+    use std::time::Duration;
+
+    use crate::agent::{text, tool_call};
+    use crate::gateway::{Gateway, eventually};
+    use crate::scripted::ScriptedServer;
+
+    let sb = Sandbox::new();
+    let server = ScriptedServer::start(vec![
+        tool_call(
+            "c1",
+            "cron",
+            json!({"action": "add", "job": {
+                "name": "Stretch",
+                "schedule": {"kind": "every", "everyMs": 3_600_000},
+                "payload": {"kind": "systemEvent", "text": "Stand up"}
+            }}),
+        ),
+        tool_call(
+            "c2",
+            "cron",
+            json!({"action": "wake", "text": "Water the plants", "mode": "next-heartbeat"}),
+        ),
+        text("Done."),
+        text("Noted."),
+    ]);
+    let gw = Gateway::start(&sb, &[("OPENAI_BASE_URL", &server.url)]);
+    let (_, status) = gw.request("GET", "/v1/status", None);
+    assert!(status["nextCronAtMs"].is_null(), "{status}");
+    let agent = |message: &str| {
+        sb.run_env(
+            &[
+                "agent",
+                "--model",
+                "openai/test-model",
+                "--message",
+                message,
+                "--json",
+            ],
+            &[("OPENAI_BASE_URL", &server.url)],
+        )
+        .ok()
+        .json()
+    };
+    let turn = agent("Remind me to stretch every hour");
+    assert_eq!(turn["reply"], "Done.", "{turn}");
+    let results: Vec<Value> = server.requests()[2].json()["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| serde_json::from_str(m["content"].as_str().unwrap()).unwrap())
+        .collect();
+    assert_eq!(results[0]["ok"], true, "{results:?}");
+    assert_eq!(results[1]["queued"], true, "{results:?}");
+
+    // The job is in the store, and the gateway's runner follows it at
+    // once (it was told, not left to its next tick).
+    let list = sb.run(&["cron", "list", "--json"]).ok().json();
+    assert_eq!(list["total"], 1, "{list}");
+    let job = &list["jobs"][0];
+    assert_eq!(job["id"], results[0]["job"]["id"]);
+    assert_eq!(job["createdBy"], "agent");
+    let next = job["state"]["nextRunAtMs"].as_i64().unwrap();
+    eventually(Duration::from_secs(10), || {
+        let (_, status) = gw.request("GET", "/v1/status", None);
+        (status["nextCronAtMs"].as_i64() == Some(next)).then_some(())
+    });
+
+    // The wake queued its event for the main session's next turn.
+    agent("Anything else?");
+    let last = server.requests().last().unwrap().json();
+    let asked = last["messages"].as_array().unwrap().last().unwrap().clone();
+    assert!(asked.to_string().contains("Water the plants"), "{asked}");
+}

@@ -36,6 +36,16 @@ impl Services for NoServices {
         }
         Ok(SkillRun::Print(format!("{skill}: {}", args.join("|"))))
     }
+    fn cron<'a>(
+        &'a self,
+        caller: &'a Caller,
+        action: &'a str,
+        _: &'a Value,
+    ) -> Pin<Box<dyn Future<Output = Result<Value, String>> + Send + 'a>> {
+        Box::pin(std::future::ready(Ok(
+            json!({"action": action, "sessionKey": caller.session_key}),
+        )))
+    }
 }
 
 fn exec_policy(security: ExecSecurity, ask: ExecAsk) -> ExecPolicy {
@@ -74,6 +84,10 @@ fn settings(ws: &Path, shell: bool) -> ToolSettings {
                 description: "Slow".into(),
             },
         ],
+        caller: Caller {
+            agent_id: "main".into(),
+            session_key: "agent:main:main".into(),
+        },
     }
 }
 
@@ -592,4 +606,40 @@ fn argument_splitting() {
         vec!["a", "b", "c d", "e", ""]
     );
     assert!(split_args("   ").is_empty());
+}
+
+#[test]
+fn cron_goes_to_the_services_with_the_callers_session_unless_the_policy_removes_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = tools(settings(dir.path(), false), &NoApprover);
+    assert!(t.offers("cron"));
+    let out = run(t.call("cron", &json!({"action": "list"})));
+    assert!(!out.is_error, "{out:?}");
+    let answer: Value = serde_json::from_str(&out.text).unwrap();
+    assert_eq!(
+        answer,
+        json!({"action": "list", "sessionKey": "agent:main:main"})
+    );
+    for (args, want) in [
+        (json!({}), "`action` is required: one of status, list, add"),
+        (json!({"action": "purge"}), "`purge` is not a cron action"),
+        (json!({"action": 5}), "`action` is required"),
+    ] {
+        let out = run(t.call("cron", &args));
+        assert!(out.is_error && out.text.contains(want), "{args}: {out:?}");
+    }
+    let mut denied = settings(dir.path(), false);
+    denied.policy = ToolPolicy::new(&ToolsConfig {
+        deny: vec!["group:automation".into()],
+        ..ToolsConfig::default()
+    });
+    let t = tools(denied, &NoApprover);
+    assert!(!t.offers("cron"));
+    let out = run(t.call("cron", &json!({"action": "list"})));
+    assert!(out.is_error, "{out:?}");
+    assert!(
+        out.text
+            .contains("the tool `cron` is turned off by tools.deny (\"group:automation\")"),
+        "{out:?}"
+    );
 }

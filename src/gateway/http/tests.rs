@@ -340,3 +340,102 @@ async fn the_outbox_stream_sends_new_entries_and_replays_what_followed_the_last_
     assert_eq!(status, StatusCode::BAD_REQUEST);
     assert_eq!(body["error"], "`soon` is not an outbox entry id");
 }
+
+/// A turn in the gateway's process reaches it through its hooks: the
+/// same paths as the routes, without the HTTP.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_hooks_queue_an_event_as_the_route_does() {
+    use crate::app::gateway::GatewayHooks;
+    let dir = tempfile::tempdir().unwrap();
+    let shared = crate::gateway::test_shared(dir.path(), TOKEN);
+    let hooks = crate::gateway::Hooks(Arc::downgrade(&shared));
+    let mut bus = shared.bus.subscribe();
+    let answer = hooks
+        .system_event("Check the oven".into(), "now".into(), None)
+        .unwrap();
+    assert_eq!(
+        answer,
+        json!({"ok": true, "queued": true, "mode": "now", "sessionKey": "agent:main:main"})
+    );
+    assert_eq!(shared.intake.last_accepted(), 1, "in the intake log");
+    match bus.recv().await.unwrap() {
+        Event::Wake { session_key, .. } => assert_eq!(session_key, "agent:main:main"),
+        other => panic!("{other:?}"),
+    }
+    let refused = hooks
+        .system_event("  ".into(), "now".into(), None)
+        .unwrap_err();
+    assert_eq!(refused, "text is empty");
+    drop(shared);
+    assert_eq!(
+        hooks
+            .system_event("late".into(), "now".into(), None)
+            .unwrap_err(),
+        "the gateway is stopping"
+    );
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn the_hooks_tell_the_cron_runner_of_a_change_and_run_a_job_now() {
+    use crate::app::gateway::GatewayHooks;
+    use crate::gateway::supervisor::Component;
+    use crate::host::TokioClock;
+    let dir = tempfile::tempdir().unwrap();
+    let base: jiff::Timestamp = "2026-12-01T10:00:00Z".parse().unwrap();
+    let clock = Arc::new(TokioClock::new(base));
+    std::fs::create_dir_all(dir.path().join("state/workspace")).unwrap();
+    let shared = crate::gateway::test_shared_with(dir.path(), TOKEN, Some(clock), 1);
+    let hooks = crate::gateway::Hooks(Arc::downgrade(&shared));
+    let stop = tokio_util::sync::CancellationToken::new();
+    let runner = tokio::spawn(
+        Arc::new(crate::gateway::cron::CronRunner).start(shared.clone(), stop.clone()),
+    );
+    // The runner has read the empty store and sleeps (a minute at most).
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(shared.cron.next_wake_ms(), None);
+    let app = shared.engine.app();
+    let added = crate::app::cron::add(
+        &app,
+        &crate::app::cron::JobFlags {
+            name: Some("stretch".into()),
+            every: Some("1h".into()),
+            system_event: Some("Stand up".into()),
+            wake: Some("next-heartbeat".into()),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    hooks.cron_changed();
+    // Told, it reads the store at once, well before its next tick.
+    let began = tokio::time::Instant::now();
+    while shared.cron.next_wake_ms().is_none() {
+        assert!(
+            began.elapsed() < Duration::from_secs(30),
+            "the runner was not told"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(
+        shared.cron.next_wake_ms(),
+        added.job.state.next_run_at_ms,
+        "{:?}",
+        added.job
+    );
+    let ran = hooks
+        .run_cron_job(added.job.id.clone(), false)
+        .await
+        .unwrap();
+    assert_eq!(ran["ok"], true, "{ran}");
+    assert_eq!(ran["ran"], true, "{ran}");
+    assert_eq!(ran["jobId"], added.job.id.as_str());
+    let due = hooks
+        .run_cron_job(added.job.id.clone(), true)
+        .await
+        .unwrap();
+    // Not due (or still running from the forced run): not run again.
+    assert_eq!(due["ran"], false, "{due}");
+    let missing = hooks.run_cron_job("nope".into(), false).await.unwrap_err();
+    assert!(missing.contains("nope"), "{missing}");
+    stop.cancel();
+    let _ = runner.await;
+}
