@@ -62,9 +62,18 @@ impl Journal {
     /// Writes `line` (a newline is added) to the OS in one write. The
     /// syncer is told; the caller does not wait for the disk.
     pub(crate) fn append(&self, line: &[u8]) -> io::Result<()> {
-        let mut bytes = Vec::with_capacity(line.len() + 1);
-        bytes.extend_from_slice(line);
-        bytes.push(b'\n');
+        self.append_all(&[line])
+    }
+
+    /// Writes `lines` (each gets a newline) to the OS in one write, for a
+    /// batch that must not interleave with other writers' syncs line by
+    /// line.
+    pub(crate) fn append_all(&self, lines: &[&[u8]]) -> io::Result<()> {
+        let mut bytes = Vec::with_capacity(lines.iter().map(|l| l.len() + 1).sum());
+        for line in lines {
+            bytes.extend_from_slice(line);
+            bytes.push(b'\n');
+        }
         self.file
             .lock()
             .unwrap_or_else(|p| p.into_inner())

@@ -109,10 +109,10 @@ impl CronState {
 /// hundred thousand jobs must fit in a few tens of MB); the job is read
 /// from the text when it runs.
 struct Followed {
-    /// The job's JSON as the store holds it.
+    /// The job as compact JSON (its text as the store holds it may be
+    /// indented, and larger).
     text: Arc<str>,
-    name: Arc<str>,
-    slots: Arc<Slots>,
+    slots: Slots,
     /// The next slot to run.
     next: Option<i64>,
     /// A hash of what decides the job's slots (to notice a change).
@@ -122,7 +122,6 @@ struct Followed {
 /// One slot to run.
 struct Due {
     id: String,
-    name: Arc<str>,
     text: Arc<str>,
     slot_ms: i64,
     trigger: Trigger,
@@ -310,7 +309,11 @@ impl Runner {
         let read = self
             .shared
             .engine
-            .blocking(move || follow(&store, old, &latest, now_ts, &host))
+            .blocking(move || {
+                let read = follow(&store, old, &latest, now_ts, &host);
+                super::release_free_memory();
+                read
+            })
             .await?;
         let read = match read {
             Ok(read) => read,
@@ -396,7 +399,6 @@ impl Runner {
             }
             due.push(Due {
                 id: id.clone(),
-                name: f.name.clone(),
                 text: f.text.clone(),
                 slot_ms: slot,
                 trigger: Trigger::Due,
@@ -436,19 +438,34 @@ impl Runner {
             .shared
             .engine
             .blocking(move || {
+                // The jobs, read from their text.
+                let jobs: Vec<Result<Arc<Job>, String>> = wanted
+                    .iter()
+                    .map(|d| {
+                        crate::cron::store::job_from_text(&d.text)
+                            .map(Arc::new)
+                            .map_err(|e| format!("the job cannot be read: {e}"))
+                    })
+                    .collect();
                 let claims: Vec<(String, i64, Trigger)> = wanted
                     .iter()
                     .map(|d| (d.id.clone(), d.slot_ms, d.trigger))
                     .collect();
-                let tasks = shared.tasks.with(|ledger| {
+                let mut tasks = shared.tasks.with(|ledger| {
                     ledger.batch(|batch| {
                         if !busy.is_empty() {
                             slots::record_missed_in(batch.connection(), &busy, now)?;
                         }
                         let claimed =
                             slots::claim_in(batch.connection(), &claims, generation, now)?;
-                        let names: HashMap<&str, &str> =
-                            wanted.iter().map(|d| (d.id.as_str(), &*d.name)).collect();
+                        let names: HashMap<&str, &str> = wanted
+                            .iter()
+                            .zip(&jobs)
+                            .map(|(d, job)| {
+                                let name = job.as_ref().map_or("", |j| j.name.as_str());
+                                (d.id.as_str(), name)
+                            })
+                            .collect();
                         let mut tasks = HashMap::with_capacity(claimed.len());
                         for (id, slot) in claimed {
                             let name = names.get(id.as_str()).copied().unwrap_or_default();
@@ -458,15 +475,11 @@ impl Runner {
                         Ok(tasks)
                     })
                 })?;
-                let mut tasks = tasks;
-                // The claimed jobs, read from their text.
                 let runs: Vec<Claimed> = wanted
                     .into_iter()
-                    .filter_map(|due| {
+                    .zip(jobs)
+                    .filter_map(|(due, job)| {
                         let task_id = tasks.remove(&(due.id.clone(), due.slot_ms))?;
-                        let job = crate::cron::store::job_from_text(&due.text)
-                            .map(Arc::new)
-                            .map_err(|e| format!("the job cannot be read: {e}"));
                         Some(Claimed {
                             due,
                             job,
@@ -520,12 +533,41 @@ impl Runner {
             .blocking(move || {
                 let app = shared.engine.app();
                 let sessions = app.sessions(Some(crate::app::agent::AGENT_ID));
+                // Every event of the batch in one write to the intake.
+                let mut outcomes: Vec<Option<Outcome>> = Vec::with_capacity(batch.len());
+                let mut records = Vec::new();
+                for run in &batch {
+                    match &run.job {
+                        Ok(job) => match event_record(&shared, &sessions, job) {
+                            Ok(record) => {
+                                records.push(record);
+                                outcomes.push(None);
+                            }
+                            Err(skipped) => outcomes.push(Some(skipped)),
+                        },
+                        Err(problem) => outcomes.push(Some(unreadable(problem))),
+                    }
+                }
+                let accepted = if records.is_empty() {
+                    Ok(())
+                } else {
+                    shared.intake.accept_all(records).map(|_| ())
+                };
                 let done: Vec<(Claimed, Outcome)> = batch
                     .into_iter()
-                    .map(|run| {
-                        let outcome = match &run.job {
-                            Ok(job) => queue_event(&shared, &sessions, job),
-                            Err(problem) => unreadable(problem),
+                    .zip(outcomes)
+                    .map(|(run, outcome)| {
+                        let outcome = match (outcome, &run.job) {
+                            (Some(outcome), _) => outcome,
+                            (None, Ok(job)) => queued(
+                                accepted
+                                    .as_ref()
+                                    .map(|_| ())
+                                    .map_err(|e| std::io::Error::new(e.kind(), e.to_string())),
+                                job,
+                                &sessions,
+                            ),
+                            (None, Err(problem)) => unreadable(problem),
                         };
                         (run, outcome)
                     })
@@ -603,7 +645,6 @@ impl Runner {
         // claimed); a forced run is a slot of its own, at now.
         let due = Due {
             id: id.clone(),
-            name: f.name.clone(),
             text: f.text.clone(),
             slot_ms: if only_due { f.next.unwrap_or(now) } else { now },
             trigger: if only_due {
@@ -648,6 +689,7 @@ impl Runner {
                 for id in removals {
                     store.remove(&id, now)?;
                 }
+                super::release_free_memory();
                 Ok(())
             })
             .await;
@@ -771,13 +813,13 @@ impl Follower<'_> {
             return;
         };
         let version = slots_version(&job);
+        let text = serde_json::to_string(&job).unwrap_or_else(|_| text.to_string());
         if let Some(mut f) = self.old.remove(&job.id)
             && f.version == version
         {
             // The same slots: keep following (the rest may have changed).
             if *f.text != *text {
                 f.text = Arc::from(text);
-                f.name = Arc::from(job.name.as_str());
             }
             read.followed.insert(job.id, f);
             return;
@@ -790,7 +832,7 @@ impl Follower<'_> {
             return;
         };
         let slots = match Slots::new(&schedule, &job.id, job.created_at_ms, self.host) {
-            Ok(s) => Arc::new(s),
+            Ok(s) => s,
             Err(err) => {
                 tracing::warn!(job = %job.id, %err, "cron job schedule cannot be evaluated");
                 return;
@@ -815,12 +857,10 @@ impl Follower<'_> {
             cursor = slot;
         }
         let text: Arc<str> = Arc::from(text);
-        let name: Arc<str> = Arc::from(job.name.as_str());
         let plan = slots::plan_catch_up(&passed, job.catch_up(), CATCH_UP_LIMIT);
         for slot in plan.run {
             read.catch_up.push(Due {
                 id: job.id.clone(),
-                name: name.clone(),
                 text: text.clone(),
                 slot_ms: slot,
                 trigger: Trigger::CatchUp,
@@ -837,7 +877,6 @@ impl Follower<'_> {
             job.id,
             Followed {
                 text,
-                name,
                 slots,
                 next,
                 version,
@@ -1030,45 +1069,66 @@ async fn run_slot(
 /// A `main` job's event, queued on its session (blocking: the intake
 /// writes). Empty text is a skipped run.
 fn queue_event(shared: &Shared, sessions: &crate::session::Sessions, job: &Job) -> Outcome {
+    match event_record(shared, sessions, job) {
+        Ok(record) => queued(shared.intake.accept(record).map(|_| ()), job, sessions),
+        Err(skipped) => skipped,
+    }
+}
+
+/// The intake record of a `main` job's event; a job without one is a
+/// skipped run.
+fn event_record(
+    shared: &Shared,
+    sessions: &crate::session::Sessions,
+    job: &Job,
+) -> Result<Record, Outcome> {
     if !matches!(
         (&job.session_target, job.payload.kind),
         (SessionTarget::Main, PayloadKind::SystemEvent)
     ) {
-        return Outcome {
+        return Err(Outcome {
             status: Ended::Skipped,
             error: Some("the job's payload does not fit its session target".into()),
             summary: None,
             session_key: None,
-        };
+        });
     }
     let text = job.payload.text.as_deref().unwrap_or("").trim().to_string();
     if text.is_empty() {
-        return Outcome {
+        return Err(Outcome {
             status: Ended::Skipped,
             error: Some("main job requires non-empty systemEvent text".into()),
             summary: None,
             session_key: None,
-        };
+        });
     }
-    let key = sessions.resolve_key(job.session_key.as_deref());
     let mode = match job.wake_mode {
         WakeMode::Now => "now",
         WakeMode::NextHeartbeat => "next-heartbeat",
     };
-    let record = Record {
+    Ok(Record {
         seq: 0,
         ts: shared.host.now_ms(),
         kind: "cron".into(),
-        session_key: key.clone(),
-        text: text.clone(),
+        session_key: sessions.resolve_key(job.session_key.as_deref()),
+        text,
         mode: mode.to_string(),
         trusted: true,
-    };
-    match shared.intake.accept(record) {
-        Ok(_) => Outcome {
+    })
+}
+
+/// The outcome of queueing `job`'s event.
+fn queued(
+    accepted: std::io::Result<()>,
+    job: &Job,
+    sessions: &crate::session::Sessions,
+) -> Outcome {
+    let key = sessions.resolve_key(job.session_key.as_deref());
+    match accepted {
+        Ok(()) => Outcome {
             status: Ended::Ok,
             error: None,
-            summary: Some(text),
+            summary: job.payload.text.as_deref().map(|t| t.trim().to_string()),
             session_key: Some(key),
         },
         Err(err) => Outcome {

@@ -242,6 +242,28 @@ fn components() -> Vec<Arc<dyn Component>> {
     ]
 }
 
+/// Returns the allocator's free memory to the OS (glibc keeps it), after
+/// work that built and dropped a lot (a memory refresh, a job store read).
+pub(crate) fn release_free_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only returns free heap pages to the OS.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+}
+
+/// Keeps the allocator to a few arenas: glibc gives each busy thread one
+/// (the blocking pool has many), and what one frees is kept in it, so a
+/// long-running daemon's resident memory grows with its thread count.
+fn limit_allocator_arenas() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: mallopt only tunes the allocator; called before the runtime
+    // starts its threads.
+    unsafe {
+        libc::mallopt(libc::M_ARENA_MAX, 2);
+    }
+}
+
 /// Runs the gateway in the foreground until SIGTERM / Ctrl-C (or `stop`,
 /// for tests), printing one line when it is ready.
 pub(crate) fn run(
@@ -251,6 +273,7 @@ pub(crate) fn run(
     stop: CancellationToken,
     on_ready: impl FnOnce(&GatewayInfo) + Send,
 ) -> anyhow::Result<()> {
+    limit_allocator_arenas();
     let (address, port, label) = bind_address(&app, &opts)?;
     if !address.is_loopback() && state::configured_token(&app.config.config, &app.host).is_none() {
         return Err(GatewayError::TokenRequired(label).into());

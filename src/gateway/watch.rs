@@ -136,7 +136,7 @@ impl Component for MemoryWatcher {
             };
             // Building an index frees most of what it took; hand it back
             // to the OS so an idle gateway stays small.
-            release_free_memory();
+            super::release_free_memory();
             let index = Arc::new(Mutex::new(index));
             let relevant = {
                 let layout = layout.clone();
@@ -177,15 +177,6 @@ impl Component for MemoryWatcher {
             drop(watcher);
             Ok(())
         })
-    }
-}
-
-/// Returns the allocator's free memory to the OS (glibc keeps it).
-fn release_free_memory() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: malloc_trim only returns free heap pages to the OS.
-    unsafe {
-        libc::malloc_trim(0);
     }
 }
 
