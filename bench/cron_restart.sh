@@ -16,9 +16,11 @@ work="$(mktemp -d)"
 trap 'pkill -9 -f "$work" 2>/dev/null || true; rm -rf "$work"' EXIT
 export TZ=UTC
 echo "cron restart fuzz, release, $(nproc) cores: $JOBS jobs, ${SECONDS_TOTAL} s, seed $SEED"
-python3 - "$ALMANAC" "$work" "$JOBS" "$SECONDS_TOTAL" "$SEED" <<'PY'
-import json, os, random, signal, socket, sqlite3, subprocess, sys, time
+BENCH_DIR="$BENCH_ROOT/bench" python3 - "$ALMANAC" "$work" "$JOBS" "$SECONDS_TOTAL" "$SEED" <<'PY'
+import json, os, random, signal, sqlite3, subprocess, sys, time
 almanac, work, jobs_n, total, seed = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4]), int(sys.argv[5])
+sys.path.insert(0, os.environ["BENCH_DIR"])
+from gateway_probe import free_port, ready
 rng = random.Random(seed)
 home = os.path.join(work, "home")
 state = os.path.join(home, ".almanac")
@@ -38,22 +40,6 @@ for i in range(jobs_n):
         "catchUp": policies[i % 3],
     })
 json.dump({"version": 1, "jobs": jobs}, open(os.path.join(state, "cron", "jobs.json"), "w"), indent=2)
-
-def free_port():
-    s = socket.socket(); s.bind(("127.0.0.1", 0)); p = s.getsockname()[1]; s.close(); return p
-
-def ready(port):
-    try:
-        s = socket.create_connection(("127.0.0.1", port), timeout=1)
-    except OSError:
-        return False
-    try:
-        s.sendall(b"GET /readyz HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n")
-        return s.recv(64).startswith(b"HTTP/1.1 200")
-    except OSError:
-        return False
-    finally:
-        s.close()
 
 windows = []   # (up_from_ms, up_until_ms)
 began = time.time()

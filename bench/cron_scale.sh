@@ -20,9 +20,11 @@ work="$(mktemp -d)"
 trap 'pkill -9 -f "$work" 2>/dev/null || true; rm -rf "$work"' EXIT
 export TZ=UTC HOME="$work/home"
 echo "cron at scale, release, $(nproc) cores: $JOBS jobs, ${SECONDS_TOTAL} s"
-python3 - "$ALMANAC" "$work" "$JOBS" "$SECONDS_TOTAL" <<'PY'
-import json, os, socket, sqlite3, subprocess, sys, time
+BENCH_DIR="$BENCH_ROOT/bench" python3 - "$ALMANAC" "$work" "$JOBS" "$SECONDS_TOTAL" <<'PY'
+import json, os, sqlite3, subprocess, sys, time
 almanac, work, jobs_n, total = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4])
+sys.path.insert(0, os.environ["BENCH_DIR"])
+from gateway_probe import free_port, ready, rss_kb
 home = os.path.join(work, "home")
 state = os.path.join(home, ".almanac")
 os.makedirs(os.path.join(state, "cron"), exist_ok=True)
@@ -37,31 +39,6 @@ jobs = [{
 } for i in range(jobs_n)]
 json.dump({"version": 1, "jobs": jobs}, open(os.path.join(state, "cron", "jobs.json"), "w"))
 size_mb = os.path.getsize(os.path.join(state, "cron", "jobs.json")) / 1e6
-
-def free_port():
-    s = socket.socket(); s.bind(("127.0.0.1", 0)); p = s.getsockname()[1]; s.close(); return p
-
-def ready(port):
-    try:
-        s = socket.create_connection(("127.0.0.1", port), timeout=1)
-    except OSError:
-        return False
-    try:
-        s.sendall(b"GET /readyz HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n")
-        return s.recv(64).startswith(b"HTTP/1.1 200")
-    except OSError:
-        return False
-    finally:
-        s.close()
-
-def rss_kb(pid):
-    try:
-        for line in open(f"/proc/{pid}/status"):
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    except OSError:
-        pass
-    return 0
 
 port = free_port()
 t0 = time.time()

@@ -40,30 +40,11 @@ for i in range(n):
 PY
 
 echo "gateway, release, $(nproc) cores"
-python3 - "$ALMANAC" "$empty" "$full" "$IDLE_WAIT" "$STARTS" <<'PY'
-import json, os, socket, statistics, subprocess, sys, time
+BENCH_DIR="$BENCH_ROOT/bench" python3 - "$ALMANAC" "$empty" "$full" "$IDLE_WAIT" "$STARTS" <<'PY'
+import json, os, statistics, subprocess, sys, time
 almanac, empty, full, idle_wait, starts = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4]), int(sys.argv[5])
-
-def free_port():
-    s = socket.socket(); s.bind(("127.0.0.1", 0)); p = s.getsockname()[1]; s.close(); return p
-
-def ready(port):
-    try:
-        s = socket.create_connection(("127.0.0.1", port), timeout=1)
-    except OSError:
-        return False
-    try:
-        s.sendall(b"GET /readyz HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n")
-        data = b""
-        while True:
-            chunk = s.recv(4096)
-            if not chunk: break
-            data += chunk
-        return data.startswith(b"HTTP/1.1 200")
-    except OSError:
-        return False
-    finally:
-        s.close()
+sys.path.insert(0, os.environ["BENCH_DIR"])
+from gateway_probe import free_port, ready, rss_kb
 
 def start(home):
     port = free_port()
@@ -81,11 +62,6 @@ def start(home):
 
 def stop(proc):
     proc.terminate(); proc.wait(timeout=15)
-
-def rss_kb(pid):
-    for line in open(f"/proc/{pid}/status"):
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1])
 
 for label, home in (("empty workspace", empty), ("10-year memory + skills", full)):
     times = []

@@ -346,6 +346,23 @@ impl CronIndex {
         if !incremental {
             return self.rebuild(source, file, &warnings);
         }
+        let changed = file.changed_ids();
+        let rows = file
+            .positioned()
+            .filter(|(_, job)| changed.contains(&job.id));
+        self.replace_rows(source, &warnings, file.removed_ids(), rows)
+    }
+
+    /// In one transaction: the rows of `removed` deleted, those of `rows`
+    /// (jobs with their place in the file) written afresh, and the file
+    /// recorded as `source` with `warnings`.
+    fn replace_rows<'j>(
+        &mut self,
+        source: &Source<'_>,
+        warnings: &[String],
+        removed: impl IntoIterator<Item = &'j String>,
+        rows: impl IntoIterator<Item = (usize, &'j Job)>,
+    ) -> Result<(), CronError> {
         let mut counts = self.recorded()?.map(|r| r.counts).unwrap_or_default();
         let tx = self
             .conn
@@ -365,21 +382,18 @@ impl CronIndex {
                 }
                 Ok(())
             };
-            for id in file.removed_ids() {
+            for id in removed {
                 remove(id, &mut counts)?;
             }
-            let changed = file.changed_ids();
             let mut insert = Inserter::new(&tx)?;
-            for (position, job) in file.positioned() {
-                if changed.contains(&job.id) {
-                    remove(&job.id, &mut counts)?;
-                    let row = Row::of(position, job, source.host_zone, source.now_ms);
-                    insert.row(&row)?;
-                    counts.add(row.enabled, 1);
-                }
+            for (position, job) in rows {
+                remove(&job.id, &mut counts)?;
+                let row = Row::of(position, job, source.host_zone, source.now_ms);
+                insert.row(&row)?;
+                counts.add(row.enabled, 1);
             }
         }
-        record(&tx, source, &warnings, counts)?;
+        record(&tx, source, warnings, counts)?;
         tx.commit()?;
         Ok(())
     }
@@ -398,31 +412,8 @@ impl CronIndex {
         let Some(warnings) = self.describes(source.store_path, read_as, &zone)? else {
             return Ok(false);
         };
-        let mut counts = self.recorded()?.map(|r| r.counts).unwrap_or_default();
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        {
-            let mut delete = tx.prepare_cached(
-                "DELETE FROM cron_jobs WHERE job_id = ?1 RETURNING row_id, enabled",
-            )?;
-            let mut unsearch = tx.prepare_cached("DELETE FROM cron_search WHERE row_id = ?1")?;
-            let mut insert = Inserter::new(&tx)?;
-            for (position, job) in changed {
-                let gone: Vec<(i64, bool)> = delete
-                    .query_map([&job.id], |r| Ok((r.get(0)?, r.get(1)?)))?
-                    .collect::<Result<_, _>>()?;
-                for (row_id, enabled) in gone {
-                    unsearch.execute([row_id])?;
-                    counts.add(enabled, -1);
-                }
-                let row = Row::of(*position, job, source.host_zone, source.now_ms);
-                insert.row(&row)?;
-                counts.add(row.enabled, 1);
-            }
-        }
-        record(&tx, source, &warnings, counts)?;
-        tx.commit()?;
+        let rows = changed.iter().map(|(position, job)| (*position, job));
+        self.replace_rows(source, &warnings, [], rows)?;
         Ok(true)
     }
 

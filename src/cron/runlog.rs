@@ -140,7 +140,7 @@ pub(crate) fn append(
     record: &RunRecord,
     limits: Limits,
 ) -> Result<bool, CronError> {
-    append_all(runs_dir, std::slice::from_ref(record), limits, true)
+    append_all(runs_dir, std::slice::from_ref(record), limits, true)?
         .pop()
         .expect("one result per record")
 }
@@ -151,13 +151,14 @@ pub(crate) fn append(
 /// refused before anything is created). With `sync` each line is synced
 /// before the next; a batch of runs whose record of truth is the slot
 /// ledger passes `false` (a line still reaches the OS before this
-/// returns, so a killed process loses none).
+/// returns, so a killed process loses none). The outer error: nothing
+/// could be written (the folder or its lock).
 pub(crate) fn append_all(
     runs_dir: &Path,
     records: &[RunRecord],
     limits: Limits,
     sync: bool,
-) -> Vec<Result<bool, CronError>> {
+) -> Result<Vec<Result<bool, CronError>>, CronError> {
     let io = |path: &Path| {
         let path = path.to_path_buf();
         move |source| CronError::Io { path, source }
@@ -167,18 +168,9 @@ pub(crate) fn append_all(
         .map(|r| log_path(runs_dir, &r.job_id))
         .collect();
     if paths.iter().all(Result::is_err) {
-        return paths.into_iter().map(|p| p.map(|_| false)).collect();
+        return Ok(paths.into_iter().map(|p| p.map(|_| false)).collect());
     }
-    if let Err(source) = durable::create_private_dir_all(runs_dir) {
-        let err = |_| {
-            Err(CronError::Io {
-                path: runs_dir.to_path_buf(),
-                source: std::io::Error::new(source.kind(), source.to_string()),
-            })
-        };
-        return paths.into_iter().map(err).collect();
-    }
-    let lock = runs_dir.join(".lock");
+    durable::create_private_dir_all(runs_dir).map_err(io(runs_dir))?;
     let one = |path: &Path, record: &RunRecord| -> Result<bool, CronError> {
         let mut line = serde_json::to_vec(record).expect("a run record serialises");
         line.push(b'\n');
@@ -192,25 +184,15 @@ pub(crate) fn append_all(
         durable::atomic_replace(path, &kept, durable::PRIVATE_FILE_MODE).map_err(io(path))?;
         Ok(true)
     };
-    let locked = durable::with_file_lock(&lock, || {
+    let lock = runs_dir.join(".lock");
+    durable::with_file_lock(&lock, || {
         paths
             .into_iter()
             .zip(records)
             .map(|(path, record)| path.and_then(|path| one(&path, record)))
-            .collect::<Vec<_>>()
-    });
-    match locked {
-        Ok(results) => results,
-        Err(source) => records
-            .iter()
-            .map(|_| {
-                Err(CronError::Io {
-                    path: lock.clone(),
-                    source: std::io::Error::new(source.kind(), source.to_string()),
-                })
-            })
-            .collect(),
-    }
+            .collect()
+    })
+    .map_err(io(&lock))
 }
 
 /// The last `keep` non-empty lines of `bytes`, each ending in a newline.

@@ -535,7 +535,7 @@ impl Runner {
                 let sessions = app.sessions(Some(crate::app::agent::AGENT_ID));
                 // Every event of the batch in one write to the intake.
                 let mut outcomes: Vec<Option<Outcome>> = Vec::with_capacity(batch.len());
-                let mut records = Vec::new();
+                let mut records: Vec<Record> = Vec::new();
                 for run in &batch {
                     match &run.job {
                         Ok(job) => match event_record(&shared, &sessions, job) {
@@ -551,24 +551,20 @@ impl Runner {
                 let accepted = if records.is_empty() {
                     Ok(())
                 } else {
-                    shared.intake.accept_all(records).map(|_| ())
+                    shared
+                        .intake
+                        .accept_all(&mut records)
+                        .map_err(|e| e.to_string())
                 };
+                let mut records = records.into_iter();
                 let done: Vec<(Claimed, Outcome)> = batch
                     .into_iter()
                     .zip(outcomes)
                     .map(|(run, outcome)| {
-                        let outcome = match (outcome, &run.job) {
-                            (Some(outcome), _) => outcome,
-                            (None, Ok(job)) => queued(
-                                accepted
-                                    .as_ref()
-                                    .map(|_| ())
-                                    .map_err(|e| std::io::Error::new(e.kind(), e.to_string())),
-                                job,
-                                &sessions,
-                            ),
-                            (None, Err(problem)) => unreadable(problem),
-                        };
+                        let outcome = outcome.unwrap_or_else(|| {
+                            let record = records.next().expect("a record per queued event");
+                            queued(&accepted, record)
+                        });
                         (run, outcome)
                     })
                     .collect();
@@ -594,12 +590,13 @@ impl Runner {
                     .map(|(run, outcome)| run_record(run, outcome, ended))
                     .collect();
                 let limits = runlog::Limits::from(&app.config.config.cron.run_log);
-                for result in
-                    runlog::append_all(&app.cron_store().runs_dir(), &records, limits, false)
-                {
-                    if let Err(err) = result {
-                        tracing::warn!(%err, "cron run log not written");
-                    }
+                let logged =
+                    runlog::append_all(&app.cron_store().runs_dir(), &records, limits, false);
+                for err in logged.map_or_else(
+                    |err| vec![err],
+                    |each| each.into_iter().filter_map(Result::err).collect(),
+                ) {
+                    tracing::warn!(%err, "cron run log not written");
                 }
                 (done, ended)
             })
@@ -1070,7 +1067,15 @@ async fn run_slot(
 /// writes). Empty text is a skipped run.
 fn queue_event(shared: &Shared, sessions: &crate::session::Sessions, job: &Job) -> Outcome {
     match event_record(shared, sessions, job) {
-        Ok(record) => queued(shared.intake.accept(record).map(|_| ()), job, sessions),
+        Ok(record) => {
+            let mut records = [record];
+            let accepted = shared
+                .intake
+                .accept_all(&mut records)
+                .map_err(|e| e.to_string());
+            let [record] = records;
+            queued(&accepted, record)
+        }
         Err(skipped) => skipped,
     }
 }
@@ -1117,25 +1122,20 @@ fn event_record(
     })
 }
 
-/// The outcome of queueing `job`'s event.
-fn queued(
-    accepted: std::io::Result<()>,
-    job: &Job,
-    sessions: &crate::session::Sessions,
-) -> Outcome {
-    let key = sessions.resolve_key(job.session_key.as_deref());
+/// The outcome of queueing `record`'s event.
+fn queued(accepted: &Result<(), String>, record: Record) -> Outcome {
     match accepted {
         Ok(()) => Outcome {
             status: Ended::Ok,
             error: None,
-            summary: job.payload.text.as_deref().map(|t| t.trim().to_string()),
-            session_key: Some(key),
+            summary: Some(record.text),
+            session_key: Some(record.session_key),
         },
         Err(err) => Outcome {
             status: Ended::Error,
             error: Some(format!("the event was not queued: {err}")),
             summary: None,
-            session_key: Some(key),
+            session_key: Some(record.session_key),
         },
     }
 }

@@ -98,21 +98,16 @@ impl Intake {
 
     /// Writes `record` (its `seq` is assigned here) and hands it to the
     /// feeder. Blocking: call it on the engine's boundary.
-    pub(crate) fn accept(&self, mut record: Record) -> std::io::Result<Record> {
-        let mut last = self.last_seq.lock().unwrap_or_else(|p| p.into_inner());
-        record.seq = *last + 1;
-        let line = serde_json::to_vec(&record).expect("records serialise");
-        self.journal.append(&line)?;
-        *last = record.seq;
-        drop(last);
-        // The feeder replays the log at its start, so a closed channel
-        // loses nothing.
-        let _ = self.to_feeder.send(record.clone());
+    pub(crate) fn accept(&self, record: Record) -> std::io::Result<Record> {
+        let mut records = [record];
+        self.accept_all(&mut records)?;
+        let [record] = records;
         Ok(record)
     }
 
-    /// [`Intake::accept`] for a batch, in one write.
-    pub(crate) fn accept_all(&self, mut records: Vec<Record>) -> std::io::Result<Vec<Record>> {
+    /// [`Intake::accept`] for a batch, in one write; each record's `seq`
+    /// is assigned here.
+    pub(crate) fn accept_all(&self, records: &mut [Record]) -> std::io::Result<()> {
         let mut last = self.last_seq.lock().unwrap_or_else(|p| p.into_inner());
         let mut seq = *last;
         let lines: Vec<Vec<u8>> = records
@@ -127,10 +122,12 @@ impl Intake {
         self.journal.append_all(&refs)?;
         *last = seq;
         drop(last);
-        for record in &records {
+        // The feeder replays the log at its start, so a closed channel
+        // loses nothing.
+        for record in records.iter() {
             let _ = self.to_feeder.send(record.clone());
         }
-        Ok(records)
+        Ok(())
     }
 
     /// The last accepted sequence number.
