@@ -73,8 +73,6 @@
 pub(crate) mod index;
 pub(crate) mod job;
 mod legacy;
-// The gateway's cron runner is the caller of its entry points.
-#[allow(dead_code)]
 pub(crate) mod outcome;
 pub(crate) mod runlog;
 pub(crate) mod schedule;

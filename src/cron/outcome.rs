@@ -295,6 +295,7 @@ pub(crate) fn schedule_error(job: &Job, error: &str) -> (JobState, bool, Option<
 /// The first of the transient classes `error` belongs to (in the order
 /// of [`TransientClass::ALL`]), or `None` for an error that will not
 /// pass by itself.
+#[cfg(test)]
 pub(crate) fn transient_class(error: &str) -> Option<TransientClass> {
     let lower = error.to_lowercase();
     TransientClass::ALL

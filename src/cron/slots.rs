@@ -24,6 +24,8 @@ pub(crate) enum Trigger {
     Due,
     CatchUp,
     Manual,
+    /// A one-shot tried again after a passing error.
+    Retry,
 }
 
 impl Trigger {
@@ -32,6 +34,7 @@ impl Trigger {
             Trigger::Due => "due",
             Trigger::CatchUp => "catch-up",
             Trigger::Manual => "manual",
+            Trigger::Retry => "retry",
         }
     }
 }

@@ -102,6 +102,15 @@ pub(crate) struct Changed<T> {
     pub written: Option<Fingerprint>,
 }
 
+/// The runtime state of one job to write back, and whether the job is
+/// disabled with it.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct RuntimeUpdate {
+    pub id: String,
+    pub state: JobState,
+    pub disable: bool,
+}
+
 /// What [`CronStore::update_states`] did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct StatesUpdated {
@@ -414,7 +423,29 @@ impl CronStore {
         updates: &[(String, JobState)],
         now: jiff::Timestamp,
     ) -> Result<Changed<StatesUpdated>, CronError> {
-        let by_id: std::collections::HashMap<String, JobState> = updates.iter().cloned().collect();
+        let updates: Vec<RuntimeUpdate> = updates
+            .iter()
+            .map(|(id, state)| RuntimeUpdate {
+                id: id.clone(),
+                state: state.clone(),
+                disable: false,
+            })
+            .collect();
+        self.update_runtime(&updates, now)
+    }
+
+    /// [`CronStore::update_states`], where a job may also be disabled with
+    /// its new state (a spent one-shot, an auto-disable): `enabled` is the
+    /// one field of the definition the runner writes.
+    pub(crate) fn update_runtime(
+        &self,
+        updates: &[RuntimeUpdate],
+        now: jiff::Timestamp,
+    ) -> Result<Changed<StatesUpdated>, CronError> {
+        let by_id: std::collections::HashMap<String, (JobState, bool)> = updates
+            .iter()
+            .map(|u| (u.id.clone(), (u.state.clone(), u.disable)))
+            .collect();
         if by_id.len() == updates.len()
             && let Some(done) = self.update_states_streamed(&by_id, now)?
         {
@@ -422,13 +453,16 @@ impl CronStore {
         }
         self.modify(now, |file| {
             let mut done = StatesUpdated::default();
-            for (id, state) in updates {
-                match file.get_mut(id) {
+            for update in updates {
+                match file.get_mut(&update.id) {
                     Some(job) => {
-                        job.state = state.clone();
+                        job.state = update.state.clone();
+                        if update.disable {
+                            job.enabled = false;
+                        }
                         done.updated += 1;
                     }
-                    None => done.missing.push(id.clone()),
+                    None => done.missing.push(update.id.clone()),
                 }
             }
             Ok(done)
@@ -475,7 +509,7 @@ impl CronStore {
     /// spelling, the state sidecar); nothing was written.
     pub(crate) fn update_states_streamed(
         &self,
-        updates: &std::collections::HashMap<String, JobState>,
+        updates: &std::collections::HashMap<String, (JobState, bool)>,
         now: jiff::Timestamp,
     ) -> Result<Option<Changed<StatesUpdated>>, CronError> {
         #[derive(Deserialize)]
@@ -514,7 +548,9 @@ impl CronStore {
                         let id = serde_json::from_str::<Ids>(text)
                             .ok()
                             .and_then(|ids| ids.id.or(ids.job_id));
-                        let Some((id, state)) = id.and_then(|id| updates.get_key_value(&id)) else {
+                        let Some((id, (state, disable))) =
+                            id.and_then(|id| updates.get_key_value(&id))
+                        else {
                             return Ok(None);
                         };
                         let raw: Value =
@@ -530,6 +566,9 @@ impl CronStore {
                         };
                         let mut job = original.clone();
                         job.state = state.clone();
+                        if *disable {
+                            job.enabled = false;
+                        }
                         let out = patch(map, &original.to_map(), &job.to_map());
                         changed.push((here, job));
                         Ok(Some(Value::Object(out)))

@@ -33,12 +33,11 @@ use super::Shared;
 use super::intake::Record;
 use super::supervisor::{Component, ComponentKind};
 use crate::app::App;
-use crate::cron::job::{
-    Job, JobState, PayloadKind, RunStatus, ScheduleKind, SessionTarget, WakeMode,
-};
+use crate::cron::job::{Job, JobState, PayloadKind, RunStatus, ScheduleKind, SessionTarget, WakeMode};
+use crate::cron::outcome::{self, AfterRun, RunEnd};
 use crate::cron::runlog::{self, RunRecord};
 use crate::cron::slots::{self, Ended, SlotLedger, Trigger};
-use crate::cron::store::Fingerprint;
+use crate::cron::store::{Fingerprint, RuntimeUpdate};
 use crate::tasks::record::Lease;
 use crate::tasks::{NewTask, Runtime, Terminal, TerminalStatus};
 
@@ -115,6 +114,10 @@ struct Followed {
     slots: Slots,
     /// The next slot to run.
     next: Option<i64>,
+    /// `next` is a one-shot's next attempt after a passing error.
+    retry: bool,
+    /// The job failed: no slot before this runs (its error backoff).
+    not_before: Option<i64>,
     /// A hash of what decides the job's slots (to notice a change).
     version: u64,
 }
@@ -136,10 +139,19 @@ struct Runner {
     fingerprint: Option<Option<Fingerprint>>,
     /// Jobs with a run in flight (a slot that comes meanwhile is skipped).
     running: Arc<Mutex<HashSet<String>>>,
-    /// Runtime state waiting to be written back.
-    states: Arc<Mutex<HashMap<String, JobState>>>,
+    /// Runs that ended on their own task, for the runner to settle.
+    finished: Arc<Mutex<Vec<Finished>>>,
+    /// Told when a run ends on its own task.
+    ended: Arc<tokio::sync::Notify>,
+    /// Runtime state waiting to be written back, and whether the job is
+    /// disabled with it.
+    states: HashMap<String, (JobState, bool)>,
     /// `at` jobs to delete (ran well, `deleteAfterRun`).
-    removals: Arc<Mutex<Vec<String>>>,
+    removals: Vec<String>,
+    /// Jobs whose schedule cannot be worked out: tried again every
+    /// [`MAX_SLEEP`], each failure counted, until they are disabled.
+    broken: HashMap<String, Job>,
+    broken_checked: Option<tokio::time::Instant>,
     runs: tokio_util::task::TaskTracker,
     permits: Arc<tokio::sync::Semaphore>,
 }
@@ -190,14 +202,20 @@ impl Component for CronRunner {
                 queue: BinaryHeap::new(),
                 fingerprint: None,
                 running: Arc::default(),
-                states: Arc::default(),
-                removals: Arc::default(),
+                finished: Arc::default(),
+                ended: Arc::default(),
+                states: HashMap::new(),
+                removals: Vec::new(),
+                broken: HashMap::new(),
+                broken_checked: None,
                 runs: tokio_util::task::TaskTracker::new(),
                 permits: Arc::new(tokio::sync::Semaphore::new(limit)),
             };
             let result = runner.run(&stop).await;
             runner.runs.close();
             runner.runs.wait().await;
+            let finished = runner.take_finished();
+            runner.settle(finished);
             runner.flush_states().await;
             result
         })
@@ -212,6 +230,17 @@ impl Runner {
         let mut manual = shared.cron.manual_rx.lock().await;
         loop {
             self.reload_if_changed().await?;
+            let finished = self.take_finished();
+            if !finished.is_empty() {
+                self.settle(finished);
+            }
+            if !self.broken.is_empty()
+                && self
+                    .broken_checked
+                    .is_none_or(|at| at.elapsed() >= MAX_SLEEP)
+            {
+                self.check_broken().await;
+            }
             let now = self.shared.host.now_ms();
             let due = self.take_due(now);
             if !due.is_empty() {
@@ -251,17 +280,14 @@ impl Runner {
                 Some(at) => Duration::from_millis((at - now).max(0) as u64).min(MAX_SLEEP),
                 None => MAX_SLEEP,
             };
-            if !self
-                .states
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .is_empty()
-            {
+            if !self.states.is_empty() || !self.removals.is_empty() {
                 sleep = sleep.min(STATE_FLUSH);
             }
+            let ended = self.ended.clone();
             tokio::select! {
                 () = stop.cancelled() => return Ok(()),
                 () = tokio::time::sleep(sleep) => {}
+                () = ended.notified() => {}
                 () = self.shared.cron.nudge.notified() => {
                     self.fingerprint = None;
                 }
@@ -328,6 +354,12 @@ impl Runner {
         }
         self.fingerprint = Some(read.fingerprint);
         self.followed = read.followed;
+        let had_broken = !self.broken.is_empty();
+        self.broken = read.broken;
+        if !self.broken.is_empty() && !had_broken {
+            // Counted at once; then again every minute.
+            self.broken_checked = None;
+        }
         for (at, id) in read.queue {
             self.queue.push(Reverse((at, id)));
         }
@@ -353,9 +385,11 @@ impl Runner {
     }
 
     /// The slots due at `now`, one per job (older due slots of a job the
-    /// runner woke late for are recorded missed by `start_runs`).
+    /// runner woke late for, and slots inside a job's error backoff, are
+    /// recorded missed).
     fn take_due(&mut self, now: i64) -> Vec<Due> {
         let mut due = Vec::new();
+        let mut missed: Vec<(String, i64, String)> = Vec::new();
         while let Some(Reverse((at, _))) = self.queue.peek() {
             if *at > now {
                 break;
@@ -368,43 +402,198 @@ impl Runner {
                 // A stale entry: the job was re-read since.
                 continue;
             }
+            let trigger = if std::mem::take(&mut f.retry) {
+                Trigger::Retry
+            } else {
+                Trigger::Due
+            };
             // The latest slot due; the runner was asleep for the others.
             let mut slot = at;
-            let mut skipped = Vec::new();
-            while let Some(later) = f.slots.next_after(slot).filter(|&s| s <= now) {
-                skipped.push(slot);
+            let mut following = f.slots.next_after(slot);
+            while let Some(later) = following.filter(|&s| s <= now) {
+                missed.push((
+                    id.clone(),
+                    slot,
+                    "not run: the gateway woke late; ran the latest".to_string(),
+                ));
                 slot = later;
+                following = f.slots.next_after(slot);
             }
-            if !skipped.is_empty() {
-                let ledger = self.ledger.clone();
-                let rows: Vec<(String, i64, String)> = skipped
-                    .into_iter()
-                    .map(|s| {
-                        (
-                            id.clone(),
-                            s,
-                            "not run: the gateway woke late; ran the latest".to_string(),
-                        )
-                    })
-                    .collect();
-                // Small and rare: recorded inline.
-                let _ = ledger
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .record_missed(&rows, now);
-            }
-            f.next = f.slots.next_after(slot);
+            f.next = following;
             if let Some(next) = f.next {
                 self.queue.push(Reverse((next, id.clone())));
+            }
+            if let Some(until) = f.not_before {
+                if slot < until {
+                    missed.push((id.clone(), slot, backoff_note(until)));
+                    continue;
+                }
+                f.not_before = None;
             }
             due.push(Due {
                 id: id.clone(),
                 text: f.text.clone(),
                 slot_ms: slot,
-                trigger: Trigger::Due,
+                trigger,
             });
         }
+        if !missed.is_empty() {
+            // Small and rare: recorded inline.
+            let written = self
+                .ledger
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .record_missed(&missed, now);
+            if let Err(err) = written {
+                tracing::warn!(%err, "missed cron slots not recorded");
+            }
+        }
         due
+    }
+
+    /// Runs that ended on their own task since the last look.
+    fn take_finished(&self) -> Vec<Finished> {
+        std::mem::take(&mut *self.finished.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+
+    /// What becomes of each job after its run ended
+    /// ([`outcome::apply`]): its new state waits for the next write-back;
+    /// a failed recurring job waits out its backoff, a one-shot that hit
+    /// a passing error gets its next attempt, a spent or failed one-shot
+    /// is disabled or removed, and a failure alert goes out when due.
+    fn settle(&mut self, finished: Vec<Finished>) {
+        let app = self.shared.engine.app();
+        let config = &app.config.config.cron;
+        for end in finished {
+            let natural = self
+                .followed
+                .get(&end.id)
+                .filter(|f| !f.retry)
+                .and_then(|f| f.next);
+            let run_end = RunEnd {
+                status: match end.status {
+                    Ended::Ok => RunStatus::Ok,
+                    Ended::Skipped => RunStatus::Skipped,
+                    Ended::Error | Ended::TimedOut => RunStatus::Error,
+                },
+                error: end.error.clone(),
+                started_ms: end.started_ms,
+                ended_ms: end.ended_ms,
+                manual: end.trigger == Trigger::Manual,
+                delivered: None,
+                delivery_requested: end.job.delivery.as_ref().is_some_and(|d| {
+                    d.mode != crate::cron::job::DeliveryMode::None
+                }),
+                delivery_error: None,
+                timed_out: end.status == Ended::TimedOut,
+            };
+            let mut applied = outcome::apply(&end.job, &run_end, natural, config);
+            if let Some(f) = self.followed.get_mut(&end.id) {
+                if let Some(until) = applied.not_before_ms {
+                    f.not_before = Some(until);
+                    // The slot it runs at next: the first one after the
+                    // backoff.
+                    if applied.state.next_run_at_ms.is_some() {
+                        applied.state.next_run_at_ms = f.slots.next_after(until - 1);
+                    }
+                }
+                if let Some(at) = applied.retry_at_ms {
+                    f.next = Some(at);
+                    f.retry = true;
+                    self.queue.push(Reverse((at, end.id.clone())));
+                }
+                if carries_over(&end.job.state, &applied.state) {
+                    // What the next run counts from (consecutive errors,
+                    // the last alert) lives in the job's text.
+                    let mut job = (*end.job).clone();
+                    job.state = applied.state.clone();
+                    if let Ok(text) = serde_json::to_string(&job) {
+                        f.text = Arc::from(text);
+                    }
+                }
+            }
+            if let Some(alert) = applied.alert.take() {
+                self.raise_alert(&end.job, alert);
+            }
+            match applied.after {
+                AfterRun::Keep => {
+                    self.states.insert(end.id, (applied.state, false));
+                }
+                AfterRun::Disable => {
+                    self.followed.remove(&end.id);
+                    self.states.insert(end.id, (applied.state, true));
+                }
+                AfterRun::Delete => {
+                    self.followed.remove(&end.id);
+                    self.states.remove(&end.id);
+                    self.removals.push(end.id);
+                }
+            }
+        }
+    }
+
+    /// Sends a failure alert: a system event on the main session with a
+    /// wake, so the person hears of it at once.
+    fn raise_alert(&self, job: &Job, alert: outcome::Alert) {
+        tracing::warn!(job = %job.id, "{}", alert.text);
+        self.queue_notice(alert.text);
+    }
+
+    /// Queues `text` as a trusted system event on the main session, with
+    /// a wake (a notice from the runner itself).
+    fn queue_notice(&self, text: String) {
+        let shared = self.shared.clone();
+        self.runs.spawn(async move {
+            let book = shared.clone();
+            let queued = shared
+                .engine
+                .blocking(move || {
+                    let sessions = book.engine.app().sessions(Some(crate::app::agent::AGENT_ID));
+                    book.intake.accept(Record {
+                        seq: 0,
+                        ts: book.host.now_ms(),
+                        kind: "cron".into(),
+                        session_key: sessions.resolve_key(None),
+                        text,
+                        mode: "now".into(),
+                        trusted: true,
+                    })
+                })
+                .await;
+            if !matches!(queued, Ok(Ok(_))) {
+                tracing::warn!("a cron notice could not be queued");
+            }
+        });
+    }
+
+    /// Works out again the schedules that could not be: each failure
+    /// counts ([`outcome::schedule_error`]); the third disables the job
+    /// and says so in a system event.
+    async fn check_broken(&mut self) {
+        self.broken_checked = Some(tokio::time::Instant::now());
+        let host = self.shared.engine.app().host.time_zone().clone();
+        let ids: Vec<String> = self.broken.keys().cloned().collect();
+        for id in ids {
+            let Some(job) = self.broken.get_mut(&id) else {
+                continue;
+            };
+            let Err(problem) = schedule_problem(job, &host) else {
+                // It works now (the zone database changed): follow it.
+                self.broken.remove(&id);
+                self.fingerprint = None;
+                continue;
+            };
+            let (state, disable, notice) = outcome::schedule_error(job, &problem);
+            job.state = state.clone();
+            self.states.insert(id.clone(), (state, disable));
+            if disable {
+                tracing::warn!(job = %id, "cron job disabled after repeated schedule errors: {problem}");
+                self.broken.remove(&id);
+            }
+            if let Some(text) = notice {
+                self.queue_notice(text);
+            }
+        }
     }
 
     /// Claims `due` and creates each claimed slot's task in one
@@ -505,16 +694,23 @@ impl Runner {
                 .insert(job_id.clone());
             let shared = self.shared.clone();
             let running = self.running.clone();
-            let states = self.states.clone();
-            let removals = self.removals.clone();
+            let finished = self.finished.clone();
+            let ended = self.ended.clone();
             let permits = self.permits.clone();
             self.runs.spawn(async move {
                 let _permit = permits.acquire_owned().await;
-                run_slot(&shared, &states, &removals, run).await;
+                let end = run_slot(&shared, run).await;
                 running
                     .lock()
                     .unwrap_or_else(|p| p.into_inner())
                     .remove(&job_id);
+                if let Some(end) = end {
+                    finished
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .push(end);
+                    ended.notify_one();
+                }
             });
         }
         if !instant.is_empty() {
@@ -602,9 +798,11 @@ impl Runner {
             })
             .await?;
         let (done, ended) = done;
-        for (run, outcome) in &done {
-            remember_end(&self.states, &self.removals, run, outcome, ended);
-        }
+        let finished = done
+            .into_iter()
+            .filter_map(|(run, outcome)| finished(run, outcome, ended))
+            .collect();
+        self.settle(finished);
         Ok(())
     }
 
@@ -660,16 +858,14 @@ impl Runner {
     }
 
     /// Writes waiting runtime state and removals back to `jobs.json` (one
-    /// rewrite for the batch).
+    /// rewrite for the states, one for the removals).
     async fn flush_states(&mut self) {
-        let updates: Vec<(String, JobState)> = self
+        let updates: Vec<RuntimeUpdate> = self
             .states
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
             .drain()
+            .map(|(id, (state, disable))| RuntimeUpdate { id, state, disable })
             .collect();
-        let removals: Vec<String> =
-            std::mem::take(&mut *self.removals.lock().unwrap_or_else(|p| p.into_inner()));
+        let removals = std::mem::take(&mut self.removals);
         if updates.is_empty() && removals.is_empty() {
             return;
         }
@@ -681,10 +877,15 @@ impl Runner {
             .blocking(move || -> Result<(), crate::cron::CronError> {
                 let store = app.cron_store();
                 if !updates.is_empty() {
-                    store.update_states(&updates, now)?;
+                    store.update_runtime(&updates, now)?;
                 }
-                for id in removals {
-                    store.remove(&id, now)?;
+                if !removals.is_empty() {
+                    store.modify(now, |file| {
+                        for id in &removals {
+                            file.remove(id);
+                        }
+                        Ok(())
+                    })?;
                 }
                 super::release_free_memory();
                 Ok(())
@@ -716,6 +917,8 @@ struct Reloaded {
     queue: Vec<(i64, String)>,
     catch_up: Vec<Due>,
     missed: Vec<(String, i64, String)>,
+    /// Enabled jobs whose schedule cannot be worked out.
+    broken: HashMap<String, Job>,
     fingerprint: Option<Fingerprint>,
     warnings: Vec<String>,
 }
@@ -750,6 +953,7 @@ fn follow(
             queue: Vec::new(),
             catch_up: Vec::new(),
             missed: Vec::new(),
+            broken: HashMap::new(),
             fingerprint: None,
             warnings: Vec::new(),
         },
@@ -771,6 +975,7 @@ fn follow(
             read.queue.clear();
             read.catch_up.clear();
             read.missed.clear();
+            read.broken.clear();
             read.warnings = loaded.warnings;
             read.fingerprint = loaded.fingerprint;
             follower.unreadable = 0;
@@ -824,17 +1029,45 @@ impl Follower<'_> {
         if !job.enabled {
             return;
         }
-        let Ok(schedule) = crate::cron::schedule::to_schedule(&job.schedule) else {
-            tracing::warn!(job = %job.id, "cron job without a usable schedule is not run");
-            return;
-        };
-        let slots = match Slots::new(&schedule, &job.id, job.created_at_ms, self.host) {
-            Ok(s) => s,
-            Err(err) => {
-                tracing::warn!(job = %job.id, %err, "cron job schedule cannot be evaluated");
+        let slots = match schedule_problem(&job, self.host) {
+            Ok(slots) => slots,
+            Err(problem) => {
+                tracing::warn!(job = %job.id, "cron job schedule cannot be worked out: {problem}");
+                read.broken.insert(job.id.clone(), job);
                 return;
             }
         };
+        let text: Arc<str> = Arc::from(text);
+        if let Some(retry) = pending_retry(&job)
+            && self.latest.get(&job.id).is_none_or(|&last| last < retry)
+        {
+            // A one-shot waiting for its next attempt after a passing
+            // error: at its time, or now when that passed meanwhile.
+            let next = if retry <= now {
+                read.catch_up.push(Due {
+                    id: job.id.clone(),
+                    text: text.clone(),
+                    slot_ms: retry,
+                    trigger: Trigger::Retry,
+                });
+                None
+            } else {
+                read.queue.push((retry, job.id.clone()));
+                Some(retry)
+            };
+            read.followed.insert(
+                job.id,
+                Followed {
+                    text,
+                    slots,
+                    next,
+                    retry: next.is_some(),
+                    not_before: None,
+                    version,
+                },
+            );
+            return;
+        }
         // Where the job stands: its last slot in the ledger, else its last
         // run as the file says, else its creation (or last edit).
         let base = self
@@ -853,15 +1086,20 @@ impl Follower<'_> {
             }
             cursor = slot;
         }
-        let text: Arc<str> = Arc::from(text);
         let plan = slots::plan_catch_up(&passed, job.catch_up(), CATCH_UP_LIMIT);
+        // A job that failed last and is still inside its backoff runs no
+        // missed slot.
+        let not_before = outcome::in_backoff(&job, now);
         for slot in plan.run {
-            read.catch_up.push(Due {
-                id: job.id.clone(),
-                text: text.clone(),
-                slot_ms: slot,
-                trigger: Trigger::CatchUp,
-            });
+            match not_before {
+                Some(until) => read.missed.push((job.id.clone(), slot, backoff_note(until))),
+                None => read.catch_up.push(Due {
+                    id: job.id.clone(),
+                    text: text.clone(),
+                    slot_ms: slot,
+                    trigger: Trigger::CatchUp,
+                }),
+            }
         }
         for (slot, note) in plan.missed {
             read.missed.push((job.id.clone(), slot, note));
@@ -876,10 +1114,22 @@ impl Follower<'_> {
                 text,
                 slots,
                 next,
+                retry: false,
+                not_before,
                 version,
             },
         );
     }
+}
+
+/// The next attempt of a one-shot that failed with a passing error and
+/// is to be tried again (its `nextRunAtMs`, after its last run).
+fn pending_retry(job: &Job) -> Option<i64> {
+    if job.schedule.kind != ScheduleKind::At || job.state.last() != Some(&RunStatus::Error) {
+        return None;
+    }
+    let last = job.state.last_run_at_ms?;
+    job.state.next_run_at_ms.filter(|&next| next > last)
 }
 
 /// How one run ended.
@@ -888,6 +1138,17 @@ struct Outcome {
     error: Option<String>,
     summary: Option<String>,
     session_key: Option<String>,
+}
+
+/// A run that ended, for the runner to settle.
+struct Finished {
+    id: String,
+    trigger: Trigger,
+    job: Arc<Job>,
+    status: Ended,
+    error: Option<String>,
+    started_ms: i64,
+    ended_ms: i64,
 }
 
 /// A slot claimed for a run, with its job and its task.
@@ -984,52 +1245,46 @@ fn unreadable(problem: &str) -> Outcome {
     }
 }
 
-/// Keeps the job's new runtime state (or its removal) for the next
-/// write-back.
-fn remember_end(
-    states: &Mutex<HashMap<String, JobState>>,
-    removals: &Mutex<Vec<String>>,
-    run: &Claimed,
-    outcome: &Outcome,
-    ended: i64,
-) {
-    let Ok(job) = &run.job else {
-        return;
-    };
-    let status = run_status(outcome);
-    let mut state = job.state.clone();
-    state.last_run_at_ms = Some(run.started_ms);
-    state.last_run_status = Some(status.clone());
-    state.last_status = Some(status.clone());
-    state.last_error = outcome.error.clone();
-    state.last_duration_ms = Some(ended - run.started_ms);
-    state.running_at_ms = None;
-    state.consecutive_errors = match status {
-        RunStatus::Error => Some(state.consecutive_errors.unwrap_or(0) + 1),
-        _ => Some(0),
-    };
-    let is_at = job.schedule.kind == ScheduleKind::At;
-    if is_at && status == RunStatus::Ok && job.deletes_after_run() {
-        removals
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .push(job.id.clone());
-    } else {
-        states
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(job.id.clone(), state);
-    }
+/// What the runner settles after `run` ended with `outcome` (nothing for
+/// a job that could not be read).
+fn finished(run: Claimed, outcome: Outcome, ended_ms: i64) -> Option<Finished> {
+    let job = run.job.ok()?;
+    Some(Finished {
+        id: run.due.id,
+        trigger: run.due.trigger,
+        job,
+        status: outcome.status,
+        error: outcome.error,
+        started_ms: run.started_ms,
+        ended_ms,
+    })
+}
+
+/// Whether the state after a run differs from the one before in what the
+/// next run counts from.
+fn carries_over(before: &JobState, after: &JobState) -> bool {
+    before.consecutive_errors.unwrap_or(0) != after.consecutive_errors.unwrap_or(0)
+        || before.last_failure_alert_at_ms != after.last_failure_alert_at_ms
+        || before.schedule_error_count != after.schedule_error_count
+}
+
+/// The ledger note of a slot skipped inside a job's error backoff.
+fn backoff_note(until_ms: i64) -> String {
+    let until = jiff::Timestamp::from_millisecond(until_ms)
+        .map(|t| t.to_string())
+        .unwrap_or_else(|_| until_ms.to_string());
+    format!("skipped: error backoff until {until}")
+}
+
+/// Why `job`'s schedule cannot be worked out, if it cannot.
+fn schedule_problem(job: &Job, host: &jiff::tz::TimeZone) -> Result<Slots, String> {
+    let schedule = crate::cron::schedule::to_schedule(&job.schedule).map_err(|e| e.to_string())?;
+    Slots::new(&schedule, &job.id, job.created_at_ms, host).map_err(|e| e.to_string())
 }
 
 /// Runs one claimed slot that takes time, then records its end: the
 /// task and the slot in one transaction, the run log, the state.
-async fn run_slot(
-    shared: &Arc<Shared>,
-    states: &Arc<Mutex<HashMap<String, JobState>>>,
-    removals: &Arc<Mutex<Vec<String>>>,
-    run: Claimed,
-) {
+async fn run_slot(shared: &Arc<Shared>, run: Claimed) -> Option<Finished> {
     let outcome = match &run.job {
         Ok(job) => execute(shared, job).await,
         Err(problem) => unreadable(problem),
@@ -1060,7 +1315,7 @@ async fn run_slot(
             }
         })
         .await;
-    remember_end(states, removals, &run, &outcome, ended);
+    finished(run, outcome, ended)
 }
 
 /// A `main` job's event, queued on its session (blocking: the intake
@@ -1356,6 +1611,10 @@ async fn agent_turn(shared: &Arc<Shared>, app: &App, job: &Job, target: &Session
         },
     }
 }
+
+#[cfg(test)]
+#[path = "cron_outcome_tests.rs"]
+mod outcome_tests;
 
 #[cfg(test)]
 mod tests {

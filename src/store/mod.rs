@@ -51,6 +51,11 @@ const STATE_MIGRATIONS: &[Migration] = &[
         name: "cron_slots",
         sql: include_str!("migrations/state/0004_cron_slots.sql"),
     },
+    Migration {
+        version: 5,
+        name: "cron_slot_retry",
+        sql: include_str!("migrations/state/0005_cron_slot_retry.sql"),
+    },
 ];
 
 const INDEX_MIGRATIONS: &[Migration] = &[

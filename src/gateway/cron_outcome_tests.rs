@@ -1,0 +1,300 @@
+//! What the runner does after a run ends, with the real runner on an
+//! injected clock: error backoff, one-shot retries across a restart,
+//! failure alerts, auto-disable after schedule errors.
+
+use super::*;
+use crate::host::{Clock, TokioClock};
+use serde_json::{Value, json};
+
+const BASE: &str = "2026-12-01T10:00:00Z";
+
+fn setup(config: &str, jobs: Value) -> (tempfile::TempDir, std::path::PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    std::fs::create_dir_all(state.join("workspace")).unwrap();
+    std::fs::create_dir_all(state.join("cron")).unwrap();
+    std::fs::write(state.join("config.json5"), config).unwrap();
+    std::fs::write(
+        state.join("cron/jobs.json"),
+        serde_json::to_vec_pretty(&json!({"version": 1, "jobs": jobs})).unwrap(),
+    )
+    .unwrap();
+    (dir, state)
+}
+
+fn base_ms() -> i64 {
+    BASE.parse::<jiff::Timestamp>().unwrap().as_millisecond()
+}
+
+/// Runs the runner for `seconds` of paused time, then stops it as a
+/// crash would (`abort`) or cleanly.
+async fn run_for(
+    dir: &std::path::Path,
+    clock: &Arc<TokioClock>,
+    generation: i64,
+    seconds: u64,
+    crash: bool,
+) {
+    let shared = crate::gateway::test_shared_with(dir, "t", Some(clock.clone()), generation);
+    let stop = CancellationToken::new();
+    let runner = tokio::spawn(Arc::new(CronRunner).start(shared.clone(), stop.clone()));
+    tokio::time::sleep(Duration::from_secs(seconds)).await;
+    if crash {
+        runner.abort();
+        let _ = runner.await;
+    } else {
+        stop.cancel();
+        runner.await.unwrap().unwrap();
+    }
+}
+
+/// (slot, status, trigger, ended_at, note) of every ledger row.
+type Row = (i64, String, String, Option<i64>, Option<String>);
+
+fn rows(state: &std::path::Path) -> Vec<Row> {
+    let conn = rusqlite::Connection::open(state.join("almanac.sqlite")).unwrap();
+    let mut stmt = conn
+        .prepare("SELECT slot_ms, status, trigger, ended_at, note FROM cron_slots ORDER BY slot_ms")
+        .unwrap();
+    stmt.query_map([], |r| {
+        Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
+    })
+    .unwrap()
+    .map(Result::unwrap)
+    .collect()
+}
+
+fn job_in_store(state: &std::path::Path, id: &str) -> Option<Value> {
+    let file: Value =
+        serde_json::from_slice(&std::fs::read(state.join("cron/jobs.json")).unwrap()).unwrap();
+    file["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|j| j["id"] == id)
+        .cloned()
+}
+
+/// The texts of the system events queued on the intake.
+fn queued_events(state: &std::path::Path) -> Vec<(String, String)> {
+    let Ok(text) = std::fs::read_to_string(state.join("gateway/intake.jsonl")) else {
+        return Vec::new();
+    };
+    text.lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .map(|r| {
+            (
+                r["text"].as_str().unwrap_or_default().to_string(),
+                r["mode"].as_str().unwrap_or_default().to_string(),
+            )
+        })
+        .collect()
+}
+
+fn turn_job(id: &str, schedule: Value) -> Value {
+    json!({
+        "id": id, "name": id, "enabled": true,
+        "createdAtMs": base_ms() - 1000, "updatedAtMs": base_ms() - 1000,
+        "schedule": schedule,
+        "sessionTarget": "isolated", "wakeMode": "now",
+        "payload": {"kind": "agentTurn", "message": "check the backups"},
+        "delivery": {"mode": "none"},
+    })
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a_failing_recurring_job_waits_out_each_backoff_and_alerts_once() {
+    // No model is configured: every turn fails at once, for good.
+    let (dir, state) = setup(
+        r#"{cron: {failureAlert: {enabled: true, after: 2}}}"#,
+        json!([turn_job(
+            "backup-check",
+            json!({"kind": "cron", "expr": "*/10 * * * * *", "tz": "UTC", "staggerMs": 0})
+        )]),
+    );
+    let clock = Arc::new(TokioClock::new(BASE.parse().unwrap()));
+    run_for(dir.path(), &clock, 1, 200, false).await;
+
+    let rows = rows(&state);
+    let runs: Vec<&Row> = rows.iter().filter(|r| r.1 != "missed").collect();
+    assert!(runs.len() >= 3, "{rows:?}");
+    assert!(runs.iter().all(|r| r.1 == "error"), "{runs:?}");
+    // After the k-th error no slot runs before its end plus the k-th
+    // backoff, the first slot after it does, and every slot between is
+    // recorded as skipped by the backoff.
+    for (k, pair) in runs.windows(2).enumerate() {
+        let ended = pair[0].3.expect("an ended run");
+        let until = ended + outcome::ERROR_BACKOFF_MS[k];
+        let first_after = (until + 9_999) / 10_000 * 10_000;
+        assert_eq!(pair[1].0, first_after, "run {} after {pair:?}", k + 1);
+        let between: Vec<&Row> = rows
+            .iter()
+            .filter(|r| r.0 > pair[0].0 && r.0 < pair[1].0)
+            .collect();
+        assert_eq!(between.len() as i64, (pair[1].0 - pair[0].0) / 10_000 - 1);
+        for r in between {
+            assert_eq!(r.1, "missed", "{r:?}");
+            assert!(
+                r.4.as_deref().unwrap().contains("error backoff until"),
+                "{r:?}"
+            );
+        }
+    }
+    // The state counts every error and names the next slot after the
+    // backoff.
+    let job = job_in_store(&state, "backup-check").unwrap();
+    let errors = runs.len() as i64;
+    assert_eq!(job["state"]["consecutiveErrors"], errors, "{job}");
+    assert_eq!(job["state"]["lastRunStatus"], "error");
+    assert!(job["state"]["lastErrorReason"].is_string(), "{job}");
+    let last_end = runs.last().unwrap().3.unwrap();
+    let until = last_end + outcome::ERROR_BACKOFF_MS[runs.len() - 1];
+    assert_eq!(
+        job["state"]["nextRunAtMs"],
+        (until + 9_999) / 10_000 * 10_000,
+        "{job}"
+    );
+    assert_eq!(job["enabled"], true);
+    // One alert: at the second error (the cooldown holds the third).
+    let alerts: Vec<(String, String)> = queued_events(&state)
+        .into_iter()
+        .filter(|(text, _)| text.contains("failed"))
+        .collect();
+    assert_eq!(alerts.len(), 1, "{alerts:?}");
+    assert!(
+        alerts[0].0.starts_with("Cron job \"backup-check\" failed 2 times\nLast error: "),
+        "{alerts:?}"
+    );
+    assert_eq!(alerts[0].1, "now");
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a_one_shot_hit_by_a_passing_error_is_retried_across_a_restart_then_disabled() {
+    // The provider cannot be reached: a network error, which passes.
+    let (dir, state) = setup(
+        r#"{agents: {defaults: {model: "openai/m"}},
+            models: {providers: {openai: {baseUrl: "http://127.0.0.1:1/v1", apiKey: "k"}}}}"#,
+        json!([turn_job(
+            "remind-once",
+            json!({"kind": "at", "at": "2026-12-01T10:00:05Z"})
+        )]),
+    );
+    let clock = Arc::new(TokioClock::new(BASE.parse().unwrap()));
+    // Up until the first attempt failed and its state was written back.
+    run_for(dir.path(), &clock, 1, 10, true).await;
+    let job = job_in_store(&state, "remind-once").unwrap();
+    assert_eq!(job["state"]["lastRunStatus"], "error", "{job}");
+    assert_eq!(job["state"]["consecutiveErrors"], 1);
+    let retry_at = job["state"]["nextRunAtMs"].as_i64().unwrap();
+    // Down while the retry was due; then up long enough for all attempts.
+    tokio::time::sleep(Duration::from_secs(60)).await;
+    run_for(dir.path(), &clock, 2, 600, false).await;
+
+    let rows = rows(&state);
+    let triggers: Vec<(&str, &str)> = rows
+        .iter()
+        .map(|r| (r.1.as_str(), r.2.as_str()))
+        .collect();
+    // The slot, then cron.retry.maxAttempts (3) more attempts.
+    assert_eq!(
+        triggers,
+        [
+            ("error", "due"),
+            ("error", "retry"),
+            ("error", "retry"),
+            ("error", "retry")
+        ],
+        "{rows:?}"
+    );
+    // The first retry ran at the restart (its time had passed).
+    assert_eq!(rows[1].0, retry_at);
+    // The next ones after 60 s and 5 min (cron.retry.backoffMs).
+    assert_eq!(rows[2].0, rows[1].3.unwrap() + 60_000);
+    assert_eq!(rows[3].0, rows[2].3.unwrap() + 300_000);
+    // Spent: disabled and kept, with its error.
+    let job = job_in_store(&state, "remind-once").unwrap();
+    assert_eq!(job["enabled"], false, "{job}");
+    assert_eq!(job["state"]["consecutiveErrors"], 4);
+    assert!(job["state"].get("nextRunAtMs").is_none_or(Value::is_null));
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a_one_shot_that_fails_for_good_is_disabled_at_once() {
+    let (dir, state) = setup(
+        "{}",
+        json!([turn_job(
+            "no-model",
+            json!({"kind": "at", "at": "2026-12-01T10:00:05Z"})
+        )]),
+    );
+    let clock = Arc::new(TokioClock::new(BASE.parse().unwrap()));
+    run_for(dir.path(), &clock, 1, 300, false).await;
+    let rows = rows(&state);
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    let job = job_in_store(&state, "no-model").unwrap();
+    assert_eq!(job["enabled"], false, "{job}");
+    assert_eq!(job["state"]["lastRunStatus"], "error");
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a_schedule_that_cannot_be_worked_out_disables_the_job_on_the_third_try() {
+    let mut job = turn_job(
+        "bad-zone",
+        json!({"kind": "cron", "expr": "0 9 * * *", "tz": "Mars/Olympus_Mons"}),
+    );
+    job["payload"] = json!({"kind": "systemEvent", "text": "hello"});
+    job["sessionTarget"] = json!("main");
+    let (dir, state) = setup("{}", json!([job]));
+    let clock = Arc::new(TokioClock::new(BASE.parse().unwrap()));
+    run_for(dir.path(), &clock, 1, 65, false).await;
+    let job = job_in_store(&state, "bad-zone").unwrap();
+    assert_eq!(job["state"]["scheduleErrorCount"], 2, "{job}");
+    assert_eq!(job["enabled"], true);
+    assert!(queued_events(&state).is_empty());
+    run_for(dir.path(), &clock, 2, 5, false).await;
+    let job = job_in_store(&state, "bad-zone").unwrap();
+    assert_eq!(job["state"]["scheduleErrorCount"], 3, "{job}");
+    assert_eq!(job["enabled"], false);
+    let events = queued_events(&state);
+    assert_eq!(events.len(), 1, "{events:?}");
+    assert!(
+        events[0].0.contains("auto-disabled after 3 consecutive schedule errors"),
+        "{events:?}"
+    );
+    assert!(rows(&state).is_empty());
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn missed_slots_are_not_caught_up_inside_the_backoff_of_a_failed_last_run() {
+    let mut job = turn_job(
+        "flaky",
+        json!({"kind": "cron", "expr": "*/10 * * * * *", "tz": "UTC", "staggerMs": 0}),
+    );
+    job["createdAtMs"] = json!(base_ms() - 60_000);
+    job["updatedAtMs"] = json!(base_ms() - 60_000);
+    // The last run failed a second time in a row 25 s ago: a minute of
+    // backoff, until 35 s from now.
+    job["state"] = json!({
+        "lastRunAtMs": base_ms() - 25_000, "lastDurationMs": 0,
+        "lastRunStatus": "error", "lastStatus": "error", "consecutiveErrors": 2,
+    });
+    let (dir, state) = setup("{}", json!([job]));
+    let clock = Arc::new(TokioClock::new(
+        "2026-12-01T10:00:05Z".parse().unwrap(),
+    ));
+    run_for(dir.path(), &clock, 1, 40, false).await;
+    let rows = rows(&state);
+    let slots: Vec<i64> = rows.iter().map(|r| (r.0 - base_ms()) / 1000).collect();
+    assert_eq!(slots, [-20, -10, 0, 10, 20, 30, 40], "{rows:?}");
+    // While down: catchUp once would run the latest (0 s); the backoff
+    // holds it, and the ones after it until the backoff ends.
+    for r in &rows[..2] {
+        assert_eq!(r.1, "missed", "{r:?}");
+    }
+    for r in &rows[2..6] {
+        assert_eq!(r.1, "missed", "{r:?}");
+        assert!(r.4.as_deref().unwrap().contains("error backoff until"), "{r:?}");
+    }
+    assert_eq!(rows[6].1, "error", "{rows:?}");
+    assert_eq!(rows[6].2, "due");
+}
