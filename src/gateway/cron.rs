@@ -1617,6 +1617,10 @@ async fn agent_turn(shared: &Arc<Shared>, app: &App, job: &Job, target: &Session
 mod outcome_tests;
 
 #[cfg(test)]
+#[path = "cron_dst_tests.rs"]
+mod dst_tests;
+
+#[cfg(test)]
 mod tests {
     use super::*;
     use crate::host::{Clock, TokioClock};
