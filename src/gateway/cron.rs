@@ -604,6 +604,13 @@ impl Runner {
         let (done, ended) = done;
         for (run, outcome) in &done {
             remember_end(&self.states, &self.removals, run, outcome, ended);
+            super::cron_delivery::spawn_end(
+                &self.runs,
+                &self.shared,
+                run.job.as_ref().ok(),
+                run.due.slot_ms,
+                || run_record(run, outcome, ended),
+            );
         }
         Ok(())
     }
@@ -1031,12 +1038,15 @@ async fn run_slot(
     run: Claimed,
 ) {
     let outcome = match &run.job {
-        Ok(job) => execute(shared, job).await,
+        Ok(job) => execute(shared, job, run.due.slot_ms, run.started_ms).await,
         Err(problem) => unreadable(problem),
     };
     let ended = shared.host.now_ms();
     let app = shared.engine.app();
     let record = run_record(&run, &outcome, ended);
+    let record =
+        super::cron_delivery::deliver_end(shared, run.job.as_ref().ok(), run.due.slot_ms, record)
+            .await;
     let row = ended_slot(&run, &outcome);
     let end = terminal(&outcome);
     let task_id = run.task_id.clone();
@@ -1140,8 +1150,9 @@ fn queued(accepted: &Result<(), String>, record: Record) -> Outcome {
     }
 }
 
-/// Runs the payload of a job whose run takes time ([`takes_time`]).
-async fn execute(shared: &Arc<Shared>, job: &Job) -> Outcome {
+/// Runs the payload of a job whose run takes time ([`takes_time`]), for
+/// the slot `slot_ms`, started at `started_ms`.
+async fn execute(shared: &Arc<Shared>, job: &Job, slot_ms: i64, started_ms: i64) -> Outcome {
     let app = shared.engine.app();
     match (&job.session_target, job.payload.kind) {
         (SessionTarget::Main, PayloadKind::SystemEvent) => {
@@ -1209,13 +1220,23 @@ async fn execute(shared: &Arc<Shared>, job: &Job) -> Outcome {
             summary: None,
             session_key: None,
         },
-        (target, PayloadKind::AgentTurn) => agent_turn(shared, &app, job, target).await,
+        (target, PayloadKind::AgentTurn) => {
+            // Too late for its result to be delivered.
+            let stale = crate::cron::outcome::is_stale(slot_ms, started_ms);
+            agent_turn(shared, &app, job, target, stale).await
+        }
     }
 }
 
 /// An `agentTurn` job: a turn in its own session, its answer delivered
-/// as the job says.
-async fn agent_turn(shared: &Arc<Shared>, app: &App, job: &Job, target: &SessionTarget) -> Outcome {
+/// as the job says (not at all when `stale`: the run came too late).
+async fn agent_turn(
+    shared: &Arc<Shared>,
+    app: &App,
+    job: &Job,
+    target: &SessionTarget,
+    stale: bool,
+) -> Outcome {
     let key = match target {
         SessionTarget::Session(id) => id.clone(),
         _ => format!("agent:main:cron:{}", job.id),
@@ -1236,13 +1257,16 @@ async fn agent_turn(shared: &Arc<Shared>, app: &App, job: &Job, target: &Session
         format!("[cron:{} {}] {message}", job.id, job.name),
         &time,
     );
+    // The turn keeps the acknowledgement token in its reply only where
+    // the channel the result goes to shows acknowledgements (`showOk`).
+    let results = super::cron_delivery::result_target(job);
     let request = crate::app::agent::TurnRequest {
         message: text,
         session_key: Some(key.clone()),
         agent: Some(crate::app::agent::AGENT_ID.to_string()),
         model: job.payload.model.clone(),
         heartbeat: None,
-        channel: None,
+        channel: results.channel().map(str::to_string),
     };
     let limit = match job.payload.timeout_seconds {
         Some(0) => Duration::MAX,
@@ -1289,71 +1313,57 @@ async fn agent_turn(shared: &Arc<Shared>, app: &App, job: &Job, target: &Session
         }
         Ok(Ok(report)) => report,
     };
-    let reply = report.outcome.reply.trim().to_string();
-    let summary = Some(reply.chars().take(2000).collect::<String>()).filter(|s| !s.is_empty());
-    if report.outcome.silent || reply.is_empty() {
-        return Outcome {
-            status: Ended::Ok,
-            error: None,
-            summary,
-            session_key: Some(key),
-        };
+    // A webhook gets the run's event with the reply as its summary, at
+    // the run's end.
+    let text = report.outcome.reply.trim().to_string();
+    let summary = Some(text.chars().take(2000).collect::<String>())
+        .filter(|s| !s.is_empty() && !report.outcome.silent);
+    let ok = Outcome {
+        status: Ended::Ok,
+        error: None,
+        summary,
+        session_key: Some(key.clone()),
+    };
+    if text.is_empty()
+        || report.outcome.silent
+        || stale
+        || results != super::cron_delivery::ResultTarget::Outbox
+    {
+        return ok;
     }
-    let mode = job.delivery.as_ref().map(|d| d.mode);
-    use crate::cron::job::DeliveryMode;
-    use crate::delivery::{Item, Source, Target, UrlOrigin};
-    let target = match mode {
-        None | Some(DeliveryMode::Announce) => Target::Outbox,
-        Some(DeliveryMode::Webhook) => Target::Webhook {
-            url: job
-                .delivery
-                .as_ref()
-                .and_then(|d| d.to.clone())
-                .unwrap_or_default(),
-            secret: None,
-            origin: UrlOrigin::Config,
-        },
-        Some(DeliveryMode::None) => Target::None,
-    };
-    let shows_ok = app
-        .config
-        .config
-        .channels
-        .heartbeat_visibility("outbox")
-        .show_ok;
-    let text = if shows_ok {
-        reply.clone()
-    } else {
-        almanac_heartbeat::ack::scrub(&reply)
-    };
-    let item = Item {
-        source: Source::Cron,
+    let item = crate::delivery::Item {
+        source: crate::delivery::Source::Cron,
         session_key: key.clone(),
         agent_id: crate::app::agent::AGENT_ID.to_string(),
         text,
         task_id: None,
     };
-    match shared.deliverer.deliver(item, &target).await {
+    let failure = match shared
+        .deliverer
+        .deliver(item, &crate::delivery::Target::Outbox)
+        .await
+    {
         Ok(delivery) => match delivery.state {
-            crate::delivery::DeliveryState::Failed { reason } => Outcome {
+            crate::delivery::DeliveryState::Failed { reason } => Some(reason),
+            _ => None,
+        },
+        Err(err) => Some(err.to_string()),
+    };
+    match failure {
+        // A failed delivery fails the run unless the job says it is
+        // best-effort.
+        Some(reason) if job.delivery.as_ref().and_then(|d| d.best_effort) != Some(true) => {
+            Outcome {
                 status: Ended::Error,
                 error: Some(format!("delivery failed: {reason}")),
-                summary,
-                session_key: Some(key),
-            },
-            _ => Outcome {
-                status: Ended::Ok,
-                error: None,
-                summary,
-                session_key: Some(key),
-            },
-        },
-        Err(err) => Outcome {
-            status: Ended::Error,
-            error: Some(format!("delivery failed: {err}")),
-            summary,
-            session_key: Some(key),
-        },
+                ..ok
+            }
+        }
+        Some(reason) => {
+            tracing::warn!(job = %job.id, %reason, "cron result not delivered (best effort)");
+            ok
+        }
+        None => ok,
     }
 }
 
