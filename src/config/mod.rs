@@ -75,6 +75,16 @@ pub(crate) struct CronConfig {
     pub run_log: CronRunLogConfig,
     pub retry: CronRetryConfig,
     pub failure_alert: CronFailureAlertConfig,
+    /// Sent as `Authorization: Bearer <token>` with every cron webhook
+    /// post (env `ALMANAC_CRON_WEBHOOK_TOKEN`); read when a post is made,
+    /// never written down.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub webhook_token: Option<String>,
+    /// Where a failed run is reported for every job without a
+    /// `delivery.failureDestination` of its own; unset: where the job's
+    /// results go.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub failure_destination: Option<CronFailureDestinationConfig>,
 }
 
 impl Default for CronConfig {
@@ -86,6 +96,8 @@ impl Default for CronConfig {
             run_log: CronRunLogConfig::default(),
             retry: CronRetryConfig::default(),
             failure_alert: CronFailureAlertConfig::default(),
+            webhook_token: None,
+            failure_destination: None,
         }
     }
 }
@@ -179,6 +191,24 @@ impl Default for CronFailureAlertConfig {
             account_id: None,
         }
     }
+}
+
+/// `cron.failureDestination.*`: OpenClaw's keys. almanac has no chat
+/// channels: `announce` is the outbox (`channel` and `accountId` are kept
+/// for OpenClaw's sake), `webhook` a POST to `to`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub(crate) struct CronFailureDestinationConfig {
+    /// `announce` (the default) or `webhook`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mode: Option<CronAlertMode>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub channel: Option<String>,
+    /// The recipient, or the URL of a webhook.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub to: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub account_id: Option<String>,
 }
 
 /// `cron.failureAlert.mode`.
@@ -1047,6 +1077,7 @@ pub(crate) const ENV_KEYS: &[(&str, &str)] = &[
     ("AGENT_NAME", "activity.agentName"),
     ("ALMANAC_GATEWAY_TOKEN", "gateway.auth.token"),
     ("ALMANAC_GATEWAY_PORT", "gateway.port"),
+    ("ALMANAC_CRON_WEBHOOK_TOKEN", "cron.webhookToken"),
     ("ALMANAC_HEARTBEAT_EVERY", "agents.defaults.heartbeat.every"),
 ];
 
@@ -1332,20 +1363,17 @@ pub(crate) fn value_problems(config: &Config) -> Vec<(&'static str, String)> {
             "an empty list gives no wait between attempts".to_string(),
         ));
     }
-    if cron.failure_alert.mode == Some(CronAlertMode::Webhook) {
-        match cron.failure_alert.to.as_deref().map(str::trim) {
-            None | Some("") => problems.push((
-                "cron.failureAlert.to",
-                "mode is `webhook`: set `to` to an http(s) URL; alerts are not delivered"
-                    .to_string(),
-            )),
-            Some(url) if !(url.starts_with("https://") || url.starts_with("http://")) => problems
-                .push((
-                    "cron.failureAlert.to",
-                    format!("`{url}` is not an http(s) URL"),
-                )),
-            Some(_) => {}
-        }
+    if cron.failure_alert.mode == Some(CronAlertMode::Webhook)
+        && let Some(problem) =
+            webhook_url_problem(cron.failure_alert.to.as_deref(), "alerts are not delivered")
+    {
+        problems.push(("cron.failureAlert.to", problem));
+    }
+    if let Some(dest) = &cron.failure_destination
+        && dest.mode == Some(CronAlertMode::Webhook)
+        && let Some(problem) = webhook_url_problem(dest.to.as_deref(), "failures are not reported")
+    {
+        problems.push(("cron.failureDestination.to", problem));
     }
     if let Some(hours) = &heartbeat.active_hours {
         let (_, diagnostics) = almanac_heartbeat::schedule::ActiveHours::parse(
@@ -1358,6 +1386,20 @@ pub(crate) fn value_problems(config: &Config) -> Vec<(&'static str, String)> {
         }
     }
     problems
+}
+
+/// What is wrong with `to` as the URL of a `webhook` mode, if anything;
+/// `unused` says what then goes nowhere.
+fn webhook_url_problem(to: Option<&str>, unused: &str) -> Option<String> {
+    match to.map(str::trim) {
+        None | Some("") => Some(format!(
+            "mode is `webhook`: set `to` to an http(s) URL; {unused}"
+        )),
+        Some(url) if !(url.starts_with("https://") || url.starts_with("http://")) => {
+            Some(format!("`{url}` is not an http(s) URL"))
+        }
+        Some(_) => None,
+    }
 }
 
 /// A type error in a value given on the command line is a bad value.

@@ -468,7 +468,7 @@ fn cron_keys_defaults_sizes_and_ranges() {
     }
     std::fs::write(
         &path,
-        "{ cron: { enabled: false, store: '~/jobs.json', maxConcurrentRuns: 0, runLog: { maxBytes: '2mb', keepLines: 50 }, webhookToken: 'x' } }",
+        "{ cron: { enabled: false, store: '~/jobs.json', maxConcurrentRuns: 0, runLog: { maxBytes: '2mb', keepLines: 50 }, sessionRetention: '24h' } }",
     )
     .unwrap();
     let loaded = load(&path, &host(&[]), &[]).unwrap();
@@ -488,7 +488,7 @@ fn cron_keys_defaults_sizes_and_ranges() {
     );
     assert_eq!(
         loaded.file.unknown_keys,
-        vec!["cron.webhookToken".to_string()]
+        vec!["cron.sessionRetention".to_string()]
     );
     for (text, bytes) in [
         ("2000000", Some(2_000_000)),
@@ -614,4 +614,85 @@ fn cron_retry_and_failure_alert_keys() {
         loaded.config.cron.retry.retry_on,
         vec![TransientClass::Network]
     );
+}
+
+#[test]
+fn cron_webhook_token_and_failure_destination_keys() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("config.json5");
+    let defaults = Config::default().cron;
+    assert_eq!(defaults.webhook_token, None);
+    assert_eq!(defaults.failure_destination, None);
+    for key in [
+        "cron.webhookToken",
+        "cron.failureDestination",
+        "cron.failureDestination.mode",
+        "cron.failureDestination.channel",
+        "cron.failureDestination.to",
+        "cron.failureDestination.accountId",
+    ] {
+        assert!(is_known_key(key), "{key}");
+    }
+
+    std::fs::write(
+        &path,
+        "{ cron: { webhookToken: 'file-token',
+                   failureDestination: { mode: 'webhook', to: 'https://ops.example/cron', accountId: 'ops', priority: 'high' } } }",
+    )
+    .unwrap();
+    let loaded = load(&path, &host(&[]), &[]).unwrap();
+    let cron = &loaded.config.cron;
+    assert_eq!(cron.webhook_token.as_deref(), Some("file-token"));
+    let dest = cron.failure_destination.as_ref().unwrap();
+    assert_eq!(dest.mode, Some(CronAlertMode::Webhook));
+    assert_eq!(dest.to.as_deref(), Some("https://ops.example/cron"));
+    assert_eq!(dest.account_id.as_deref(), Some("ops"));
+    assert_eq!(dest.channel, None);
+    // A key almanac does not know is reported, as everywhere else.
+    assert_eq!(
+        loaded.file.unknown_keys,
+        vec!["cron.failureDestination.priority".to_string()]
+    );
+    assert_eq!(loaded.get("cron.webhookToken"), Some("file-token".into()));
+
+    // The environment wins over the file, as for the gateway's token.
+    let loaded = load(
+        &path,
+        &host(&[("ALMANAC_CRON_WEBHOOK_TOKEN", "env-token")]),
+        &[],
+    )
+    .unwrap();
+    assert_eq!(
+        loaded.config.cron.webhook_token.as_deref(),
+        Some("env-token")
+    );
+    assert_eq!(loaded.origin("cron.webhookToken"), Origin::Env);
+    assert_eq!(loaded.get("cron.webhookToken"), Some("env-token".into()));
+
+    // A webhook destination without a usable URL: a warning from the file,
+    // refused on the command line; a wrong type is an error naming the key.
+    std::fs::write(
+        &path,
+        "{ cron: { failureDestination: { mode: 'webhook' } } }",
+    )
+    .unwrap();
+    let loaded = load(&path, &host(&[]), &[]).unwrap();
+    let warnings = loaded.warnings.join("\n");
+    assert!(
+        warnings.contains("cron.failureDestination.to") && warnings.contains("not reported"),
+        "{warnings}"
+    );
+    let err = load(
+        &path.with_file_name("none.json5"),
+        &host(&[]),
+        &[
+            ("cron.failureDestination.mode".into(), "webhook".into()),
+            ("cron.failureDestination.to".into(), "ftp://x".into()),
+        ],
+    )
+    .unwrap_err();
+    assert!(matches!(err, ConfigError::BadValue { .. }), "{err}");
+    std::fs::write(&path, "{ cron: { failureDestination: { mode: 'pager' } } }").unwrap();
+    let err = load(&path, &host(&[]), &[]).unwrap_err().to_string();
+    assert!(err.contains("cron.failureDestination.mode"), "{err}");
 }

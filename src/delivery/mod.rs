@@ -4,7 +4,9 @@
 //! Owns `<state dir>/outbox/`: the outbox (`outbox.jsonl`, see
 //! [`outbox`]), which commands list and follow and the gateway streams
 //! (`GET /v1/outbox/stream`), and the deliveries journal
-//! (`deliveries.jsonl`, see [`webhook`]). One [`Deliverer`] per gateway
+//! (`deliveries.jsonl`, see [`webhook`]) of the webhook posts: results,
+//! and JSON documents in their receiver's own shape (a cron run's event,
+//! failure notices: [`Deliverer::post`]). One [`Deliverer`] per gateway
 //! holds both, the clients come from the engine, and the URL policy is
 //! [`url`]'s.
 //!
@@ -20,8 +22,8 @@
 //!   the reason. A gateway that stops leaves it `pending`; the next one
 //!   resumes it ([`resume_pending`]). Every attempt carries the same
 //!   `Idempotency-Key`, so a receiver can drop a repeat after a crash.
-//! * The signing secret is read from the config at each attempt and never
-//!   written anywhere.
+//! * The signing secret and a bearer token are read from the config at
+//!   each attempt and never written anywhere.
 //! * Entries and records older than 30 days are pruned by the gateway's
 //!   task sweeper ([`Deliverer::prune`]); the kept lines stay byte for
 //!   byte.
@@ -49,7 +51,7 @@ use crate::engine::Engine;
 use crate::provider::http::{Sleeper, TokioSleeper};
 use outbox::{Announced, Appended, Entry, Outbox, Reader};
 pub(crate) use url::UrlOrigin;
-use webhook::{Job, Outcome, State};
+use webhook::{Job, Outcome, Payload, State};
 
 /// What produced a result.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -100,6 +102,19 @@ pub(crate) struct Item {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct SecretRef {
     pub key: String,
+}
+
+/// A JSON document to post as it is, for a receiver that expects its own
+/// shape (a cron run's event, a failure notice).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Post {
+    pub url: String,
+    pub body: serde_json::Value,
+    /// Where the token sent as `Authorization: Bearer` is read from.
+    pub bearer: Option<SecretRef>,
+    pub origin: UrlOrigin,
+    /// The longest one attempt may take (else the client's limit).
+    pub timeout: Option<Duration>,
 }
 
 /// Where a result goes.
@@ -317,29 +332,61 @@ impl Deliverer {
                     url: url.clone(),
                     origin: *origin,
                     secret_from: secret.as_ref().map(|s| s.key.clone()),
-                    body: webhook::Body {
-                        id: id.clone(),
+                    bearer_from: None,
+                    timeout_ms: None,
+                    payload: Payload::Item(webhook::Body {
+                        id,
                         ts: now,
                         source: item.source,
                         session_key: item.session_key,
                         text: item.text,
-                    },
+                    }),
                     attempts: 0,
                     next_at_ms: None,
                 };
-                self.journal(job.record(State::Pending, now, None)).await?;
-                let (job, state, wait) = self.attempt(job).await?;
-                if let Some(wait) = wait {
-                    self.spawn_retries(job, wait);
-                }
-                Ok(Delivery {
-                    id,
-                    channel: "webhook",
-                    to: Some(url.clone()),
-                    state,
-                })
+                self.start_webhook(job).await
             }
         }
+    }
+
+    /// Posts `post`'s document as it is, journaled and retried like any
+    /// webhook delivery; returns after the first attempt, as
+    /// [`Deliverer::deliver`] does.
+    // The cron runner's: a run's event, a failure notice or alert.
+    pub(crate) async fn post(&self, post: Post) -> Result<Delivery, DeliveryError> {
+        let id = self.next_id(self.now_ms());
+        let job = Job {
+            id,
+            url: post.url,
+            origin: post.origin,
+            secret_from: None,
+            bearer_from: post.bearer.map(|b| b.key),
+            timeout_ms: post
+                .timeout
+                .map(|t| u64::try_from(t.as_millis()).unwrap_or(u64::MAX)),
+            payload: Payload::Document(post.body),
+            attempts: 0,
+            next_at_ms: None,
+        };
+        self.start_webhook(job).await
+    }
+
+    /// Journals `job` pending, makes its first attempt and leaves the
+    /// retries, if any, to a tracked task.
+    async fn start_webhook(&self, job: Job) -> Result<Delivery, DeliveryError> {
+        self.journal(job.record(State::Pending, self.now_ms(), None))
+            .await?;
+        let (job, state, wait) = self.attempt(job).await?;
+        let delivery = Delivery {
+            id: job.id.clone(),
+            channel: "webhook",
+            to: Some(job.url.clone()),
+            state,
+        };
+        if let Some(wait) = wait {
+            self.spawn_retries(job, wait);
+        }
+        Ok(delivery)
     }
 
     /// Appends `item` to the outbox and announces it to live streams.
@@ -396,13 +443,20 @@ impl Deliverer {
             Err(refused) => Outcome::Permanent {
                 reason: refused.to_string(),
             },
-            Ok(_) => match secret(&app, job.secret_from.as_deref()) {
-                Err(reason) => Outcome::Permanent { reason },
-                Ok(secret) => {
+            Ok(_) => match (
+                config_text(&app, job.secret_from.as_deref(), "signing secret"),
+                config_text(&app, job.bearer_from.as_deref(), "bearer token"),
+            ) {
+                (Err(reason), _) | (_, Err(reason)) => Outcome::Permanent { reason },
+                (Ok(secret), Ok(bearer)) => {
                     let guarded = job.origin == UrlOrigin::Model && !allow_private;
                     let client = self.inner.engine.webhook_client(guarded);
                     let unix_seconds = app.host.now_ts().as_second();
-                    webhook::attempt(&client, &job, secret.as_deref(), unix_seconds).await
+                    let credentials = webhook::Credentials {
+                        secret: secret.as_deref().map(str::as_bytes),
+                        bearer: bearer.as_deref(),
+                    };
+                    webhook::attempt(&client, &job, credentials, unix_seconds).await
                 }
             },
         };
@@ -598,15 +652,21 @@ impl Deliverer {
     }
 }
 
-/// The signing secret under the config key `key`.
-fn secret(app: &crate::app::App, key: Option<&str>) -> Result<Option<Vec<u8>>, String> {
+/// The `what` (a signing secret, a bearer token) under the config key
+/// `key`. A key named but not set fails the attempt: what was meant to be
+/// authenticated is never sent without it.
+fn config_text(
+    app: &crate::app::App,
+    key: Option<&str>,
+    what: &str,
+) -> Result<Option<String>, String> {
     let Some(key) = key else {
         return Ok(None);
     };
     match app.config.get(key) {
-        Some(serde_json::Value::String(s)) if !s.is_empty() => Ok(Some(s.into_bytes())),
-        Some(_) => Err(format!("the signing secret `{key}` is not a text")),
-        None => Err(format!("the signing secret `{key}` is not set")),
+        Some(serde_json::Value::String(s)) if !s.is_empty() => Ok(Some(s)),
+        Some(_) => Err(format!("the {what} `{key}` is not a text")),
+        None => Err(format!("the {what} `{key}` is not set")),
     }
 }
 

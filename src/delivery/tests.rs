@@ -522,25 +522,28 @@ async fn the_guarded_client_refuses_a_name_resolving_to_this_machine_when_it_con
         url: by_name,
         origin: UrlOrigin::Model,
         secret_from: None,
-        body: webhook::Body {
+        bearer_from: None,
+        timeout_ms: None,
+        payload: Payload::Item(webhook::Body {
             id: "1".into(),
             ts: 0,
             source: Source::Hook,
             session_key: "hook:x".into(),
             text: "x".into(),
-        },
+        }),
         attempts: 0,
         next_at_ms: None,
     };
     // The name check is skipped here: the resolver alone must refuse.
-    let outcome = webhook::attempt(&engine.webhook_client(true), &job, None, 0).await;
+    let outcome = webhook::attempt(&engine.webhook_client(true), &job, Default::default(), 0).await;
     let Outcome::Permanent { reason } = &outcome else {
         panic!("{outcome:?}");
     };
     assert!(reason.starts_with("localhost resolves to "), "{reason}");
     assert!(receiver.got().is_empty());
     // The open client (URLs from the config) connects.
-    let outcome = webhook::attempt(&engine.webhook_client(false), &job, None, 0).await;
+    let outcome =
+        webhook::attempt(&engine.webhook_client(false), &job, Default::default(), 0).await;
     assert_eq!(outcome, Outcome::Delivered);
     assert_eq!(receiver.got().len(), 1);
 }

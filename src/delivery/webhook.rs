@@ -2,11 +2,15 @@
 //! answer means, the backoff, and the deliveries journal
 //! (`<state dir>/outbox/deliveries.jsonl`).
 //!
-//! The request: `POST` of `{id, ts, source, sessionKey, text}` with
+//! The request: `POST` of `{id, ts, source, sessionKey, text}` (a result,
+//! [`Payload::Item`]) or of a JSON document as it is (a receiver's own
+//! shape, such as a cron run's event: [`Payload::Document`]) with
 //! `Content-Type: application/json`, `X-Almanac-Timestamp` (the attempt's
 //! Unix seconds), `Idempotency-Key` (the delivery's id, the same on every
-//! attempt) and, with a secret, `X-Almanac-Signature:
-//! sha256=<hex HMAC-SHA256(secret, "<timestamp>.<body>")>`.
+//! attempt), with a secret `X-Almanac-Signature: sha256=<hex
+//! HMAC-SHA256(secret, "<timestamp>.<body>")>`, and with a bearer token
+//! `Authorization: Bearer <token>`. A delivery may carry its own time
+//! limit per attempt (else the client's).
 //!
 //! A `2xx` is delivered. A connection failure, a timeout, `408`, `429`
 //! (waiting at least its `Retry-After`, at most [`MAX_RETRY_AFTER`]) and a
@@ -17,9 +21,9 @@
 //! The journal gets a record per step: `pending` before the first attempt
 //! (with the body, so the text is never only in memory), `pending` after
 //! each failed attempt (attempts, reason, `nextAtMs`), then `delivered` or
-//! `failed` (with the reason and the body). The signing secret is never
-//! written: only the config key it is read from (`secretFrom`), looked up
-//! again at every attempt.
+//! `failed` (with the reason and the body). The signing secret and the
+//! bearer token are never written: only the config keys they are read
+//! from (`secretFrom`, `bearerFrom`), looked up again at every attempt.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -59,6 +63,15 @@ pub(crate) enum State {
 }
 
 /// What a webhook receives.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Payload {
+    /// A result: [`Body`].
+    Item(Body),
+    /// A JSON document, posted as it is.
+    Document(serde_json::Value),
+}
+
+/// A result as a webhook receives it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct Body {
@@ -87,8 +100,29 @@ pub(crate) struct Record {
     /// The config key the signing secret is read from.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub secret_from: Option<String>,
+    /// The config key the bearer token is read from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bearer_from: Option<String>,
+    /// The time limit of one attempt, when not the client's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_ms: Option<u64>,
+    /// A result ([`Payload::Item`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub body: Option<Body>,
+    /// A document ([`Payload::Document`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub document: Option<serde_json::Value>,
+}
+
+impl Record {
+    /// What the record holds of the payload.
+    fn payload(&self) -> Option<Payload> {
+        match (&self.body, &self.document) {
+            (Some(body), _) => Some(Payload::Item(body.clone())),
+            (None, Some(document)) => Some(Payload::Document(document.clone())),
+            (None, None) => None,
+        }
+    }
 }
 
 pub(crate) fn parse_record(line: &[u8]) -> Option<Record> {
@@ -104,7 +138,10 @@ pub(crate) struct Job {
     pub url: String,
     pub origin: UrlOrigin,
     pub secret_from: Option<String>,
-    pub body: Body,
+    pub bearer_from: Option<String>,
+    /// The time limit of one attempt, when not the client's.
+    pub timeout_ms: Option<u64>,
+    pub payload: Payload,
     /// Attempts made.
     pub attempts: u32,
     /// When the next attempt is due (epoch ms), once one failed.
@@ -114,7 +151,7 @@ pub(crate) struct Job {
 impl Job {
     /// The journal's record of this job now in `state`.
     pub(crate) fn record(&self, state: State, ts: i64, reason: Option<String>) -> Record {
-        Record {
+        let mut record = Record {
             id: self.id.clone(),
             ts,
             state,
@@ -126,10 +163,28 @@ impl Job {
                 .then_some(self.next_at_ms)
                 .flatten(),
             secret_from: self.secret_from.clone(),
-            // The text stays in the journal until it is delivered.
-            body: (state != State::Delivered && (self.attempts == 0 || state == State::Failed))
-                .then(|| self.body.clone()),
+            bearer_from: self.bearer_from.clone(),
+            timeout_ms: self.timeout_ms,
+            body: None,
+            document: None,
+        };
+        // The text stays in the journal until it is delivered.
+        if state != State::Delivered && (self.attempts == 0 || state == State::Failed) {
+            match &self.payload {
+                Payload::Item(body) => record.body = Some(body.clone()),
+                Payload::Document(document) => record.document = Some(document.clone()),
+            }
         }
+        record
+    }
+
+    /// The bytes posted.
+    fn body_bytes(&self) -> Vec<u8> {
+        match &self.payload {
+            Payload::Item(body) => serde_json::to_vec(body),
+            Payload::Document(document) => serde_json::to_vec(document),
+        }
+        .expect("a body serialises")
     }
 }
 
@@ -137,26 +192,27 @@ impl Job {
 /// the highest id it holds.
 pub(crate) fn pending(records: Vec<Record>) -> (Vec<Job>, u64) {
     let mut last_id = 0;
-    let mut jobs: BTreeMap<u64, (Record, Option<Body>)> = BTreeMap::new();
+    let mut jobs: BTreeMap<u64, (Record, Option<Payload>)> = BTreeMap::new();
     for record in records {
         let seq: u64 = record.id.parse().unwrap_or(0);
         last_id = last_id.max(seq);
-        let body = record
-            .body
-            .clone()
-            .or_else(|| jobs.get(&seq).and_then(|(_, b)| b.clone()));
-        jobs.insert(seq, (record, body));
+        let payload = record
+            .payload()
+            .or_else(|| jobs.get(&seq).and_then(|(_, p)| p.clone()));
+        jobs.insert(seq, (record, payload));
     }
     let pending = jobs
         .into_values()
-        .filter_map(|(r, body)| {
-            let body = body?;
+        .filter_map(|(r, payload)| {
+            let payload = payload?;
             (r.state == State::Pending).then_some(Job {
                 id: r.id,
                 url: r.url,
                 origin: r.origin,
                 secret_from: r.secret_from,
-                body,
+                bearer_from: r.bearer_from,
+                timeout_ms: r.timeout_ms,
+                payload,
                 attempts: r.attempts,
                 next_at_ms: r.next_at_ms,
             })
@@ -206,25 +262,40 @@ pub(crate) fn signature(secret: &[u8], timestamp: i64, body: &[u8]) -> String {
     out
 }
 
-/// Posts `job`'s body to its URL once, signed with `secret` when given, at
-/// `unix_seconds`.
+/// The credentials of one attempt, as read from the config.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Credentials<'a> {
+    /// Signs the body.
+    pub secret: Option<&'a [u8]>,
+    /// Sent as `Authorization: Bearer`.
+    pub bearer: Option<&'a str>,
+}
+
+/// Posts `job`'s body to its URL once, signed and authorised as
+/// `credentials` say, at `unix_seconds`.
 pub(crate) async fn attempt(
     client: &reqwest::Client,
     job: &Job,
-    secret: Option<&[u8]>,
+    credentials: Credentials<'_>,
     unix_seconds: i64,
 ) -> Outcome {
-    let body = serde_json::to_vec(&job.body).expect("a body serialises");
+    let body = job.body_bytes();
     let mut request = client
         .post(&job.url)
         .header(reqwest::header::CONTENT_TYPE, "application/json")
         .header("X-Almanac-Timestamp", unix_seconds.to_string())
         .header("Idempotency-Key", &job.id);
-    if let Some(secret) = secret {
+    if let Some(secret) = credentials.secret {
         request = request.header(
             "X-Almanac-Signature",
             signature(secret, unix_seconds, &body),
         );
+    }
+    if let Some(token) = credentials.bearer {
+        request = request.bearer_auth(token);
+    }
+    if let Some(ms) = job.timeout_ms {
+        request = request.timeout(Duration::from_millis(ms));
     }
     match request.body(body).send().await {
         Ok(response) => judge(response).await,
@@ -376,13 +447,15 @@ mod tests {
             url: "http://127.0.0.1:9/hook".into(),
             origin: UrlOrigin::Config,
             secret_from: Some("hooks.token".into()),
-            body: Body {
+            bearer_from: None,
+            timeout_ms: None,
+            payload: Payload::Item(Body {
                 id: "42".into(),
                 ts: 1_000,
                 source: Source::Cron,
                 session_key: "cron:daily".into(),
                 text: "done".into(),
-            },
+            }),
             attempts: 0,
             next_at_ms: None,
         }
@@ -482,9 +555,38 @@ mod tests {
         assert_eq!(last, 42);
         assert_eq!(jobs.len(), 1);
         assert_eq!((jobs[0].attempts, jobs[0].next_at_ms), (1, Some(2_000)));
-        assert_eq!(jobs[0].body, j.body);
+        assert_eq!(jobs[0].payload, j.payload);
         let (jobs, _) = pending(vec![first, retry, done]);
         assert!(jobs.is_empty());
+    }
+
+    #[test]
+    fn a_document_keeps_its_shape_its_token_key_and_its_time_limit_across_a_restart() {
+        let mut j = job();
+        j.secret_from = None;
+        j.bearer_from = Some("cron.webhookToken".into());
+        j.timeout_ms = Some(10_000);
+        j.payload = Payload::Document(serde_json::json!({"jobId": "daily", "action": "finished"}));
+        assert_eq!(j.body_bytes(), br#"{"jobId":"daily","action":"finished"}"#);
+        let first = j.record(State::Pending, 1, None);
+        assert_eq!(first.body, None);
+        assert!(first.document.is_some());
+        let line = serde_json::to_string(&first).unwrap();
+        assert!(
+            line.contains(r#""bearerFrom":"cron.webhookToken""#),
+            "{line}"
+        );
+        assert!(line.contains(r#""timeoutMs":10000"#), "{line}");
+        j.attempts = 1;
+        j.next_at_ms = Some(2_000);
+        let retry = j.record(State::Pending, 2, Some("HTTP 503".into()));
+        assert_eq!((retry.body.as_ref(), retry.document.as_ref()), (None, None));
+        let reread: Vec<Record> = [first, retry]
+            .iter()
+            .map(|r| parse_record(serde_json::to_string(r).unwrap().as_bytes()).unwrap())
+            .collect();
+        let (jobs, _) = pending(reread);
+        assert_eq!(jobs, vec![j]);
     }
 
     #[test]

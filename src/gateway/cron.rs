@@ -33,7 +33,9 @@ use super::Shared;
 use super::intake::Record;
 use super::supervisor::{Component, ComponentKind};
 use crate::app::App;
-use crate::cron::job::{Job, JobState, PayloadKind, RunStatus, ScheduleKind, SessionTarget, WakeMode};
+use crate::cron::job::{
+    Job, JobState, PayloadKind, RunStatus, ScheduleKind, SessionTarget, WakeMode,
+};
 use crate::cron::outcome::{self, AfterRun, RunEnd};
 use crate::cron::runlog::{self, RunRecord};
 use crate::cron::slots::{self, Ended, SlotLedger, Trigger};
@@ -176,41 +178,7 @@ impl Component for CronRunner {
                 stop.cancelled().await;
                 return Ok(());
             }
-            let path = app.paths.state_store();
-            let generation = shared.tasks.generation;
-            let now = shared.host.now_ms();
-            let ledger = shared
-                .engine
-                .blocking(move || -> anyhow::Result<SlotLedger> {
-                    let store = crate::store::Store::open(&path, crate::store::StoreKind::State)?;
-                    let mut ledger = SlotLedger::new(store.conn);
-                    let cut = ledger.interrupt_earlier(generation, now)?;
-                    if !cut.is_empty() {
-                        tracing::warn!(
-                            count = cut.len(),
-                            "cron runs cut off by the previous gateway are recorded interrupted"
-                        );
-                    }
-                    Ok(ledger)
-                })
-                .await??;
-            let limit = app.config.config.cron.max_concurrent_runs.max(1) as usize;
-            let mut runner = Runner {
-                shared: shared.clone(),
-                ledger: Arc::new(Mutex::new(ledger)),
-                followed: HashMap::new(),
-                queue: BinaryHeap::new(),
-                fingerprint: None,
-                running: Arc::default(),
-                finished: Arc::default(),
-                ended: Arc::default(),
-                states: HashMap::new(),
-                removals: Vec::new(),
-                broken: HashMap::new(),
-                broken_checked: None,
-                runs: tokio_util::task::TaskTracker::new(),
-                permits: Arc::new(tokio::sync::Semaphore::new(limit)),
-            };
+            let mut runner = Runner::open(shared).await?;
             let result = runner.run(&stop).await;
             runner.runs.close();
             runner.runs.wait().await;
@@ -223,6 +191,47 @@ impl Component for CronRunner {
 }
 
 impl Runner {
+    /// The runner of this gateway: the slot ledger opened, and runs an
+    /// earlier start left running recorded interrupted.
+    async fn open(shared: Arc<Shared>) -> anyhow::Result<Runner> {
+        let app = shared.engine.app();
+        let path = app.paths.state_store();
+        let generation = shared.tasks.generation;
+        let now = shared.host.now_ms();
+        let ledger = shared
+            .engine
+            .blocking(move || -> anyhow::Result<SlotLedger> {
+                let store = crate::store::Store::open(&path, crate::store::StoreKind::State)?;
+                let mut ledger = SlotLedger::new(store.conn);
+                let cut = ledger.interrupt_earlier(generation, now)?;
+                if !cut.is_empty() {
+                    tracing::warn!(
+                        count = cut.len(),
+                        "cron runs cut off by the previous gateway are recorded interrupted"
+                    );
+                }
+                Ok(ledger)
+            })
+            .await??;
+        let limit = app.config.config.cron.max_concurrent_runs.max(1) as usize;
+        Ok(Runner {
+            shared,
+            ledger: Arc::new(Mutex::new(ledger)),
+            followed: HashMap::new(),
+            queue: BinaryHeap::new(),
+            fingerprint: None,
+            running: Arc::default(),
+            finished: Arc::default(),
+            ended: Arc::default(),
+            states: HashMap::new(),
+            removals: Vec::new(),
+            broken: HashMap::new(),
+            broken_checked: None,
+            runs: tokio_util::task::TaskTracker::new(),
+            permits: Arc::new(tokio::sync::Semaphore::new(limit)),
+        })
+    }
+
     async fn run(&mut self, stop: &CancellationToken) -> anyhow::Result<()> {
         let mut last_flush = tokio::time::Instant::now();
         let mut last_prune: Option<tokio::time::Instant> = None;
@@ -480,11 +489,13 @@ impl Runner {
                 started_ms: end.started_ms,
                 ended_ms: end.ended_ms,
                 manual: end.trigger == Trigger::Manual,
-                delivered: None,
-                delivery_requested: end.job.delivery.as_ref().is_some_and(|d| {
-                    d.mode != crate::cron::job::DeliveryMode::None
-                }),
-                delivery_error: None,
+                delivered: end.delivered,
+                delivery_requested: end
+                    .job
+                    .delivery
+                    .as_ref()
+                    .is_some_and(|d| d.mode != crate::cron::job::DeliveryMode::None),
+                delivery_error: end.delivery_error.clone(),
                 timed_out: end.status == Ended::TimedOut,
             };
             let mut applied = outcome::apply(&end.job, &run_end, natural, config);
@@ -532,35 +543,28 @@ impl Runner {
         }
     }
 
-    /// Sends a failure alert: a system event on the main session with a
-    /// wake, so the person hears of it at once.
-    fn raise_alert(&self, job: &Job, alert: outcome::Alert) {
+    /// Sends a failure alert where the job's settings say (off the tick).
+    fn raise_alert(&self, job: &Arc<Job>, alert: outcome::Alert) {
         tracing::warn!(job = %job.id, "{}", alert.text);
-        self.queue_notice(alert.text);
+        let shared = self.shared.clone();
+        let job = job.clone();
+        self.runs.spawn(async move {
+            super::cron_delivery::send_alert(&shared, &job, &alert).await;
+        });
     }
 
     /// Queues `text` as a trusted system event on the main session, with
     /// a wake (a notice from the runner itself).
-    fn queue_notice(&self, text: String) {
+    fn queue_notice(&self, job_id: &str, text: String) {
         let shared = self.shared.clone();
+        let reason = format!("cron:{job_id}:disabled");
         self.runs.spawn(async move {
             let book = shared.clone();
             let queued = shared
                 .engine
-                .blocking(move || {
-                    let sessions = book.engine.app().sessions(Some(crate::app::agent::AGENT_ID));
-                    book.intake.accept(Record {
-                        seq: 0,
-                        ts: book.host.now_ms(),
-                        kind: "cron".into(),
-                        session_key: sessions.resolve_key(None),
-                        text,
-                        mode: "now".into(),
-                        trusted: true,
-                    })
-                })
+                .blocking(move || super::cron_delivery::queue_alert_event(&book, text, reason))
                 .await;
-            if !matches!(queued, Ok(Ok(_))) {
+            if !matches!(queued, Ok(Ok(()))) {
                 tracing::warn!("a cron notice could not be queued");
             }
         });
@@ -591,7 +595,7 @@ impl Runner {
                 self.broken.remove(&id);
             }
             if let Some(text) = notice {
-                self.queue_notice(text);
+                self.queue_notice(&id, text);
             }
         }
     }
@@ -705,10 +709,7 @@ impl Runner {
                     .unwrap_or_else(|p| p.into_inner())
                     .remove(&job_id);
                 if let Some(end) = end {
-                    finished
-                        .lock()
-                        .unwrap_or_else(|p| p.into_inner())
-                        .push(end);
+                    finished.lock().unwrap_or_else(|p| p.into_inner()).push(end);
                     ended.notify_one();
                 }
             });
@@ -798,6 +799,15 @@ impl Runner {
             })
             .await?;
         let (done, ended) = done;
+        for (run, outcome) in &done {
+            super::cron_delivery::spawn_end(
+                &self.runs,
+                &self.shared,
+                run.job.as_ref().ok(),
+                run.due.slot_ms,
+                || run_record(run, outcome, ended),
+            );
+        }
         let finished = done
             .into_iter()
             .filter_map(|(run, outcome)| finished(run, outcome, ended))
@@ -1092,7 +1102,9 @@ impl Follower<'_> {
         let not_before = outcome::in_backoff(&job, now);
         for slot in plan.run {
             match not_before {
-                Some(until) => read.missed.push((job.id.clone(), slot, backoff_note(until))),
+                Some(until) => read
+                    .missed
+                    .push((job.id.clone(), slot, backoff_note(until))),
                 None => read.catch_up.push(Due {
                     id: job.id.clone(),
                     text: text.clone(),
@@ -1149,6 +1161,9 @@ struct Finished {
     error: Option<String>,
     started_ms: i64,
     ended_ms: i64,
+    /// Whether the result reached its destination (unset: not known yet).
+    delivered: Option<bool>,
+    delivery_error: Option<String>,
 }
 
 /// A slot claimed for a run, with its job and its task.
@@ -1257,6 +1272,8 @@ fn finished(run: Claimed, outcome: Outcome, ended_ms: i64) -> Option<Finished> {
         error: outcome.error,
         started_ms: run.started_ms,
         ended_ms,
+        delivered: None,
+        delivery_error: None,
     })
 }
 
@@ -1286,12 +1303,16 @@ fn schedule_problem(job: &Job, host: &jiff::tz::TimeZone) -> Result<Slots, Strin
 /// task and the slot in one transaction, the run log, the state.
 async fn run_slot(shared: &Arc<Shared>, run: Claimed) -> Option<Finished> {
     let outcome = match &run.job {
-        Ok(job) => execute(shared, job).await,
+        Ok(job) => execute(shared, job, run.due.slot_ms, run.started_ms).await,
         Err(problem) => unreadable(problem),
     };
     let ended = shared.host.now_ms();
     let app = shared.engine.app();
     let record = run_record(&run, &outcome, ended);
+    let record =
+        super::cron_delivery::deliver_end(shared, run.job.as_ref().ok(), run.due.slot_ms, record)
+            .await;
+    let delivered = (record.delivered, record.delivery_error.clone());
     let row = ended_slot(&run, &outcome);
     let end = terminal(&outcome);
     let task_id = run.task_id.clone();
@@ -1315,7 +1336,10 @@ async fn run_slot(shared: &Arc<Shared>, run: Claimed) -> Option<Finished> {
             }
         })
         .await;
-    finished(run, outcome, ended)
+    finished(run, outcome, ended).map(|mut end| {
+        (end.delivered, end.delivery_error) = delivered;
+        end
+    })
 }
 
 /// A `main` job's event, queued on its session (blocking: the intake
@@ -1395,8 +1419,9 @@ fn queued(accepted: &Result<(), String>, record: Record) -> Outcome {
     }
 }
 
-/// Runs the payload of a job whose run takes time ([`takes_time`]).
-async fn execute(shared: &Arc<Shared>, job: &Job) -> Outcome {
+/// Runs the payload of a job whose run takes time ([`takes_time`]), for
+/// the slot `slot_ms`, started at `started_ms`.
+async fn execute(shared: &Arc<Shared>, job: &Job, slot_ms: i64, started_ms: i64) -> Outcome {
     let app = shared.engine.app();
     match (&job.session_target, job.payload.kind) {
         (SessionTarget::Main, PayloadKind::SystemEvent) => {
@@ -1464,13 +1489,23 @@ async fn execute(shared: &Arc<Shared>, job: &Job) -> Outcome {
             summary: None,
             session_key: None,
         },
-        (target, PayloadKind::AgentTurn) => agent_turn(shared, &app, job, target).await,
+        (target, PayloadKind::AgentTurn) => {
+            // Too late for its result to be delivered.
+            let stale = crate::cron::outcome::is_stale(slot_ms, started_ms);
+            agent_turn(shared, &app, job, target, stale).await
+        }
     }
 }
 
 /// An `agentTurn` job: a turn in its own session, its answer delivered
-/// as the job says.
-async fn agent_turn(shared: &Arc<Shared>, app: &App, job: &Job, target: &SessionTarget) -> Outcome {
+/// as the job says (not at all when `stale`: the run came too late).
+async fn agent_turn(
+    shared: &Arc<Shared>,
+    app: &App,
+    job: &Job,
+    target: &SessionTarget,
+    stale: bool,
+) -> Outcome {
     let key = match target {
         SessionTarget::Session(id) => id.clone(),
         _ => format!("agent:main:cron:{}", job.id),
@@ -1491,13 +1526,16 @@ async fn agent_turn(shared: &Arc<Shared>, app: &App, job: &Job, target: &Session
         format!("[cron:{} {}] {message}", job.id, job.name),
         &time,
     );
+    // The turn keeps the acknowledgement token in its reply only where
+    // the channel the result goes to shows acknowledgements (`showOk`).
+    let results = super::cron_delivery::result_target(job);
     let request = crate::app::agent::TurnRequest {
         message: text,
         session_key: Some(key.clone()),
         agent: Some(crate::app::agent::AGENT_ID.to_string()),
         model: job.payload.model.clone(),
         heartbeat: None,
-        channel: None,
+        channel: results.channel().map(str::to_string),
     };
     let limit = match job.payload.timeout_seconds {
         Some(0) => Duration::MAX,
@@ -1544,71 +1582,57 @@ async fn agent_turn(shared: &Arc<Shared>, app: &App, job: &Job, target: &Session
         }
         Ok(Ok(report)) => report,
     };
-    let reply = report.outcome.reply.trim().to_string();
-    let summary = Some(reply.chars().take(2000).collect::<String>()).filter(|s| !s.is_empty());
-    if report.outcome.silent || reply.is_empty() {
-        return Outcome {
-            status: Ended::Ok,
-            error: None,
-            summary,
-            session_key: Some(key),
-        };
+    // A webhook gets the run's event with the reply as its summary, at
+    // the run's end.
+    let text = report.outcome.reply.trim().to_string();
+    let summary = Some(text.chars().take(2000).collect::<String>())
+        .filter(|s| !s.is_empty() && !report.outcome.silent);
+    let ok = Outcome {
+        status: Ended::Ok,
+        error: None,
+        summary,
+        session_key: Some(key.clone()),
+    };
+    if text.is_empty()
+        || report.outcome.silent
+        || stale
+        || results != super::cron_delivery::ResultTarget::Outbox
+    {
+        return ok;
     }
-    let mode = job.delivery.as_ref().map(|d| d.mode);
-    use crate::cron::job::DeliveryMode;
-    use crate::delivery::{Item, Source, Target, UrlOrigin};
-    let target = match mode {
-        None | Some(DeliveryMode::Announce) => Target::Outbox,
-        Some(DeliveryMode::Webhook) => Target::Webhook {
-            url: job
-                .delivery
-                .as_ref()
-                .and_then(|d| d.to.clone())
-                .unwrap_or_default(),
-            secret: None,
-            origin: UrlOrigin::Config,
-        },
-        Some(DeliveryMode::None) => Target::None,
-    };
-    let shows_ok = app
-        .config
-        .config
-        .channels
-        .heartbeat_visibility("outbox")
-        .show_ok;
-    let text = if shows_ok {
-        reply.clone()
-    } else {
-        almanac_heartbeat::ack::scrub(&reply)
-    };
-    let item = Item {
-        source: Source::Cron,
+    let item = crate::delivery::Item {
+        source: crate::delivery::Source::Cron,
         session_key: key.clone(),
         agent_id: crate::app::agent::AGENT_ID.to_string(),
         text,
         task_id: None,
     };
-    match shared.deliverer.deliver(item, &target).await {
+    let failure = match shared
+        .deliverer
+        .deliver(item, &crate::delivery::Target::Outbox)
+        .await
+    {
         Ok(delivery) => match delivery.state {
-            crate::delivery::DeliveryState::Failed { reason } => Outcome {
+            crate::delivery::DeliveryState::Failed { reason } => Some(reason),
+            _ => None,
+        },
+        Err(err) => Some(err.to_string()),
+    };
+    match failure {
+        // A failed delivery fails the run unless the job says it is
+        // best-effort.
+        Some(reason) if job.delivery.as_ref().and_then(|d| d.best_effort) != Some(true) => {
+            Outcome {
                 status: Ended::Error,
                 error: Some(format!("delivery failed: {reason}")),
-                summary,
-                session_key: Some(key),
-            },
-            _ => Outcome {
-                status: Ended::Ok,
-                error: None,
-                summary,
-                session_key: Some(key),
-            },
-        },
-        Err(err) => Outcome {
-            status: Ended::Error,
-            error: Some(format!("delivery failed: {err}")),
-            summary,
-            session_key: Some(key),
-        },
+                ..ok
+            }
+        }
+        Some(reason) => {
+            tracing::warn!(job = %job.id, %reason, "cron result not delivered (best effort)");
+            ok
+        }
+        None => ok,
     }
 }
 

@@ -3,7 +3,7 @@
 //! failure alerts, auto-disable after schedule errors.
 
 use super::*;
-use crate::host::{Clock, TokioClock};
+use crate::host::TokioClock;
 use serde_json::{Value, json};
 
 const BASE: &str = "2026-12-01T10:00:00Z";
@@ -162,7 +162,9 @@ async fn a_failing_recurring_job_waits_out_each_backoff_and_alerts_once() {
         .collect();
     assert_eq!(alerts.len(), 1, "{alerts:?}");
     assert!(
-        alerts[0].0.starts_with("Cron job \"backup-check\" failed 2 times\nLast error: "),
+        alerts[0]
+            .0
+            .starts_with("Cron job \"backup-check\" failed 2 times\nLast error: "),
         "{alerts:?}"
     );
     assert_eq!(alerts[0].1, "now");
@@ -170,52 +172,109 @@ async fn a_failing_recurring_job_waits_out_each_backoff_and_alerts_once() {
 
 #[tokio::test(flavor = "current_thread", start_paused = true)]
 async fn a_one_shot_hit_by_a_passing_error_is_retried_across_a_restart_then_disabled() {
-    // The provider cannot be reached: a network error, which passes.
+    // No model is configured: a real attempt fails for good. The first
+    // one's end is handed to the runner as a passing error (a provider
+    // answering 503), as a run ends.
     let (dir, state) = setup(
-        r#"{agents: {defaults: {model: "openai/m"}},
-            models: {providers: {openai: {baseUrl: "http://127.0.0.1:1/v1", apiKey: "k"}}}}"#,
+        "{}",
         json!([turn_job(
             "remind-once",
             json!({"kind": "at", "at": "2026-12-01T10:00:05Z"})
         )]),
     );
+    let slot = base_ms() + 5_000;
     let clock = Arc::new(TokioClock::new(BASE.parse().unwrap()));
-    // Up until the first attempt failed and its state was written back.
-    run_for(dir.path(), &clock, 1, 10, true).await;
+    {
+        let shared = crate::gateway::test_shared_with(dir.path(), "t", Some(clock.clone()), 1);
+        let mut runner = Runner::open(shared).await.unwrap();
+        runner.reload_if_changed().await.unwrap();
+        let text = runner.followed["remind-once"].text.clone();
+        let job = Arc::new(crate::cron::store::job_from_text(&text).unwrap());
+        runner.settle(vec![Finished {
+            id: "remind-once".into(),
+            trigger: Trigger::Due,
+            job,
+            status: Ended::Error,
+            error: Some("openai answered 503 Service Unavailable".into()),
+            started_ms: slot,
+            ended_ms: slot + 1_000,
+            delivered: None,
+            delivery_error: None,
+        }]);
+        // The next attempt after cron.retry.backoffMs[0] (30 s), in the
+        // queue and in the state written back.
+        let f = &runner.followed["remind-once"];
+        assert_eq!((f.next, f.retry), (Some(slot + 31_000), true));
+        runner.flush_states().await;
+    }
     let job = job_in_store(&state, "remind-once").unwrap();
-    assert_eq!(job["state"]["lastRunStatus"], "error", "{job}");
+    assert_eq!(job["enabled"], true, "{job}");
     assert_eq!(job["state"]["consecutiveErrors"], 1);
-    let retry_at = job["state"]["nextRunAtMs"].as_i64().unwrap();
-    // Down while the retry was due; then up long enough for all attempts.
+    assert_eq!(job["state"]["nextRunAtMs"], slot + 31_000);
+    // The gateway is down while the attempt is due; at the start it runs
+    // (a real attempt, which fails for good: no further retry).
     tokio::time::sleep(Duration::from_secs(60)).await;
-    run_for(dir.path(), &clock, 2, 600, false).await;
+    run_for(dir.path(), &clock, 2, 300, false).await;
 
     let rows = rows(&state);
-    let triggers: Vec<(&str, &str)> = rows
-        .iter()
-        .map(|r| (r.1.as_str(), r.2.as_str()))
-        .collect();
-    // The slot, then cron.retry.maxAttempts (3) more attempts.
+    assert_eq!(rows.len(), 1, "{rows:?}");
     assert_eq!(
-        triggers,
-        [
-            ("error", "due"),
-            ("error", "retry"),
-            ("error", "retry"),
-            ("error", "retry")
-        ],
-        "{rows:?}"
+        (rows[0].0, rows[0].1.as_str(), rows[0].2.as_str()),
+        (slot + 31_000, "error", "retry")
     );
-    // The first retry ran at the restart (its time had passed).
-    assert_eq!(rows[1].0, retry_at);
-    // The next ones after 60 s and 5 min (cron.retry.backoffMs).
-    assert_eq!(rows[2].0, rows[1].3.unwrap() + 60_000);
-    assert_eq!(rows[3].0, rows[2].3.unwrap() + 300_000);
     // Spent: disabled and kept, with its error.
     let job = job_in_store(&state, "remind-once").unwrap();
     assert_eq!(job["enabled"], false, "{job}");
-    assert_eq!(job["state"]["consecutiveErrors"], 4);
+    assert_eq!(job["state"]["consecutiveErrors"], 2);
     assert!(job["state"].get("nextRunAtMs").is_none_or(Value::is_null));
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a_retry_waits_for_its_time_when_the_gateway_is_up() {
+    let (dir, state) = setup(
+        "{}",
+        json!([turn_job(
+            "remind-once",
+            json!({"kind": "at", "at": "2026-12-01T10:00:05Z"})
+        )]),
+    );
+    let slot = base_ms() + 5_000;
+    let clock = Arc::new(TokioClock::new(BASE.parse().unwrap()));
+    let shared = crate::gateway::test_shared_with(dir.path(), "t", Some(clock.clone()), 1);
+    let mut runner = Runner::open(shared).await.unwrap();
+    runner.reload_if_changed().await.unwrap();
+    let text = runner.followed["remind-once"].text.clone();
+    let job = Arc::new(crate::cron::store::job_from_text(&text).unwrap());
+    // Its slot ran (the runner moved past it) and ended in a rate limit.
+    runner.followed.get_mut("remind-once").unwrap().next = None;
+    runner.settle(vec![Finished {
+        id: "remind-once".into(),
+        trigger: Trigger::Due,
+        job,
+        status: Ended::Error,
+        error: Some("429 Too Many Requests".into()),
+        started_ms: slot,
+        ended_ms: slot,
+        delivered: None,
+        delivery_error: None,
+    }]);
+    let retry_at = runner.followed["remind-once"].next.unwrap();
+    // The default backoff: 30 s.
+    assert_eq!(retry_at, slot + 30_000);
+    // Nothing runs before it; it runs at its time, triggered `retry`.
+    tokio::time::sleep(Duration::from_millis((retry_at - base_ms() - 1) as u64)).await;
+    assert!(runner.take_due(clock_ms(&clock)).is_empty());
+    tokio::time::sleep(Duration::from_millis(1)).await;
+    let due = runner.take_due(clock_ms(&clock));
+    assert_eq!(due.len(), 1);
+    assert_eq!((due[0].slot_ms, due[0].trigger), (retry_at, Trigger::Retry));
+    assert!(!runner.followed["remind-once"].retry);
+    assert!(state.join("cron/jobs.json").exists());
+}
+
+fn clock_ms(clock: &Arc<TokioClock>) -> i64 {
+    use crate::host::Clock;
+    clock.now().as_millisecond()
 }
 
 #[tokio::test(flavor = "current_thread", start_paused = true)]
@@ -258,7 +317,9 @@ async fn a_schedule_that_cannot_be_worked_out_disables_the_job_on_the_third_try(
     let events = queued_events(&state);
     assert_eq!(events.len(), 1, "{events:?}");
     assert!(
-        events[0].0.contains("auto-disabled after 3 consecutive schedule errors"),
+        events[0]
+            .0
+            .contains("auto-disabled after 3 consecutive schedule errors"),
         "{events:?}"
     );
     assert!(rows(&state).is_empty());
@@ -279,9 +340,7 @@ async fn missed_slots_are_not_caught_up_inside_the_backoff_of_a_failed_last_run(
         "lastRunStatus": "error", "lastStatus": "error", "consecutiveErrors": 2,
     });
     let (dir, state) = setup("{}", json!([job]));
-    let clock = Arc::new(TokioClock::new(
-        "2026-12-01T10:00:05Z".parse().unwrap(),
-    ));
+    let clock = Arc::new(TokioClock::new("2026-12-01T10:00:05Z".parse().unwrap()));
     run_for(dir.path(), &clock, 1, 40, false).await;
     let rows = rows(&state);
     let slots: Vec<i64> = rows.iter().map(|r| (r.0 - base_ms()) / 1000).collect();
@@ -293,7 +352,10 @@ async fn missed_slots_are_not_caught_up_inside_the_backoff_of_a_failed_last_run(
     }
     for r in &rows[2..6] {
         assert_eq!(r.1, "missed", "{r:?}");
-        assert!(r.4.as_deref().unwrap().contains("error backoff until"), "{r:?}");
+        assert!(
+            r.4.as_deref().unwrap().contains("error backoff until"),
+            "{r:?}"
+        );
     }
     assert_eq!(rows[6].1, "error", "{rows:?}");
     assert_eq!(rows[6].2, "due");

@@ -27,6 +27,7 @@
 
 pub(crate) mod client;
 pub(crate) mod cron;
+pub(crate) mod cron_delivery;
 pub(crate) mod heartbeat;
 pub(crate) mod http;
 pub(crate) mod install;
