@@ -50,6 +50,10 @@ const MAX_SLEEP: Duration = Duration::from_secs(60);
 const CATCH_UP_LIMIT: usize = 100;
 /// Most missed slots listed per job at a start.
 const MISSED_LIST_LIMIT: usize = 10_000;
+/// How far past the next deadline [`Runner::prepare`] looks, and how
+/// close to it it stops.
+const PREPARE_AHEAD_MS: i64 = 2_000;
+const PREPARE_MARGIN_MS: i64 = 2;
 /// How often runtime state is written back to `jobs.json`.
 const STATE_FLUSH: Duration = Duration::from_secs(2);
 /// How long handled slots are kept in the ledger (each job's latest is
@@ -116,6 +120,10 @@ struct Followed {
     slots: Slots,
     /// The next slot to run.
     next: Option<i64>,
+    /// The slot after `next` (`.0`: the `next` it was worked out for),
+    /// worked out while the runner waits, so a due batch is not held up
+    /// by schedule arithmetic.
+    following: Option<(i64, Option<i64>)>,
     /// `next` is a one-shot's next attempt after a passing error.
     retry: bool,
     /// The job failed: no slot before this runs (its error backoff).
@@ -154,6 +162,8 @@ struct Runner {
     /// [`MAX_SLEEP`], each failure counted, until they are disabled.
     broken: HashMap<String, Job>,
     broken_checked: Option<tokio::time::Instant>,
+    /// Slots up to this time have their following slot worked out.
+    prepared_until: i64,
     runs: tokio_util::task::TaskTracker,
     permits: Arc<tokio::sync::Semaphore>,
 }
@@ -227,6 +237,7 @@ impl Runner {
             removals: Vec::new(),
             broken: HashMap::new(),
             broken_checked: None,
+            prepared_until: i64::MIN,
             runs: tokio_util::task::TaskTracker::new(),
             permits: Arc::new(tokio::sync::Semaphore::new(limit)),
         })
@@ -280,6 +291,9 @@ impl Runner {
                 last_prune = Some(tokio::time::Instant::now());
             }
             let next = self.queue.peek().map(|Reverse((at, _))| *at);
+            if let Some(at) = next {
+                self.prepare(at);
+            }
             self.shared
                 .cron
                 .next_wake_ms
@@ -418,7 +432,10 @@ impl Runner {
             };
             // The latest slot due; the runner was asleep for the others.
             let mut slot = at;
-            let mut following = f.slots.next_after(slot);
+            let mut following = match f.following.take() {
+                Some((after, following)) if after == slot => following,
+                _ => f.slots.next_after(slot),
+            };
             while let Some(later) = following.filter(|&s| s <= now) {
                 missed.push((
                     id.clone(),
@@ -458,6 +475,38 @@ impl Runner {
             }
         }
         due
+    }
+
+    /// Works out, while the runner waits for `deadline`, the slot after
+    /// the next one of every job due within [`PREPARE_AHEAD`] of it, so
+    /// that [`Runner::take_due`] only claims. Stops short of the deadline
+    /// (what is left is worked out when due).
+    fn prepare(&mut self, deadline: i64) {
+        let horizon = deadline.saturating_add(PREPARE_AHEAD_MS);
+        if horizon <= self.prepared_until {
+            return;
+        }
+        let from = self.prepared_until.max(i64::MIN + 1);
+        let soon: Vec<(i64, String)> = self
+            .queue
+            .iter()
+            .filter(|Reverse((at, _))| *at > from && *at <= horizon)
+            .map(|Reverse((at, id))| (*at, id.clone()))
+            .collect();
+        let mut done_until = horizon;
+        for (at, id) in soon {
+            if self.shared.host.now_ms() >= deadline - PREPARE_MARGIN_MS {
+                done_until = from;
+                break;
+            }
+            if let Some(f) = self.followed.get_mut(&id)
+                && f.next == Some(at)
+                && f.following.is_none_or(|(after, _)| after != at)
+            {
+                f.following = Some((at, f.slots.next_after(at)));
+            }
+        }
+        self.prepared_until = done_until;
     }
 
     /// Runs that ended on their own task since the last look.
@@ -1071,6 +1120,7 @@ impl Follower<'_> {
                     text,
                     slots,
                     next,
+                    following: None,
                     retry: next.is_some(),
                     not_before: None,
                     version,
@@ -1126,6 +1176,7 @@ impl Follower<'_> {
                 text,
                 slots,
                 next,
+                following: None,
                 retry: false,
                 not_before,
                 version,
