@@ -325,6 +325,68 @@ impl CronIndex {
         Ok(())
     }
 
+    /// [`CronIndex::rebuild`] from jobs handed over one at a time, in file
+    /// order, by `stream` (which gives the fingerprint of what it read,
+    /// or `None` when the file is not one it can stream cleanly), so that
+    /// a store of any size is indexed without holding it. `Ok(false)`:
+    /// nothing was changed (a duplicate id, or `stream` gave `None`); the
+    /// caller takes the full path, which reports what it finds.
+    pub(crate) fn rebuild_streamed(
+        &mut self,
+        store_path: &std::path::Path,
+        host_zone: &jiff::tz::TimeZone,
+        now_ms: i64,
+        stream: &mut dyn FnMut(&mut dyn FnMut(&Job)) -> Result<Option<Fingerprint>, CronError>,
+    ) -> Result<bool, CronError> {
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        tx.pragma_update(None, "cache_size", -REBUILD_CACHE_KIB)?;
+        tx.execute_batch("DELETE FROM cron_jobs; DELETE FROM cron_search;")?;
+        let mut counts = Counts::default();
+        let mut clean = true;
+        let read_as = {
+            let mut insert = Inserter::new(&tx)?;
+            let mut seen = std::collections::HashSet::new();
+            let mut position = 0usize;
+            let mut failed: Option<CronError> = None;
+            let read_as = stream(&mut |job: &Job| {
+                if failed.is_some() || !clean {
+                    return;
+                }
+                if !seen.insert(job.id.clone()) {
+                    clean = false;
+                    return;
+                }
+                let row = Row::of(position, job, host_zone, now_ms);
+                position += 1;
+                match insert.row(&row) {
+                    Ok(()) => counts.add(row.enabled, 1),
+                    Err(err) => failed = Some(err),
+                }
+            })?;
+            if let Some(err) = failed {
+                return Err(err);
+            }
+            read_as
+        };
+        let Some(fingerprint) = read_as.filter(|_| clean) else {
+            // Dropped: rolled back.
+            return Ok(false);
+        };
+        let source = Source {
+            store_path,
+            fingerprint,
+            host_zone,
+            now_ms,
+        };
+        record(&tx, &source, &[], counts)?;
+        tx.commit()?;
+        self.conn
+            .pragma_update(None, "cache_size", -DEFAULT_CACHE_KIB)?;
+        Ok(true)
+    }
+
     /// After a write of `file` (read as `read_as`): only the rows of the
     /// jobs it changed when the index described the file as read, else
     /// all of them; in one transaction either way.

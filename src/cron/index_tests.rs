@@ -418,3 +418,93 @@ fn in_memory_index_opens() {
     let index = CronIndex::open_in_memory();
     assert!(index.recorded().unwrap().is_none());
 }
+
+/// Every row of the index, in a stable order, as text.
+fn dump(dir: &Path) -> Vec<String> {
+    let conn = rusqlite::Connection::open(dir.join("almanac.sqlite")).unwrap();
+    let mut rows = Vec::new();
+    for table in ["cron_jobs", "cron_search"] {
+        let mut stmt = conn
+            .prepare(&format!("SELECT * FROM {table} ORDER BY 1"))
+            .unwrap();
+        let columns = stmt.column_count();
+        let found: Vec<String> = stmt
+            .query_map([], |r| {
+                let mut row = Vec::new();
+                for i in 0..columns {
+                    row.push(format!("{:?}", r.get_ref(i)?));
+                }
+                Ok(row.join("|"))
+            })
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        rows.push(format!("{table}: {}", found.len()));
+        rows.extend(found);
+    }
+    rows
+}
+
+#[test]
+fn the_streamed_rebuild_writes_the_rows_the_full_one_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = store(dir.path());
+    let mut jobs = sample();
+    jobs.push(json!({
+        "jobId": "legacy", "name": "old spelling", "enabled": true,
+        "createdAtMs": 1_000, "updatedAtMs": 2_000,
+        "schedule": {"kind": "at", "atMs": NOW_MS + 60_000},
+        "sessionTarget": "main", "payload": {"kind": "systemEvent", "text": "x"},
+        "unknownField": {"kept": true},
+    }));
+    jobs.push(json!({
+        "id": "every", "name": "every ten", "enabled": true,
+        "createdAtMs": 1_000, "updatedAtMs": 2_000,
+        "schedule": {"kind": "every", "everyMs": 600_000},
+        "sessionTarget": "isolated",
+        "payload": {"kind": "agentTurn", "message": "check"},
+    }));
+    write_jobs(&store, &jobs);
+    // The first listing builds the index as a stream.
+    let streamed_page = store.list(&query(200, 0), NOW_MS).unwrap();
+    let streamed = dump(dir.path());
+    assert_eq!(streamed[0], format!("cron_jobs: {}", jobs.len()));
+    // The full path, on the same file.
+    let loaded = store.load(now()).unwrap();
+    let mut index = CronIndex::open(&dir.path().join("almanac.sqlite")).unwrap();
+    let source = Source {
+        store_path: store.path(),
+        fingerprint: loaded.fingerprint.unwrap(),
+        host_zone: &TimeZone::UTC,
+        now_ms: NOW_MS,
+    };
+    index
+        .rebuild(&source, &loaded.file, &loaded.warnings)
+        .unwrap();
+    assert_eq!(dump(dir.path()), streamed);
+    assert_eq!(
+        store.list(&query(200, 0), NOW_MS).unwrap().jobs,
+        streamed_page.jobs
+    );
+}
+
+#[test]
+fn a_store_with_a_job_that_cannot_be_read_is_indexed_by_the_full_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = store(dir.path());
+    let mut jobs = sample();
+    jobs.push(json!({"id": "broken", "schedule": 5}));
+    write_jobs(&store, &jobs);
+    let page = store.list(&query(200, 0), NOW_MS).unwrap();
+    // The readable jobs are listed as without it, and the one that is not
+    // is reported.
+    let other = tempfile::tempdir().unwrap();
+    let clean = self::store(other.path());
+    write_jobs(&clean, &sample());
+    assert_eq!(page.jobs, clean.list(&query(200, 0), NOW_MS).unwrap().jobs);
+    assert!(
+        page.warnings.iter().any(|w| w.contains("broken")),
+        "{:?}",
+        page.warnings
+    );
+}

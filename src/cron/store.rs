@@ -706,6 +706,21 @@ impl CronStore {
         if let Some(warnings) = index.describes(&self.path, fingerprint, &zone)? {
             return Ok(Some((index, warnings)));
         }
+        // A plain JSON store is indexed as a stream; anything else (and a
+        // job that cannot be read, which the full read reports) takes the
+        // full read.
+        let streamed =
+            index.rebuild_streamed(&self.path, &self.host_zone, now_ms, &mut |each| {
+                let mut unreadable = false;
+                let read = self.stream_jobs(&mut |_, job| match job {
+                    Ok(job) => each(&job),
+                    Err(_) => unreadable = true,
+                })?;
+                Ok(read.flatten().filter(|_| !unreadable))
+            })?;
+        if streamed {
+            return Ok(Some((index, Vec::new())));
+        }
         let loaded = self.read()?;
         let Some(read_as) = loaded.fingerprint else {
             return Ok(None);

@@ -120,14 +120,6 @@ struct Followed {
     slots: Slots,
     /// The next slot to run.
     next: Option<i64>,
-    /// The slot after `next` (`.0`: the `next` it was worked out for),
-    /// worked out while the runner waits, so a due batch is not held up
-    /// by schedule arithmetic.
-    following: Option<(i64, Option<i64>)>,
-    /// `next` is a one-shot's next attempt after a passing error.
-    retry: bool,
-    /// The job failed: no slot before this runs (its error backoff).
-    not_before: Option<i64>,
     /// A hash of what decides the job's slots (to notice a change).
     version: u64,
 }
@@ -164,6 +156,17 @@ struct Runner {
     broken_checked: Option<tokio::time::Instant>,
     /// Slots up to this time have their following slot worked out.
     prepared_until: i64,
+    /// The slot after a soon-due job's next one (`.0`: the next slot it
+    /// was worked out for), worked out while the runner waits, so a due
+    /// batch is not held up by schedule arithmetic. (The few jobs in the
+    /// states below are kept apart, so that what every job carries stays
+    /// small.)
+    prepared: HashMap<String, (i64, Option<i64>)>,
+    /// Jobs whose last run failed: no slot before this runs (their error
+    /// backoff).
+    backoff: HashMap<String, i64>,
+    /// One-shots whose next slot is an attempt after a passing error.
+    retrying: HashSet<String>,
     runs: tokio_util::task::TaskTracker,
     permits: Arc<tokio::sync::Semaphore>,
 }
@@ -238,6 +241,9 @@ impl Runner {
             broken: HashMap::new(),
             broken_checked: None,
             prepared_until: i64::MIN,
+            prepared: HashMap::new(),
+            backoff: HashMap::new(),
+            retrying: HashSet::new(),
             runs: tokio_util::task::TaskTracker::new(),
             permits: Arc::new(tokio::sync::Semaphore::new(limit)),
         })
@@ -377,6 +383,15 @@ impl Runner {
         }
         self.fingerprint = Some(read.fingerprint);
         self.followed = read.followed;
+        // What the runner learnt of a job it still follows as it was
+        // stands; a job read afresh brings its own.
+        let followed = &self.followed;
+        self.backoff.retain(|id, _| followed.contains_key(id));
+        self.retrying.retain(|id| followed.contains_key(id));
+        self.prepared.clear();
+        self.prepared_until = i64::MIN;
+        self.backoff.extend(read.backoff);
+        self.retrying.extend(read.retrying);
         let had_broken = !self.broken.is_empty();
         self.broken = read.broken;
         if !self.broken.is_empty() && !had_broken {
@@ -425,14 +440,14 @@ impl Runner {
                 // A stale entry: the job was re-read since.
                 continue;
             }
-            let trigger = if std::mem::take(&mut f.retry) {
+            let trigger = if self.retrying.remove(&id) {
                 Trigger::Retry
             } else {
                 Trigger::Due
             };
             // The latest slot due; the runner was asleep for the others.
             let mut slot = at;
-            let mut following = match f.following.take() {
+            let mut following = match self.prepared.remove(&id) {
                 Some((after, following)) if after == slot => following,
                 _ => f.slots.next_after(slot),
             };
@@ -449,12 +464,12 @@ impl Runner {
             if let Some(next) = f.next {
                 self.queue.push(Reverse((next, id.clone())));
             }
-            if let Some(until) = f.not_before {
+            if let Some(&until) = self.backoff.get(&id) {
                 if slot < until {
                     missed.push((id.clone(), slot, backoff_note(until)));
                     continue;
                 }
-                f.not_before = None;
+                self.backoff.remove(&id);
             }
             due.push(Due {
                 id: id.clone(),
@@ -499,11 +514,12 @@ impl Runner {
                 done_until = from;
                 break;
             }
-            if let Some(f) = self.followed.get_mut(&id)
+            if let Some(f) = self.followed.get(&id)
                 && f.next == Some(at)
-                && f.following.is_none_or(|(after, _)| after != at)
+                && self.prepared.get(&id).is_none_or(|(after, _)| *after != at)
             {
-                f.following = Some((at, f.slots.next_after(at)));
+                let following = f.slots.next_after(at);
+                self.prepared.insert(id, (at, following));
             }
         }
         self.prepared_until = done_until;
@@ -526,7 +542,7 @@ impl Runner {
             let natural = self
                 .followed
                 .get(&end.id)
-                .filter(|f| !f.retry)
+                .filter(|_| !self.retrying.contains(&end.id))
                 .and_then(|f| f.next);
             let run_end = RunEnd {
                 status: match end.status {
@@ -550,7 +566,7 @@ impl Runner {
             let mut applied = outcome::apply(&end.job, &run_end, natural, config);
             if let Some(f) = self.followed.get_mut(&end.id) {
                 if let Some(until) = applied.not_before_ms {
-                    f.not_before = Some(until);
+                    self.backoff.insert(end.id.clone(), until);
                     // The slot it runs at next: the first one after the
                     // backoff.
                     if applied.state.next_run_at_ms.is_some() {
@@ -559,7 +575,7 @@ impl Runner {
                 }
                 if let Some(at) = applied.retry_at_ms {
                     f.next = Some(at);
-                    f.retry = true;
+                    self.retrying.insert(end.id.clone());
                     self.queue.push(Reverse((at, end.id.clone())));
                 }
                 if carries_over(&end.job.state, &applied.state) {
@@ -978,6 +994,10 @@ struct Reloaded {
     missed: Vec<(String, i64, String)>,
     /// Enabled jobs whose schedule cannot be worked out.
     broken: HashMap<String, Job>,
+    /// Jobs read inside their error backoff, and until when.
+    backoff: Vec<(String, i64)>,
+    /// One-shots whose next slot is an attempt after a passing error.
+    retrying: Vec<String>,
     fingerprint: Option<Fingerprint>,
     warnings: Vec<String>,
 }
@@ -1013,6 +1033,8 @@ fn follow(
             catch_up: Vec::new(),
             missed: Vec::new(),
             broken: HashMap::new(),
+            backoff: Vec::new(),
+            retrying: Vec::new(),
             fingerprint: None,
             warnings: Vec::new(),
         },
@@ -1035,6 +1057,8 @@ fn follow(
             read.catch_up.clear();
             read.missed.clear();
             read.broken.clear();
+            read.backoff.clear();
+            read.retrying.clear();
             read.warnings = loaded.warnings;
             read.fingerprint = loaded.fingerprint;
             follower.unreadable = 0;
@@ -1114,15 +1138,15 @@ impl Follower<'_> {
                 read.queue.push((retry, job.id.clone()));
                 Some(retry)
             };
+            if next.is_some() {
+                read.retrying.push(job.id.clone());
+            }
             read.followed.insert(
                 job.id,
                 Followed {
                     text,
                     slots,
                     next,
-                    following: None,
-                    retry: next.is_some(),
-                    not_before: None,
                     version,
                 },
             );
@@ -1170,15 +1194,15 @@ impl Follower<'_> {
         if let Some(at) = next {
             read.queue.push((at, job.id.clone()));
         }
+        if let Some(until) = not_before {
+            read.backoff.push((job.id.clone(), until));
+        }
         read.followed.insert(
             job.id,
             Followed {
                 text,
                 slots,
                 next,
-                following: None,
-                retry: false,
-                not_before,
                 version,
             },
         );
