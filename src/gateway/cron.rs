@@ -14,8 +14,9 @@
 //!   and every wake reads the wall clock: after a sleep or a clock jump,
 //!   what is due runs once (older due slots of the same job are recorded
 //!   missed).
-//! * Before each tick the store is stat'ed and re-read only when it
-//!   changed; the runtime state goes back to `jobs.json` in batches.
+//! * Before each tick the store is stat'ed (at most 40 ms before it) and
+//!   re-read only when it changed; the runtime state goes back to
+//!   `jobs.json` in batches.
 //! * Every run is a task in the ledger (`runtime: cron`) and a line in the
 //!   job's run log.
 
@@ -54,6 +55,8 @@ const MISSED_LIST_LIMIT: usize = 10_000;
 /// close to it it stops.
 const PREPARE_AHEAD_MS: i64 = 2_000;
 const PREPARE_MARGIN_MS: i64 = 2;
+/// How long before a deadline the runner wakes to look at the store.
+const EARLY_CHECK: Duration = Duration::from_millis(20);
 /// How often runtime state is written back to `jobs.json`.
 const STATE_FLUSH: Duration = Duration::from_secs(2);
 /// How long handled slots are kept in the ledger (each job's latest is
@@ -254,8 +257,15 @@ impl Runner {
         let mut last_prune: Option<tokio::time::Instant> = None;
         let shared = self.shared.clone();
         let mut manual = shared.cron.manual_rx.lock().await;
+        let mut checked: Option<tokio::time::Instant> = None;
         loop {
-            self.reload_if_changed().await?;
+            // The store is looked at before each tick; the runner wakes
+            // that much before a deadline to do it, so that the tick at
+            // the deadline itself only claims.
+            if checked.is_none_or(|at| at.elapsed() >= 2 * EARLY_CHECK) {
+                self.reload_if_changed().await?;
+                checked = Some(tokio::time::Instant::now());
+            }
             let finished = self.take_finished();
             if !finished.is_empty() {
                 self.settle(finished);
@@ -312,6 +322,9 @@ impl Runner {
             if !self.states.is_empty() || !self.removals.is_empty() {
                 sleep = sleep.min(STATE_FLUSH);
             }
+            if sleep > EARLY_CHECK {
+                sleep -= EARLY_CHECK;
+            }
             let ended = self.ended.clone();
             tokio::select! {
                 () = stop.cancelled() => return Ok(()),
@@ -319,6 +332,7 @@ impl Runner {
                 () = ended.notified() => {}
                 () = self.shared.cron.nudge.notified() => {
                     self.fingerprint = None;
+                    checked = None;
                 }
                 Some(asked) = manual.recv() => {
                     self.reload_if_changed().await?;
