@@ -416,6 +416,17 @@ async fn serve(
     shared.ready.store(true, Ordering::Release);
     on_ready(&shared.info);
     tracing::info!(address = %local, "gateway ready");
+    {
+        let app = shared.engine.app();
+        app.fire_hook(
+            "gateway:startup",
+            "gateway:startup",
+            serde_json::json!({
+                "workspaceDir": app.paths.workspace,
+                "address": local.to_string(),
+            }),
+        );
+    }
 
     wait_for_shutdown(&stop).await;
     tracing::info!("gateway stopping");

@@ -1,0 +1,99 @@
+//! Hooks use cases: where the hook sources are for this app, firing an
+//! event (off the caller's path), and `hooks enable|disable`.
+
+use serde_json::Value;
+
+use super::App;
+use crate::hooks::discover::{HookRoot, HooksInputs};
+use crate::hooks::{self, Event, HookSource, HooksReport};
+
+impl App {
+    /// The managed hooks folder (`<state dir>/hooks`).
+    pub(crate) fn managed_hooks_dir(&self) -> std::path::PathBuf {
+        self.paths.state_dir.join("hooks")
+    }
+
+    /// The inputs of hooks for this app.
+    pub(crate) fn hooks_inputs(&self) -> HooksInputs {
+        let internal = &self.config.config.hooks.internal;
+        let mut roots = vec![HookRoot {
+            source: HookSource::Managed,
+            dir: self.managed_hooks_dir(),
+        }];
+        for dir in &internal.load.extra_dirs {
+            roots.push(HookRoot {
+                source: HookSource::Managed,
+                dir: self.host.resolve_path(dir),
+            });
+        }
+        roots.push(HookRoot {
+            source: HookSource::Workspace,
+            dir: self.paths.workspace.join("hooks"),
+        });
+        HooksInputs {
+            roots,
+            config: self.config.clone(),
+            env: self.host.vars().clone(),
+        }
+    }
+
+    /// Discovers and gates the hooks (writing nothing).
+    pub(crate) fn hooks_report(&self) -> HooksReport {
+        hooks::report(&self.hooks_inputs())
+    }
+
+    /// Fires the event `name` of session `session_key`. Returns at once:
+    /// with internal hooks off nothing else happens; otherwise the hooks
+    /// are read and their handlers run on the hooks thread, after the
+    /// events fired before this one.
+    pub(crate) fn fire_hook(&self, name: &str, session_key: &str, context: Value) {
+        if !self.config.config.hooks.internal.enabled {
+            return;
+        }
+        let event = Event::new(name, session_key, context, self.host.now_ts());
+        let inputs = self.hooks_inputs();
+        hooks::enqueue(move || {
+            let report = hooks::report(&inputs);
+            let handlers = report.handlers_for(&event.name());
+            if handlers.is_empty() {
+                return;
+            }
+            let runtime = match tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+            {
+                Ok(runtime) => runtime,
+                Err(err) => {
+                    tracing::warn!(%err, "cannot run hooks");
+                    return;
+                }
+            };
+            runtime.block_on(hooks::run::run_handlers(
+                &handlers,
+                &event,
+                &inputs.env,
+                &inputs.config.config.hooks.internal,
+            ));
+        });
+    }
+
+    /// `hooks enable|disable <name>`: sets
+    /// `hooks.internal.entries.<name>.enabled` in the config file, keeping
+    /// the rest of it as written.
+    pub(crate) fn set_hook_enabled(
+        &self,
+        name: &str,
+        enabled: bool,
+    ) -> anyhow::Result<crate::config::SetOutcome> {
+        let report = self.hooks_report();
+        if report.find(name).is_none() {
+            anyhow::bail!("no hook named `{name}`; `almanac hooks list` shows them");
+        }
+        let key = format!("hooks.internal.entries.{name}.enabled");
+        Ok(crate::config::set(
+            &self.paths.config_path,
+            &key,
+            if enabled { "true" } else { "false" },
+        )?)
+    }
+}

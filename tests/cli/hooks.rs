@@ -1,0 +1,155 @@
+//! Internal hooks: a workspace hook's handler runs on `/new` with the
+//! event on stdin; a handler that hangs is killed at its timeout without
+//! holding up the turn.
+
+use std::os::unix::fs::PermissionsExt;
+
+use serde_json::Value;
+
+use crate::agent::text;
+use crate::common::Sandbox;
+use crate::scripted::ScriptedServer;
+
+const NOW: &str = "2026-11-29T09:00:00+00:00";
+
+fn hook(sb: &Sandbox, name: &str, events: &str, handler: &str) {
+    sb.write(
+        &format!(".almanac/workspace/hooks/{name}/HOOK.md"),
+        &format!(
+            "---\nname: {name}\ndescription: test hook\nmetadata: {{\"openclaw\": {{\"events\": [{events}]}}}}\n---\n# {name}\n"
+        ),
+    );
+    let path = sb.write(&format!(".almanac/workspace/hooks/{name}/handler"), handler);
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+fn turn(sb: &Sandbox, server: &ScriptedServer, message: &str) -> Value {
+    sb.run_env(
+        &[
+            "--now",
+            NOW,
+            "agent",
+            "--model",
+            "openai/test-model",
+            "--message",
+            message,
+            "--json",
+        ],
+        &[("OPENAI_BASE_URL", &server.url)],
+    )
+    .ok()
+    .json()
+}
+
+#[test]
+fn a_workspace_hook_on_command_new_receives_the_event_when_new_is_sent() {
+    let sb = Sandbox::new();
+    let got = sb.path("got");
+    hook(
+        &sb,
+        "on-new",
+        "\"command:new\"",
+        &format!(
+            "#!/bin/sh\ncat >> {0}/events.jsonl\necho >> {0}/events.jsonl\n",
+            got.display()
+        ),
+    );
+    std::fs::create_dir_all(&got).unwrap();
+    // Workspace hooks are off until their entry turns them on.
+    sb.write(
+        ".almanac/config.json5",
+        "{\n  // hooks\n  hooks: {internal: {enabled: true}},\n}\n",
+    );
+    let listed = sb.run(&["hooks", "list", "--json"]).ok().json();
+    assert_eq!(listed["hooks"][0]["name"], "on-new");
+    assert_eq!(listed["hooks"][0]["runnable"], false);
+    sb.run(&["hooks", "enable", "on-new"]).ok();
+    let config = sb.read(".almanac/config.json5");
+    assert!(config.contains("// hooks"), "comments kept: {config}");
+    let info = sb.run(&["hooks", "info", "on-new", "--json"]).ok().json();
+    assert_eq!(info["runnable"], true, "{info}");
+
+    let server = ScriptedServer::start(vec![text("Hi."), text("Fresh start.")]);
+    let first = turn(&sb, &server, "hello");
+    // An ordinary message is no command.
+    assert!(!got.join("events.jsonl").exists());
+    let second = turn(&sb, &server, "/new");
+    assert_eq!(second["started"], "new");
+    let events = std::fs::read_to_string(got.join("events.jsonl")).unwrap();
+    let events: Vec<Value> = events
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(events.len(), 1, "{events:?}");
+    let event = &events[0];
+    assert_eq!(event["type"], "command");
+    assert_eq!(event["action"], "new");
+    assert_eq!(event["sessionKey"], second["sessionKey"]);
+    assert_eq!(event["timestamp"], "2026-11-29T09:00:00.000Z");
+    assert_eq!(event["messages"], serde_json::json!([]));
+    assert_eq!(event["context"]["commandSource"], "cli");
+    assert_eq!(
+        event["context"]["previousSessionEntry"]["sessionId"],
+        first["sessionId"]
+    );
+    assert_eq!(
+        event["context"]["sessionEntry"]["sessionId"],
+        second["sessionId"]
+    );
+
+    sb.run(&["hooks", "disable", "on-new"]).ok();
+    turn_after_disable(&sb, &got);
+}
+
+fn turn_after_disable(sb: &Sandbox, got: &std::path::Path) {
+    let server = ScriptedServer::start(vec![text("Again.")]);
+    turn(sb, &server, "/reset");
+    let lines = std::fs::read_to_string(got.join("events.jsonl")).unwrap();
+    assert_eq!(lines.lines().filter(|l| !l.trim().is_empty()).count(), 1);
+}
+
+#[test]
+fn a_hanging_hook_is_killed_at_its_timeout_and_the_turn_does_not_wait_for_it() {
+    let sb = Sandbox::new();
+    let got = sb.path("got");
+    std::fs::create_dir_all(&got).unwrap();
+    hook(
+        &sb,
+        "hangs",
+        "\"command:new\"",
+        &format!(
+            "#!/bin/sh\nsleep 60 &\necho $! > {0}/sleep.pid\nwait\necho done > {0}/finished\n",
+            got.display()
+        ),
+    );
+    sb.write(
+        ".almanac/config.json5",
+        r#"{hooks: {internal: {enabled: true, timeoutSeconds: 2, entries: {hangs: {enabled: true}}}}}"#,
+    );
+    let server = ScriptedServer::start(vec![text("Hi."), text("Fresh start.")]);
+    turn(&sb, &server, "hello");
+    let started = std::time::Instant::now();
+    let report = turn(&sb, &server, "/new");
+    let elapsed = started.elapsed();
+    assert_eq!(report["reply"], "Fresh start.");
+    // The turn itself never waited for the handler.
+    let total_ms = report["timings"]["totalMs"].as_f64().unwrap();
+    assert!(total_ms < 2000.0, "the turn took {total_ms} ms");
+    // The command ended at the handler's timeout, far before its sleep.
+    assert!(elapsed.as_secs() < 20, "took {elapsed:?}");
+    // The handler's whole process group was killed: its `sleep` is gone
+    // (or a zombie waiting for init to reap it).
+    let pid = std::fs::read_to_string(got.join("sleep.pid")).unwrap();
+    let state = std::fs::read_to_string(format!("/proc/{}/stat", pid.trim()))
+        .ok()
+        .and_then(|stat| {
+            let after_name = stat.rsplit_once(')')?.1.trim_start().to_string();
+            after_name.chars().next()
+        });
+    assert!(
+        matches!(state, None | Some('Z') | Some('X')),
+        "the handler's sleep still runs (state {state:?})"
+    );
+    assert!(!got.join("finished").exists());
+}
