@@ -52,6 +52,9 @@ impl App {
         }
         let event = Event::new(name, session_key, context, self.host.now_ts());
         let inputs = self.hooks_inputs();
+        let builtin = hooks::bundled::BuiltinContext {
+            state_dir: self.paths.state_dir.clone(),
+        };
         hooks::enqueue(move || {
             let report = hooks::report(&inputs);
             let handlers = report.handlers_for(&event.name());
@@ -73,6 +76,7 @@ impl App {
                 &event,
                 &inputs.env,
                 &inputs.config.config.hooks.internal,
+                &builtin,
             ));
         });
     }

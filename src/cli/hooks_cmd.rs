@@ -155,6 +155,7 @@ fn info(app: &App, name: &str, as_json: bool) -> anyhow::Result<ExitCode> {
             println!("Handler: {} (unsupported)", app.host.tilde(path));
         }
         crate::hooks::Handler::Missing => println!("Handler: none"),
+        crate::hooks::Handler::Builtin { .. } => println!("Handler: built in"),
     }
     for reason in &h.gate.reasons {
         println!("  ✗ {reason}");

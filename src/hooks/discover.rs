@@ -1,4 +1,4 @@
-//! Finding hooks: each root's child folders holding a `HOOK.md` (hidden
+//! Finding hooks: the bundled ones, then each root's child folders holding a `HOOK.md` (hidden
 //! folders and `node_modules` skipped, sorted by name), read with the
 //! skills' frontmatter and metadata rules; the handler is the executable
 //! file `handler` beside it.
@@ -45,9 +45,10 @@ pub(crate) struct Found {
 }
 
 /// Reads the hooks of `roots`, merging same-named ones by source.
-pub(crate) fn discover(roots: &[HookRoot]) -> Found {
+pub(crate) fn discover(roots: &[HookRoot], bundled: Vec<Hook>) -> Found {
     let mut found = Found::default();
-    let mut by_name: BTreeMap<String, Hook> = BTreeMap::new();
+    let mut by_name: BTreeMap<String, Hook> =
+        bundled.into_iter().map(|h| (h.name.clone(), h)).collect();
     let mut ordered: Vec<&HookRoot> = roots.iter().collect();
     ordered.sort_by_key(|r| r.source);
     for root in ordered {
@@ -65,15 +66,18 @@ pub(crate) fn discover(roots: &[HookRoot]) -> Found {
                 }
             };
             match by_name.get(&hook.name) {
-                Some(previous) if previous.source != hook.source => {
+                Some(previous) if !hook.source.may_replace(previous.source) => {
                     found.warnings.push(format!(
-                        "{} hook `{}` ({}) ignored: a {} hook of that name exists ({}) and only a {0} hook may replace a {0} one",
+                        "{} hook `{}` ({}) ignored: a {} hook of that name exists ({}) and a {0} hook may not replace it",
                         hook.source.short(),
                         hook.name,
                         hook.file_path.display(),
                         previous.source.short(),
                         previous.file_path.display()
                     ));
+                }
+                Some(previous) if previous.source != hook.source => {
+                    by_name.insert(hook.name.clone(), hook);
                 }
                 Some(previous) => {
                     found.warnings.push(format!(

@@ -106,6 +106,7 @@ pub(crate) fn evaluate(hook: &Hook, ctx: &GateContext<'_>) -> HookGate {
             ));
             false
         }
+        Handler::Builtin { .. } => true,
         Handler::Missing => {
             reasons.push("no handler: add an executable file named `handler`".to_string());
             false

@@ -2,7 +2,8 @@
 //! happens (`command:new`, `command:reset`, `session:compact:before`,
 //! `message:received`, `gateway:startup`, …).
 //!
-//! * [`discover`]: the sources (managed `<state>/hooks` and
+//! * [`bundled`]: almanac's own hooks (built-in handlers);
+//! * [`discover`]: the sources (bundled, managed `<state>/hooks` and
 //!   `hooks.internal.load.extraDirs`, then `<workspace>/hooks`), `HOOK.md`
 //!   read with the skills' frontmatter and metadata rules, the handler
 //!   found beside it;
@@ -28,11 +29,12 @@
 //!   ([`wait_pending`]) after its work is done, each bounded by its
 //!   timeout.
 //! * A hook's name collision is resolved by source: a managed hook
-//!   replaces a same-named managed one, a workspace hook another workspace
-//!   one; a workspace hook never replaces a managed one (it is ignored
+//!   replaces a same-named bundled or managed one, a workspace hook
+//!   another workspace one; a workspace hook never replaces a managed one (it is ignored
 //!   with a warning), so a checked-out workspace cannot swap a trusted
 //!   hook.
 
+pub(crate) mod bundled;
 pub(crate) mod discover;
 pub(crate) mod event;
 pub(crate) mod gate;
@@ -47,6 +49,8 @@ pub(crate) use event::Event;
 /// Where a hook was found, lowest precedence first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub(crate) enum HookSource {
+    /// Built into almanac.
+    Bundled,
     /// `<state dir>/hooks` and `hooks.internal.load.extraDirs`.
     Managed,
     /// `<workspace>/hooks`: off until its entry is enabled.
@@ -57,6 +61,7 @@ impl HookSource {
     /// OpenClaw's label.
     pub(crate) fn label(self) -> &'static str {
         match self {
+            HookSource::Bundled => "openclaw-bundled",
             HookSource::Managed => "openclaw-managed",
             HookSource::Workspace => "openclaw-workspace",
         }
@@ -64,6 +69,7 @@ impl HookSource {
 
     pub(crate) fn short(self) -> &'static str {
         match self {
+            HookSource::Bundled => "bundled",
             HookSource::Managed => "managed",
             HookSource::Workspace => "workspace",
         }
@@ -71,7 +77,13 @@ impl HookSource {
 
     /// Whether a hook from this source is on without an entry saying so.
     pub(crate) fn enabled_by_default(self) -> bool {
-        matches!(self, HookSource::Managed)
+        matches!(self, HookSource::Bundled | HookSource::Managed)
+    }
+
+    /// Whether a hook from this source may replace a same-named hook
+    /// from `other`: its own source, and managed over bundled.
+    pub(crate) fn may_replace(self, other: HookSource) -> bool {
+        self == other || (self == HookSource::Managed && other == HookSource::Bundled)
     }
 }
 
@@ -91,6 +103,8 @@ pub(crate) enum Handler {
     Unsupported { path: PathBuf },
     /// No handler file at all.
     Missing,
+    /// One of almanac's own hooks, run in-process.
+    Builtin { name: String },
 }
 
 /// One loaded hook.
@@ -188,7 +202,7 @@ impl HooksReport {
 
 /// Discovers and gates the hooks of `inputs`.
 pub(crate) fn report(inputs: &discover::HooksInputs) -> HooksReport {
-    let found = discover::discover(&inputs.roots);
+    let found = discover::discover(&inputs.roots, bundled::hooks());
     let ctx = crate::skills::gates::GateContext::new(&inputs.env, &inputs.config, None);
     let hooks = found
         .hooks

@@ -56,10 +56,17 @@ pub(crate) async fn run_handlers(
     event: &Event,
     process_env: &BTreeMap<String, String>,
     config: &InternalHooksConfig,
+    builtin: &super::bundled::BuiltinContext,
 ) -> Vec<std::io::Result<child::Finished>> {
     let name = event.name();
     let mut outcomes = Vec::new();
     for hook in hooks {
+        if let Handler::Builtin { name: builtin_name } = &hook.handler {
+            if let Err(err) = super::bundled::run(builtin_name, event, builtin) {
+                tracing::warn!(hook = %hook.name, event = %name, %err, "hook failed");
+            }
+            continue;
+        }
         let Some(spec) = spec(hook, event, process_env, config) else {
             continue;
         };

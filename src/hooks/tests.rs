@@ -246,7 +246,11 @@ fn typescript_and_javascript_handlers_are_reported_unsupported() {
         );
     }
     assert_eq!(r.find("none").unwrap().hook.handler, Handler::Missing);
-    assert!(r.handlers_for("command:new").is_empty());
+    assert!(
+        r.handlers_for("command:new")
+            .iter()
+            .all(|h| h.source == HookSource::Bundled)
+    );
 }
 
 #[test]
@@ -283,8 +287,15 @@ fn type_level_subscribers_run_before_exact_ones_in_listing_order() {
             .map(|h| h.name.clone())
             .collect()
     };
-    assert_eq!(names("command:new"), vec!["c-type", "b-exact"]);
-    assert_eq!(names("command:reset"), vec!["c-type", "a-reset"]);
+    // The bundled `command-logger` subscribes to `command` too.
+    assert_eq!(
+        names("command:new"),
+        vec!["c-type", "command-logger", "b-exact"]
+    );
+    assert_eq!(
+        names("command:reset"),
+        vec!["c-type", "command-logger", "a-reset"]
+    );
     assert_eq!(names("session:compact:before"), vec!["d-compact"]);
     assert!(names("session:compact:after").is_empty());
     // `command` does not match `commands:x`.
@@ -298,7 +309,7 @@ fn bad_frontmatter_is_a_failure_with_its_reason() {
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(dir.join("HOOK.md"), "no frontmatter here\n").unwrap();
     let r = report(&s.inputs(ON, &[]));
-    assert!(r.hooks.is_empty());
+    assert!(r.hooks.iter().all(|h| h.hook.source == HookSource::Bundled));
     assert_eq!(r.failures.len(), 1);
     assert!(r.failures[0].reason.contains("no frontmatter"));
 }
@@ -338,6 +349,9 @@ fn a_handler_gets_the_event_on_stdin_and_only_the_allowlisted_environment() {
             &event,
             &inputs.env,
             &inputs.config.config.hooks.internal,
+            &bundled::BuiltinContext {
+                state_dir: s.dir.path().join("state"),
+            },
         ));
     assert_eq!(outcomes.len(), 1);
     assert!(outcomes[0].as_ref().unwrap().success());
@@ -366,5 +380,78 @@ fn the_timeout_defaults_to_ten_seconds_and_is_at_least_one() {
     assert_eq!(
         t(r#"{hooks: {internal: {timeoutSeconds: 0}}}"#).as_secs(),
         1
+    );
+}
+
+#[test]
+fn a_managed_hook_replaces_a_bundled_one_and_a_workspace_hook_does_not() {
+    let s = Setup::new();
+    let r = report(&s.inputs(ON, &[]));
+    let logger = r.find("command-logger").unwrap();
+    assert_eq!(logger.hook.source, HookSource::Bundled);
+    assert!(logger.gate.runnable, "bundled hooks are on by default");
+    s.hook(
+        HookSource::Workspace,
+        "command-logger",
+        &meta("\"command\""),
+        Some("#!/bin/sh\n"),
+    );
+    let r = report(&s.inputs(ON, &[]));
+    assert_eq!(
+        r.find("command-logger").unwrap().hook.source,
+        HookSource::Bundled
+    );
+    assert!(
+        r.warnings
+            .iter()
+            .any(|w| w.contains("workspace hook `command-logger`"))
+    );
+    s.hook(
+        HookSource::Managed,
+        "command-logger",
+        &meta("\"command:new\""),
+        Some("#!/bin/sh\n"),
+    );
+    let r = report(&s.inputs(ON, &[]));
+    assert_eq!(
+        r.find("command-logger").unwrap().hook.source,
+        HookSource::Managed
+    );
+    let off = report(&s.inputs(
+        r#"{hooks: {internal: {enabled: true, entries: {"command-logger": {enabled: false}}}}}"#,
+        &[],
+    ));
+    assert!(!off.find("command-logger").unwrap().gate.runnable);
+}
+
+#[test]
+fn the_command_logger_appends_one_line_per_command() {
+    let state = tempfile::tempdir().unwrap();
+    let ctx = bundled::BuiltinContext {
+        state_dir: state.path().to_path_buf(),
+    };
+    let at = "2026-11-29T09:00:00Z".parse().unwrap();
+    let new = Event::new(
+        "command:new",
+        "agent:main:main",
+        serde_json::json!({"senderId": "cli", "commandSource": "cli"}),
+        at,
+    );
+    let reset = Event::new("command:reset", "agent:main:x", serde_json::json!({}), at);
+    let message = Event::new("message:sent", "agent:main:x", serde_json::json!({}), at);
+    for event in [&new, &reset, &message] {
+        bundled::run("command-logger", event, &ctx).unwrap();
+    }
+    let text = std::fs::read_to_string(state.path().join("logs/commands.log")).unwrap();
+    let lines: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(
+        lines,
+        vec![
+            serde_json::json!({"timestamp": "2026-11-29T09:00:00.000Z", "action": "new", "sessionKey": "agent:main:main", "senderId": "cli", "source": "cli"}),
+            serde_json::json!({"timestamp": "2026-11-29T09:00:00.000Z", "action": "reset", "sessionKey": "agent:main:x", "senderId": "unknown", "source": "unknown"}),
+        ]
     );
 }

@@ -61,8 +61,14 @@ fn a_workspace_hook_on_command_new_receives_the_event_when_new_is_sent() {
         "{\n  // hooks\n  hooks: {internal: {enabled: true}},\n}\n",
     );
     let listed = sb.run(&["hooks", "list", "--json"]).ok().json();
-    assert_eq!(listed["hooks"][0]["name"], "on-new");
-    assert_eq!(listed["hooks"][0]["runnable"], false);
+    let on_new = listed["hooks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|h| h["name"] == "on-new")
+        .unwrap();
+    assert_eq!(on_new["source"], "openclaw-workspace");
+    assert_eq!(on_new["runnable"], false);
     sb.run(&["hooks", "enable", "on-new"]).ok();
     let config = sb.read(".almanac/config.json5");
     assert!(config.contains("// hooks"), "comments kept: {config}");
@@ -97,6 +103,12 @@ fn a_workspace_hook_on_command_new_receives_the_event_when_new_is_sent() {
         event["context"]["sessionEntry"]["sessionId"],
         second["sessionId"]
     );
+
+    // The bundled command logger is on with internal hooks.
+    let log = sb.read(".almanac/logs/commands.log");
+    let logged: Value = serde_json::from_str(log.lines().next().unwrap()).unwrap();
+    assert_eq!(logged["action"], "new");
+    assert_eq!(logged["source"], "cli");
 
     sb.run(&["hooks", "disable", "on-new"]).ok();
     turn_after_disable(&sb, &got);
