@@ -982,6 +982,7 @@ pub(crate) fn run_turn(
             &key,
             json!({
                 "sessionEntry": current.entry,
+                "previousSessionFile": previous.as_ref().map(|p| sessions.transcript_path(p)),
                 "previousSessionEntry": previous,
                 "commandSource": source,
                 "senderId": source,

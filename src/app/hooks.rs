@@ -54,6 +54,17 @@ impl App {
         let inputs = self.hooks_inputs();
         let builtin = hooks::bundled::BuiltinContext {
             state_dir: self.paths.state_dir.clone(),
+            workspace: self.paths.workspace.clone(),
+            session_memory_messages: self
+                .config
+                .config
+                .hooks
+                .internal
+                .entries
+                .get("session-memory")
+                .and_then(|e| e.extra.get("messages"))
+                .and_then(Value::as_u64)
+                .and_then(|n| usize::try_from(n).ok()),
         };
         hooks::enqueue(move || {
             let report = hooks::report(&inputs);

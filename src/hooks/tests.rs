@@ -287,14 +287,15 @@ fn type_level_subscribers_run_before_exact_ones_in_listing_order() {
             .map(|h| h.name.clone())
             .collect()
     };
-    // The bundled `command-logger` subscribes to `command` too.
+    // The bundled `command-logger` subscribes to `command`, the bundled
+    // `session-memory` to `command:new` and `command:reset`.
     assert_eq!(
         names("command:new"),
-        vec!["c-type", "command-logger", "b-exact"]
+        vec!["c-type", "command-logger", "b-exact", "session-memory"]
     );
     assert_eq!(
         names("command:reset"),
-        vec!["c-type", "command-logger", "a-reset"]
+        vec!["c-type", "command-logger", "a-reset", "session-memory"]
     );
     assert_eq!(names("session:compact:before"), vec!["d-compact"]);
     assert!(names("session:compact:after").is_empty());
@@ -351,6 +352,8 @@ fn a_handler_gets_the_event_on_stdin_and_only_the_allowlisted_environment() {
             &inputs.config.config.hooks.internal,
             &bundled::BuiltinContext {
                 state_dir: s.dir.path().join("state"),
+                workspace: s.dir.path().join("ws"),
+                session_memory_messages: None,
             },
         ));
     assert_eq!(outcomes.len(), 1);
@@ -429,6 +432,8 @@ fn the_command_logger_appends_one_line_per_command() {
     let state = tempfile::tempdir().unwrap();
     let ctx = bundled::BuiltinContext {
         state_dir: state.path().to_path_buf(),
+        workspace: state.path().join("ws"),
+        session_memory_messages: None,
     };
     let at = "2026-11-29T09:00:00Z".parse().unwrap();
     let new = Event::new(
@@ -454,4 +459,22 @@ fn the_command_logger_appends_one_line_per_command() {
             serde_json::json!({"timestamp": "2026-11-29T09:00:00.000Z", "action": "reset", "sessionKey": "agent:main:x", "senderId": "unknown", "source": "unknown"}),
         ]
     );
+}
+
+#[test]
+fn session_memory_writes_nothing_for_a_session_without_messages() {
+    let dir = tempfile::tempdir().unwrap();
+    let ctx = bundled::BuiltinContext {
+        state_dir: dir.path().join("state"),
+        workspace: dir.path().join("ws"),
+        session_memory_messages: None,
+    };
+    let event = Event::new(
+        "command:new",
+        "agent:main:main",
+        serde_json::json!({"previousSessionFile": dir.path().join("missing.jsonl")}),
+        "2026-11-29T09:00:00Z".parse().unwrap(),
+    );
+    assert_eq!(bundled::save_session(&event, &ctx).unwrap(), None);
+    assert!(!dir.path().join("ws/memory").exists());
 }

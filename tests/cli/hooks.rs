@@ -110,6 +110,20 @@ fn a_workspace_hook_on_command_new_receives_the_event_when_new_is_sent() {
     assert_eq!(logged["action"], "new");
     assert_eq!(logged["source"], "cli");
 
+    // So is the bundled session memory: the previous session's
+    // conversation, saved when `/new` started the next one.
+    let saved = sb.read(".almanac/workspace/memory/2026-11-29-0900.md");
+    assert!(
+        saved.starts_with("# Session: 2026-11-29 09:00:00 UTC"),
+        "{saved}"
+    );
+    assert!(saved.contains(&format!(
+        "- **Session ID**: {}",
+        first["sessionId"].as_str().unwrap()
+    )));
+    assert!(saved.contains("user: hello"), "{saved}");
+    assert!(saved.contains("assistant: Hi."), "{saved}");
+
     sb.run(&["hooks", "disable", "on-new"]).ok();
     turn_after_disable(&sb, &got);
 }
