@@ -179,3 +179,31 @@ fn a_hanging_hook_is_killed_at_its_timeout_and_the_turn_does_not_wait_for_it() {
     );
     assert!(!got.join("finished").exists());
 }
+
+#[test]
+fn a_managed_hook_on_gateway_startup_runs_when_the_gateway_starts() {
+    let sb = Sandbox::new();
+    let got = sb.path("got");
+    std::fs::create_dir_all(&got).unwrap();
+    sb.write(
+        ".almanac/hooks/on-start/HOOK.md",
+        "---\nname: on-start\ndescription: d\nmetadata: {\"openclaw\": {\"events\": [\"gateway\"]}}\n---\n",
+    );
+    let handler = sb.write(
+        ".almanac/hooks/on-start/handler",
+        &format!("#!/bin/sh\ncat > {}/startup.json\n", got.display()),
+    );
+    std::fs::set_permissions(&handler, std::fs::Permissions::from_mode(0o755)).unwrap();
+    sb.write(
+        ".almanac/config.json5",
+        "{hooks: {internal: {enabled: true}}}",
+    );
+    let _gateway = crate::gateway::Gateway::start(&sb, &[]);
+    let event: Value = crate::gateway::eventually(std::time::Duration::from_secs(20), || {
+        let text = std::fs::read_to_string(got.join("startup.json")).ok()?;
+        serde_json::from_str(&text).ok()
+    });
+    assert_eq!(event["type"], "gateway");
+    assert_eq!(event["action"], "startup");
+    assert_eq!(event["sessionKey"], "gateway:startup");
+}
