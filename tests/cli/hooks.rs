@@ -207,3 +207,86 @@ fn a_managed_hook_on_gateway_startup_runs_when_the_gateway_starts() {
     assert_eq!(event["action"], "startup");
     assert_eq!(event["sessionKey"], "gateway:startup");
 }
+
+fn event_lines(path: &std::path::Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+#[test]
+fn compaction_and_each_turns_messages_fire_their_events() {
+    let sb = Sandbox::new();
+    let got = sb.path("got");
+    std::fs::create_dir_all(&got).unwrap();
+    for (name, events) in [("sessions", "\"session\""), ("messages", "\"message\"")] {
+        hook(
+            &sb,
+            name,
+            events,
+            &format!(
+                "#!/bin/sh\ncat >> {0}/{name}.jsonl\necho >> {0}/{name}.jsonl\n",
+                got.display()
+            ),
+        );
+    }
+    sb.write(
+        ".almanac/config.json5",
+        "{agents: {defaults: {contextTokens: 9000}}, hooks: {internal: {enabled: true, entries: {sessions: {enabled: true}, messages: {enabled: true}}}}}",
+    );
+    // Long answers fill the window; the fifth turn is over the threshold.
+    let long = "We talked about the Lisbon trip at length. ".repeat(140);
+    for i in 0..4 {
+        let server = ScriptedServer::start(vec![text(&format!("{long} ({i})"))]);
+        turn(&sb, &server, &format!("Tell me more, part {i}"));
+    }
+    assert!(event_lines(&got.join("sessions.jsonl")).is_empty());
+    let server = ScriptedServer::start(vec![
+        crate::agent::tool_call(
+            "call_flush",
+            "memory_append",
+            serde_json::json!({"text": "User plans a trip to Lisbon in May"}),
+        ),
+        text("NO_REPLY"),
+        text("The user is planning a Lisbon trip."),
+        text("You are going to Lisbon."),
+    ]);
+    let v = turn(&sb, &server, "Where am I going?");
+    assert_eq!(v["reply"], "You are going to Lisbon.");
+    let session = event_lines(&got.join("sessions.jsonl"));
+    let names: Vec<String> = session
+        .iter()
+        .map(|e| {
+            format!(
+                "{}:{}",
+                e["type"].as_str().unwrap(),
+                e["action"].as_str().unwrap()
+            )
+        })
+        .collect();
+    assert_eq!(
+        names,
+        vec!["session:compact:before", "session:compact:after"]
+    );
+    assert_eq!(session[0]["context"]["messageCount"], 8);
+    let before = session[0]["context"]["tokenCount"].as_u64().unwrap();
+    assert!(before > 5850, "{before}");
+    let after = &session[1]["context"];
+    assert_eq!(after["tokensBefore"], v["compaction"]["tokensBefore"]);
+    assert!(after["tokensAfter"].as_u64().unwrap() < before);
+    assert!(after["compactedCount"].as_u64().unwrap() > 0);
+    // Every turn: the message received, then the reply sent.
+    let messages = event_lines(&got.join("messages.jsonl"));
+    assert_eq!(messages.len(), 10);
+    assert_eq!(messages[8]["action"], "received");
+    assert_eq!(messages[8]["context"]["content"], "Where am I going?");
+    assert_eq!(messages[9]["action"], "sent");
+    assert_eq!(
+        messages[9]["context"]["content"],
+        "You are going to Lisbon."
+    );
+    assert_eq!(messages[9]["context"]["success"], true);
+}
