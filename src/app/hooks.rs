@@ -92,6 +92,32 @@ impl App {
         });
     }
 
+    /// The turn the bundled `boot-md` hook asks for at gateway start:
+    /// `<workspace>/BOOT.md`'s instructions in the session `boot`, when
+    /// internal hooks and the hook are on and the file is not empty.
+    pub(crate) fn boot_request(&self) -> Option<super::agent::TurnRequest> {
+        if !self.config.config.hooks.internal.enabled {
+            return None;
+        }
+        let report = self.hooks_report();
+        let hook = report.find("boot-md")?;
+        if !hook.gate.runnable || hook.hook.source != HookSource::Bundled {
+            return None;
+        }
+        let text = std::fs::read_to_string(self.paths.workspace.join("BOOT.md")).ok()?;
+        if text.trim().is_empty() {
+            return None;
+        }
+        Some(super::agent::TurnRequest {
+            message: format!(
+                "You are running a boot check. Follow the BOOT.md instructions below exactly.\n\nBOOT.md:\n{}\n\nIf nothing needs attention, reply with ONLY: NO_REPLY",
+                text.trim()
+            ),
+            session_key: Some("boot".to_string()),
+            ..Default::default()
+        })
+    }
+
     /// `hooks enable|disable <name>`: sets
     /// `hooks.internal.entries.<name>.enabled` in the config file, keeping
     /// the rest of it as written.
@@ -110,5 +136,49 @@ impl App {
             &key,
             if enabled { "true" } else { "false" },
         )?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use crate::app::{App, GlobalOptions};
+    use crate::host::Host;
+
+    fn app(dir: &Path, config: &str) -> App {
+        let state = dir.join("state");
+        std::fs::create_dir_all(&state).unwrap();
+        std::fs::write(state.join("config.json5"), config).unwrap();
+        let host = Host::with_vars(
+            [("ALMANAC_STATE_DIR", state.display().to_string())],
+            dir,
+            dir,
+            "2026-11-29T09:00:00+00:00[UTC]".parse().unwrap(),
+        );
+        App::load(&GlobalOptions::default(), host).expect("app loads")
+    }
+
+    #[test]
+    fn boot_md_asks_for_a_turn_only_when_on_and_the_file_says_something() {
+        let dir = tempfile::tempdir().unwrap();
+        let on = r#"{hooks: {internal: {enabled: true}}}"#;
+        let a = app(dir.path(), on);
+        assert!(a.boot_request().is_none(), "no BOOT.md");
+        std::fs::create_dir_all(&a.paths.workspace).unwrap();
+        let boot = a.paths.workspace.join("BOOT.md");
+        std::fs::write(&boot, "  \n\n").unwrap();
+        assert!(a.boot_request().is_none(), "an empty BOOT.md");
+        std::fs::write(&boot, "Say good morning.\n").unwrap();
+        let req = a.boot_request().expect("a turn");
+        assert!(req.message.contains("Say good morning."));
+        assert_eq!(req.session_key.as_deref(), Some("boot"));
+        let cases = [
+            "{}",
+            r#"{hooks: {internal: {enabled: true, entries: {"boot-md": {enabled: false}}}}}"#,
+        ];
+        for config in cases {
+            assert!(app(dir.path(), config).boot_request().is_none(), "{config}");
+        }
     }
 }

@@ -1,7 +1,8 @@
 //! almanac's own hooks, embedded in the binary and run in-process (their
 //! handler is built in): `command-logger`, the audit log of commands, and
 //! `session-memory`, the previous session's conversation saved to memory
-//! on `/new` and `/reset`.
+//! on `/new` and `/reset`, and `boot-md`, `BOOT.md` run as a turn when
+//! the gateway starts (the gateway runs that turn).
 //! They are on by default (when `hooks.internal.enabled` is), and a
 //! managed hook of the same name replaces one.
 
@@ -21,6 +22,7 @@ const BUNDLED: &[(&str, &str)] = &[
         "session-memory",
         include_str!("bundled/session-memory/HOOK.md"),
     ),
+    ("boot-md", include_str!("bundled/boot-md/HOOK.md")),
 ];
 
 /// Messages `session-memory` keeps when its entry does not say.
@@ -56,6 +58,9 @@ pub(crate) fn run(name: &str, event: &Event, ctx: &BuiltinContext) -> Result<(),
     match name {
         "command-logger" => log_command(event, &ctx.state_dir),
         "session-memory" => save_session(event, ctx).map(|_| ()),
+        // A turn, which only the gateway can run: it does so at start
+        // when this hook is runnable (`App::boot_request`).
+        "boot-md" => Ok(()),
         other => Err(format!("no built-in hook named `{other}`")),
     }
 }

@@ -290,3 +290,44 @@ fn compaction_and_each_turns_messages_fire_their_events() {
     );
     assert_eq!(messages[9]["context"]["success"], true);
 }
+
+#[test]
+fn boot_md_runs_as_a_turn_when_the_gateway_starts() {
+    let sb = Sandbox::new();
+    sb.write(
+        ".almanac/workspace/BOOT.md",
+        "Check the weather note and say good morning.\n",
+    );
+    sb.write(
+        ".almanac/config.json5",
+        r#"{agents: {defaults: {model: "openai/test-model"}}, hooks: {internal: {enabled: true}}}"#,
+    );
+    let server = ScriptedServer::start(vec![text("NO_REPLY")]);
+    let _gateway = crate::gateway::Gateway::start(&sb, &[("OPENAI_BASE_URL", &server.url)]);
+    let request = crate::gateway::eventually(std::time::Duration::from_secs(20), || {
+        server.requests().into_iter().next()
+    });
+    let body = request.json();
+    let user = body["messages"].as_array().unwrap().last().unwrap()["content"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        user.contains("Check the weather note and say good morning."),
+        "{user}"
+    );
+    assert!(user.contains("NO_REPLY"), "{user}");
+    // Its own session, recorded once the turn ends.
+    let sessions: Value = crate::gateway::eventually(std::time::Duration::from_secs(20), || {
+        let v = sb.run(&["sessions", "--json"]).json();
+        let found = v["sessions"]
+            .as_array()?
+            .iter()
+            .any(|s| s["key"].as_str().is_some_and(|k| k.ends_with(":boot")));
+        found.then_some(v)
+    });
+    assert!(
+        sessions["sessions"].as_array().unwrap().len() == 1,
+        "{sessions}"
+    );
+}
