@@ -1,5 +1,5 @@
 //! Child processes: every program almanac starts (the `exec` tool, skill
-//! runs) runs through [`run`], with an environment built by [`env`].
+//! runs, hook handlers) runs through [`run`], with an environment built by [`env`].
 //!
 //! Invariants:
 //! * A child gets exactly the environment it is given (built from an

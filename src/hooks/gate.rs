@@ -97,7 +97,20 @@ pub(crate) fn evaluate(hook: &Hook, ctx: &GateContext<'_>) -> HookGate {
             if !executable {
                 reasons.push(format!("{} is not executable", path.display()));
             }
-            executable
+            // A workspace hook's handler is the workspace's own file, not
+            // a link to a program elsewhere.
+            let contained = hook.source != super::HookSource::Workspace
+                || match (
+                    std::fs::canonicalize(path),
+                    std::fs::canonicalize(&hook.base_dir),
+                ) {
+                    (Ok(real), Ok(dir)) => real.starts_with(dir),
+                    _ => false,
+                };
+            if !contained {
+                reasons.push(format!("{} leads outside its hook folder", path.display()));
+            }
+            executable && contained
         }
         Handler::Unsupported { path } => {
             reasons.push(format!(

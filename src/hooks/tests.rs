@@ -478,3 +478,34 @@ fn session_memory_writes_nothing_for_a_session_without_messages() {
     assert_eq!(bundled::save_session(&event, &ctx).unwrap(), None);
     assert!(!dir.path().join("ws/memory").exists());
 }
+
+#[test]
+fn a_workspace_handler_linked_from_outside_its_folder_does_not_run() {
+    let s = Setup::new();
+    s.hook(
+        HookSource::Workspace,
+        "linked",
+        &meta("\"command:new\""),
+        None,
+    );
+    let outside = s.dir.path().join("elsewhere.sh");
+    std::fs::write(&outside, "#!/bin/sh\n").unwrap();
+    std::fs::set_permissions(&outside, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::os::unix::fs::symlink(
+        &outside,
+        s.root(HookSource::Workspace).join("linked/handler"),
+    )
+    .unwrap();
+    let r = report(&s.inputs(
+        r#"{hooks: {internal: {enabled: true, entries: {linked: {enabled: true}}}}}"#,
+        &[],
+    ));
+    let h = r.find("linked").unwrap();
+    assert!(!h.gate.runnable);
+    assert!(
+        h.gate
+            .reasons
+            .iter()
+            .any(|r| r.contains("outside its hook folder"))
+    );
+}

@@ -74,6 +74,18 @@ fn a_workspace_hook_on_command_new_receives_the_event_when_new_is_sent() {
     assert!(config.contains("// hooks"), "comments kept: {config}");
     let info = sb.run(&["hooks", "info", "on-new", "--json"]).ok().json();
     assert_eq!(info["runnable"], true, "{info}");
+    let listed = sb.run(&["hooks", "list"]).ok().stdout;
+    assert!(listed.contains("Hooks (4/4 ready)"), "{listed}");
+    assert!(listed.contains("on-new"), "{listed}");
+    let check = sb.run(&["hooks", "check", "--json"]).ok().json();
+    assert_eq!(check["summary"]["ready"], 4, "{check}");
+    assert!(
+        check["ready"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|n| n == "on-new")
+    );
 
     let server = ScriptedServer::start(vec![text("Hi."), text("Fresh start.")]);
     let first = turn(&sb, &server, "hello");
