@@ -20,6 +20,7 @@ pub(crate) mod durable;
 pub(crate) mod engine;
 pub(crate) mod gateway;
 pub(crate) mod heartbeat;
+pub(crate) mod hooks;
 pub(crate) mod host;
 pub(crate) mod memory;
 pub(crate) mod par;

@@ -963,8 +963,45 @@ pub(crate) fn run_turn(
     // From here the session is this turn's alone (a turn that cannot
     // call a model has created nothing).
     let _turn_lock = crate::durable::lock_file(&sessions.turn_lock_path(&key))?;
+    let hooks_on = app.config.config.hooks.internal.enabled;
+    let previous = (hooks_on && explicit.is_some()).then(|| stored_entry(&sessions, &key));
     let (current, mut warnings) =
         sessions.current(&key, now, &app.paths.workspace, explicit, false)?;
+    let source = req.channel.as_deref().unwrap_or("cli");
+    if let Some(previous) = previous
+        && req.heartbeat.is_none()
+        && let Some(why @ (Started::New | Started::Reset)) = current.started
+    {
+        let action = if why == Started::Reset {
+            "reset"
+        } else {
+            "new"
+        };
+        app.fire_hook(
+            &format!("command:{action}"),
+            &key,
+            json!({
+                "sessionEntry": current.entry,
+                "previousSessionFile": previous.as_ref().map(|p| sessions.transcript_path(p)),
+                "previousSessionEntry": previous,
+                "commandSource": source,
+                "senderId": source,
+                "workspaceDir": app.paths.workspace,
+            }),
+        );
+    }
+    if req.heartbeat.is_none() {
+        app.fire_hook(
+            "message:received",
+            &key,
+            json!({
+                "from": source,
+                "content": req.message,
+                "channelId": source,
+                "conversationId": key,
+            }),
+        );
+    }
     if let Some(choice) = &model_choice {
         sessions.record(&key, now, |e| e.model_override = Some(choice.clone()))?;
     }
@@ -1049,6 +1086,11 @@ pub(crate) fn run_turn(
         let needed =
             compaction::estimate(&assembled.system, &history) + prompt::estimate_tokens(&message);
         if needed > compaction::threshold(defaults.context_tokens) {
+            app.fire_hook(
+                "session:compact:before",
+                &key,
+                json!({"messageCount": history.len(), "tokenCount": needed}),
+            );
             let today = app.today().to_string();
             let now_text = app
                 .host
@@ -1068,8 +1110,20 @@ pub(crate) fn run_turn(
                 &mut log,
             )
             .await?;
-            if compaction.is_some() {
+            if let Some(report) = &compaction {
                 history = transcript::read(&current.transcript)?.context();
+                let tokens_after = compaction::estimate(&assembled.system, &history);
+                app.fire_hook(
+                    "session:compact:after",
+                    &key,
+                    json!({
+                        "messageCount": history.len(),
+                        "tokenCount": tokens_after,
+                        "compactedCount": report.summarised_messages,
+                        "tokensBefore": report.tokens_before,
+                        "tokensAfter": tokens_after,
+                    }),
+                );
             }
         }
         let outcome = turn::run(
@@ -1182,6 +1236,19 @@ pub(crate) fn run_turn(
         {
             outcome.reply = almanac_heartbeat::ack::scrub(&outcome.reply);
         }
+    }
+    if req.heartbeat.is_none() {
+        app.fire_hook(
+            "message:sent",
+            &key,
+            json!({
+                "to": source,
+                "content": outcome.reply,
+                "channelId": source,
+                "conversationId": key,
+                "success": true,
+            }),
+        );
     }
     let total_ms = started_at.elapsed().as_secs_f64() * 1000.0;
     let timings = Timings {

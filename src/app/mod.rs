@@ -19,6 +19,7 @@ pub(crate) mod cron_tool;
 pub(crate) mod gateway;
 pub(crate) mod gateway_install;
 pub(crate) mod heartbeat;
+pub(crate) mod hooks;
 pub(crate) mod memory;
 pub(crate) mod outbox;
 pub(crate) mod session_memory;

@@ -1,5 +1,5 @@
 //! Child processes: every program almanac starts (the `exec` tool, skill
-//! runs) runs through [`run`], with an environment built by [`env`].
+//! runs, hook handlers) runs through [`run`], with an environment built by [`env`].
 //!
 //! Invariants:
 //! * A child gets exactly the environment it is given (built from an
@@ -43,12 +43,15 @@ pub(crate) struct Spec {
 }
 
 /// The child's standard input.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Input {
     /// Nothing (end of file at once).
     Null,
     /// almanac's own standard input (a pipe or file given to a command).
     Inherit,
+    /// These bytes, then end of file (a child that does not read them
+    /// does not block the run).
+    Bytes(Vec<u8>),
 }
 
 /// Which output stream a chunk came from.
@@ -178,6 +181,7 @@ pub(crate) async fn run(spec: &Spec, sink: &mut dyn Sink) -> std::io::Result<Fin
         .stdin(match spec.stdin {
             Input::Null => Stdio::null(),
             Input::Inherit => Stdio::inherit(),
+            Input::Bytes(_) => Stdio::piped(),
         })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -188,6 +192,15 @@ pub(crate) async fn run(spec: &Spec, sink: &mut dyn Sink) -> std::io::Result<Fin
         pgid: child.id().and_then(|id| i32::try_from(id).ok()),
         armed: true,
     };
+    if let (Input::Bytes(bytes), Some(mut stdin)) = (&spec.stdin, child.stdin.take()) {
+        use tokio::io::AsyncWriteExt;
+        let bytes = bytes.clone();
+        // Written beside the run: a child that never reads cannot stall
+        // it, and the write ends (broken pipe) when the child does.
+        tokio::spawn(async move {
+            let _ = stdin.write_all(&bytes).await;
+        });
+    }
     let mut stdout = child.stdout.take();
     let mut stderr = child.stderr.take();
     let mut out_buf = vec![0u8; 16 * 1024];

@@ -16,6 +16,7 @@ mod config_cmd;
 mod cron_cmd;
 mod gateway_cmd;
 mod heartbeat_cmd;
+mod hooks_cmd;
 mod logging;
 mod memory_cmd;
 mod outbox_cmd;
@@ -100,6 +101,9 @@ enum Command {
     /// Skills: list, check, catalog, routing, running, security scan
     #[command(subcommand, alias = "plugins")]
     Skills(skills_cmd::SkillsCommand),
+    /// Internal hooks: list, info, check, enable, disable
+    #[command(subcommand)]
+    Hooks(hooks_cmd::HooksCommand),
     /// The gateway daemon: run it, see how it is, stop it
     #[command(subcommand)]
     Gateway(gateway_cmd::GatewayCommand),
@@ -147,7 +151,11 @@ pub fn main() -> ExitCode {
             return ExitCode::from(if err.use_stderr() { output::REFUSED } else { 0 });
         }
     };
-    match run(cli) {
+    let result = run(cli);
+    // Hook handlers fired by the command end (each at most its timeout)
+    // before the process does.
+    crate::hooks::wait_pending();
+    match result {
         Ok(code) => code,
         Err(err) => {
             output::print_error(&err);
@@ -181,6 +189,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Sessions(args) => agent_cmd::sessions(args, &load_app(&options, host)?),
         Command::Skills(cmd) => {
             skills_cmd::run(cmd, &load_app(&options, host)?, cli.global.verbose > 0)
+        }
+        Command::Hooks(cmd) => {
+            hooks_cmd::run(cmd, &load_app(&options, host)?, cli.global.verbose > 0)
         }
         Command::Gateway(cmd) => gateway_cmd::run(cmd, load_app(&options, host)?, &options),
         Command::System(cmd) => system_cmd::run(cmd, &load_app(&options, host)?),

@@ -57,6 +57,59 @@ pub(crate) struct Config {
     pub delivery: DeliveryConfig,
     pub channels: ChannelsConfig,
     pub cron: CronConfig,
+    pub hooks: HooksConfig,
+}
+
+/// Hooks (`hooks.*`); almanac reads the internal ones here.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub(crate) struct HooksConfig {
+    pub internal: InternalHooksConfig,
+}
+
+/// Internal hooks (`hooks.internal.*`, OpenClaw's keys): `HOOK.md`
+/// folders whose handler runs on events such as `command:new`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub(crate) struct InternalHooksConfig {
+    /// Off by default: nothing is discovered or run until this is on.
+    pub enabled: bool,
+    /// Per-hook settings by hook name.
+    pub entries: BTreeMap<String, HookEntryConfig>,
+    pub load: HooksLoadConfig,
+    /// Seconds a handler may run before its process group is killed.
+    pub timeout_seconds: u32,
+}
+
+impl Default for InternalHooksConfig {
+    fn default() -> Self {
+        InternalHooksConfig {
+            enabled: false,
+            entries: BTreeMap::new(),
+            load: HooksLoadConfig::default(),
+            timeout_seconds: 10,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub(crate) struct HooksLoadConfig {
+    /// More folders of managed hooks (`~` allowed).
+    pub extra_dirs: Vec<String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub(crate) struct HookEntryConfig {
+    /// `true` turns a workspace hook on, `false` turns any hook off.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub enabled: Option<bool>,
+    /// Environment values given to this hook's handler only.
+    pub env: BTreeMap<String, String>,
+    /// Settings of the hook itself (`messages`, `paths`, …), kept as written.
+    #[serde(flatten)]
+    pub extra: BTreeMap<String, Value>,
 }
 
 /// Scheduled jobs (`cron.*`, OpenClaw's keys).

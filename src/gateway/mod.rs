@@ -416,6 +416,18 @@ async fn serve(
     shared.ready.store(true, Ordering::Release);
     on_ready(&shared.info);
     tracing::info!(address = %local, "gateway ready");
+    {
+        let app = shared.engine.app();
+        app.fire_hook(
+            "gateway:startup",
+            "gateway:startup",
+            serde_json::json!({
+                "workspaceDir": app.paths.workspace,
+                "address": local.to_string(),
+            }),
+        );
+        boot_turn(&shared, &app);
+    }
 
     wait_for_shutdown(&stop).await;
     tracing::info!("gateway stopping");
@@ -491,6 +503,47 @@ impl crate::app::gateway::GatewayHooks for Hooks {
 
 /// Opens the ledger, takes this start's generation and takes over what
 /// earlier generations left running.
+/// The bundled `boot-md` hook: `BOOT.md` run as one turn of the `boot`
+/// session, in its lane like any other turn, never holding up the start.
+fn boot_turn(shared: &Arc<Shared>, app: &App) {
+    let Some(request) = app.boot_request() else {
+        return;
+    };
+    let ticket = match shared
+        .engine
+        .session_key(&request)
+        .map_err(|e| e.to_string())
+        .and_then(|key| {
+            shared
+                .engine
+                .lanes()
+                .enqueue(&key)
+                .map_err(|e| e.to_string())
+        }) {
+        Ok(ticket) => ticket,
+        Err(err) => {
+            tracing::warn!(%err, "BOOT.md not run");
+            return;
+        }
+    };
+    let cancel = shared.turns_cancel.child_token();
+    let engine = shared.engine.clone();
+    shared.turns.spawn(async move {
+        let turn = engine.turn_in_lane(
+            ticket,
+            request,
+            crate::engine::quiet(),
+            crate::engine::unattended(),
+            cancel,
+            Box::new(|| Ok(())),
+        );
+        match turn.await {
+            Ok(_) => tracing::info!("BOOT.md ran"),
+            Err(err) => tracing::warn!(err = %format!("{err:#}"), "BOOT.md turn failed"),
+        }
+    });
+}
+
 fn open_ledger(app: &App) -> anyhow::Result<tasks::TaskBook> {
     let mut ledger = crate::tasks::Ledger::open(&app.paths.state_store())?;
     let generation = ledger.next_generation()?;

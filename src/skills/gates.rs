@@ -17,7 +17,7 @@ use std::path::PathBuf;
 
 use serde::Serialize;
 
-use super::types::{Skill, SourceKind};
+use super::types::{Requirements, Skill, SourceKind};
 use crate::config::{LoadedConfig, SkillEntryConfig};
 
 /// The permissions allowed when nothing says otherwise.
@@ -234,7 +234,7 @@ pub(crate) fn evaluate(skill: &Skill, ctx: &GateContext<'_>) -> Eligibility {
         reasons.push("bundled skill not in skills.allowBundled".to_string());
     }
     let mut missing = Missing::default();
-    if !skill.os.is_empty() && !skill.os.iter().any(|o| o == ctx.platform) {
+    if !os_allowed(&skill.os, ctx) {
         missing.os = skill.os.clone();
         reasons.push(format!(
             "os: needs {} (this is {})",
@@ -242,59 +242,21 @@ pub(crate) fn evaluate(skill: &Skill, ctx: &GateContext<'_>) -> Eligibility {
             ctx.platform
         ));
     }
-    let mut missing_env_any = Vec::new();
     let mut denied_permissions = Vec::new();
-    let mut unsupported_checks = Vec::new();
-    if !skill.always {
-        let req = &skill.requires;
-        missing.bins = req
-            .bins
-            .iter()
-            .filter(|b| !ctx.has_bin(b))
-            .cloned()
-            .collect();
-        if !missing.bins.is_empty() {
-            reasons.push(format!("missing bins: {}", missing.bins.join(", ")));
-        }
-        if !req.any_bins.is_empty() && !req.any_bins.iter().any(|b| ctx.has_bin(b)) {
-            missing.any_bins = req.any_bins.clone();
-            reasons.push(format!("needs one of: {}", req.any_bins.join(", ")));
-        }
-        missing.env = req
-            .env
-            .iter()
-            .filter(|v| !env_satisfied(v, skill, entry, ctx))
-            .cloned()
-            .collect();
-        if !missing.env.is_empty() {
-            reasons.push(format!("missing env: {}", missing.env.join(", ")));
-        }
-        if !req.env_any.is_empty()
-            && !req
-                .env_any
-                .iter()
-                .any(|v| env_satisfied(v, skill, entry, ctx))
-        {
-            missing_env_any = req.env_any.clone();
-            reasons.push(format!("needs one of env: {}", req.env_any.join(", ")));
-        }
-        missing.config = req
-            .config
-            .iter()
-            .filter(|p| !config_truthy(ctx.config, p))
-            .cloned()
-            .collect();
-        if !missing.config.is_empty() {
-            reasons.push(format!("missing config: {}", missing.config.join(", ")));
-        }
-        // almanac has no speech or image provider of its own yet, so a
-        // skill that needs one cannot work here.
-        unsupported_checks = req.checks.clone();
-        for check in &unsupported_checks {
-            let description = check_description(check).unwrap_or(check);
-            reasons.push(format!("missing check: {description}"));
-        }
-    }
+    let met = if skill.always {
+        RequirementsCheck::default()
+    } else {
+        check_requirements(&skill.requires, ctx, &|v| {
+            env_satisfied(v, skill, entry, ctx)
+        })
+    };
+    reasons.extend(met.reasons);
+    missing.bins = met.missing.bins;
+    missing.any_bins = met.missing.any_bins;
+    missing.env = met.missing.env;
+    missing.config = met.missing.config;
+    let missing_env_any = met.missing_env_any;
+    let unsupported_checks = met.unsupported_checks;
     for p in &skill.permissions {
         if !ctx.allowed_permissions.contains(p) {
             denied_permissions.push(p.clone());
@@ -322,6 +284,83 @@ pub(crate) fn evaluate(skill: &Skill, ctx: &GateContext<'_>) -> Eligibility {
         unsupported_checks,
         reasons,
     }
+}
+
+/// What [`check_requirements`] found unmet.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct RequirementsCheck {
+    /// Unmet bins, anyBins, env and config (never `os`).
+    pub missing: Missing,
+    pub missing_env_any: Vec<String>,
+    pub unsupported_checks: Vec<String>,
+    pub reasons: Vec<String>,
+}
+
+impl RequirementsCheck {
+    pub(crate) fn met(&self) -> bool {
+        self.missing.is_empty()
+            && self.missing_env_any.is_empty()
+            && self.unsupported_checks.is_empty()
+    }
+}
+
+/// Checks `requires` (bins, anyBins, env, env_any, config, checks);
+/// `env_ok` says whether a variable is provided. Shared by skills and
+/// hooks, which differ only in where configured variables come from.
+pub(crate) fn check_requirements(
+    req: &Requirements,
+    ctx: &GateContext<'_>,
+    env_ok: &dyn Fn(&str) -> bool,
+) -> RequirementsCheck {
+    let mut out = RequirementsCheck::default();
+    out.missing.bins = req
+        .bins
+        .iter()
+        .filter(|b| !ctx.has_bin(b))
+        .cloned()
+        .collect();
+    if !out.missing.bins.is_empty() {
+        out.reasons
+            .push(format!("missing bins: {}", out.missing.bins.join(", ")));
+    }
+    if !req.any_bins.is_empty() && !req.any_bins.iter().any(|b| ctx.has_bin(b)) {
+        out.missing.any_bins = req.any_bins.clone();
+        out.reasons
+            .push(format!("needs one of: {}", req.any_bins.join(", ")));
+    }
+    out.missing.env = req.env.iter().filter(|v| !env_ok(v)).cloned().collect();
+    if !out.missing.env.is_empty() {
+        out.reasons
+            .push(format!("missing env: {}", out.missing.env.join(", ")));
+    }
+    if !req.env_any.is_empty() && !req.env_any.iter().any(|v| env_ok(v)) {
+        out.missing_env_any = req.env_any.clone();
+        out.reasons
+            .push(format!("needs one of env: {}", req.env_any.join(", ")));
+    }
+    out.missing.config = req
+        .config
+        .iter()
+        .filter(|p| !config_truthy(ctx.config, p))
+        .cloned()
+        .collect();
+    if !out.missing.config.is_empty() {
+        out.reasons
+            .push(format!("missing config: {}", out.missing.config.join(", ")));
+    }
+    // almanac has no speech or image provider of its own yet, so a
+    // skill that needs one cannot work here.
+    out.unsupported_checks = req.checks.clone();
+    for check in &out.unsupported_checks {
+        let description = check_description(check).unwrap_or(check);
+        out.reasons.push(format!("missing check: {description}"));
+    }
+    out
+}
+
+/// Whether this platform is among `os` (an empty list allows any).
+pub(crate) fn os_allowed(os: &[String], ctx: &GateContext<'_>) -> bool {
+    os.is_empty() || os.iter().any(|o| o == ctx.platform)
 }
 
 fn env_satisfied(

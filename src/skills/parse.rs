@@ -325,6 +325,62 @@ fn json5_value(text: &str) -> Result<Value, json5::Error> {
     }
 }
 
+/// What a `metadata` block says about gating, for files other than skills
+/// (`HOOK.md`) that use the same block.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Gating {
+    pub emoji: Option<String>,
+    pub homepage: Option<String>,
+    pub always: bool,
+    pub os: Vec<String>,
+    pub requires: Requirements,
+    pub install: Vec<InstallSpec>,
+}
+
+/// Reads the `metadata` frontmatter text: its block (first of
+/// `openclaw`, `clawdbot`, `moltbot`, `arka`, `hermes`) and the gating
+/// it declares, with the same rules as a skill's.
+pub(crate) fn metadata_gating(
+    text: Option<&str>,
+    diagnostics: &mut Vec<String>,
+) -> (Option<Map<String, Value>>, Gating) {
+    let (block, meta_diag) = metadata_block(text);
+    diagnostics.extend(meta_diag);
+    let mut gating = Gating::default();
+    let Some(b) = &block else {
+        return (block, gating);
+    };
+    let text = |k: &str| {
+        b.get(k)
+            .and_then(Value::as_str)
+            .map(str::trim)
+            .filter(|v| !v.is_empty())
+            .map(str::to_string)
+    };
+    gating.emoji = text("emoji");
+    gating.homepage = text("homepage");
+    gating.always = b.get("always") == Some(&Value::Bool(true));
+    gating.os = b
+        .get("os")
+        .map(list_from_value)
+        .unwrap_or_default()
+        .iter()
+        .map(|o| normalize_os(o))
+        .collect();
+    if let Some(Value::Object(requires)) = b.get("requires") {
+        gating.requires = requirements(requires, diagnostics);
+    }
+    if let Some(Value::Array(specs)) = b.get("install") {
+        for (i, spec) in specs.iter().enumerate() {
+            match install_spec(spec, i) {
+                Ok(spec) => gating.install.push(spec),
+                Err(why) => diagnostics.push(format!("install option {} dropped: {why}", i + 1)),
+            }
+        }
+    }
+    (block, gating)
+}
+
 /// Parses the `metadata` text and picks its block.
 fn metadata_block(text: Option<&str>) -> (Option<Map<String, Value>>, Vec<String>) {
     let Some(text) = text else {

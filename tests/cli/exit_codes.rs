@@ -141,6 +141,12 @@ const TABLE: &[Row] = &[
     row(&["skills", "run", "say_it", "hi; rm -rf ~"], 2),
     row(&["skills", "scan", "clean-skill"], 0),
     row(&["skills", "scan", "risky-skill"], 1),
+    // hooks
+    row(&["hooks", "list"], 0),
+    row(&["hooks", "check"], 0),
+    row(&["hooks", "info", "no-such-hook"], 1),
+    row(&["hooks", "enable", "no-such-hook"], 1),
+    row(&["hooks", "disable", "no-such-hook"], 1),
     // tasks: an empty ledger reads as empty; an unknown task is a failure.
     row(&["tasks"], 0),
     row(&["tasks", "list", "--status", "running"], 0),

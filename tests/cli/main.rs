@@ -10,6 +10,7 @@ mod foundation;
 mod gateway;
 mod gateway_install;
 mod heartbeat_turns;
+mod hooks;
 mod injection;
 mod json_names;
 mod memory;
