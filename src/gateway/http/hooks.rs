@@ -1,0 +1,692 @@
+//! Webhooks: `POST <hooks.path>/wake` and the rest of `hooks.*`, served
+//! beside the control API under their own token.
+//!
+//! Invariants:
+//! * The pipeline runs in the order OpenClaw's does, so callers see the
+//!   same status codes: a `token` in the query string is refused (400)
+//!   before anything else, even with a valid header; then the method
+//!   (405, `Allow: POST`); then the token (401, and 429 with
+//!   `Retry-After` once an address failed [`LOCKOUT_AFTER`] times within
+//!   [`LOCKOUT_WINDOW`]); then the body (413 over `hooks.maxBodyBytes`,
+//!   408 when it does not arrive, 400 when it is not JSON).
+//! * Tokens are compared in constant time, as digests (so not even the
+//!   length leaks). The hook token is never the gateway token: the
+//!   gateway refuses to start with them equal, and hooks stay off if a
+//!   reload makes them so.
+//! * A 200 means the event is in the intake log (one `write(2)` before the
+//!   reply), so a kill -9 right after it loses nothing. Hook events are
+//!   `trusted: false`: the model sees them as `System (untrusted):`.
+//! * An idempotency key (`Idempotency-Key`, `X-OpenClaw-Idempotency-Key`,
+//!   body `idempotencyKey`) is remembered for [`REPLAY_TTL_MS`] (at most
+//!   [`REPLAY_MAX`] keys) in `hooks-replay.json`, written before the
+//!   reply: a repeat within that time, also after a restart, gets the
+//!   first answer and queues nothing.
+
+use std::collections::{HashMap, VecDeque};
+use std::net::IpAddr;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::Json;
+use axum::extract::Request;
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use http_body_util::BodyExt;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use tokio::time::Instant;
+
+use super::super::intake::Record;
+use super::super::{Event, Shared, state};
+use super::ApiError;
+use crate::app::agent::TurnRequest;
+use crate::config::HooksConfig;
+use crate::durable;
+
+/// Failed authentications from one address within [`LOCKOUT_WINDOW`]
+/// after which it is locked out.
+const LOCKOUT_AFTER: usize = 20;
+/// The sliding window failures are counted in, and the lockout's length.
+const LOCKOUT_WINDOW: Duration = Duration::from_secs(60);
+/// How long a body may take to arrive.
+const BODY_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long an idempotency key is remembered.
+const REPLAY_TTL_MS: i64 = 5 * 60 * 1000;
+/// How many idempotency keys are remembered (the oldest go first).
+const REPLAY_MAX: usize = 1000;
+/// The longest idempotency key accepted.
+const IDEMPOTENCY_KEY_MAX: usize = 256;
+
+const QUERY_TOKEN: &str = "Hook token must be provided via Authorization: Bearer <token> or X-OpenClaw-Token header (query parameters are not allowed).";
+
+/// Why the hooks settings cannot be served.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum HookConfigError {
+    #[error("hooks.enabled is true but hooks.token is empty: set hooks.token")]
+    TokenMissing,
+    #[error(
+        "hooks.token is the gateway token: give hooks a token of their own (a hook caller must not be able to drive the control API)"
+    )]
+    SameToken,
+    #[error("hooks.path `{0}` is not usable: {1}")]
+    BadPath(String, &'static str),
+}
+
+/// The checked `hooks.*` settings a request is served with.
+#[derive(Debug, Clone)]
+pub(crate) struct HookSettings {
+    pub token: String,
+    /// Normalised: a leading `/`, no trailing one.
+    pub base: String,
+    pub max_body_bytes: usize,
+}
+
+/// Checks `hooks.*` against the gateway token: `None` when hooks are off.
+pub(crate) fn settings(
+    config: &HooksConfig,
+    gateway_token: &str,
+) -> Result<Option<HookSettings>, HookConfigError> {
+    if !config.enabled {
+        return Ok(None);
+    }
+    let token = config.token.as_deref().map(str::trim).unwrap_or("");
+    if token.is_empty() {
+        return Err(HookConfigError::TokenMissing);
+    }
+    if state::tokens_equal(token.as_bytes(), gateway_token.trim().as_bytes()) {
+        return Err(HookConfigError::SameToken);
+    }
+    let base = normalise_path(&config.path)?;
+    Ok(Some(HookSettings {
+        token: token.to_string(),
+        base,
+        max_body_bytes: usize::try_from(config.max_body_bytes).unwrap_or(usize::MAX),
+    }))
+}
+
+fn normalise_path(raw: &str) -> Result<String, HookConfigError> {
+    let trimmed = raw.trim().trim_end_matches('/');
+    let base = if trimmed.starts_with('/') {
+        trimmed.to_string()
+    } else {
+        format!("/{trimmed}")
+    };
+    let bad = |why| Err(HookConfigError::BadPath(raw.to_string(), why));
+    if base == "/" {
+        return bad("`/` would take every route");
+    }
+    if base.contains(['?', '#']) || base.split('/').any(|s| s == "." || s == "..") {
+        return bad("use a plain path such as /hooks");
+    }
+    for taken in ["/v1", "/healthz", "/readyz"] {
+        let inside = |a: &str, b: &str| a == b || a.starts_with(&format!("{b}/"));
+        if inside(&base, taken) || inside(taken, &base) {
+            return bad("it overlaps the gateway's own routes (/v1, /healthz, /readyz)");
+        }
+    }
+    Ok(base)
+}
+
+/// What the hooks keep between requests.
+#[derive(Debug, Default)]
+pub(crate) struct HookState {
+    lockout: HookLockout,
+    /// Loaded from its file at the first keyed request.
+    replay: tokio::sync::Mutex<Option<ReplayCache>>,
+}
+
+/// Failed authentications per client address, in a sliding window.
+#[derive(Debug, Default)]
+struct HookLockout {
+    clients: Mutex<HashMap<IpAddr, Strikes>>,
+}
+
+#[derive(Debug, Default)]
+struct Strikes {
+    failures: VecDeque<Instant>,
+    locked_until: Option<Instant>,
+}
+
+impl HookLockout {
+    fn locked(&self, ip: IpAddr, now: Instant) -> Option<Duration> {
+        let clients = self.clients.lock().unwrap_or_else(|p| p.into_inner());
+        clients
+            .get(&ip)
+            .and_then(|s| s.locked_until)
+            .filter(|until| *until > now)
+            .map(|until| until - now)
+    }
+
+    fn failed(&self, ip: IpAddr, now: Instant) {
+        let mut clients = self.clients.lock().unwrap_or_else(|p| p.into_inner());
+        if clients.len() > 10_000 {
+            clients.retain(|_, s| {
+                s.locked_until.is_some_and(|u| u > now)
+                    || s.failures
+                        .back()
+                        .is_some_and(|t| now.duration_since(*t) < LOCKOUT_WINDOW)
+            });
+        }
+        let strikes = clients.entry(ip).or_default();
+        while strikes
+            .failures
+            .front()
+            .is_some_and(|t| now.duration_since(*t) >= LOCKOUT_WINDOW)
+        {
+            strikes.failures.pop_front();
+        }
+        strikes.failures.push_back(now);
+        if strikes.failures.len() >= LOCKOUT_AFTER {
+            strikes.failures.clear();
+            strikes.locked_until = Some(now + LOCKOUT_WINDOW);
+        }
+    }
+
+    fn succeeded(&self, ip: IpAddr) {
+        self.clients
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&ip);
+    }
+}
+
+/// Remembered answers by idempotency key.
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct ReplayCache {
+    entries: Vec<ReplayEntry>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ReplayEntry {
+    key: String,
+    at_ms: i64,
+    answer: Value,
+}
+
+impl ReplayCache {
+    fn load(path: &std::path::Path, now_ms: i64) -> ReplayCache {
+        let mut cache: ReplayCache = match durable::read_if_exists(path) {
+            Ok(Some(bytes)) => serde_json::from_slice(&bytes).unwrap_or_else(|err| {
+                tracing::warn!(path = %path.display(), %err, "hook replay cache unreadable; starting empty");
+                ReplayCache::default()
+            }),
+            Ok(None) => ReplayCache::default(),
+            Err(err) => {
+                tracing::warn!(path = %path.display(), %err, "hook replay cache unreadable; starting empty");
+                ReplayCache::default()
+            }
+        };
+        cache.prune(now_ms);
+        cache
+    }
+
+    fn prune(&mut self, now_ms: i64) {
+        self.entries
+            .retain(|e| now_ms.saturating_sub(e.at_ms) < REPLAY_TTL_MS && e.at_ms <= now_ms);
+        let excess = self.entries.len().saturating_sub(REPLAY_MAX);
+        self.entries.drain(..excess);
+    }
+
+    fn get(&self, key: &str, now_ms: i64) -> Option<&Value> {
+        self.entries
+            .iter()
+            .rev()
+            .find(|e| e.key == key && now_ms.saturating_sub(e.at_ms) < REPLAY_TTL_MS)
+            .map(|e| &e.answer)
+    }
+
+    fn insert(&mut self, key: String, answer: Value, now_ms: i64) {
+        self.entries.push(ReplayEntry {
+            key,
+            at_ms: now_ms,
+            answer,
+        });
+        self.prune(now_ms);
+    }
+}
+
+fn replay_path(shared: &Shared) -> PathBuf {
+    shared
+        .engine
+        .app()
+        .paths
+        .gateway_dir()
+        .join("hooks-replay.json")
+}
+
+/// An error answer with extra headers.
+fn error(status: StatusCode, message: &str) -> Response {
+    ApiError::new(status, message).into_response()
+}
+
+fn sha256_hex(bytes: &[u8]) -> String {
+    let digest = ring::digest::digest(&ring::digest::SHA256, bytes);
+    digest.as_ref().iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Constant-time equality of two secrets, lengths included.
+fn secrets_equal(given: &str, expected: &str) -> bool {
+    let given = ring::digest::digest(&ring::digest::SHA256, given.as_bytes());
+    let expected = ring::digest::digest(&ring::digest::SHA256, expected.as_bytes());
+    state::tokens_equal(given.as_ref(), expected.as_ref())
+}
+
+/// The token a request carries: `Authorization: Bearer` (any case of
+/// the scheme), else `X-OpenClaw-Token`, else `X-Almanac-Token`.
+fn given_token(headers: &HeaderMap) -> Option<String> {
+    let bearer = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| {
+            let (scheme, rest) = v.trim().split_once(' ')?;
+            scheme
+                .eq_ignore_ascii_case("bearer")
+                .then(|| rest.trim().to_string())
+        });
+    bearer.or_else(|| {
+        ["x-openclaw-token", "x-almanac-token"]
+            .iter()
+            .find_map(|name| headers.get(*name).and_then(|v| v.to_str().ok()))
+            .map(|v| v.trim().to_string())
+    })
+}
+
+fn query_has_token(query: Option<&str>) -> bool {
+    query.is_some_and(|q| {
+        q.split('&').any(|pair| {
+            let name = pair.split('=').next().unwrap_or("");
+            let name = name.replace('+', " ");
+            percent_encoding::percent_decode_str(&name).decode_utf8_lossy() == "token"
+        })
+    })
+}
+
+/// Serves `req` when it is under the hooks path and hooks are on;
+/// otherwise gives it back.
+pub(crate) async fn handle(shared: &Arc<Shared>, req: Request) -> Result<Response, Request> {
+    let app = shared.engine.app();
+    let settings = match settings(&app.config.config.hooks, &shared.token) {
+        Ok(Some(settings)) => settings,
+        Ok(None) => return Err(req),
+        Err(err) => {
+            tracing::warn!(%err, "hooks are off");
+            return Err(req);
+        }
+    };
+    drop(app);
+    let path = req.uri().path().to_string();
+    let sub = if path == settings.base {
+        ""
+    } else if let Some(rest) = path
+        .strip_prefix(&settings.base)
+        .and_then(|r| r.strip_prefix('/'))
+    {
+        rest
+    } else {
+        return Err(req);
+    };
+    let sub = sub.trim_matches('/').to_string();
+    Ok(serve(shared, &settings, sub, req).await)
+}
+
+async fn serve(
+    shared: &Arc<Shared>,
+    settings: &HookSettings,
+    sub: String,
+    req: Request,
+) -> Response {
+    if query_has_token(req.uri().query()) {
+        return error(StatusCode::BAD_REQUEST, QUERY_TOKEN);
+    }
+    if req.method() != axum::http::Method::POST {
+        let mut response = error(
+            StatusCode::METHOD_NOT_ALLOWED,
+            &format!("{} is not allowed on hooks: use POST", req.method()),
+        );
+        response
+            .headers_mut()
+            .insert(header::ALLOW, HeaderValue::from_static("POST"));
+        return response;
+    }
+    let ip = super::client_ip(&req);
+    let now = Instant::now();
+    let authorised =
+        given_token(req.headers()).is_some_and(|token| secrets_equal(&token, &settings.token));
+    if !authorised {
+        if let Some(left) = shared.hooks.lockout.locked(ip, now) {
+            let mut response = error(StatusCode::TOO_MANY_REQUESTS, "Too Many Requests");
+            let secs = left.as_secs() + u64::from(left.subsec_nanos() > 0);
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(secs.max(1)));
+            return response;
+        }
+        shared.hooks.lockout.failed(ip, now);
+        return error(StatusCode::UNAUTHORIZED, "Unauthorized");
+    }
+    shared.hooks.lockout.succeeded(ip);
+    if sub.is_empty() {
+        return error(
+            StatusCode::NOT_FOUND,
+            "no hook named: use <path>/wake, <path>/agent or a mapping",
+        );
+    }
+    let (parts, body) = req.into_parts();
+    let payload = match read_json(body, &parts.headers, settings.max_body_bytes).await {
+        Ok(payload) => payload,
+        Err(response) => return response,
+    };
+    let idempotency = match idempotency_key(&parts.headers, &payload) {
+        Ok(key) => key,
+        Err(err) => return err.into_response(),
+    };
+    let credential = sha256_hex(settings.token.as_bytes());
+    let answered = match sub.as_str() {
+        "wake" => wake(shared, &payload, &credential, idempotency).await,
+        _ => Err(ApiError::new(
+            StatusCode::NOT_FOUND,
+            format!("no hook `{sub}`: use wake, agent or a configured mapping"),
+        )),
+    };
+    match answered {
+        Ok(value) => Json(value).into_response(),
+        Err(err) => err.into_response(),
+    }
+}
+
+/// The body as JSON (empty: `{}`), within the size and time limits.
+async fn read_json(
+    body: axum::body::Body,
+    headers: &HeaderMap,
+    limit: usize,
+) -> Result<Value, Response> {
+    let too_large = || {
+        (
+            StatusCode::PAYLOAD_TOO_LARGE,
+            Json(json!({"ok": false, "error": "payload too large"})),
+        )
+            .into_response()
+    };
+    let declared = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    if declared.is_some_and(|n| n > limit as u64) {
+        return Err(too_large());
+    }
+    let limited = http_body_util::Limited::new(body, limit);
+    let bytes = match tokio::time::timeout(BODY_TIMEOUT, limited.collect()).await {
+        Err(_) => {
+            return Err(error(
+                StatusCode::REQUEST_TIMEOUT,
+                "the request body did not arrive in time",
+            ));
+        }
+        Ok(Err(err)) if err.is::<http_body_util::LengthLimitError>() => return Err(too_large()),
+        Ok(Err(err)) => {
+            return Err(error(
+                StatusCode::BAD_REQUEST,
+                &format!("cannot read the request body: {err}"),
+            ));
+        }
+        Ok(Ok(collected)) => collected.to_bytes(),
+    };
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Ok(json!({}));
+    }
+    match serde_json::from_slice::<Value>(&bytes) {
+        Ok(value @ Value::Object(_)) => Ok(value),
+        Ok(_) => Err(error(
+            StatusCode::BAD_REQUEST,
+            "the body must be a JSON object",
+        )),
+        Err(err) => Err(error(
+            StatusCode::BAD_REQUEST,
+            &format!("the body is not JSON: {err}"),
+        )),
+    }
+}
+
+/// `Idempotency-Key`, else `X-OpenClaw-Idempotency-Key`, else the body's
+/// `idempotencyKey`; trimmed, empty is none.
+fn idempotency_key(headers: &HeaderMap, payload: &Value) -> Result<Option<String>, ApiError> {
+    let from_header = ["idempotency-key", "x-openclaw-idempotency-key"]
+        .iter()
+        .find_map(|name| headers.get(*name))
+        .map(|v| v.to_str().map(|s| s.trim().to_string()));
+    let key = match from_header {
+        Some(Ok(key)) => Some(key),
+        Some(Err(_)) => {
+            return Err(ApiError::new(
+                StatusCode::BAD_REQUEST,
+                "the idempotency key is not text",
+            ));
+        }
+        None => payload["idempotencyKey"]
+            .as_str()
+            .map(|s| s.trim().to_string()),
+    };
+    match key {
+        Some(key) if key.chars().count() > IDEMPOTENCY_KEY_MAX => Err(ApiError::new(
+            StatusCode::BAD_REQUEST,
+            format!("the idempotency key is longer than {IDEMPOTENCY_KEY_MAX} characters"),
+        )),
+        Some(key) if key.is_empty() => Ok(None),
+        other => Ok(other),
+    }
+}
+
+/// `POST <path>/wake`: `{text, mode?}` as an untrusted system event on
+/// the main session; `now` (the default) wakes the heartbeat.
+async fn wake(
+    shared: &Arc<Shared>,
+    payload: &Value,
+    credential: &str,
+    idempotency: Option<String>,
+) -> Result<Value, ApiError> {
+    let text = payload["text"].as_str().map(str::trim).unwrap_or("");
+    if text.is_empty() {
+        return Err(ApiError::new(StatusCode::BAD_REQUEST, "text required"));
+    }
+    let mode = if payload["mode"] == "next-heartbeat" {
+        "next-heartbeat"
+    } else {
+        "now"
+    };
+    let session_key = shared
+        .engine
+        .session_key(&TurnRequest::default())
+        .map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, e.to_string()))?;
+    let replay = idempotency.map(|key| {
+        let identity = json!({"pathKey": "wake", "text": text, "mode": mode});
+        replay_key(credential, &identity, &key)
+    });
+    let record = Record {
+        seq: 0,
+        ts: shared.host.now_ms(),
+        kind: "hook-wake".into(),
+        session_key: session_key.clone(),
+        text: text.to_string(),
+        mode: mode.to_string(),
+        trusted: false,
+    };
+    let wake = (mode == "now").then(|| Event::Wake {
+        reason: "hook:wake".into(),
+        session_key,
+    });
+    accept_once(
+        shared,
+        replay,
+        vec![record],
+        wake,
+        json!({"ok": true, "mode": mode}),
+    )
+    .await
+}
+
+/// `sha256(credential):sha256(what was asked):sha256(key)`: the same key
+/// for another request, or from another caller, is another entry.
+fn replay_key(credential: &str, identity: &Value, key: &str) -> String {
+    format!(
+        "{credential}:{}:{}",
+        sha256_hex(identity.to_string().as_bytes()),
+        sha256_hex(key.as_bytes())
+    )
+}
+
+/// Writes `records` to the intake log and remembers `answer` under
+/// `replay` before answering; a remembered key gets its first answer and
+/// writes nothing.
+async fn accept_once(
+    shared: &Arc<Shared>,
+    replay: Option<String>,
+    mut records: Vec<Record>,
+    wake: Option<Event>,
+    answer: Value,
+) -> Result<Value, ApiError> {
+    // One keyed acceptance at a time, so two copies of one request
+    // cannot both miss the cache.
+    let mut cache = match &replay {
+        Some(_) => Some(shared.hooks.replay.lock().await),
+        None => None,
+    };
+    let now_ms = shared.host.now_ms();
+    if let (Some(key), Some(cache)) = (&replay, cache.as_mut()) {
+        let path = replay_path(shared);
+        let loaded = cache.get_or_insert_with(|| ReplayCache::load(&path, now_ms));
+        if let Some(first) = loaded.get(key, now_ms) {
+            return Ok(first.clone());
+        }
+    }
+    // One write(2) into the page cache, inline, as the control API does.
+    shared.intake.accept_all(&mut records).map_err(internal)?;
+    if let (Some(key), Some(cache)) = (replay, cache.as_mut()) {
+        let loaded = cache.get_or_insert_with(ReplayCache::default);
+        loaded.insert(key, answer.clone(), now_ms);
+        let bytes = serde_json::to_vec(&*loaded).map_err(internal)?;
+        let path = replay_path(shared);
+        shared
+            .engine
+            .blocking(move || durable::atomic_replace(&path, &bytes, durable::PRIVATE_FILE_MODE))
+            .await
+            .map_err(internal)?
+            .map_err(internal)?;
+    }
+    if let Some(wake) = wake {
+        let _ = shared.bus.send(wake);
+    }
+    Ok(answer)
+}
+
+fn internal(err: impl std::fmt::Display) -> ApiError {
+    tracing::error!(error = %err, "hook request failed");
+    ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, err.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_are_normalised_and_never_take_the_gateways_own_routes() {
+        for (raw, want) in [
+            ("/hooks", Some("/hooks")),
+            ("hooks/", Some("/hooks")),
+            (" /in/hooks// ", Some("/in/hooks")),
+            ("/v1x", Some("/v1x")),
+            ("/", None),
+            ("", None),
+            ("/v1", None),
+            ("/v1/hooks", None),
+            ("/healthz", None),
+            ("/readyz/x", None),
+            ("/a/../v1", None),
+        ] {
+            assert_eq!(normalise_path(raw).ok().as_deref(), want, "{raw:?}");
+        }
+    }
+
+    #[test]
+    fn hooks_need_their_own_token() {
+        let mut config = HooksConfig {
+            enabled: true,
+            ..HooksConfig::default()
+        };
+        assert!(matches!(
+            settings(&config, "gw"),
+            Err(HookConfigError::TokenMissing)
+        ));
+        config.token = Some("gw".into());
+        assert!(matches!(
+            settings(&config, "gw"),
+            Err(HookConfigError::SameToken)
+        ));
+        config.token = Some("hook".into());
+        let ok = settings(&config, "gw").unwrap().unwrap();
+        assert_eq!((ok.base.as_str(), ok.max_body_bytes), ("/hooks", 262_144));
+        config.enabled = false;
+        assert!(settings(&config, "gw").unwrap().is_none());
+    }
+
+    #[test]
+    fn tokens_come_from_bearer_or_the_token_headers_and_never_the_query() {
+        let mut headers = HeaderMap::new();
+        headers.insert("x-almanac-token", HeaderValue::from_static("b"));
+        assert_eq!(given_token(&headers).as_deref(), Some("b"));
+        headers.insert("x-openclaw-token", HeaderValue::from_static("a"));
+        assert_eq!(given_token(&headers).as_deref(), Some("a"));
+        headers.insert(
+            header::AUTHORIZATION,
+            HeaderValue::from_static("bEaReR  t "),
+        );
+        assert_eq!(given_token(&headers).as_deref(), Some("t"));
+        assert!(query_has_token(Some("a=1&token=x")));
+        assert!(query_has_token(Some("%74oken=x")));
+        assert!(!query_has_token(Some("tokens=x")));
+        assert!(!query_has_token(None));
+        assert!(secrets_equal("abc", "abc"));
+        assert!(!secrets_equal("abc", "abcd"));
+    }
+
+    #[test]
+    fn the_lockout_counts_twenty_failures_in_a_sliding_minute() {
+        let lockout = HookLockout::default();
+        let ip: IpAddr = "10.0.0.1".parse().unwrap();
+        let start = Instant::now();
+        // 19 failures spread over the minute, then the oldest leave it.
+        for i in 0..19 {
+            lockout.failed(ip, start + Duration::from_secs(i));
+        }
+        let later = start + Duration::from_secs(61);
+        lockout.failed(ip, later);
+        assert!(
+            lockout.locked(ip, later).is_none(),
+            "two fell out of the window"
+        );
+        lockout.failed(ip, later);
+        lockout.failed(ip, later);
+        assert_eq!(lockout.locked(ip, later), Some(LOCKOUT_WINDOW));
+        assert!(lockout.locked(ip, later + LOCKOUT_WINDOW).is_none());
+        lockout.succeeded(ip);
+        assert!(lockout.locked(ip, later).is_none());
+    }
+
+    #[test]
+    fn replay_entries_expire_after_five_minutes_and_stay_under_the_cap() {
+        let mut cache = ReplayCache::default();
+        cache.insert("k".into(), json!(1), 0);
+        assert_eq!(cache.get("k", REPLAY_TTL_MS - 1), Some(&json!(1)));
+        assert_eq!(cache.get("k", REPLAY_TTL_MS), None);
+        for i in 0..(REPLAY_MAX + 5) {
+            cache.insert(format!("n{i}"), json!(i), 10);
+        }
+        assert_eq!(cache.entries.len(), REPLAY_MAX);
+        assert_eq!(cache.get("n0", 10), None);
+        assert_eq!(
+            cache.get(&format!("n{}", REPLAY_MAX + 4), 10),
+            Some(&json!(REPLAY_MAX + 4))
+        );
+    }
+}

@@ -1,0 +1,355 @@
+//! Webhooks on the gateway (`hooks.*`), spoken to over raw HTTP as an
+//! outside sender would: the status codes of the reference's request
+//! pipeline, the lockout, durable acceptance and idempotency keys.
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::common::Sandbox;
+use crate::gateway::{Gateway, eventually};
+
+const HOOK_TOKEN: &str = "hook-secret-1";
+
+/// A sandbox whose config turns hooks on with `extra` keys beside.
+fn hooks_sandbox(extra: &str) -> Sandbox {
+    let sb = Sandbox::new();
+    sb.write(
+        ".almanac/config.json5",
+        &format!("{{hooks: {{enabled: true, token: \"{HOOK_TOKEN}\", {extra}}}}}\n"),
+    );
+    sb
+}
+
+/// The answer to one raw request.
+struct Answer {
+    status: u16,
+    head: String,
+    body: Value,
+}
+
+impl Answer {
+    fn header(&self, name: &str) -> Option<String> {
+        self.head.lines().find_map(|line| {
+            let (n, v) = line.split_once(':')?;
+            n.trim()
+                .eq_ignore_ascii_case(name)
+                .then(|| v.trim().to_string())
+        })
+    }
+}
+
+/// `method path` with `headers` and `body`, exactly as given.
+fn send(port: u16, method: &str, path: &str, headers: &[(&str, &str)], body: &str) -> Answer {
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    let extra: String = headers
+        .iter()
+        .map(|(k, v)| format!("{k}: {v}\r\n"))
+        .collect();
+    write!(
+        stream,
+        "{method} {path} HTTP/1.1\r\nhost: localhost\r\nconnection: close\r\ncontent-type: application/json\r\ncontent-length: {}\r\n{extra}\r\n",
+        body.len()
+    )
+    .unwrap();
+    // A body the server refuses early may not all be read: ignore the
+    // broken pipe and read the answer.
+    let _ = stream.write_all(body.as_bytes());
+    let mut raw = Vec::new();
+    let _ = stream.read_to_end(&mut raw);
+    let text = String::from_utf8_lossy(&raw).to_string();
+    let status = text
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    Answer {
+        status,
+        head: head.to_string(),
+        body: serde_json::from_str(body).unwrap_or(Value::String(body.to_string())),
+    }
+}
+
+fn bearer() -> String {
+    format!("Bearer {HOOK_TOKEN}")
+}
+
+/// The main session's queued system events.
+fn queued(sb: &Sandbox) -> Vec<Value> {
+    let path = sb.path(".almanac/agents/main/sessions/system-events.json");
+    let Ok(text) = std::fs::read_to_string(path) else {
+        return Vec::new();
+    };
+    let v: Value = serde_json::from_str(&text).unwrap();
+    v["agent:main:main"].as_array().cloned().unwrap_or_default()
+}
+
+fn queued_texts(sb: &Sandbox) -> Vec<String> {
+    queued(sb)
+        .iter()
+        .map(|e| e["text"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn hooks_answer_with_the_reference_status_codes() {
+    let sb = hooks_sandbox("maxBodyBytes: 1024");
+    let gw = Gateway::start(&sb, &[]);
+    let port = gw.port;
+    let auth = bearer();
+    let with_token = [("authorization", auth.as_str())];
+    let wake = r#"{"text": "build finished", "mode": "next-heartbeat"}"#;
+
+    let ok = send(port, "POST", "/hooks/wake", &with_token, wake);
+    assert_eq!(ok.status, 200, "{}", ok.body);
+    assert_eq!(ok.body, json!({"ok": true, "mode": "next-heartbeat"}));
+    let events = eventually(Duration::from_secs(5), || {
+        let q = queued(&sb);
+        (!q.is_empty()).then_some(q)
+    });
+    assert_eq!(events[0]["text"], "build finished");
+    assert_eq!(events[0]["trusted"], false, "hook events are untrusted");
+
+    // The other token headers; any other mode is `now`.
+    for header in ["x-openclaw-token", "x-almanac-token"] {
+        let a = send(
+            port,
+            "POST",
+            "/hooks/wake",
+            &[(header, HOOK_TOKEN)],
+            &format!(r#"{{"text": "via {header}", "mode": "soon"}}"#),
+        );
+        assert_eq!(
+            (a.status, &a.body),
+            (200, &json!({"ok": true, "mode": "now"}))
+        );
+    }
+
+    // A token in the query string is refused even beside a valid header.
+    let q = send(
+        port,
+        "POST",
+        &format!("/hooks/wake?token={HOOK_TOKEN}"),
+        &with_token,
+        wake,
+    );
+    assert_eq!(q.status, 400);
+    assert_eq!(
+        q.body["error"],
+        "Hook token must be provided via Authorization: Bearer <token> or X-OpenClaw-Token header (query parameters are not allowed)."
+    );
+    let m = send(port, "GET", "/hooks/wake", &with_token, "");
+    assert_eq!(m.status, 405);
+    assert_eq!(m.header("allow").as_deref(), Some("POST"));
+    for headers in [
+        vec![],
+        vec![("authorization", "Bearer wrong")],
+        vec![("x-openclaw-token", "wrong")],
+    ] {
+        let a = send(port, "POST", "/hooks/wake", &headers, wake);
+        assert_eq!((a.status, &a.body["error"]), (401, &json!("Unauthorized")));
+    }
+    // The hook token does not open the control API, nor the reverse.
+    let control = send(port, "GET", "/v1/status", &with_token, "");
+    assert_eq!(control.status, 401);
+    let gateway_auth = format!("Bearer {}", gw.token);
+    let reverse = send(
+        port,
+        "POST",
+        "/hooks/wake",
+        &[("authorization", &gateway_auth)],
+        wake,
+    );
+    assert_eq!(reverse.status, 401);
+
+    let empty = send(port, "POST", "/hooks", &with_token, wake);
+    assert_eq!(empty.status, 404);
+    let unknown = send(port, "POST", "/hooks/nothing", &with_token, wake);
+    assert_eq!(unknown.status, 404);
+    let big = format!(r#"{{"text": "{}"}}"#, "x".repeat(2000));
+    let large = send(port, "POST", "/hooks/wake", &with_token, &big);
+    assert_eq!(large.status, 413);
+    assert_eq!(
+        large.body,
+        json!({"ok": false, "error": "payload too large"})
+    );
+    let bad = send(port, "POST", "/hooks/wake", &with_token, "{not json");
+    assert_eq!(bad.status, 400);
+    assert_eq!(bad.body["ok"], false);
+    let no_text = send(
+        port,
+        "POST",
+        "/hooks/wake",
+        &with_token,
+        r#"{"text": "  "}"#,
+    );
+    assert_eq!(
+        (no_text.status, &no_text.body),
+        (400, &json!({"ok": false, "error": "text required"}))
+    );
+    // An empty body is `{}`: no text.
+    let none = send(port, "POST", "/hooks/wake", &with_token, "");
+    assert_eq!(none.status, 400);
+
+    let all = [
+        "build finished",
+        "via x-openclaw-token",
+        "via x-almanac-token",
+    ];
+    eventually(Duration::from_secs(5), || {
+        (queued_texts(&sb) == all).then_some(())
+    });
+}
+
+#[test]
+fn the_21st_bad_token_in_a_minute_is_locked_out_but_health_checks_are_not() {
+    let sb = hooks_sandbox("");
+    let gw = Gateway::start(&sb, &[]);
+    let port = gw.port;
+    let wake = r#"{"text": "x"}"#;
+    for i in 0..20 {
+        let a = send(
+            port,
+            "POST",
+            "/hooks/wake",
+            &[("authorization", "Bearer nope")],
+            wake,
+        );
+        assert_eq!(a.status, 401, "attempt {}", i + 1);
+    }
+    let locked = send(
+        port,
+        "POST",
+        "/hooks/wake",
+        &[("authorization", "Bearer nope")],
+        wake,
+    );
+    assert_eq!(locked.status, 429);
+    let retry: u64 = locked.header("retry-after").unwrap().parse().unwrap();
+    assert!((1..=60).contains(&retry), "{retry}");
+    for path in ["/healthz", "/readyz"] {
+        assert_eq!(send(port, "GET", path, &[], "").status, 200, "{path}");
+    }
+    // The control API keeps its own count.
+    let (code, _) = gw.request("GET", "/v1/status", None);
+    assert_eq!(code, 200);
+    // The right token still gets through, and clears the count.
+    let auth = bearer();
+    let ok = send(
+        port,
+        "POST",
+        "/hooks/wake",
+        &[("authorization", &auth)],
+        wake,
+    );
+    assert_eq!(ok.status, 200, "{}", ok.body);
+    let again = send(
+        port,
+        "POST",
+        "/hooks/wake",
+        &[("authorization", "Bearer nope")],
+        wake,
+    );
+    assert_eq!(again.status, 401);
+}
+
+#[test]
+fn the_gateway_refuses_to_start_with_unusable_hook_settings() {
+    for (config, says) in [
+        (
+            "{gateway: {auth: {token: \"same-token\"}}, hooks: {enabled: true, token: \"same-token\"}}",
+            "hooks.token is the gateway token",
+        ),
+        ("{hooks: {enabled: true}}", "hooks.token is empty"),
+        (
+            "{hooks: {enabled: true, token: \"t\", path: \"/\"}}",
+            "hooks.path `/`",
+        ),
+        (
+            "{hooks: {enabled: true, token: \"t\", path: \"/v1/hooks\"}}",
+            "overlaps",
+        ),
+    ] {
+        let sb = Sandbox::new();
+        sb.write(".almanac/config.json5", config);
+        let run = sb
+            .cmd()
+            .args(["gateway", "run", "--port", "0"])
+            .output()
+            .unwrap();
+        assert!(!run.status.success(), "{config}");
+        let stderr = String::from_utf8_lossy(&run.stderr);
+        assert!(stderr.contains(says), "{config}: {stderr}");
+    }
+}
+
+#[test]
+fn an_accepted_hook_survives_kill_9_and_a_repeated_key_is_answered_once_across_restarts() {
+    let sb = hooks_sandbox("path: \"/in/\"");
+    let auth = bearer();
+    let gw = Gateway::start(&sb, &[]);
+    let keyed = |gw: &Gateway, text: &str, key: &str| {
+        send(
+            gw.port,
+            "POST",
+            "/in/wake",
+            &[("authorization", &auth), ("idempotency-key", key)],
+            &format!(r#"{{"text": "{text}", "mode": "next-heartbeat"}}"#),
+        )
+    };
+    let first = keyed(&gw, "deploy 41", "k-1");
+    assert_eq!(first.status, 200, "{}", first.body);
+    // Killed right after the answer: the event is in the intake log.
+    gw.signal(libc::SIGKILL);
+    drop(gw);
+    let gw = Gateway::start(&sb, &[]);
+    eventually(Duration::from_secs(5), || {
+        (queued_texts(&sb) == ["deploy 41"]).then_some(())
+    });
+    let other = send(
+        gw.port,
+        "POST",
+        "/in/wake",
+        &[("authorization", &auth)],
+        r#"{"text": "unrelated", "mode": "next-heartbeat"}"#,
+    );
+    assert_eq!(other.status, 200);
+    // The same key again, after the restart: the first answer, nothing
+    // queued (without the key it would queue a third event).
+    let repeat = keyed(&gw, "deploy 41", "k-1");
+    assert_eq!((repeat.status, &repeat.body), (first.status, &first.body));
+    // The key from the body and the OpenClaw header name count too.
+    let body_key = send(
+        gw.port,
+        "POST",
+        "/in/wake",
+        &[("authorization", &auth)],
+        r#"{"text": "deploy 42", "mode": "next-heartbeat", "idempotencyKey": "k-2"}"#,
+    );
+    assert_eq!(body_key.status, 200);
+    let header_key = send(
+        gw.port,
+        "POST",
+        "/in/wake",
+        &[
+            ("authorization", &auth),
+            ("x-openclaw-idempotency-key", "k-2"),
+        ],
+        r#"{"text": "deploy 42", "mode": "next-heartbeat"}"#,
+    );
+    assert_eq!(header_key.status, 200);
+    let (code, _) = gw.request("GET", "/v1/status", None);
+    assert_eq!(code, 200);
+    eventually(Duration::from_secs(5), || {
+        (queued_texts(&sb) == ["deploy 41", "unrelated", "deploy 42"]).then_some(())
+    });
+    // A new key is a new event.
+    let fresh = keyed(&gw, "deploy 41", "k-3");
+    assert_eq!(fresh.status, 200);
+    eventually(Duration::from_secs(5), || {
+        (queued_texts(&sb) == ["deploy 41", "unrelated", "deploy 42", "deploy 41"]).then_some(())
+    });
+}
