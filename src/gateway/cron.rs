@@ -1473,6 +1473,7 @@ fn event_record(
         text,
         mode: mode.to_string(),
         trusted: true,
+        hook: None,
     })
 }
 

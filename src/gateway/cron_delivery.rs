@@ -525,6 +525,7 @@ pub(crate) fn queue_alert_event(
         text,
         mode: "now".into(),
         trusted: true,
+        hook: None,
     })?;
     let _ = shared.bus.send(Event::Wake {
         reason,

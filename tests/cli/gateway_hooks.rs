@@ -353,3 +353,113 @@ fn an_accepted_hook_survives_kill_9_and_a_repeated_key_is_answered_once_across_r
         (queued_texts(&sb) == ["deploy 41", "unrelated", "deploy 42", "deploy 41"]).then_some(())
     });
 }
+
+/// A gateway with hooks on and a scripted model answering `replies`.
+fn with_model(
+    extra: &str,
+    replies: Vec<crate::scripted::Reply>,
+) -> (Sandbox, crate::scripted::ScriptedServer, Gateway) {
+    let sb = Sandbox::new();
+    sb.write(
+        ".almanac/config.json5",
+        &format!(
+            "{{agents: {{defaults: {{model: \"openai/test-model\"}}}}, hooks: {{enabled: true, token: \"{HOOK_TOKEN}\", {extra}}}}}\n"
+        ),
+    );
+    let server = crate::scripted::ScriptedServer::start(replies);
+    let gw = Gateway::start(&sb, &[("OPENAI_BASE_URL", server.url.as_str())]);
+    (sb, server, gw)
+}
+
+fn hook_tasks(gw: &Gateway) -> Vec<Value> {
+    let (code, body) = gw.request("GET", "/v1/tasks", None);
+    assert_eq!(code, 200, "{body}");
+    body["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t["taskKind"] == "hook")
+        .cloned()
+        .collect()
+}
+
+#[test]
+fn hook_agent_runs_are_checked_accepted_recorded_as_tasks_and_delivered() {
+    use crate::agent::text;
+    let (sb, _server, gw) = with_model(
+        "allowedSessionKeyPrefixes: [\"hook:\"]",
+        vec![text("Deploy looks fine."), text("Quiet answer.")],
+    );
+    let auth = bearer();
+    let post = |body: &str| {
+        send(
+            gw.port,
+            "POST",
+            "/hooks/agent",
+            &[("authorization", &auth)],
+            body,
+        )
+    };
+    for (body, error) in [
+        (r#"{"name": "x"}"#, "message required"),
+        (
+            r#"{"message": "m", "channel": "slack"}"#,
+            "channel must be last|outbox",
+        ),
+        (r#"{"message": "m", "model": " "}"#, "model required"),
+        (
+            r#"{"message": "m", "agentId": "ops"}"#,
+            "agentId is not allowed by hooks.allowedAgentIds",
+        ),
+        (
+            r#"{"message": "m", "sessionKey": "hook:mine"}"#,
+            "sessionKey is disabled for external /hooks/agent payloads; set hooks.allowRequestSessionKey=true to enable",
+        ),
+    ] {
+        let a = post(body);
+        assert_eq!(
+            (a.status, &a.body),
+            (400, &json!({"ok": false, "error": error})),
+            "{body}"
+        );
+    }
+    assert!(
+        hook_tasks(&gw).is_empty(),
+        "refused requests record nothing"
+    );
+
+    let accepted = post(r#"{"message": "Check the deploy", "name": "CI", "agentId": "main"}"#);
+    assert_eq!(accepted.status, 200, "{}", accepted.body);
+    let run_id = accepted.body["runId"].as_str().unwrap().to_string();
+    assert_eq!(run_id.len(), 36, "a UUID");
+    let task = eventually(Duration::from_secs(10), || {
+        hook_tasks(&gw)
+            .into_iter()
+            .find(|t| t["runId"] == run_id.as_str() && t["status"] == "succeeded")
+    });
+    assert_eq!(task["label"], "CI");
+    assert!(
+        task["ownerKey"].as_str().unwrap().contains("hook:"),
+        "{task}"
+    );
+    // Delivered through the outbox.
+    let outbox = eventually(Duration::from_secs(5), || {
+        let list = sb.run(&["outbox", "list", "--json"]).ok().json();
+        let entries = list["entries"].as_array().cloned().unwrap_or_default();
+        (!entries.is_empty()).then_some(entries)
+    });
+    assert_eq!(outbox[0]["text"], "Deploy looks fine.", "{outbox:?}");
+    assert_eq!(outbox[0]["source"], "hook");
+
+    // Not delivered: the main session hears of it, as untrusted text.
+    let quiet = post(
+        r#"{"message": "Anything?", "name": "Nightly", "deliver": false, "wakeMode": "next-heartbeat"}"#,
+    );
+    assert_eq!(quiet.status, 200, "{}", quiet.body);
+    let events = eventually(Duration::from_secs(10), || {
+        let q = queued(&sb);
+        (!q.is_empty()).then_some(q)
+    });
+    assert_eq!(events[0]["text"], "Hook Nightly: Quiet answer.");
+    assert_eq!(events[0]["trusted"], false);
+}

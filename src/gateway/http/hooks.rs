@@ -37,7 +37,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use tokio::time::Instant;
 
-use super::super::intake::Record;
+use super::super::intake::{HOOK_AGENT_KIND, Record};
 use super::super::{Event, Shared, state};
 use super::ApiError;
 use crate::app::agent::TurnRequest;
@@ -385,6 +385,7 @@ async fn serve(
     let credential = sha256_hex(settings.token.as_bytes());
     let answered = match sub.as_str() {
         "wake" => wake(shared, &payload, &credential, idempotency).await,
+        "agent" => agent(shared, &payload, &credential, idempotency).await,
         _ => Err(ApiError::new(
             StatusCode::NOT_FOUND,
             format!("no hook `{sub}`: use wake, agent or a configured mapping"),
@@ -511,6 +512,7 @@ async fn wake(
         text: text.to_string(),
         mode: mode.to_string(),
         trusted: false,
+        hook: None,
     };
     let wake = (mode == "now").then(|| Event::Wake {
         reason: "hook:wake".into(),
@@ -524,6 +526,353 @@ async fn wake(
         json!({"ok": true, "mode": mode}),
     )
     .await
+}
+
+/// The channels an `/agent` run may deliver to: `last` (the main
+/// session's last route; almanac's sessions have no chat route, so the
+/// outbox) and `outbox`.
+const CHANNELS: &[&str] = &["last", "outbox"];
+/// How long a hook's run may take when it does not say.
+const RUN_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// What a webhook's agent run asks for besides its message: kept in its
+/// intake record and its task.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct HookRun {
+    pub run_id: String,
+    pub name: String,
+    pub wake_mode: String,
+    pub deliver: bool,
+    pub channel: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub to: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thinking: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_seconds: Option<u64>,
+}
+
+fn bad(message: impl Into<String>) -> ApiError {
+    ApiError::new(StatusCode::BAD_REQUEST, message)
+}
+
+/// An optional string field: absent or null is `None`; anything else
+/// must be a string.
+fn optional_text(payload: &Value, field: &str) -> Result<Option<String>, ApiError> {
+    match &payload[field] {
+        Value::Null => Ok(None),
+        Value::String(s) => Ok(Some(s.trim().to_string())),
+        _ => Err(bad(format!("{field} must be a string"))),
+    }
+}
+
+/// The session key of an `/agent` run, under the `hooks.*` policy.
+fn run_session_key(config: &HooksConfig, asked: Option<String>) -> Result<String, ApiError> {
+    let asked = asked.filter(|k| !k.is_empty());
+    if asked.is_some() && !config.allow_request_session_key {
+        return Err(bad(
+            "sessionKey is disabled for external /hooks/agent payloads; set hooks.allowRequestSessionKey=true to enable",
+        ));
+    }
+    let key = asked
+        .or_else(|| {
+            config
+                .default_session_key
+                .as_deref()
+                .map(str::trim)
+                .filter(|k| !k.is_empty())
+                .map(str::to_string)
+        })
+        .unwrap_or_else(|| format!("hook:{}", uuid::Uuid::new_v4()));
+    if let Some(prefixes) = &config.allowed_session_key_prefixes {
+        let lower = key.to_lowercase();
+        let prefixes: Vec<String> = prefixes.iter().map(|p| p.trim().to_lowercase()).collect();
+        if !prefixes.is_empty() && !prefixes.iter().any(|p| lower.starts_with(p.as_str())) {
+            return Err(bad(format!(
+                "sessionKey must start with one of: {}",
+                prefixes.join(", ")
+            )));
+        }
+    }
+    Ok(key)
+}
+
+/// Whether `hooks.allowedAgentIds` admits `id` (unset or `*`: any).
+fn agent_allowed(config: &HooksConfig, id: &str) -> bool {
+    match &config.allowed_agent_ids {
+        None => true,
+        Some(ids) => ids
+            .iter()
+            .map(|i| i.trim())
+            .any(|i| i == "*" || i.eq_ignore_ascii_case(id)),
+    }
+}
+
+/// `POST <path>/agent`: an isolated agent run, accepted into the intake
+/// log (`{ok, runId}`); it runs once the feeder has recorded its task.
+async fn agent(
+    shared: &Arc<Shared>,
+    payload: &Value,
+    credential: &str,
+    idempotency: Option<String>,
+) -> Result<Value, ApiError> {
+    let app = shared.engine.app();
+    let config = &app.config.config.hooks;
+    let message = payload["message"].as_str().map(str::trim).unwrap_or("");
+    if message.is_empty() {
+        return Err(bad("message required"));
+    }
+    let name = optional_text(payload, "name")?
+        .filter(|n| !n.is_empty())
+        .unwrap_or_else(|| "Hook".to_string());
+    // almanac runs one agent: an explicit id is checked against the
+    // allowlist, and any id but `main` is refused.
+    if let Some(id) = optional_text(payload, "agentId")?.filter(|i| !i.is_empty()) {
+        let id = crate::session::key::normalize_id(&id, crate::app::agent::AGENT_ID);
+        if id != crate::app::agent::AGENT_ID || !agent_allowed(config, &id) {
+            return Err(bad("agentId is not allowed by hooks.allowedAgentIds"));
+        }
+    }
+    let session_key = run_session_key(config, optional_text(payload, "sessionKey")?)?;
+    let wake_mode = if payload["wakeMode"] == "next-heartbeat" {
+        "next-heartbeat"
+    } else {
+        "now"
+    };
+    let deliver = payload["deliver"] != Value::Bool(false);
+    let channel = optional_text(payload, "channel")?
+        .filter(|c| !c.is_empty())
+        .unwrap_or_else(|| "last".to_string());
+    if !CHANNELS.contains(&channel.as_str()) {
+        return Err(bad(format!("channel must be {}", CHANNELS.join("|"))));
+    }
+    let to = optional_text(payload, "to")?.filter(|t| !t.is_empty());
+    let model = match &payload["model"] {
+        Value::Null => None,
+        Value::String(m) if !m.trim().is_empty() => Some(m.trim().to_string()),
+        _ => return Err(bad("model required")),
+    };
+    let thinking = optional_text(payload, "thinking")?.filter(|t| !t.is_empty());
+    let timeout_seconds = match &payload["timeoutSeconds"] {
+        Value::Null => None,
+        Value::Number(n) if n.as_f64().is_some_and(|f| f >= 1.0) => {
+            Some(n.as_f64().unwrap_or(1.0).floor() as u64)
+        }
+        _ => return Err(bad("timeoutSeconds must be a number of seconds above 0")),
+    };
+    let lane = shared
+        .engine
+        .session_key(&TurnRequest {
+            session_key: Some(session_key.clone()),
+            ..TurnRequest::default()
+        })
+        .map_err(|e| bad(e.to_string()))?;
+    let replay = idempotency.map(|key| {
+        let identity = json!({
+            "pathKey": "agent", "agentId": crate::app::agent::AGENT_ID,
+            "sessionKey": session_key, "message": message, "name": name,
+            "wakeMode": wake_mode, "deliver": deliver, "channel": channel, "to": to,
+            "model": model, "thinking": thinking, "timeoutSeconds": timeout_seconds,
+        });
+        replay_key(credential, &identity, &key)
+    });
+    let run = HookRun {
+        run_id: uuid::Uuid::new_v4().to_string(),
+        name,
+        wake_mode: wake_mode.to_string(),
+        deliver,
+        channel,
+        to,
+        model,
+        thinking,
+        timeout_seconds,
+    };
+    let record = Record {
+        seq: 0,
+        ts: shared.host.now_ms(),
+        kind: HOOK_AGENT_KIND.into(),
+        session_key: lane,
+        text: message.to_string(),
+        mode: wake_mode.to_string(),
+        trusted: false,
+        hook: Some(serde_json::to_value(&run).map_err(internal)?),
+    };
+    let answer = json!({"ok": true, "runId": run.run_id});
+    accept_once(shared, replay, vec![record], None, answer).await
+}
+
+/// Records the task of a webhook's run (`runtime: cli`, kind `hook`,
+/// retried after a restart); `None` when it is recorded already (the
+/// record was fed again after a crash) or unreadable. Blocking.
+pub(crate) fn record_run(
+    shared: &Shared,
+    record: &Record,
+    now_ms: i64,
+) -> anyhow::Result<Option<crate::tasks::Task>> {
+    let Some(run) = record
+        .hook
+        .clone()
+        .and_then(|v| serde_json::from_value::<HookRun>(v).ok())
+    else {
+        tracing::warn!(
+            seq = record.seq,
+            "a hook run record without its settings; skipped"
+        );
+        return Ok(None);
+    };
+    if shared.tasks.with(|l| l.get(&run.run_id))?.is_some() {
+        return Ok(None);
+    }
+    let mut new = crate::tasks::NewTask::new(
+        crate::tasks::Runtime::Cli,
+        record.session_key.clone(),
+        super::super::tasks::preview(&record.text),
+    );
+    new.task_kind = Some("hook".to_string());
+    new.run_id = Some(run.run_id.clone());
+    new.label = Some(run.name.clone());
+    new.requester_session_key = record.session_key.clone();
+    new.agent_id = Some(crate::app::agent::AGENT_ID.to_string());
+    new.lane_key = Some(record.session_key.clone());
+    new.request = Some(serde_json::to_value(record)?);
+    Ok(Some(shared.tasks.with(|l| l.create(new, now_ms))?))
+}
+
+/// Runs a recorded webhook run in the background: the turn in its own
+/// session, its task ended, its answer delivered (or, when not
+/// delivered, told to the main session as an untrusted event).
+pub(crate) fn start_run(shared: &Arc<Shared>, task: crate::tasks::Task, record: Record) {
+    let running = shared.clone();
+    shared.turns.spawn(async move {
+        run_hook(&running, task, record).await;
+    });
+}
+
+async fn run_hook(shared: &Arc<Shared>, task: crate::tasks::Task, record: Record) {
+    let Some(run) = record
+        .hook
+        .clone()
+        .and_then(|v| serde_json::from_value::<HookRun>(v).ok())
+    else {
+        return;
+    };
+    let lane = record.session_key.clone();
+    let request = TurnRequest {
+        message: record.text.clone(),
+        session_key: Some(lane.clone()),
+        agent: Some(crate::app::agent::AGENT_ID.to_string()),
+        model: run.model.clone(),
+        heartbeat: None,
+        channel: Some("hook".to_string()),
+    };
+    let result = match shared.engine.lanes().enqueue(&lane) {
+        Err(err) => Err(anyhow::Error::from(err)),
+        Ok(ticket) => {
+            let cancel = shared.turns_cancel.child_token();
+            let starting = shared.clone();
+            let (task_id, switch) = (task.task_id.clone(), cancel.clone());
+            let on_start = Box::new(move || {
+                let now = starting.host.now_ms();
+                if starting.tasks.start(&task_id, switch, now)? {
+                    Ok(())
+                } else {
+                    Err(crate::engine::Cancelled("before it started (tasks cancel)".into()).into())
+                }
+            });
+            let limit = run.timeout_seconds.map_or(RUN_TIMEOUT, Duration::from_secs);
+            let turn = shared.engine.turn_in_lane(
+                ticket,
+                request,
+                crate::engine::quiet(),
+                crate::engine::unattended(),
+                cancel.clone(),
+                on_start,
+            );
+            match tokio::time::timeout(limit, turn).await {
+                Ok(result) => result,
+                Err(_) => {
+                    cancel.cancel();
+                    Err(anyhow::anyhow!(
+                        "hook run timed out after {} s",
+                        limit.as_secs()
+                    ))
+                }
+            }
+        }
+    };
+    let end = super::super::tasks::terminal_of(&result);
+    let status = crate::tasks::Status::from(end.status).as_str().to_string();
+    let finishing = shared.clone();
+    let id = task.task_id.clone();
+    let recorded = shared
+        .engine
+        .blocking(move || {
+            let now = finishing.host.now_ms();
+            finishing.tasks.finish(&id, end, now)
+        })
+        .await;
+    if !matches!(recorded, Ok(Ok(()))) {
+        tracing::error!(task = %task.task_id, "cannot record how a hook run ended");
+    }
+    let _ = shared.bus.send(Event::TaskChanged {
+        task_id: task.task_id.clone(),
+        status,
+    });
+    let name = run.name.replace(['\n', '\r'], " ");
+    let notice = match &result {
+        Ok(report) => {
+            let reply = report.outcome.reply.trim().to_string();
+            if run.deliver && !reply.is_empty() && !report.outcome.silent {
+                let item = crate::delivery::Item {
+                    source: crate::delivery::Source::Hook,
+                    session_key: lane.clone(),
+                    agent_id: crate::app::agent::AGENT_ID.to_string(),
+                    text: reply,
+                    task_id: Some(task.task_id.clone()),
+                };
+                match shared
+                    .deliverer
+                    .deliver(item, &crate::delivery::Target::Outbox)
+                    .await
+                {
+                    Ok(_) => return,
+                    Err(err) => format!("Hook {name} (error): delivery failed: {err}"),
+                }
+            } else if reply.is_empty() || report.outcome.silent {
+                return;
+            } else {
+                format!("Hook {name}: {}", super::super::tasks::preview(&reply))
+            }
+        }
+        Err(err) => format!("Hook {name} (error): {err:#}"),
+    };
+    let main = match shared.engine.session_key(&TurnRequest::default()) {
+        Ok(key) => key,
+        Err(_) => return,
+    };
+    let event = Record {
+        seq: 0,
+        ts: shared.host.now_ms(),
+        kind: "hook-result".into(),
+        session_key: main.clone(),
+        text: notice,
+        mode: run.wake_mode.clone(),
+        trusted: false,
+        hook: None,
+    };
+    if let Err(err) = shared.intake.accept(event) {
+        tracing::error!(%err, "cannot queue a hook run's result");
+        return;
+    }
+    if run.wake_mode == "now" {
+        let _ = shared.bus.send(Event::Wake {
+            reason: format!("hook:{}", run.run_id),
+            session_key: main,
+        });
+    }
 }
 
 /// `sha256(credential):sha256(what was asked):sha256(key)`: the same key
