@@ -695,6 +695,7 @@ async fn outbox_stream(
         .into_response())
 }
 
+pub(crate) mod external;
 pub(crate) mod hooks;
 
 #[cfg(test)]

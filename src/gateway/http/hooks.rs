@@ -760,8 +760,21 @@ async fn run_hook(shared: &Arc<Shared>, task: crate::tasks::Task, record: Record
         return;
     };
     let lane = record.session_key.clone();
+    // The payload reaches the model only as marked, untrusted data.
+    let app = shared.engine.app();
+    let received = jiff::Timestamp::from_millisecond(record.ts)
+        .map(|t| t.to_string())
+        .unwrap_or_default();
+    let time = almanac_heartbeat::prompt::time_text(
+        &shared.host.now_ts().to_zoned_datetime(app.user_time_zone()),
+    );
+    let message = almanac_heartbeat::prompt::with_current_time(
+        super::external::wrap(&record.text, "Webhook", &run.name, &run.run_id, &received),
+        &time,
+    );
+    drop(app);
     let request = TurnRequest {
-        message: record.text.clone(),
+        message,
         session_key: Some(lane.clone()),
         agent: Some(crate::app::agent::AGENT_ID.to_string()),
         model: run.model.clone(),
