@@ -697,6 +697,7 @@ async fn outbox_stream(
 
 pub(crate) mod external;
 pub(crate) mod hooks;
+pub(crate) mod mappings;
 
 #[cfg(test)]
 mod tests;

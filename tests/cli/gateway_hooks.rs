@@ -272,6 +272,10 @@ fn the_gateway_refuses_to_start_with_unusable_hook_settings() {
             "{hooks: {enabled: true, token: \"t\", path: \"/v1/hooks\"}}",
             "overlaps",
         ),
+        (
+            "{hooks: {enabled: true, token: \"t\", mappings: [{transform: {module: \"a.js\"}}]}}",
+            "JavaScript transform modules are not supported",
+        ),
     ] {
         let sb = Sandbox::new();
         sb.write(".almanac/config.json5", config);
@@ -491,4 +495,121 @@ fn hook_agent_runs_are_checked_accepted_recorded_as_tasks_and_delivered() {
     });
     assert_eq!(events[0]["text"], "Hook Nightly: Quiet answer.");
     assert_eq!(events[0]["trusted"], false);
+}
+
+fn hmac_hex(secret: &str, message: &[u8]) -> String {
+    let key = ring::hmac::Key::new(ring::hmac::HMAC_SHA256, secret.as_bytes());
+    ring::hmac::sign(&key, message)
+        .as_ref()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+#[test]
+fn mappings_turn_payloads_into_wakes_and_runs_and_signatures_stand_in_for_the_token() {
+    use crate::agent::text;
+    let (sb, _server, gw) = with_model(
+        r#"mappings: [
+            {match: {path: "github"}, action: "wake", wakeMode: "next-heartbeat",
+             textTemplate: "{{headers.x-github-event}} on {{repository.full_name}}",
+             signature: {scheme: "github", secret: "gh-secret"}},
+            {match: {path: "pay"}, action: "wake", wakeMode: "next-heartbeat", textTemplate: "paid {{data.amount}}",
+             signature: {scheme: "stripe", secret: "st-secret"}},
+            {match: {path: "ci"}, messageTemplate: "Build {{build.id}} is {{build.status}}",
+             name: "CI", sessionKey: "hook:ci:{{build.id}}", deliver: false, wakeMode: "next-heartbeat"},
+        ]"#,
+        vec![text("Build 42 needs a look.")],
+    );
+    let port = gw.port;
+    let body = r#"{"repository": {"full_name": "me/repo"}}"#;
+    let good = format!("sha256={}", hmac_hex("gh-secret", body.as_bytes()));
+    let github = |sig: &str| {
+        send(
+            port,
+            "POST",
+            "/hooks/github",
+            &[("x-hub-signature-256", sig), ("x-github-event", "push")],
+            body,
+        )
+    };
+    let a = github(&good);
+    assert_eq!(
+        (a.status, &a.body),
+        (200, &json!({"ok": true, "mode": "next-heartbeat"}))
+    );
+    let forged = format!("sha256={}", hmac_hex("other", body.as_bytes()));
+    assert_eq!(github(&forged).status, 401);
+    assert_eq!(github("sha256=zz").status, 401);
+    // A signature opens only its mapping.
+    let wake = send(
+        port,
+        "POST",
+        "/hooks/wake",
+        &[("x-hub-signature-256", &good)],
+        body,
+    );
+    assert_eq!(wake.status, 401);
+
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64;
+    let pay_body = r#"{"data": {"amount": 1200}}"#;
+    let stripe = |t: i64| {
+        let sig = hmac_hex("st-secret", format!("{t}.{pay_body}").as_bytes());
+        send(
+            port,
+            "POST",
+            "/hooks/pay",
+            &[("stripe-signature", &format!("t={t},v1={sig}"))],
+            pay_body,
+        )
+    };
+    assert_eq!(stripe(now).status, 200);
+    assert_eq!(
+        stripe(now - 3600).status,
+        401,
+        "an old signature is a replay"
+    );
+
+    let auth = bearer();
+    let ci = send(
+        port,
+        "POST",
+        "/hooks/ci",
+        &[("authorization", &auth)],
+        r#"{"build": {"id": 42, "status": "red"}}"#,
+    );
+    assert_eq!(ci.status, 200, "{}", ci.body);
+    let run_id = ci.body["runId"].as_str().unwrap().to_string();
+    let task = eventually(Duration::from_secs(10), || {
+        hook_tasks(&gw)
+            .into_iter()
+            .find(|t| t["runId"] == run_id.as_str() && t["status"] == "succeeded")
+    });
+    assert!(
+        task["ownerKey"].as_str().unwrap().ends_with("hook:ci:42"),
+        "{task}"
+    );
+    assert_eq!(task["task"], "Build 42 is red");
+    let none = send(
+        port,
+        "POST",
+        "/hooks/nope",
+        &[("authorization", &auth)],
+        "{}",
+    );
+    assert_eq!(none.status, 404);
+    eventually(Duration::from_secs(10), || {
+        let texts = queued_texts(&sb);
+        (texts
+            == [
+                "push on me/repo",
+                "paid 1200",
+                "Hook CI: Build 42 needs a look.",
+            ])
+        .then_some(())
+    });
+    assert!(queued(&sb).iter().all(|e| e["trusted"] == false));
 }

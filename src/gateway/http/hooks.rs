@@ -71,6 +71,8 @@ pub(crate) enum HookConfigError {
     SameToken,
     #[error("hooks.path `{0}` is not usable: {1}")]
     BadPath(String, &'static str),
+    #[error("{0}")]
+    Mappings(String),
 }
 
 /// The checked `hooks.*` settings a request is served with.
@@ -80,6 +82,8 @@ pub(crate) struct HookSettings {
     /// Normalised: a leading `/`, no trailing one.
     pub base: String,
     pub max_body_bytes: usize,
+    /// The mappings in match order (presets last).
+    pub mappings: Vec<crate::config::HookMappingConfig>,
 }
 
 /// Checks `hooks.*` against the gateway token: `None` when hooks are off.
@@ -98,10 +102,15 @@ pub(crate) fn settings(
         return Err(HookConfigError::SameToken);
     }
     let base = normalise_path(&config.path)?;
+    let problems = super::mappings::problems(config);
+    if !problems.is_empty() {
+        return Err(HookConfigError::Mappings(problems.join("; ")));
+    }
     Ok(Some(HookSettings {
         token: token.to_string(),
         base,
         max_body_bytes: usize::try_from(config.max_body_bytes).unwrap_or(usize::MAX),
+        mappings: super::mappings::all(config),
     }))
 }
 
@@ -352,44 +361,113 @@ async fn serve(
     }
     let ip = super::client_ip(&req);
     let now = Instant::now();
-    let authorised =
+    let token_ok =
         given_token(req.headers()).is_some_and(|token| secrets_equal(&token, &settings.token));
-    if !authorised {
+    let signed = if token_ok {
+        Vec::new()
+    } else {
+        super::mappings::signed_for(&settings.mappings, &sub)
+    };
+    let refuse = || {
         if let Some(left) = shared.hooks.lockout.locked(ip, now) {
             let mut response = error(StatusCode::TOO_MANY_REQUESTS, "Too Many Requests");
             let secs = left.as_secs() + u64::from(left.subsec_nanos() > 0);
             response
                 .headers_mut()
                 .insert(header::RETRY_AFTER, HeaderValue::from(secs.max(1)));
-            return response;
+            return Some(response);
+        }
+        None
+    };
+    if !token_ok && signed.is_empty() {
+        if let Some(locked) = refuse() {
+            return locked;
         }
         shared.hooks.lockout.failed(ip, now);
         return error(StatusCode::UNAUTHORIZED, "Unauthorized");
     }
-    shared.hooks.lockout.succeeded(ip);
     if sub.is_empty() {
+        shared.hooks.lockout.succeeded(ip);
         return error(
             StatusCode::NOT_FOUND,
             "no hook named: use <path>/wake, <path>/agent or a mapping",
         );
     }
+    let query: Vec<(String, String)> = req
+        .uri()
+        .query()
+        .unwrap_or("")
+        .split('&')
+        .filter(|p| !p.is_empty())
+        .map(|pair| {
+            let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
+            let decode = |t: &str| {
+                percent_encoding::percent_decode_str(&t.replace('+', " "))
+                    .decode_utf8_lossy()
+                    .to_string()
+            };
+            (decode(k), decode(v))
+        })
+        .collect();
     let (parts, body) = req.into_parts();
-    let payload = match read_json(body, &parts.headers, settings.max_body_bytes).await {
-        Ok(payload) => payload,
+    // A signed mapping's body is read (within the limit) before its
+    // signature is checked: the signature is over its bytes.
+    let bytes = match read_body(body, &parts.headers, settings.max_body_bytes).await {
+        Ok(bytes) => bytes,
         Err(response) => return response,
+    };
+    let credential = if token_ok {
+        sha256_hex(settings.token.as_bytes())
+    } else {
+        let now_s = shared.host.now_ms() / 1000;
+        let Some(signer) = signed
+            .iter()
+            .find(|m| super::mappings::signature_valid(m, &parts.headers, &bytes, now_s))
+        else {
+            if let Some(locked) = refuse() {
+                return locked;
+            }
+            shared.hooks.lockout.failed(ip, now);
+            return error(StatusCode::UNAUTHORIZED, "Unauthorized");
+        };
+        let secret = signer.signature.as_ref().map_or("", |s| s.secret.as_str());
+        sha256_hex(secret.as_bytes())
+    };
+    shared.hooks.lockout.succeeded(ip);
+    let payload = match parse_json(&bytes) {
+        Ok(payload) => payload,
+        Err(err) => return err.into_response(),
     };
     let idempotency = match idempotency_key(&parts.headers, &payload) {
         Ok(key) => key,
         Err(err) => return err.into_response(),
     };
-    let credential = sha256_hex(settings.token.as_bytes());
     let answered = match sub.as_str() {
-        "wake" => wake(shared, &payload, &credential, idempotency).await,
-        "agent" => agent(shared, &payload, &credential, idempotency).await,
-        _ => Err(ApiError::new(
-            StatusCode::NOT_FOUND,
-            format!("no hook `{sub}`: use wake, agent or a configured mapping"),
-        )),
+        "wake" if token_ok => wake(shared, &payload, &credential, idempotency).await,
+        "agent" if token_ok => agent(shared, &payload, &credential, idempotency, false).await,
+        _ => match super::mappings::find(&settings.mappings, &sub, &payload) {
+            None => Err(ApiError::new(
+                StatusCode::NOT_FOUND,
+                format!("no hook `{sub}`: use wake, agent or a configured mapping"),
+            )),
+            // A signature opens only its own mapping.
+            Some((_, m)) if !token_ok && m.signature.is_none() => {
+                Err(ApiError::new(StatusCode::UNAUTHORIZED, "Unauthorized"))
+            }
+            Some((_, m)) => {
+                let ctx = super::mappings::Context {
+                    path: &sub,
+                    now: shared.host.now_ts().to_string(),
+                    headers: &parts.headers,
+                    query,
+                    payload: &payload,
+                };
+                match super::mappings::action(m, &ctx) {
+                    (true, body) => wake(shared, &body, &credential, idempotency).await,
+                    (false, body) => agent(shared, &body, &credential, idempotency, true).await,
+                }
+            }
+        },
     };
     match answered {
         Ok(value) => Json(value).into_response(),
@@ -397,12 +475,24 @@ async fn serve(
     }
 }
 
-/// The body as JSON (empty: `{}`), within the size and time limits.
-async fn read_json(
+/// The body as JSON: empty is `{}`; anything but an object is refused.
+fn parse_json(bytes: &[u8]) -> Result<Value, ApiError> {
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Ok(json!({}));
+    }
+    match serde_json::from_slice::<Value>(bytes) {
+        Ok(value @ Value::Object(_)) => Ok(value),
+        Ok(_) => Err(bad("the body must be a JSON object")),
+        Err(err) => Err(bad(format!("the body is not JSON: {err}"))),
+    }
+}
+
+/// The body's bytes, within the size and time limits.
+async fn read_body(
     body: axum::body::Body,
     headers: &HeaderMap,
     limit: usize,
-) -> Result<Value, Response> {
+) -> Result<axum::body::Bytes, Response> {
     let too_large = || {
         (
             StatusCode::PAYLOAD_TOO_LARGE,
@@ -434,20 +524,7 @@ async fn read_json(
         }
         Ok(Ok(collected)) => collected.to_bytes(),
     };
-    if bytes.iter().all(u8::is_ascii_whitespace) {
-        return Ok(json!({}));
-    }
-    match serde_json::from_slice::<Value>(&bytes) {
-        Ok(value @ Value::Object(_)) => Ok(value),
-        Ok(_) => Err(error(
-            StatusCode::BAD_REQUEST,
-            "the body must be a JSON object",
-        )),
-        Err(err) => Err(error(
-            StatusCode::BAD_REQUEST,
-            &format!("the body is not JSON: {err}"),
-        )),
-    }
+    Ok(bytes)
 }
 
 /// `Idempotency-Key`, else `X-OpenClaw-Idempotency-Key`, else the body's
@@ -570,9 +647,15 @@ fn optional_text(payload: &Value, field: &str) -> Result<Option<String>, ApiErro
 }
 
 /// The session key of an `/agent` run, under the `hooks.*` policy.
-fn run_session_key(config: &HooksConfig, asked: Option<String>) -> Result<String, ApiError> {
+fn run_session_key(
+    config: &HooksConfig,
+    asked: Option<String>,
+    from_mapping: bool,
+) -> Result<String, ApiError> {
     let asked = asked.filter(|k| !k.is_empty());
-    if asked.is_some() && !config.allow_request_session_key {
+    // A mapping's own key (static or templated) needs no opt-in; the
+    // prefixes still apply.
+    if asked.is_some() && !from_mapping && !config.allow_request_session_key {
         return Err(bad(
             "sessionKey is disabled for external /hooks/agent payloads; set hooks.allowRequestSessionKey=true to enable",
         ));
@@ -618,6 +701,7 @@ async fn agent(
     payload: &Value,
     credential: &str,
     idempotency: Option<String>,
+    from_mapping: bool,
 ) -> Result<Value, ApiError> {
     let app = shared.engine.app();
     let config = &app.config.config.hooks;
@@ -636,7 +720,7 @@ async fn agent(
             return Err(bad("agentId is not allowed by hooks.allowedAgentIds"));
         }
     }
-    let session_key = run_session_key(config, optional_text(payload, "sessionKey")?)?;
+    let session_key = run_session_key(config, optional_text(payload, "sessionKey")?, from_mapping)?;
     let wake_mode = if payload["wakeMode"] == "next-heartbeat" {
         "next-heartbeat"
     } else {
