@@ -397,6 +397,7 @@ async fn serve(
         );
     }
     crate::delivery::resume_pending(&shared.deliverer).await;
+    http::hooks::resume_runs(&shared).await;
     let server_stop = CancellationToken::new();
     {
         let router = http::router(shared.clone());

@@ -613,3 +613,45 @@ fn mappings_turn_payloads_into_wakes_and_runs_and_signatures_stand_in_for_the_to
     });
     assert!(queued(&sb).iter().all(|e| e["trusted"] == false));
 }
+
+#[test]
+fn a_hook_run_cut_off_by_kill_9_runs_again_at_the_next_start() {
+    use crate::agent::text;
+    use crate::scripted::Reply;
+    let (sb, _hanging, gw) = with_model("", vec![Reply::Hang]);
+    let auth = bearer();
+    let accepted = send(
+        gw.port,
+        "POST",
+        "/hooks/agent",
+        &[("authorization", &auth)],
+        r#"{"message": "Summarise the night", "name": "Nightly"}"#,
+    );
+    assert_eq!(accepted.status, 200, "{}", accepted.body);
+    let run_id = accepted.body["runId"].as_str().unwrap().to_string();
+    // Running, hanging at the model; then the gateway dies.
+    eventually(Duration::from_secs(10), || {
+        hook_tasks(&gw)
+            .into_iter()
+            .find(|t| t["runId"] == run_id.as_str() && t["status"] == "running")
+    });
+    gw.signal(libc::SIGKILL);
+    drop(gw);
+    let server = crate::scripted::ScriptedServer::start(vec![text("Recovered answer.")]);
+    let gw = Gateway::start(&sb, &[("OPENAI_BASE_URL", server.url.as_str())]);
+    let task = eventually(Duration::from_secs(20), || {
+        hook_tasks(&gw)
+            .into_iter()
+            .find(|t| t["runId"] == run_id.as_str() && t["status"] == "succeeded")
+    });
+    assert_eq!(task["label"], "Nightly");
+    assert_eq!(hook_tasks(&gw).len(), 1, "run once more, not twice");
+    let entries = eventually(Duration::from_secs(5), || {
+        let list = sb.run(&["outbox", "list", "--json"]).ok().json();
+        let entries = list["entries"].as_array().cloned().unwrap_or_default();
+        (!entries.is_empty()).then_some(entries)
+    });
+    assert_eq!(entries.len(), 1);
+    assert_eq!(entries[0]["text"], "Recovered answer.");
+    assert_eq!(server.requests().len(), 1);
+}

@@ -143,6 +143,9 @@ pub(crate) struct HookState {
     lockout: HookLockout,
     /// Loaded from its file at the first keyed request.
     replay: tokio::sync::Mutex<Option<ReplayCache>>,
+    /// Hook runs started by this process (a run is started once, whether
+    /// the feeder or the start-up pass finds it first).
+    started: Mutex<std::collections::HashSet<String>>,
 }
 
 /// Failed authentications per client address, in a sliding window.
@@ -829,10 +832,60 @@ pub(crate) fn record_run(
 /// session, its task ended, its answer delivered (or, when not
 /// delivered, told to the main session as an untrusted event).
 pub(crate) fn start_run(shared: &Arc<Shared>, task: crate::tasks::Task, record: Record) {
+    let fresh = shared
+        .hooks
+        .started
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .insert(task.task_id.clone());
+    if !fresh {
+        return;
+    }
     let running = shared.clone();
     shared.turns.spawn(async move {
         run_hook(&running, task, record).await;
     });
+}
+
+/// Starts the hook runs the ledger holds queued: recorded before a
+/// crash but never started, or queued again because the gateway running
+/// them stopped. Their acceptance was acknowledged, so they run.
+pub(crate) async fn resume_runs(shared: &Arc<Shared>) {
+    let listing = shared.clone();
+    let queued = shared
+        .engine
+        .blocking(move || {
+            let filter = crate::tasks::TaskFilter {
+                status: Some(crate::tasks::Status::Queued),
+                runtime: Some(crate::tasks::Runtime::Cli),
+            };
+            listing.tasks.with(|l| l.list(filter, None))
+        })
+        .await;
+    let tasks = match queued {
+        Ok(Ok(tasks)) => tasks,
+        Ok(Err(err)) => {
+            tracing::error!(%err, "cannot list queued hook runs");
+            return;
+        }
+        Err(err) => {
+            tracing::error!(%err, "cannot list queued hook runs");
+            return;
+        }
+    };
+    for task in tasks {
+        if task.task_kind.as_deref() != Some("hook") {
+            continue;
+        }
+        let record = task
+            .request
+            .clone()
+            .and_then(|r| serde_json::from_value::<Record>(r).ok());
+        match record {
+            Some(record) => start_run(shared, task, record),
+            None => tracing::warn!(task = %task.task_id, "a queued hook run without its request"),
+        }
+    }
 }
 
 async fn run_hook(shared: &Arc<Shared>, task: crate::tasks::Task, record: Record) {
