@@ -1474,6 +1474,7 @@ fn event_record(
         mode: mode.to_string(),
         trusted: true,
         hook: None,
+        replay: None,
     })
 }
 

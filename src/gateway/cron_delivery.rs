@@ -526,6 +526,7 @@ pub(crate) fn queue_alert_event(
         mode: "now".into(),
         trusted: true,
         hook: None,
+        replay: None,
     })?;
     let _ = shared.bus.send(Event::Wake {
         reason,

@@ -318,6 +318,7 @@ pub(crate) fn queue_system_event(
         mode: mode.clone(),
         trusted: true,
         hook: None,
+        replay: None,
     };
     // One write(2) of one line into the page cache, inline: handing it to
     // the blocking pool would cost more than the write. The disk waits

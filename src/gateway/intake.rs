@@ -47,6 +47,10 @@ pub(crate) struct Record {
     /// for besides the message (`text`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hook: Option<serde_json::Value>,
+    /// A webhook's idempotency entry (`{key, answer}`), written with the
+    /// record so a crash before the replay cache is saved forgets no key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replay: Option<serde_json::Value>,
 }
 
 /// The kind of a record that starts a webhook's agent run rather than
@@ -173,7 +177,7 @@ const FEED_WINDOW: Duration = Duration::from_millis(5);
 /// Size at which a fully fed intake log is emptied.
 const ROTATE_BYTES: u64 = 1024 * 1024;
 
-fn parse(line: &[u8]) -> Option<Record> {
+pub(crate) fn parse(line: &[u8]) -> Option<Record> {
     serde_json::from_slice(line).ok()
 }
 
@@ -327,6 +331,7 @@ mod tests {
             mode: "next-heartbeat".into(),
             trusted: true,
             hook: None,
+            replay: None,
         }
     }
 

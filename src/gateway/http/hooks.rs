@@ -19,8 +19,9 @@
 //! * An idempotency key (`Idempotency-Key`, `X-OpenClaw-Idempotency-Key`,
 //!   body `idempotencyKey`) is remembered for [`REPLAY_TTL_MS`] (at most
 //!   [`REPLAY_MAX`] keys) in `hooks-replay.json`, written before the
-//!   reply: a repeat within that time, also after a restart, gets the
-//!   first answer and queues nothing.
+//!   reply, and in the accepted intake record itself (so a crash between
+//!   the two forgets no key): a repeat within that time, also after a
+//!   restart, gets the first answer and queues nothing.
 
 use std::collections::{HashMap, VecDeque};
 use std::net::IpAddr;
@@ -218,6 +219,34 @@ struct ReplayEntry {
 }
 
 impl ReplayCache {
+    /// The saved cache, and the keys the intake log holds (accepted just
+    /// before a crash that came before the cache was saved).
+    fn load_with_intake(
+        path: &std::path::Path,
+        intake: &std::path::Path,
+        now_ms: i64,
+    ) -> ReplayCache {
+        let mut cache = ReplayCache::load(path, now_ms);
+        if let Ok((records, _)) = durable::read_journal(intake, super::super::intake::parse) {
+            for record in records {
+                let Some(entry) = record.replay else { continue };
+                let (Some(key), Some(answer)) = (entry["key"].as_str(), entry.get("answer")) else {
+                    continue;
+                };
+                if cache.entries.iter().all(|e| e.key != key) {
+                    cache.entries.push(ReplayEntry {
+                        key: key.to_string(),
+                        at_ms: record.ts,
+                        answer: answer.clone(),
+                    });
+                }
+            }
+            cache.entries.sort_by_key(|e| e.at_ms);
+            cache.prune(now_ms);
+        }
+        cache
+    }
+
     fn load(path: &std::path::Path, now_ms: i64) -> ReplayCache {
         let mut cache: ReplayCache = match durable::read_if_exists(path) {
             Ok(Some(bytes)) => serde_json::from_slice(&bytes).unwrap_or_else(|err| {
@@ -593,6 +622,7 @@ async fn wake(
         mode: mode.to_string(),
         trusted: false,
         hook: None,
+        replay: None,
     };
     let wake = (mode == "now").then(|| Event::Wake {
         reason: "hook:wake".into(),
@@ -786,6 +816,7 @@ async fn agent(
         mode: wake_mode.to_string(),
         trusted: false,
         hook: Some(serde_json::to_value(&run).map_err(internal)?),
+        replay: None,
     };
     let answer = json!({"ok": true, "runId": run.run_id});
     accept_once(shared, replay, vec![record], None, answer).await
@@ -1012,6 +1043,7 @@ async fn run_hook(shared: &Arc<Shared>, task: crate::tasks::Task, record: Record
         mode: run.wake_mode.clone(),
         trusted: false,
         hook: None,
+        replay: None,
     };
     if let Err(err) = shared.intake.accept(event) {
         tracing::error!(%err, "cannot queue a hook run's result");
@@ -1054,10 +1086,15 @@ async fn accept_once(
     let now_ms = shared.host.now_ms();
     if let (Some(key), Some(cache)) = (&replay, cache.as_mut()) {
         let path = replay_path(shared);
-        let loaded = cache.get_or_insert_with(|| ReplayCache::load(&path, now_ms));
+        let intake = shared.engine.app().paths.gateway_dir().join("intake.jsonl");
+        let loaded =
+            cache.get_or_insert_with(|| ReplayCache::load_with_intake(&path, &intake, now_ms));
         if let Some(first) = loaded.get(key, now_ms) {
             return Ok(first.clone());
         }
+    }
+    if let (Some(key), Some(first)) = (&replay, records.first_mut()) {
+        first.replay = Some(json!({"key": key, "answer": answer}));
     }
     // One write(2) into the page cache, inline, as the control API does.
     shared.intake.accept_all(&mut records).map_err(internal)?;
@@ -1170,6 +1207,35 @@ mod tests {
         assert!(lockout.locked(ip, later + LOCKOUT_WINDOW).is_none());
         lockout.succeeded(ip);
         assert!(lockout.locked(ip, later).is_none());
+    }
+
+    #[test]
+    fn a_key_written_with_its_record_survives_a_crash_before_the_cache_was_saved() {
+        let dir = tempfile::tempdir().unwrap();
+        let intake = super::super::super::intake::Intake::open(dir.path()).unwrap();
+        let at = 1_796_000_000_000;
+        intake
+            .accept(Record {
+                seq: 0,
+                ts: at,
+                kind: "hook-wake".into(),
+                session_key: "agent:main:main".into(),
+                text: "deploy".into(),
+                mode: "now".into(),
+                trusted: false,
+                hook: None,
+                replay: Some(json!({"key": "k", "answer": {"ok": true, "mode": "now"}})),
+            })
+            .unwrap();
+        let cache_file = dir.path().join("hooks-replay.json");
+        let log = dir.path().join("intake.jsonl");
+        let cache = ReplayCache::load_with_intake(&cache_file, &log, at + 1000);
+        assert_eq!(
+            cache.get("k", at + 1000),
+            Some(&json!({"ok": true, "mode": "now"}))
+        );
+        let expired = ReplayCache::load_with_intake(&cache_file, &log, at + REPLAY_TTL_MS);
+        assert_eq!(expired.get("k", at + REPLAY_TTL_MS), None);
     }
 
     #[test]
