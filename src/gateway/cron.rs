@@ -1487,6 +1487,8 @@ fn event_record(
         text,
         mode: mode.to_string(),
         trusted: true,
+        hook: None,
+        replay: None,
     })
 }
 

@@ -525,6 +525,8 @@ pub(crate) fn queue_alert_event(
         text,
         mode: "now".into(),
         trusted: true,
+        hook: None,
+        replay: None,
     })?;
     let _ = shared.bus.send(Event::Wake {
         reason,

@@ -5,6 +5,7 @@
 //! |---|---|---|
 //! | `/v1/*` control API (`/v1/outbox/stream`: server-sent events) | gateway token (`Authorization: Bearer`) | yes |
 //! | `/healthz`, `/readyz` | none | never |
+//! | `<hooks.path>/*` webhooks ([`hooks`]), when `hooks.enabled` | hook token, or a mapping's signature | yes (its own) |
 //!
 //! Every error is `{ok: false, error}` with a 4xx/5xx status: malformed
 //! JSON, a body over [`BODY_LIMIT`], a missing or wrong token, an unknown
@@ -105,7 +106,7 @@ pub(crate) fn router(shared: Arc<Shared>) -> Router {
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
         .nest("/v1", control)
-        .fallback(not_found)
+        .fallback(hooks_or_not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
         .with_state(shared)
@@ -116,6 +117,23 @@ fn full_path(req: &Request) -> String {
     req.extensions()
         .get::<axum::extract::OriginalUri>()
         .map_or_else(|| req.uri().path().to_string(), |u| u.0.path().to_string())
+}
+
+/// The hooks live at a configured path (read per request, so a config
+/// reload moves them); anything else is unknown.
+async fn hooks_or_not_found(State(shared): State<Arc<Shared>>, req: Request) -> Response {
+    match hooks::handle(&shared, req).await {
+        Ok(response) => response,
+        Err(req) => not_found(req).await.into_response(),
+    }
+}
+
+/// The address a request came from (loopback when unknown).
+pub(crate) fn client_ip(req: &Request) -> IpAddr {
+    req.extensions()
+        .get::<ConnectInfo<SocketAddr>>()
+        .map(|c| c.0.ip())
+        .unwrap_or(IpAddr::V4(Ipv4Addr::LOCALHOST))
 }
 
 async fn not_found(req: Request) -> ApiError {
@@ -203,11 +221,7 @@ impl Lockout {
 }
 
 async fn require_token(State(shared): State<Arc<Shared>>, req: Request, next: Next) -> Response {
-    let ip = req
-        .extensions()
-        .get::<ConnectInfo<SocketAddr>>()
-        .map(|c| c.0.ip())
-        .unwrap_or(IpAddr::V4(Ipv4Addr::LOCALHOST));
+    let ip = client_ip(&req);
     let now = Instant::now();
     if let Some(left) = shared.lockout.locked(ip, now) {
         return ApiError::new(
@@ -303,6 +317,8 @@ pub(crate) fn queue_system_event(
         text,
         mode: mode.clone(),
         trusted: true,
+        hook: None,
+        replay: None,
     };
     // One write(2) of one line into the page cache, inline: handing it to
     // the blocking pool would cost more than the write. The disk waits
@@ -679,6 +695,10 @@ async fn outbox_stream(
         .keep_alive(KeepAlive::new().interval(STREAM_KEEP_ALIVE))
         .into_response())
 }
+
+pub(crate) mod external;
+pub(crate) mod hooks;
+pub(crate) mod mappings;
 
 #[cfg(test)]
 mod tests;

@@ -43,7 +43,19 @@ pub(crate) struct Record {
     /// `now` or `next-heartbeat`.
     pub mode: String,
     pub trusted: bool,
+    /// A webhook's agent run (kind [`HOOK_AGENT_KIND`]): what it asked
+    /// for besides the message (`text`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hook: Option<serde_json::Value>,
+    /// A webhook's idempotency entry (`{key, answer}`), written with the
+    /// record so a crash before the replay cache is saved forgets no key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replay: Option<serde_json::Value>,
 }
+
+/// The kind of a record that starts a webhook's agent run rather than
+/// queueing an event.
+pub(crate) const HOOK_AGENT_KIND: &str = "hook-agent";
 
 /// The log, its writer side and the feeder's progress.
 pub(crate) struct Intake {
@@ -165,7 +177,7 @@ const FEED_WINDOW: Duration = Duration::from_millis(5);
 /// Size at which a fully fed intake log is emptied.
 const ROTATE_BYTES: u64 = 1024 * 1024;
 
-fn parse(line: &[u8]) -> Option<Record> {
+pub(crate) fn parse(line: &[u8]) -> Option<Record> {
     serde_json::from_slice(line).ok()
 }
 
@@ -246,14 +258,19 @@ async fn apply(shared: &Arc<Shared>, batch: Vec<Record>) -> anyhow::Result<()> {
     let app = shared.engine.app();
     let last = batch.iter().map(|r| r.seq).max().unwrap_or(0);
     let mut by_key: BTreeMap<String, Vec<Record>> = BTreeMap::new();
+    let mut runs = Vec::new();
     for r in batch {
-        by_key.entry(r.session_key.clone()).or_default().push(r);
+        if r.kind == HOOK_AGENT_KIND {
+            runs.push(r);
+        } else {
+            by_key.entry(r.session_key.clone()).or_default().push(r);
+        }
     }
     let keys: Vec<String> = by_key.keys().cloned().collect();
     let feeding = shared.clone();
-    let (warnings, rotated) = shared
+    let (warnings, rotated, runs) = shared
         .engine
-        .blocking(move || -> std::io::Result<(Vec<String>, bool)> {
+        .blocking(move || -> anyhow::Result<(Vec<String>, bool, Vec<_>)> {
             let queue = app.sessions(None).events();
             let now = app.host.now_ts();
             let mut warnings = Vec::new();
@@ -264,6 +281,16 @@ async fn apply(shared: &Arc<Shared>, batch: Vec<Record>) -> anyhow::Result<()> {
                     .collect();
                 warnings.extend(queue.enqueue_many(key, &events, now)?.1);
             }
+            // A webhook's run is in the ledger before the mark moves past
+            // its record: a crash between the two records it again, never
+            // not at all (a run already recorded is not recorded twice).
+            let now_ms = app.host.now_ms();
+            let mut started = Vec::new();
+            for record in runs {
+                if let Some(task) = super::http::hooks::record_run(&feeding, &record, now_ms)? {
+                    started.push((task, record));
+                }
+            }
             let intake = &feeding.intake;
             durable::atomic_replace(
                 &intake.applied_path,
@@ -272,9 +299,12 @@ async fn apply(shared: &Arc<Shared>, batch: Vec<Record>) -> anyhow::Result<()> {
             )?;
             intake.applied.send_replace(last);
             let rotated = intake.rotate_if_fed()?;
-            Ok((warnings, rotated))
+            Ok((warnings, rotated, started))
         })
         .await??;
+    for (task, record) in runs {
+        super::http::hooks::start_run(shared, task, record);
+    }
     for w in warnings {
         tracing::warn!("{w}");
     }
@@ -300,6 +330,8 @@ mod tests {
             text: text.into(),
             mode: "next-heartbeat".into(),
             trusted: true,
+            hook: None,
+            replay: None,
         }
     }
 

@@ -1,5 +1,5 @@
 //! The gateway: one long-running process that owns time. It accepts
-//! triggers over HTTP (the control API; webhooks next), keeps the memory
+//! triggers over HTTP (the control API and webhooks), keeps the memory
 //! index and the skills snapshot in step with the files, applies config
 //! edits live, and runs agent turns through the one [`Engine`].
 //!
@@ -126,6 +126,8 @@ pub(crate) struct Shared {
     pub info: GatewayInfo,
     pub token: String,
     pub lockout: http::Lockout,
+    /// The webhooks' lockout and idempotency keys.
+    pub hooks: http::hooks::HookState,
     /// Turns in flight (tracked, so shutdown can wait for them).
     pub turns: TaskTracker,
     /// Cancels every running turn.
@@ -303,6 +305,7 @@ pub(crate) fn run(
     listener.set_nonblocking(true)?;
     let (token, source) = state::token(&app.paths, &app.config.config, &app.host, true)?
         .expect("a token is created when missing");
+    http::hooks::settings(&app.config.config.hooks, &token)?;
     let intake = intake::Intake::open(&app.paths.gateway_dir())?;
     let book = open_ledger(&app)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -365,6 +368,7 @@ async fn serve(
         info,
         token,
         lockout: http::Lockout::default(),
+        hooks: http::hooks::HookState::default(),
         turns: TaskTracker::new(),
         turns_cancel: CancellationToken::new(),
         ready: AtomicBool::new(false),
@@ -393,6 +397,7 @@ async fn serve(
         );
     }
     crate::delivery::resume_pending(&shared.deliverer).await;
+    http::hooks::resume_runs(&shared).await;
     let server_stop = CancellationToken::new();
     {
         let router = http::router(shared.clone());
@@ -627,6 +632,7 @@ pub(crate) fn test_shared_with(
         info,
         token: token.to_string(),
         lockout: http::Lockout::default(),
+        hooks: http::hooks::HookState::default(),
         turns: TaskTracker::new(),
         turns_cancel: CancellationToken::new(),
         ready: AtomicBool::new(true),

@@ -124,7 +124,7 @@ impl TaskBook {
 }
 
 /// The `task` text of a turn: its message's first line, shortened.
-fn preview(message: &str) -> String {
+pub(crate) fn preview(message: &str) -> String {
     crate::memory::snippet(message.lines().next().unwrap_or("").trim(), 120)
 }
 

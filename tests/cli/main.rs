@@ -8,6 +8,7 @@ mod cron_jobs;
 mod exit_codes;
 mod foundation;
 mod gateway;
+mod gateway_hooks;
 mod gateway_install;
 mod heartbeat_turns;
 mod hooks;
