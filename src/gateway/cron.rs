@@ -960,37 +960,39 @@ impl Runner {
         }
         let app = self.shared.engine.app();
         let now = self.shared.host.now_ts();
+        let known = self.fingerprint;
         let written = self
             .shared
             .engine
-            .blocking(move || -> Result<(), crate::cron::CronError> {
-                let store = app.cron_store();
-                if !updates.is_empty() {
-                    store.update_runtime(&updates, now)?;
-                }
-                if !removals.is_empty() {
-                    store.modify(now, |file| {
-                        for id in &removals {
-                            file.remove(id);
-                        }
-                        Ok(())
-                    })?;
-                }
-                super::release_free_memory();
-                Ok(())
-            })
+            .blocking(
+                move || -> Result<Option<Fingerprint>, crate::cron::CronError> {
+                    let store = app.cron_store();
+                    // The file as the runner last read it, or changed since
+                    // by someone else (then it is read again at the next tick).
+                    let unchanged = known == Some(store.fingerprint()?);
+                    let mut last = None;
+                    if !updates.is_empty() {
+                        last = store.update_runtime(&updates, now)?.written.or(last);
+                    }
+                    if !removals.is_empty() {
+                        let changed = store.modify(now, |file| {
+                            for id in &removals {
+                                file.remove(id);
+                            }
+                            Ok(())
+                        })?;
+                        last = changed.written.or(last);
+                    }
+                    super::release_free_memory();
+                    Ok(last.filter(|_| unchanged))
+                },
+            )
             .await;
         match written {
-            Ok(Ok(())) => {
+            Ok(Ok(ours)) => {
                 // Our own write: no need to re-read it.
-                if let Ok(Ok(fp)) = {
-                    let store = self.shared.engine.app().cron_store();
-                    self.shared
-                        .engine
-                        .blocking(move || store.fingerprint())
-                        .await
-                } {
-                    self.fingerprint = Some(fp);
+                if let Some(fingerprint) = ours {
+                    self.fingerprint = Some(Some(fingerprint));
                 }
             }
             Ok(Err(err)) => tracing::warn!(%err, "cron runtime state not written back"),
