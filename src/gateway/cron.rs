@@ -559,11 +559,7 @@ impl Runner {
                 .filter(|_| !self.retrying.contains(&end.id))
                 .and_then(|f| f.next);
             let run_end = RunEnd {
-                status: match end.status {
-                    Ended::Ok => RunStatus::Ok,
-                    Ended::Skipped => RunStatus::Skipped,
-                    Ended::Error | Ended::TimedOut => RunStatus::Error,
-                },
+                status: status_of(end.status),
                 error: end.error.clone(),
                 started_ms: end.started_ms,
                 ended_ms: end.ended_ms,
@@ -1319,7 +1315,12 @@ fn ended_slot(run: &Claimed, outcome: &Outcome) -> slots::EndedSlot {
 }
 
 fn run_status(outcome: &Outcome) -> RunStatus {
-    match outcome.status {
+    status_of(outcome.status)
+}
+
+/// The run-log status of a run that ended `ended`.
+fn status_of(ended: Ended) -> RunStatus {
+    match ended {
         Ended::Ok => RunStatus::Ok,
         Ended::Skipped => RunStatus::Skipped,
         Ended::Error | Ended::TimedOut => RunStatus::Error,
