@@ -56,6 +56,7 @@ pub mod testing {
             agent_id: "main".to_string(),
             text: text.to_string(),
             task_id: None,
+            to: None,
         };
         crate::delivery::outbox::append_synced(&state_dir.join("outbox"), &item, ts_ms)
             .map(|entry| entry.id)

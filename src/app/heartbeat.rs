@@ -300,6 +300,32 @@ fn destination(config: &HeartbeatConfig, entry: Option<&SessionEntry>) -> Destin
     }
 }
 
+/// The main session's last route: where its last turn was delivered (a
+/// heartbeat's webhook, when its URL is still configured), else the
+/// outbox. What a `last` delivery target means.
+pub(crate) fn last_route(app: &App) -> Destination {
+    let key = app.sessions(Some(AGENT_ID)).resolve_key(None);
+    let entry = stored_entry(app, &key);
+    let config = HeartbeatConfig {
+        target: HeartbeatTarget::Last,
+        ..app.config.config.agents.defaults.heartbeat.clone()
+    };
+    match destination(&config, entry.as_ref()) {
+        // A webhook route that lost its URL falls back to the outbox.
+        Destination {
+            unresolved: Some(_),
+            ..
+        } => destination(
+            &HeartbeatConfig {
+                target: HeartbeatTarget::Outbox,
+                ..config
+            },
+            None,
+        ),
+        route => route,
+    }
+}
+
 fn stored_entry(app: &App, key: &str) -> Option<SessionEntry> {
     app.sessions(Some(AGENT_ID))
         .store()

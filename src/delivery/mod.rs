@@ -95,6 +95,9 @@ pub(crate) struct Item {
     pub agent_id: String,
     pub text: String,
     pub task_id: Option<String>,
+    /// The recipient the request named (a webhook's `/agent` `to`), kept
+    /// on the outbox entry for whatever reads the outbox to route it.
+    pub to: Option<String>,
 }
 
 /// Where a webhook's signing secret is read from: a config key path (the

@@ -54,6 +54,8 @@ pub(crate) struct Entry {
     pub text: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub task_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub to: Option<String>,
 }
 
 impl Entry {
@@ -174,6 +176,7 @@ impl Outbox {
             agent_id: item.agent_id.clone(),
             text: item.text.clone(),
             task_id: item.task_id.clone(),
+            to: item.to.clone(),
         };
         let mut line = Vec::with_capacity(item.text.len() + 160);
         if !on_fresh_line {

@@ -129,6 +129,7 @@ fn item(text: &str) -> Item {
         agent_id: "main".into(),
         text: text.into(),
         task_id: None,
+        to: None,
     }
 }
 

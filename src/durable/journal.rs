@@ -5,9 +5,9 @@
 //! survives a kill -9 of the process the moment its writer is answered.
 //! fsync is batched: [`Journal::run_syncer`] waits until something was
 //! written and syncs at once; under a steady stream, fsyncs start at most
-//! every [`SYNC_SPACING`] (5 ms), each covering everything written since
+//! every [`SYNC_SPACING`] (10 ms), each covering everything written since
 //! the one before. A power loss costs at most the records of that window
-//! (5 ms plus one fsync). Readers skip a torn last line.
+//! (10 ms plus one fsync). Readers skip a torn last line.
 
 use std::fs::File;
 use std::io::{self, BufRead, Write};
@@ -16,7 +16,7 @@ use std::sync::{Condvar, Mutex};
 
 /// The least time between the starts of two fsyncs while records keep
 /// coming: a record waits for the disk at most this plus one fsync.
-pub(crate) const SYNC_SPACING: std::time::Duration = std::time::Duration::from_millis(5);
+pub(crate) const SYNC_SPACING: std::time::Duration = std::time::Duration::from_millis(10);
 
 /// An append-only file of JSON lines.
 #[derive(Debug)]

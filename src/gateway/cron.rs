@@ -1700,6 +1700,7 @@ async fn agent_turn(
         agent_id: crate::app::agent::AGENT_ID.to_string(),
         text,
         task_id: None,
+        to: None,
     };
     let failure = match shared
         .deliverer

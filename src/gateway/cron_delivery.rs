@@ -229,6 +229,7 @@ fn outbox_item(job: &Job, session_key: Option<&str>, text: String) -> Item {
         agent_id: crate::app::agent::AGENT_ID.to_string(),
         text,
         task_id: None,
+        to: None,
     }
 }
 

@@ -146,25 +146,14 @@ impl Runner for GatewayRunner {
 
     fn deliver(&mut self, plan: &Plan, text: &str) -> anyhow::Result<Delivered> {
         let app = self.shared.engine.app();
-        let config = &app.config.config.agents.defaults.heartbeat;
-        let target = match plan.destination.channel {
-            "outbox" => Target::Outbox,
-            "webhook" => Target::Webhook {
-                url: plan.destination.to.clone().unwrap_or_default(),
-                // Looked up again at every attempt, never written down.
-                secret: config.webhook_secret.as_ref().map(|_| SecretRef {
-                    key: "agents.defaults.heartbeat.webhookSecret".to_string(),
-                }),
-                origin: UrlOrigin::Config,
-            },
-            _ => Target::None,
-        };
+        let target = delivery_target(&app, &plan.destination);
         let item = Item {
             source: Source::Heartbeat,
             session_key: plan.base_key.clone(),
             agent_id: beat::AGENT_ID.to_string(),
             text: text.to_string(),
             task_id: None,
+            to: None,
         };
         let delivery = self
             .handle
@@ -183,6 +172,24 @@ impl Runner for GatewayRunner {
                 anyhow::bail!("delivery {} failed: {reason}", delivery.id)
             }
         }
+    }
+}
+
+/// Where a heartbeat destination (or the main session's last route)
+/// delivers.
+pub(crate) fn delivery_target(app: &crate::app::App, destination: &beat::Destination) -> Target {
+    let config = &app.config.config.agents.defaults.heartbeat;
+    match destination.channel {
+        "outbox" => Target::Outbox,
+        "webhook" => Target::Webhook {
+            url: destination.to.clone().unwrap_or_default(),
+            // Looked up again at every attempt, never written down.
+            secret: config.webhook_secret.as_ref().map(|_| SecretRef {
+                key: "agents.defaults.heartbeat.webhookSecret".to_string(),
+            }),
+            origin: UrlOrigin::Config,
+        },
+        _ => Target::None,
     }
 }
 

@@ -173,6 +173,11 @@ impl Intake {
 
 /// How long the feeder gathers records after the first of a batch.
 const FEED_WINDOW: Duration = Duration::from_millis(5);
+/// The least time from one batch to the next: under a steady stream each
+/// batch costs two small durable file replaces, so they are spaced out
+/// (records are on the log already; a turn waits for them, see
+/// [`Intake::caught_up`]).
+const FEED_SPACING: Duration = Duration::from_millis(25);
 
 /// Size at which a fully fed intake log is emptied.
 const ROTATE_BYTES: u64 = 1024 * 1024;
@@ -226,6 +231,7 @@ impl Component for Feeder {
             if !replay.is_empty() {
                 apply(&shared, replay).await?;
             }
+            let mut last_batch: Option<tokio::time::Instant> = None;
             loop {
                 let first = tokio::select! {
                     r = feed.recv() => r,
@@ -234,10 +240,14 @@ impl Component for Feeder {
                 let Some(first) = first else { return Ok(()) };
                 // Records that come close together are fed together: one
                 // queue write for many (they are on the log already).
+                let window = FEED_WINDOW.max(
+                    last_batch.map_or(Duration::ZERO, |at| FEED_SPACING.saturating_sub(at.elapsed())),
+                );
                 tokio::select! {
-                    () = tokio::time::sleep(FEED_WINDOW) => {}
+                    () = tokio::time::sleep(window) => {}
                     () = stop.cancelled() => {}
                 }
+                last_batch = Some(tokio::time::Instant::now());
                 let mut batch = vec![first];
                 while let Ok(more) = feed.try_recv() {
                     batch.push(more);
@@ -298,7 +308,17 @@ async fn apply(shared: &Arc<Shared>, batch: Vec<Record>) -> anyhow::Result<()> {
                 durable::PRIVATE_FILE_MODE,
             )?;
             intake.applied.send_replace(last);
-            let rotated = intake.rotate_if_fed()?;
+            // The log holds the idempotency keys of webhooks since the
+            // replay cache was last saved: saved first, then emptied.
+            let rotated = if intake.journal.size_bytes()? >= ROTATE_BYTES {
+                feeding.hooks.save_replay_then(
+                    &app.paths.gateway_dir(),
+                    now_ms,
+                    || intake.rotate_if_fed(),
+                )?
+            } else {
+                false
+            };
             Ok((warnings, rotated, started))
         })
         .await??;

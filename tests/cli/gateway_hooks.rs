@@ -655,3 +655,84 @@ fn a_hook_run_cut_off_by_kill_9_runs_again_at_the_next_start() {
     assert_eq!(entries[0]["text"], "Recovered answer.");
     assert_eq!(server.requests().len(), 1);
 }
+
+#[test]
+fn a_hook_runs_answer_follows_the_main_sessions_last_route_and_keeps_its_recipient() {
+    use crate::agent::text;
+    use crate::scripted::{Reply, ScriptedServer};
+    // The model's two answers, and the receiver's 200 for the delivery
+    // posted back to the same server.
+    let received = || Reply::Status {
+        status: 200,
+        headers: Vec::new(),
+        body: "{}".into(),
+    };
+    let server = ScriptedServer::start(vec![
+        text("Deploy looks fine."),
+        received(),
+        text("Second answer."),
+    ]);
+    let sb = Sandbox::new();
+    sb.write(
+        ".almanac/config.json5",
+        &format!(
+            "{{agents: {{defaults: {{model: \"openai/test-model\", heartbeat: {{to: \"{}/receiver\"}}}}}}, \
+             hooks: {{enabled: true, token: \"{HOOK_TOKEN}\"}}}}\n",
+            server.url
+        ),
+    );
+    // The main session was last delivered to the heartbeat's webhook.
+    sb.write(
+        ".almanac/agents/main/sessions/sessions.json",
+        r#"{"agent:main:main": {"sessionId": "s-1", "updatedAt": 1, "lastChannel": "webhook"}}"#,
+    );
+    let gw = Gateway::start(&sb, &[("OPENAI_BASE_URL", server.url.as_str())]);
+    let auth = bearer();
+    let post = |body: &str| {
+        let a = send(
+            gw.port,
+            "POST",
+            "/hooks/agent",
+            &[("authorization", &auth)],
+            body,
+        );
+        assert_eq!(a.status, 200, "{}", a.body);
+    };
+    let bad = send(
+        gw.port,
+        "POST",
+        "/hooks/agent",
+        &[("authorization", &auth)],
+        r#"{"message": "m", "thinking": "deep"}"#,
+    );
+    assert_eq!(bad.status, 400, "{}", bad.body);
+    assert!(
+        bad.body["error"].as_str().unwrap().starts_with("thinking must be one of"),
+        "{}",
+        bad.body
+    );
+
+    // `last` (the default): posted to the webhook, not the outbox.
+    post(r#"{"message": "Check the deploy", "name": "CI"}"#);
+    let delivered = eventually(Duration::from_secs(10), || {
+        server
+            .requests()
+            .into_iter()
+            .find(|r| r.path == "/receiver")
+    });
+    assert!(
+        delivered.body.contains("Deploy looks fine."),
+        "{}",
+        delivered.body
+    );
+    // `outbox`, with a recipient kept for whatever routes the outbox.
+    post(r#"{"message": "And now?", "channel": "outbox", "to": "ops-team"}"#);
+    let outbox = eventually(Duration::from_secs(10), || {
+        let list = sb.run(&["outbox", "list", "--json"]).ok().json();
+        let entries = list["entries"].as_array().cloned().unwrap_or_default();
+        (!entries.is_empty()).then_some(entries)
+    });
+    assert_eq!(outbox.len(), 1, "the first answer went to the webhook: {outbox:?}");
+    assert_eq!(outbox[0]["text"], "Second answer.");
+    assert_eq!(outbox[0]["to"], "ops-team");
+}

@@ -13,6 +13,7 @@ fn item(text: &str) -> Item {
         agent_id: "main".into(),
         text: text.into(),
         task_id: None,
+        to: None,
     }
 }
 
@@ -198,6 +199,7 @@ fn unreadable_lines_at_the_head_go_with_the_old_entries() {
         agent_id: "main".into(),
         text: "recent".into(),
         task_id: None,
+        to: None,
     })
     .unwrap();
     std::fs::write(

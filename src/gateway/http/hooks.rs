@@ -18,10 +18,10 @@
 //!   `trusted: false`: the model sees them as `System (untrusted):`.
 //! * An idempotency key (`Idempotency-Key`, `X-OpenClaw-Idempotency-Key`,
 //!   body `idempotencyKey`) is remembered for [`REPLAY_TTL_MS`] (at most
-//!   [`REPLAY_MAX`] keys) in `hooks-replay.json`, written before the
-//!   reply, and in the accepted intake record itself (so a crash between
-//!   the two forgets no key): a repeat within that time, also after a
-//!   restart, gets the first answer and queues nothing.
+//!   [`REPLAY_MAX`] keys): in the accepted intake record itself, written
+//!   before the reply, and in `hooks-replay.json`, saved before the intake
+//!   log that holds newer keys is emptied. A repeat within that time, also
+//!   after a restart, gets the first answer and queues nothing.
 
 use std::collections::{HashMap, VecDeque};
 use std::net::IpAddr;
@@ -141,12 +141,71 @@ fn normalise_path(raw: &str) -> Result<String, HookConfigError> {
 /// What the hooks keep between requests.
 #[derive(Debug, Default)]
 pub(crate) struct HookState {
+    /// The checked settings of the config in force, built once per
+    /// config (a reload makes a new one) rather than per request.
+    current: Mutex<Option<Current>>,
     lockout: HookLockout,
     /// Loaded from its file at the first keyed request.
     replay: tokio::sync::Mutex<Option<ReplayCache>>,
     /// Hook runs started by this process (a run is started once, whether
     /// the feeder or the start-up pass finds it first).
     started: Mutex<std::collections::HashSet<String>>,
+}
+
+/// The settings derived from one loaded config.
+#[derive(Debug, Clone)]
+struct Current {
+    /// The config they were derived from (compared by identity).
+    app: Arc<crate::app::App>,
+    settings: Option<Arc<Served>>,
+}
+
+/// Checked settings and what every request of them needs.
+#[derive(Debug)]
+struct Served {
+    settings: HookSettings,
+    /// `sha256(token)`: the token's share of an idempotency entry.
+    token_credential: String,
+    /// The main session's key (where wakes go).
+    main_key: Result<String, String>,
+}
+
+impl HookState {
+    /// The settings for `app`'s config: `None` when hooks are off or
+    /// unusable (said once per config).
+    fn served(&self, app: &Arc<crate::app::App>, gateway_token: &str) -> Option<Arc<Served>> {
+        let mut current = self.current.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(c) = current.as_ref().filter(|c| Arc::ptr_eq(&c.app, app)) {
+            return c.settings.clone();
+        }
+        let settings = match settings(&app.config.config.hooks, gateway_token) {
+            Ok(Some(settings)) => {
+                let main_key = app_agent_main_key(app);
+                Some(Arc::new(Served {
+                    token_credential: sha256_hex(settings.token.as_bytes()),
+                    settings,
+                    main_key,
+                }))
+            }
+            Ok(None) => None,
+            Err(err) => {
+                tracing::warn!(%err, "hooks are off");
+                None
+            }
+        };
+        *current = Some(Current {
+            app: app.clone(),
+            settings: settings.clone(),
+        });
+        settings
+    }
+}
+
+/// The main session's key under `app`'s config.
+fn app_agent_main_key(app: &crate::app::App) -> Result<String, String> {
+    let req = TurnRequest::default();
+    crate::app::agent::check_agent(&req).map_err(|e| e.to_string())?;
+    Ok(app.sessions(req.agent.as_deref()).resolve_key(None))
 }
 
 /// Failed authentications per client address, in a sliding window.
@@ -204,9 +263,20 @@ impl HookLockout {
     }
 }
 
-/// Remembered answers by idempotency key.
-#[derive(Debug, Default, Serialize, Deserialize)]
+/// Remembered answers by idempotency key: looked up by key, aged out
+/// oldest first.
+#[derive(Debug, Default)]
 struct ReplayCache {
+    by_key: HashMap<String, ReplayEntry>,
+    /// `(at_ms, key)` in the order entries were remembered.
+    order: VecDeque<(i64, String)>,
+    /// Holds keys the saved file does not.
+    dirty: bool,
+}
+
+/// `hooks-replay.json`.
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct ReplayFile {
     entries: Vec<ReplayEntry>,
 }
 
@@ -219,82 +289,144 @@ struct ReplayEntry {
 }
 
 impl ReplayCache {
-    /// The saved cache, and the keys the intake log holds (accepted just
-    /// before a crash that came before the cache was saved).
+    fn from_entries(mut entries: Vec<ReplayEntry>, now_ms: i64) -> ReplayCache {
+        // Entries from a clock that has since gone back are dropped.
+        entries.retain(|e| e.at_ms <= now_ms);
+        entries.sort_by_key(|e| e.at_ms);
+        let mut cache = ReplayCache::default();
+        for entry in entries {
+            cache.remember(entry);
+        }
+        cache.prune(now_ms);
+        cache
+    }
+
+    /// The saved cache, and the keys the intake log holds (accepted
+    /// since the cache was last saved). Marked dirty when the log added
+    /// any.
     fn load_with_intake(
         path: &std::path::Path,
         intake: &std::path::Path,
         now_ms: i64,
     ) -> ReplayCache {
-        let mut cache = ReplayCache::load(path, now_ms);
+        let mut entries = ReplayCache::load_file(path);
+        let saved = entries.len();
         if let Ok((records, _)) = durable::read_journal(intake, super::super::intake::parse) {
             for record in records {
                 let Some(entry) = record.replay else { continue };
                 let (Some(key), Some(answer)) = (entry["key"].as_str(), entry.get("answer")) else {
                     continue;
                 };
-                if cache.entries.iter().all(|e| e.key != key) {
-                    cache.entries.push(ReplayEntry {
-                        key: key.to_string(),
-                        at_ms: record.ts,
-                        answer: answer.clone(),
-                    });
-                }
+                entries.push(ReplayEntry {
+                    key: key.to_string(),
+                    at_ms: record.ts,
+                    answer: answer.clone(),
+                });
             }
-            cache.entries.sort_by_key(|e| e.at_ms);
-            cache.prune(now_ms);
         }
+        let from_log = entries.len() > saved;
+        let mut cache = ReplayCache::from_entries(entries, now_ms);
+        cache.dirty = from_log;
         cache
     }
 
-    fn load(path: &std::path::Path, now_ms: i64) -> ReplayCache {
-        let mut cache: ReplayCache = match durable::read_if_exists(path) {
-            Ok(Some(bytes)) => serde_json::from_slice(&bytes).unwrap_or_else(|err| {
-                tracing::warn!(path = %path.display(), %err, "hook replay cache unreadable; starting empty");
-                ReplayCache::default()
-            }),
-            Ok(None) => ReplayCache::default(),
-            Err(err) => {
-                tracing::warn!(path = %path.display(), %err, "hook replay cache unreadable; starting empty");
-                ReplayCache::default()
-            }
+    fn load_file(path: &std::path::Path) -> Vec<ReplayEntry> {
+        let unreadable = |err: &dyn std::fmt::Display| {
+            tracing::warn!(path = %path.display(), %err, "hook replay cache unreadable; starting empty");
+            Vec::new()
         };
-        cache.prune(now_ms);
-        cache
+        match durable::read_if_exists(path) {
+            Ok(Some(bytes)) => match serde_json::from_slice::<ReplayFile>(&bytes) {
+                Ok(file) => file.entries,
+                Err(err) => unreadable(&err),
+            },
+            Ok(None) => Vec::new(),
+            Err(err) => unreadable(&err),
+        }
+    }
+
+    /// Adds `entry`; a key seen before keeps its first answer.
+    fn remember(&mut self, entry: ReplayEntry) {
+        if self.by_key.contains_key(&entry.key) {
+            return;
+        }
+        self.order.push_back((entry.at_ms, entry.key.clone()));
+        self.by_key.insert(entry.key.clone(), entry);
     }
 
     fn prune(&mut self, now_ms: i64) {
-        self.entries
-            .retain(|e| now_ms.saturating_sub(e.at_ms) < REPLAY_TTL_MS && e.at_ms <= now_ms);
-        let excess = self.entries.len().saturating_sub(REPLAY_MAX);
-        self.entries.drain(..excess);
+        while let Some((at_ms, key)) = self.order.front() {
+            let expired = now_ms.saturating_sub(*at_ms) >= REPLAY_TTL_MS;
+            if !expired && self.order.len() <= REPLAY_MAX {
+                break;
+            }
+            self.by_key.remove(key);
+            self.order.pop_front();
+        }
     }
 
     fn get(&self, key: &str, now_ms: i64) -> Option<&Value> {
-        self.entries
-            .iter()
-            .rev()
-            .find(|e| e.key == key && now_ms.saturating_sub(e.at_ms) < REPLAY_TTL_MS)
+        self.by_key
+            .get(key)
+            .filter(|e| now_ms.saturating_sub(e.at_ms) < REPLAY_TTL_MS)
             .map(|e| &e.answer)
     }
 
     fn insert(&mut self, key: String, answer: Value, now_ms: i64) {
-        self.entries.push(ReplayEntry {
+        self.remember(ReplayEntry {
             key,
             at_ms: now_ms,
             answer,
         });
+        self.dirty = true;
         self.prune(now_ms);
+    }
+
+    fn forget(&mut self, key: &str) {
+        self.by_key.remove(key);
+        self.order.retain(|(_, k)| k != key);
+    }
+
+    fn to_json(&self) -> serde_json::Result<Vec<u8>> {
+        let entries = self
+            .order
+            .iter()
+            .filter_map(|(_, key)| self.by_key.get(key).cloned())
+            .collect();
+        serde_json::to_vec(&ReplayFile { entries })
     }
 }
 
+impl HookState {
+    /// Saves the idempotency keys not yet in `hooks-replay.json`, then
+    /// runs `then` with no key accepted in between: the intake log, which
+    /// holds every key since the last save, may be emptied there.
+    /// Blocking (on the blocking boundary).
+    pub(crate) fn save_replay_then<T>(
+        &self,
+        gateway_dir: &std::path::Path,
+        now_ms: i64,
+        then: impl FnOnce() -> std::io::Result<T>,
+    ) -> std::io::Result<T> {
+        let mut cache = self.replay.blocking_lock();
+        let path = gateway_dir.join(REPLAY_FILE);
+        let loaded = cache.get_or_insert_with(|| {
+            ReplayCache::load_with_intake(&path, &gateway_dir.join("intake.jsonl"), now_ms)
+        });
+        if loaded.dirty {
+            loaded.prune(now_ms);
+            let bytes = loaded.to_json().map_err(std::io::Error::other)?;
+            durable::atomic_replace(&path, &bytes, durable::PRIVATE_FILE_MODE)?;
+            loaded.dirty = false;
+        }
+        then()
+    }
+}
+
+const REPLAY_FILE: &str = "hooks-replay.json";
+
 fn replay_path(shared: &Shared) -> PathBuf {
-    shared
-        .engine
-        .app()
-        .paths
-        .gateway_dir()
-        .join("hooks-replay.json")
+    shared.engine.app().paths.gateway_dir().join(REPLAY_FILE)
 }
 
 /// An error answer with extra headers.
@@ -348,16 +480,12 @@ fn query_has_token(query: Option<&str>) -> bool {
 /// otherwise gives it back.
 pub(crate) async fn handle(shared: &Arc<Shared>, req: Request) -> Result<Response, Request> {
     let app = shared.engine.app();
-    let settings = match settings(&app.config.config.hooks, &shared.token) {
-        Ok(Some(settings)) => settings,
-        Ok(None) => return Err(req),
-        Err(err) => {
-            tracing::warn!(%err, "hooks are off");
-            return Err(req);
-        }
+    let Some(served) = shared.hooks.served(&app, &shared.token) else {
+        return Err(req);
     };
     drop(app);
-    let path = req.uri().path().to_string();
+    let settings = &served.settings;
+    let path = req.uri().path();
     let sub = if path == settings.base {
         ""
     } else if let Some(rest) = path
@@ -369,15 +497,11 @@ pub(crate) async fn handle(shared: &Arc<Shared>, req: Request) -> Result<Respons
         return Err(req);
     };
     let sub = sub.trim_matches('/').to_string();
-    Ok(serve(shared, &settings, sub, req).await)
+    Ok(serve(shared, &served, sub, req).await)
 }
 
-async fn serve(
-    shared: &Arc<Shared>,
-    settings: &HookSettings,
-    sub: String,
-    req: Request,
-) -> Response {
+async fn serve(shared: &Arc<Shared>, served: &Served, sub: String, req: Request) -> Response {
+    let settings = &served.settings;
     if query_has_token(req.uri().query()) {
         return error(StatusCode::BAD_REQUEST, QUERY_TOKEN);
     }
@@ -449,7 +573,7 @@ async fn serve(
         Err(response) => return response,
     };
     let credential = if token_ok {
-        sha256_hex(settings.token.as_bytes())
+        served.token_credential.clone()
     } else {
         let now_s = shared.host.now_ms() / 1000;
         let Some(signer) = signed
@@ -475,7 +599,7 @@ async fn serve(
         Err(err) => return err.into_response(),
     };
     let answered = match sub.as_str() {
-        "wake" if token_ok => wake(shared, &payload, &credential, idempotency).await,
+        "wake" if token_ok => wake(shared, served, &payload, &credential, idempotency).await,
         "agent" if token_ok => agent(shared, &payload, &credential, idempotency, false).await,
         _ => match super::mappings::find(&settings.mappings, &sub, &payload) {
             None => Err(ApiError::new(
@@ -495,7 +619,7 @@ async fn serve(
                     payload: &payload,
                 };
                 match super::mappings::action(m, &ctx) {
-                    (true, body) => wake(shared, &body, &credential, idempotency).await,
+                    (true, body) => wake(shared, served, &body, &credential, idempotency).await,
                     (false, body) => agent(shared, &body, &credential, idempotency, true).await,
                 }
             }
@@ -592,6 +716,7 @@ fn idempotency_key(headers: &HeaderMap, payload: &Value) -> Result<Option<String
 /// the main session; `now` (the default) wakes the heartbeat.
 async fn wake(
     shared: &Arc<Shared>,
+    served: &Served,
     payload: &Value,
     credential: &str,
     idempotency: Option<String>,
@@ -605,10 +730,10 @@ async fn wake(
     } else {
         "now"
     };
-    let session_key = shared
-        .engine
-        .session_key(&TurnRequest::default())
-        .map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, e.to_string()))?;
+    let session_key = served
+        .main_key
+        .clone()
+        .map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, e))?;
     let replay = idempotency.map(|key| {
         let identity = json!({"pathKey": "wake", "text": text, "mode": mode});
         replay_key(credential, &identity, &key)
@@ -639,8 +764,7 @@ async fn wake(
 }
 
 /// The channels an `/agent` run may deliver to: `last` (the main
-/// session's last route; almanac's sessions have no chat route, so the
-/// outbox) and `outbox`.
+/// session's last route, else the outbox) and `outbox`.
 const CHANNELS: &[&str] = &["last", "outbox"];
 /// How long a hook's run may take when it does not say.
 const RUN_TIMEOUT: Duration = Duration::from_secs(600);
@@ -773,6 +897,14 @@ async fn agent(
         _ => return Err(bad("model required")),
     };
     let thinking = optional_text(payload, "thinking")?.filter(|t| !t.is_empty());
+    if let Some(level) = &thinking
+        && !crate::cron::job::THINKING_LEVELS.contains(&level.as_str())
+    {
+        return Err(bad(format!(
+            "thinking must be one of {}",
+            crate::cron::job::THINKING_LEVELS.join("|")
+        )));
+    }
     let timeout_seconds = match &payload["timeoutSeconds"] {
         Value::Null => None,
         Value::Number(n) if n.as_f64().is_some_and(|f| f >= 1.0) => {
@@ -1013,12 +1145,10 @@ async fn run_hook(shared: &Arc<Shared>, task: crate::tasks::Task, record: Record
                     agent_id: crate::app::agent::AGENT_ID.to_string(),
                     text: reply,
                     task_id: Some(task.task_id.clone()),
+                    to: run.to.clone(),
                 };
-                match shared
-                    .deliverer
-                    .deliver(item, &crate::delivery::Target::Outbox)
-                    .await
-                {
+                let target = delivery_target(shared, &run.channel).await;
+                match shared.deliverer.deliver(item, &target).await {
                     Ok(_) => return,
                     Err(err) => format!("Hook {name} (error): delivery failed: {err}"),
                 }
@@ -1057,6 +1187,24 @@ async fn run_hook(shared: &Arc<Shared>, task: crate::tasks::Task, record: Record
     }
 }
 
+/// Where a run's answer goes: the outbox, or for `last` the main
+/// session's last route (a heartbeat webhook it was last delivered to),
+/// else the outbox.
+async fn delivery_target(shared: &Arc<Shared>, channel: &str) -> crate::delivery::Target {
+    if channel != "last" {
+        return crate::delivery::Target::Outbox;
+    }
+    let app = shared.engine.app();
+    shared
+        .engine
+        .blocking(move || {
+            let route = crate::app::heartbeat::last_route(&app);
+            super::super::heartbeat::delivery_target(&app, &route)
+        })
+        .await
+        .unwrap_or(crate::delivery::Target::Outbox)
+}
+
 /// `sha256(credential):sha256(what was asked):sha256(key)`: the same key
 /// for another request, or from another caller, is another entry.
 fn replay_key(credential: &str, identity: &Value, key: &str) -> String {
@@ -1092,24 +1240,23 @@ async fn accept_once(
         if let Some(first) = loaded.get(key, now_ms) {
             return Ok(first.clone());
         }
+        // Remembered before the record is written, so the feeder cannot
+        // save the cache and empty the log between the two.
+        loaded.insert(key.clone(), answer.clone(), now_ms);
     }
     if let (Some(key), Some(first)) = (&replay, records.first_mut()) {
         first.replay = Some(json!({"key": key, "answer": answer}));
     }
     // One write(2) into the page cache, inline, as the control API does.
-    shared.intake.accept_all(&mut records).map_err(internal)?;
-    if let (Some(key), Some(cache)) = (replay, cache.as_mut()) {
-        let loaded = cache.get_or_insert_with(ReplayCache::default);
-        loaded.insert(key, answer.clone(), now_ms);
-        let bytes = serde_json::to_vec(&*loaded).map_err(internal)?;
-        let path = replay_path(shared);
-        shared
-            .engine
-            .blocking(move || durable::atomic_replace(&path, &bytes, durable::PRIVATE_FILE_MODE))
-            .await
-            .map_err(internal)?
-            .map_err(internal)?;
+    // The key is durable with its record; `hooks-replay.json` is brought
+    // up to date before the log is emptied.
+    if let Err(err) = shared.intake.accept_all(&mut records) {
+        if let (Some(key), Some(Some(loaded))) = (&replay, cache.as_mut().map(|c| c.as_mut())) {
+            loaded.forget(key);
+        }
+        return Err(internal(err));
     }
+    drop(cache);
     if let Some(wake) = wake {
         let _ = shared.bus.send(wake);
     }
@@ -1239,6 +1386,36 @@ mod tests {
     }
 
     #[test]
+    fn keys_held_only_by_the_log_are_saved_before_the_log_is_emptied() {
+        let dir = tempfile::tempdir().unwrap();
+        let intake = super::super::super::intake::Intake::open(dir.path()).unwrap();
+        let at = 1_796_000_000_000;
+        intake
+            .accept(Record {
+                seq: 0,
+                ts: at,
+                kind: "hook-wake".into(),
+                session_key: "agent:main:main".into(),
+                text: "deploy".into(),
+                mode: "now".into(),
+                trusted: false,
+                hook: None,
+                replay: Some(json!({"key": "k", "answer": {"ok": true}})),
+            })
+            .unwrap();
+        let log = dir.path().join("intake.jsonl");
+        // Nothing loaded the cache in this process (as after a restart).
+        let state = HookState::default();
+        state
+            .save_replay_then(dir.path(), at + 1000, || std::fs::write(&log, ""))
+            .unwrap();
+        assert!(std::fs::read(&log).unwrap().is_empty());
+        let cache = ReplayCache::load_with_intake(&dir.path().join(REPLAY_FILE), &log, at + 2000);
+        assert_eq!(cache.get("k", at + 2000), Some(&json!({"ok": true})));
+        assert!(!cache.dirty, "the saved file holds every key");
+    }
+
+    #[test]
     fn replay_entries_expire_after_five_minutes_and_stay_under_the_cap() {
         let mut cache = ReplayCache::default();
         cache.insert("k".into(), json!(1), 0);
@@ -1247,7 +1424,7 @@ mod tests {
         for i in 0..(REPLAY_MAX + 5) {
             cache.insert(format!("n{i}"), json!(i), 10);
         }
-        assert_eq!(cache.entries.len(), REPLAY_MAX);
+        assert_eq!(cache.by_key.len(), REPLAY_MAX);
         assert_eq!(cache.get("n0", 10), None);
         assert_eq!(
             cache.get(&format!("n{}", REPLAY_MAX + 4), 10),

@@ -269,6 +269,7 @@ async fn the_outbox_stream_sends_new_entries_and_replays_what_followed_the_last_
             agent_id: "main".into(),
             text: text.into(),
             task_id: None,
+            to: None,
         };
         let shared = shared.clone();
         async move {
