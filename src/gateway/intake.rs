@@ -7,11 +7,12 @@
 //!   `write(2)`), so a kill -9 of the gateway loses nothing acknowledged;
 //!   fsync is group-committed ([`crate::durable::Journal`]), so a power
 //!   loss costs at most the last few milliseconds.
-//! * Records carry increasing sequence numbers; `intake.applied` holds
-//!   the last one fed. The feeder, at every start, replays what the log
-//!   holds past that mark, so a crash between writing and feeding loses
-//!   nothing; the queue's own rules (cap 20, an event equal to the one
-//!   before it dropped) apply as they would for any event.
+//! * Records carry increasing sequence numbers, and reach the feeder in
+//!   that order; `intake.applied` holds the last one fed. The feeder, at
+//!   every start, replays what the log holds past that mark, so a crash
+//!   between writing and feeding loses nothing; the queue's own rules
+//!   (cap 20, an event equal to the one before it dropped) apply as they
+//!   would for any event.
 //! * A turn that starts after a record was accepted sees it: the gateway
 //!   waits for the feeder to reach the record's number first
 //!   ([`Intake::caught_up`]).
@@ -133,12 +134,15 @@ impl Intake {
         let refs: Vec<&[u8]> = lines.iter().map(Vec::as_slice).collect();
         self.journal.append_all(&refs)?;
         *last = seq;
-        drop(last);
-        // The feeder replays the log at its start, so a closed channel
-        // loses nothing.
+        // Handed over under the lock, so the feeder gets records in
+        // sequence order: it skips what is at or below its mark, and a
+        // record arriving after a later one was fed would never be
+        // queued. The feeder replays the log at its start, so a closed
+        // channel loses nothing.
         for record in records.iter() {
             let _ = self.to_feeder.send(record.clone());
         }
+        drop(last);
         Ok(())
     }
 
@@ -402,6 +406,31 @@ mod tests {
         assert_eq!(queued(&shared), ["one", "two", "three", "four"]);
         let next = shared.intake.accept(event("five")).unwrap();
         assert_eq!(next.seq, 5);
+    }
+
+    #[test]
+    fn concurrent_acceptances_reach_the_feeder_in_sequence_order() {
+        // The feeder skips what is at or below its mark: a record handed
+        // over after a later one was fed would never be queued.
+        let dir = tempfile::tempdir().unwrap();
+        let intake = Intake::open(dir.path()).unwrap();
+        let (writers, each) = (8, 500);
+        std::thread::scope(|s| {
+            for w in 0..writers {
+                let intake = &intake;
+                s.spawn(move || {
+                    for i in 0..each {
+                        intake.accept(event(&format!("{w}-{i}"))).unwrap();
+                    }
+                });
+            }
+        });
+        let mut feed = intake.feed.try_lock().unwrap();
+        let mut seqs = Vec::new();
+        while let Ok(record) = feed.try_recv() {
+            seqs.push(record.seq);
+        }
+        assert_eq!(seqs, (1..=writers * each).collect::<Vec<u64>>());
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -11,10 +11,10 @@ use serde_json::{Value, json};
 use crate::common::Sandbox;
 use crate::gateway::{Gateway, eventually};
 
-const HOOK_TOKEN: &str = "hook-secret-1";
+pub(crate) const HOOK_TOKEN: &str = "hook-secret-1";
 
 /// A sandbox whose config turns hooks on with `extra` keys beside.
-fn hooks_sandbox(extra: &str) -> Sandbox {
+pub(crate) fn hooks_sandbox(extra: &str) -> Sandbox {
     let sb = Sandbox::new();
     sb.write(
         ".almanac/config.json5",
@@ -24,10 +24,10 @@ fn hooks_sandbox(extra: &str) -> Sandbox {
 }
 
 /// The answer to one raw request.
-struct Answer {
-    status: u16,
+pub(crate) struct Answer {
+    pub status: u16,
     head: String,
-    body: Value,
+    pub body: Value,
 }
 
 impl Answer {
@@ -42,7 +42,13 @@ impl Answer {
 }
 
 /// `method path` with `headers` and `body`, exactly as given.
-fn send(port: u16, method: &str, path: &str, headers: &[(&str, &str)], body: &str) -> Answer {
+pub(crate) fn send(
+    port: u16,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> Answer {
     let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
     let extra: String = headers
         .iter()
@@ -73,12 +79,12 @@ fn send(port: u16, method: &str, path: &str, headers: &[(&str, &str)], body: &st
     }
 }
 
-fn bearer() -> String {
+pub(crate) fn bearer() -> String {
     format!("Bearer {HOOK_TOKEN}")
 }
 
 /// The main session's queued system events.
-fn queued(sb: &Sandbox) -> Vec<Value> {
+pub(crate) fn queued(sb: &Sandbox) -> Vec<Value> {
     let path = sb.path(".almanac/agents/main/sessions/system-events.json");
     let Ok(text) = std::fs::read_to_string(path) else {
         return Vec::new();
@@ -87,7 +93,7 @@ fn queued(sb: &Sandbox) -> Vec<Value> {
     v["agent:main:main"].as_array().cloned().unwrap_or_default()
 }
 
-fn queued_texts(sb: &Sandbox) -> Vec<String> {
+pub(crate) fn queued_texts(sb: &Sandbox) -> Vec<String> {
     queued(sb)
         .iter()
         .map(|e| e["text"].as_str().unwrap().to_string())
@@ -497,7 +503,7 @@ fn hook_agent_runs_are_checked_accepted_recorded_as_tasks_and_delivered() {
     assert_eq!(events[0]["trusted"], false);
 }
 
-fn hmac_hex(secret: &str, message: &[u8]) -> String {
+pub(crate) fn hmac_hex(secret: &str, message: &[u8]) -> String {
     let key = ring::hmac::Key::new(ring::hmac::HMAC_SHA256, secret.as_bytes());
     ring::hmac::sign(&key, message)
         .as_ref()

@@ -9,6 +9,7 @@ mod exit_codes;
 mod foundation;
 mod gateway;
 mod gateway_hooks;
+mod gateway_hooks_load;
 mod gateway_install;
 mod heartbeat_turns;
 mod hooks;
