@@ -38,6 +38,9 @@ struct SyncState {
     asleep: bool,
     #[cfg(test)]
     syncs: u64,
+    /// When each fsync started.
+    #[cfg(test)]
+    sync_starts: Vec<std::time::Instant>,
 }
 
 impl Journal {
@@ -88,7 +91,12 @@ impl Journal {
 
     /// Syncs what was written, now.
     pub(crate) fn sync(&self) -> io::Result<()> {
-        self.state.lock().unwrap_or_else(|p| p.into_inner()).dirty = false;
+        {
+            let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+            state.dirty = false;
+            #[cfg(test)]
+            state.sync_starts.push(std::time::Instant::now());
+        }
         let file = self
             .file
             .lock()
@@ -158,34 +166,34 @@ impl Journal {
     /// Returns after [`Journal::close`] with everything synced. Run it on
     /// a thread of its own (it blocks); idle, it costs nothing.
     pub(crate) fn run_syncer(&self) -> io::Result<()> {
+        let mut last_began: Option<std::time::Instant> = None;
         loop {
-            {
-                let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
-                while !state.dirty && !state.closing {
-                    // `append` notifies under this lock: no wake-up is lost.
-                    state.asleep = true;
-                    state = self.wake.wait(state).unwrap_or_else(|p| p.into_inner());
-                    state.asleep = false;
-                }
-                if state.closing && !state.dirty {
-                    return Ok(());
-                }
+            let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+            while !state.dirty && !state.closing {
+                // `append` notifies under this lock: no wake-up is lost.
+                state.asleep = true;
+                state = self.wake.wait(state).unwrap_or_else(|p| p.into_inner());
+                state.asleep = false;
             }
-            let began = std::time::Instant::now();
-            self.sync()?;
+            if state.closing && !state.dirty {
+                return Ok(());
+            }
             // Under a steady stream of records, fsyncs start at most every
-            // SYNC_SPACING, each covering everything written since the last:
-            // far fewer fsyncs for the same window.
-            if let Some(rest) = SYNC_SPACING.checked_sub(began.elapsed()) {
-                let state = self.state.lock().unwrap_or_else(|p| p.into_inner());
-                if state.dirty && !state.closing {
-                    drop(
-                        self.wake
-                            .wait_timeout_while(state, rest, |s| !s.closing)
-                            .unwrap_or_else(|p| p.into_inner()),
-                    );
-                }
+            // SYNC_SPACING, each covering everything written since the
+            // last: far fewer fsyncs for the same window. Meanwhile the
+            // syncer is not asleep, so writers do not wake it record by
+            // record.
+            let rest = last_began.and_then(|at| SYNC_SPACING.checked_sub(at.elapsed()));
+            if let Some(rest) = rest.filter(|_| !state.closing) {
+                state = self
+                    .wake
+                    .wait_timeout_while(state, rest, |s| !s.closing)
+                    .unwrap_or_else(|p| p.into_inner())
+                    .0;
             }
+            drop(state);
+            last_began = Some(std::time::Instant::now());
+            self.sync()?;
         }
     }
 
@@ -327,6 +335,35 @@ mod tests {
             journal.syncs() >= 1,
             "the record written before close was synced"
         );
+    }
+
+    #[test]
+    fn fsyncs_start_at_most_once_per_spacing_however_fast_the_disk() {
+        let dir = tempfile::tempdir().unwrap();
+        let journal = std::sync::Arc::new(Journal::open(&dir.path().join("j")).unwrap());
+        let syncer = {
+            let j = journal.clone();
+            std::thread::spawn(move || j.run_syncer())
+        };
+        // Each record comes after the sync before it ended: a syncer that
+        // synced each at once would start one fsync per record.
+        for _ in 0..5 {
+            let before = journal.syncs();
+            journal.append(b"{}").unwrap();
+            let waiting = std::time::Instant::now();
+            while journal.syncs() == before {
+                assert!(waiting.elapsed() < std::time::Duration::from_secs(10));
+                std::thread::yield_now();
+            }
+        }
+        journal.close();
+        syncer.join().unwrap().unwrap();
+        let starts = journal.state.lock().unwrap().sync_starts.clone();
+        assert!(starts.len() >= 5, "{starts:?}");
+        for pair in starts.windows(2) {
+            let gap = pair[1] - pair[0];
+            assert!(gap >= SYNC_SPACING, "fsyncs {gap:?} apart");
+        }
     }
 
     #[test]
