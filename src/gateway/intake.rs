@@ -181,7 +181,7 @@ const FEED_WINDOW: Duration = Duration::from_millis(5);
 /// batch costs two small durable file replaces, so they are spaced out
 /// (records are on the log already; a turn waits for them, see
 /// [`Intake::caught_up`]).
-const FEED_SPACING: Duration = Duration::from_millis(25);
+const FEED_SPACING: Duration = Duration::from_millis(100);
 
 /// Size at which a fully fed intake log is emptied.
 const ROTATE_BYTES: u64 = 1024 * 1024;
