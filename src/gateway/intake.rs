@@ -244,9 +244,9 @@ impl Component for Feeder {
                 let Some(first) = first else { return Ok(()) };
                 // Records that come close together are fed together: one
                 // queue write for many (they are on the log already).
-                let window = FEED_WINDOW.max(
-                    last_batch.map_or(Duration::ZERO, |at| FEED_SPACING.saturating_sub(at.elapsed())),
-                );
+                let window = FEED_WINDOW.max(last_batch.map_or(Duration::ZERO, |at| {
+                    FEED_SPACING.saturating_sub(at.elapsed())
+                }));
                 tokio::select! {
                     () = tokio::time::sleep(window) => {}
                     () = stop.cancelled() => {}
@@ -289,9 +289,9 @@ async fn apply(shared: &Arc<Shared>, batch: Vec<Record>) -> anyhow::Result<()> {
             let now = app.host.now_ts();
             let mut warnings = Vec::new();
             for (key, records) in &by_key {
-                let events: Vec<(String, i64, bool)> = records
+                let events: Vec<(String, i64, bool, Option<u64>)> = records
                     .iter()
-                    .map(|r| (r.text.clone(), r.ts, r.trusted))
+                    .map(|r| (r.text.clone(), r.ts, r.trusted, Some(r.seq)))
                     .collect();
                 warnings.extend(queue.enqueue_many(key, &events, now)?.1);
             }
@@ -315,11 +315,9 @@ async fn apply(shared: &Arc<Shared>, batch: Vec<Record>) -> anyhow::Result<()> {
             // The log holds the idempotency keys of webhooks since the
             // replay cache was last saved: saved first, then emptied.
             let rotated = if intake.journal.size_bytes()? >= ROTATE_BYTES {
-                feeding.hooks.save_replay_then(
-                    &app.paths.gateway_dir(),
-                    now_ms,
-                    || intake.rotate_if_fed(),
-                )?
+                feeding
+                    .hooks
+                    .save_replay_then(&app.paths.gateway_dir(), now_ms, || intake.rotate_if_fed())?
             } else {
                 false
             };

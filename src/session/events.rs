@@ -42,6 +42,10 @@ pub(crate) struct Event {
     pub ts: i64,
     #[serde(default = "yes")]
     pub trusted: bool,
+    /// The gateway intake record it came from: a record fed again after
+    /// a crash (before the feeder saved its mark) is not queued twice.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seq: Option<u64>,
 }
 
 fn yes() -> bool {
@@ -112,6 +116,7 @@ impl Queue {
                 text: text.to_string(),
                 ts,
                 trusted,
+                seq: None,
             });
             if events.len() > CAP {
                 events.drain(..events.len() - CAP);
@@ -121,13 +126,15 @@ impl Queue {
         })
     }
 
-    /// Queues several `(text, ts, trusted)` events for `key` in one write,
-    /// each by the rules of [`Queue::enqueue`]; returns how many were
-    /// kept.
+    /// Queues several `(text, ts, trusted, intake seq)` events for `key` in
+    /// one write, each by the rules of [`Queue::enqueue`]; an event no
+    /// newer (in intake number and time) than the newest fed one the queue
+    /// holds is there already (fed again after a crash) and is skipped.
+    /// Returns how many were kept.
     pub(crate) fn enqueue_many(
         &self,
         key: &str,
-        items: &[(String, i64, bool)],
+        items: &[(String, i64, bool, Option<u64>)],
         now: jiff::Timestamp,
     ) -> std::io::Result<(usize, Vec<String>)> {
         self.change(now, |map| {
@@ -135,16 +142,30 @@ impl Queue {
                 .entry(key.to_string())
                 .or_insert_with(|| Value::Array(Vec::new()));
             let mut events = events_of(list);
+            // The newest fed record the queue holds. A record is a replay
+            // when it is no newer in number and in time (numbers start
+            // again if the gateway's state is wiped; time goes on).
+            let fed = events
+                .iter()
+                .filter_map(|e| e.seq.map(|seq| (seq, e.ts)))
+                .max();
             let mut kept = 0;
-            for (text, ts, trusted) in items {
+            for (text, ts, trusted, seq) in items {
                 let text = text.trim();
                 if text.is_empty() || events.last().is_some_and(|e| e.text == text) {
+                    continue;
+                }
+                if seq
+                    .zip(fed)
+                    .is_some_and(|(seq, (fed_seq, fed_ts))| seq <= fed_seq && *ts <= fed_ts)
+                {
                     continue;
                 }
                 events.push(Event {
                     text: text.to_string(),
                     ts: *ts,
                     trusted: *trusted,
+                    seq: *seq,
                 });
                 kept += 1;
             }
@@ -335,6 +356,7 @@ mod tests {
                 text: "Webhook said:\nhello".into(),
                 ts: 0,
                 trusted: false,
+                seq: None,
             }],
             |_| "09:00".into(),
         );
@@ -348,11 +370,39 @@ mod tests {
     }
 
     #[test]
+    fn events_fed_again_after_a_crash_are_not_queued_twice() {
+        let dir = tempfile::tempdir().unwrap();
+        let q = Queue::new(&dir.path().join("system-events.json"));
+        let batch = |seqs: std::ops::RangeInclusive<u64>| -> Vec<(String, i64, bool, Option<u64>)> {
+            seqs.map(|n| (format!("build {n}"), 10, false, Some(n)))
+                .collect()
+        };
+        assert_eq!(q.enqueue_many("k", &batch(1..=3), NOW).unwrap().0, 3);
+        // The same records again (the mark was not saved), then new ones.
+        assert_eq!(q.enqueue_many("k", &batch(1..=3), NOW).unwrap().0, 0);
+        assert_eq!(q.enqueue_many("k", &batch(2..=5), NOW).unwrap().0, 2);
+        let texts: Vec<String> = q.peek("k").into_iter().map(|e| e.text).collect();
+        assert_eq!(
+            texts,
+            ["build 1", "build 2", "build 3", "build 4", "build 5"]
+        );
+        // Numbering started again (the gateway's state was wiped): newer
+        // records are queued.
+        assert_eq!(
+            q.enqueue_many("k", &[("fresh".into(), 11, false, Some(1))], NOW)
+                .unwrap()
+                .0,
+            1
+        );
+    }
+
+    #[test]
     fn fingerprints_tell_events_apart() {
         let e = |text: &str, ts, trusted| Event {
             text: text.into(),
             ts,
             trusted,
+            seq: None,
         };
         let a = e("Backup finished", 1, true);
         assert_eq!(a.fingerprint(), e("Backup finished", 1, true).fingerprint());
@@ -410,6 +460,7 @@ mod tests {
             text: "Backup finished".into(),
             ts: 7,
             trusted: true,
+            seq: None,
         }];
         crate::session::transcript::append(
             &path,

@@ -713,7 +713,10 @@ fn a_hook_runs_answer_follows_the_main_sessions_last_route_and_keeps_its_recipie
     );
     assert_eq!(bad.status, 400, "{}", bad.body);
     assert!(
-        bad.body["error"].as_str().unwrap().starts_with("thinking must be one of"),
+        bad.body["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("thinking must be one of"),
         "{}",
         bad.body
     );
@@ -738,7 +741,11 @@ fn a_hook_runs_answer_follows_the_main_sessions_last_route_and_keeps_its_recipie
         let entries = list["entries"].as_array().cloned().unwrap_or_default();
         (!entries.is_empty()).then_some(entries)
     });
-    assert_eq!(outbox.len(), 1, "the first answer went to the webhook: {outbox:?}");
+    assert_eq!(
+        outbox.len(),
+        1,
+        "the first answer went to the webhook: {outbox:?}"
+    );
     assert_eq!(outbox[0]["text"], "Second answer.");
     assert_eq!(outbox[0]["to"], "ops-team");
 }
