@@ -343,6 +343,7 @@ impl Deliverer {
                         source: item.source,
                         session_key: item.session_key,
                         text: item.text,
+                        task_id: item.task_id,
                     }),
                     attempts: 0,
                     next_at_ms: None,
@@ -599,6 +600,20 @@ impl Deliverer {
     /// Prunes the outbox and the deliveries journal of what is older than
     /// 30 days at `now_ms` (the sweeper's step; blocking). Returns the
     /// outbox entries and delivery records dropped.
+    /// The tasks with a result in the outbox or the deliveries journal
+    /// (delivered, or on its way). Reads both files: for the rare look at
+    /// start-up, not for a hot path. Blocking.
+    pub(crate) fn tasks_with_results(&self) -> std::io::Result<std::collections::HashSet<String>> {
+        let (entries, _) = outbox::read_all(&self.inner.engine.app().paths.outbox_dir())?;
+        let (records, _) =
+            durable::read_journal(self.inner.deliveries.path(), webhook::parse_record)?;
+        Ok(entries
+            .into_iter()
+            .filter_map(|e| e.task_id)
+            .chain(records.into_iter().filter_map(|r| r.body?.task_id))
+            .collect())
+    }
+
     pub(crate) fn prune(&self, now_ms: i64) -> std::io::Result<(usize, usize)> {
         let inner = &self.inner;
         let entries = outbox::prune(

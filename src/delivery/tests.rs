@@ -531,6 +531,7 @@ async fn the_guarded_client_refuses_a_name_resolving_to_this_machine_when_it_con
             source: Source::Hook,
             session_key: "hook:x".into(),
             text: "x".into(),
+            task_id: None,
         }),
         attempts: 0,
         next_at_ms: None,

@@ -80,6 +80,9 @@ pub(crate) struct Body {
     pub source: Source,
     pub session_key: String,
     pub text: String,
+    /// The task whose answer this is (a webhook's agent run).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_id: Option<String>,
 }
 
 /// One line of the deliveries journal.
@@ -455,6 +458,7 @@ mod tests {
                 source: Source::Cron,
                 session_key: "cron:daily".into(),
                 text: "done".into(),
+                task_id: None,
             }),
             attempts: 0,
             next_at_ms: None,

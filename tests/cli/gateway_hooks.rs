@@ -749,3 +749,59 @@ fn a_hook_runs_answer_follows_the_main_sessions_last_route_and_keeps_its_recipie
     assert_eq!(outbox[0]["text"], "Second answer.");
     assert_eq!(outbox[0]["to"], "ops-team");
 }
+
+#[test]
+fn a_hook_run_whose_answer_went_out_before_kill_9_is_finished_not_run_again() {
+    use crate::agent::text;
+    use crate::scripted::Reply;
+    let (sb, _hanging, gw) = with_model("", vec![Reply::Hang]);
+    let auth = bearer();
+    let accepted = send(
+        gw.port,
+        "POST",
+        "/hooks/agent",
+        &[("authorization", &auth)],
+        r#"{"message": "Summarise the night", "name": "Nightly"}"#,
+    );
+    assert_eq!(accepted.status, 200, "{}", accepted.body);
+    let run_id = accepted.body["runId"].as_str().unwrap().to_string();
+    let task = eventually(Duration::from_secs(10), || {
+        hook_tasks(&gw)
+            .into_iter()
+            .find(|t| t["runId"] == run_id.as_str() && t["status"] == "running")
+    });
+    let task_id = task["taskId"].as_str().unwrap().to_string();
+    gw.signal(libc::SIGKILL);
+    drop(gw);
+    // As if the answer reached the outbox just before the kill, with the
+    // task not yet finished.
+    let entry = json!({
+        "id": "1796000000000000", "ts": 1_796_000_000_000_i64, "source": "hook",
+        "sessionKey": "hook:x", "agentId": "main", "text": "Delivered answer.",
+        "taskId": task_id,
+    });
+    sb.write(".almanac/outbox/outbox.jsonl", &format!("{entry}\n"));
+    let server = crate::scripted::ScriptedServer::start(vec![text("A second answer.")]);
+    let gw = Gateway::start(&sb, &[("OPENAI_BASE_URL", server.url.as_str())]);
+    let task = eventually(Duration::from_secs(20), || {
+        hook_tasks(&gw)
+            .into_iter()
+            .find(|t| t["runId"] == run_id.as_str() && t["status"] == "succeeded")
+    });
+    assert_eq!(
+        task["terminalSummary"], "answered before the gateway stopped",
+        "{task}"
+    );
+    assert!(
+        server.requests().is_empty(),
+        "the model was not asked again"
+    );
+    let list = sb.run(&["outbox", "list", "--json"]).ok().json();
+    let texts: Vec<&str> = list["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(texts, ["Delivered answer."]);
+}

@@ -1010,6 +1010,9 @@ pub(crate) fn start_run(shared: &Arc<Shared>, task: crate::tasks::Task, record: 
     });
 }
 
+/// The kind of the intake record telling the main session how a run went.
+const HOOK_RESULT_KIND: &str = "hook-result";
+
 /// Starts the hook runs the ledger holds queued: recorded before a
 /// crash but never started, or queued again because the gateway running
 /// them stopped. Their acceptance was acknowledged, so they run.
@@ -1036,8 +1039,32 @@ pub(crate) async fn resume_runs(shared: &Arc<Shared>) {
             return;
         }
     };
+    let tasks: Vec<_> = tasks
+        .into_iter()
+        .filter(|t| t.task_kind.as_deref() == Some("hook"))
+        .collect();
+    if tasks.is_empty() {
+        return;
+    }
+    // A run whose answer went out before a crash cut it off is only
+    // finished: running it again would deliver it twice.
+    let looking = shared.clone();
+    let answered = shared
+        .engine
+        .blocking(move || answered_runs(&looking))
+        .await
+        .and_then(|r| r.map_err(anyhow::Error::from))
+        .unwrap_or_else(|err| {
+            tracing::warn!(%err, "cannot look for the answers of hook runs cut off");
+            std::collections::HashSet::new()
+        });
     for task in tasks {
-        if task.task_kind.as_deref() != Some("hook") {
+        if answered.contains(&task.task_id) {
+            let end = crate::tasks::Terminal {
+                terminal_summary: Some("answered before the gateway stopped".into()),
+                ..crate::tasks::Terminal::status(crate::tasks::TerminalStatus::Succeeded)
+            };
+            finish(shared, &task.task_id, end).await;
             continue;
         }
         let record = task
@@ -1049,6 +1076,20 @@ pub(crate) async fn resume_runs(shared: &Arc<Shared>) {
             None => tracing::warn!(task = %task.task_id, "a queued hook run without its request"),
         }
     }
+}
+
+/// The hook runs whose answer, or notice to the main session, is already
+/// out: in the outbox, the deliveries journal or the intake log.
+fn answered_runs(shared: &Shared) -> std::io::Result<std::collections::HashSet<String>> {
+    let mut answered = shared.deliverer.tasks_with_results()?;
+    let (records, _) =
+        durable::read_journal(shared.intake.journal().path(), super::super::intake::parse)?;
+    answered.extend(records.into_iter().filter_map(|r| {
+        (r.kind == HOOK_RESULT_KIND)
+            .then(|| r.hook?["taskId"].as_str().map(str::to_string))
+            .flatten()
+    }));
+    Ok(answered)
 }
 
 async fn run_hook(shared: &Arc<Shared>, task: crate::tasks::Task, record: Record) {
@@ -1116,10 +1157,20 @@ async fn run_hook(shared: &Arc<Shared>, task: crate::tasks::Task, record: Record
             }
         }
     };
+    // The answer is delivered (or told to the main session) before the
+    // task is finished: a crash between the two leaves the task to run
+    // again, and the next start finds the delivery and only finishes it
+    // ([`resume_runs`]); finishing first could lose the answer.
+    tell(shared, &task, &run, &lane, &result).await;
     let end = super::super::tasks::terminal_of(&result);
+    finish(shared, &task.task_id, end).await;
+}
+
+/// Records how a hook run ended, and says so on the bus.
+async fn finish(shared: &Arc<Shared>, task_id: &str, end: crate::tasks::Terminal) {
     let status = crate::tasks::Status::from(end.status).as_str().to_string();
     let finishing = shared.clone();
-    let id = task.task_id.clone();
+    let id = task_id.to_string();
     let recorded = shared
         .engine
         .blocking(move || {
@@ -1128,20 +1179,31 @@ async fn run_hook(shared: &Arc<Shared>, task: crate::tasks::Task, record: Record
         })
         .await;
     if !matches!(recorded, Ok(Ok(()))) {
-        tracing::error!(task = %task.task_id, "cannot record how a hook run ended");
+        tracing::error!(task = %task_id, "cannot record how a hook run ended");
     }
     let _ = shared.bus.send(Event::TaskChanged {
-        task_id: task.task_id.clone(),
+        task_id: task_id.to_string(),
         status,
     });
+}
+
+/// Delivers a run's answer, or tells the main session how it went (not
+/// delivered, or failed) as an untrusted event.
+async fn tell(
+    shared: &Arc<Shared>,
+    task: &crate::tasks::Task,
+    run: &HookRun,
+    lane: &str,
+    result: &anyhow::Result<crate::app::agent::TurnReport>,
+) {
     let name = run.name.replace(['\n', '\r'], " ");
-    let notice = match &result {
+    let notice = match result {
         Ok(report) => {
             let reply = report.outcome.reply.trim().to_string();
             if run.deliver && !reply.is_empty() && !report.outcome.silent {
                 let item = crate::delivery::Item {
                     source: crate::delivery::Source::Hook,
-                    session_key: lane.clone(),
+                    session_key: lane.to_string(),
                     agent_id: crate::app::agent::AGENT_ID.to_string(),
                     text: reply,
                     task_id: Some(task.task_id.clone()),
@@ -1167,12 +1229,13 @@ async fn run_hook(shared: &Arc<Shared>, task: crate::tasks::Task, record: Record
     let event = Record {
         seq: 0,
         ts: shared.host.now_ms(),
-        kind: "hook-result".into(),
+        kind: HOOK_RESULT_KIND.into(),
         session_key: main.clone(),
         text: notice,
         mode: run.wake_mode.clone(),
         trusted: false,
-        hook: None,
+        // Which run it tells of, for the look at the next start.
+        hook: Some(json!({"taskId": task.task_id})),
         replay: None,
     };
     if let Err(err) = shared.intake.accept(event) {
