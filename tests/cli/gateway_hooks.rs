@@ -620,9 +620,9 @@ fn mappings_turn_payloads_into_wakes_and_runs_and_signatures_stand_in_for_the_to
     assert!(queued(&sb).iter().all(|e| e["trusted"] == false));
 }
 
-#[test]
-fn a_hook_run_cut_off_by_kill_9_runs_again_at_the_next_start() {
-    use crate::agent::text;
+/// A webhook run of `Nightly` left running (its model hangs) by a
+/// gateway killed -9: the sandbox, the run id and the task id.
+fn hook_run_killed_while_running() -> (Sandbox, String, String) {
     use crate::scripted::Reply;
     let (sb, _hanging, gw) = with_model("", vec![Reply::Hang]);
     let auth = bearer();
@@ -635,14 +635,21 @@ fn a_hook_run_cut_off_by_kill_9_runs_again_at_the_next_start() {
     );
     assert_eq!(accepted.status, 200, "{}", accepted.body);
     let run_id = accepted.body["runId"].as_str().unwrap().to_string();
-    // Running, hanging at the model; then the gateway dies.
-    eventually(Duration::from_secs(10), || {
+    let task = eventually(Duration::from_secs(10), || {
         hook_tasks(&gw)
             .into_iter()
             .find(|t| t["runId"] == run_id.as_str() && t["status"] == "running")
     });
+    let task_id = task["taskId"].as_str().unwrap().to_string();
     gw.signal(libc::SIGKILL);
     drop(gw);
+    (sb, run_id, task_id)
+}
+
+#[test]
+fn a_hook_run_cut_off_by_kill_9_runs_again_at_the_next_start() {
+    use crate::agent::text;
+    let (sb, run_id, _) = hook_run_killed_while_running();
     let server = crate::scripted::ScriptedServer::start(vec![text("Recovered answer.")]);
     let gw = Gateway::start(&sb, &[("OPENAI_BASE_URL", server.url.as_str())]);
     let task = eventually(Duration::from_secs(20), || {
@@ -753,26 +760,7 @@ fn a_hook_runs_answer_follows_the_main_sessions_last_route_and_keeps_its_recipie
 #[test]
 fn a_hook_run_whose_answer_went_out_before_kill_9_is_finished_not_run_again() {
     use crate::agent::text;
-    use crate::scripted::Reply;
-    let (sb, _hanging, gw) = with_model("", vec![Reply::Hang]);
-    let auth = bearer();
-    let accepted = send(
-        gw.port,
-        "POST",
-        "/hooks/agent",
-        &[("authorization", &auth)],
-        r#"{"message": "Summarise the night", "name": "Nightly"}"#,
-    );
-    assert_eq!(accepted.status, 200, "{}", accepted.body);
-    let run_id = accepted.body["runId"].as_str().unwrap().to_string();
-    let task = eventually(Duration::from_secs(10), || {
-        hook_tasks(&gw)
-            .into_iter()
-            .find(|t| t["runId"] == run_id.as_str() && t["status"] == "running")
-    });
-    let task_id = task["taskId"].as_str().unwrap().to_string();
-    gw.signal(libc::SIGKILL);
-    drop(gw);
+    let (sb, run_id, task_id) = hook_run_killed_while_running();
     // As if the answer reached the outbox just before the kill, with the
     // task not yet finished.
     let entry = json!({

@@ -1419,11 +1419,11 @@ mod tests {
         assert!(lockout.locked(ip, later).is_none());
     }
 
-    #[test]
-    fn a_key_written_with_its_record_survives_a_crash_before_the_cache_was_saved() {
+    /// A gateway directory whose intake log holds one wake accepted at
+    /// `at` under idempotency key `k`, answered `answer`.
+    fn keyed_wake_logged(at: i64, answer: Value) -> tempfile::TempDir {
         let dir = tempfile::tempdir().unwrap();
         let intake = super::super::super::intake::Intake::open(dir.path()).unwrap();
-        let at = 1_796_000_000_000;
         intake
             .accept(Record {
                 seq: 0,
@@ -1434,9 +1434,16 @@ mod tests {
                 mode: "now".into(),
                 trusted: false,
                 hook: None,
-                replay: Some(json!({"key": "k", "answer": {"ok": true, "mode": "now"}})),
+                replay: Some(json!({"key": "k", "answer": answer})),
             })
             .unwrap();
+        dir
+    }
+
+    #[test]
+    fn a_key_written_with_its_record_survives_a_crash_before_the_cache_was_saved() {
+        let at = 1_796_000_000_000;
+        let dir = keyed_wake_logged(at, json!({"ok": true, "mode": "now"}));
         let cache_file = dir.path().join("hooks-replay.json");
         let log = dir.path().join("intake.jsonl");
         let cache = ReplayCache::load_with_intake(&cache_file, &log, at + 1000);
@@ -1450,22 +1457,8 @@ mod tests {
 
     #[test]
     fn keys_held_only_by_the_log_are_saved_before_the_log_is_emptied() {
-        let dir = tempfile::tempdir().unwrap();
-        let intake = super::super::super::intake::Intake::open(dir.path()).unwrap();
         let at = 1_796_000_000_000;
-        intake
-            .accept(Record {
-                seq: 0,
-                ts: at,
-                kind: "hook-wake".into(),
-                session_key: "agent:main:main".into(),
-                text: "deploy".into(),
-                mode: "now".into(),
-                trusted: false,
-                hook: None,
-                replay: Some(json!({"key": "k", "answer": {"ok": true}})),
-            })
-            .unwrap();
+        let dir = keyed_wake_logged(at, json!({"ok": true}));
         let log = dir.path().join("intake.jsonl");
         // Nothing loaded the cache in this process (as after a restart).
         let state = HookState::default();
