@@ -1,5 +1,7 @@
 //! Finding hooks: the bundled ones, then each root's child folders holding a `HOOK.md` (hidden
-//! folders and `node_modules` skipped, sorted by name), read with the
+//! folders and `node_modules` skipped, sorted by name) and the hook
+//! folders a package among them declares in its `package.json`
+//! (`openclaw.hooks`, paths that stay inside the package), read with the
 //! skills' frontmatter and metadata rules; the handler is the executable
 //! file `handler` beside it.
 
@@ -52,7 +54,9 @@ pub(crate) fn discover(roots: &[HookRoot], bundled: Vec<Hook>) -> Found {
     let mut ordered: Vec<&HookRoot> = roots.iter().collect();
     ordered.sort_by_key(|r| r.source);
     for root in ordered {
-        for dir in hook_dirs(root) {
+        let (dirs, warnings) = hook_dirs(root);
+        found.warnings.extend(warnings);
+        for dir in dirs {
             let hook = match load(&dir, root.source) {
                 Ok(hook) => hook,
                 Err(reason) => {
@@ -105,14 +109,21 @@ fn folder_name(dir: &Path) -> String {
         .unwrap_or_default()
 }
 
-/// The child folders of a root that hold a `HOOK.md`, sorted; a folder
-/// linked from elsewhere counts only in the managed source.
-fn hook_dirs(root: &HookRoot) -> Vec<PathBuf> {
+/// The child folders of a root that hold a `HOOK.md`, sorted, then the
+/// hook folders packages among them declare (`package.json`
+/// `openclaw.hooks`, paths inside the package); a folder linked from
+/// elsewhere counts only in the managed source. Also what could not be
+/// used, as warnings.
+fn hook_dirs(root: &HookRoot) -> (Vec<PathBuf>, Vec<String>) {
     let Ok(entries) = std::fs::read_dir(&root.dir) else {
-        return Vec::new();
+        return (Vec::new(), Vec::new());
     };
     let real_root = std::fs::canonicalize(&root.dir).unwrap_or_else(|_| root.dir.clone());
-    let mut dirs: Vec<PathBuf> = entries
+    let inside = |p: &Path, within: &Path| {
+        root.source == HookSource::Managed
+            || std::fs::canonicalize(p).is_ok_and(|real| real.starts_with(within))
+    };
+    let mut children: Vec<PathBuf> = entries
         .filter_map(Result::ok)
         .filter(|e| {
             let name = e.file_name();
@@ -120,14 +131,58 @@ fn hook_dirs(root: &HookRoot) -> Vec<PathBuf> {
             !name.starts_with('.') && name != "node_modules"
         })
         .map(|e| e.path())
-        .filter(|p| p.join("HOOK.md").is_file())
-        .filter(|p| {
-            root.source == HookSource::Managed
-                || std::fs::canonicalize(p).is_ok_and(|real| real.starts_with(&real_root))
-        })
+        .filter(|p| inside(p, &real_root))
         .collect();
-    dirs.sort();
-    dirs
+    children.sort();
+    let mut dirs = Vec::new();
+    let mut warnings = Vec::new();
+    for child in children {
+        if child.join("HOOK.md").is_file() {
+            dirs.push(child);
+        } else if child.join("package.json").is_file() {
+            match package_hooks(&child) {
+                Ok(declared) => dirs.extend(declared),
+                Err(why) => warnings.push(format!(
+                    "hook package {} skipped: {why}",
+                    child.join("package.json").display()
+                )),
+            }
+        }
+    }
+    (dirs, warnings)
+}
+
+/// The hook folders `package.json` of `package` declares in
+/// `openclaw.hooks`: each inside the package and holding a `HOOK.md`.
+fn package_hooks(package: &Path) -> Result<Vec<PathBuf>, String> {
+    let manifest = package.join("package.json");
+    let text = read_capped(&manifest)?;
+    let json: serde_json::Value =
+        serde_json::from_str(&text).map_err(|e| format!("not JSON: {e}"))?;
+    let Some(declared) = json.pointer("/openclaw/hooks") else {
+        return Ok(Vec::new());
+    };
+    let Some(paths) = declared.as_array() else {
+        return Err("`openclaw.hooks` is not a list of folders".into());
+    };
+    let real_package = std::fs::canonicalize(package).map_err(|e| e.to_string())?;
+    let mut dirs = Vec::new();
+    for path in paths {
+        let Some(path) = path.as_str() else {
+            return Err("`openclaw.hooks` lists something that is not a path".into());
+        };
+        let dir = package.join(path);
+        match std::fs::canonicalize(&dir) {
+            Ok(real) if real.starts_with(&real_package) && real != real_package => {}
+            Ok(_) => return Err(format!("`{path}` is outside the package")),
+            Err(e) => return Err(format!("`{path}`: {e}")),
+        }
+        if !dir.join("HOOK.md").is_file() {
+            return Err(format!("`{path}` has no HOOK.md"));
+        }
+        dirs.push(dir);
+    }
+    Ok(dirs)
 }
 
 /// Loads the hook in `dir`.

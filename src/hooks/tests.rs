@@ -509,3 +509,51 @@ fn a_workspace_handler_linked_from_outside_its_folder_does_not_run() {
             .any(|r| r.contains("outside its hook folder"))
     );
 }
+
+#[test]
+fn a_package_declares_its_hook_folders_and_none_outside_it() {
+    let s = Setup::new();
+    let package = s.root(HookSource::Workspace).join("ops-pack");
+    for (folder, name) in [("hooks/deploy", "deploy"), ("hooks/audit", "pack-audit")] {
+        let dir = package.join(folder);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(
+            dir.join("HOOK.md"),
+            format!("---\nname: {name}\n{}\n---\n", meta("\"command:new\"")),
+        )
+        .unwrap();
+    }
+    std::fs::write(
+        package.join("package.json"),
+        r#"{"name": "ops-pack", "openclaw": {"hooks": ["./hooks/deploy", "hooks/audit"]}}"#,
+    )
+    .unwrap();
+    // A second package pointing out of itself is skipped with a reason.
+    s.hook(HookSource::Workspace, "plain", &meta("\"command\""), None);
+    let escaping = s.root(HookSource::Workspace).join("bad-pack");
+    std::fs::create_dir_all(&escaping).unwrap();
+    std::fs::write(
+        escaping.join("package.json"),
+        r#"{"openclaw": {"hooks": ["../plain"]}}"#,
+    )
+    .unwrap();
+    let report = report(&s.inputs(ON, &[]));
+    for name in ["deploy", "pack-audit", "plain"] {
+        let found = report
+            .find(name)
+            .unwrap_or_else(|| panic!("{name}: {report:?}"));
+        assert_eq!(found.hook.source, HookSource::Workspace);
+    }
+    assert_eq!(
+        report.find("deploy").unwrap().hook.file_path,
+        package.join("./hooks/deploy").join("HOOK.md")
+    );
+    assert!(
+        report
+            .warnings
+            .iter()
+            .any(|w| w.contains("bad-pack") && w.contains("outside the package")),
+        "{:?}",
+        report.warnings
+    );
+}
