@@ -212,11 +212,23 @@ pub(crate) fn report(inputs: &discover::HooksInputs) -> HooksReport {
             HookStatus { hook, gate }
         })
         .collect();
+    let mut warnings = found.warnings;
+    // OpenClaw's legacy list of handler modules: JavaScript, which almanac
+    // does not run.
+    if let Some(serde_json::Value::Array(legacy)) = inputs.config.get("hooks.internal.handlers")
+        && !legacy.is_empty()
+    {
+        warnings.push(format!(
+            "hooks.internal.handlers lists {} legacy JavaScript handler module(s), which are not supported: \
+             give each a hook folder with HOOK.md and an executable `handler`",
+            legacy.len()
+        ));
+    }
     HooksReport {
         internal_enabled: inputs.config.config.hooks.internal.enabled,
         hooks,
         failures: found.failures,
-        warnings: found.warnings,
+        warnings,
     }
 }
 

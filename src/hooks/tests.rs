@@ -557,3 +557,26 @@ fn a_package_declares_its_hook_folders_and_none_outside_it() {
         report.warnings
     );
 }
+
+#[test]
+fn legacy_handler_modules_are_reported_unsupported() {
+    let s = Setup::new();
+    let quiet = report(&s.inputs(ON, &[]));
+    assert!(
+        !quiet.warnings.iter().any(|w| w.contains("handlers")),
+        "{:?}",
+        quiet.warnings
+    );
+    let legacy = report(&s.inputs(
+        r#"{hooks: {internal: {enabled: true, handlers: [{event: "command:new", module: "./h.js"}]}}}"#,
+        &[],
+    ));
+    assert!(
+        legacy
+            .warnings
+            .iter()
+            .any(|w| w.contains("hooks.internal.handlers lists 1 legacy JavaScript")),
+        "{:?}",
+        legacy.warnings
+    );
+}
