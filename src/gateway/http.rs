@@ -11,7 +11,7 @@
 //! JSON, a body over [`BODY_LIMIT`], a missing or wrong token, an unknown
 //! route or method.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -35,10 +35,12 @@ use crate::engine::{Cancelled, LaneError};
 
 /// Largest request body accepted.
 pub(crate) const BODY_LIMIT: usize = 1024 * 1024;
-/// Failed authentications from one address before it is locked out.
-const LOCKOUT_AFTER: u32 = 10;
-/// The window those failures are counted in, and how long a lockout lasts.
-const LOCKOUT_WINDOW: Duration = Duration::from_secs(60);
+/// Failed authentications from one address within a window before it is
+/// locked out of the control API.
+const LOCKOUT_AFTER: usize = 10;
+/// The sliding window failures are counted in, and how long a lockout
+/// lasts.
+pub(crate) const LOCKOUT_WINDOW: Duration = Duration::from_secs(60);
 /// How long a turn waits for accepted events to reach its queue.
 const FEED_WAIT: Duration = Duration::from_secs(2);
 
@@ -165,54 +167,72 @@ async fn readyz(State(shared): State<Arc<Shared>>) -> Response {
     (status, Json(json!({"ok": ready}))).into_response()
 }
 
-/// Failed authentications per client address.
-#[derive(Debug, Default)]
+/// Failed authentications per client address, in a sliding window: an
+/// address is locked out for [`LOCKOUT_WINDOW`] once `after` of its
+/// failures fall within one window. The control API's locks out after
+/// [`LOCKOUT_AFTER`] (its `Default`), the webhooks' after their own count.
+#[derive(Debug)]
 pub(crate) struct Lockout {
-    clients: Mutex<HashMap<IpAddr, Failures>>,
+    after: usize,
+    clients: Mutex<HashMap<IpAddr, Strikes>>,
 }
 
-#[derive(Debug, Clone, Copy)]
-struct Failures {
-    count: u32,
-    since: Instant,
+impl Default for Lockout {
+    fn default() -> Self {
+        Lockout::new(LOCKOUT_AFTER)
+    }
+}
+
+#[derive(Debug, Default)]
+struct Strikes {
+    failures: VecDeque<Instant>,
     locked_until: Option<Instant>,
 }
 
 impl Lockout {
+    pub(crate) fn new(after: usize) -> Lockout {
+        Lockout {
+            after,
+            clients: Mutex::new(HashMap::new()),
+        }
+    }
+
     /// How long `ip` is still locked out.
-    fn locked(&self, ip: IpAddr, now: Instant) -> Option<Duration> {
+    pub(crate) fn locked(&self, ip: IpAddr, now: Instant) -> Option<Duration> {
         let clients = self.clients.lock().unwrap_or_else(|p| p.into_inner());
         clients
             .get(&ip)
-            .and_then(|f| f.locked_until)
+            .and_then(|s| s.locked_until)
             .filter(|until| *until > now)
             .map(|until| until - now)
     }
 
-    fn failed(&self, ip: IpAddr, now: Instant) {
+    pub(crate) fn failed(&self, ip: IpAddr, now: Instant) {
         let mut clients = self.clients.lock().unwrap_or_else(|p| p.into_inner());
         if clients.len() > 10_000 {
-            clients.retain(|_, f| now.duration_since(f.since) < LOCKOUT_WINDOW);
+            clients.retain(|_, s| {
+                s.locked_until.is_some_and(|u| u > now)
+                    || s.failures
+                        .back()
+                        .is_some_and(|t| now.duration_since(*t) < LOCKOUT_WINDOW)
+            });
         }
-        let entry = clients.entry(ip).or_insert(Failures {
-            count: 0,
-            since: now,
-            locked_until: None,
-        });
-        if now.duration_since(entry.since) >= LOCKOUT_WINDOW {
-            *entry = Failures {
-                count: 0,
-                since: now,
-                locked_until: None,
-            };
+        let strikes = clients.entry(ip).or_default();
+        while strikes
+            .failures
+            .front()
+            .is_some_and(|t| now.duration_since(*t) >= LOCKOUT_WINDOW)
+        {
+            strikes.failures.pop_front();
         }
-        entry.count += 1;
-        if entry.count >= LOCKOUT_AFTER {
-            entry.locked_until = Some(now + LOCKOUT_WINDOW);
+        strikes.failures.push_back(now);
+        if strikes.failures.len() >= self.after {
+            strikes.failures.clear();
+            strikes.locked_until = Some(now + LOCKOUT_WINDOW);
         }
     }
 
-    fn succeeded(&self, ip: IpAddr) {
+    pub(crate) fn succeeded(&self, ip: IpAddr) {
         self.clients
             .lock()
             .unwrap_or_else(|p| p.into_inner())

@@ -7,7 +7,7 @@
 //!   before anything else, even with a valid header; then the method
 //!   (405, `Allow: POST`); then the token (401, and 429 with
 //!   `Retry-After` once an address failed [`LOCKOUT_AFTER`] times within
-//!   [`LOCKOUT_WINDOW`]); then the body (413 over `hooks.maxBodyBytes`,
+//!   [`super::LOCKOUT_WINDOW`]); then the body (413 over `hooks.maxBodyBytes`,
 //!   408 when it does not arrive, 400 when it is not JSON).
 //! * Tokens are compared in constant time, as digests (so not even the
 //!   length leaks). The hook token is never the gateway token: the
@@ -24,7 +24,6 @@
 //!   after a restart, gets the first answer and queues nothing.
 
 use std::collections::{HashMap, VecDeque};
-use std::net::IpAddr;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -45,11 +44,9 @@ use crate::app::agent::TurnRequest;
 use crate::config::HooksConfig;
 use crate::durable;
 
-/// Failed authentications from one address within [`LOCKOUT_WINDOW`]
+/// Failed authentications from one address within [`super::LOCKOUT_WINDOW`]
 /// after which it is locked out.
 const LOCKOUT_AFTER: usize = 20;
-/// The sliding window failures are counted in, and the lockout's length.
-const LOCKOUT_WINDOW: Duration = Duration::from_secs(60);
 /// How long a body may take to arrive.
 const BODY_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long an idempotency key is remembered.
@@ -139,17 +136,28 @@ fn normalise_path(raw: &str) -> Result<String, HookConfigError> {
 }
 
 /// What the hooks keep between requests.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct HookState {
     /// The checked settings of the config in force, built once per
     /// config (a reload makes a new one) rather than per request.
     current: Mutex<Option<Current>>,
-    lockout: HookLockout,
+    lockout: super::Lockout,
     /// Loaded from its file at the first keyed request.
     replay: tokio::sync::Mutex<Option<ReplayCache>>,
     /// Hook runs started by this process (a run is started once, whether
     /// the feeder or the start-up pass finds it first).
     started: Mutex<std::collections::HashSet<String>>,
+}
+
+impl Default for HookState {
+    fn default() -> Self {
+        HookState {
+            current: Mutex::default(),
+            lockout: super::Lockout::new(LOCKOUT_AFTER),
+            replay: tokio::sync::Mutex::default(),
+            started: Mutex::default(),
+        }
+    }
 }
 
 /// The settings derived from one loaded config.
@@ -206,61 +214,6 @@ fn app_agent_main_key(app: &crate::app::App) -> Result<String, String> {
     let req = TurnRequest::default();
     crate::app::agent::check_agent(&req).map_err(|e| e.to_string())?;
     Ok(app.sessions(req.agent.as_deref()).resolve_key(None))
-}
-
-/// Failed authentications per client address, in a sliding window.
-#[derive(Debug, Default)]
-struct HookLockout {
-    clients: Mutex<HashMap<IpAddr, Strikes>>,
-}
-
-#[derive(Debug, Default)]
-struct Strikes {
-    failures: VecDeque<Instant>,
-    locked_until: Option<Instant>,
-}
-
-impl HookLockout {
-    fn locked(&self, ip: IpAddr, now: Instant) -> Option<Duration> {
-        let clients = self.clients.lock().unwrap_or_else(|p| p.into_inner());
-        clients
-            .get(&ip)
-            .and_then(|s| s.locked_until)
-            .filter(|until| *until > now)
-            .map(|until| until - now)
-    }
-
-    fn failed(&self, ip: IpAddr, now: Instant) {
-        let mut clients = self.clients.lock().unwrap_or_else(|p| p.into_inner());
-        if clients.len() > 10_000 {
-            clients.retain(|_, s| {
-                s.locked_until.is_some_and(|u| u > now)
-                    || s.failures
-                        .back()
-                        .is_some_and(|t| now.duration_since(*t) < LOCKOUT_WINDOW)
-            });
-        }
-        let strikes = clients.entry(ip).or_default();
-        while strikes
-            .failures
-            .front()
-            .is_some_and(|t| now.duration_since(*t) >= LOCKOUT_WINDOW)
-        {
-            strikes.failures.pop_front();
-        }
-        strikes.failures.push_back(now);
-        if strikes.failures.len() >= LOCKOUT_AFTER {
-            strikes.failures.clear();
-            strikes.locked_until = Some(now + LOCKOUT_WINDOW);
-        }
-    }
-
-    fn succeeded(&self, ip: IpAddr) {
-        self.clients
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(&ip);
-    }
 }
 
 /// Remembered answers by idempotency key: looked up by key, aged out
@@ -1333,6 +1286,9 @@ fn internal(err: impl std::fmt::Display) -> ApiError {
 
 #[cfg(test)]
 mod tests {
+    use std::net::IpAddr;
+
+    use super::super::LOCKOUT_WINDOW;
     use super::*;
 
     #[test]
@@ -1398,7 +1354,7 @@ mod tests {
 
     #[test]
     fn the_lockout_counts_twenty_failures_in_a_sliding_minute() {
-        let lockout = HookLockout::default();
+        let lockout = super::super::Lockout::new(LOCKOUT_AFTER);
         let ip: IpAddr = "10.0.0.1".parse().unwrap();
         let start = Instant::now();
         // 19 failures spread over the minute, then the oldest leave it.
