@@ -315,13 +315,11 @@ pub(crate) fn last_route(app: &App) -> Destination {
         Destination {
             unresolved: Some(_),
             ..
-        } => destination(
-            &HeartbeatConfig {
-                target: HeartbeatTarget::Outbox,
-                ..config
-            },
-            None,
-        ),
+        } => Destination {
+            channel: "outbox",
+            to: None,
+            unresolved: None,
+        },
         route => route,
     }
 }

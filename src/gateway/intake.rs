@@ -45,7 +45,8 @@ pub(crate) struct Record {
     pub mode: String,
     pub trusted: bool,
     /// A webhook's agent run (kind [`HOOK_AGENT_KIND`]): what it asked
-    /// for besides the message (`text`).
+    /// for besides the message (`text`); for the notice of how a run went
+    /// (`hook-result`), `{taskId}`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hook: Option<serde_json::Value>,
     /// A webhook's idempotency entry (`{key, answer}`), written with the

@@ -24,7 +24,6 @@
 //!   after a restart, gets the first answer and queues nothing.
 
 use std::collections::{HashMap, VecDeque};
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -377,10 +376,6 @@ impl HookState {
 }
 
 const REPLAY_FILE: &str = "hooks-replay.json";
-
-fn replay_path(shared: &Shared) -> PathBuf {
-    shared.engine.app().paths.gateway_dir().join(REPLAY_FILE)
-}
 
 /// An error answer with extra headers.
 fn error(status: StatusCode, message: &str) -> Response {
@@ -1249,10 +1244,11 @@ async fn accept_once(
     };
     let now_ms = shared.host.now_ms();
     if let (Some(key), Some(cache)) = (&replay, cache.as_mut()) {
-        let path = replay_path(shared);
-        let intake = shared.engine.app().paths.gateway_dir().join("intake.jsonl");
-        let loaded =
-            cache.get_or_insert_with(|| ReplayCache::load_with_intake(&path, &intake, now_ms));
+        // Loaded once, at the first keyed request.
+        let loaded = cache.get_or_insert_with(|| {
+            let dir = shared.engine.app().paths.gateway_dir();
+            ReplayCache::load_with_intake(&dir.join(REPLAY_FILE), &dir.join("intake.jsonl"), now_ms)
+        });
         if let Some(first) = loaded.get(key, now_ms) {
             return Ok(first.clone());
         }
