@@ -165,12 +165,15 @@ impl Intake {
         *self.applied.borrow()
     }
 
-    /// Empties the log once it is over [`ROTATE_BYTES`] and every record
-    /// in it was fed (the applied mark keeps the numbering going).
+    /// Whether the log has grown to [`ROTATE_BYTES`], so that it is to be
+    /// emptied once fed.
+    fn rotation_due(&self) -> std::io::Result<bool> {
+        Ok(self.journal.size_bytes()? >= ROTATE_BYTES)
+    }
+
+    /// Empties the log when every record in it was fed (the applied mark
+    /// keeps the numbering going).
     fn rotate_if_fed(&self) -> std::io::Result<bool> {
-        if self.journal.size_bytes()? < ROTATE_BYTES {
-            return Ok(false);
-        }
         let last = self.last_seq.lock().unwrap_or_else(|p| p.into_inner());
         self.journal.truncate_if(|| self.applied() >= *last)
     }
@@ -315,7 +318,7 @@ async fn apply(shared: &Arc<Shared>, batch: Vec<Record>) -> anyhow::Result<()> {
             intake.applied.send_replace(last);
             // The log holds the idempotency keys of webhooks since the
             // replay cache was last saved: saved first, then emptied.
-            let rotated = if intake.journal.size_bytes()? >= ROTATE_BYTES {
+            let rotated = if intake.rotation_due()? {
                 feeding
                     .hooks
                     .save_replay_then(&app.paths.gateway_dir(), now_ms, || intake.rotate_if_fed())?
