@@ -497,22 +497,6 @@ async fn serve(shared: &Arc<Shared>, served: &Served, sub: String, req: Request)
             "no hook named: use <path>/wake, <path>/agent or a mapping",
         );
     }
-    let query: Vec<(String, String)> = req
-        .uri()
-        .query()
-        .unwrap_or("")
-        .split('&')
-        .filter(|p| !p.is_empty())
-        .map(|pair| {
-            let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
-            let decode = |t: &str| {
-                percent_encoding::percent_decode_str(&t.replace('+', " "))
-                    .decode_utf8_lossy()
-                    .to_string()
-            };
-            (decode(k), decode(v))
-        })
-        .collect();
     let (parts, body) = req.into_parts();
     // A signed mapping's body is read (within the limit) before its
     // signature is checked: the signature is over its bytes.
@@ -563,7 +547,7 @@ async fn serve(shared: &Arc<Shared>, served: &Served, sub: String, req: Request)
                     path: &sub,
                     now: shared.host.now_ts().to_string(),
                     headers: &parts.headers,
-                    query,
+                    query: query_pairs(parts.uri.query()),
                     payload: &payload,
                 };
                 match super::mappings::action(m, &ctx) {
@@ -577,6 +561,24 @@ async fn serve(shared: &Arc<Shared>, served: &Served, sub: String, req: Request)
         Ok(value) => Json(value).into_response(),
         Err(err) => err.into_response(),
     }
+}
+
+/// The query string's decoded pairs (for a mapping's templates).
+fn query_pairs(query: Option<&str>) -> Vec<(String, String)> {
+    let decode = |t: &str| {
+        percent_encoding::percent_decode_str(&t.replace('+', " "))
+            .decode_utf8_lossy()
+            .to_string()
+    };
+    query
+        .unwrap_or("")
+        .split('&')
+        .filter(|p| !p.is_empty())
+        .map(|pair| {
+            let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
+            (decode(k), decode(v))
+        })
+        .collect()
 }
 
 /// The body as JSON: empty is `{}`; anything but an object is refused.
