@@ -14,7 +14,7 @@ use serde::Serialize;
 use super::App;
 use crate::memory::Memory;
 use crate::memory::index::recall::{EntitySummary, RecallPack};
-use crate::memory::index::search::{Outcome, Query};
+use crate::memory::index::search::{Outcome, Query, QueryVector};
 use crate::memory::index::{Hit, IndexStats, SyncMode, SyncReport};
 use crate::memory::sanitize;
 use crate::memory::when::{self, DayRange};
@@ -63,9 +63,87 @@ pub(crate) struct Indexed {
     pub sync: SyncReport,
     pub elapsed_ms: f64,
     pub stats: IndexStats,
+    pub vectors: VectorReport,
 }
 
-pub(crate) fn index(app: &App, force: bool) -> anyhow::Result<Indexed> {
+/// What `memory index` did about vectors.
+#[derive(Debug, Clone, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct VectorReport {
+    pub provider: &'static str,
+    pub model: Option<String>,
+    /// Items embedded by this run.
+    pub embedded: usize,
+    pub elapsed_ms: f64,
+    /// Items with a vector of the model now.
+    pub with_vector: usize,
+    /// Why there are no vectors (no provider, or it failed).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lexical_because: Option<String>,
+}
+
+/// `memory index`: a full sync, then a vector for every item without one
+/// (`progress` hears `(done, to do)` after each batch). An interrupted run
+/// keeps every finished batch; the next one goes on from there.
+pub(crate) fn index(
+    app: &App,
+    force: bool,
+    progress: impl FnMut(usize, usize),
+) -> anyhow::Result<Indexed> {
+    let mut indexed = sync_for_index(app, force)?;
+    indexed.vectors = embed_all(app, progress)?;
+    Ok(indexed)
+}
+
+fn embed_all(app: &App, mut progress: impl FnMut(usize, usize)) -> anyhow::Result<VectorReport> {
+    let choice = app.embedding_choice();
+    let embedder = match crate::memory::embed::start(&choice) {
+        Ok(embedder) => embedder,
+        Err(reason) => {
+            return Ok(VectorReport {
+                provider: "none",
+                lexical_because: Some(reason),
+                ..VectorReport::default()
+            });
+        }
+    };
+    let memory = app.memory();
+    let (mut index, _) = memory.open_index()?;
+    let key = embedder.key();
+    let todo = index.vector_counts(&key)?.without_vector;
+    let started = std::time::Instant::now();
+    let embedded = index.fill_vectors(embedder.as_ref(), usize::MAX, |done| progress(done, todo));
+    let embedded = match embedded {
+        Ok(n) => n,
+        Err(err) => {
+            return Ok(VectorReport {
+                provider: embedder.provider(),
+                model: Some(embedder.model().to_string()),
+                with_vector: index.vector_counts(&key)?.with_vector,
+                lexical_because: Some(err.to_string()),
+                ..VectorReport::default()
+            });
+        }
+    };
+    Ok(VectorReport {
+        provider: embedder.provider(),
+        model: Some(embedder.model().to_string()),
+        embedded,
+        elapsed_ms: started.elapsed().as_secs_f64() * 1000.0,
+        with_vector: index.vector_counts(&key)?.with_vector,
+        lexical_because: None,
+    })
+}
+
+/// `memory model install --from`.
+pub(crate) fn install_model(
+    app: &App,
+    from: &Path,
+) -> Result<crate::memory::embed::install::Installed, crate::memory::embed::install::InstallError> {
+    crate::memory::embed::install::install(from, &app.paths.models_dir())
+}
+
+fn sync_for_index(app: &App, force: bool) -> anyhow::Result<Indexed> {
     let memory = app.memory();
     app.ensure_state_dir()?;
     let started = std::time::Instant::now();
@@ -81,6 +159,7 @@ pub(crate) fn index(app: &App, force: bool) -> anyhow::Result<Indexed> {
         sync,
         elapsed_ms: started.elapsed().as_secs_f64() * 1000.0,
         stats: index.stats()?,
+        vectors: VectorReport::default(),
     })
 }
 
@@ -103,6 +182,14 @@ pub(crate) struct Status {
     pub dirty: Vec<String>,
     pub extra_paths: Vec<PathBuf>,
     pub warnings: Vec<String>,
+    /// The embedding provider (`none` when search is lexical).
+    pub provider: &'static str,
+    pub model: Option<String>,
+    /// Items with a vector of the model, and without.
+    pub vectors: crate::memory::index::vectors::VectorCounts,
+    /// Why search is lexical, when it is.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lexical_because: Option<String>,
 }
 
 pub(crate) fn status(app: &App) -> anyhow::Result<Status> {
@@ -129,6 +216,27 @@ pub(crate) fn status(app: &App) -> anyhow::Result<Status> {
         dirty: Vec::new(),
         extra_paths: memory.extra_paths.clone(),
         warnings: memory.layout().1,
+        provider: "none",
+        model: None,
+        vectors: Default::default(),
+        lexical_because: None,
+    };
+    // What the provider would be, without loading a model.
+    let key = match app.embedding_choice() {
+        crate::memory::embed::Choice::Lexical { reason } => {
+            status.lexical_because = Some(reason);
+            None
+        }
+        crate::memory::embed::Choice::Local { model, .. } => {
+            status.provider = "local";
+            status.model = Some(model.clone());
+            Some(format!("local/{model}"))
+        }
+        crate::memory::embed::Choice::Remote(remote) => {
+            status.provider = "openai";
+            status.model = Some(remote.model.clone());
+            Some(format!("openai/{}", remote.model))
+        }
     };
     if !memory.index_path.exists() {
         // Nothing indexed yet: every memory file is pending.
@@ -158,6 +266,9 @@ pub(crate) fn status(app: &App) -> anyhow::Result<Status> {
                 .to_string()
         });
     status.dirty = index.dirty_files()?;
+    if let Some(key) = key {
+        status.vectors = index.vector_counts(&key)?;
+    }
     Ok(status)
 }
 
@@ -182,6 +293,60 @@ pub(crate) struct Searched {
     pub sync: SyncReport,
     #[serde(skip)]
     pub disabled: bool,
+    #[serde(skip)]
+    pub semantic: Semantic,
+}
+
+/// How a search used vectors.
+#[derive(Debug, Clone, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct Semantic {
+    /// `local`, `openai` or `none`.
+    pub provider: &'static str,
+    pub model: Option<String>,
+    /// `hybrid` or `fts-only`.
+    pub mode: &'static str,
+    /// Why the search was lexical when vectors were asked for (one line).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub notice: Option<String>,
+}
+
+impl Semantic {
+    fn lexical(notice: Option<String>) -> Semantic {
+        Semantic {
+            provider: "none",
+            model: None,
+            mode: "fts-only",
+            notice,
+        }
+    }
+}
+
+/// Items a search without a gateway embeds before it ranks (the rest are
+/// ranked lexically until `memory index` or the gateway embeds them).
+pub(crate) const SEARCH_EMBED_LIMIT: usize = 32;
+
+impl App {
+    /// What `agents.defaults.memorySearch` asks for as a provider.
+    pub(crate) fn embedding_choice(&self) -> crate::memory::embed::Choice {
+        let settings = &self.config.config.agents.defaults.memory_search;
+        crate::memory::embed::choose(
+            settings,
+            &self.paths.models_dir(),
+            &|p| self.host.resolve_path(p),
+            self.host.var("OPENAI_API_KEY").map(str::to_string),
+        )
+    }
+
+    /// Whether the provider was named in the configuration (its absence
+    /// is then worth a notice).
+    fn provider_named(&self) -> bool {
+        let settings = &self.config.config.agents.defaults.memory_search;
+        settings
+            .provider
+            .as_deref()
+            .is_some_and(|p| !matches!(p.trim(), "" | "auto" | "none"))
+    }
 }
 
 impl App {
@@ -211,6 +376,7 @@ pub(crate) fn search(app: &App, req: &SearchRequest) -> anyhow::Result<Searched>
             outcome: Outcome::default(),
             sync: SyncReport::default(),
             disabled: true,
+            semantic: Semantic::lexical(None),
         });
     }
     let range = app.day_range(req.since.as_deref(), req.until.as_deref())?;
@@ -239,15 +405,65 @@ pub(crate) fn search(app: &App, req: &SearchRequest) -> anyhow::Result<Searched>
         context_hits: true,
         lend: true,
         exhaustive: false,
+        vector: None,
     };
     tracing::debug!(sync = %sync.mode, files = sync.files_indexed, "memory index");
+    let mut index = index;
+    let (semantic, vector) = query_vector(app, &mut index, &req.query);
+    let q = Query {
+        vector: vector.as_ref(),
+        ..q
+    };
     let mut outcome = index.search_with(&q)?;
     outcome.hits.iter_mut().for_each(Hit::guard);
     Ok(Searched {
         outcome,
         sync,
         disabled: false,
+        semantic,
     })
+}
+
+/// The query's vector when a provider starts: the index's newest items
+/// without a vector get one first (a bounded number). Anything that goes
+/// wrong leaves the search lexical, with a notice.
+fn query_vector(
+    app: &App,
+    index: &mut crate::memory::index::Index,
+    query: &str,
+) -> (Semantic, Option<QueryVector>) {
+    let choice = app.embedding_choice();
+    let embedder = match crate::memory::embed::start(&choice) {
+        Ok(embedder) => embedder,
+        Err(reason) => {
+            let notice = app
+                .provider_named()
+                .then(|| format!("memory search is lexical: {reason}"));
+            return (Semantic::lexical(notice), None);
+        }
+    };
+    if let Err(err) = index.fill_vectors(embedder.as_ref(), SEARCH_EMBED_LIMIT, |_| {}) {
+        tracing::warn!("cannot embed new notes: {err}");
+    }
+    match embedder.embed(&[query]) {
+        Ok(mut vectors) if vectors.len() == 1 => (
+            Semantic {
+                provider: embedder.provider(),
+                model: Some(embedder.model().to_string()),
+                mode: "hybrid",
+                notice: None,
+            },
+            Some(QueryVector {
+                model: embedder.key(),
+                vector: vectors.remove(0),
+            }),
+        ),
+        Ok(_) => (Semantic::lexical(None), None),
+        Err(err) => (
+            Semantic::lexical(Some(format!("memory search is lexical: {err}"))),
+            None,
+        ),
+    }
 }
 
 /// Why `memory get` refused a path.

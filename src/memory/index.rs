@@ -103,6 +103,13 @@ pub(crate) struct Hit {
     /// Relevance in (0, 1): the ranking score `s` mapped to `s / (1 + s)`;
     /// 0 for lists that are not ranked.
     pub score: f64,
+    /// The lexical part of `score` (ranked searches).
+    #[serde(skip)]
+    pub text_score: Option<f64>,
+    /// The cosine similarity of the note's vector to the query's, when
+    /// the search was hybrid and the note has a vector.
+    #[serde(skip)]
+    pub vector_score: Option<f64>,
     /// Neighbouring items under the same heading, when asked for.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub before: Vec<Neighbor>,
@@ -864,6 +871,8 @@ fn hit_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Hit> {
         norm_hash: r.get(10)?,
         file_id: r.get(11)?,
         score: r.get(12)?,
+        text_score: None,
+        vector_score: None,
         before: Vec::new(),
         after: Vec::new(),
         withheld: Vec::new(),
@@ -901,7 +910,7 @@ fn clear_all(tx: &rusqlite::Transaction<'_>) -> rusqlite::Result<()> {
     tx.execute_batch(
         "INSERT INTO items_fts (items_fts) VALUES ('delete-all');
          INSERT INTO headings_fts (headings_fts) VALUES ('delete-all');
-         DELETE FROM mentions; DELETE FROM facts;
+         DELETE FROM mentions; DELETE FROM facts; DELETE FROM vectors;
          DELETE FROM items; DELETE FROM files;
          DELETE FROM dirs; UPDATE totals SET items = 0, terms = 0;
          DELETE FROM meta WHERE key = 'last_full_scan_ns';",
@@ -1025,6 +1034,10 @@ fn delete_items(tx: &rusqlite::Transaction<'_>, file_id: i64) -> rusqlite::Resul
     .execute([file_id])?;
     tx.prepare_cached(
         "DELETE FROM facts WHERE item_id IN (SELECT id FROM items WHERE file_id = ?1)",
+    )?
+    .execute([file_id])?;
+    tx.prepare_cached(
+        "DELETE FROM vectors WHERE item_id IN (SELECT id FROM items WHERE file_id = ?1)",
     )?
     .execute([file_id])?;
     tx.prepare_cached("DELETE FROM items WHERE file_id = ?1")?
@@ -1302,6 +1315,7 @@ impl DayCache {
 
 pub(crate) mod recall;
 pub(crate) mod search;
+pub(crate) mod vectors;
 
 /// Whether the index listed `memory/` and `daily/` (under `root`) at
 /// their current modification times, so its daily files are all there are.

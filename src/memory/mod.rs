@@ -23,6 +23,7 @@
 //!   bring it up to date first.
 
 pub(crate) mod context;
+pub(crate) mod embed;
 pub(crate) mod entities;
 pub(crate) mod files;
 pub(crate) mod index;

@@ -188,6 +188,11 @@ impl Paths {
         self.state_dir.join("index")
     }
 
+    /// Installed sentence models (`memory model install`), one folder each.
+    pub(crate) fn models_dir(&self) -> PathBuf {
+        self.state_dir.join("models")
+    }
+
     /// What agent turns keep of the skills between turns (derived).
     pub(crate) fn skills_cache(&self) -> PathBuf {
         self.state_dir.join("cache").join("skills-turn.json")

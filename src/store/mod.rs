@@ -74,6 +74,11 @@ const INDEX_MIGRATIONS: &[Migration] = &[
         name: "vocab",
         sql: include_str!("migrations/index/0003_vocab.sql"),
     },
+    Migration {
+        version: 4,
+        name: "vectors",
+        sql: include_str!("migrations/index/0004_vectors.sql"),
+    },
 ];
 
 /// Which database a [`Store`] is.

@@ -93,6 +93,15 @@ pub(crate) const RECENCY_LIFT: f64 = 0.05;
 /// Days over which the recency lift halves.
 const RECENCY_HALF_LIFE_DAYS: f64 = 180.0;
 
+/// The weight of the vector similarity in a hybrid score.
+const VECTOR_WEIGHT: f64 = 0.5;
+/// Windows of nearest items read to fill the vector candidates when a
+/// filter turns some away.
+const VECTOR_WINDOWS: usize = 4;
+/// Below this similarity an item found only by its vector is no hit (a
+/// sentence model finds every text a little similar to every other).
+const VECTOR_FLOOR: f64 = 0.25;
+
 /// The most results a search returns, whatever it is asked for.
 pub(crate) const MAX_RESULTS: usize = 1000;
 /// The most neighbouring items shown either side of a hit.
@@ -127,6 +136,17 @@ pub(crate) struct Query<'a> {
     /// Read every posting list in full (no shortcut for a very common
     /// word); the results are the same, only slower.
     pub exhaustive: bool,
+    /// The query's sentence vector: the search is hybrid.
+    pub vector: Option<&'a QueryVector>,
+}
+
+/// A query's sentence vector and the model that made it.
+#[derive(Debug, Clone)]
+pub(crate) struct QueryVector {
+    /// The model key the items' vectors are stored under.
+    pub model: String,
+    /// A unit vector.
+    pub vector: Vec<f32>,
 }
 
 impl Default for Query<'_> {
@@ -143,6 +163,7 @@ impl Default for Query<'_> {
             context_hits: false,
             lend: true,
             exhaustive: false,
+            vector: None,
         }
     }
 }
@@ -223,7 +244,7 @@ impl Index {
             }
             query_terms = known;
         }
-        if query_terms.is_empty() {
+        if query_terms.is_empty() && q.vector.is_none() {
             if range.is_open() {
                 return Ok(outcome);
             }
@@ -328,6 +349,48 @@ impl Index {
             scored.insert(hit.id, Scored { hit, base });
         }
 
+        // Hybrid: every item's similarity to the query's vector, and the
+        // nearest items join the candidates whatever words they use.
+        let similarity: HashMap<i64, f32> = match q.vector {
+            Some(v) => self
+                .similarities(&v.model, &v.vector)?
+                .into_iter()
+                .collect(),
+            None => HashMap::new(),
+        };
+        let mut by_vector: HashSet<i64> = HashSet::new();
+        if !similarity.is_empty() {
+            let want = candidate_window(q.limit);
+            let mut nearest: Vec<(i64, f32)> = similarity
+                .iter()
+                .filter(|(id, _)| !scored.contains_key(id))
+                .map(|(id, s)| (*id, *s))
+                .collect();
+            let order = |a: &(i64, f32), b: &(i64, f32)| b.1.total_cmp(&a.1).then(b.0.cmp(&a.0));
+            // A filter (a time range, file kinds) may turn some away: a
+            // few windows are looked at, best first.
+            let looked_at = (want * VECTOR_WINDOWS).min(nearest.len());
+            if looked_at < nearest.len() {
+                nearest.select_nth_unstable_by(looked_at, order);
+                nearest.truncate(looked_at);
+            }
+            nearest.sort_unstable_by(order);
+            for window in nearest.chunks(want.max(1)) {
+                let rows = self.scoring_rows(window.iter().map(|(id, _)| *id))?;
+                for (id, (hit, item_terms)) in rows {
+                    if !filter.admits(&hit) {
+                        continue;
+                    }
+                    let base = scorer.score(&hit, &item_terms);
+                    scored.insert(id, Scored { hit, base });
+                    by_vector.insert(id);
+                }
+                if by_vector.len() >= want {
+                    break;
+                }
+            }
+        }
+
         // Context: the best items lend a share of their score to their
         // neighbours, which are scored too if they were not candidates.
         let mut sources: Vec<(i64, f64)> = scored.values().map(|s| (s.hit.id, s.base)).collect();
@@ -365,22 +428,35 @@ impl Index {
         let boosted = self.mentioning(&outcome.entities, scored.keys().copied())?;
         let mut hits: Vec<Hit> = Vec::with_capacity(scored.len());
         let mut context_only: HashSet<i64> = HashSet::new();
+        let mut vector_only: HashSet<i64> = HashSet::new();
         for (id, s) in scored {
+            let vector = similarity.get(&id).map(|v| f64::from(*v).max(0.0));
+            let lent_here = lent.get(&id).copied().unwrap_or(0.0);
             if s.base <= 0.0 {
-                if !q.context_hits {
+                if by_vector.contains(&id) && lent_here <= 0.0 {
+                    vector_only.insert(id);
+                } else if !q.context_hits {
                     continue;
+                } else {
+                    context_only.insert(id);
                 }
-                context_only.insert(id);
             }
-            let mut value = s.base + lent.get(&id).copied().unwrap_or(0.0);
+            let mut value = s.base + lent_here;
             if boosted.contains(&id) {
                 value *= ENTITY_BOOST;
             }
-            if let Some(today) = q.today {
-                value *= recency_factor(s.hit.day.as_deref(), today);
-            }
+            let recency = q
+                .today
+                .map_or(1.0, |today| recency_factor(s.hit.day.as_deref(), today));
+            value *= recency;
             let mut hit = s.hit;
-            hit.score = value / (1.0 + value);
+            let text = value / (1.0 + value);
+            hit.text_score = Some(text);
+            hit.vector_score = vector;
+            hit.score = match vector {
+                Some(v) => fuse(text, v * recency),
+                None => text,
+            };
             hits.push(hit);
         }
         // Best first; equal scores: the newer note first.
@@ -392,6 +468,12 @@ impl Index {
         });
         let mut hits = super::dedupe(hits, usize::MAX);
         hits.retain(|h| {
+            // A hit found only by its vector passes on its similarity; one
+            // found only through its neighbours, on its score.
+            if vector_only.contains(&h.id) {
+                let similarity = h.vector_score.unwrap_or(0.0);
+                return similarity >= q.min_score.max(q.min_context_score).max(VECTOR_FLOOR);
+            }
             let floor = if context_only.contains(&h.id) {
                 q.min_score.max(q.min_context_score)
             } else {
@@ -829,6 +911,12 @@ impl Scorer<'_> {
 
 /// `1 + PHRASE_BOOST × (share of consecutive query-term pairs that occur
 /// next to each other, in order, in the item)`.
+/// The hybrid score: the lexical score and the vector similarity (both
+/// in [0, 1]) weighted by [`VECTOR_WEIGHT`].
+fn fuse(text: f64, vector: f64) -> f64 {
+    (1.0 - VECTOR_WEIGHT) * text + VECTOR_WEIGHT * vector
+}
+
 fn phrase_factor(query: &[String], item_terms: &str) -> f64 {
     if query.len() < 2 {
         return 1.0;

@@ -1,0 +1,131 @@
+//! Int8 vectors: a quarter of the bytes of f32, and dot products that
+//! vectorise well, at about 1% error on unit vectors.
+
+/// A vector as int8 parts and one scale: `part × scale ≈ value`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Quantized {
+    pub scale: f32,
+    pub parts: Vec<i8>,
+}
+
+impl Quantized {
+    /// Symmetric quantization: the largest magnitude maps to 127.
+    pub fn new(v: &[f32]) -> Quantized {
+        let largest = v
+            .iter()
+            .filter(|x| x.is_finite())
+            .fold(0f32, |m, x| m.max(x.abs()));
+        if largest == 0.0 {
+            return Quantized {
+                scale: 0.0,
+                parts: vec![0; v.len()],
+            };
+        }
+        let scale = largest / 127.0;
+        let parts = v
+            .iter()
+            .map(|x| {
+                if x.is_finite() {
+                    (x / scale).round().clamp(-127.0, 127.0) as i8
+                } else {
+                    0
+                }
+            })
+            .collect();
+        Quantized { scale, parts }
+    }
+
+    /// The stored form: the scale (f32, little-endian), then the parts.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(4 + self.parts.len());
+        out.extend_from_slice(&self.scale.to_le_bytes());
+        out.extend(self.parts.iter().map(|p| *p as u8));
+        out
+    }
+
+    /// Reads [`Quantized::to_bytes`]; `None` for anything else.
+    pub fn from_bytes(bytes: &[u8]) -> Option<Quantized> {
+        let (scale, parts) = bytes.split_first_chunk::<4>()?;
+        let scale = f32::from_le_bytes(*scale);
+        if !scale.is_finite() {
+            return None;
+        }
+        Some(Quantized {
+            scale,
+            parts: parts.iter().map(|b| *b as i8).collect(),
+        })
+    }
+
+    /// The dot product with `other` (same length) as a float.
+    pub fn dot(&self, other: &Quantized) -> f32 {
+        dot_i8(&self.parts, &other.parts) as f32 * self.scale * other.scale
+    }
+}
+
+/// The integer dot product of two int8 slices (the shorter length).
+pub fn dot_i8(a: &[i8], b: &[i8]) -> i32 {
+    // Blocks of 16 into i16 pairs keep the inner loop in lanes the
+    // compiler vectorises; 16 × 127² fits an i32 with room to spare.
+    let mut total = 0i32;
+    let mut a_blocks = a.chunks_exact(16);
+    let mut b_blocks = b.chunks_exact(16);
+    for (x, y) in (&mut a_blocks).zip(&mut b_blocks) {
+        let mut block = 0i32;
+        for i in 0..16 {
+            block += i32::from(x[i]) * i32::from(y[i]);
+        }
+        total += block;
+    }
+    for (x, y) in a_blocks.remainder().iter().zip(b_blocks.remainder()) {
+        total += i32::from(*x) * i32::from(*y);
+    }
+    total
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn unit(v: Vec<f32>) -> Vec<f32> {
+        let n = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+        v.into_iter().map(|x| x / n).collect()
+    }
+
+    #[test]
+    fn quantized_dot_products_are_within_a_percent_of_the_float_ones() {
+        // Deterministic pseudo-random unit vectors of 384 parts.
+        let mut seed = 0x2545F4914F6CDD1Du64;
+        let mut next = || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % 2001) as f32 / 1000.0 - 1.0
+        };
+        for _ in 0..50 {
+            let a = unit((0..384).map(|_| next()).collect());
+            let b = unit((0..384).map(|_| next() + 0.3 * a[0]).collect());
+            let exact: f32 = a.iter().zip(&b).map(|(x, y)| x * y).sum();
+            let approx = Quantized::new(&a).dot(&Quantized::new(&b));
+            assert!((exact - approx).abs() < 0.01, "{exact} vs {approx}");
+        }
+    }
+
+    #[test]
+    fn the_stored_form_round_trips_and_bad_bytes_are_refused() {
+        let q = Quantized::new(&[0.5, -1.0, 0.25, 0.0]);
+        assert_eq!(q.parts, vec![64, -127, 32, 0]);
+        assert_eq!(Quantized::from_bytes(&q.to_bytes()), Some(q));
+        assert_eq!(Quantized::from_bytes(&[1, 2]), None);
+        assert_eq!(Quantized::from_bytes(&f32::NAN.to_le_bytes()), None);
+        let zero = Quantized::new(&[0.0, 0.0]);
+        assert_eq!(zero.dot(&zero), 0.0);
+    }
+
+    #[test]
+    fn the_integer_dot_product_covers_every_part() {
+        let a: Vec<i8> = (0..37).map(|i| (i % 11) as i8 - 5).collect();
+        let b: Vec<i8> = (0..37).map(|i| ((i * 7) % 255 - 127) as i8).collect();
+        let naive: i32 = a.iter().zip(&b).map(|(x, y)| *x as i32 * *y as i32).sum();
+        assert_eq!(dot_i8(&a, &b), naive);
+    }
+}
