@@ -169,6 +169,59 @@ pub(super) fn restore_default_sigpipe() {
     }
 }
 
+/// A one-line progress bar on stderr, drawn only when stderr is a
+/// terminal and at most a few times a second.
+pub(super) struct Progress {
+    label: &'static str,
+    on: bool,
+    started: std::time::Instant,
+    drawn: Option<std::time::Instant>,
+}
+
+impl Progress {
+    pub(super) fn new(label: &'static str) -> Progress {
+        use std::io::IsTerminal;
+        Progress {
+            label,
+            on: std::io::stderr().is_terminal(),
+            started: std::time::Instant::now(),
+            drawn: None,
+        }
+    }
+
+    pub(super) fn show(&mut self, done: usize, of: usize) {
+        if !self.on
+            || self
+                .drawn
+                .is_some_and(|at| at.elapsed() < std::time::Duration::from_millis(200) && done < of)
+        {
+            return;
+        }
+        self.drawn = Some(std::time::Instant::now());
+        let secs = self.started.elapsed().as_secs_f64().max(0.001);
+        let rate = done as f64 / secs;
+        let width = 30;
+        let filled = (done * width).checked_div(of).unwrap_or(width).min(width);
+        let left = if rate > 0.0 && of > done {
+            format!(", {:.0} s left", (of - done) as f64 / rate)
+        } else {
+            String::new()
+        };
+        eprint!(
+            "\r{} [{}{}] {done}/{of} ({rate:.0}/s{left})  ",
+            self.label,
+            "#".repeat(filled),
+            " ".repeat(width - filled)
+        );
+    }
+
+    pub(super) fn finish(&mut self) {
+        if self.on && self.drawn.is_some() {
+            eprintln!();
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -231,59 +284,6 @@ mod tests {
         ];
         for (err, code) in cases {
             assert_eq!(exit_code_for(&err), code, "{err:#}");
-        }
-    }
-}
-
-/// A one-line progress bar on stderr, drawn only when stderr is a
-/// terminal and at most a few times a second.
-pub(super) struct Progress {
-    label: &'static str,
-    on: bool,
-    started: std::time::Instant,
-    drawn: Option<std::time::Instant>,
-}
-
-impl Progress {
-    pub(super) fn new(label: &'static str) -> Progress {
-        use std::io::IsTerminal;
-        Progress {
-            label,
-            on: std::io::stderr().is_terminal(),
-            started: std::time::Instant::now(),
-            drawn: None,
-        }
-    }
-
-    pub(super) fn show(&mut self, done: usize, of: usize) {
-        if !self.on
-            || self
-                .drawn
-                .is_some_and(|at| at.elapsed() < std::time::Duration::from_millis(200) && done < of)
-        {
-            return;
-        }
-        self.drawn = Some(std::time::Instant::now());
-        let secs = self.started.elapsed().as_secs_f64().max(0.001);
-        let rate = done as f64 / secs;
-        let width = 30;
-        let filled = (done * width).checked_div(of).unwrap_or(width).min(width);
-        let left = if rate > 0.0 && of > done {
-            format!(", {:.0} s left", (of - done) as f64 / rate)
-        } else {
-            String::new()
-        };
-        eprint!(
-            "\r{} [{}{}] {done}/{of} ({rate:.0}/s{left})  ",
-            self.label,
-            "#".repeat(filled),
-            " ".repeat(width - filled)
-        );
-    }
-
-    pub(super) fn finish(&mut self) {
-        if self.on && self.drawn.is_some() {
-            eprintln!();
         }
     }
 }

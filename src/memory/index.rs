@@ -1338,4 +1338,4 @@ fn daily_dirs_listed_now(conn: &rusqlite::Connection, root: &Path) -> rusqlite::
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

@@ -56,7 +56,11 @@ impl Config {
                 config.position_embedding_type
             )));
         }
-        if config.num_attention_heads == 0 || config.hidden_size % config.num_attention_heads != 0 {
+        if config.num_attention_heads == 0
+            || !config
+                .hidden_size
+                .is_multiple_of(config.num_attention_heads)
+        {
             return Err(LoadError::Config(
                 "hidden_size is not a multiple of num_attention_heads".into(),
             ));

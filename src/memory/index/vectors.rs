@@ -159,3 +159,144 @@ fn bytemuck_i8(bytes: &[u8]) -> &[i8] {
     // pattern is valid for both.
     unsafe { std::slice::from_raw_parts(bytes.as_ptr().cast::<i8>(), bytes.len()) }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::memory::index::SyncMode;
+    use crate::memory::index::search::{Query, QueryVector};
+    use crate::memory::index::tests as tests_support;
+
+    /// Vectors from words: each word lights one of 32 dimensions, and
+    /// the words of a synonym group light the same one — a model in
+    /// miniature, enough to check the plumbing.
+    struct Words {
+        calls: std::sync::Mutex<Vec<usize>>,
+        model: &'static str,
+    }
+
+    const SYNONYMS: [&[&str]; 2] = [&["car", "automobile", "vehicle"], &["doctor", "physician"]];
+
+    fn vector_of(text: &str) -> Vec<f32> {
+        let mut v = vec![0f32; 32];
+        for word in text
+            .split(|c: char| !c.is_alphanumeric())
+            .filter(|w| !w.is_empty())
+        {
+            let word = word.to_lowercase();
+            let slot = SYNONYMS
+                .iter()
+                .position(|g| g.contains(&word.as_str()))
+                .unwrap_or_else(|| 2 + crate::paths::fnv1a64(word.as_bytes()) as usize % 30);
+            v[slot] += 1.0;
+        }
+        let n = v.iter().map(|x| x * x).sum::<f32>().sqrt().max(1e-6);
+        v.into_iter().map(|x| x / n).collect()
+    }
+
+    impl Embedder for Words {
+        fn provider(&self) -> &'static str {
+            "test"
+        }
+        fn model(&self) -> &str {
+            self.model
+        }
+        fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
+            self.calls.lock().unwrap().push(texts.len());
+            Ok(texts.iter().map(|t| vector_of(t)).collect())
+        }
+    }
+
+    fn words(model: &'static str) -> Words {
+        Words {
+            calls: Default::default(),
+            model,
+        }
+    }
+
+    const NOTES: &str = "# 2026-11-01\n\n- [2026-11-01 09:00] Automobile serviced\n- [2026-11-01 10:00] Standup moved to 9am\n- [2026-11-01 11:00] Physician called\n";
+
+    #[test]
+    fn vectors_are_filled_once_dropped_with_their_items_and_replaced_for_a_new_model() {
+        let f = tests_support::fixture(&[("memory/2026-11-01.md", NOTES)]);
+        let mut idx = tests_support::open(&f);
+        idx.sync(SyncMode::Full, tests_support::wall_ns()).unwrap();
+        let a = words("a");
+        assert_eq!(idx.fill_vectors(&a, 2, |_| {}).unwrap(), 2);
+        assert_eq!(idx.vector_counts("test/a").unwrap().without_vector, 1);
+        assert_eq!(idx.fill_vectors(&a, usize::MAX, |_| {}).unwrap(), 1);
+        assert_eq!(idx.fill_vectors(&a, usize::MAX, |_| {}).unwrap(), 0);
+        assert_eq!(*a.calls.lock().unwrap(), vec![2, 1]);
+        // An edited file: its items are new, and so are their vectors.
+        let path = f.root.join("memory/2026-11-01.md");
+        crate::durable::atomic_replace(
+            &path,
+            NOTES.replace("serviced", "washed").as_bytes(),
+            0o600,
+        )
+        .unwrap();
+        idx.sync(SyncMode::Full, tests_support::wall_ns()).unwrap();
+        let counts = idx.vector_counts("test/a").unwrap();
+        assert_eq!((counts.with_vector, counts.without_vector), (0, 3));
+        let stale: i64 = idx
+            .store
+            .conn
+            .query_row("SELECT count(*) FROM vectors", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(stale, 0, "vectors of deleted items stay behind");
+        // Another model: its own vectors; the first model's are replaced.
+        let b = words("b");
+        assert_eq!(idx.fill_vectors(&b, usize::MAX, |_| {}).unwrap(), 3);
+        assert_eq!(idx.vector_counts("test/a").unwrap().with_vector, 0);
+        assert_eq!(idx.vector_counts("test/b").unwrap().with_vector, 3);
+    }
+
+    #[test]
+    fn a_hybrid_search_finds_a_note_by_meaning_and_reports_both_scores() {
+        let f = tests_support::fixture(&[("memory/2026-11-01.md", NOTES)]);
+        let mut idx = tests_support::open(&f);
+        idx.sync(SyncMode::Full, tests_support::wall_ns()).unwrap();
+        let m = words("a");
+        idx.fill_vectors(&m, usize::MAX, |_| {}).unwrap();
+        let text = "car doctor";
+        let qv = QueryVector {
+            model: m.key(),
+            vector: vector_of(text),
+        };
+        let lexical = idx
+            .search_with(&Query {
+                text,
+                ..Query::default()
+            })
+            .unwrap();
+        assert!(lexical.hits.is_empty(), "no note has these words");
+        let hybrid = idx
+            .search_with(&Query {
+                text,
+                vector: Some(&qv),
+                ..Query::default()
+            })
+            .unwrap();
+        let found: Vec<&str> = hybrid.hits.iter().map(|h| h.body.as_str()).collect();
+        assert_eq!(found.len(), 2, "{found:?}");
+        assert!(found.iter().any(|b| b.contains("Automobile")));
+        assert!(found.iter().any(|b| b.contains("Physician")));
+        for hit in &hybrid.hits {
+            assert!(hit.vector_score.unwrap() > 0.4, "{hit:?}");
+            assert_eq!(hit.text_score, Some(0.0));
+        }
+        // Vectors of another model are never compared.
+        let other = QueryVector {
+            model: "test/b".into(),
+            vector: vector_of(text),
+        };
+        let none = idx
+            .search_with(&Query {
+                text,
+                vector: Some(&other),
+                ..Query::default()
+            })
+            .unwrap();
+        assert!(none.hits.is_empty());
+    }
+}
