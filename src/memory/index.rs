@@ -29,7 +29,7 @@ use rusqlite::{OptionalExtension, TransactionBehavior, params};
 
 use super::files::{self, FileKind};
 use super::{entities, terms};
-use crate::paths::fnv1a64;
+use crate::paths::{fnv1a64, fnv1a64_extend};
 use crate::store::{Store, StoreError, StoreKind};
 use almanac_markdown::retain;
 
@@ -44,6 +44,9 @@ const HOT_TOPICS: i64 = 64;
 const BIG_WRITE_ITEMS: usize = 5_000;
 /// Files larger than this are not indexed (reported instead).
 const MAX_FILE_BYTES: u64 = 16 * 1024 * 1024;
+/// How many bytes before the old end of a grown file are read back and
+/// compared (by hash) before only its new bytes are indexed.
+const TAIL_WINDOW: u64 = 4096;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum SyncMode {
@@ -76,6 +79,9 @@ pub(crate) struct SyncReport {
     /// A full scan is due and was left to the caller (`QuickOnly`).
     #[serde(skip)]
     pub full_scan_due: bool,
+    /// Bytes of memory files read to index them.
+    #[serde(skip)]
+    pub bytes_read: u64,
 }
 
 /// One search result.
@@ -286,6 +292,11 @@ impl Index {
             clear_all(&tx)?;
         }
         let known = known_files(&tx)?;
+        // Files whose hash was extended over appends only are read whole.
+        let unverified: HashSet<String> = tx
+            .prepare_cached("SELECT path FROM files WHERE unverified = 1")?
+            .query_map([], |r| r.get(0))?
+            .collect::<Result<_, _>>()?;
         let mut report = SyncReport {
             mode: if rebuild { "rebuild" } else { "full" },
             warnings: walk.warnings,
@@ -295,7 +306,8 @@ impl Index {
         for found in &walk.files {
             seen.insert(found.rel.clone());
             let stat = FileStat::of(&found.meta);
-            if known.get(&found.rel) == Some(&stat) {
+            let verify = unverified.contains(&found.rel);
+            if known.get(&found.rel) == Some(&stat) && !verify {
                 continue;
             }
             index_file(
@@ -306,6 +318,7 @@ impl Index {
                 found.kind,
                 found.day.as_deref(),
                 &stat,
+                verify,
                 &mut report,
             )?;
         }
@@ -969,7 +982,17 @@ fn refresh_one(
             };
             let stat = FileStat::of(&meta);
             if known.as_ref() != Some(&stat) {
-                index_file(tx, layout, tz, rel, kind, day.as_deref(), &stat, report)?;
+                index_file(
+                    tx,
+                    layout,
+                    tz,
+                    rel,
+                    kind,
+                    day.as_deref(),
+                    &stat,
+                    false,
+                    report,
+                )?;
             }
         }
         _ => {
@@ -1045,6 +1068,194 @@ fn remove_file(tx: &rusqlite::Transaction<'_>, rel: &str) -> rusqlite::Result<()
     Ok(())
 }
 
+/// What the index knows of one file.
+struct Stored {
+    id: i64,
+    stat: FileStat,
+    hash: i64,
+    lines: i64,
+    tail_hash: i64,
+    resume: Option<notes::Resume>,
+}
+
+fn stored_file(tx: &rusqlite::Transaction<'_>, rel: &str) -> rusqlite::Result<Option<Stored>> {
+    tx.prepare_cached(
+        "SELECT id, size, mtime_ns, ino, hash, lines, tail_hash, resume FROM files WHERE path = ?1",
+    )?
+    .query_row([rel], |r| {
+        Ok(Stored {
+            id: r.get(0)?,
+            stat: FileStat::from_row(r, 1)?,
+            hash: r.get(4)?,
+            lines: r.get(5)?,
+            tail_hash: r.get(6)?,
+            resume: r
+                .get::<_, Option<String>>(7)?
+                .and_then(|text| decode_resume(&text)),
+        })
+    })
+    .optional()
+}
+
+/// The parser's state at the end of a file, as stored in `files.resume`.
+fn encode_resume(resume: &notes::Resume) -> String {
+    serde_json::json!({
+        "lines": resume.lines,
+        "headings": resume.headings,
+        "fence": resume.fence,
+    })
+    .to_string()
+}
+
+/// [`encode_resume`] read back; `None` for anything else (the file is then
+/// read whole).
+fn decode_resume(text: &str) -> Option<notes::Resume> {
+    let value: serde_json::Value = serde_json::from_str(text).ok()?;
+    let lines = usize::try_from(value.get("lines")?.as_u64()?).ok()?;
+    let mut headings = Vec::new();
+    for pair in value.get("headings")?.as_array()? {
+        let level = u8::try_from(pair.get(0)?.as_u64()?).ok()?;
+        headings.push((level, pair.get(1)?.as_str()?.to_string()));
+    }
+    let fence = match value.get("fence")? {
+        serde_json::Value::Null => None,
+        named => Some(notes::Resume::fence_named(named.as_str()?)?),
+    };
+    Some(notes::Resume {
+        lines,
+        headings,
+        fence,
+    })
+}
+
+/// Reads what was appended to a file the index holds up to
+/// `stored.stat.size`, from there alone, when the file evidently only grew:
+/// the same inode, larger, and the last [`TAIL_WINDOW`] bytes indexed
+/// unchanged (their hash) and ending with a line break. Returns those bytes
+/// of the window followed by the new ones, and the window's length; `None`
+/// when the file must be read whole.
+///
+/// An edit this cannot see rewrites the file in place (same inode; editors
+/// that save by rename give a new one) more than [`TAIL_WINDOW`] bytes
+/// before the old end, leaves the window's bytes the same at the same
+/// offsets (text replaced by text of exactly the same length, say), and the
+/// file grows before the index looks again. The hash is then extended
+/// without reading the edited part, and the file is marked unverified: the
+/// next full scan reads it whole and re-indexes it when its hash differs.
+fn read_appended(
+    path: &Path,
+    stored: &Stored,
+    stat: &FileStat,
+    report: &mut SyncReport,
+) -> Option<(Vec<u8>, usize)> {
+    use std::io::{Read, Seek, SeekFrom};
+    let old_size = u64::try_from(stored.stat.size).ok()?;
+    let new_size = u64::try_from(stat.size).ok()?;
+    if stored.resume.is_none()
+        || stat.ino != stored.stat.ino
+        || old_size == 0
+        || new_size <= old_size
+    {
+        return None;
+    }
+    let mut file = std::fs::File::open(path).ok()?;
+    // The file opened must be the one stat'ed (not one renamed over it since).
+    if file.metadata().ok().map(|m| files::inode(&m)) != Some(stat.ino) {
+        return None;
+    }
+    let window = old_size.min(TAIL_WINDOW);
+    file.seek(SeekFrom::Start(old_size - window)).ok()?;
+    let mut bytes = vec![0; usize::try_from(new_size - old_size + window).ok()?];
+    file.read_exact(&mut bytes).ok()?;
+    report.bytes_read += bytes.len() as u64;
+    let window = window as usize;
+    let unchanged =
+        bytes[window - 1] == b'\n' && fnv1a64(&bytes[..window]) as i64 == stored.tail_hash;
+    unchanged.then_some((bytes, window))
+}
+
+/// The hash of the last [`TAIL_WINDOW`] bytes of `bytes` (the end of a file).
+fn tail_hash(bytes: &[u8]) -> i64 {
+    let start = bytes.len().saturating_sub(TAIL_WINDOW as usize);
+    fnv1a64(&bytes[start..]) as i64
+}
+
+/// Whether the first line of text appended to a file may continue the old
+/// last item (it is indented, or blank and maybe before an indented line):
+/// then the file is parsed whole.
+fn may_continue_last_item(appended: &str) -> bool {
+    let next = appended.lines().next().unwrap_or("");
+    next.trim().is_empty() || next.starts_with([' ', '\t'])
+}
+
+/// `bytes` as text; invalid UTF-8 is indexed as U+FFFD, with a warning.
+fn lossy_text<'a>(
+    rel: &str,
+    bytes: &'a [u8],
+    report: &mut SyncReport,
+) -> std::borrow::Cow<'a, str> {
+    let text = String::from_utf8_lossy(bytes);
+    if matches!(text, std::borrow::Cow::Owned(_)) {
+        report.warnings.push(format!(
+            "{rel} is not valid UTF-8; unreadable bytes are indexed as U+FFFD"
+        ));
+    }
+    text
+}
+
+/// The `files` row of a file being indexed.
+struct FileRow<'a> {
+    kind: FileKind,
+    day: Option<&'a str>,
+    stat: &'a FileStat,
+    hash: i64,
+    lines: i64,
+    tail_hash: i64,
+    /// `None` when what was read may not be what `stat` describes.
+    resume: Option<String>,
+    /// The hash was extended over appended bytes only.
+    unverified: bool,
+}
+
+/// Updates the row of file `id`, or inserts one for `rel`; returns the id.
+fn write_file_row(
+    tx: &rusqlite::Transaction<'_>,
+    rel: &str,
+    id: Option<i64>,
+    row: &FileRow<'_>,
+) -> rusqlite::Result<i64> {
+    let id = match id {
+        Some(id) => id,
+        None => {
+            tx.prepare_cached(
+                "INSERT INTO files (path, kind, size, mtime_ns, ino, hash, lines) VALUES (?1, '', 0, 0, 0, 0, 0)",
+            )?
+            .execute([rel])?;
+            tx.last_insert_rowid()
+        }
+    };
+    tx.prepare_cached(
+        "UPDATE files SET kind = ?2, day = ?3, size = ?4, mtime_ns = ?5, ino = ?6, hash = ?7,
+         lines = ?8, tail_hash = ?9, resume = ?10, unverified = ?11 WHERE id = ?1",
+    )?
+    .execute(params![
+        id,
+        row.kind.as_str(),
+        row.day,
+        row.stat.size,
+        row.stat.mtime_ns,
+        row.stat.ino,
+        row.hash,
+        row.lines,
+        row.tail_hash,
+        row.resume,
+        row.unverified,
+    ])?;
+    Ok(id)
+}
+
+/// (Re-)indexes one file whose stat differs from the stored one, or which
+/// `verify` asks to read whole (its hash was extended over appends only).
 #[allow(clippy::too_many_arguments)]
 fn index_file(
     tx: &rusqlite::Transaction<'_>,
@@ -1054,6 +1265,7 @@ fn index_file(
     kind: FileKind,
     file_day: Option<&str>,
     stat: &FileStat,
+    verify: bool,
     report: &mut SyncReport,
 ) -> Result<(), StoreError> {
     if stat.size as u64 > MAX_FILE_BYTES {
@@ -1064,90 +1276,103 @@ fn index_file(
         remove_file(tx, rel)?;
         return Ok(());
     }
-    let bytes = match std::fs::read(layout.path_of(rel)) {
+    let path = layout.path_of(rel);
+    let stored = stored_file(tx, rel)?;
+    // A file that only grew at its end (an appended note): only the new
+    // bytes are read and parsed; its indexed items stay.
+    if !verify
+        && let Some(old) = &stored
+        && let Some(resume) = &old.resume
+        && let Some((bytes, window)) = read_appended(&path, old, stat, report)
+    {
+        let appended = lossy_text(rel, &bytes[window..], report);
+        if !may_continue_last_item(&appended) {
+            let (blocks, end) = notes::parse_blocks_resumed(&appended, resume);
+            let row = FileRow {
+                kind,
+                day: file_day,
+                stat,
+                hash: fnv1a64_extend(old.hash as u64, &bytes[window..]) as i64,
+                lines: old.lines + appended.lines().count() as i64,
+                tail_hash: tail_hash(&bytes),
+                resume: Some(encode_resume(&end)),
+                unverified: true,
+            };
+            write_file_row(tx, rel, Some(old.id), &row)?;
+            insert_items(tx, tz, rel, old.id, file_day, blocks.iter(), report)?;
+            report.files_indexed += 1;
+            return Ok(());
+        }
+    }
+    let bytes = match std::fs::read(&path) {
         Ok(bytes) => bytes,
         Err(e) => {
             report.warnings.push(format!("cannot read {rel}: {e}"));
             return Ok(());
         }
     };
+    report.bytes_read += bytes.len() as u64;
     let hash = fnv1a64(&bytes) as i64;
-    let stored: Option<(i64, i64, i64, i64)> = tx
-        .prepare_cached("SELECT id, size, hash, lines FROM files WHERE path = ?1")?
-        .query_row([rel], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
-        .optional()?;
-    // A file that only grew at its end (an appended note) keeps its indexed
-    // items; only the new ones are added. The old part must be unchanged
-    // and end with a line break (else the append extended its last line).
-    let appended_after = match stored {
-        Some((_, old_size, old_hash, old_lines))
-            if (old_size as usize) < bytes.len()
-                && old_size > 0
-                && bytes[old_size as usize - 1] == b'\n'
-                && fnv1a64(&bytes[..old_size as usize]) as i64 == old_hash =>
+    // What was read is what `stat` describes unless the file changed in
+    // between; then nothing is resumed from it.
+    let exact = bytes.len() as i64 == stat.size;
+    if let Some(old) = &stored
+        && old.hash == hash
+    {
+        // Touched but unchanged (or verified): remember the new stat.
+        tx.prepare_cached(
+            "UPDATE files SET size = ?2, mtime_ns = ?3, ino = ?4, unverified = 0,
+             resume = CASE WHEN ?5 THEN resume END WHERE id = ?1",
+        )?
+        .execute(params![old.id, stat.size, stat.mtime_ns, stat.ino, exact])?;
+        return Ok(());
+    }
+    // Read whole, a file that only grew at its end still keeps its items
+    // when its old part is unchanged (its hash) and ends with a line break.
+    let old_size = stored.as_ref().map_or(0, |old| old.stat.size as usize);
+    let kept = match &stored {
+        Some(old)
+            if old_size > 0
+                && old_size < bytes.len()
+                && bytes[old_size - 1] == b'\n'
+                && fnv1a64(&bytes[..old_size]) as i64 == old.hash =>
         {
-            Some(old_lines as usize)
+            let appended = String::from_utf8_lossy(&bytes[old_size..]);
+            if may_continue_last_item(&appended) {
+                None
+            } else {
+                let appended = lossy_text(rel, &bytes[old_size..], report);
+                let resume = old.resume.clone().unwrap_or_else(|| {
+                    notes::resume_after(&String::from_utf8_lossy(&bytes[..old_size]))
+                });
+                let (blocks, end) = notes::parse_blocks_resumed(&appended, &resume);
+                Some((blocks, end, old.lines + appended.lines().count() as i64))
+            }
         }
         _ => None,
     };
-    let text = match String::from_utf8(bytes) {
-        Ok(text) => text,
-        Err(e) => {
-            report.warnings.push(format!(
-                "{rel} is not valid UTF-8; unreadable bytes are indexed as U+FFFD"
-            ));
-            String::from_utf8_lossy(e.as_bytes()).into_owned()
-        }
-    };
-    let lines = text.lines().count() as i64;
-    if let Some((id, _, old_hash, _)) = stored
-        && old_hash == hash
-    {
-        // Touched but unchanged: remember the new stat only.
-        tx.prepare_cached("UPDATE files SET size = ?2, mtime_ns = ?3, ino = ?4 WHERE id = ?1")?
-            .execute(params![id, stat.size, stat.mtime_ns, stat.ino])?;
-        return Ok(());
-    }
-    // The first new line must not continue the old last item (indented,
-    // or blank before an indented line); then the old items are exact and
-    // only the new part is parsed.
-    let keep_through = appended_after.filter(|&old_lines| {
-        let next = text.lines().nth(old_lines).unwrap_or("");
-        !(next.trim().is_empty() || next.starts_with(' ') || next.starts_with('\t'))
-    });
-    let blocks = match keep_through {
-        Some(old_lines) => notes::parse_blocks_after(&text, old_lines + 1),
-        None => notes::parse_blocks(&text),
-    };
-    let file_id = match stored {
-        Some((id, ..)) => {
-            if keep_through.is_none() {
-                delete_items(tx, id)?;
-            }
-            tx.prepare_cached(
-                "UPDATE files SET kind = ?2, day = ?3, size = ?4, mtime_ns = ?5, ino = ?6, hash = ?7, lines = ?8 WHERE id = ?1",
-            )?
-            .execute(params![id, kind.as_str(), file_day, stat.size, stat.mtime_ns, stat.ino, hash, lines])?;
-            id
-        }
+    let (blocks, end, lines) = match kept {
+        Some(kept) => kept,
         None => {
-            tx.prepare_cached(
-                "INSERT INTO files (path, kind, day, size, mtime_ns, ino, hash, lines)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-            )?
-            .execute(params![
-                rel,
-                kind.as_str(),
-                file_day,
-                stat.size,
-                stat.mtime_ns,
-                stat.ino,
-                hash,
-                lines
-            ])?;
-            tx.last_insert_rowid()
+            if let Some(old) = &stored {
+                delete_items(tx, old.id)?;
+            }
+            let text = lossy_text(rel, &bytes, report);
+            let (blocks, end) = notes::parse_blocks_with_end(&text);
+            (blocks, end, text.lines().count() as i64)
         }
     };
+    let row = FileRow {
+        kind,
+        day: file_day,
+        stat,
+        hash,
+        lines,
+        tail_hash: tail_hash(&bytes),
+        resume: exact.then(|| encode_resume(&end)),
+        unverified: false,
+    };
+    let file_id = write_file_row(tx, rel, stored.as_ref().map(|old| old.id), &row)?;
     insert_items(tx, tz, rel, file_id, file_day, blocks.iter(), report)?;
     report.files_indexed += 1;
     Ok(())

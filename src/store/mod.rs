@@ -74,6 +74,11 @@ const INDEX_MIGRATIONS: &[Migration] = &[
         name: "vocab",
         sql: include_str!("migrations/index/0003_vocab.sql"),
     },
+    Migration {
+        version: 4,
+        name: "resume",
+        sql: include_str!("migrations/index/0004_resume.sql"),
+    },
 ];
 
 /// Which database a [`Store`] is.
@@ -707,7 +712,7 @@ mod tests {
                 .execute("INSERT INTO meta (key, value) VALUES ('kept', 'yes')", [])
                 .unwrap();
             // As an index of the previous schema version would read.
-            store.conn.pragma_update(None, "user_version", 2).unwrap();
+            store.conn.pragma_update(None, "user_version", 3).unwrap();
         }
         let inode = || {
             use std::os::unix::fs::MetadataExt;
@@ -730,7 +735,7 @@ mod tests {
         // An exclusive lock held by another connection: the same.
         writer
             .execute_batch(
-                "PRAGMA user_version = 3; PRAGMA locking_mode = EXCLUSIVE; BEGIN EXCLUSIVE; UPDATE meta SET value = 'still' WHERE key = 'kept'; COMMIT;",
+                "PRAGMA user_version = 4; PRAGMA locking_mode = EXCLUSIVE; BEGIN EXCLUSIVE; UPDATE meta SET value = 'still' WHERE key = 'kept'; COMMIT;",
             )
             .unwrap();
         let err = Store::open_with(&path, StoreKind::Index, Duration::from_millis(50)).unwrap_err();
