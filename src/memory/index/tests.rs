@@ -876,3 +876,36 @@ fn an_in_place_edit_of_a_grown_file_is_still_caught() {
     idx.refresh(&[rel.to_string()]).unwrap();
     assert_eq!(item_summary(&idx, rel), rebuilt_items(&f, rel));
 }
+
+#[test]
+fn appended_notes_do_not_pile_up_index_segments() {
+    let rel = "memory/2026-11-01.md";
+    let f = fixture(&[(rel, &long_day(2000))]);
+    let path = f.root.join(rel);
+    let mut idx = open(&f);
+    idx.sync(SyncMode::Full, wall_ns()).unwrap();
+    for table in FTS_TABLES {
+        assert_eq!(segments(&idx.store.conn, table), 1, "{table} after a build");
+    }
+    for i in 0..300 {
+        let note = format!("- [2026-11-01 20:00] appended note {i} about the budget\n");
+        crate::durable::locked_append(&path, note.as_bytes(), 0o600, false).unwrap();
+        idx.refresh(&[rel.to_string()]).unwrap();
+    }
+    for table in FTS_TABLES {
+        let n = segments(&idx.store.conn, table);
+        assert!(n <= 3, "{table}: {n} segments after 300 appends");
+    }
+    idx.sync(SyncMode::Full, wall_ns()).unwrap();
+    for table in FTS_TABLES {
+        assert!(
+            segments(&idx.store.conn, table) <= MAX_SEGMENTS,
+            "{table} after a full scan"
+        );
+    }
+    assert_eq!(item_summary(&idx, rel), rebuilt_items(&f, rel));
+    assert_eq!(
+        idx.search("appended note 299", 1, None).unwrap()[0].start_line,
+        2304
+    );
+}

@@ -9,3 +9,10 @@
 ALTER TABLE files ADD COLUMN tail_hash INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE files ADD COLUMN resume TEXT;
 ALTER TABLE files ADD COLUMN unverified INTEGER NOT NULL DEFAULT 0;
+
+-- Small writes (a note appended) each add a segment to the inverted
+-- indexes, and every lookup reads every segment: the indexer asks for a
+-- merge after each small write, and with this any two segments of a level
+-- are merged (see memory/index.rs, `merge_small_segments`).
+INSERT INTO items_fts (items_fts, rank) VALUES ('usermerge', 2);
+INSERT INTO headings_fts (headings_fts, rank) VALUES ('usermerge', 2);
