@@ -919,7 +919,7 @@ fn clear_all(tx: &rusqlite::Transaction<'_>) -> rusqlite::Result<()> {
          INSERT INTO headings_fts (headings_fts) VALUES ('delete-all');
          DELETE FROM mentions; DELETE FROM facts;
          DELETE FROM items; DELETE FROM files;
-         DELETE FROM dirs; UPDATE totals SET items = 0, terms = 0;
+         DELETE FROM dirs; DELETE FROM term_docs; UPDATE totals SET items = 0, terms = 0;
          DELETE FROM meta WHERE key = 'last_full_scan_ns';",
     )
 }
@@ -1087,9 +1087,11 @@ fn delete_items(tx: &rusqlite::Transaction<'_>, file_id: i64) -> rusqlite::Resul
         "INSERT INTO headings_fts (headings_fts, rowid, terms) VALUES ('delete', ?1, ?2)",
     )?;
     let mut heading_terms: Option<(String, String)> = None;
+    let mut docs = TermDocs::load(tx)?;
     for (id, body_terms, heading) in rows {
         if !body_terms.is_empty() {
             delete_body.execute(params![id, body_terms])?;
+            docs.count(&body_terms, -1);
         }
         let h_terms = match &heading_terms {
             Some((h, t)) if *h == heading => t.clone(),
@@ -1115,7 +1117,63 @@ fn delete_items(tx: &rusqlite::Transaction<'_>, file_id: i64) -> rusqlite::Resul
         .execute([file_id])?;
     tx.prepare_cached("UPDATE totals SET items = items - ?1, terms = terms - ?2 WHERE id = 1")?
         .execute([count, terms])?;
+    docs.save(tx)?;
     Ok(())
+}
+
+/// The counts of `term_docs` (items holding a very common term) changed
+/// by one write: every item added to or removed from the body index
+/// passes through here, so the stored counts stay those of the index.
+struct TermDocs {
+    /// Term → change; empty when no term is counted.
+    changes: HashMap<String, i64>,
+}
+
+impl TermDocs {
+    fn load(tx: &rusqlite::Transaction<'_>) -> rusqlite::Result<TermDocs> {
+        let changes = tx
+            .prepare_cached("SELECT term FROM term_docs")?
+            .query_map([], |r| Ok((r.get::<_, String>(0)?, 0)))?
+            .collect::<Result<_, _>>()?;
+        Ok(TermDocs { changes })
+    }
+
+    /// Counts an item with these (space-separated) terms, `by` +1 or -1.
+    fn count(&mut self, item_terms: &str, by: i64) {
+        if self.changes.is_empty() {
+            return;
+        }
+        let mut seen: Vec<&str> = Vec::new();
+        for term in item_terms.split(' ') {
+            if let Some(change) = self.changes.get_mut(term)
+                && !seen.contains(&term)
+            {
+                *change += by;
+                seen.push(term);
+            }
+        }
+    }
+
+    fn save(&self, tx: &rusqlite::Transaction<'_>) -> rusqlite::Result<()> {
+        let mut update =
+            tx.prepare_cached("UPDATE term_docs SET docs = docs + ?2 WHERE term = ?1")?;
+        for (term, change) in &self.changes {
+            if *change != 0 {
+                update.execute(params![term, change])?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Whether the body index holds `term` as one token exactly as written
+/// (its count can be kept from the stored terms): letters and digits of
+/// ASCII, or CJK characters.
+pub(crate) fn is_plain_term(term: &str) -> bool {
+    !term.is_empty()
+        && term
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || terms::is_cjk(c))
 }
 
 fn remove_file(tx: &rusqlite::Transaction<'_>, rel: &str) -> rusqlite::Result<()> {
@@ -1464,6 +1522,7 @@ fn insert_items<'a>(
     let mut days = DayCache::default();
     let mut heading_terms: Option<(String, String)> = None;
     let (mut added_items, mut added_terms) = (0i64, 0i64);
+    let mut docs = TermDocs::load(tx)?;
     for block in blocks {
         let item_kind = match block.kind {
             BlockKind::Heading { .. } => continue,
@@ -1512,6 +1571,7 @@ fn insert_items<'a>(
         let id = tx.last_insert_rowid();
         if !body_terms.is_empty() {
             insert_body.execute(params![id, body_terms])?;
+            docs.count(&body_terms, 1);
         }
         if !h_terms.is_empty() {
             insert_heading.execute(params![id, h_terms])?;
@@ -1550,6 +1610,7 @@ fn insert_items<'a>(
         tx.prepare_cached("UPDATE totals SET items = items + ?1, terms = terms + ?2 WHERE id = 1")?
             .execute([added_items, added_terms])?;
     }
+    docs.save(tx)?;
     Ok(())
 }
 

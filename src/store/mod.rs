@@ -79,6 +79,11 @@ const INDEX_MIGRATIONS: &[Migration] = &[
         name: "resume",
         sql: include_str!("migrations/index/0004_resume.sql"),
     },
+    Migration {
+        version: 5,
+        name: "term_docs",
+        sql: include_str!("migrations/index/0005_term_docs.sql"),
+    },
 ];
 
 /// Which database a [`Store`] is.
@@ -712,7 +717,7 @@ mod tests {
                 .execute("INSERT INTO meta (key, value) VALUES ('kept', 'yes')", [])
                 .unwrap();
             // As an index of the previous schema version would read.
-            store.conn.pragma_update(None, "user_version", 3).unwrap();
+            store.conn.pragma_update(None, "user_version", 4).unwrap();
         }
         let inode = || {
             use std::os::unix::fs::MetadataExt;
@@ -735,7 +740,7 @@ mod tests {
         // An exclusive lock held by another connection: the same.
         writer
             .execute_batch(
-                "PRAGMA user_version = 4; PRAGMA locking_mode = EXCLUSIVE; BEGIN EXCLUSIVE; UPDATE meta SET value = 'still' WHERE key = 'kept'; COMMIT;",
+                "PRAGMA user_version = 5; PRAGMA locking_mode = EXCLUSIVE; BEGIN EXCLUSIVE; UPDATE meta SET value = 'still' WHERE key = 'kept'; COMMIT;",
             )
             .unwrap();
         let err = Store::open_with(&path, StoreKind::Index, Duration::from_millis(50)).unwrap_err();

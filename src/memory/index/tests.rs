@@ -909,3 +909,132 @@ fn appended_notes_do_not_pile_up_index_segments() {
         2304
     );
 }
+
+/// Notes in which "plan", "note" and "budget" are very common.
+fn common_words_day(day: u32, n: usize) -> String {
+    let mut text = format!("# 2026-10-{day:02}\n\n");
+    for i in 0..n {
+        let words = match i % 7 {
+            0 => "plan note budget",
+            1 | 2 => "plan note",
+            3 => "note budget",
+            4 => "plan budget",
+            5 => "budget review",
+            _ => "plan",
+        };
+        let rare = if i % 211 == 0 { " with Zephyrine" } else { "" };
+        text.push_str(&format!(
+            "- [2026-10-{day:02} 09:{:02}] {words} {day}-{i}{rare}\n",
+            i % 60
+        ));
+    }
+    text
+}
+
+#[test]
+fn common_words_are_counted_without_reading_their_lists_and_match_a_full_read() {
+    let files: Vec<(String, String)> = (1..=6)
+        .map(|d| {
+            (
+                format!("memory/2026-10-{d:02}.md"),
+                common_words_day(d, 700),
+            )
+        })
+        .collect();
+    let refs: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(p, t)| (p.as_str(), t.as_str()))
+        .collect();
+    let f = fixture(&refs);
+    let mut idx = open(&f);
+    idx.sync(SyncMode::Full, wall_ns()).unwrap();
+    let kept = |idx: &Index, term: &str| -> Option<i64> {
+        idx.store
+            .conn
+            .query_row("SELECT docs FROM term_docs WHERE term = ?1", [term], |r| {
+                r.get(0)
+            })
+            .optional()
+            .unwrap()
+    };
+    let counted = |idx: &Index, term: &str| idx.count_docs(term).unwrap() as i64;
+    let same = |idx: &Index, label: &str| {
+        for query in [
+            "plan",
+            "plan note",
+            "plan note budget",
+            "budget review plan",
+            "Zephyrine plan note",
+            "note 3-350",
+        ] {
+            for limit in [1, 10, 40] {
+                let q = |exhaustive| search::Query {
+                    text: query,
+                    limit,
+                    exhaustive,
+                    ..search::Query::default()
+                };
+                let fast = idx.search_with(&q(false)).unwrap().hits;
+                let full = idx.search_with(&q(true)).unwrap().hits;
+                let key = |hits: &[Hit]| {
+                    hits.iter()
+                        .map(|h| (h.id, (h.score * 1e9).round() as i64))
+                        .collect::<Vec<_>>()
+                };
+                assert_eq!(key(&fast), key(&full), "{label}: {query} / {limit}");
+            }
+        }
+    };
+    assert_eq!(kept(&idx, "plan"), None);
+    same(&idx, "built");
+    for term in ["plan", "note", "budget"] {
+        assert_eq!(
+            kept(&idx, term),
+            Some(counted(&idx, term)),
+            "{term} kept once found"
+        );
+    }
+    // The kept counts follow appends, replaced and removed files, and a
+    // search reads them instead of counting.
+    let day6 = f.root.join("memory/2026-10-06.md");
+    crate::durable::locked_append(
+        &day6,
+        b"- [2026-10-06 18:00] plan note budget again\n",
+        0o600,
+        false,
+    )
+    .unwrap();
+    idx.refresh(&["memory/2026-10-06.md".to_string()]).unwrap();
+    atomic_replace(
+        &f.root.join("memory/2026-10-02.md"),
+        common_words_day(2, 300).as_bytes(),
+        0o600,
+    )
+    .unwrap();
+    std::fs::remove_file(f.root.join("memory/2026-10-03.md")).unwrap();
+    idx.sync(SyncMode::Full, wall_ns() + 1).unwrap();
+    for term in ["plan", "note", "budget"] {
+        assert_eq!(
+            kept(&idx, term),
+            Some(counted(&idx, term)),
+            "{term} after changes"
+        );
+    }
+    let score = |idx: &Index| idx.search("plan", 1, None).unwrap()[0].score;
+    let real = score(&idx);
+    idx.store
+        .conn
+        .execute("UPDATE term_docs SET docs = 3000 WHERE term = 'plan'", [])
+        .unwrap();
+    assert!(score(&idx) < real, "the kept count is what a search uses");
+    idx.store
+        .conn
+        .execute(
+            "UPDATE term_docs SET docs = ?1 WHERE term = 'plan'",
+            [counted(&idx, "plan")],
+        )
+        .unwrap();
+    same(&idx, "changed");
+    idx.sync(SyncMode::Rebuild, wall_ns() + 2).unwrap();
+    assert_eq!(kept(&idx, "plan"), None, "a rebuild starts over");
+}
