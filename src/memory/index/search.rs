@@ -579,12 +579,17 @@ impl Index {
 
     /// Counts `term` in full and keeps the count in `term_docs`, under the
     /// write lock so that no write falls between the two. `None` when the
-    /// index cannot be written now (the caller counts without keeping).
+    /// index cannot be written now: another process holds the write lock
+    /// (a search does not wait for it) or the file is read-only; the
+    /// caller counts without keeping.
     fn keep_docs(&self, term: &str) -> Result<Option<usize>, StoreError> {
         let conn = &self.store.conn;
-        let Ok(tx) =
-            rusqlite::Transaction::new_unchecked(conn, rusqlite::TransactionBehavior::Immediate)
-        else {
+        let wait: i64 = conn.query_row("PRAGMA busy_timeout", [], |r| r.get(0))?;
+        conn.busy_timeout(std::time::Duration::ZERO)?;
+        let begun =
+            rusqlite::Transaction::new_unchecked(conn, rusqlite::TransactionBehavior::Immediate);
+        conn.busy_timeout(std::time::Duration::from_millis(wait.max(0) as u64))?;
+        let Ok(tx) = begun else {
             return Ok(None);
         };
         let docs = self.count_docs(term)?;

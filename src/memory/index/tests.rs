@@ -1038,3 +1038,45 @@ fn common_words_are_counted_without_reading_their_lists_and_match_a_full_read() 
     idx.sync(SyncMode::Rebuild, wall_ns() + 2).unwrap();
     assert_eq!(kept(&idx, "plan"), None, "a rebuild starts over");
 }
+
+#[test]
+fn a_search_does_not_wait_for_another_writer_to_keep_a_count() {
+    let files: Vec<(String, String)> = (1..=2)
+        .map(|d| {
+            (
+                format!("memory/2026-10-{d:02}.md"),
+                common_words_day(d, 700),
+            )
+        })
+        .collect();
+    let refs: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(p, t)| (p.as_str(), t.as_str()))
+        .collect();
+    let f = fixture(&refs);
+    let mut idx = open(&f);
+    idx.sync(SyncMode::Full, wall_ns()).unwrap();
+    let writer = rusqlite::Connection::open(&f.db).unwrap();
+    writer.execute_batch("BEGIN IMMEDIATE").unwrap();
+    let started = std::time::Instant::now();
+    let hits = idx.search("plan", 3, None).unwrap();
+    assert!(
+        started.elapsed() < Duration::from_secs(4),
+        "waited for the writer"
+    );
+    assert_eq!(hits.len(), 3);
+    let kept: i64 = idx
+        .store
+        .conn
+        .query_row("SELECT count(*) FROM term_docs", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(kept, 0, "nothing kept while another process writes");
+    writer.execute_batch("ROLLBACK").unwrap();
+    idx.search("plan", 3, None).unwrap();
+    let kept: i64 = idx
+        .store
+        .conn
+        .query_row("SELECT count(*) FROM term_docs", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(kept, 1);
+}
