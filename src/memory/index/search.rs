@@ -16,7 +16,8 @@
 //!    candidates that hold them; their counts (for IDF) are kept in the
 //!    index once a search found them common. Items holding only common
 //!    words tie, and ties go to the newer note, so for one common word the
-//!    window is the one a full read gives.
+//!    window is the one a full read gives, unless copies of one text fill
+//!    its newest postings (then fewer distinct texts reach the window).
 //! 3. **Exact score.** Those are scored with BM25 from their stored terms,
 //!    times a phrase factor when query terms appear next to each other in
 //!    the same order, and a rare-term factor for items holding the query's
