@@ -14,7 +14,19 @@
 //!   files (an agent turn is told it is due and runs it while the model
 //!   answers: [`SyncMode::QuickOnly`]).
 //! * A file that only grew at its end keeps its indexed items; only the new
-//!   ones are added, so appending to a long daily file stays cheap.
+//!   ones are added, and only the new bytes (with [`TAIL_WINDOW`] bytes
+//!   before them, compared by hash) are read, so appending to a long daily
+//!   file costs the same however long it is. Its hash is then extended
+//!   without reading the old part again: the next full scan reads such a
+//!   file whole and re-indexes it if it differs (see [`read_appended`] for
+//!   the in-place edit this catches only then).
+//! * Every lookup reads every segment of the inverted indexes and each
+//!   write adds one: small writes merge segments, full scans fold them
+//!   (see [`merge_small_segments`]), so lookups cost what they cost after a
+//!   build however many notes were appended.
+//! * `term_docs` holds exact counts of the very common terms searches
+//!   asked about (every item added or removed updates them), so no search
+//!   reads such a term's whole list to count it.
 //! * Writers take SQLite's write lock (`BEGIN IMMEDIATE`) before comparing,
 //!   so concurrent processes never index the same change twice.
 //! * Item ids grow with indexing order, and a full build indexes files
@@ -29,7 +41,7 @@ use rusqlite::{OptionalExtension, TransactionBehavior, params};
 
 use super::files::{self, FileKind};
 use super::{entities, terms};
-use crate::paths::fnv1a64;
+use crate::paths::{fnv1a64, fnv1a64_extend};
 use crate::store::{Store, StoreError, StoreKind};
 use almanac_markdown::retain;
 
@@ -44,6 +56,9 @@ const HOT_TOPICS: i64 = 64;
 const BIG_WRITE_ITEMS: usize = 5_000;
 /// Files larger than this are not indexed (reported instead).
 const MAX_FILE_BYTES: u64 = 16 * 1024 * 1024;
+/// How many bytes before the old end of a grown file are read back and
+/// compared (by hash) before only its new bytes are indexed.
+const TAIL_WINDOW: u64 = 4096;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum SyncMode {
@@ -76,6 +91,9 @@ pub(crate) struct SyncReport {
     /// A full scan is due and was left to the caller (`QuickOnly`).
     #[serde(skip)]
     pub full_scan_due: bool,
+    /// Bytes of memory files read to index them.
+    #[serde(skip)]
+    pub bytes_read: u64,
 }
 
 /// One search result.
@@ -293,6 +311,11 @@ impl Index {
             clear_all(&tx)?;
         }
         let known = known_files(&tx)?;
+        // Files whose hash was extended over appends only are read whole.
+        let unverified: HashSet<String> = tx
+            .prepare_cached("SELECT path FROM files WHERE unverified = 1")?
+            .query_map([], |r| r.get(0))?
+            .collect::<Result<_, _>>()?;
         let mut report = SyncReport {
             mode: if rebuild { "rebuild" } else { "full" },
             warnings: walk.warnings,
@@ -302,7 +325,8 @@ impl Index {
         for found in &walk.files {
             seen.insert(found.rel.clone());
             let stat = FileStat::of(&found.meta);
-            if known.get(&found.rel) == Some(&stat) {
+            let verify = unverified.contains(&found.rel);
+            if known.get(&found.rel) == Some(&stat) && !verify {
                 continue;
             }
             index_file(
@@ -313,6 +337,7 @@ impl Index {
                 found.kind,
                 found.day.as_deref(),
                 &stat,
+                verify,
                 &mut report,
             )?;
         }
@@ -331,6 +356,7 @@ impl Index {
             "INSERT OR REPLACE INTO meta (key, value) VALUES ('last_full_scan_ns', ?1)",
             [now_ns.to_string()],
         )?;
+        fold_segments(&tx)?;
         tx.commit()?;
         if report.items_indexed > BIG_WRITE_ITEMS {
             // A build leaves a WAL as large as the index; fold it in and
@@ -359,6 +385,7 @@ impl Index {
         for rel in &plan.paths {
             refresh_one(&tx, &self.layout, &self.tz, rel, &mut report)?;
         }
+        merge_small_segments(&tx, &report)?;
         for (dir, mtime) in &plan.dirs {
             match mtime {
                 Some(m) => tx.execute(
@@ -500,6 +527,7 @@ impl Index {
         for rel in rels {
             refresh_one(&tx, &self.layout, &self.tz, rel, &mut report)?;
         }
+        merge_small_segments(&tx, &report)?;
         tx.commit()?;
         Ok(report)
     }
@@ -912,7 +940,7 @@ fn clear_all(tx: &rusqlite::Transaction<'_>) -> rusqlite::Result<()> {
          INSERT INTO headings_fts (headings_fts) VALUES ('delete-all');
          DELETE FROM mentions; DELETE FROM facts; DELETE FROM vectors;
          DELETE FROM items; DELETE FROM files;
-         DELETE FROM dirs; UPDATE totals SET items = 0, terms = 0;
+         DELETE FROM dirs; DELETE FROM term_docs; UPDATE totals SET items = 0, terms = 0;
          DELETE FROM meta WHERE key = 'last_full_scan_ns';",
     )
 }
@@ -978,7 +1006,17 @@ fn refresh_one(
             };
             let stat = FileStat::of(&meta);
             if known.as_ref() != Some(&stat) {
-                index_file(tx, layout, tz, rel, kind, day.as_deref(), &stat, report)?;
+                index_file(
+                    tx,
+                    layout,
+                    tz,
+                    rel,
+                    kind,
+                    day.as_deref(),
+                    &stat,
+                    false,
+                    report,
+                )?;
             }
         }
         _ => {
@@ -989,6 +1027,64 @@ fn refresh_one(
         }
     }
     Ok(())
+}
+
+/// The inverted indexes, each of which a small write adds a segment to.
+const FTS_TABLES: [&str; 2] = ["items_fts", "headings_fts"];
+/// Segments an inverted index may have after a full scan (a build leaves
+/// one; notes appended since add a few).
+const MAX_SEGMENTS: i64 = 3;
+
+/// After a small write: merges segments of the same level (two suffice,
+/// see the index migrations), a bounded amount of work, so the segments
+/// that every term lookup reads grow with the log of what was appended
+/// rather than with each write.
+fn merge_small_segments(
+    tx: &rusqlite::Transaction<'_>,
+    report: &SyncReport,
+) -> rusqlite::Result<()> {
+    if report.files_indexed + report.files_removed == 0 {
+        return Ok(());
+    }
+    for table in FTS_TABLES {
+        tx.prepare_cached(&format!(
+            "INSERT INTO {table} ({table}, rank) VALUES ('merge', 64)"
+        ))?
+        .execute([])?;
+    }
+    Ok(())
+}
+
+/// At a full scan: folds an inverted index with more than
+/// [`MAX_SEGMENTS`] segments into one, so lookups cost what they cost on
+/// a fresh build however many notes were appended (a few tens of
+/// milliseconds for ten years of notes, at most once per full scan).
+fn fold_segments(tx: &rusqlite::Transaction<'_>) -> rusqlite::Result<()> {
+    for table in FTS_TABLES {
+        let segments: i64 = tx.query_row(
+            &format!("SELECT count(DISTINCT segid) FROM {table}_idx"),
+            [],
+            |r| r.get(0),
+        )?;
+        if segments > MAX_SEGMENTS {
+            tx.execute(
+                &format!("INSERT INTO {table} ({table}) VALUES ('optimize')"),
+                [],
+            )?;
+        }
+    }
+    Ok(())
+}
+
+/// Segments of an inverted index (for tests).
+#[cfg(test)]
+fn segments(conn: &rusqlite::Connection, table: &str) -> i64 {
+    conn.query_row(
+        &format!("SELECT count(DISTINCT segid) FROM {table}_idx"),
+        [],
+        |r| r.get(0),
+    )
+    .unwrap()
 }
 
 fn delete_items(tx: &rusqlite::Transaction<'_>, file_id: i64) -> rusqlite::Result<()> {
@@ -1012,9 +1108,11 @@ fn delete_items(tx: &rusqlite::Transaction<'_>, file_id: i64) -> rusqlite::Resul
         "INSERT INTO headings_fts (headings_fts, rowid, terms) VALUES ('delete', ?1, ?2)",
     )?;
     let mut heading_terms: Option<(String, String)> = None;
+    let mut docs = TermDocs::load(tx)?;
     for (id, body_terms, heading) in rows {
         if !body_terms.is_empty() {
             delete_body.execute(params![id, body_terms])?;
+            docs.count(&body_terms, -1);
         }
         let h_terms = match &heading_terms {
             Some((h, t)) if *h == heading => t.clone(),
@@ -1044,7 +1142,63 @@ fn delete_items(tx: &rusqlite::Transaction<'_>, file_id: i64) -> rusqlite::Resul
         .execute([file_id])?;
     tx.prepare_cached("UPDATE totals SET items = items - ?1, terms = terms - ?2 WHERE id = 1")?
         .execute([count, terms])?;
+    docs.save(tx)?;
     Ok(())
+}
+
+/// The counts of `term_docs` (items holding a very common term) changed
+/// by one write: every item added to or removed from the body index
+/// passes through here, so the stored counts stay those of the index.
+struct TermDocs {
+    /// Term → change; empty when no term is counted.
+    changes: HashMap<String, i64>,
+}
+
+impl TermDocs {
+    fn load(tx: &rusqlite::Transaction<'_>) -> rusqlite::Result<TermDocs> {
+        let changes = tx
+            .prepare_cached("SELECT term FROM term_docs")?
+            .query_map([], |r| Ok((r.get::<_, String>(0)?, 0)))?
+            .collect::<Result<_, _>>()?;
+        Ok(TermDocs { changes })
+    }
+
+    /// Counts an item with these (space-separated) terms, `by` +1 or -1.
+    fn count(&mut self, item_terms: &str, by: i64) {
+        if self.changes.is_empty() {
+            return;
+        }
+        let mut seen: Vec<&str> = Vec::new();
+        for term in item_terms.split(' ') {
+            if let Some(change) = self.changes.get_mut(term)
+                && !seen.contains(&term)
+            {
+                *change += by;
+                seen.push(term);
+            }
+        }
+    }
+
+    fn save(&self, tx: &rusqlite::Transaction<'_>) -> rusqlite::Result<()> {
+        let mut update =
+            tx.prepare_cached("UPDATE term_docs SET docs = docs + ?2 WHERE term = ?1")?;
+        for (term, change) in &self.changes {
+            if *change != 0 {
+                update.execute(params![term, change])?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Whether the body index holds `term` as one token exactly as written
+/// (its count can be kept from the stored terms): letters and digits of
+/// ASCII, or CJK characters.
+pub(crate) fn is_plain_term(term: &str) -> bool {
+    !term.is_empty()
+        && term
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || terms::is_cjk(c))
 }
 
 fn remove_file(tx: &rusqlite::Transaction<'_>, rel: &str) -> rusqlite::Result<()> {
@@ -1058,6 +1212,194 @@ fn remove_file(tx: &rusqlite::Transaction<'_>, rel: &str) -> rusqlite::Result<()
     Ok(())
 }
 
+/// What the index knows of one file.
+struct Stored {
+    id: i64,
+    stat: FileStat,
+    hash: i64,
+    lines: i64,
+    tail_hash: i64,
+    resume: Option<notes::Resume>,
+}
+
+fn stored_file(tx: &rusqlite::Transaction<'_>, rel: &str) -> rusqlite::Result<Option<Stored>> {
+    tx.prepare_cached(
+        "SELECT id, size, mtime_ns, ino, hash, lines, tail_hash, resume FROM files WHERE path = ?1",
+    )?
+    .query_row([rel], |r| {
+        Ok(Stored {
+            id: r.get(0)?,
+            stat: FileStat::from_row(r, 1)?,
+            hash: r.get(4)?,
+            lines: r.get(5)?,
+            tail_hash: r.get(6)?,
+            resume: r
+                .get::<_, Option<String>>(7)?
+                .and_then(|text| decode_resume(&text)),
+        })
+    })
+    .optional()
+}
+
+/// The parser's state at the end of a file, as stored in `files.resume`.
+fn encode_resume(resume: &notes::Resume) -> String {
+    serde_json::json!({
+        "lines": resume.lines,
+        "headings": resume.headings,
+        "fence": resume.fence,
+    })
+    .to_string()
+}
+
+/// [`encode_resume`] read back; `None` for anything else (the file is then
+/// read whole).
+fn decode_resume(text: &str) -> Option<notes::Resume> {
+    let value: serde_json::Value = serde_json::from_str(text).ok()?;
+    let lines = usize::try_from(value.get("lines")?.as_u64()?).ok()?;
+    let mut headings = Vec::new();
+    for pair in value.get("headings")?.as_array()? {
+        let level = u8::try_from(pair.get(0)?.as_u64()?).ok()?;
+        headings.push((level, pair.get(1)?.as_str()?.to_string()));
+    }
+    let fence = match value.get("fence")? {
+        serde_json::Value::Null => None,
+        named => Some(notes::Resume::fence_named(named.as_str()?)?),
+    };
+    Some(notes::Resume {
+        lines,
+        headings,
+        fence,
+    })
+}
+
+/// Reads what was appended to a file the index holds up to
+/// `stored.stat.size`, from there alone, when the file evidently only grew:
+/// the same inode, larger, and the last [`TAIL_WINDOW`] bytes indexed
+/// unchanged (their hash) and ending with a line break. Returns those bytes
+/// of the window followed by the new ones, and the window's length; `None`
+/// when the file must be read whole.
+///
+/// An edit this cannot see rewrites the file in place (same inode; editors
+/// that save by rename give a new one) more than [`TAIL_WINDOW`] bytes
+/// before the old end, leaves the window's bytes the same at the same
+/// offsets (text replaced by text of exactly the same length, say), and the
+/// file grows before the index looks again. The hash is then extended
+/// without reading the edited part, and the file is marked unverified: the
+/// next full scan reads it whole and re-indexes it when its hash differs.
+fn read_appended(
+    path: &Path,
+    stored: &Stored,
+    stat: &FileStat,
+    report: &mut SyncReport,
+) -> Option<(Vec<u8>, usize)> {
+    use std::io::{Read, Seek, SeekFrom};
+    let old_size = u64::try_from(stored.stat.size).ok()?;
+    let new_size = u64::try_from(stat.size).ok()?;
+    if stored.resume.is_none()
+        || stat.ino != stored.stat.ino
+        || old_size == 0
+        || new_size <= old_size
+    {
+        return None;
+    }
+    let mut file = std::fs::File::open(path).ok()?;
+    // The file opened must be the one stat'ed (not one renamed over it since).
+    if file.metadata().ok().map(|m| files::inode(&m)) != Some(stat.ino) {
+        return None;
+    }
+    let window = old_size.min(TAIL_WINDOW);
+    file.seek(SeekFrom::Start(old_size - window)).ok()?;
+    let mut bytes = vec![0; usize::try_from(new_size - old_size + window).ok()?];
+    file.read_exact(&mut bytes).ok()?;
+    report.bytes_read += bytes.len() as u64;
+    let window = window as usize;
+    let unchanged =
+        bytes[window - 1] == b'\n' && fnv1a64(&bytes[..window]) as i64 == stored.tail_hash;
+    unchanged.then_some((bytes, window))
+}
+
+/// The hash of the last [`TAIL_WINDOW`] bytes of `bytes` (the end of a file).
+fn tail_hash(bytes: &[u8]) -> i64 {
+    let start = bytes.len().saturating_sub(TAIL_WINDOW as usize);
+    fnv1a64(&bytes[start..]) as i64
+}
+
+/// Whether the first line of text appended to a file may continue the old
+/// last item (it is indented, or blank and maybe before an indented line):
+/// then the file is parsed whole.
+fn may_continue_last_item(appended: &str) -> bool {
+    let next = appended.lines().next().unwrap_or("");
+    next.trim().is_empty() || next.starts_with([' ', '\t'])
+}
+
+/// `bytes` as text; invalid UTF-8 is indexed as U+FFFD, with a warning.
+fn lossy_text<'a>(
+    rel: &str,
+    bytes: &'a [u8],
+    report: &mut SyncReport,
+) -> std::borrow::Cow<'a, str> {
+    let text = String::from_utf8_lossy(bytes);
+    if matches!(text, std::borrow::Cow::Owned(_)) {
+        report.warnings.push(format!(
+            "{rel} is not valid UTF-8; unreadable bytes are indexed as U+FFFD"
+        ));
+    }
+    text
+}
+
+/// The `files` row of a file being indexed.
+struct FileRow<'a> {
+    kind: FileKind,
+    day: Option<&'a str>,
+    stat: &'a FileStat,
+    hash: i64,
+    lines: i64,
+    tail_hash: i64,
+    /// `None` when what was read may not be what `stat` describes.
+    resume: Option<String>,
+    /// The hash was extended over appended bytes only.
+    unverified: bool,
+}
+
+/// Updates the row of file `id`, or inserts one for `rel`; returns the id.
+fn write_file_row(
+    tx: &rusqlite::Transaction<'_>,
+    rel: &str,
+    id: Option<i64>,
+    row: &FileRow<'_>,
+) -> rusqlite::Result<i64> {
+    let id = match id {
+        Some(id) => id,
+        None => {
+            tx.prepare_cached(
+                "INSERT INTO files (path, kind, size, mtime_ns, ino, hash, lines) VALUES (?1, '', 0, 0, 0, 0, 0)",
+            )?
+            .execute([rel])?;
+            tx.last_insert_rowid()
+        }
+    };
+    tx.prepare_cached(
+        "UPDATE files SET kind = ?2, day = ?3, size = ?4, mtime_ns = ?5, ino = ?6, hash = ?7,
+         lines = ?8, tail_hash = ?9, resume = ?10, unverified = ?11 WHERE id = ?1",
+    )?
+    .execute(params![
+        id,
+        row.kind.as_str(),
+        row.day,
+        row.stat.size,
+        row.stat.mtime_ns,
+        row.stat.ino,
+        row.hash,
+        row.lines,
+        row.tail_hash,
+        row.resume,
+        row.unverified,
+    ])?;
+    Ok(id)
+}
+
+/// (Re-)indexes one file whose stat differs from the stored one, or which
+/// `verify` asks to read whole (its hash was extended over appends only).
 #[allow(clippy::too_many_arguments)]
 fn index_file(
     tx: &rusqlite::Transaction<'_>,
@@ -1067,6 +1409,7 @@ fn index_file(
     kind: FileKind,
     file_day: Option<&str>,
     stat: &FileStat,
+    verify: bool,
     report: &mut SyncReport,
 ) -> Result<(), StoreError> {
     if stat.size as u64 > MAX_FILE_BYTES {
@@ -1077,90 +1420,103 @@ fn index_file(
         remove_file(tx, rel)?;
         return Ok(());
     }
-    let bytes = match std::fs::read(layout.path_of(rel)) {
+    let path = layout.path_of(rel);
+    let stored = stored_file(tx, rel)?;
+    // A file that only grew at its end (an appended note): only the new
+    // bytes are read and parsed; its indexed items stay.
+    if !verify
+        && let Some(old) = &stored
+        && let Some(resume) = &old.resume
+        && let Some((bytes, window)) = read_appended(&path, old, stat, report)
+    {
+        let appended = lossy_text(rel, &bytes[window..], report);
+        if !may_continue_last_item(&appended) {
+            let (blocks, end) = notes::parse_blocks_resumed(&appended, resume);
+            let row = FileRow {
+                kind,
+                day: file_day,
+                stat,
+                hash: fnv1a64_extend(old.hash as u64, &bytes[window..]) as i64,
+                lines: old.lines + appended.lines().count() as i64,
+                tail_hash: tail_hash(&bytes),
+                resume: Some(encode_resume(&end)),
+                unverified: true,
+            };
+            write_file_row(tx, rel, Some(old.id), &row)?;
+            insert_items(tx, tz, rel, old.id, file_day, blocks.iter(), report)?;
+            report.files_indexed += 1;
+            return Ok(());
+        }
+    }
+    let bytes = match std::fs::read(&path) {
         Ok(bytes) => bytes,
         Err(e) => {
             report.warnings.push(format!("cannot read {rel}: {e}"));
             return Ok(());
         }
     };
+    report.bytes_read += bytes.len() as u64;
     let hash = fnv1a64(&bytes) as i64;
-    let stored: Option<(i64, i64, i64, i64)> = tx
-        .prepare_cached("SELECT id, size, hash, lines FROM files WHERE path = ?1")?
-        .query_row([rel], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
-        .optional()?;
-    // A file that only grew at its end (an appended note) keeps its indexed
-    // items; only the new ones are added. The old part must be unchanged
-    // and end with a line break (else the append extended its last line).
-    let appended_after = match stored {
-        Some((_, old_size, old_hash, old_lines))
-            if (old_size as usize) < bytes.len()
-                && old_size > 0
-                && bytes[old_size as usize - 1] == b'\n'
-                && fnv1a64(&bytes[..old_size as usize]) as i64 == old_hash =>
+    // What was read is what `stat` describes unless the file changed in
+    // between; then nothing is resumed from it.
+    let exact = bytes.len() as i64 == stat.size;
+    if let Some(old) = &stored
+        && old.hash == hash
+    {
+        // Touched but unchanged (or verified): remember the new stat.
+        tx.prepare_cached(
+            "UPDATE files SET size = ?2, mtime_ns = ?3, ino = ?4, unverified = 0,
+             resume = CASE WHEN ?5 THEN resume END WHERE id = ?1",
+        )?
+        .execute(params![old.id, stat.size, stat.mtime_ns, stat.ino, exact])?;
+        return Ok(());
+    }
+    // Read whole, a file that only grew at its end still keeps its items
+    // when its old part is unchanged (its hash) and ends with a line break.
+    let old_size = stored.as_ref().map_or(0, |old| old.stat.size as usize);
+    let kept = match &stored {
+        Some(old)
+            if old_size > 0
+                && old_size < bytes.len()
+                && bytes[old_size - 1] == b'\n'
+                && fnv1a64(&bytes[..old_size]) as i64 == old.hash =>
         {
-            Some(old_lines as usize)
+            let appended = String::from_utf8_lossy(&bytes[old_size..]);
+            if may_continue_last_item(&appended) {
+                None
+            } else {
+                let appended = lossy_text(rel, &bytes[old_size..], report);
+                let resume = old.resume.clone().unwrap_or_else(|| {
+                    notes::resume_after(&String::from_utf8_lossy(&bytes[..old_size]))
+                });
+                let (blocks, end) = notes::parse_blocks_resumed(&appended, &resume);
+                Some((blocks, end, old.lines + appended.lines().count() as i64))
+            }
         }
         _ => None,
     };
-    let text = match String::from_utf8(bytes) {
-        Ok(text) => text,
-        Err(e) => {
-            report.warnings.push(format!(
-                "{rel} is not valid UTF-8; unreadable bytes are indexed as U+FFFD"
-            ));
-            String::from_utf8_lossy(e.as_bytes()).into_owned()
-        }
-    };
-    let lines = text.lines().count() as i64;
-    if let Some((id, _, old_hash, _)) = stored
-        && old_hash == hash
-    {
-        // Touched but unchanged: remember the new stat only.
-        tx.prepare_cached("UPDATE files SET size = ?2, mtime_ns = ?3, ino = ?4 WHERE id = ?1")?
-            .execute(params![id, stat.size, stat.mtime_ns, stat.ino])?;
-        return Ok(());
-    }
-    // The first new line must not continue the old last item (indented,
-    // or blank before an indented line); then the old items are exact and
-    // only the new part is parsed.
-    let keep_through = appended_after.filter(|&old_lines| {
-        let next = text.lines().nth(old_lines).unwrap_or("");
-        !(next.trim().is_empty() || next.starts_with(' ') || next.starts_with('\t'))
-    });
-    let blocks = match keep_through {
-        Some(old_lines) => notes::parse_blocks_after(&text, old_lines + 1),
-        None => notes::parse_blocks(&text),
-    };
-    let file_id = match stored {
-        Some((id, ..)) => {
-            if keep_through.is_none() {
-                delete_items(tx, id)?;
-            }
-            tx.prepare_cached(
-                "UPDATE files SET kind = ?2, day = ?3, size = ?4, mtime_ns = ?5, ino = ?6, hash = ?7, lines = ?8 WHERE id = ?1",
-            )?
-            .execute(params![id, kind.as_str(), file_day, stat.size, stat.mtime_ns, stat.ino, hash, lines])?;
-            id
-        }
+    let (blocks, end, lines) = match kept {
+        Some(kept) => kept,
         None => {
-            tx.prepare_cached(
-                "INSERT INTO files (path, kind, day, size, mtime_ns, ino, hash, lines)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-            )?
-            .execute(params![
-                rel,
-                kind.as_str(),
-                file_day,
-                stat.size,
-                stat.mtime_ns,
-                stat.ino,
-                hash,
-                lines
-            ])?;
-            tx.last_insert_rowid()
+            if let Some(old) = &stored {
+                delete_items(tx, old.id)?;
+            }
+            let text = lossy_text(rel, &bytes, report);
+            let (blocks, end) = notes::parse_blocks_with_end(&text);
+            (blocks, end, text.lines().count() as i64)
         }
     };
+    let row = FileRow {
+        kind,
+        day: file_day,
+        stat,
+        hash,
+        lines,
+        tail_hash: tail_hash(&bytes),
+        resume: exact.then(|| encode_resume(&end)),
+        unverified: false,
+    };
+    let file_id = write_file_row(tx, rel, stored.as_ref().map(|old| old.id), &row)?;
     insert_items(tx, tz, rel, file_id, file_day, blocks.iter(), report)?;
     report.files_indexed += 1;
     Ok(())
@@ -1191,6 +1547,7 @@ fn insert_items<'a>(
     let mut days = DayCache::default();
     let mut heading_terms: Option<(String, String)> = None;
     let (mut added_items, mut added_terms) = (0i64, 0i64);
+    let mut docs = TermDocs::load(tx)?;
     for block in blocks {
         let item_kind = match block.kind {
             BlockKind::Heading { .. } => continue,
@@ -1239,6 +1596,7 @@ fn insert_items<'a>(
         let id = tx.last_insert_rowid();
         if !body_terms.is_empty() {
             insert_body.execute(params![id, body_terms])?;
+            docs.count(&body_terms, 1);
         }
         if !h_terms.is_empty() {
             insert_heading.execute(params![id, h_terms])?;
@@ -1277,6 +1635,7 @@ fn insert_items<'a>(
         tx.prepare_cached("UPDATE totals SET items = items + ?1, terms = terms + ?2 WHERE id = 1")?
             .execute([added_items, added_terms])?;
     }
+    docs.save(tx)?;
     Ok(())
 }
 

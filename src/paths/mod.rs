@@ -240,7 +240,13 @@ impl Paths {
 /// 64-bit FNV-1a: a stable, dependency-free hash for names and checksums
 /// (not for security).
 pub(crate) fn fnv1a64(bytes: &[u8]) -> u64 {
-    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    fnv1a64_extend(0xcbf2_9ce4_8422_2325, bytes)
+}
+
+/// [`fnv1a64`] of `a` followed by `bytes`, given `hash = fnv1a64(a)`: the
+/// hash of a file that grew, from the hash of its old content and the
+/// appended bytes alone.
+pub(crate) fn fnv1a64_extend(mut hash: u64, bytes: &[u8]) -> u64 {
     for &b in bytes {
         hash ^= b as u64;
         hash = hash.wrapping_mul(0x0100_0000_01b3);

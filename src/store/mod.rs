@@ -76,8 +76,18 @@ const INDEX_MIGRATIONS: &[Migration] = &[
     },
     Migration {
         version: 4,
+        name: "resume",
+        sql: include_str!("migrations/index/0004_resume.sql"),
+    },
+    Migration {
+        version: 5,
+        name: "term_docs",
+        sql: include_str!("migrations/index/0005_term_docs.sql"),
+    },
+    Migration {
+        version: 6,
         name: "vectors",
-        sql: include_str!("migrations/index/0004_vectors.sql"),
+        sql: include_str!("migrations/index/0006_vectors.sql"),
     },
 ];
 
@@ -712,7 +722,7 @@ mod tests {
                 .execute("INSERT INTO meta (key, value) VALUES ('kept', 'yes')", [])
                 .unwrap();
             // As an index of the previous schema version would read.
-            store.conn.pragma_update(None, "user_version", 2).unwrap();
+            store.conn.pragma_update(None, "user_version", 5).unwrap();
         }
         let inode = || {
             use std::os::unix::fs::MetadataExt;
@@ -735,7 +745,7 @@ mod tests {
         // An exclusive lock held by another connection: the same.
         writer
             .execute_batch(
-                "PRAGMA user_version = 3; PRAGMA locking_mode = EXCLUSIVE; BEGIN EXCLUSIVE; UPDATE meta SET value = 'still' WHERE key = 'kept'; COMMIT;",
+                "PRAGMA user_version = 6; PRAGMA locking_mode = EXCLUSIVE; BEGIN EXCLUSIVE; UPDATE meta SET value = 'still' WHERE key = 'kept'; COMMIT;",
             )
             .unwrap();
         let err = Store::open_with(&path, StoreKind::Index, Duration::from_millis(50)).unwrap_err();

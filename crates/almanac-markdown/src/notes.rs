@@ -58,48 +58,119 @@ pub struct Block {
     pub heading_path: Vec<String>,
 }
 
+/// Where a parse of a file's first lines stopped: what those lines leave
+/// open for the lines after them. Kept beside an index, it lets a file that
+/// only grew at its end be parsed from the old end alone
+/// ([`parse_blocks_resumed`]). It is exact for resuming only after text
+/// that ended with a line break.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Resume {
+    /// Lines read: the next line is number `lines + 1`.
+    pub lines: usize,
+    /// The enclosing headings, outermost first: level and title.
+    pub headings: Vec<(u8, String)>,
+    /// The marker of a code fence left open (`` ``` `` or `~~~`).
+    pub fence: Option<&'static str>,
+}
+
+impl Resume {
+    /// The fence marker `text` names, if it is one (for a stored state).
+    pub fn fence_named(text: &str) -> Option<&'static str> {
+        fence_marker(text).filter(|m| *m == text)
+    }
+}
+
 /// Splits a memory file into blocks. Never fails.
 pub fn parse_blocks(text: &str) -> Vec<Block> {
     parse_blocks_after(text, 1)
 }
 
+/// [`parse_blocks`], and where the parse stopped (to resume it when the
+/// file grows).
+pub fn parse_blocks_with_end(text: &str) -> (Vec<Block>, Resume) {
+    parse_blocks_resumed(text, &Resume::default())
+}
+
+/// The blocks of `more`, text that follows lines whose parse stopped at
+/// `from` (which must have ended with a line break), numbered and nested
+/// as in a parse of the whole; and where this parse stopped. Equals the
+/// whole parse's blocks from line `from.lines + 1` on unless a block of
+/// the earlier lines continues into `more` (the caller checks that the
+/// first line of `more` is neither blank nor indented).
+pub fn parse_blocks_resumed(more: &str, from: &Resume) -> (Vec<Block>, Resume) {
+    let more = crate::normalize_newlines(more);
+    let lines = split_lines(&more);
+    let mut state = from.clone();
+    let blocks = parse_lines(&lines, &mut state);
+    (blocks, state)
+}
+
 /// The blocks that start on or after line `first_line` (1-based), with the
 /// same heading paths [`parse_blocks`] gives them, reading the lines before
-/// only for headings and code fences. For a file that grew at its end this
-/// parses just the new part; it equals `parse_blocks` filtered to
+/// only for headings and code fences. It equals `parse_blocks` filtered to
 /// `start_line >= first_line` unless a block straddles that line (the caller
 /// checks that the line before is not continued).
 pub fn parse_blocks_after(text: &str, first_line: usize) -> Vec<Block> {
     let text = crate::normalize_newlines(text);
-    let lines: Vec<&str> = text.split('\n').collect();
-    let mut blocks = Vec::new();
-    let mut headings: Vec<(u8, String)> = Vec::new();
-    let mut in_fence: Option<&str> = None;
+    let lines = split_lines(&text);
     let skip = first_line.saturating_sub(1).min(lines.len());
+    let mut state = Resume::default();
     for line in &lines[..skip] {
-        let trimmed = line.trim();
-        if let Some(fence) = in_fence {
-            if trimmed.starts_with(fence) {
-                in_fence = None;
-            }
-        } else if let Some(fence) = fence_marker(trimmed) {
-            in_fence = Some(fence);
-        } else if let Some((level, title)) = heading(line) {
-            headings.retain(|(l, _)| *l < level);
-            headings.push((level, title.to_string()));
-        }
+        step_outside_blocks(line, &mut state);
     }
-    let mut i = skip;
+    state.lines = skip;
+    parse_lines(&lines[skip..], &mut state)
+}
+
+/// Where a parse of `text` stops (the end state of
+/// [`parse_blocks_with_end`]).
+pub fn resume_after(text: &str) -> Resume {
+    parse_blocks_with_end(text).1
+}
+
+/// The lines of normalised text; a final line break ends the last line
+/// rather than starting an empty one.
+fn split_lines(text: &str) -> Vec<&str> {
+    let mut lines: Vec<&str> = text.split('\n').collect();
+    if lines.last() == Some(&"") {
+        lines.pop();
+    }
+    lines
+}
+
+/// Follows headings and fences through a line whose blocks are not wanted.
+fn step_outside_blocks(line: &str, state: &mut Resume) {
+    let trimmed = line.trim();
+    if let Some(fence) = state.fence {
+        if trimmed.starts_with(fence) {
+            state.fence = None;
+        }
+    } else if let Some(fence) = fence_marker(trimmed) {
+        state.fence = Some(fence);
+    } else if let Some((level, title)) = heading(line) {
+        state.headings.retain(|(l, _)| *l < level);
+        state.headings.push((level, title.to_string()));
+    }
+}
+
+/// The blocks of `lines`, which follow the lines `state` describes;
+/// `state` then describes them too.
+fn parse_lines(lines: &[&str], state: &mut Resume) -> Vec<Block> {
+    let offset = state.lines;
+    let headings = &mut state.headings;
+    let mut in_fence = state.fence;
+    let mut blocks = Vec::new();
+    let mut i = 0;
     while i < lines.len() {
         let line = lines[i];
-        let number = i + 1;
+        let number = offset + i + 1;
         i += 1;
         let trimmed = line.trim();
         if let Some(fence) = in_fence {
             if trimmed.starts_with(fence) {
                 in_fence = None;
             } else if !trimmed.is_empty() {
-                blocks.push(line_block(number, trimmed, &headings));
+                blocks.push(line_block(number, trimmed, headings));
             }
             continue;
         }
@@ -133,7 +204,7 @@ pub fn parse_blocks_after(text: &str, first_line: usize) -> Vec<Block> {
                 let next = lines[j];
                 if is_continuation(next) {
                     body_lines.push(dedent(next).to_string());
-                    end = j + 1;
+                    end = offset + j + 1;
                     j += 1;
                 } else if next.trim().is_empty()
                     && lines.get(j + 1).is_some_and(|after| is_continuation(after))
@@ -144,7 +215,7 @@ pub fn parse_blocks_after(text: &str, first_line: usize) -> Vec<Block> {
                     break;
                 }
             }
-            i = end;
+            i = end - offset;
             let first = body_lines[0].clone();
             let (stamp, rest) = split_stamp(&first);
             body_lines[0] = rest.to_string();
@@ -159,8 +230,10 @@ pub fn parse_blocks_after(text: &str, first_line: usize) -> Vec<Block> {
             });
             continue;
         }
-        blocks.push(line_block(number, trimmed, &headings));
+        blocks.push(line_block(number, trimmed, headings));
     }
+    state.fence = in_fence;
+    state.lines = offset + lines.len();
     blocks
 }
 
@@ -548,6 +621,42 @@ mod tests {
                 prop_assume!(!straddles);
                 let expected: Vec<Block> = full.into_iter().filter(|b| b.start_line >= cut).collect();
                 prop_assert_eq!(parse_blocks_after(&text, cut), expected);
+            }
+
+            #[test]
+            fn a_resumed_parse_matches_the_full_parse(
+                lines in proptest::collection::vec(
+                    prop_oneof![
+                        Just("# Title".to_string()),
+                        Just("## Section".to_string()),
+                        Just("```".to_string()),
+                        Just("~~~".to_string()),
+                        Just(String::new()),
+                        "- \\[2026-11-29 09:00\\] [a-z ]{0,12}",
+                        "[a-z][a-z ]{0,12}",
+                        "  [a-z]{1,8}",
+                        Just("  # indented".to_string()),
+                        Just("  ```".to_string()),
+                    ],
+                    0..30,
+                ),
+                cut in 0usize..32,
+                crlf in any::<bool>(),
+            ) {
+                let cut = cut.min(lines.len());
+                let eol = if crlf { "\r\n" } else { "\n" };
+                let head: String = lines[..cut].iter().map(|l| format!("{l}{eol}")).collect();
+                let more = lines[cut..].join(eol);
+                let whole = format!("{head}{more}");
+                let (full, full_end) = parse_blocks_with_end(&whole);
+                let straddles = full.iter().any(|b| b.start_line <= cut && b.end_line > cut);
+                prop_assume!(!straddles);
+                let (_, head_end) = parse_blocks_with_end(&head);
+                prop_assert_eq!(head_end.lines, cut);
+                let (resumed, resumed_end) = parse_blocks_resumed(&more, &head_end);
+                let expected: Vec<Block> = full.into_iter().filter(|b| b.start_line > cut).collect();
+                prop_assert_eq!(resumed, expected);
+                prop_assert_eq!(resumed_end, full_end);
             }
 
             #[test]

@@ -11,10 +11,13 @@
 //!    items containing it; every candidate gets the sum of the IDF of the
 //!    terms it contains (a quarter for a heading-only match), and the best
 //!    [`candidate_window`] distinct texts are kept. Very common words are
-//!    read last and in part: their newest postings, every item holding all
-//!    of them, and the other words' candidates that hold them. Items
-//!    holding only common words tie, and ties go to the newer note, so for
-//!    one common word the window is the one a full read gives.
+//!    read last and in part, never a whole list: their newest postings,
+//!    the newest items holding all of them, and the other words'
+//!    candidates that hold them; their counts (for IDF) are kept in the
+//!    index once a search found them common. Items holding only common
+//!    words tie, and ties go to the newer note, so for one common word the
+//!    window is the one a full read gives, unless copies of one text fill
+//!    its newest postings (then fewer distinct texts reach the window).
 //! 3. **Exact score.** Those are scored with BM25 from their stored terms,
 //!    times a phrase factor when query terms appear next to each other in
 //!    the same order, and a rare-term factor for items holding the query's
@@ -289,27 +292,37 @@ impl Index {
         }
         if !common.is_empty() {
             // What can reach the window: the candidates of the rarer words
-            // (their stored terms say which common words they hold), every
-            // item holding all the common words, and the newest `cap`
-            // items of each. Items holding only common words tie by
-            // recency, so for one common word this is exactly the window a
-            // full read gives; with several, an old item holding some but
-            // not all of them may be left out.
+            // (their stored terms say which common words they hold; when
+            // they are many, the inverted index says which hold them all),
+            // the newest `cap` items holding all the common words, and the
+            // newest `cap` items of each. No list of a common word is read
+            // whole. Items holding only common words tie by recency, so for
+            // one common word this is exactly the window a full read gives;
+            // with several, an old item holding some but not all of them
+            // (or all of them, behind `cap` newer ones) may be left out.
             let seen: Vec<i64> = coordination.keys().copied().collect();
             let seen_terms = if seen.len() <= fill {
                 self.stored_terms(&seen)?
             } else {
                 HashMap::new()
             };
-            let holds_all: HashSet<i64> = if common.len() >= 2 {
-                let terms: Vec<&str> = common
+            let common_words: Vec<&str> = common
+                .iter()
+                .map(|(i, _)| query_terms[*i].as_str())
+                .collect();
+            let mut holds_all: HashSet<i64> = HashSet::new();
+            if common.len() >= 2 {
+                holds_all.extend(self.newest_with_all(&common_words, &[], cap)?);
+            }
+            if seen.len() > fill {
+                let rare: Vec<&str> = query_terms
                     .iter()
-                    .map(|(i, _)| query_terms[*i].as_str())
+                    .enumerate()
+                    .filter(|(i, _)| !common.iter().any(|(c, _)| c == i))
+                    .map(|(_, t)| t.as_str())
                     .collect();
-                self.items_with_all(&terms)?.into_iter().collect()
-            } else {
-                HashSet::new()
-            };
+                holds_all.extend(self.newest_with_all(&common_words, &rare, usize::MAX)?);
+            }
             for (i, df) in &common {
                 let term = &query_terms[*i];
                 let weight = bm25_idf(corpus.items, *df);
@@ -595,21 +608,82 @@ impl Index {
         query_terms: &[String],
         cap: usize,
     ) -> Result<Vec<(usize, usize)>, StoreError> {
-        let mut stmt = self
-            .store
-            .conn
-            .prepare_cached("SELECT doc FROM items_vocab WHERE term = ?1")?;
         let mut out = Vec::new();
         for (i, term) in query_terms.iter().enumerate() {
-            let doc: i64 = stmt
-                .query_row([term], |r| r.get(0))
-                .optional()?
-                .unwrap_or(0);
-            if doc as usize > cap && !self.has_term("headings_fts", term)? {
-                out.push((i, doc as usize));
+            if let Some(docs) = self.docs_if_more_than(term, cap)?
+                && !self.has_term("headings_fts", term)?
+            {
+                out.push((i, docs));
             }
         }
         Ok(out)
+    }
+
+    /// How many items hold `term`, when more than `cap` do. A count kept
+    /// in `term_docs` answers at once; otherwise at most `cap + 1`
+    /// postings are counted, and a common term is counted in full once and
+    /// its count kept (the indexer keeps it exact from then on).
+    fn docs_if_more_than(&self, term: &str, cap: usize) -> Result<Option<usize>, StoreError> {
+        let conn = &self.store.conn;
+        let kept: Option<i64> = conn
+            .prepare_cached("SELECT docs FROM term_docs WHERE term = ?1")?
+            .query_row([term], |r| r.get(0))
+            .optional()?;
+        if let Some(docs) = kept {
+            return Ok((docs as usize > cap).then_some(docs as usize));
+        }
+        let phrase = format!("\"{}\"", term.replace('"', "\"\""));
+        let upto: i64 = conn
+            .prepare_cached(
+                "SELECT count(*) FROM (SELECT 1 FROM items_fts WHERE items_fts MATCH ?1 LIMIT ?2)",
+            )?
+            .query_row(rusqlite::params![phrase, cap as i64 + 1], |r| r.get(0))?;
+        if upto as usize <= cap {
+            return Ok(None);
+        }
+        if super::is_plain_term(term)
+            && let Some(docs) = self.keep_docs(term)?
+        {
+            return Ok(Some(docs));
+        }
+        Ok(Some(self.count_docs(term)?))
+    }
+
+    /// Items holding `term`, read from the whole posting list.
+    pub(super) fn count_docs(&self, term: &str) -> Result<usize, StoreError> {
+        let docs: i64 = self
+            .store
+            .conn
+            .prepare_cached("SELECT doc FROM items_vocab WHERE term = ?1")?
+            .query_row([term], |r| r.get(0))
+            .optional()?
+            .unwrap_or(0);
+        Ok(docs as usize)
+    }
+
+    /// Counts `term` in full and keeps the count in `term_docs`, under the
+    /// write lock so that no write falls between the two. `None` when the
+    /// index cannot be written now: another process holds the write lock
+    /// (a search does not wait for it) or the file is read-only; the
+    /// caller counts without keeping.
+    fn keep_docs(&self, term: &str) -> Result<Option<usize>, StoreError> {
+        let conn = &self.store.conn;
+        let wait: i64 = conn.query_row("PRAGMA busy_timeout", [], |r| r.get(0))?;
+        conn.busy_timeout(std::time::Duration::ZERO)?;
+        let begun =
+            rusqlite::Transaction::new_unchecked(conn, rusqlite::TransactionBehavior::Immediate);
+        conn.busy_timeout(std::time::Duration::from_millis(wait.max(0) as u64))?;
+        let Ok(tx) = begun else {
+            return Ok(None);
+        };
+        let docs = self.count_docs(term)?;
+        let kept = tx
+            .execute(
+                "INSERT OR REPLACE INTO term_docs (term, docs) VALUES (?1, ?2)",
+                rusqlite::params![term, docs as i64],
+            )
+            .and_then(|_| tx.commit());
+        Ok(kept.is_ok().then_some(docs))
     }
 
     /// The newest `limit` items holding `term`.
@@ -622,19 +696,26 @@ impl Index {
         Ok(ids.collect::<Result<_, _>>()?)
     }
 
-    /// The items holding every one of `terms` (the inverted index
-    /// intersects them).
-    fn items_with_all(&self, terms: &[&str]) -> Result<Vec<i64>, StoreError> {
-        let expr = terms
-            .iter()
-            .map(|t| format!("\"{}\"", t.replace('"', "\"\"")))
-            .collect::<Vec<_>>()
-            .join(" AND ");
-        let mut stmt = self
-            .store
-            .conn
-            .prepare_cached("SELECT rowid FROM items_fts WHERE items_fts MATCH ?1")?;
-        let ids = stmt.query_map([expr], |r| r.get(0))?;
+    /// The newest `limit` items holding every one of `all` and, when `any`
+    /// is not empty, one of `any` (the inverted index intersects the lists
+    /// from their newest end and stops at `limit`).
+    fn newest_with_all(
+        &self,
+        all: &[&str],
+        any: &[&str],
+        limit: usize,
+    ) -> Result<Vec<i64>, StoreError> {
+        let quoted = |t: &&str| format!("\"{}\"", t.replace('"', "\"\""));
+        let mut expr = all.iter().map(quoted).collect::<Vec<_>>().join(" AND ");
+        if !any.is_empty() {
+            let any = any.iter().map(quoted).collect::<Vec<_>>().join(" OR ");
+            expr = format!("({expr}) AND ({any})");
+        }
+        let mut stmt = self.store.conn.prepare_cached(
+            "SELECT rowid FROM items_fts WHERE items_fts MATCH ?1 ORDER BY rowid DESC LIMIT ?2",
+        )?;
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let ids = stmt.query_map(rusqlite::params![expr, limit], |r| r.get(0))?;
         Ok(ids.collect::<Result<_, _>>()?)
     }
 

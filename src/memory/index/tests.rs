@@ -727,3 +727,356 @@ fn the_index_answers_retention_only_when_it_listed_the_daily_folders() {
         .unwrap();
     assert_eq!(index.has_daily_before("2026-10-01").unwrap(), None);
 }
+
+/// The items of `rel` as a fresh index built from the files gives them.
+fn rebuilt_items(f: &Fixture, rel: &str) -> Vec<(usize, usize, String, String, Option<String>)> {
+    let dir = tempfile::tempdir().unwrap();
+    let mut idx = Index::open(
+        &dir.path().join("fresh.sqlite"),
+        files::Layout::new(&f.root),
+        tz(),
+    )
+    .unwrap();
+    idx.sync(SyncMode::Rebuild, wall_ns()).unwrap();
+    item_summary(&idx, rel)
+}
+
+fn item_summary(idx: &Index, rel: &str) -> Vec<(usize, usize, String, String, Option<String>)> {
+    idx.items_of(rel)
+        .unwrap()
+        .into_iter()
+        .map(|h| (h.start_line, h.end_line, h.heading, h.body, h.stamp))
+        .collect()
+}
+
+/// A long day file: `n` notes under two headings.
+fn long_day(n: usize) -> String {
+    let mut text = String::from("# 2026-11-01\n\n## Work\n");
+    for i in 0..n {
+        if i == n / 2 {
+            text.push_str("## Home\n");
+        }
+        text.push_str(&format!(
+            "- [2026-11-01 09:{:02}] note {i} about the roadmap\n",
+            i % 60
+        ));
+    }
+    text
+}
+
+#[test]
+fn a_refresh_after_an_append_reads_only_the_new_bytes() {
+    let rel = "memory/2026-11-01.md";
+    let f = fixture(&[(rel, &long_day(3000))]);
+    let path = f.root.join(rel);
+    let mut idx = open(&f);
+    idx.sync(SyncMode::Full, wall_ns()).unwrap();
+    let size = std::fs::metadata(&path).unwrap().len();
+    assert!(size > 100_000);
+    for (i, note) in [
+        "- [2026-11-01 18:00] Quillfeather hotel QF-5521\n",
+        "- [2026-11-01 18:05] second\n  with a continuation\n\n```\n# not a heading\n",
+        "- [2026-11-01 18:06] inside the fence\n```\n### Later\n- [2026-11-01 18:07] after it\n",
+    ]
+    .iter()
+    .enumerate()
+    {
+        crate::durable::locked_append(&path, note.as_bytes(), 0o600, false).unwrap();
+        let r = idx.refresh(&[rel.to_string()]).unwrap();
+        assert!(
+            r.bytes_read <= TAIL_WINDOW + note.len() as u64,
+            "append {i}: read {} bytes of a {size}-byte file",
+            r.bytes_read
+        );
+        assert_eq!(
+            item_summary(&idx, rel),
+            rebuilt_items(&f, rel),
+            "append {i}"
+        );
+    }
+    let hits = idx.search("Quillfeather", 5, None).unwrap();
+    assert_eq!(hits[0].heading, "2026-11-01 > Home");
+    assert_eq!(hits[0].start_line, 3005);
+    // The totals are those of a rebuilt index.
+    let corpus = idx.corpus().unwrap();
+    let terms: i64 = idx
+        .store
+        .conn
+        .query_row("SELECT sum(nterms) FROM items", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(corpus.terms as i64, terms);
+    // The next full scan reads the grown file whole once to confirm it.
+    let r = idx.sync(SyncMode::Full, wall_ns()).unwrap();
+    assert_eq!(r.bytes_read, std::fs::metadata(&path).unwrap().len());
+    assert_eq!(r.items_indexed, 0, "confirmed, nothing re-indexed");
+    let r = idx.sync(SyncMode::Full, wall_ns()).unwrap();
+    assert_eq!(r.bytes_read, 0);
+}
+
+/// Overwrites bytes of `path` at `offset` in place (same inode).
+fn write_in_place(path: &Path, offset: u64, bytes: &[u8]) {
+    use std::io::{Seek, SeekFrom, Write};
+    let mut file = std::fs::OpenOptions::new().write(true).open(path).unwrap();
+    file.seek(SeekFrom::Start(offset)).unwrap();
+    file.write_all(bytes).unwrap();
+}
+
+#[test]
+fn an_in_place_edit_of_a_grown_file_is_still_caught() {
+    let rel = "memory/2026-11-01.md";
+    let text = long_day(3000);
+    let f = fixture(&[(rel, &text)]);
+    let path = f.root.join(rel);
+    let mut idx = open(&f);
+    idx.sync(SyncMode::Full, wall_ns()).unwrap();
+    let append = |n: usize| {
+        let note = format!("- [2026-11-01 19:00] appended {n}\n");
+        crate::durable::locked_append(&path, note.as_bytes(), 0o600, false).unwrap();
+    };
+    // Near the old end (within the bytes compared): seen at once.
+    let last = text.rfind("note 2999").unwrap() as u64;
+    write_in_place(&path, last, b"node");
+    append(1);
+    let r = idx.refresh(&[rel.to_string()]).unwrap();
+    assert!(
+        r.bytes_read > TAIL_WINDOW * 10,
+        "read whole: {}",
+        r.bytes_read
+    );
+    assert_eq!(item_summary(&idx, rel), rebuilt_items(&f, rel));
+    // Far before it, same length, then an append: the refresh cannot see
+    // it, the next full scan does.
+    let early = text.find("note 7 ").unwrap() as u64;
+    write_in_place(&path, early, b"zork");
+    append(2);
+    idx.refresh(&[rel.to_string()]).unwrap();
+    let r = idx.sync(SyncMode::Full, wall_ns()).unwrap();
+    assert_eq!(r.files_indexed, 1);
+    assert_eq!(item_summary(&idx, rel), rebuilt_items(&f, rel));
+    assert_eq!(idx.search("zork", 5, None).unwrap().len(), 1);
+    // A file replaced by one that starts the same (a new inode) and a file
+    // that shrank are read whole.
+    let now = std::fs::read_to_string(&path).unwrap();
+    atomic_replace(
+        &path,
+        format!("{now}- [2026-11-01 20:00] renamed over\n").as_bytes(),
+        0o600,
+    )
+    .unwrap();
+    let r = idx.refresh(&[rel.to_string()]).unwrap();
+    assert!(r.bytes_read > TAIL_WINDOW * 10);
+    assert_eq!(item_summary(&idx, rel), rebuilt_items(&f, rel));
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&path)
+        .unwrap()
+        .set_len(now.len() as u64 - 40)
+        .unwrap();
+    append(3);
+    idx.refresh(&[rel.to_string()]).unwrap();
+    assert_eq!(item_summary(&idx, rel), rebuilt_items(&f, rel));
+}
+
+#[test]
+fn appended_notes_do_not_pile_up_index_segments() {
+    let rel = "memory/2026-11-01.md";
+    let f = fixture(&[(rel, &long_day(2000))]);
+    let path = f.root.join(rel);
+    let mut idx = open(&f);
+    idx.sync(SyncMode::Full, wall_ns()).unwrap();
+    for table in FTS_TABLES {
+        assert_eq!(segments(&idx.store.conn, table), 1, "{table} after a build");
+    }
+    for i in 0..300 {
+        let note = format!("- [2026-11-01 20:00] appended note {i} about the budget\n");
+        crate::durable::locked_append(&path, note.as_bytes(), 0o600, false).unwrap();
+        idx.refresh(&[rel.to_string()]).unwrap();
+    }
+    for table in FTS_TABLES {
+        let n = segments(&idx.store.conn, table);
+        assert!(n <= 3, "{table}: {n} segments after 300 appends");
+    }
+    idx.sync(SyncMode::Full, wall_ns()).unwrap();
+    for table in FTS_TABLES {
+        assert!(
+            segments(&idx.store.conn, table) <= MAX_SEGMENTS,
+            "{table} after a full scan"
+        );
+    }
+    assert_eq!(item_summary(&idx, rel), rebuilt_items(&f, rel));
+    assert_eq!(
+        idx.search("appended note 299", 1, None).unwrap()[0].start_line,
+        2304
+    );
+}
+
+/// Notes in which "plan", "note" and "budget" are very common.
+fn common_words_day(day: u32, n: usize) -> String {
+    let mut text = format!("# 2026-10-{day:02}\n\n");
+    for i in 0..n {
+        let words = match i % 7 {
+            0 => "plan note budget",
+            1 | 2 => "plan note",
+            3 => "note budget",
+            4 => "plan budget",
+            5 => "budget review",
+            _ => "plan",
+        };
+        let rare = if i % 211 == 0 { " with Zephyrine" } else { "" };
+        text.push_str(&format!(
+            "- [2026-10-{day:02} 09:{:02}] {words} {day}-{i}{rare}\n",
+            i % 60
+        ));
+    }
+    text
+}
+
+#[test]
+fn common_words_are_counted_without_reading_their_lists_and_match_a_full_read() {
+    let files: Vec<(String, String)> = (1..=6)
+        .map(|d| {
+            (
+                format!("memory/2026-10-{d:02}.md"),
+                common_words_day(d, 700),
+            )
+        })
+        .collect();
+    let refs: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(p, t)| (p.as_str(), t.as_str()))
+        .collect();
+    let f = fixture(&refs);
+    let mut idx = open(&f);
+    idx.sync(SyncMode::Full, wall_ns()).unwrap();
+    let kept = |idx: &Index, term: &str| -> Option<i64> {
+        idx.store
+            .conn
+            .query_row("SELECT docs FROM term_docs WHERE term = ?1", [term], |r| {
+                r.get(0)
+            })
+            .optional()
+            .unwrap()
+    };
+    let counted = |idx: &Index, term: &str| idx.count_docs(term).unwrap() as i64;
+    let same = |idx: &Index, label: &str| {
+        for query in [
+            "plan",
+            "plan note",
+            "plan note budget",
+            "budget review plan",
+            "Zephyrine plan note",
+            "note 3-350",
+        ] {
+            for limit in [1, 10, 40] {
+                let q = |exhaustive| search::Query {
+                    text: query,
+                    limit,
+                    exhaustive,
+                    ..search::Query::default()
+                };
+                let fast = idx.search_with(&q(false)).unwrap().hits;
+                let full = idx.search_with(&q(true)).unwrap().hits;
+                let key = |hits: &[Hit]| {
+                    hits.iter()
+                        .map(|h| (h.id, (h.score * 1e9).round() as i64))
+                        .collect::<Vec<_>>()
+                };
+                assert_eq!(key(&fast), key(&full), "{label}: {query} / {limit}");
+            }
+        }
+    };
+    assert_eq!(kept(&idx, "plan"), None);
+    same(&idx, "built");
+    for term in ["plan", "note", "budget"] {
+        assert_eq!(
+            kept(&idx, term),
+            Some(counted(&idx, term)),
+            "{term} kept once found"
+        );
+    }
+    // The kept counts follow appends, replaced and removed files, and a
+    // search reads them instead of counting.
+    let day6 = f.root.join("memory/2026-10-06.md");
+    crate::durable::locked_append(
+        &day6,
+        b"- [2026-10-06 18:00] plan note budget again\n",
+        0o600,
+        false,
+    )
+    .unwrap();
+    idx.refresh(&["memory/2026-10-06.md".to_string()]).unwrap();
+    atomic_replace(
+        &f.root.join("memory/2026-10-02.md"),
+        common_words_day(2, 300).as_bytes(),
+        0o600,
+    )
+    .unwrap();
+    std::fs::remove_file(f.root.join("memory/2026-10-03.md")).unwrap();
+    idx.sync(SyncMode::Full, wall_ns() + 1).unwrap();
+    for term in ["plan", "note", "budget"] {
+        assert_eq!(
+            kept(&idx, term),
+            Some(counted(&idx, term)),
+            "{term} after changes"
+        );
+    }
+    let score = |idx: &Index| idx.search("plan", 1, None).unwrap()[0].score;
+    let real = score(&idx);
+    idx.store
+        .conn
+        .execute("UPDATE term_docs SET docs = 3000 WHERE term = 'plan'", [])
+        .unwrap();
+    assert!(score(&idx) < real, "the kept count is what a search uses");
+    idx.store
+        .conn
+        .execute(
+            "UPDATE term_docs SET docs = ?1 WHERE term = 'plan'",
+            [counted(&idx, "plan")],
+        )
+        .unwrap();
+    same(&idx, "changed");
+    idx.sync(SyncMode::Rebuild, wall_ns() + 2).unwrap();
+    assert_eq!(kept(&idx, "plan"), None, "a rebuild starts over");
+}
+
+#[test]
+fn a_search_does_not_wait_for_another_writer_to_keep_a_count() {
+    let files: Vec<(String, String)> = (1..=2)
+        .map(|d| {
+            (
+                format!("memory/2026-10-{d:02}.md"),
+                common_words_day(d, 700),
+            )
+        })
+        .collect();
+    let refs: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(p, t)| (p.as_str(), t.as_str()))
+        .collect();
+    let f = fixture(&refs);
+    let mut idx = open(&f);
+    idx.sync(SyncMode::Full, wall_ns()).unwrap();
+    let writer = rusqlite::Connection::open(&f.db).unwrap();
+    writer.execute_batch("BEGIN IMMEDIATE").unwrap();
+    let started = std::time::Instant::now();
+    let hits = idx.search("plan", 3, None).unwrap();
+    assert!(
+        started.elapsed() < Duration::from_secs(4),
+        "waited for the writer"
+    );
+    assert_eq!(hits.len(), 3);
+    let kept: i64 = idx
+        .store
+        .conn
+        .query_row("SELECT count(*) FROM term_docs", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(kept, 0, "nothing kept while another process writes");
+    writer.execute_batch("ROLLBACK").unwrap();
+    idx.search("plan", 3, None).unwrap();
+    let kept: i64 = idx
+        .store
+        .conn
+        .query_row("SELECT count(*) FROM term_docs", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(kept, 1);
+}
