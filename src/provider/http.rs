@@ -172,11 +172,18 @@ pub(crate) struct Answer {
 /// The HTTP client of an endpoint. Only connecting is timed here; the
 /// other limits are the call's ([`CallClock`]).
 pub(crate) fn client(endpoint: &Endpoint) -> reqwest::Client {
+    client_for(&endpoint.base_url, endpoint.timeouts.connect)
+}
+
+/// The HTTP client of a model endpoint at `base_url` that takes at most
+/// `connect` to connect: the chat providers' and the remote embeddings
+/// provider's (`memory::embed::openai`).
+pub(crate) fn client_for(base_url: &str, connect: Duration) -> reqwest::Client {
     ensure_crypto_provider();
     let mut builder = reqwest::Client::builder()
-        .connect_timeout(endpoint.timeouts.connect)
+        .connect_timeout(connect)
         .user_agent(concat!("almanac/", env!("CARGO_PKG_VERSION")));
-    if endpoint.base_url.starts_with("http://") {
+    if base_url.starts_with("http://") {
         // A plain-HTTP endpoint (a local server) needs no certificates:
         // loading the system's trust store costs milliseconds.
         builder = builder.tls_certs_only(Vec::new());

@@ -547,3 +547,72 @@ fn huge_values_are_refused_or_capped_never_a_panic() {
     // Nothing is older than the calendar: the daily file stays.
     assert!(sb.path(".almanac/workspace/memory/2025-11-27.md").exists());
 }
+
+/// A `200` embeddings answer with one vector per input, listed last
+/// first.
+fn embeddings(n: usize) -> crate::scripted::Reply {
+    let data: Vec<Value> = (0..n)
+        .rev()
+        .map(|i| serde_json::json!({"index": i, "embedding": [1.0, i as f64, 0.5]}))
+        .collect();
+    crate::scripted::Reply::Status {
+        status: 200,
+        headers: vec![("content-type".into(), "application/json".into())],
+        body: serde_json::json!({"object": "list", "data": data}).to_string(),
+    }
+}
+
+#[test]
+fn the_openai_provider_embeds_through_an_openai_compatible_endpoint() {
+    let sb = Sandbox::new();
+    sb.write(".almanac/workspace/memory/2025-11-27.md", CHAT);
+    sb.write(
+        ".almanac/workspace/MEMORY.md",
+        "# Memory\n\n- Ana prefers tea over coffee\n",
+    );
+    // How many items there are, indexed without vectors.
+    sb.write(
+        ".almanac/config.json5",
+        "{ agents: { defaults: { memorySearch: { provider: 'none' } } } }",
+    );
+    mem(&sb, &["index", "--json"]).ok();
+    let items = mem(&sb, &["status", "--json"]).ok().json()["chunks"]
+        .as_u64()
+        .unwrap() as usize;
+    assert!(items > 1 && items <= 32, "{items}");
+    let server = crate::scripted::ScriptedServer::start(vec![embeddings(items), embeddings(1)]);
+    sb.write(
+        ".almanac/config.json5",
+        &format!(
+            "{{ agents: {{ defaults: {{ memorySearch: {{ provider: 'ollama', model: 'nomic-embed-text', remote: {{ baseUrl: '{}/v1', apiKey: 'sk-cli-key' }} }} }} }} }}",
+            server.url
+        ),
+    );
+    let v = mem(&sb, &["index", "--json"]).ok().json();
+    assert_eq!(v["vectors"]["provider"], "openai", "{v}");
+    assert_eq!(v["vectors"]["model"], "nomic-embed-text");
+    assert_eq!(v["vectors"]["embedded"], items);
+    let v = mem(&sb, &["search", "--json", "where is Peter this week"])
+        .ok()
+        .json();
+    assert_eq!(v["provider"], "openai", "{v}");
+    assert_eq!(v["model"], "nomic-embed-text");
+    assert_eq!(v["mode"], "hybrid");
+    assert!(!results(&v).is_empty(), "{v}");
+    let v = mem(&sb, &["status", "--json"]).ok().json();
+    assert_eq!(v["provider"], "openai");
+    assert_eq!(v["model"], "nomic-embed-text");
+    assert_eq!(v["vectors"]["withVector"], items, "{v}");
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2);
+    for req in &requests {
+        assert_eq!(req.path, "/v1/embeddings");
+        assert_eq!(req.header("authorization"), Some("Bearer sk-cli-key"));
+        assert_eq!(req.json()["model"], "nomic-embed-text");
+    }
+    assert_eq!(requests[0].json()["input"].as_array().unwrap().len(), items);
+    assert_eq!(
+        requests[1].json()["input"],
+        serde_json::json!(["where is Peter this week"])
+    );
+}

@@ -46,6 +46,10 @@ pub(super) enum Reply {
     SseSlow(Vec<String>, std::time::Duration),
     /// Read the request and never answer (until the client goes away).
     Hang,
+    /// These bytes as they are (a status line, headers and part of a
+    /// body, say), then the connection is closed: an answer cut off
+    /// midway.
+    Raw(String),
     /// Any status with headers and a body.
     Status {
         status: u16,
@@ -181,6 +185,9 @@ fn serve(
                     return;
                 }
             }
+        }
+        Reply::Raw(bytes) => {
+            let _ = out.write_all(bytes.as_bytes());
         }
         Reply::Status {
             status,

@@ -5,7 +5,8 @@
 //!   (`almanac-embed`), from `local.modelPath` or the model `memory model
 //!   install` put under `<state>/models/` ([`install`]).
 //! * `openai` (aliases `ollama`, `openai-compatible`): an OpenAI-compatible
-//!   `/v1/embeddings` endpoint.
+//!   `POST {remote.baseUrl}/embeddings` endpoint ([`openai`]), with the key
+//!   of `remote.apiKey`, else `OPENAI_API_KEY`.
 //! * `none`: lexical search only.
 //!
 //! Invariants:
@@ -16,8 +17,11 @@
 //!   one line ([`Choice::Lexical`]); it never fails a search.
 //! * Every vector a provider returns has the provider's dimension, or the
 //!   whole batch is an error: no partial batch is stored.
+//! * An API key is never shown: not in an error, a log line or a debug
+//!   print of the settings.
 
 pub(crate) mod install;
+pub(crate) mod openai;
 
 use std::path::{Path, PathBuf};
 
@@ -69,11 +73,21 @@ pub(crate) enum Choice {
 }
 
 /// An OpenAI-compatible endpoint.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Clone, PartialEq)]
 pub(crate) struct RemoteSettings {
     pub base_url: String,
     pub api_key: Option<String>,
     pub model: String,
+}
+
+impl std::fmt::Debug for RemoteSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RemoteSettings")
+            .field("base_url", &self.base_url)
+            .field("api_key", &self.api_key.as_ref().map(|_| "***"))
+            .field("model", &self.model)
+            .finish()
+    }
 }
 
 /// The base URL when `remote.baseUrl` is unset.
@@ -284,10 +298,7 @@ pub(crate) fn start(choice: &Choice) -> Result<Box<dyn Embedder>, String> {
     match choice {
         Choice::Lexical { reason } => Err(reason.clone()),
         Choice::Local { dir, model } => Ok(Box::new(Local::load(dir, model)?)),
-        Choice::Remote(settings) => Err(format!(
-            "the {} embeddings provider is not available in this build",
-            settings.base_url
-        )),
+        Choice::Remote(settings) => Ok(Box::new(openai::OpenAi::start(settings)?)),
     }
 }
 
