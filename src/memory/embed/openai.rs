@@ -15,8 +15,9 @@
 //! * The API key is sent only as `Authorization: Bearer`, and never
 //!   appears in an error or a log line (a server echoing it is scrubbed).
 //! * [`Embedder::embed`] is synchronous: the embedder drives a
-//!   current-thread runtime of its own, so it is called from command-line
-//!   code or a blocking thread, never from async code.
+//!   current-thread runtime of its own, on the calling thread, or on a
+//!   thread of its own when the caller is inside a runtime (an agent
+//!   turn's memory tool).
 
 use std::ops::Range;
 use std::sync::{Arc, OnceLock};
@@ -72,7 +73,8 @@ pub(crate) struct OpenAi {
     url: String,
     limits: Limits,
     retry: RetryPolicy,
-    runtime: tokio::runtime::Runtime,
+    /// Always there until the provider is dropped.
+    runtime: Option<tokio::runtime::Runtime>,
     client: reqwest::Client,
     /// The dimension of the model's vectors, from its first good answer.
     dims: OnceLock<usize>,
@@ -126,7 +128,7 @@ impl OpenAi {
                 ..limits
             },
             retry,
-            runtime,
+            runtime: Some(runtime),
             client: client_for(base, limits.connect),
             dims: OnceLock::new(),
         })
@@ -365,13 +367,43 @@ impl Embedder for OpenAi {
 
     fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
         let batches = batches(texts, self.limits.max_inputs, self.limits.max_tokens);
-        self.runtime.block_on(async {
-            let mut vectors = Vec::with_capacity(texts.len());
-            for batch in batches {
-                vectors.extend(self.request_with_retries(&texts[batch]).await?);
-            }
-            Ok(vectors)
+        let runtime = self
+            .runtime
+            .as_ref()
+            .expect("the runtime lives as long as the provider");
+        let work = || {
+            runtime.block_on(async {
+                let mut vectors = Vec::with_capacity(texts.len());
+                for batch in batches {
+                    vectors.extend(self.request_with_retries(&texts[batch]).await?);
+                }
+                Ok(vectors)
+            })
+        };
+        if tokio::runtime::Handle::try_current().is_err() {
+            return work();
+        }
+        // Called from code a runtime drives (an agent turn's memory tool
+        // runs inside the turn's `block_on`): a runtime cannot be driven
+        // from there, a thread of its own can.
+        std::thread::scope(|scope| {
+            scope.spawn(work).join().unwrap_or_else(|_| {
+                Err(EmbedError::Failed(
+                    "the embeddings request stopped unexpectedly".into(),
+                ))
+            })
         })
+    }
+}
+
+impl Drop for OpenAi {
+    fn drop(&mut self) {
+        // Dropped inside a runtime (by an agent turn's memory tool), a
+        // runtime may not wait for its tasks; it has none worth waiting
+        // for (idle pooled connections).
+        if let Some(runtime) = self.runtime.take() {
+            runtime.shutdown_background();
+        }
     }
 }
 

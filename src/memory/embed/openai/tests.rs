@@ -459,3 +459,25 @@ fn fill_vectors_keeps_finished_batches_and_stores_nothing_of_a_short_one() {
     assert_eq!(requests.len(), 2);
     assert_eq!(inputs(&requests[1]), missing);
 }
+
+#[test]
+fn embedding_works_from_inside_a_runtime_as_an_agent_turn_calls_it() {
+    let server = ScriptedServer::start(vec![answer(&[(0, raw_vector(0))])]);
+    let (p, _) = provider(&settings(&server, None), 64);
+    let outer = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let vectors = outer.block_on(async { p.embed(&["inside"]) }).unwrap();
+    assert_eq!(vectors, vec![unit(raw_vector(0))]);
+    // Started, used and dropped inside, as the memory tool does.
+    let server = ScriptedServer::start(vec![answer(&[(0, raw_vector(1))])]);
+    let remote = settings(&server, None);
+    let vectors = outer
+        .block_on(async {
+            let embedder = crate::memory::embed::start(&Choice::Remote(remote)).unwrap();
+            embedder.embed(&["inside"])
+        })
+        .unwrap();
+    assert_eq!(vectors, vec![unit(raw_vector(1))]);
+}
