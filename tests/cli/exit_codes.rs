@@ -106,6 +106,8 @@ const TABLE: &[Row] = &[
     // memory
     row(&["memory", "index"], 0),
     row(&["memory", "status"], 0),
+    row(&["memory", "model", "install", "--from", "no-such.whl"], 1),
+    row(&["memory", "model", "install"], 2),
     row(&["memory", "search", "tea"], 0),
     row(&["memory", "search", "--since", "someday", "tea"], 2),
     row(&["memory", "get", "MEMORY.md"], 0),
