@@ -230,12 +230,12 @@ pub(crate) fn status(app: &App) -> anyhow::Result<Status> {
         crate::memory::embed::Choice::Local { model, .. } => {
             status.provider = "local";
             status.model = Some(model.clone());
-            Some(format!("local/{model}"))
+            Some(crate::memory::embed::vector_key("local", &model))
         }
         crate::memory::embed::Choice::Remote(remote) => {
             status.provider = "openai";
             status.model = Some(remote.model.clone());
-            Some(format!("openai/{}", remote.model))
+            Some(crate::memory::embed::vector_key("openai", &remote.model))
         }
     };
     if !memory.index_path.exists() {

@@ -20,22 +20,7 @@ use crate::provider::BoxFuture;
 const SECRET: &str = "hook-signing-s3cret";
 const CONFIG: &str = "{ hooks: { signingSecret: 'hook-signing-s3cret' } }";
 
-/// Records the waits instead of sleeping.
-#[derive(Default)]
-struct Recorder(Mutex<Vec<Duration>>);
-
-impl Sleeper for Recorder {
-    fn sleep(&self, duration: Duration) -> BoxFuture<'_, ()> {
-        self.0.lock().unwrap().push(duration);
-        Box::pin(async {})
-    }
-}
-
-impl Recorder {
-    fn waits(&self) -> Vec<Duration> {
-        self.0.lock().unwrap().clone()
-    }
-}
+use crate::provider::http::RecordingSleeper as Recorder;
 
 /// A wait that never ends (a gateway stopped while waiting).
 struct Forever;

@@ -20,6 +20,26 @@ pub(crate) trait Sleeper: Send + Sync {
     fn sleep(&self, duration: Duration) -> BoxFuture<'_, ()>;
 }
 
+/// A sleeper that records the waits instead of sleeping (tests).
+#[cfg(test)]
+#[derive(Default)]
+pub(crate) struct RecordingSleeper(std::sync::Mutex<Vec<Duration>>);
+
+#[cfg(test)]
+impl Sleeper for RecordingSleeper {
+    fn sleep(&self, duration: Duration) -> super::BoxFuture<'_, ()> {
+        self.0.lock().unwrap().push(duration);
+        Box::pin(async {})
+    }
+}
+
+#[cfg(test)]
+impl RecordingSleeper {
+    pub(crate) fn waits(&self) -> Vec<Duration> {
+        self.0.lock().unwrap().clone()
+    }
+}
+
 /// The real sleeper.
 pub(crate) struct TokioSleeper;
 

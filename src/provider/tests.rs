@@ -2,28 +2,18 @@
 //! error answers, 429 with `Retry-After`, a dropped connection and
 //! malformed events. The retry waits are recorded, never slept.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use super::http::Sleeper;
 use super::*;
 
 #[path = "../../tests/support/scripted_server.rs"]
 mod scripted;
 use scripted::{Reply, ScriptedServer, sse};
 
-/// Records the waits instead of sleeping.
-#[derive(Default)]
-struct Recorder(Mutex<Vec<Duration>>);
-
-impl Sleeper for Recorder {
-    fn sleep(&self, duration: Duration) -> BoxFuture<'_, ()> {
-        self.0.lock().unwrap().push(duration);
-        Box::pin(async {})
-    }
-}
+use crate::provider::http::RecordingSleeper as Recorder;
 
 fn policy() -> (RetryPolicy, Arc<Recorder>) {
     let recorder = Arc::new(Recorder::default());
@@ -213,7 +203,7 @@ fn rate_limits_wait_as_long_as_the_server_asks() {
     let (p, waits) = policy();
     let response = call(&server, Api::OpenAiCompletions, &p).0.unwrap();
     assert_eq!(response.content, vec![Block::text("ok")]);
-    let waits = waits.0.lock().unwrap().clone();
+    let waits = waits.waits();
     assert_eq!(waits[0], Duration::from_secs(7), "Retry-After honoured");
     assert!(
         waits[1] >= Duration::from_millis(1000) && waits[1] <= Duration::from_millis(1200),
@@ -243,7 +233,7 @@ fn a_huge_retry_after_is_capped_not_a_panic() {
     let response = call(&server, Api::OpenAiCompletions, &p).0.unwrap();
     assert_eq!(response.content, vec![Block::text("ok")]);
     // Recorded, not slept: each wait is the policy's longest.
-    assert_eq!(*waits.0.lock().unwrap(), vec![p.max_retry_after; 3]);
+    assert_eq!(waits.waits(), vec![p.max_retry_after; 3]);
 }
 
 #[test]
@@ -258,7 +248,7 @@ fn persistent_errors_end_after_the_retries_with_the_server_message() {
     let err = call(&server, Api::OpenAiCompletions, &p).0.unwrap_err();
     assert_eq!(err.to_string(), "test answered HTTP 500: internal trouble");
     assert_eq!(server.requests().len(), 4, "one try and three retries");
-    assert_eq!(waits.0.lock().unwrap().len(), 3);
+    assert_eq!(waits.waits().len(), 3);
     // A client error is not retried.
     let server = ScriptedServer::start(vec![Reply::Status {
         status: 401,
@@ -399,7 +389,7 @@ fn a_server_that_never_answers_fails_after_the_idle_timeout_without_retries() {
     );
     assert!(took < Duration::from_secs(5), "{took:?}");
     assert_eq!(server.requests().len(), 1, "not retried");
-    assert!(waits.0.lock().unwrap().is_empty());
+    assert!(waits.waits().is_empty());
 }
 
 #[test]
@@ -547,7 +537,7 @@ fn a_connection_that_is_never_accepted_fails_after_the_connect_timeout() {
     );
     assert!(took < Duration::from_secs(5), "{took:?}");
     assert!(err.is_retryable(), "connection failures are retried");
-    assert!(waits.0.lock().unwrap().is_empty());
+    assert!(waits.waits().is_empty());
 }
 
 fn anthropic_stream(blocks: Vec<Vec<Value>>, stop: &str) -> Vec<String> {
@@ -642,7 +632,7 @@ fn anthropic_overload_is_retried_and_errors_are_clear() {
     let (p, waits) = policy();
     let response = call(&server, Api::AnthropicMessages, &p).0.unwrap();
     assert_eq!(response.content, vec![Block::text("Fine.")]);
-    assert_eq!(waits.0.lock().unwrap().len(), 1);
+    assert_eq!(waits.waits().len(), 1);
     // A delta for a block that never started is malformed.
     let bad = sse(&[
         json!({"type": "message_start", "message": {"usage": {}}}),

@@ -53,8 +53,13 @@ pub(crate) trait Embedder: Send + Sync {
     /// The key stored with each vector: a vector made by another model is
     /// not comparable, and is replaced.
     fn key(&self) -> String {
-        format!("{}/{}", self.provider(), self.model())
+        vector_key(self.provider(), self.model())
     }
+}
+
+/// The key vectors are stored under: `provider/model`.
+pub(crate) fn vector_key(provider: &str, model: &str) -> String {
+    format!("{provider}/{model}")
 }
 
 /// What the configuration asks for, before anything is loaded.

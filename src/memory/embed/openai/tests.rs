@@ -3,33 +3,14 @@
 //! midway), whole-batch refusal down to the index, errors without the
 //! key, and which key is sent. Retry waits are recorded, never slept.
 
-use std::sync::Mutex;
-
 use serde_json::{Value, json};
 
 use super::scripted::{Recorded, Reply, ScriptedServer};
 use super::*;
 use crate::config::MemorySearchConfig;
 use crate::memory::embed::{Choice, choose};
-use crate::provider::BoxFuture;
-use crate::provider::http::Sleeper;
 
-/// Records the waits instead of sleeping.
-#[derive(Default)]
-struct Recorder(Mutex<Vec<Duration>>);
-
-impl Sleeper for Recorder {
-    fn sleep(&self, duration: Duration) -> BoxFuture<'_, ()> {
-        self.0.lock().unwrap().push(duration);
-        Box::pin(async {})
-    }
-}
-
-impl Recorder {
-    fn waits(&self) -> Vec<Duration> {
-        self.0.lock().unwrap().clone()
-    }
-}
+use crate::provider::http::RecordingSleeper as Recorder;
 
 fn settings(server: &ScriptedServer, key: Option<&str>) -> RemoteSettings {
     RemoteSettings {
