@@ -89,6 +89,11 @@ const INDEX_MIGRATIONS: &[Migration] = &[
         name: "vectors",
         sql: include_str!("migrations/index/0006_vectors.sql"),
     },
+    Migration {
+        version: 7,
+        name: "vector_log",
+        sql: include_str!("migrations/index/0007_vector_log.sql"),
+    },
 ];
 
 /// Which database a [`Store`] is.

@@ -1,13 +1,22 @@
 //! The items' sentence vectors: which are missing, storing a batch, and
-//! brute-force similarity to a query vector.
+//! brute-force similarity to a query vector, read from the index or from
+//! a [`VectorSet`] kept in memory.
 //!
 //! A vector is stored with the key of the model that made it; only
 //! vectors of the current model are compared or counted as present, so a
 //! model change re-embeds everything and never mixes spaces. Vectors go
 //! with their items (the indexer deletes both).
+//!
+//! Every store and delete is logged (`vector_log`, by triggers), so a
+//! [`VectorSet`] follows any writer of any process by reading only the
+//! changes since it last looked ([`Index::catch_up`]); writers keep the
+//! newest [`VECTOR_LOG_KEEP`] rows, and a set that fell further behind
+//! reads the vectors again in full.
+
+use std::collections::HashMap;
 
 use almanac_embed::Quantized;
-use rusqlite::params;
+use rusqlite::{OptionalExtension, params};
 
 use super::Index;
 use crate::memory::embed::{EmbedError, Embedder};
@@ -15,6 +24,8 @@ use crate::store::StoreError;
 
 /// Texts per provider call while filling in vectors.
 pub(crate) const EMBED_BATCH: usize = 64;
+/// Rows of `vector_log` writers keep.
+pub(crate) const VECTOR_LOG_KEEP: i64 = 20_000;
 
 /// What the index holds for one model.
 #[derive(Debug, Clone, Copy, Default, serde::Serialize)]
@@ -70,6 +81,10 @@ impl Index {
             for (id, v) in vectors {
                 put.execute(params![id, model, v.to_bytes()])?;
             }
+            tx.prepare_cached(
+                "DELETE FROM vector_log WHERE seq <= (SELECT max(seq) FROM vector_log) - ?1",
+            )?
+            .execute([VECTOR_LOG_KEEP])?;
         }
         tx.commit()?;
         Ok(())
@@ -146,10 +161,206 @@ impl Index {
             if parts.len() != query.parts.len() {
                 continue;
             }
-            let dot = almanac_embed::dot_i8(&query.parts, parts) as f32 * scale * query.scale;
-            out.push((id, dot));
+            out.push((id, similarity(&query, scale, parts)));
         }
         Ok(out)
+    }
+
+    /// The vectors of `model`, read in full into a set.
+    pub(crate) fn load_vectors(&self, model: &str) -> Result<VectorSet, StoreError> {
+        let mut set = VectorSet::empty(model);
+        // The log's position first: a change committed while the vectors
+        // are read is read again by the next catch-up, never missed.
+        set.seq = self.vector_log_top()?;
+        let mut stmt = self
+            .store
+            .conn
+            .prepare_cached("SELECT item_id, vec FROM vectors WHERE model = ?1")?;
+        let mut rows = stmt.query([model])?;
+        while let Some(row) = rows.next()? {
+            let id: i64 = row.get(0)?;
+            set.put_bytes(id, row.get_ref(1)?.as_blob().unwrap_or_default());
+        }
+        Ok(set)
+    }
+
+    /// Brings `set` up to date with the index: the vectors stored or
+    /// deleted since it last looked, or everything again when the log no
+    /// longer reaches back that far (or the index was built anew).
+    /// Returns how many items it looked at again.
+    pub(crate) fn catch_up(&self, set: &mut VectorSet) -> Result<usize, StoreError> {
+        let top = self.vector_log_top()?;
+        if top == set.seq {
+            return Ok(0);
+        }
+        let oldest: Option<i64> =
+            self.store
+                .conn
+                .query_row("SELECT min(seq) FROM vector_log", [], |r| r.get(0))?;
+        let reaches_back = oldest.is_some_and(|o| o <= set.seq + 1);
+        if top < set.seq || !reaches_back {
+            *set = self.load_vectors(&set.model)?;
+            return Ok(set.len());
+        }
+        let mut stmt = self.store.conn.prepare_cached(
+            "SELECT c.item_id, v.vec FROM
+               (SELECT DISTINCT item_id FROM vector_log WHERE seq > ?1 AND seq <= ?2) c
+             LEFT JOIN vectors v ON v.item_id = c.item_id AND v.model = ?3",
+        )?;
+        let mut rows = stmt.query(params![set.seq, top, set.model])?;
+        let mut looked_at = 0;
+        while let Some(row) = rows.next()? {
+            let id: i64 = row.get(0)?;
+            match row.get_ref(1)? {
+                rusqlite::types::ValueRef::Blob(bytes) => set.put_bytes(id, bytes),
+                _ => set.remove(id),
+            }
+            looked_at += 1;
+        }
+        set.seq = top;
+        Ok(looked_at)
+    }
+
+    /// The newest position of `vector_log` (0 before any change); it
+    /// never goes back, even when every row was trimmed.
+    fn vector_log_top(&self) -> Result<i64, StoreError> {
+        Ok(self
+            .store
+            .conn
+            .query_row(
+                "SELECT seq FROM sqlite_sequence WHERE name = 'vector_log'",
+                [],
+                |r| r.get(0),
+            )
+            .optional()?
+            .unwrap_or(0))
+    }
+}
+
+/// The cosine similarity of a quantized query to a stored vector (the
+/// same arithmetic for the index and a [`VectorSet`]).
+fn similarity(query: &Quantized, scale: f32, parts: &[i8]) -> f32 {
+    almanac_embed::dot_i8(&query.parts, parts) as f32 * scale * query.scale
+}
+
+/// The int8 vectors of one model held in memory, by item: one contiguous
+/// block, so a search compares them without reading the index.
+#[derive(Debug, Clone)]
+pub(crate) struct VectorSet {
+    model: String,
+    /// Parts per vector (from the first one kept; others are skipped).
+    dims: usize,
+    ids: Vec<i64>,
+    scales: Vec<f32>,
+    parts: Vec<i8>,
+    slot: HashMap<i64, usize>,
+    /// The `vector_log` position the set reflects.
+    seq: i64,
+}
+
+impl VectorSet {
+    pub(crate) fn empty(model: &str) -> VectorSet {
+        VectorSet {
+            model: model.to_string(),
+            dims: 0,
+            ids: Vec::new(),
+            scales: Vec::new(),
+            parts: Vec::new(),
+            slot: HashMap::new(),
+            seq: 0,
+        }
+    }
+
+    /// The model key its vectors were made by.
+    pub(crate) fn model(&self) -> &str {
+        &self.model
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.ids.len()
+    }
+
+    /// Adds or replaces the vector of `id`.
+    #[cfg(test)]
+    pub(crate) fn put(&mut self, id: i64, v: &Quantized) {
+        self.put_parts(id, v.scale, &v.parts);
+    }
+
+    /// [`VectorSet::put`] from a stored blob (scale, then parts).
+    fn put_bytes(&mut self, id: i64, bytes: &[u8]) {
+        let Some((scale, parts)) = bytes.split_first_chunk::<4>() else {
+            self.remove(id);
+            return;
+        };
+        self.put_parts(id, f32::from_le_bytes(*scale), bytemuck_i8(parts));
+    }
+
+    fn put_parts(&mut self, id: i64, scale: f32, parts: &[i8]) {
+        if self.ids.is_empty() {
+            self.dims = parts.len();
+        }
+        if parts.len() != self.dims {
+            // Not comparable with the others (the index skips it too).
+            self.remove(id);
+            return;
+        }
+        let dims = self.dims;
+        match self.slot.get(&id) {
+            Some(&at) => {
+                self.scales[at] = scale;
+                self.parts[at * dims..(at + 1) * dims].copy_from_slice(parts);
+            }
+            None => {
+                self.slot.insert(id, self.ids.len());
+                self.ids.push(id);
+                self.scales.push(scale);
+                self.parts.extend_from_slice(parts);
+            }
+        }
+    }
+
+    /// Forgets the vector of `id` (the last one takes its place).
+    pub(crate) fn remove(&mut self, id: i64) {
+        let Some(at) = self.slot.remove(&id) else {
+            return;
+        };
+        let last = self.ids.len() - 1;
+        let dims = self.dims;
+        if at != last {
+            let moved = self.ids[last];
+            self.ids[at] = moved;
+            self.scales[at] = self.scales[last];
+            self.parts.copy_within(last * dims..(last + 1) * dims, at * dims);
+            self.slot.insert(moved, at);
+        }
+        self.ids.pop();
+        self.scales.pop();
+        self.parts.truncate(last * dims);
+    }
+
+    /// The vector of `id`, when the set holds one.
+    #[cfg(test)]
+    pub(crate) fn get(&self, id: i64) -> Option<(f32, &[i8])> {
+        let at = *self.slot.get(&id)?;
+        Some((
+            self.scales[at],
+            &self.parts[at * self.dims..(at + 1) * self.dims],
+        ))
+    }
+
+    /// The cosine similarity of every item in the set to `query` (a unit
+    /// vector): what [`Index::similarities`] gives for the same vectors.
+    pub(crate) fn similarities(&self, query: &[f32]) -> Vec<(i64, f32)> {
+        let query = Quantized::new(query);
+        if query.parts.len() != self.dims || self.dims == 0 {
+            return Vec::new();
+        }
+        self.ids
+            .iter()
+            .zip(&self.scales)
+            .zip(self.parts.chunks_exact(self.dims))
+            .map(|((id, scale), parts)| (*id, similarity(&query, *scale, parts)))
+            .collect()
     }
 }
 
@@ -249,6 +460,169 @@ mod tests {
         assert_eq!(idx.fill_vectors(&b, usize::MAX, |_| {}).unwrap(), 3);
         assert_eq!(idx.vector_counts("test/a").unwrap().with_vector, 0);
         assert_eq!(idx.vector_counts("test/b").unwrap().with_vector, 3);
+    }
+
+    /// The similarities of a set, in id order, for comparing with the
+    /// index's.
+    fn sorted(mut v: Vec<(i64, f32)>) -> Vec<(i64, f32)> {
+        v.sort_by_key(|(id, _)| *id);
+        v
+    }
+
+    #[test]
+    fn a_vector_set_adds_replaces_and_removes_and_compares_as_the_index_does() {
+        let mut set = VectorSet::empty("test/a");
+        let a = Quantized::new(&vector_of("car"));
+        let b = Quantized::new(&vector_of("doctor"));
+        let c = Quantized::new(&vector_of("standup moved"));
+        set.put(1, &a);
+        set.put(2, &b);
+        set.put(3, &c);
+        assert_eq!(set.len(), 3);
+        // Replacing keeps one entry per item.
+        set.put(1, &b);
+        assert_eq!(set.len(), 3);
+        assert_eq!(set.get(1).unwrap().1, &b.parts[..]);
+        // Removing the first moves the last into its place.
+        set.remove(1);
+        set.remove(1);
+        assert_eq!(set.len(), 2);
+        assert!(set.get(1).is_none());
+        assert_eq!(set.get(3).unwrap().1, &c.parts[..]);
+        assert_eq!(set.get(2).unwrap().1, &b.parts[..]);
+        let query = vector_of("physician");
+        let sims = sorted(set.similarities(&query));
+        assert_eq!(sims.iter().map(|(id, _)| *id).collect::<Vec<_>>(), [2, 3]);
+        assert!(sims[0].1 > 0.9 && sims[1].1 < 0.5, "{sims:?}");
+        // A vector of other dimensions is not comparable: never kept.
+        set.put(4, &Quantized::new(&[1.0, 0.0]));
+        assert!(set.get(4).is_none());
+        // A query of other dimensions matches nothing.
+        assert!(set.similarities(&[1.0, 0.0]).is_empty());
+        set.remove(2);
+        set.remove(3);
+        assert_eq!(set.len(), 0);
+        assert!(set.similarities(&query).is_empty());
+    }
+
+    #[test]
+    fn a_vector_set_follows_stores_deletes_and_a_new_model_through_the_log() {
+        let f = tests_support::fixture(&[("memory/2026-11-01.md", NOTES)]);
+        let mut idx = tests_support::open(&f);
+        idx.sync(SyncMode::Full, tests_support::wall_ns()).unwrap();
+        let a = words("a");
+        idx.fill_vectors(&a, 2, |_| {}).unwrap();
+        let mut set = idx.load_vectors("test/a").unwrap();
+        assert_eq!(set.len(), 2);
+        let query = vector_of("car doctor");
+        let same = |idx: &Index, set: &VectorSet| {
+            assert_eq!(
+                sorted(set.similarities(&query)),
+                sorted(idx.similarities("test/a", &query).unwrap())
+            );
+        };
+        same(&idx, &set);
+        assert_eq!(idx.catch_up(&mut set).unwrap(), 0, "nothing changed");
+        // Stored by another connection (another process): caught up.
+        let mut writer = tests_support::open(&f);
+        writer.fill_vectors(&a, usize::MAX, |_| {}).unwrap();
+        assert_eq!(idx.catch_up(&mut set).unwrap(), 1);
+        assert_eq!(set.len(), 3);
+        same(&idx, &set);
+        // An edit deletes the file's items and their vectors; the new
+        // items reuse the ids and have no vector yet.
+        let path = f.root.join("memory/2026-11-01.md");
+        crate::durable::atomic_replace(
+            &path,
+            NOTES.replace("serviced", "washed").as_bytes(),
+            0o600,
+        )
+        .unwrap();
+        writer
+            .sync(SyncMode::Full, tests_support::wall_ns())
+            .unwrap();
+        idx.catch_up(&mut set).unwrap();
+        assert_eq!(set.len(), 0, "vectors of deleted items are dropped");
+        writer.fill_vectors(&a, usize::MAX, |_| {}).unwrap();
+        idx.catch_up(&mut set).unwrap();
+        assert_eq!(set.len(), 3);
+        same(&idx, &set);
+        // Another model's vectors replace these in the index: the set of
+        // model a follows (its items have none now).
+        writer.fill_vectors(&words("b"), 1, |_| {}).unwrap();
+        idx.catch_up(&mut set).unwrap();
+        assert_eq!(set.len(), 2);
+        same(&idx, &set);
+        // Rows the set has seen may be trimmed; once rows it has not seen
+        // are gone, it is read again in full.
+        set.put(99, &Quantized::new(&query));
+        writer
+            .store
+            .conn
+            .execute("DELETE FROM vector_log", [])
+            .unwrap();
+        idx.catch_up(&mut set).unwrap();
+        assert!(set.get(99).is_some(), "nothing new: nothing read");
+        writer.fill_vectors(&words("b"), 1, |_| {}).unwrap();
+        writer
+            .store
+            .conn
+            .execute("DELETE FROM vector_log", [])
+            .unwrap();
+        writer.fill_vectors(&words("b"), 1, |_| {}).unwrap();
+        idx.catch_up(&mut set).unwrap();
+        assert!(set.get(99).is_none(), "a full read leaves nothing stale");
+        same(&idx, &set);
+    }
+
+    #[test]
+    fn a_search_with_the_vectors_in_memory_ranks_as_one_reading_the_index() {
+        let f = tests_support::fixture(&[("memory/2026-11-01.md", NOTES)]);
+        let mut idx = tests_support::open(&f);
+        idx.sync(SyncMode::Full, tests_support::wall_ns()).unwrap();
+        let m = words("a");
+        idx.fill_vectors(&m, usize::MAX, |_| {}).unwrap();
+        let text = "car doctor";
+        let qv = QueryVector {
+            model: m.key(),
+            vector: vector_of(text),
+        };
+        let set = idx.load_vectors(&m.key()).unwrap();
+        let from_index = idx
+            .search_with(&Query {
+                text,
+                vector: Some(&qv),
+                ..Query::default()
+            })
+            .unwrap();
+        let from_memory = idx
+            .search_with(&Query {
+                text,
+                vector: Some(&qv),
+                vectors: Some(&set),
+                ..Query::default()
+            })
+            .unwrap();
+        let shown = |o: &crate::memory::index::search::Outcome| {
+            o.hits
+                .iter()
+                .map(|h| (h.id, h.score, h.vector_score))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(shown(&from_index).len(), 2);
+        assert_eq!(shown(&from_index), shown(&from_memory));
+        // The set is what was compared: an empty one finds nothing by
+        // meaning.
+        let empty = VectorSet::empty(&m.key());
+        let none = idx
+            .search_with(&Query {
+                text,
+                vector: Some(&qv),
+                vectors: Some(&empty),
+                ..Query::default()
+            })
+            .unwrap();
+        assert!(none.hits.is_empty());
     }
 
     #[test]
