@@ -17,8 +17,8 @@ use serde::{Deserialize, Serialize};
 
 use super::App;
 use crate::memory::Memory;
-use crate::memory::index::recall::{EntitySummary, RecallPack};
 use crate::memory::embed::Embedder;
+use crate::memory::index::recall::{EntitySummary, RecallPack};
 use crate::memory::index::search::{Outcome, Query, QueryVector};
 use crate::memory::index::vectors::VectorSet;
 use crate::memory::index::{Hit, IndexStats, Neighbor, SyncMode, SyncReport};
@@ -436,11 +436,17 @@ fn search_through_gateway(app: &App, req: &ResolvedSearch) -> Option<Searched> {
         .and_then(|v| Ok(serde_json::from_value::<SearchAnswer>(v)?));
     match answer.and_then(SearchAnswer::into_searched) {
         Ok(searched) => {
-            tracing::debug!(mode = searched.semantic.mode, "memory search answered by the gateway");
+            tracing::debug!(
+                sync = %searched.sync.mode,
+                mode = searched.semantic.mode,
+                "memory search answered by the gateway"
+            );
             Some(searched)
         }
         Err(err) => {
-            tracing::debug!("the gateway did not answer the memory search; searching here: {err:#}");
+            tracing::debug!(
+                "the gateway did not answer the memory search; searching here: {err:#}"
+            );
             None
         }
     }
@@ -503,7 +509,10 @@ pub(crate) struct SearchMismatch(pub String);
 impl App {
     /// `req` with this app's settings and "today" applied; `None` when
     /// memory search is off.
-    pub(crate) fn resolve_search(&self, req: &SearchRequest) -> anyhow::Result<Option<ResolvedSearch>> {
+    pub(crate) fn resolve_search(
+        &self,
+        req: &SearchRequest,
+    ) -> anyhow::Result<Option<ResolvedSearch>> {
         let settings = &self.config.config.agents.defaults.memory_search;
         if !settings.enabled {
             return Ok(None);
@@ -618,6 +627,9 @@ pub(crate) struct SearchAnswer {
     pub unmatched_time_phrase: Option<String>,
     pub entities: Vec<String>,
     pub warnings: Vec<String>,
+    /// How the gateway brought its index up to date (`watched`: its
+    /// watcher keeps it so).
+    pub sync: String,
     pub provider: String,
     pub model: Option<String>,
     pub mode: String,
@@ -687,6 +699,7 @@ impl SearchAnswer {
             unmatched_time_phrase: outcome.unmatched_time_phrase,
             entities: outcome.entities,
             warnings: sync.warnings,
+            sync: sync.mode.to_string(),
             provider: semantic.provider.to_string(),
             model: semantic.model,
             mode: semantic.mode.to_string(),
@@ -741,7 +754,11 @@ impl SearchAnswer {
                 entities: self.entities,
             },
             sync: SyncReport {
-                mode: "gateway",
+                mode: known(
+                    &self.sync,
+                    &["watched", "quick", "full", "rebuild", "refresh"],
+                    "gateway",
+                ),
                 warnings: self.warnings,
                 ..SyncReport::default()
             },

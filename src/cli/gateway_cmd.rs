@@ -136,7 +136,11 @@ fn status(app: &App, flag: JsonFlag) -> anyhow::Result<ExitCode> {
             "memory search: {} answered, {} note(s) embedded{left}; provider {}, {} vector(s) in memory",
             m.searches,
             m.embedded,
-            if m.provider_loaded { "loaded" } else { "not loaded" },
+            if m.provider_loaded {
+                "loaded"
+            } else {
+                "not loaded"
+            },
             m.vectors_in_memory
         );
     }

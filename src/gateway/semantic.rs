@@ -489,7 +489,10 @@ mod tests {
         assert_eq!(*b, "b");
         assert_eq!(warm.loads(), 2);
         // A failed load holds nothing.
-        assert!(warm.get(&"c", || Err::<Arc<String>, _>("no model")).is_err());
+        assert!(
+            warm.get(&"c", || Err::<Arc<String>, _>("no model"))
+                .is_err()
+        );
         assert!(!warm.is_loaded());
         warm.get(&"a", || Ok::<_, ()>(Arc::new("a".to_string())))
             .unwrap();

@@ -330,7 +330,8 @@ impl VectorSet {
             let moved = self.ids[last];
             self.ids[at] = moved;
             self.scales[at] = self.scales[last];
-            self.parts.copy_within(last * dims..(last + 1) * dims, at * dims);
+            self.parts
+                .copy_within(last * dims..(last + 1) * dims, at * dims);
             self.slot.insert(moved, at);
         }
         self.ids.pop();
