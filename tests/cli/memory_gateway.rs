@@ -49,29 +49,58 @@ fn a_running_gateway_embeds_in_the_background_and_answers_searches_as_the_comman
     // A paraphrase sharing no word with its line, answered by the gateway:
     // the command never loads the model.
     let query = "groceries I picked up";
-    let through = search(&sb, &["--json"], query);
-    assert!(through.stderr.contains(BY_GATEWAY), "{}", through.stderr);
-    assert!(!through.stderr.contains(LOADS_MODEL), "{}", through.stderr);
-    let through_json = through.json();
-    assert_eq!(through_json["mode"], "hybrid", "{through_json}");
-    assert_eq!(through_json["provider"], "local");
-    assert_eq!(through_json["model"], "all-MiniLM-L6-v2");
-    let hits = snippets(&through_json);
+    let first = search(&sb, &["--json"], query);
+    assert!(first.stderr.contains(BY_GATEWAY), "{}", first.stderr);
+    assert!(!first.stderr.contains(LOADS_MODEL), "{}", first.stderr);
+    let first = first.json();
+    assert_eq!(first["mode"], "hybrid", "{first}");
+    assert_eq!(first["provider"], "local");
+    assert_eq!(first["model"], "all-MiniLM-L6-v2");
+    let hits = snippets(&first);
     assert!(
         hits.iter().take(3).any(|s| s.contains("milk, eggs")),
         "{hits:#?}"
     );
-    assert!(through_json["results"][0]["vectorScore"].as_f64().unwrap() > 0.0);
+    assert!(first["results"][0]["vectorScore"].as_f64().unwrap() > 0.0);
+    let after = memory_status(&gw);
+    assert_eq!(after["searches"], 1, "{after}");
+    assert_eq!(after["providerLoaded"], true);
+    assert_eq!(after["vectorsInMemory"], 10);
+    assert_eq!(after["providerStarts"], 1, "one model for everything");
+
+    // A note appended by another program: the watcher indexes it, the
+    // embedder gives it a vector, and the next search takes that one
+    // vector from the index's change log.
+    let note = sb.path(".almanac/workspace/memory/2026-11-20.md");
+    let mut text = std::fs::read_to_string(&note).unwrap();
+    text.push_str("- [16:00] Picked up the dry cleaning: two shirts and a wool coat\n");
+    std::fs::write(&note, text).unwrap();
+    eventually(Duration::from_secs(60), || {
+        let m = memory_status(&gw);
+        (m["embedded"] == 11 && m["withoutVector"] == 0).then_some(())
+    });
+    let laundry = search(&sb, &["--json"], "laundry errand").json();
+    assert_eq!(laundry["mode"], "hybrid");
+    assert!(
+        snippets(&laundry)
+            .iter()
+            .take(3)
+            .any(|s| s.contains("dry cleaning")),
+        "{laundry}"
+    );
+    let caught_up = memory_status(&gw);
+    assert_eq!(caught_up["vectorsInMemory"], 11, "{caught_up}");
+    assert_eq!(caught_up["providerStarts"], 1);
+
+    // What the command will be compared with: text and JSON; a time
+    // phrase, a range and a floor travel with the request.
+    let through_json = search(&sb, &["--json"], query).json();
     let through_text = search(&sb, &[], query);
     assert!(through_text.stderr.contains(BY_GATEWAY));
-    // A time phrase, a range and a floor travel with the request.
     let ranged_args = ["--json", "--since", "2026-11-01", "--min-score", "0.01"];
     let ranged = search(&sb, &ranged_args, "what did I buy last week");
     assert!(ranged.stderr.contains(BY_GATEWAY));
-    let after = memory_status(&gw);
-    assert_eq!(after["searches"], 3, "{after}");
-    assert_eq!(after["providerLoaded"], true);
-    assert_eq!(after["vectorsInMemory"], 10);
+    assert_eq!(memory_status(&gw)["searches"], 5);
 
     // Settings that choose another model than the gateway's: it refuses,
     // and the command searches on its own, lexically as it was told.
@@ -91,13 +120,14 @@ fn a_running_gateway_embeds_in_the_background_and_answers_searches_as_the_comman
         )
         .ok();
     assert!(!lexical.stderr.contains(BY_GATEWAY), "{}", lexical.stderr);
+    assert!(!lexical.stderr.contains(LOADS_MODEL), "{}", lexical.stderr);
     assert!(
         lexical.stderr.contains("did not answer"),
         "{}",
         lexical.stderr
     );
     assert_eq!(lexical.json()["mode"], "fts-only");
-    assert_eq!(memory_status(&gw)["searches"], 3);
+    assert_eq!(memory_status(&gw)["searches"], 5);
 
     // Without the gateway, the command answers the same, loading the
     // model itself.
@@ -111,4 +141,5 @@ fn a_running_gateway_embeds_in_the_background_and_answers_searches_as_the_comman
         search(&sb, &ranged_args, "what did I buy last week").json(),
         ranged.json()
     );
+    assert_eq!(search(&sb, &["--json"], "laundry errand").json(), laundry);
 }
