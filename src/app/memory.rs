@@ -7,9 +7,9 @@
 //! watches this memory root (its model warm, its vectors in memory) and
 //! here otherwise: the command resolves everything that shapes the
 //! results (limits, floors, days, "today", the model) before it asks, so
-//! both answers are the same. Nothing here writes to the memory files. Every text
-//! returned has passed the read-time rule (`sanitize`): search hits,
-//! `get`, entity lines and facts, recall packs.
+//! both answers are the same. Nothing here writes to the memory files.
+//! Every text returned has passed the read-time rule (`sanitize`): search
+//! hits, `get`, entity lines and facts, recall packs.
 
 use std::path::{Path, PathBuf};
 
