@@ -272,6 +272,7 @@ pub(crate) fn search(shared: &Shared, req: &ResolvedSearch) -> anyhow::Result<Se
         ))
         .into());
     }
+    app.ensure_state_dir()?;
     let memory = app.memory();
     let (index, sync) = memory.synced_index_with(SyncMode::Watched, app.wall_ns())?;
     let embedder = semantic.provider(&choice);
