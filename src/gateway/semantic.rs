@@ -473,6 +473,39 @@ mod tests {
         assert_eq!(warm.loads(), 2);
     }
 
+    struct Fixed;
+
+    impl Embedder for Fixed {
+        fn provider(&self) -> &'static str {
+            "test"
+        }
+        fn model(&self) -> &str {
+            "fixed"
+        }
+        fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, crate::memory::embed::EmbedError> {
+            Ok(texts.iter().map(|_| vec![1.0, 0.0]).collect())
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_idle_provider_is_dropped_with_the_vectors_it_searched() {
+        let state = SemanticState::default();
+        let choice = Choice::Lexical {
+            reason: "any key".into(),
+        };
+        let load = || Ok::<_, String>(Arc::new(Fixed) as Arc<dyn Embedder>);
+        state.embedder.get(&choice, load).unwrap();
+        *state.vectors.write().unwrap() = Some(VectorSet::empty("test/fixed"));
+        assert!(state.status().provider_loaded);
+        let began = Instant::now();
+        state.drop_when_idle().await;
+        assert_eq!(began.elapsed(), IDLE_DROP);
+        let status = state.status();
+        assert!(!status.provider_loaded);
+        assert_eq!(status.provider_starts, 1);
+        assert!(state.vectors.read().unwrap().is_none(), "vectors kept");
+    }
+
     #[tokio::test(start_paused = true)]
     async fn nothing_held_waits_for_a_load_and_another_key_replaces_the_value() {
         let warm: Arc<Warm<&str, String>> = Arc::new(Warm::new(IDLE_DROP));
