@@ -127,6 +127,23 @@ fn status(app: &App, flag: JsonFlag) -> anyhow::Result<ExitCode> {
         ),
         None => println!("next heartbeat: none (off)"),
     }
+    if let Some(m) = &status.memory_search {
+        let left = m
+            .without_vector
+            .map(|n| format!(", {n} without a vector"))
+            .unwrap_or_default();
+        println!(
+            "memory search: {} answered, {} note(s) embedded{left}; provider {}, {} vector(s) in memory",
+            m.searches,
+            m.embedded,
+            if m.provider_loaded {
+                "loaded"
+            } else {
+                "not loaded"
+            },
+            m.vectors_in_memory
+        );
+    }
     Ok(ExitCode::SUCCESS)
 }
 

@@ -287,7 +287,7 @@ pub(super) fn run(cmd: MemoryCommand, app: &App) -> anyhow::Result<ExitCode> {
                 until,
                 context,
             };
-            let searched = app_memory::search(app, &req)?;
+            let searched = app_memory::search_command(app, &req)?;
             searched.sync.warnings.iter().for_each(warn);
             if let Some(notice) = &searched.semantic.notice {
                 warn(notice);

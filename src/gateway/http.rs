@@ -93,6 +93,7 @@ pub(crate) fn router(shared: Arc<Shared>) -> Router {
         .route("/system/heartbeat/enable", post(heartbeat_enable))
         .route("/system/heartbeat/disable", post(heartbeat_disable))
         .route("/agent", post(agent))
+        .route("/memory/search", post(memory_search))
         .route("/sessions", get(sessions))
         .route("/status", get(status))
         .route("/tasks", get(tasks))
@@ -440,6 +441,32 @@ async fn cron_reload(State(shared): State<Arc<Shared>>) -> ApiResult {
 
 /// The switch was changed on disk (`system heartbeat enable|disable`):
 /// the runner looks at its schedule again.
+/// `memory search` answered here ([`super::semantic::search`]): `{ok,
+/// …}` with everything the command prints; 409 when this gateway's
+/// settings would answer otherwise than the command's.
+async fn memory_search(
+    State(shared): State<Arc<Shared>>,
+    body: Result<Json<crate::app::memory::ResolvedSearch>, JsonRejection>,
+) -> ApiResult {
+    let Json(req) = body?;
+    let searching = shared.clone();
+    let answer = shared
+        .engine
+        .blocking(move || super::semantic::search(&searching, &req))
+        .await
+        .map_err(ApiError::internal)?
+        .map_err(|err| {
+            if err.is::<crate::app::memory::SearchMismatch>() {
+                ApiError::new(StatusCode::CONFLICT, err.to_string())
+            } else {
+                ApiError::internal(format!("{err:#}"))
+            }
+        })?;
+    let mut value = serde_json::to_value(answer).map_err(ApiError::internal)?;
+    value["ok"] = json!(true);
+    Ok(Json(value))
+}
+
 async fn heartbeat_enable(State(shared): State<Arc<Shared>>) -> ApiResult {
     shared.heartbeat.set_enabled(true);
     Ok(Json(json!({"ok": true, "enabled": true})))

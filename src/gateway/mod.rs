@@ -32,6 +32,7 @@ pub(crate) mod heartbeat;
 pub(crate) mod http;
 pub(crate) mod install;
 pub(crate) mod intake;
+pub(crate) mod semantic;
 pub(crate) mod state;
 pub(crate) mod supervisor;
 pub(crate) mod tasks;
@@ -69,6 +70,8 @@ pub(crate) enum Event {
     /// A wake was asked for (`system event --mode now`).
     Wake { reason: String, session_key: String },
     // Files
+    /// The memory watcher's start sync brought the index up to date.
+    MemoryIndexed,
     /// Memory files changed and the index was refreshed.
     MemoryRefreshed { files: usize },
     /// The skills snapshot was rebuilt.
@@ -144,6 +147,8 @@ pub(crate) struct Shared {
     pub heartbeat: heartbeat::HeartbeatState,
     /// The cron runner's next wake and its nudge.
     pub cron: cron::CronState,
+    /// Memory search's warm provider and vectors.
+    pub semantic: semantic::SemanticState,
 }
 
 impl std::fmt::Debug for Shared {
@@ -167,6 +172,9 @@ pub(crate) struct GatewayStatus {
     pub components: Vec<supervisor::ComponentStatus>,
     pub next_heartbeat_at_ms: Option<i64>,
     pub next_cron_at_ms: Option<i64>,
+    /// Searches answered, notes embedded, vectors held.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_search: Option<semantic::MemorySearchStatus>,
 }
 
 impl GatewayStatus {
@@ -181,6 +189,7 @@ impl GatewayStatus {
             components: Vec::new(),
             next_heartbeat_at_ms: None,
             next_cron_at_ms: None,
+            memory_search: None,
         }
     }
 }
@@ -197,6 +206,7 @@ impl Shared {
             components: self.registry.snapshot(),
             next_heartbeat_at_ms: self.heartbeat.next_due_ms(),
             next_cron_at_ms: self.cron.next_wake_ms(),
+            memory_search: Some(self.semantic.status()),
         }
     }
 }
@@ -237,6 +247,7 @@ fn components() -> Vec<Arc<dyn Component>> {
     vec![
         Arc::new(intake::Feeder),
         Arc::new(watch::MemoryWatcher),
+        Arc::new(semantic::MemoryEmbedder),
         Arc::new(watch::SkillsWatcher),
         Arc::new(watch::ConfigWatcher),
         Arc::new(tasks::TaskSweeper),
@@ -377,6 +388,7 @@ async fn serve(
         deliverer,
         heartbeat: heartbeat::HeartbeatState::new(heartbeat_on),
         cron: cron::CronState::new(),
+        semantic: semantic::SemanticState::default(),
     });
     // The intake's group commit runs on a thread of its own.
     let syncer = {
@@ -641,5 +653,6 @@ pub(crate) fn test_shared_with(
         deliverer,
         heartbeat: heartbeat::HeartbeatState::new(true),
         cron: cron::CronState::new(),
+        semantic: semantic::SemanticState::default(),
     })
 }

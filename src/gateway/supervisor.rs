@@ -31,6 +31,8 @@ pub(crate) enum ComponentKind {
     IntakeFeeder,
     /// Keeps the memory index in step with the Markdown files.
     MemoryWatcher,
+    /// Embeds memory notes without a vector; drops an idle provider.
+    MemoryEmbedder,
     /// Keeps the skills snapshot fresh.
     SkillsWatcher,
     /// Applies `config.json5` edits.
@@ -51,6 +53,7 @@ impl ComponentKind {
         match self {
             ComponentKind::IntakeFeeder => "intake",
             ComponentKind::MemoryWatcher => "memory-watcher",
+            ComponentKind::MemoryEmbedder => "memory-embedder",
             ComponentKind::SkillsWatcher => "skills-watcher",
             ComponentKind::ConfigWatcher => "config-watcher",
             ComponentKind::TaskSweeper => "task-sweeper",

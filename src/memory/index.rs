@@ -157,7 +157,7 @@ impl Hit {
 }
 
 /// An item next to a hit, for context.
-#[derive(Debug, Clone, serde::Serialize)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct Neighbor {
     pub start_line: usize,

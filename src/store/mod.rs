@@ -89,6 +89,11 @@ const INDEX_MIGRATIONS: &[Migration] = &[
         name: "vectors",
         sql: include_str!("migrations/index/0006_vectors.sql"),
     },
+    Migration {
+        version: 7,
+        name: "vector_log",
+        sql: include_str!("migrations/index/0007_vector_log.sql"),
+    },
 ];
 
 /// Which database a [`Store`] is.
@@ -744,9 +749,10 @@ mod tests {
         assert_eq!(kept, "yes");
         // An exclusive lock held by another connection: the same.
         writer
-            .execute_batch(
-                "PRAGMA user_version = 6; PRAGMA locking_mode = EXCLUSIVE; BEGIN EXCLUSIVE; UPDATE meta SET value = 'still' WHERE key = 'kept'; COMMIT;",
-            )
+            .execute_batch(&format!(
+                "PRAGMA user_version = {}; PRAGMA locking_mode = EXCLUSIVE; BEGIN EXCLUSIVE; UPDATE meta SET value = 'still' WHERE key = 'kept'; COMMIT;",
+                INDEX_MIGRATIONS.len()
+            ))
             .unwrap();
         let err = Store::open_with(&path, StoreKind::Index, Duration::from_millis(50)).unwrap_err();
         assert!(!err.is_damage(), "{err:?}");

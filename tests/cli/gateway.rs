@@ -185,6 +185,7 @@ fn one_gateway_per_state_dir_found_through_its_file_and_stopped_cleanly() {
     for name in [
         "intake",
         "memory-watcher",
+        "memory-embedder",
         "skills-watcher",
         "config-watcher",
     ] {

@@ -16,6 +16,7 @@ mod hooks;
 mod injection;
 mod json_names;
 mod memory;
+mod memory_gateway;
 mod memory_hybrid;
 mod outbox;
 mod policy;

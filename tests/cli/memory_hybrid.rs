@@ -32,7 +32,7 @@ fn wheel() -> PathBuf {
 
 /// The model installed by the real command into a home under target/
 /// that test runs share (each test names it with `local.modelPath`).
-fn installed_model() -> &'static Path {
+pub(crate) fn installed_model() -> &'static Path {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
         let home = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/model/test-home");
@@ -57,7 +57,7 @@ fn installed_model() -> &'static Path {
     })
 }
 
-fn with_model(sb: &Sandbox) {
+pub(crate) fn with_model(sb: &Sandbox) {
     sb.write(
         ".almanac/config.json5",
         &format!(
@@ -83,7 +83,7 @@ fn search(sb: &Sandbox, query: &str) -> Value {
     .json()
 }
 
-fn snippets(v: &Value) -> Vec<String> {
+pub(crate) fn snippets(v: &Value) -> Vec<String> {
     v["results"]
         .as_array()
         .unwrap()
@@ -106,7 +106,7 @@ const NOTES: &str = "# 2026-11-20
 - [15:30] Peter called about the school run on Friday
 ";
 
-fn notes(sb: &Sandbox) {
+pub(crate) fn notes(sb: &Sandbox) {
     sb.write(".almanac/workspace/memory/2026-11-20.md", NOTES);
 }
 

@@ -440,3 +440,81 @@ async fn the_hooks_tell_the_cron_runner_of_a_change_and_run_a_job_now() {
     stop.cancel();
     let _ = runner.await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn memory_search_answers_as_the_command_would_and_refuses_another_model() {
+    let dir = tempfile::tempdir().unwrap();
+    let shared = crate::gateway::test_shared(dir.path(), TOKEN);
+    let app = shared.engine.app();
+    let root = app.memory().root;
+    std::fs::create_dir_all(root.join("memory")).unwrap();
+    std::fs::write(
+        root.join("memory/2026-11-30.md"),
+        "# 2026-11-30\n\n- [09:00] The printer on the second floor jams\n- [10:00] Lunch with Ana\n",
+    )
+    .unwrap();
+    let router = router(shared.clone());
+    let req = crate::app::memory::SearchRequest {
+        query: "printer jams".into(),
+        context: 1,
+        ..Default::default()
+    };
+    let resolved = app.resolve_search(&req).unwrap().unwrap();
+    assert_eq!(resolved.vector_key, None, "no model here: lexical");
+    let body = serde_json::to_string(&resolved).unwrap();
+    let (status, _) = call(&router, post("/v1/memory/search", None, body.clone())).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    let (status, mut answer) = call(
+        &router,
+        post("/v1/memory/search", Some(TOKEN), body.clone()),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    assert_eq!(answer["mode"], "fts-only");
+    assert!(
+        answer["hits"][0]["body"]
+            .as_str()
+            .unwrap()
+            .contains("printer"),
+        "{answer}"
+    );
+    assert_eq!(shared.semantic.status().searches, 1);
+    // The same as this process finds on its own (how each brought the
+    // index up to date aside).
+    let here = {
+        let app = app.clone();
+        tokio::task::spawn_blocking(move || crate::app::memory::search(&app, &req))
+            .await
+            .unwrap()
+            .unwrap()
+    };
+    let mut here = serde_json::to_value(crate::app::memory::SearchAnswer::of(here)).unwrap();
+    for v in [&mut here, &mut answer] {
+        let v = v.as_object_mut().unwrap();
+        v.remove("sync");
+        v.remove("ok");
+    }
+    assert_eq!(answer, here);
+    // A command whose settings choose a model the gateway does not use:
+    // refused, so it searches on its own.
+    let mut other = resolved.clone();
+    other.vector_key = Some("local/another-model".into());
+    let (status, refused) = call(
+        &router,
+        post(
+            "/v1/memory/search",
+            Some(TOKEN),
+            serde_json::to_string(&other).unwrap(),
+        ),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CONFLICT, "{refused}");
+    assert!(
+        refused["error"]
+            .as_str()
+            .unwrap()
+            .contains("local/another-model"),
+        "{refused}"
+    );
+    assert_eq!(shared.semantic.status().searches, 1);
+}

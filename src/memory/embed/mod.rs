@@ -77,6 +77,18 @@ pub(crate) enum Choice {
     Remote(RemoteSettings),
 }
 
+impl Choice {
+    /// The key the chosen provider's vectors are stored under (`None`
+    /// when search is lexical), known without loading anything.
+    pub(crate) fn vector_key(&self) -> Option<String> {
+        match self {
+            Choice::Lexical { .. } => None,
+            Choice::Local { model, .. } => Some(vector_key("local", model)),
+            Choice::Remote(remote) => Some(vector_key("openai", &remote.model)),
+        }
+    }
+}
+
 /// An OpenAI-compatible endpoint.
 #[derive(Clone, PartialEq)]
 pub(crate) struct RemoteSettings {
@@ -249,6 +261,7 @@ pub(crate) struct Local {
 
 impl Local {
     pub(crate) fn load(dir: &Path, model: &str) -> Result<Local, String> {
+        tracing::debug!(dir = %dir.display(), "loading the local sentence model");
         let encoder = almanac_embed::Encoder::load(dir)
             .map_err(|e| format!("cannot load the local model in {}: {e}", dir.display()))?;
         Ok(Local {

@@ -148,6 +148,9 @@ pub(crate) struct Query<'a> {
     pub exhaustive: bool,
     /// The query's sentence vector: the search is hybrid.
     pub vector: Option<&'a QueryVector>,
+    /// The items' vectors held in memory (the gateway's): compared instead
+    /// of reading the index's when they are of the query vector's model.
+    pub vectors: Option<&'a super::vectors::VectorSet>,
 }
 
 /// A query's sentence vector and the model that made it.
@@ -174,6 +177,7 @@ impl Default for Query<'_> {
             lend: true,
             exhaustive: false,
             vector: None,
+            vectors: None,
         }
     }
 }
@@ -371,12 +375,15 @@ impl Index {
 
         // Hybrid: every item's similarity to the query's vector, and the
         // nearest items join the candidates whatever words they use.
-        let similarity: HashMap<i64, f32> = match q.vector {
-            Some(v) => self
+        let similarity: HashMap<i64, f32> = match (q.vector, q.vectors) {
+            (Some(v), Some(set)) if set.model() == v.model => {
+                set.similarities(&v.vector).into_iter().collect()
+            }
+            (Some(v), _) => self
                 .similarities(&v.model, &v.vector)?
                 .into_iter()
                 .collect(),
-            None => HashMap::new(),
+            (None, _) => HashMap::new(),
         };
         // The nearest items that pass the filter, best first, ranked; the
         // ones no word found join the candidates.

