@@ -190,6 +190,10 @@ pub(crate) struct Status {
     /// Why search is lexical, when it is.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub lexical_because: Option<String>,
+    /// For a local model: whether searches load its compact weights
+    /// (`ready`), it has none (`absent`), or why they cannot be used.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub compact_weights: Option<String>,
 }
 
 pub(crate) fn status(app: &App) -> anyhow::Result<Status> {
@@ -220,6 +224,7 @@ pub(crate) fn status(app: &App) -> anyhow::Result<Status> {
         model: None,
         vectors: Default::default(),
         lexical_because: None,
+        compact_weights: None,
     };
     // What the provider would be, without loading a model.
     let key = match app.embedding_choice() {
@@ -227,9 +232,10 @@ pub(crate) fn status(app: &App) -> anyhow::Result<Status> {
             status.lexical_because = Some(reason);
             None
         }
-        crate::memory::embed::Choice::Local { model, .. } => {
+        crate::memory::embed::Choice::Local { model, dir } => {
             status.provider = "local";
             status.model = Some(model.clone());
+            status.compact_weights = Some(crate::memory::embed::compact_weights(&dir));
             Some(crate::memory::embed::vector_key("local", &model))
         }
         crate::memory::embed::Choice::Remote(remote) => {
@@ -433,7 +439,7 @@ fn query_vector(
     query: &str,
 ) -> (Semantic, Option<QueryVector>) {
     let choice = app.embedding_choice();
-    let embedder = match crate::memory::embed::start(&choice) {
+    let embedder = match crate::memory::embed::start_for_search(&choice) {
         Ok(embedder) => embedder,
         Err(reason) => {
             let notice = app
@@ -445,8 +451,8 @@ fn query_vector(
     if let Err(err) = index.fill_vectors(embedder.as_ref(), SEARCH_EMBED_LIMIT, |_| {}) {
         tracing::warn!("cannot embed new notes: {err}");
     }
-    match embedder.embed(&[query]) {
-        Ok(mut vectors) if vectors.len() == 1 => (
+    match embedder.embed_query(query) {
+        Ok(vector) => (
             Semantic {
                 provider: embedder.provider(),
                 model: Some(embedder.model().to_string()),
@@ -455,10 +461,9 @@ fn query_vector(
             },
             Some(QueryVector {
                 model: embedder.key(),
-                vector: vectors.remove(0),
+                vector,
             }),
         ),
-        Ok(_) => (Semantic::lexical(None), None),
         Err(err) => (
             Semantic::lexical(Some(format!("memory search is lexical: {err}"))),
             None,

@@ -3,8 +3,10 @@
 //!
 //!   cargo run --release -p almanac-embed --example cold -- <model dir> [runs]
 //!
-//! Every run is a fresh process (this program started again with `--once`),
-//! so nothing is warm but the page cache; the medians are printed.
+//! The folder should hold the compact file (`almanac memory model
+//! install` writes it). Every run is a fresh process (this program started
+//! again with `--once`), so nothing is warm but the page cache; the
+//! medians are printed.
 
 use std::path::Path;
 use std::process::Command;
@@ -16,27 +18,30 @@ fn ms(since: Instant) -> f64 {
     since.elapsed().as_secs_f64() * 1000.0
 }
 
-/// One cold run: `tokenizer weights+tokenizer query total` in ms.
+/// One cold run of `mode`; prints `load query` in ms.
 fn once(dir: &Path, mode: &str) {
-    let start = Instant::now();
-    let t = Instant::now();
-    let tokenizer = tokenizers::Tokenizer::from_file(dir.join("tokenizer.json")).unwrap();
-    let tokenizer_json = ms(t);
-    drop(tokenizer);
+    let tokenizer = dir.join("tokenizer.json");
     let t = Instant::now();
     let encoder = match mode {
-        "f32" => almanac_embed::Encoder::load(dir).unwrap(),
-        _ => almanac_embed::Encoder::load_fast(dir).unwrap(),
+        "tokenizer-crate" => {
+            tokenizers::Tokenizer::from_file(&tokenizer).unwrap();
+            None
+        }
+        "tokenizer" => {
+            almanac_embed::read_tokenizer(&tokenizer).unwrap();
+            None
+        }
+        "f32" => Some(almanac_embed::Encoder::load(dir).unwrap()),
+        _ => Some(almanac_embed::Encoder::load_fast(dir).unwrap()),
     };
     let load = ms(t);
     let t = Instant::now();
-    let v = encoder.embed(&[QUERY]).unwrap();
-    let query = ms(t);
-    assert_eq!(v[0].len(), encoder.dims());
-    println!(
-        "{tokenizer_json:.2} {load:.2} {query:.2} {:.2}",
-        ms(start) - tokenizer_json
-    );
+    if let Some(encoder) = encoder {
+        assert_eq!(encoder.is_compact(), mode == "fast", "{mode}");
+        let v = encoder.embed(&[QUERY]).unwrap();
+        assert_eq!(v[0].len(), encoder.dims());
+    }
+    println!("{load:.2} {:.2}", ms(t));
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -53,8 +58,9 @@ fn main() {
     }
     let runs: usize = args.get(2).map_or(11, |n| n.parse().unwrap());
     let me = std::env::current_exe().unwrap();
-    for mode in ["f32", "fast"] {
-        let mut columns: [Vec<f64>; 4] = Default::default();
+    let mut medians = Vec::new();
+    for mode in ["tokenizer-crate", "tokenizer", "f32", "fast"] {
+        let (mut load, mut query) = (Vec::new(), Vec::new());
         for _ in 0..runs {
             let out = Command::new(&me)
                 .arg(dir)
@@ -67,13 +73,33 @@ fn main() {
                 String::from_utf8_lossy(&out.stderr)
             );
             let line = String::from_utf8(out.stdout).unwrap();
-            for (c, x) in columns.iter_mut().zip(line.split_whitespace()) {
-                c.push(x.parse::<f64>().unwrap());
-            }
+            let mut parts = line.split_whitespace().map(|x| x.parse::<f64>().unwrap());
+            load.push(parts.next().unwrap());
+            query.push(parts.next().unwrap());
         }
-        let [tok, load, query, total] = columns.map(median);
+        let (load, query) = (median(load), median(query));
         println!(
-            "{mode:>4}: tokenizer.json alone {tok:.1} ms | load {load:.1} ms | first query {query:.1} ms | load+query {total:.1} ms (median of {runs})"
+            "{mode:>16}: load {load:6.1} ms, first query {query:5.1} ms (median of {runs} processes)"
         );
+        medians.push((load, query));
     }
+    let [
+        (tok_crate, _),
+        (tok, _),
+        (f32_load, f32_query),
+        (fast_load, fast_query),
+    ] = medians[..]
+    else {
+        unreachable!()
+    };
+    println!(
+        "before (tokenizers' reader, f32 weights): tokenizer {tok_crate:.1} + weights {:.1} + query {f32_query:.1} = {:.1} ms",
+        f32_load - tok,
+        tok_crate + f32_load - tok + f32_query
+    );
+    println!(
+        "after (load_fast): tokenizer {tok:.1} + weights {:.1} + query {fast_query:.1} = {:.1} ms",
+        fast_load - tok,
+        fast_load + fast_query
+    );
 }

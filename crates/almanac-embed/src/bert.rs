@@ -2,7 +2,6 @@
 
 use std::path::Path;
 
-use candle_core::quantized::QMatMul;
 use candle_core::{DType, Device, Module, Tensor};
 use candle_nn::{Embedding, LayerNorm, Linear, VarBuilder};
 
@@ -70,22 +69,6 @@ impl Config {
     }
 }
 
-/// A matrix product plus bias: f32 weights from the safetensors file, or
-/// int8 blocks (Q8_0) from the compact file.
-pub(crate) enum Dense {
-    Float(Linear),
-    Quantized { weight: QMatMul, bias: Tensor },
-}
-
-impl Dense {
-    fn forward(&self, x: &Tensor) -> candle_core::Result<Tensor> {
-        match self {
-            Dense::Float(linear) => linear.forward(x),
-            Dense::Quantized { weight, bias } => weight.forward(x)?.broadcast_add(bias),
-        }
-    }
-}
-
 /// A lookup table (word, position, token type embeddings).
 pub(crate) enum Table {
     /// The whole table in memory.
@@ -135,7 +118,7 @@ impl Table {
 /// Where the encoder's weights come from. Names are the Hugging Face
 /// ones without the `bert.` prefix (`encoder.layer.0.attention.self.query`).
 pub(crate) trait Source {
-    fn dense(&self, name: &str, inputs: usize, outputs: usize) -> Result<Dense, LoadError>;
+    fn dense(&self, name: &str, inputs: usize, outputs: usize) -> Result<Linear, LoadError>;
     fn norm(&self, name: &str, size: usize, eps: f64) -> Result<LayerNorm, LoadError>;
     fn table(&self, name: &str, rows: usize, dims: usize) -> Result<Table, LoadError>;
 }
@@ -168,10 +151,8 @@ fn weights_error(e: candle_core::Error) -> LoadError {
 }
 
 impl Source for Safetensors<'_> {
-    fn dense(&self, name: &str, inputs: usize, outputs: usize) -> Result<Dense, LoadError> {
-        candle_nn::linear(inputs, outputs, self.0.pp(name))
-            .map(Dense::Float)
-            .map_err(weights_error)
+    fn dense(&self, name: &str, inputs: usize, outputs: usize) -> Result<Linear, LoadError> {
+        candle_nn::linear(inputs, outputs, self.0.pp(name)).map_err(weights_error)
     }
 
     fn norm(&self, name: &str, size: usize, eps: f64) -> Result<LayerNorm, LoadError> {
@@ -186,13 +167,13 @@ impl Source for Safetensors<'_> {
 }
 
 struct Layer {
-    query: Dense,
-    key: Dense,
-    value: Dense,
-    attention_out: Dense,
+    query: Linear,
+    key: Linear,
+    value: Linear,
+    attention_out: Linear,
     attention_norm: LayerNorm,
-    up: Dense,
-    down: Dense,
+    up: Linear,
+    down: Linear,
     output_norm: LayerNorm,
 }
 

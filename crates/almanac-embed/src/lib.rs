@@ -70,6 +70,13 @@ fn source_bytes(dir: &Path) -> Result<u64, LoadError> {
         .map_err(|e| LoadError::Weights(e.to_string()))
 }
 
+/// The tokenizer in a `tokenizer.json`, read the fast way when its model
+/// is WordPiece (see the `tokenizer` module), with the file's own
+/// truncation and padding.
+pub fn read_tokenizer(path: &Path) -> Result<tokenizers::Tokenizer, LoadError> {
+    tokenizer::read(path)
+}
+
 /// A loaded sentence model.
 pub struct Encoder {
     model: bert::Bert,

@@ -17,16 +17,19 @@ use tokenizers::models::wordpiece::WordPiece;
 use tokenizers::normalizers::NormalizerWrapper;
 use tokenizers::pre_tokenizers::PreTokenizerWrapper;
 use tokenizers::processors::PostProcessorWrapper;
-use tokenizers::{AddedToken, ModelWrapper, Tokenizer};
+use tokenizers::{AddedToken, ModelWrapper, PaddingParams, Tokenizer, TruncationParams};
 
 use crate::LoadError;
 
-/// A `tokenizer.json` whose model is WordPiece. Truncation and padding are
-/// not read: the encoder sets its own.
+/// A `tokenizer.json` whose model is WordPiece.
 #[derive(serde::Deserialize)]
 struct WordPieceFile {
     #[serde(default)]
     version: Option<String>,
+    #[serde(default)]
+    truncation: Option<TruncationParams>,
+    #[serde(default)]
+    padding: Option<PaddingParams>,
     #[serde(default)]
     added_tokens: Vec<AddedTokenWithId>,
     #[serde(default)]
@@ -71,6 +74,8 @@ fn word_piece(bytes: &[u8]) -> Option<Tokenizer> {
     tokenizer.with_pre_tokenizer(file.pre_tokenizer);
     tokenizer.with_post_processor(file.post_processor);
     tokenizer.with_decoder(file.decoder);
+    tokenizer.with_truncation(file.truncation).ok()?;
+    tokenizer.with_padding(file.padding);
     tokenizer
         .add_tokens(file.added_tokens.into_iter().map(|t| t.token))
         .ok()?;
@@ -142,6 +147,13 @@ mod tests {
             "   ",
             &long,
         ];
+        // As the file says (it pads to 128), then as the encoder sets them.
+        for text in ["Café au lait", "x"] {
+            let a = ours.encode(text, true).unwrap();
+            let b = theirs.encode(text, true).unwrap();
+            assert_eq!(a.get_ids(), b.get_ids(), "{text:?}");
+            assert_eq!(a.get_ids().len(), 128);
+        }
         for max_length in [256, 128] {
             for tokenizer in [&mut ours, &mut theirs] {
                 tokenizer.with_padding(None);
