@@ -9,7 +9,11 @@
 //! Invariants:
 //! * Nothing is downloaded: a model is only ever read from its folder.
 //! * The weights are memory-mapped, not read: a process that loads the
-//!   model pays for the pages it touches.
+//!   model pays for the pages it touches. [`Encoder::load_fast`] reads the
+//!   compact copy ([`COMPACT_FILE`]) instead when the folder has one made
+//!   from its weights, and touches only the word-table rows of its text.
+//! * Loading never writes: the compact copy is made by
+//!   [`Encoder::build_compact`] as bytes, for the installer to write.
 //! * Every vector [`Encoder::embed`] returns has unit length (a text the
 //!   tokenizer finds nothing in gives the zero vector, never NaN).
 //! * [`Quantized`] keeps a vector as int8 with one scale; the dot product
