@@ -196,6 +196,10 @@ pub(crate) struct Status {
     /// Why search is lexical, when it is.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub lexical_because: Option<String>,
+    /// For a local model: whether searches load its compact weights
+    /// (`ready`), it has none (`absent`), or why they cannot be used.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub compact_weights: Option<String>,
 }
 
 pub(crate) fn status(app: &App) -> anyhow::Result<Status> {
@@ -226,6 +230,7 @@ pub(crate) fn status(app: &App) -> anyhow::Result<Status> {
         model: None,
         vectors: Default::default(),
         lexical_because: None,
+        compact_weights: None,
     };
     // What the provider would be, without loading a model.
     let key = match app.embedding_choice() {
@@ -233,9 +238,10 @@ pub(crate) fn status(app: &App) -> anyhow::Result<Status> {
             status.lexical_because = Some(reason);
             None
         }
-        crate::memory::embed::Choice::Local { model, .. } => {
+        crate::memory::embed::Choice::Local { model, dir } => {
             status.provider = "local";
             status.model = Some(model.clone());
+            status.compact_weights = Some(crate::memory::embed::compact_weights(&dir));
             Some(crate::memory::embed::vector_key("local", &model))
         }
         crate::memory::embed::Choice::Remote(remote) => {
@@ -461,7 +467,7 @@ fn search_here(app: &App, req: &ResolvedSearch) -> anyhow::Result<Searched> {
     let (mut index, sync) = app.current_index(&memory)?;
     tracing::debug!(sync = %sync.mode, files = sync.files_indexed, "memory index");
     let choice = app.embedding_choice();
-    let embedder = crate::memory::embed::start(&choice);
+    let embedder = crate::memory::embed::start_for_search(&choice);
     if let Ok(embedder) = &embedder
         && let Err(err) = index.fill_vectors(embedder.as_ref(), SEARCH_EMBED_LIMIT, |_| {})
     {
@@ -595,8 +601,8 @@ pub(crate) fn query_vector(
             return (Semantic::lexical(notice), None);
         }
     };
-    match embedder.embed(&[query]) {
-        Ok(mut vectors) if vectors.len() == 1 => (
+    match embedder.embed_query(query) {
+        Ok(vector) => (
             Semantic {
                 provider: embedder.provider(),
                 model: Some(embedder.model().to_string()),
@@ -605,10 +611,9 @@ pub(crate) fn query_vector(
             },
             Some(QueryVector {
                 model: embedder.key(),
-                vector: vectors.remove(0),
+                vector,
             }),
         ),
-        Ok(_) => (Semantic::lexical(None), None),
         Err(err) => (
             Semantic::lexical(Some(format!("memory search is lexical: {err}"))),
             None,

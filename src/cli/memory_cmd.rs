@@ -183,10 +183,11 @@ pub(super) fn run(cmd: MemoryCommand, app: &App) -> anyhow::Result<ExitCode> {
                 print_json(&installed)?;
             } else {
                 println!(
-                    "Installed {} in {} ({} files, SHA-256 checked); memory search is hybrid from now on.",
+                    "Installed {} in {} ({} files, SHA-256 checked, and compact weights for searches: {}); memory search is hybrid from now on.",
                     installed.model,
                     app.host.tilde(&installed.dir),
-                    installed.files.len()
+                    installed.files.len(),
+                    installed.compact.name
                 );
                 println!("Run `almanac memory index` to embed the notes already indexed.");
             }
@@ -253,6 +254,9 @@ pub(super) fn run(cmd: MemoryCommand, app: &App) -> anyhow::Result<ExitCode> {
                         "Vectors: none, search is lexical ({})",
                         status.lexical_because.as_deref().unwrap_or("no provider")
                     ),
+                }
+                if let Some(compact) = &status.compact_weights {
+                    println!("Compact weights: {compact}");
                 }
                 println!(
                     "Last full sync: {}",

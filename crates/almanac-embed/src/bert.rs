@@ -10,16 +10,16 @@ use crate::LoadError;
 /// The parts of a Hugging Face `config.json` the encoder needs.
 #[derive(Debug, Clone, serde::Deserialize)]
 pub(crate) struct Config {
-    vocab_size: usize,
-    hidden_size: usize,
-    num_hidden_layers: usize,
-    num_attention_heads: usize,
-    intermediate_size: usize,
+    pub(crate) vocab_size: usize,
+    pub(crate) hidden_size: usize,
+    pub(crate) num_hidden_layers: usize,
+    pub(crate) num_attention_heads: usize,
+    pub(crate) intermediate_size: usize,
     pub(crate) max_position_embeddings: usize,
     #[serde(default = "two")]
-    type_vocab_size: usize,
+    pub(crate) type_vocab_size: usize,
     #[serde(default = "bert_eps")]
-    layer_norm_eps: f64,
+    pub(crate) layer_norm_eps: f64,
     #[serde(default = "gelu")]
     hidden_act: String,
     #[serde(default = "absolute")]
@@ -69,6 +69,103 @@ impl Config {
     }
 }
 
+/// A lookup table (word, position, token type embeddings).
+pub(crate) enum Table {
+    /// The whole table in memory.
+    Loaded(Embedding),
+    /// f16 rows read from a mapped file as they are looked up: a query
+    /// touches a few pages of the 30 000-row word table, not all of it.
+    Mapped(MappedRows),
+}
+
+pub(crate) struct MappedRows {
+    pub(crate) map: std::sync::Arc<memmap2::Mmap>,
+    /// Where row 0 starts in `map`.
+    pub(crate) start: usize,
+    pub(crate) rows: usize,
+    pub(crate) dims: usize,
+}
+
+impl Table {
+    /// The rows of `ids`, shaped `(b, t, dims)`.
+    fn lookup(&self, ids: &[u32], (b, t): (usize, usize)) -> candle_core::Result<Tensor> {
+        match self {
+            Table::Loaded(embedding) => {
+                embedding.forward(&Tensor::from_slice(ids, (b, t), &Device::Cpu)?)
+            }
+            Table::Mapped(table) => {
+                let mut out = Vec::with_capacity(ids.len() * table.dims);
+                let row_bytes = table.dims * 2;
+                for &id in ids {
+                    let id = id as usize;
+                    if id >= table.rows {
+                        candle_core::bail!("token id {id} is outside the table of {}", table.rows);
+                    }
+                    let at = table.start + id * row_bytes;
+                    let row = &table.map[at..at + row_bytes];
+                    out.extend(
+                        row.chunks_exact(2).map(|h| {
+                            half::f16::from_bits(u16::from_le_bytes([h[0], h[1]])).to_f32()
+                        }),
+                    );
+                }
+                Tensor::from_vec(out, (b, t, table.dims), &Device::Cpu)
+            }
+        }
+    }
+}
+
+/// Where the encoder's weights come from. Names are the Hugging Face
+/// ones without the `bert.` prefix (`encoder.layer.0.attention.self.query`).
+pub(crate) trait Source {
+    fn dense(&self, name: &str, inputs: usize, outputs: usize) -> Result<Linear, LoadError>;
+    fn norm(&self, name: &str, size: usize, eps: f64) -> Result<LayerNorm, LoadError>;
+    fn table(&self, name: &str, rows: usize, dims: usize) -> Result<Table, LoadError>;
+}
+
+/// The f32 weights of `model.safetensors`, memory-mapped.
+pub(crate) struct Safetensors<'a>(VarBuilder<'a>);
+
+impl Safetensors<'static> {
+    pub(crate) fn open(weights: &Path) -> Result<Safetensors<'static>, LoadError> {
+        // SAFETY: the file is mapped read-only; the model folder is
+        // almanac's own (installed under the state directory) or named by
+        // the user, and nothing in almanac writes to it while it is mapped.
+        let root = unsafe {
+            VarBuilder::from_mmaped_safetensors(&[weights], DType::F32, &Device::Cpu)
+                .map_err(weights_error)?
+        };
+        // Checkpoints saved from a task model prefix their keys `bert.`.
+        Ok(Safetensors(
+            if root.contains_tensor("embeddings.word_embeddings.weight") {
+                root
+            } else {
+                root.pp("bert")
+            },
+        ))
+    }
+}
+
+fn weights_error(e: candle_core::Error) -> LoadError {
+    LoadError::Weights(e.to_string())
+}
+
+impl Source for Safetensors<'_> {
+    fn dense(&self, name: &str, inputs: usize, outputs: usize) -> Result<Linear, LoadError> {
+        candle_nn::linear(inputs, outputs, self.0.pp(name)).map_err(weights_error)
+    }
+
+    fn norm(&self, name: &str, size: usize, eps: f64) -> Result<LayerNorm, LoadError> {
+        candle_nn::layer_norm(size, eps, self.0.pp(name)).map_err(weights_error)
+    }
+
+    fn table(&self, name: &str, rows: usize, dims: usize) -> Result<Table, LoadError> {
+        candle_nn::embedding(rows, dims, self.0.pp(name))
+            .map(Table::Loaded)
+            .map_err(weights_error)
+    }
+}
+
 struct Layer {
     query: Linear,
     key: Linear,
@@ -81,9 +178,9 @@ struct Layer {
 }
 
 pub(crate) struct Bert {
-    words: Embedding,
-    positions: Embedding,
-    token_types: Embedding,
+    words: Table,
+    positions: Table,
+    token_types: Table,
     norm: LayerNorm,
     layers: Vec<Layer>,
     heads: usize,
@@ -91,55 +188,37 @@ pub(crate) struct Bert {
 }
 
 impl Bert {
-    pub(crate) fn load(weights: &Path, config: &Config) -> Result<Bert, LoadError> {
-        let err = |e: candle_core::Error| LoadError::Weights(e.to_string());
-        // SAFETY: the file is mapped read-only; the model folder is
-        // almanac's own (installed under the state directory) or named by
-        // the user, and nothing in almanac writes to it while it is mapped.
-        let root = unsafe {
-            VarBuilder::from_mmaped_safetensors(&[weights], DType::F32, &Device::Cpu)
-                .map_err(err)?
-        };
-        // Checkpoints saved from a task model prefix their keys `bert.`.
-        let root = if root.contains_tensor("embeddings.word_embeddings.weight") {
-            root
-        } else {
-            root.pp("bert")
-        };
+    pub(crate) fn load(source: &dyn Source, config: &Config) -> Result<Bert, LoadError> {
         let h = config.hidden_size;
-        let ln = |vb: VarBuilder| candle_nn::layer_norm(h, config.layer_norm_eps, vb).map_err(err);
-        let linear = |vb: VarBuilder, i, o| candle_nn::linear(i, o, vb).map_err(err);
-        let e = root.pp("embeddings");
+        let eps = config.layer_norm_eps;
+        let inner = config.intermediate_size;
         let mut layers = Vec::with_capacity(config.num_hidden_layers);
         for i in 0..config.num_hidden_layers {
-            let l = root.pp(format!("encoder.layer.{i}"));
+            let l = |part: &str| format!("encoder.layer.{i}.{part}");
             layers.push(Layer {
-                query: linear(l.pp("attention.self.query"), h, h)?,
-                key: linear(l.pp("attention.self.key"), h, h)?,
-                value: linear(l.pp("attention.self.value"), h, h)?,
-                attention_out: linear(l.pp("attention.output.dense"), h, h)?,
-                attention_norm: ln(l.pp("attention.output.LayerNorm"))?,
-                up: linear(l.pp("intermediate.dense"), h, config.intermediate_size)?,
-                down: linear(l.pp("output.dense"), config.intermediate_size, h)?,
-                output_norm: ln(l.pp("output.LayerNorm"))?,
+                query: source.dense(&l("attention.self.query"), h, h)?,
+                key: source.dense(&l("attention.self.key"), h, h)?,
+                value: source.dense(&l("attention.self.value"), h, h)?,
+                attention_out: source.dense(&l("attention.output.dense"), h, h)?,
+                attention_norm: source.norm(&l("attention.output.LayerNorm"), h, eps)?,
+                up: source.dense(&l("intermediate.dense"), h, inner)?,
+                down: source.dense(&l("output.dense"), inner, h)?,
+                output_norm: source.norm(&l("output.LayerNorm"), h, eps)?,
             });
         }
         Ok(Bert {
-            words: candle_nn::embedding(config.vocab_size, h, e.pp("word_embeddings"))
-                .map_err(err)?,
-            positions: candle_nn::embedding(
+            words: source.table("embeddings.word_embeddings", config.vocab_size, h)?,
+            positions: source.table(
+                "embeddings.position_embeddings",
                 config.max_position_embeddings,
                 h,
-                e.pp("position_embeddings"),
-            )
-            .map_err(err)?,
-            token_types: candle_nn::embedding(
+            )?,
+            token_types: source.table(
+                "embeddings.token_type_embeddings",
                 config.type_vocab_size,
                 h,
-                e.pp("token_type_embeddings"),
-            )
-            .map_err(err)?,
-            norm: ln(e.pp("LayerNorm"))?,
+            )?,
+            norm: source.norm("embeddings.LayerNorm", h, eps)?,
             layers,
             heads: config.num_attention_heads,
             hidden: h,
@@ -162,17 +241,13 @@ impl Bert {
             mask.extend(std::iter::repeat_n(1f32, row.len()));
             mask.extend(std::iter::repeat_n(0f32, t - row.len()));
         }
-        let device = Device::Cpu;
-        let ids = Tensor::from_vec(ids, (b, t), &device)?;
-        let mask = Tensor::from_vec(mask, (b, t), &device)?;
-        let positions = Tensor::arange(0u32, t as u32, &device)?
-            .unsqueeze(0)?
-            .broadcast_as((b, t))?;
+        let mask = Tensor::from_vec(mask, (b, t), &Device::Cpu)?;
+        let positions: Vec<u32> = (0..b).flat_map(|_| 0..t as u32).collect();
         let mut x = self
             .words
-            .forward(&ids)?
-            .add(&self.positions.forward(&positions)?)?
-            .add(&self.token_types.forward(&ids.zeros_like()?)?)?;
+            .lookup(&ids, (b, t))?
+            .add(&self.positions.lookup(&positions, (b, t))?)?
+            .add(&self.token_types.lookup(&vec![0; b * t], (b, t))?)?;
         x = self.norm.forward(&x)?;
         let head = self.hidden / self.heads;
         // Padding gets a large negative score before the softmax.

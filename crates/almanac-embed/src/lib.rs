@@ -9,17 +9,26 @@
 //! Invariants:
 //! * Nothing is downloaded: a model is only ever read from its folder.
 //! * The weights are memory-mapped, not read: a process that loads the
-//!   model pays for the pages it touches.
+//!   model pays for the pages it touches. [`Encoder::load_fast`] reads the
+//!   compact copy ([`COMPACT_FILE`]) instead when the folder has one made
+//!   from its weights, and touches only the word-table rows of its text.
+//! * Loading never writes: the compact copy is made by
+//!   [`Encoder::build_compact`] as bytes, for the installer to write.
 //! * Every vector [`Encoder::embed`] returns has unit length (a text the
 //!   tokenizer finds nothing in gives the zero vector, never NaN).
 //! * [`Quantized`] keeps a vector as int8 with one scale; the dot product
 //!   of two quantized vectors is within about 1% of the float one.
 
 mod bert;
+mod compact;
 mod quantize;
+#[cfg(test)]
+mod test_model;
+mod tokenizer;
 
 use std::path::Path;
 
+pub use compact::COMPACT_FILE;
 pub use quantize::{Quantized, dot_i8};
 
 /// Why a model folder cannot be used.
@@ -33,6 +42,8 @@ pub enum LoadError {
     Weights(String),
     #[error("tokenizer.json: {0}")]
     Tokenizer(String),
+    #[error("{COMPACT_FILE}: {0}")]
+    Compact(String),
 }
 
 /// Why a batch could not be embedded.
@@ -50,11 +61,32 @@ const DEFAULT_MAX_TOKENS: usize = 256;
 /// padding, and a batch this size keeps both cores' matrix work large.
 const BATCH_TEXTS: usize = 32;
 
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Weights {
+    Full,
+    Compact,
+}
+
+/// The length of `dir`'s `model.safetensors`, which a compact file names.
+fn source_bytes(dir: &Path) -> Result<u64, LoadError> {
+    std::fs::metadata(dir.join("model.safetensors"))
+        .map(|m| m.len())
+        .map_err(|e| LoadError::Weights(e.to_string()))
+}
+
+/// The tokenizer in a `tokenizer.json`, read the fast way when its model
+/// is WordPiece (see the `tokenizer` module), with the file's own
+/// truncation and padding.
+pub fn read_tokenizer(path: &Path) -> Result<tokenizers::Tokenizer, LoadError> {
+    tokenizer::read(path)
+}
+
 /// A loaded sentence model.
 pub struct Encoder {
     model: bert::Bert,
     tokenizer: tokenizers::Tokenizer,
     max_tokens: usize,
+    compact: bool,
 }
 
 impl std::fmt::Debug for Encoder {
@@ -62,22 +94,81 @@ impl std::fmt::Debug for Encoder {
         f.debug_struct("Encoder")
             .field("dims", &self.dims())
             .field("max_tokens", &self.max_tokens)
+            .field("compact", &self.compact)
             .finish()
     }
 }
 
 impl Encoder {
-    /// Loads the model in `dir` (see [`MODEL_FILES`]).
+    /// Loads the model in `dir` (see [`MODEL_FILES`]) with its f32
+    /// weights: the vectors a model's users compare theirs with.
     pub fn load(dir: &Path) -> Result<Encoder, LoadError> {
+        Encoder::open(dir, Weights::Full)
+    }
+
+    /// Loads the model in `dir` the fastest way it can be: from its
+    /// compact weights ([`COMPACT_FILE`], see [`Encoder::build_compact`])
+    /// when the folder has a usable one, else as [`Encoder::load`] does.
+    /// The vectors are within float noise of the f32 ones (cosine above
+    /// 0.99), which is what a query compared with them needs.
+    pub fn load_fast(dir: &Path) -> Result<Encoder, LoadError> {
+        if dir.join(compact::COMPACT_FILE).is_file() {
+            match Encoder::open(dir, Weights::Compact) {
+                Ok(encoder) => return Ok(encoder),
+                // A compact file that cannot be used is only a lost
+                // shortcut; the f32 weights say whether the model loads.
+                Err(LoadError::Compact(_)) => {}
+                Err(other) => return Err(other),
+            }
+        }
+        Encoder::load(dir)
+    }
+
+    /// Whether the compact file in `dir` would be used by
+    /// [`Encoder::load_fast`]: `Ok(false)` when there is none, an error
+    /// saying what is wrong with one that is there. Reads only its header.
+    pub fn compact_usable(dir: &Path) -> Result<bool, LoadError> {
+        let path = dir.join(compact::COMPACT_FILE);
+        if !path.is_file() {
+            return Ok(false);
+        }
+        compact::Compact::open(&path, source_bytes(dir)?)?;
+        Ok(true)
+    }
+
+    /// The bytes of the compact file ([`COMPACT_FILE`]) for the model in
+    /// `dir`, made from its f32 weights. Writing it into the folder is
+    /// the caller's business.
+    pub fn build_compact(dir: &Path) -> Result<Vec<u8>, LoadError> {
+        // The model must load as it is before a copy of it is made.
+        bert::Config::read(&dir.join("config.json"))?;
+        compact::build(&dir.join("model.safetensors"))
+    }
+
+    /// Whether the weights in use are the compact ones.
+    pub fn is_compact(&self) -> bool {
+        self.compact
+    }
+
+    fn open(dir: &Path, weights: Weights) -> Result<Encoder, LoadError> {
         for file in MODEL_FILES {
             if !dir.join(file).is_file() {
                 return Err(LoadError::Missing(file.to_string()));
             }
         }
         let config = bert::Config::read(&dir.join("config.json"))?;
-        let model = bert::Bert::load(&dir.join("model.safetensors"), &config)?;
-        let mut tokenizer = tokenizers::Tokenizer::from_file(dir.join("tokenizer.json"))
-            .map_err(|e| LoadError::Tokenizer(e.to_string()))?;
+        let model = match weights {
+            Weights::Full => bert::Bert::load(
+                &bert::Safetensors::open(&dir.join("model.safetensors"))?,
+                &config,
+            )?,
+            Weights::Compact => {
+                let file =
+                    compact::Compact::open(&dir.join(compact::COMPACT_FILE), source_bytes(dir)?)?;
+                bert::Bert::load(&file, &config)?
+            }
+        };
+        let mut tokenizer = tokenizer::read(&dir.join("tokenizer.json"))?;
         let max_tokens = std::fs::read(dir.join("sentence_bert_config.json"))
             .ok()
             .and_then(|bytes| serde_json::from_slice::<serde_json::Value>(&bytes).ok())
@@ -97,6 +188,7 @@ impl Encoder {
             model,
             tokenizer,
             max_tokens,
+            compact: weights == Weights::Compact,
         })
     }
 
@@ -145,5 +237,122 @@ mod tests {
         let err = Encoder::load(&dir).unwrap_err();
         assert!(err.to_string().starts_with("config.json: "), "{err}");
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    fn cosine(a: &[f32], b: &[f32]) -> f32 {
+        a.iter().zip(b).map(|(x, y)| x * y).sum()
+    }
+
+    const SENTENCES: [&str; 8] = [
+        "This is an example sentence",
+        "The printer on the second floor jams on A3 paper",
+        "Booked flights to Lisbon for the conference in March",
+        "when is my trip to Portugal",
+        "Café au lait, crème brûlée et naïveté",
+        "東京タワーは高い",
+        "",
+        "Peter joined Acme Robotics last spring as a mechanical designer",
+    ];
+
+    /// A folder with the model and its compact file, made by `build_compact`.
+    fn with_compact() -> tempfile::TempDir {
+        let tmp = test_model::copy();
+        let bytes = Encoder::build_compact(tmp.path()).unwrap();
+        std::fs::write(tmp.path().join(COMPACT_FILE), bytes).unwrap();
+        tmp
+    }
+
+    #[test]
+    fn compact_vectors_stay_within_float_noise_of_the_f32_ones() {
+        let tmp = with_compact();
+        let full = Encoder::load(tmp.path()).unwrap();
+        let fast = Encoder::load_fast(tmp.path()).unwrap();
+        assert!(!full.is_compact());
+        assert!(fast.is_compact());
+        let exact = full.embed(&SENTENCES).unwrap();
+        let near = fast.embed(&SENTENCES).unwrap();
+        // The f32 path is sentence-transformers' model (NumPy reference).
+        let want = [0.0677, 0.0635, 0.0487, 0.0793, 0.0374];
+        for (got, want) in exact[0].iter().zip(want) {
+            assert!((got - want).abs() < 5e-4, "{:?}", &exact[0][..5]);
+        }
+        for ((text, a), b) in SENTENCES.iter().zip(&exact).zip(&near) {
+            assert_eq!(b.len(), 384);
+            if text.is_empty() {
+                // Only [CLS] [SEP]: still a unit vector.
+                assert!((cosine(b, b) - 1.0).abs() < 1e-4);
+            }
+            let c = cosine(a, b);
+            assert!(c >= 0.99, "{text:?}: cosine {c}");
+        }
+        // A query by either path ranks the f32 items the same way.
+        let items = full.embed(&SENTENCES[1..3]).unwrap();
+        for (query, best) in [
+            ("paper stuck in the office printer", 0),
+            ("when is my trip to Portugal", 1),
+            ("flying to a meeting abroad", 1),
+            ("the copier keeps jamming", 0),
+        ] {
+            let by = |encoder: &Encoder| {
+                let q = encoder.embed(&[query]).unwrap().remove(0);
+                (cosine(&q, &items[0]), cosine(&q, &items[1]))
+            };
+            let (exact, near) = (by(&full), by(&fast));
+            let pick = |(a, b): (f32, f32)| if a > b { 0 } else { 1 };
+            assert_eq!(pick(exact), best, "{query:?}: {exact:?}");
+            assert_eq!(pick(near), best, "{query:?}: {near:?}");
+            assert!((exact.0 - near.0).abs() < 0.02 && (exact.1 - near.1).abs() < 0.02);
+        }
+    }
+
+    #[test]
+    fn without_a_usable_compact_file_the_fast_load_is_the_f32_one() {
+        let tmp = test_model::copy();
+        assert!(!Encoder::compact_usable(tmp.path()).unwrap());
+        let fast = Encoder::load_fast(tmp.path()).unwrap();
+        assert!(!fast.is_compact());
+        let full = Encoder::load(tmp.path()).unwrap();
+        assert_eq!(
+            fast.embed(&SENTENCES).unwrap(),
+            full.embed(&SENTENCES).unwrap()
+        );
+        let compact = Encoder::build_compact(tmp.path()).unwrap();
+        let path = tmp.path().join(COMPACT_FILE);
+        // Cut short, or not a GGUF file at all: not used, and said why.
+        for bad in [&compact[..compact.len() / 2], b"not gguf".as_slice()] {
+            std::fs::write(&path, bad).unwrap();
+            assert!(matches!(
+                Encoder::compact_usable(tmp.path()),
+                Err(LoadError::Compact(_))
+            ));
+            assert!(!Encoder::load_fast(tmp.path()).unwrap().is_compact());
+        }
+        std::fs::write(&path, &compact).unwrap();
+        assert!(Encoder::compact_usable(tmp.path()).unwrap());
+        assert!(Encoder::load_fast(tmp.path()).unwrap().is_compact());
+    }
+
+    #[test]
+    fn a_compact_file_made_from_other_weights_is_not_used() {
+        let tmp = test_model::copy();
+        let compact = Encoder::build_compact(tmp.path()).unwrap();
+        std::fs::write(tmp.path().join(COMPACT_FILE), &compact).unwrap();
+        // Weights of another length: the same tensors behind a header
+        // padded with 8 more spaces (a new file, not the shared one).
+        let weights = tmp.path().join("model.safetensors");
+        let bytes = std::fs::read(&weights).unwrap();
+        std::fs::remove_file(&weights).unwrap();
+        let header = u64::from_le_bytes(bytes[..8].try_into().unwrap()) as usize;
+        let mut other = (header as u64 + 8).to_le_bytes().to_vec();
+        other.extend_from_slice(&bytes[8..8 + header]);
+        other.extend_from_slice(&[b' '; 8]);
+        other.extend_from_slice(&bytes[8 + header..]);
+        std::fs::write(&weights, other).unwrap();
+        let err = Encoder::compact_usable(tmp.path()).unwrap_err();
+        assert!(
+            err.to_string().contains("another model.safetensors"),
+            "{err}"
+        );
+        assert!(!Encoder::load_fast(tmp.path()).unwrap().is_compact());
     }
 }

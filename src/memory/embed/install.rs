@@ -7,7 +7,10 @@
 //! the one almanac knows for that model, so a wrong or damaged download
 //! is refused before anything is written. The files are written one by
 //! one by atomic replace, `config.json` last: the folder counts as a
-//! model only once all of them are there.
+//! model only once all of them are there. Then the compact copy of the
+//! weights (`almanac_embed::COMPACT_FILE`, int8 matrices) is made from
+//! the installed f32 ones and written beside them: a search started cold
+//! loads it instead. A folder without it is still a whole model.
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -56,6 +59,8 @@ pub(crate) enum InstallError {
     },
     #[error("cannot write {0}")]
     Write(String, #[source] std::io::Error),
+    #[error("cannot make the compact weights of {0}")]
+    Compact(String, #[source] almanac_embed::LoadError),
 }
 
 /// What was installed.
@@ -65,6 +70,15 @@ pub(crate) struct Installed {
     pub model: &'static str,
     pub dir: PathBuf,
     pub files: Vec<InstalledFile>,
+    /// The compact weights made from the installed ones.
+    pub compact: CompactFile,
+}
+
+#[derive(Debug, Clone, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct CompactFile {
+    pub name: &'static str,
+    pub bytes: u64,
 }
 
 #[derive(Debug, Clone, serde::Serialize)]
@@ -107,10 +121,19 @@ pub(crate) fn install(from: &Path, models_dir: &Path) -> Result<Installed, Insta
             sha256: want,
         });
     }
+    let compact = almanac_embed::Encoder::build_compact(&dir)
+        .map_err(|e| InstallError::Compact(dir.display().to_string(), e))?;
+    let path = dir.join(almanac_embed::COMPACT_FILE);
+    durable::atomic_replace(&path, &compact, 0o644)
+        .map_err(|e| InstallError::Write(path.display().to_string(), e))?;
     Ok(Installed {
         model: DEFAULT_LOCAL_MODEL,
         dir,
         files,
+        compact: CompactFile {
+            name: almanac_embed::COMPACT_FILE,
+            bytes: compact.len() as u64,
+        },
     })
 }
 

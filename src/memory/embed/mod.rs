@@ -50,6 +50,19 @@ pub(crate) trait Embedder: Send + Sync {
     fn model(&self) -> &str;
     /// One unit vector per text, in order, or an error for the batch.
     fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError>;
+    /// The vector of a search query, compared with those [`Embedder::embed`]
+    /// made. A provider may take a faster route here as long as the
+    /// vector stays comparable.
+    fn embed_query(&self, query: &str) -> Result<Vec<f32>, EmbedError> {
+        let mut vectors = self.embed(&[query])?;
+        match vectors.pop() {
+            Some(vector) if vectors.is_empty() => Ok(vector),
+            _ => Err(EmbedError::Count {
+                got: vectors.len() + 1,
+                want: 1,
+            }),
+        }
+    }
     /// The key stored with each vector: a vector made by another model is
     /// not comparable, and is replaced.
     fn key(&self) -> String {
@@ -254,21 +267,70 @@ fn local_label(settings: &MemorySearchConfig, dir: &Path) -> String {
 }
 
 /// The local provider: a sentence model in this process.
+///
+/// Started for a search, it loads the model's compact weights when the
+/// folder has them (a cold process pays a fraction of the f32 load) and
+/// embeds queries with them; items' vectors always come from the f32
+/// weights, loaded on first need, so what is stored does not depend on how
+/// the process started.
 pub(crate) struct Local {
+    dir: PathBuf,
     encoder: almanac_embed::Encoder,
+    /// The f32 encoder, when `encoder` is the compact one.
+    full: std::sync::OnceLock<Result<almanac_embed::Encoder, String>>,
     model: String,
 }
 
 impl Local {
+    /// The f32 weights, for indexing.
     pub(crate) fn load(dir: &Path, model: &str) -> Result<Local, String> {
         tracing::debug!(dir = %dir.display(), "loading the local sentence model");
-        let encoder = almanac_embed::Encoder::load(dir)
-            .map_err(|e| format!("cannot load the local model in {}: {e}", dir.display()))?;
-        Ok(Local {
-            encoder,
-            model: model.to_string(),
-        })
+        let encoder = almanac_embed::Encoder::load(dir).map_err(|e| cannot_load(dir, e))?;
+        Ok(Local::new(dir, encoder, model))
     }
+
+    /// The compact weights when the folder has usable ones, for queries.
+    pub(crate) fn load_for_queries(dir: &Path, model: &str) -> Result<Local, String> {
+        tracing::debug!(dir = %dir.display(), "loading the local sentence model (compact weights)");
+        let encoder = almanac_embed::Encoder::load_fast(dir).map_err(|e| cannot_load(dir, e))?;
+        Ok(Local::new(dir, encoder, model))
+    }
+
+    fn new(dir: &Path, encoder: almanac_embed::Encoder, model: &str) -> Local {
+        Local {
+            dir: dir.to_path_buf(),
+            encoder,
+            full: std::sync::OnceLock::new(),
+            model: model.to_string(),
+        }
+    }
+
+    /// The encoder items' vectors come from.
+    fn full(&self) -> Result<&almanac_embed::Encoder, EmbedError> {
+        if !self.encoder.is_compact() {
+            return Ok(&self.encoder);
+        }
+        self.full
+            .get_or_init(|| {
+                almanac_embed::Encoder::load(&self.dir).map_err(|e| cannot_load(&self.dir, e))
+            })
+            .as_ref()
+            .map_err(|e| EmbedError::Failed(e.clone()))
+    }
+}
+
+/// Whether a search would load the compact weights of the model in `dir`:
+/// `ready`, `absent`, or what is wrong with them.
+pub(crate) fn compact_weights(dir: &Path) -> String {
+    match almanac_embed::Encoder::compact_usable(dir) {
+        Ok(true) => "ready".into(),
+        Ok(false) => "absent".into(),
+        Err(e) => format!("not usable ({e})"),
+    }
+}
+
+fn cannot_load(dir: &Path, e: almanac_embed::LoadError) -> String {
+    format!("cannot load the local model in {}: {e}", dir.display())
 }
 
 impl Embedder for Local {
@@ -281,11 +343,20 @@ impl Embedder for Local {
     }
 
     fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
-        let vectors = self
-            .encoder
+        let encoder = self.full()?;
+        let vectors = encoder
             .embed(texts)
             .map_err(|e| EmbedError::Failed(e.to_string()))?;
-        check_batch(texts.len(), self.encoder.dims(), vectors)
+        check_batch(texts.len(), encoder.dims(), vectors)
+    }
+
+    fn embed_query(&self, query: &str) -> Result<Vec<f32>, EmbedError> {
+        let vectors = self
+            .encoder
+            .embed(&[query])
+            .map_err(|e| EmbedError::Failed(e.to_string()))?;
+        let mut vectors = check_batch(1, self.encoder.dims(), vectors)?;
+        Ok(vectors.remove(0))
     }
 }
 
@@ -317,6 +388,15 @@ pub(crate) fn start(choice: &Choice) -> Result<Box<dyn Embedder>, String> {
         Choice::Lexical { reason } => Err(reason.clone()),
         Choice::Local { dir, model } => Ok(Box::new(Local::load(dir, model)?)),
         Choice::Remote(settings) => Ok(Box::new(openai::OpenAi::start(settings)?)),
+    }
+}
+
+/// [`start`] for a search: a local model starts from its compact weights
+/// when it has them ([`Local::load_for_queries`]).
+pub(crate) fn start_for_search(choice: &Choice) -> Result<Box<dyn Embedder>, String> {
+    match choice {
+        Choice::Local { dir, model } => Ok(Box::new(Local::load_for_queries(dir, model)?)),
+        other => start(other),
     }
 }
 
