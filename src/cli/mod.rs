@@ -143,6 +143,7 @@ fn parse_key_value(text: &str) -> Result<(String, String), String> {
 
 /// Runs the command line and returns the process exit code.
 pub fn main() -> ExitCode {
+    crate::host::pin_compute_threads();
     output::restore_default_sigpipe();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,

@@ -204,6 +204,23 @@ pub(crate) enum HostError {
     BadNow(String),
 }
 
+/// Fixes the sentence model's thread count for the process when the user
+/// has not (`RAYON_NUM_THREADS`). The model's kernels look the count up at
+/// every matrix product and, without it, parse `/proc/cpuinfo` each time
+/// (a search's query pays that dozens of times); the count is the
+/// parallelism the OS grants, read once. Call first thing in `main`,
+/// before any thread starts.
+pub(crate) fn pin_compute_threads() {
+    const NAME: &str = "RAYON_NUM_THREADS";
+    if std::env::var_os(NAME).is_some() {
+        return;
+    }
+    let threads = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
+    // SAFETY: called at the top of `main`, while the process has one
+    // thread, so nothing reads the environment concurrently.
+    unsafe { std::env::set_var(NAME, threads.to_string()) };
+}
+
 /// Parses a `--now` / `ALMANAC_NOW` value: RFC 3339 with offset, optionally
 /// with a bracketed IANA zone; a value without a zone is read in the host's
 /// zone.

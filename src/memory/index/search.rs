@@ -375,23 +375,22 @@ impl Index {
 
         // Hybrid: every item's similarity to the query's vector, and the
         // nearest items join the candidates whatever words they use.
-        let similarity: HashMap<i64, f32> = match (q.vector, q.vectors) {
-            (Some(v), Some(set)) if set.model() == v.model => {
-                set.similarities(&v.vector).into_iter().collect()
-            }
-            (Some(v), _) => self
-                .similarities(&v.model, &v.vector)?
-                .into_iter()
-                .collect(),
-            (None, _) => HashMap::new(),
+        let all: Vec<(i64, f32)> = match (q.vector, q.vectors) {
+            (Some(v), Some(set)) if set.model() == v.model => set.similarities(&v.vector),
+            (Some(v), _) => self.similarities(&v.model, &v.vector)?,
+            (None, _) => Vec::new(),
         };
+        // Every item of a large memory is in it: keyed by the cheap id hash.
+        let mut similarity: IdMap<f32> =
+            IdMap::with_capacity_and_hasher(all.len(), Default::default());
+        similarity.extend(all.iter().copied());
         // The nearest items that pass the filter, best first, ranked; the
         // ones no word found join the candidates.
         let mut by_vector: HashSet<i64> = HashSet::new();
         let mut vector_rank: HashMap<i64, usize> = HashMap::new();
         if !similarity.is_empty() {
             let want = VECTOR_LIST.max(q.limit);
-            let mut nearest: Vec<(i64, f32)> = similarity.iter().map(|(id, s)| (*id, *s)).collect();
+            let mut nearest = all;
             let order = |a: &(i64, f32), b: &(i64, f32)| b.1.total_cmp(&a.1).then(b.0.cmp(&a.0));
             // A filter (a time range, file kinds) may turn some away: a
             // few windows are looked at, best first.
