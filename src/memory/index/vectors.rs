@@ -300,6 +300,15 @@ struct Windows {
     norms: Vec<f32>,
 }
 
+impl Windows {
+    /// The slots of `at`'s window in reading order (`at` included).
+    fn members(&self, at: usize) -> impl Iterator<Item = usize> {
+        [self.before[at], Some(at), self.after[at]]
+            .into_iter()
+            .flatten()
+    }
+}
+
 impl VectorSet {
     pub(crate) fn empty(model: &str) -> VectorSet {
         VectorSet {
@@ -364,7 +373,7 @@ impl VectorSet {
             self.remove(id);
             return;
         }
-        self.windows = std::sync::OnceLock::new();
+        self.forget_windows();
         let dims = self.dims;
         match self.slot.get(&id) {
             Some(&at) => {
@@ -394,7 +403,7 @@ impl VectorSet {
             && self.places[at] != place
         {
             self.places[at] = place;
-            self.windows = std::sync::OnceLock::new();
+            self.forget_windows();
         }
     }
 
@@ -403,7 +412,7 @@ impl VectorSet {
         let Some(at) = self.slot.remove(&id) else {
             return;
         };
-        self.windows = std::sync::OnceLock::new();
+        self.forget_windows();
         let last = self.ids.len() - 1;
         let dims = self.dims;
         if at != last {
@@ -425,10 +434,12 @@ impl VectorSet {
     #[cfg(test)]
     pub(crate) fn get(&self, id: i64) -> Option<(f32, &[i8])> {
         let at = *self.slot.get(&id)?;
-        Some((
-            self.scales[at],
-            &self.parts[at * self.dims..(at + 1) * self.dims],
-        ))
+        Some((self.scales[at], self.vector(at)))
+    }
+
+    /// Windows are worked out again after a vector comes, goes or moves.
+    fn forget_windows(&mut self) {
+        self.windows = std::sync::OnceLock::new();
     }
 
     fn vector(&self, at: usize) -> &[i8] {
@@ -467,7 +478,9 @@ impl VectorSet {
                     w.before[pair[1]] = Some(pair[0]);
                 }
             }
-            // next[at]: with the item after; skip[at]: with the one after that.
+            // own[at]: its squared length; next[at]: with the item after;
+            // skip[at]: with the one after that.
+            let own: Vec<f32> = (0..n).map(|at| self.dot(at, at)).collect();
             let next: Vec<f32> = (0..n)
                 .map(|at| w.after[at].map_or(0.0, |b| self.dot(at, b)))
                 .collect();
@@ -479,14 +492,11 @@ impl VectorSet {
                 })
                 .collect();
             for at in 0..n {
-                let members: Vec<usize> = [w.before[at], Some(at), w.after[at]]
-                    .into_iter()
-                    .flatten()
-                    .collect();
+                let members: Vec<usize> = w.members(at).collect();
                 if members.len() < 2 {
                     continue;
                 }
-                let mut squared: f32 = members.iter().map(|&j| self.dot(j, j)).sum();
+                let mut squared: f32 = members.iter().map(|&j| own[j]).sum();
                 for &j in &members[..members.len() - 1] {
                     squared += 2.0 * next[j];
                 }
@@ -515,11 +525,7 @@ impl VectorSet {
                 let mut best = own[at];
                 let norm = w.norms[at];
                 if norm > 0.0 {
-                    let summed: f32 = [w.before[at], Some(at), w.after[at]]
-                        .into_iter()
-                        .flatten()
-                        .map(|j| own[j])
-                        .sum();
+                    let summed: f32 = w.members(at).map(|j| own[j]).sum();
                     best = best.max(summed / norm);
                 }
                 (self.ids[at], best)
