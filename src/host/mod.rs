@@ -215,10 +215,18 @@ pub(crate) fn pin_compute_threads() {
     if std::env::var_os(NAME).is_some() {
         return;
     }
-    let threads = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
+    let threads = compute_threads();
     // SAFETY: called at the top of `main`, while the process has one
     // thread, so nothing reads the environment concurrently.
     unsafe { std::env::set_var(NAME, threads.to_string()) };
+}
+
+/// The parallelism the OS grants this process, read once (each reading
+/// opens the cgroup files).
+pub(crate) fn compute_threads() -> usize {
+    static THREADS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *THREADS
+        .get_or_init(|| std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get))
 }
 
 /// Parses a `--now` / `ALMANAC_NOW` value: RFC 3339 with offset, optionally

@@ -6,6 +6,7 @@ use candle_core::{DType, Device, Module, Tensor};
 use candle_nn::{Embedding, LayerNorm, Linear, VarBuilder};
 
 use crate::LoadError;
+use crate::blocks::BlockLinear;
 
 /// The parts of a Hugging Face `config.json` the encoder needs.
 #[derive(Debug, Clone, serde::Deserialize)]
@@ -118,7 +119,7 @@ impl Table {
 /// Where the encoder's weights come from. Names are the Hugging Face
 /// ones without the `bert.` prefix (`encoder.layer.0.attention.self.query`).
 pub(crate) trait Source {
-    fn dense(&self, name: &str, inputs: usize, outputs: usize) -> Result<Linear, LoadError>;
+    fn dense(&self, name: &str, inputs: usize, outputs: usize) -> Result<Dense, LoadError>;
     fn norm(&self, name: &str, size: usize, eps: f64) -> Result<LayerNorm, LoadError>;
     fn table(&self, name: &str, rows: usize, dims: usize) -> Result<Table, LoadError>;
 }
@@ -151,8 +152,10 @@ fn weights_error(e: candle_core::Error) -> LoadError {
 }
 
 impl Source for Safetensors<'_> {
-    fn dense(&self, name: &str, inputs: usize, outputs: usize) -> Result<Linear, LoadError> {
-        candle_nn::linear(inputs, outputs, self.0.pp(name)).map_err(weights_error)
+    fn dense(&self, name: &str, inputs: usize, outputs: usize) -> Result<Dense, LoadError> {
+        candle_nn::linear(inputs, outputs, self.0.pp(name))
+            .map(Dense::Float)
+            .map_err(weights_error)
     }
 
     fn norm(&self, name: &str, size: usize, eps: f64) -> Result<LayerNorm, LoadError> {
@@ -166,14 +169,30 @@ impl Source for Safetensors<'_> {
     }
 }
 
+/// A dense layer: f32 weights multiplied by candle (batches of texts),
+/// or int8 blocks read in place (see the `blocks` module).
+pub(crate) enum Dense {
+    Float(Linear),
+    Blocks(BlockLinear),
+}
+
+impl Dense {
+    fn forward(&self, x: &Tensor) -> candle_core::Result<Tensor> {
+        match self {
+            Dense::Float(linear) => linear.forward(x),
+            Dense::Blocks(layer) => layer.forward(x),
+        }
+    }
+}
+
 struct Layer {
-    query: Linear,
-    key: Linear,
-    value: Linear,
-    attention_out: Linear,
+    query: Dense,
+    key: Dense,
+    value: Dense,
+    attention_out: Dense,
     attention_norm: LayerNorm,
-    up: Linear,
-    down: Linear,
+    up: Dense,
+    down: Dense,
     output_norm: LayerNorm,
 }
 

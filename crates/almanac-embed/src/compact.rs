@@ -5,9 +5,10 @@
 //! transformer layers as Q8_0 (blocks of 32 int8 values with one f16
 //! scale, about a quarter of the f32 bytes), the word table as f16 rows,
 //! the small tensors (biases, layer norms, position and token type tables)
-//! as f32. Loading reads the ~11 MB of Q8_0 blocks (a quarter of what the
-//! f32 file makes a process read) and maps the word table: a query reads
-//! only the rows of its own tokens.
+//! as f32. Nothing large is read or widened at load: the dense layers
+//! multiply the ~11 MB of Q8_0 blocks where they lie in the mapping (see
+//! the `blocks` module), and a query reads only the word-table rows of its
+//! own tokens.
 //!
 //! The file records the format and the length of the `model.safetensors`
 //! it was made from; a file that does not match is not used.
@@ -22,7 +23,8 @@ use candle_core::{DType, Device, Tensor};
 use candle_nn::{Embedding, LayerNorm, Linear};
 
 use crate::LoadError;
-use crate::bert::{MappedRows, Source, Table};
+use crate::bert::{Dense, MappedRows, Source, Table};
+use crate::blocks::BlockLinear;
 
 /// The compact file's name in a model folder.
 pub const COMPACT_FILE: &str = "model.q8_0.gguf";
@@ -158,15 +160,27 @@ impl Compact {
 }
 
 impl Source for Compact {
-    fn dense(&self, name: &str, inputs: usize, outputs: usize) -> Result<Linear, LoadError> {
-        // Widened to f32 here rather than multiplied as int8: candle's
-        // Q8_0 kernels are chosen at compile time, and a build for the
-        // baseline x86-64 gets their scalar fallback, several times slower
-        // than the f32 kernels (which pick AVX at run time) even counting
-        // the widening.
-        let weight = self.tensor(&format!("{name}.weight"), &[outputs, inputs])?;
+    fn dense(&self, name: &str, inputs: usize, outputs: usize) -> Result<Dense, LoadError> {
+        let weight = format!("{name}.weight");
         let bias = self.tensor(&format!("{name}.bias"), &[outputs])?;
-        Ok(Linear::new(weight, Some(bias)))
+        let info = self
+            .content
+            .tensor_infos
+            .get(&weight)
+            .ok_or_else(|| compact_error(format!("{weight} is missing")))?;
+        if info.ggml_dtype == GgmlDType::Q8_0 && info.shape.dims() == [outputs, inputs] {
+            // Multiplied in place as int8 blocks: candle's own Q8_0
+            // kernels are chosen at compile time (a baseline x86-64 build
+            // gets their scalar code), the block kernels at run time.
+            let start = usize::try_from(self.content.tensor_data_offset + info.offset)
+                .map_err(compact_error)?;
+            let bias = bias.to_vec1::<f32>().map_err(compact_error)?;
+            return BlockLinear::new(Arc::clone(&self.map), start, outputs, inputs, bias)
+                .map(Dense::Blocks)
+                .ok_or_else(|| compact_error(format!("{weight} runs past the end of the file")));
+        }
+        let weight = self.tensor(&weight, &[outputs, inputs])?;
+        Ok(Dense::Float(Linear::new(weight, Some(bias))))
     }
 
     fn norm(&self, name: &str, size: usize, eps: f64) -> Result<LayerNorm, LoadError> {

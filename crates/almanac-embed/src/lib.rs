@@ -20,6 +20,7 @@
 //!   of two quantized vectors is within about 1% of the float one.
 
 mod bert;
+mod blocks;
 mod compact;
 mod quantize;
 #[cfg(test)]
@@ -29,7 +30,7 @@ mod tokenizer;
 use std::path::Path;
 
 pub use compact::COMPACT_FILE;
-pub use quantize::{Quantized, dot_i8};
+pub use quantize::{Quantized, dot_i8, dots_i8};
 
 /// Why a model folder cannot be used.
 #[derive(Debug, thiserror::Error)]
@@ -87,6 +88,9 @@ pub struct Encoder {
     tokenizer: tokenizers::Tokenizer,
     max_tokens: usize,
     compact: bool,
+    /// The one thread a compact encoder's forward passes run on (see
+    /// [`Encoder::embed`]); `None`: the shared pool.
+    own_thread: Option<rayon::ThreadPool>,
 }
 
 impl std::fmt::Debug for Encoder {
@@ -184,11 +188,21 @@ impl Encoder {
                 ..Default::default()
             }))
             .map_err(|e| LoadError::Tokenizer(e.to_string()))?;
+        let own_thread = match weights {
+            Weights::Full => None,
+            // A failure to start a thread only loses the shortcut.
+            Weights::Compact => rayon::ThreadPoolBuilder::new()
+                .num_threads(1)
+                .thread_name(|_| "almanac-embed-query".into())
+                .build()
+                .ok(),
+        };
         Ok(Encoder {
             model,
             tokenizer,
             max_tokens,
             compact: weights == Weights::Compact,
+            own_thread,
         })
     }
 
@@ -199,7 +213,19 @@ impl Encoder {
 
     /// One unit vector per text, in order. Texts are run in batches of
     /// similar length.
+    ///
+    /// A compact encoder serves queries: a few tokens, whose steps are
+    /// too small to share between threads (handing them off costs more
+    /// than it saves), so its passes run on a thread of its own, apart
+    /// from the pool the f32 encoder of the same process keeps busy.
     pub fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        match &self.own_thread {
+            Some(pool) => pool.install(|| self.embed_here(texts)),
+            None => self.embed_here(texts),
+        }
+    }
+
+    fn embed_here(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
         let encodings = self
             .tokenizer
             .encode_batch(texts.to_vec(), true)

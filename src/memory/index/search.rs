@@ -375,31 +375,24 @@ impl Index {
 
         // Hybrid: every item's similarity to the query's vector, and the
         // nearest items join the candidates whatever words they use.
-        let all: Vec<(i64, f32)> = match (q.vector, q.vectors) {
+        let loaded;
+        let similarity = match (q.vector, q.vectors) {
             (Some(v), Some(set)) if set.model() == v.model => set.similarities(&v.vector),
-            (Some(v), _) => self.similarities(&v.model, &v.vector)?,
-            (None, _) => Vec::new(),
+            (Some(v), _) => {
+                loaded = self.load_vectors(&v.model)?;
+                loaded.similarities(&v.vector)
+            }
+            (None, _) => super::vectors::Similarities::none(),
         };
-        // Every item of a large memory is in it: keyed by the cheap id hash.
-        let mut similarity: IdMap<f32> =
-            IdMap::with_capacity_and_hasher(all.len(), Default::default());
-        similarity.extend(all.iter().copied());
         // The nearest items that pass the filter, best first, ranked; the
         // ones no word found join the candidates.
         let mut by_vector: HashSet<i64> = HashSet::new();
         let mut vector_rank: HashMap<i64, usize> = HashMap::new();
         if !similarity.is_empty() {
             let want = VECTOR_LIST.max(q.limit);
-            let mut nearest = all;
-            let order = |a: &(i64, f32), b: &(i64, f32)| b.1.total_cmp(&a.1).then(b.0.cmp(&a.0));
             // A filter (a time range, file kinds) may turn some away: a
             // few windows are looked at, best first.
-            let looked_at = (want * VECTOR_WINDOWS).min(nearest.len());
-            if looked_at < nearest.len() {
-                nearest.select_nth_unstable_by(looked_at, order);
-                nearest.truncate(looked_at);
-            }
-            nearest.sort_unstable_by(order);
+            let nearest = similarity.nearest(want * VECTOR_WINDOWS);
             'windows: for window in nearest.chunks(want) {
                 let mut rows = self.scoring_rows(
                     window
@@ -466,7 +459,7 @@ impl Index {
         let mut context_only: HashSet<i64> = HashSet::new();
         let mut vector_only: HashSet<i64> = HashSet::new();
         for (id, s) in scored {
-            let vector = similarity.get(&id).map(|v| f64::from(*v).max(0.0));
+            let vector = similarity.get(id).map(|v| f64::from(v).max(0.0));
             let lent_here = lent.get(&id).copied().unwrap_or(0.0);
             if s.base <= 0.0 {
                 if by_vector.contains(&id) && lent_here <= 0.0 {

@@ -145,12 +145,13 @@ impl Index {
 
     /// The similarity of every item with a vector of `model` to `query`
     /// (a unit vector): see [`VectorSet::similarities`].
+    #[cfg(test)]
     pub(crate) fn similarities(
         &self,
         model: &str,
         query: &[f32],
     ) -> Result<Vec<(i64, f32)>, StoreError> {
-        Ok(self.load_vectors(model)?.similarities(query))
+        Ok(self.load_vectors(model)?.similarities(query).all())
     }
 
     /// The vectors of `model`, read in full into a set.
@@ -243,12 +244,6 @@ impl Index {
             .optional()?
             .unwrap_or(0))
     }
-}
-
-/// The cosine similarity of a quantized query to a stored vector (the
-/// same arithmetic for the index and a [`VectorSet`]).
-fn similarity(query: &Quantized, scale: f32, parts: &[i8]) -> f32 {
-    almanac_embed::dot_i8(&query.parts, parts) as f32 * scale * query.scale
 }
 
 /// Where an item stands: neighbours share a file and a heading and sit
@@ -511,26 +506,147 @@ impl VectorSet {
 
     /// Every item's similarity to `query` (a unit vector): the better of
     /// its own cosine and its window's, by brute force over int8 parts.
-    pub(crate) fn similarities(&self, query: &[f32]) -> Vec<(i64, f32)> {
+    pub(crate) fn similarities(&self, query: &[f32]) -> Similarities<'_> {
         let query = Quantized::new(query);
         if query.parts.len() != self.dims || self.ids.is_empty() {
-            return Vec::new();
+            return Similarities::none();
         }
-        let own: Vec<f32> = (0..self.ids.len())
-            .map(|at| similarity(&query, self.scales[at], self.vector(at)))
-            .collect();
+        let own = self.cosines(&query);
         let w = self.windows();
-        (0..self.ids.len())
+        let values = (0..self.ids.len())
             .map(|at| {
                 let mut best = own[at];
                 let norm = w.norms[at];
                 if norm > 0.0 {
-                    let summed: f32 = w.members(at).map(|j| own[j]).sum();
+                    // The members in reading order, as `Windows::members`
+                    // lists them, without building the list.
+                    let mut summed = w.before[at].map_or(0.0, |b| own[b]);
+                    summed += own[at];
+                    summed += w.after[at].map_or(0.0, |a| own[a]);
                     best = best.max(summed / norm);
                 }
-                (self.ids[at], best)
+                best
             })
-            .collect()
+            .collect();
+        Similarities {
+            set: Some(self),
+            values,
+        }
+    }
+}
+
+impl VectorSet {
+    /// Every item's own cosine with `query` (of this set's dimensions).
+    /// The scan reads every vector once and is bound by memory bandwidth:
+    /// a large set is read by two threads, half each.
+    fn cosines(&self, query: &Quantized) -> Vec<f32> {
+        let scan = |parts: &[i8], scales: &[f32]| -> Vec<f32> {
+            let mut dots = Vec::with_capacity(scales.len());
+            almanac_embed::dots_i8(&query.parts, parts, &mut dots);
+            dots.iter()
+                .zip(scales)
+                .map(|(dot, scale)| *dot as f32 * scale * query.scale)
+                .collect()
+        };
+        let n = self.ids.len();
+        if n < SPLIT_SCAN || crate::host::compute_threads() < 2 {
+            return scan(&self.parts, &self.scales);
+        }
+        let half = n / 2;
+        let (first, second) = self.parts.split_at(half * self.dims);
+        let (first_scales, second_scales) = self.scales.split_at(half);
+        std::thread::scope(|s| {
+            let other = std::thread::Builder::new()
+                .name("almanac-vector-scan".into())
+                .spawn_scoped(s, || scan(second, second_scales));
+            let mut own = scan(first, first_scales);
+            match other {
+                Ok(handle) => match handle.join() {
+                    Ok(rest) => own.extend(rest),
+                    Err(panic) => std::panic::resume_unwind(panic),
+                },
+                // No thread to be had: this one reads the rest too.
+                Err(_) => own.extend(scan(second, second_scales)),
+            }
+            own
+        })
+    }
+}
+
+/// Sets smaller than this are scanned by one thread (a second one costs
+/// more to start than it saves).
+const SPLIT_SCAN: usize = 16_384;
+
+/// Each item's similarity to one query, held by the set's slots (a large
+/// memory's every item: no map is built of them).
+pub(crate) struct Similarities<'a> {
+    set: Option<&'a VectorSet>,
+    values: Vec<f32>,
+}
+
+impl<'a> Similarities<'a> {
+    /// No item has a similarity.
+    pub(crate) fn none() -> Similarities<'a> {
+        Similarities {
+            set: None,
+            values: Vec::new(),
+        }
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.values.is_empty()
+    }
+
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
+        self.values.len()
+    }
+
+    /// Item `id`'s similarity, if it has a vector.
+    pub(crate) fn get(&self, id: i64) -> Option<f32> {
+        let set = self.set?;
+        set.slot.get(&id).map(|&at| self.values[at])
+    }
+
+    /// The `count` most similar items, best first (equal similarities:
+    /// the higher id first).
+    pub(crate) fn nearest(&self, count: usize) -> Vec<(i64, f32)> {
+        let Some(set) = self.set else {
+            return Vec::new();
+        };
+        let count = count.min(self.values.len());
+        if count == 0 {
+            return Vec::new();
+        }
+        // The count-th best value, then only what reaches it (ties
+        // included) is sorted.
+        let mut values = self.values.clone();
+        values.select_nth_unstable_by(count - 1, |a, b| b.total_cmp(a));
+        let threshold = values[count - 1];
+        let mut picked: Vec<(i64, f32)> = self
+            .values
+            .iter()
+            .enumerate()
+            .filter(|(_, v)| v.total_cmp(&threshold).is_ge())
+            .map(|(at, v)| (set.ids[at], *v))
+            .collect();
+        picked.sort_unstable_by(|a, b| b.1.total_cmp(&a.1).then(b.0.cmp(&a.0)));
+        picked.truncate(count);
+        picked
+    }
+
+    /// Every item with its similarity, in no particular order.
+    #[cfg(test)]
+    pub(crate) fn all(&self) -> Vec<(i64, f32)> {
+        match self.set {
+            Some(set) => set
+                .ids
+                .iter()
+                .copied()
+                .zip(self.values.iter().copied())
+                .collect(),
+            None => Vec::new(),
+        }
     }
 }
 
@@ -661,7 +777,7 @@ mod tests {
         assert_eq!(set.get(3).unwrap().1, &c.parts[..]);
         assert_eq!(set.get(2).unwrap().1, &b.parts[..]);
         let query = vector_of("physician");
-        let sims = sorted(set.similarities(&query));
+        let sims = sorted(set.similarities(&query).all());
         assert_eq!(sims.iter().map(|(id, _)| *id).collect::<Vec<_>>(), [2, 3]);
         assert!(sims[0].1 > 0.9 && sims[1].1 < 0.5, "{sims:?}");
         // A vector of other dimensions is not comparable: never kept.
@@ -687,7 +803,7 @@ mod tests {
         let query = vector_of("car doctor");
         let same = |idx: &Index, set: &VectorSet| {
             assert_eq!(
-                sorted(set.similarities(&query)),
+                sorted(set.similarities(&query).all()),
                 sorted(idx.similarities("test/a", &query).unwrap())
             );
         };
@@ -865,10 +981,64 @@ mod tests {
 
     fn similarity_of(set: &VectorSet, query: &[f32], id: i64) -> f32 {
         set.similarities(query)
+            .all()
             .into_iter()
             .find(|(i, _)| *i == id)
             .unwrap()
             .1
+    }
+
+    #[test]
+    fn a_large_set_read_by_two_threads_gives_each_item_its_own_cosine() {
+        let dims = 16;
+        let count = SPLIT_SCAN + 37;
+        let mut set = VectorSet::empty("test/a");
+        let vector = |id: usize| -> Vec<f32> {
+            unit(
+                &(0..dims)
+                    .map(|d| ((id * 7 + d * 13) % 23) as f32 - 11.0)
+                    .collect::<Vec<_>>(),
+            )
+        };
+        for id in 0..count {
+            set.put(id as i64, &Quantized::new(&vector(id)));
+        }
+        let query = Quantized::new(&vector(5));
+        let own = set.cosines(&query);
+        assert_eq!(own.len(), count);
+        for (at, cosine) in own.iter().enumerate() {
+            let (scale, parts) = (set.scales[at], set.vector(at));
+            let alone = almanac_embed::dot_i8(&query.parts, parts) as f32 * scale * query.scale;
+            assert_eq!(*cosine, alone, "slot {at}");
+        }
+        let id_of_5 = set.ids.iter().position(|id| *id == 5).unwrap();
+        assert!(own[id_of_5] > 0.99);
+    }
+
+    #[test]
+    fn the_nearest_items_come_best_first_and_ties_go_to_the_higher_id() {
+        let mut set = VectorSet::empty("test/a");
+        let along = |x: f32| Quantized::new(&unit(&[x, 1.0 - x.abs(), 0.0, 0.0]));
+        // Items 1 and 4 are the same vector, and so are 2 and 5.
+        for (id, x) in [(1, 1.0), (2, 0.5), (3, -1.0), (4, 1.0), (5, 0.5), (6, 0.0)] {
+            set.put(id, &along(x));
+        }
+        let sims = set.similarities(&[1.0, 0.0, 0.0, 0.0]);
+        assert_eq!(sims.len(), 6);
+        let ids = |n: usize| {
+            sims.nearest(n)
+                .iter()
+                .map(|(id, _)| *id)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(ids(1), [4]);
+        assert_eq!(ids(3), [4, 1, 5]);
+        assert_eq!(ids(10), [4, 1, 5, 2, 6, 3]);
+        assert!(ids(0).is_empty());
+        let best = sims.nearest(1)[0].1;
+        assert_eq!(sims.get(1), Some(best));
+        assert_eq!(sims.get(99), None);
+        assert!(Similarities::none().nearest(3).is_empty());
     }
 
     #[test]
