@@ -22,9 +22,9 @@ use std::sync::Arc;
 use candle_core::{Device, Tensor};
 
 /// Values per block, as in Q8_0.
-pub(crate) const BLOCK: usize = 32;
+const BLOCK: usize = 32;
 /// Bytes of one Q8_0 block: an f16 scale, then 32 int8 values.
-pub(crate) const BLOCK_BYTES: usize = 2 + BLOCK;
+const BLOCK_BYTES: usize = 2 + BLOCK;
 
 /// A dense layer (`y = x·Wᵀ + b`) whose weights are Q8_0 rows in a
 /// mapped file.
@@ -144,7 +144,7 @@ impl BlockLinear {
 }
 
 /// Activation rows cut into int8 blocks of [`BLOCK`] with one scale each
-/// (the largest magnitude maps to 127).
+/// (as [`crate::Quantized`] does a whole vector).
 struct Blocks {
     values: Vec<i8>,
     scales: Vec<f32>,
@@ -158,27 +158,8 @@ impl Blocks {
             scales: Vec::with_capacity(rows * inputs / BLOCK),
         };
         for block in values[..rows * inputs].chunks_exact(BLOCK) {
-            // `max` passes over NaN; an infinity takes the slow path.
-            let mut largest = block.iter().fold(0f32, |m, v| m.max(v.abs()));
-            if !largest.is_finite() {
-                largest = block
-                    .iter()
-                    .filter(|v| v.is_finite())
-                    .fold(0f32, |m, v| m.max(v.abs()));
-            }
-            let scale = largest / 127.0;
-            let inverse = if scale > 0.0 { 1.0 / scale } else { 0.0 };
+            let scale = crate::quantize::quantize_into(block, &mut out.values);
             out.scales.push(scale);
-            out.values.extend(block.iter().map(|v| {
-                // Non-finite values count as 0: the clamp leaves NaN (and
-                // an infinity times 0) NaN, which the cast turns into 0.
-                let scaled = if v.is_finite() { v * inverse } else { f32::NAN };
-                let scaled = scaled.clamp(-127.0, 127.0);
-                // Rounded half away from zero by hand: `round` is a
-                // library call on baseline x86-64, this is two
-                // instructions.
-                (scaled + 0.5f32.copysign(scaled)) as i8
-            }));
         }
         out
     }

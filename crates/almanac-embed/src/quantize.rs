@@ -11,27 +11,8 @@ pub struct Quantized {
 impl Quantized {
     /// Symmetric quantization: the largest magnitude maps to 127.
     pub fn new(v: &[f32]) -> Quantized {
-        let largest = v
-            .iter()
-            .filter(|x| x.is_finite())
-            .fold(0f32, |m, x| m.max(x.abs()));
-        if largest == 0.0 {
-            return Quantized {
-                scale: 0.0,
-                parts: vec![0; v.len()],
-            };
-        }
-        let scale = largest / 127.0;
-        let parts = v
-            .iter()
-            .map(|x| {
-                if x.is_finite() {
-                    (x / scale).round().clamp(-127.0, 127.0) as i8
-                } else {
-                    0
-                }
-            })
-            .collect();
+        let mut parts = Vec::with_capacity(v.len());
+        let scale = quantize_into(v, &mut parts);
         Quantized { scale, parts }
     }
 
@@ -60,6 +41,46 @@ impl Quantized {
     pub fn dot(&self, other: &Quantized) -> f32 {
         dot_i8(&self.parts, &other.parts) as f32 * self.scale * other.scale
     }
+}
+
+/// `values` as int8 parts appended to `parts`, and the scale that maps
+/// the largest finite magnitude to 127 (`part × scale ≈ value`; 0 when
+/// there is none). Non-finite values count as 0.
+pub(crate) fn quantize_into(values: &[f32], parts: &mut Vec<i8>) -> f32 {
+    let largest = values
+        .iter()
+        .filter(|x| x.is_finite())
+        .fold(0f32, |m, x| m.max(x.abs()));
+    if largest == 0.0 {
+        parts.extend(std::iter::repeat_n(0, values.len()));
+        return 0.0;
+    }
+    let scale = largest / 127.0;
+    parts.extend(values.iter().map(|x| {
+        if x.is_finite() {
+            round_half_away((x / scale).clamp(-127.0, 127.0))
+        } else {
+            0
+        }
+    }));
+    scale
+}
+
+/// `x` (within ±127) rounded half away from zero, as `f32::round` does.
+/// By hand because `round` is a library call on baseline x86-64, and a
+/// query's forward pass rounds every activation of every layer.
+fn round_half_away(x: f32) -> i8 {
+    let whole = x as i32;
+    // Exact: `x` and its whole part are within 2²³ of each other.
+    let rest = x - whole as f32;
+    let step = if rest >= 0.5 {
+        1
+    } else if rest <= -0.5 {
+        -1
+    } else {
+        0
+    };
+    (whole + step) as i8
 }
 
 /// The integer dot product of two int8 slices (the shorter length).
@@ -194,6 +215,18 @@ mod tests {
         assert_eq!(Quantized::from_bytes(&f32::NAN.to_le_bytes()), None);
         let zero = Quantized::new(&[0.0, 0.0]);
         assert_eq!(zero.dot(&zero), 0.0);
+    }
+
+    #[test]
+    fn rounding_by_hand_is_rounding_half_away_from_zero() {
+        let mut x = -127.0f32;
+        while x <= 127.0 {
+            assert_eq!(round_half_away(x), x.round() as i8, "{x}");
+            x += 0.125;
+        }
+        for x in [0.49999997f32, -0.49999997, 0.5, -0.5, 126.5, -126.5, 127.0] {
+            assert_eq!(round_half_away(x), x.round() as i8, "{x}");
+        }
     }
 
     #[test]

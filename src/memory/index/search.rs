@@ -1018,8 +1018,6 @@ impl Scorer<'_> {
     }
 }
 
-/// `1 + PHRASE_BOOST × (share of consecutive query-term pairs that occur
-/// next to each other, in order, in the item)`.
 /// The hybrid score: reciprocal-rank fusion of an item's place in the
 /// lexical order and in the vector order (0 = first; `None`: not in that
 /// list), scaled so that first in both scores 1. Ranks, not raw scores,
@@ -1032,6 +1030,8 @@ pub(super) fn fuse(text_rank: Option<usize>, vector_rank: Option<usize>) -> f64 
     (1.0 - VECTOR_WEIGHT) * part(text_rank) + VECTOR_WEIGHT * part(vector_rank)
 }
 
+/// `1 + PHRASE_BOOST × (share of consecutive query-term pairs that occur
+/// next to each other, in order, in the item)`.
 fn phrase_factor(query: &[String], item_terms: &str) -> f64 {
     if query.len() < 2 {
         return 1.0;

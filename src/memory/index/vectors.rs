@@ -533,9 +533,7 @@ impl VectorSet {
             values,
         }
     }
-}
 
-impl VectorSet {
     /// Every item's own cosine with `query` (of this set's dimensions).
     /// The scan reads every vector once and is bound by memory bandwidth:
     /// a large set is read by two threads, half each.
