@@ -11,6 +11,10 @@
 //!   then followed through the index's change log
 //!   ([`crate::memory::index::vectors::VectorSet`]): a search reads only
 //!   what changed since the last one, never the whole table.
+//! * A search takes a kept index connection (or opens one) and gives it
+//!   back; one is used again only while it is the index a fresh open
+//!   would give (same file, layout, time zone and stored identity), so a
+//!   deleted or rebuilt index is never searched through a stale handle.
 //! * The [`MemoryEmbedder`] component embeds the items without a vector,
 //!   newest first, a batch per blocking call and per transaction, after
 //!   the watcher's start sync and after every refresh; it yields between
@@ -20,6 +24,7 @@
 //!   the caller sends everything that shapes its results, and a gateway
 //!   whose settings choose another model refuses ([`SearchMismatch`]).
 
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
@@ -39,6 +44,10 @@ use crate::memory::index::{Index, SyncMode};
 
 /// How long the provider stays loaded without use.
 pub(crate) const IDLE_DROP: Duration = Duration::from_secs(5 * 60);
+
+/// Index connections kept for searches at most (more searches at once
+/// open their own).
+const HELD_INDEXES: usize = 2;
 
 /// A value loaded on first need for a key, kept while it is used and
 /// dropped after `idle` without use (or when another key is asked for).
@@ -155,6 +164,11 @@ pub(crate) struct SemanticState {
     embedder: Warm<Choice, dyn Embedder>,
     /// The vectors of the loaded provider's model (dropped with it).
     vectors: RwLock<Option<VectorSet>>,
+    /// Index connections kept between searches, a few at most: a search
+    /// takes one (or opens one) and gives it back. Opening the index,
+    /// preparing its statements and mapping its pages anew cost about a
+    /// millisecond a search. Dropped after [`IDLE_DROP`] without a search.
+    indexes: Warm<PathBuf, Mutex<Vec<Index>>>,
     searches: AtomicU64,
     embedded: AtomicU64,
     /// Items without a vector after the last background run.
@@ -184,6 +198,7 @@ impl Default for SemanticState {
         SemanticState {
             embedder: Warm::new(IDLE_DROP),
             vectors: RwLock::new(None),
+            indexes: Warm::new(IDLE_DROP),
             searches: AtomicU64::new(0),
             embedded: AtomicU64::new(0),
             pending: Mutex::new(None),
@@ -232,6 +247,16 @@ impl SemanticState {
         super::release_free_memory();
     }
 
+    /// The held connections to the index at `path`.
+    fn held_indexes(&self, path: &Path) -> Arc<Mutex<Vec<Index>>> {
+        let held: Result<_, std::convert::Infallible> = self
+            .indexes
+            .get(&path.to_path_buf(), || Ok(Arc::new(Mutex::new(Vec::new()))));
+        match held {
+            Ok(held) => held,
+        }
+    }
+
     /// The vectors of `model` brought up to date with `index` (read in
     /// full the first time and after a change of model).
     fn caught_up(&self, index: &Index, model: &str) -> anyhow::Result<()> {
@@ -277,7 +302,11 @@ pub(crate) fn search(shared: &Shared, req: &ResolvedSearch) -> anyhow::Result<Se
     }
     app.ensure_state_dir()?;
     let memory = app.memory();
-    let (index, sync) = memory.synced_index_with(SyncMode::Watched, app.wall_ns())?;
+    let held = semantic.held_indexes(&memory.index_path);
+    let kept = held.lock().unwrap_or_else(|p| p.into_inner()).pop();
+    let (mut index, warnings) = memory.reopen_index(kept)?;
+    let mut sync = index.sync(SyncMode::Watched, app.wall_ns())?;
+    sync.warnings.splice(0..0, warnings);
     let embedder = semantic.provider(&choice);
     let (mode, vector) = crate::app::memory::query_vector(&app, embedder.as_deref(), &req.query);
     let outcome = match &vector {
@@ -288,6 +317,12 @@ pub(crate) fn search(shared: &Shared, req: &ResolvedSearch) -> anyhow::Result<Se
         }
         None => crate::app::memory::ranked(&index, req, None, None)?,
     };
+    {
+        let mut held = held.lock().unwrap_or_else(|p| p.into_inner());
+        if held.len() < HELD_INDEXES {
+            held.push(index);
+        }
+    }
     semantic.searches.fetch_add(1, Ordering::Relaxed);
     Ok(SearchAnswer::of(Searched {
         outcome,
@@ -329,6 +364,7 @@ impl Component for MemoryEmbedder {
                         Err(tokio::sync::broadcast::error::RecvError::Closed) => return Ok(()),
                     },
                     () = shared.semantic.drop_when_idle() => {}
+                    () = shared.semantic.indexes.dropped_when_idle() => {}
                     () = stop.cancelled() => return Ok(()),
                 }
             }

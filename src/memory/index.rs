@@ -178,6 +178,15 @@ pub(crate) struct Index {
     store: Store,
     layout: files::Layout,
     tz: TimeZone,
+    /// The database file's device and inode when it was opened (none in
+    /// memory): a file deleted or replaced since is another index.
+    file: Option<(u64, u64)>,
+}
+
+/// The device and inode of the file at `path`.
+fn file_identity(path: &Path) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
 }
 
 const HIT_COLUMNS: &str = "i.id, f.path, f.kind, i.start_line, i.end_line, i.stamp, i.day, i.ts, i.heading, i.body, i.norm_hash, i.file_id";
@@ -216,7 +225,13 @@ impl Index {
         // Map the file instead of copying pages into the cache: short-lived
         // processes read the same pages from the OS cache without copies.
         store.conn.pragma_update(None, "mmap_size", 1_i64 << 30)?;
-        let mut index = Index { store, layout, tz };
+        let file = file_identity(&store.path);
+        let mut index = Index {
+            store,
+            layout,
+            tz,
+            file,
+        };
         let identity = index.identity();
         let stored: Option<String> = index
             .store
@@ -238,6 +253,31 @@ impl Index {
             tx.commit()?;
         }
         Ok(index)
+    }
+
+    /// Whether this open index is the one [`Index::open`] of `path` for
+    /// `layout` and `tz` would give now: the same file, neither deleted
+    /// nor replaced since, still built for this layout and time zone. A
+    /// connection kept between searches is used again only then.
+    pub(crate) fn is_current(&self, path: &Path, layout: &files::Layout, tz: &TimeZone) -> bool {
+        if self.store.path != path
+            || self.file.is_none()
+            || self.file != file_identity(path)
+            || self.layout != *layout
+            || self.tz != *tz
+        {
+            return false;
+        }
+        // Another process may have opened it for other settings since
+        // (and cleared it).
+        let stored: Option<String> = self
+            .store
+            .conn
+            .prepare_cached("SELECT value FROM meta WHERE key = 'identity'")
+            .and_then(|mut stmt| stmt.query_row([], |r| r.get(0)).optional())
+            .ok()
+            .flatten();
+        stored.is_some_and(|stored| stored == self.identity())
     }
 
     fn identity(&self) -> String {

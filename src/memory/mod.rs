@@ -114,6 +114,24 @@ impl Memory {
         ))
     }
 
+    /// [`Memory::open_index`], using `held` again when it is still the
+    /// index it would open ([`index::Index::is_current`]).
+    pub(crate) fn reopen_index(
+        &self,
+        held: Option<index::Index>,
+    ) -> Result<(index::Index, Vec<String>), StoreError> {
+        let (layout, warnings) = self.layout();
+        if let Some(index) = held
+            && index.is_current(&self.index_path, &layout, &self.tz)
+        {
+            return Ok((index, warnings));
+        }
+        Ok((
+            index::Index::open(&self.index_path, layout, self.tz.clone())?,
+            warnings,
+        ))
+    }
+
     /// Opens the index and brings it up to date (quick sync).
     pub(crate) fn synced_index(
         &self,

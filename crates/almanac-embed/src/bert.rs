@@ -6,7 +6,8 @@ use candle_core::{DType, Device, Module, Tensor};
 use candle_nn::{Embedding, LayerNorm, Linear, VarBuilder};
 
 use crate::LoadError;
-use crate::blocks::BlockLinear;
+use crate::blocks::{BlockLinear, Blocks};
+use crate::ops::{self, Norm};
 
 /// The parts of a Hugging Face `config.json` the encoder needs.
 #[derive(Debug, Clone, serde::Deserialize)]
@@ -77,6 +78,8 @@ pub(crate) enum Table {
     /// f16 rows read from a mapped file as they are looked up: a query
     /// touches a few pages of the 30 000-row word table, not all of it.
     Mapped(MappedRows),
+    /// A small table's f32 rows (`dims` each), one after another.
+    Rows { values: Vec<f32>, dims: usize },
 }
 
 pub(crate) struct MappedRows {
@@ -87,7 +90,45 @@ pub(crate) struct MappedRows {
     pub(crate) dims: usize,
 }
 
+impl MappedRows {
+    /// Row `id` added to `into` (`dims` long).
+    fn add_row(&self, id: u32, into: &mut [f32]) -> candle_core::Result<()> {
+        let id = id as usize;
+        if id >= self.rows {
+            candle_core::bail!("token id {id} is outside the table of {}", self.rows);
+        }
+        let row_bytes = self.dims * 2;
+        let at = self.start + id * row_bytes;
+        for (v, h) in into
+            .iter_mut()
+            .zip(self.map[at..at + row_bytes].chunks_exact(2))
+        {
+            *v += half::f16::from_bits(u16::from_le_bytes([h[0], h[1]])).to_f32();
+        }
+        Ok(())
+    }
+}
+
 impl Table {
+    /// Row `id` added to `into` (the plain pass; never a whole table).
+    fn add_row(&self, id: u32, into: &mut [f32]) -> candle_core::Result<()> {
+        match self {
+            Table::Mapped(table) => table.add_row(id, into),
+            Table::Rows { values, dims } => {
+                let at = id as usize * dims;
+                let Some(row) = values.get(at..at + dims) else {
+                    candle_core::bail!(
+                        "token id {id} is outside the table of {}",
+                        values.len() / dims
+                    );
+                };
+                ops::add(into, row);
+                Ok(())
+            }
+            Table::Loaded(_) => candle_core::bail!("the plain pass needs mapped tables"),
+        }
+    }
+
     /// The rows of `ids`, shaped `(b, t, dims)`.
     fn lookup(&self, ids: &[u32], (b, t): (usize, usize)) -> candle_core::Result<Tensor> {
         match self {
@@ -111,6 +152,20 @@ impl Table {
                     );
                 }
                 Tensor::from_vec(out, (b, t, table.dims), &Device::Cpu)
+            }
+            Table::Rows { values, dims } => {
+                let mut out = Vec::with_capacity(ids.len() * dims);
+                for &id in ids {
+                    let at = id as usize * dims;
+                    let Some(row) = values.get(at..at + dims) else {
+                        candle_core::bail!(
+                            "token id {id} is outside the table of {}",
+                            values.len() / dims
+                        );
+                    };
+                    out.extend_from_slice(row);
+                }
+                Tensor::from_vec(out, (b, t, *dims), &Device::Cpu)
             }
         }
     }
@@ -204,6 +259,55 @@ pub(crate) struct Bert {
     layers: Vec<Layer>,
     heads: usize,
     hidden: usize,
+    /// The pass without tensors ([`Bert::embed_one`]), when every dense
+    /// layer is int8 blocks and every table is mapped (compact weights).
+    plain: Option<Plain>,
+}
+
+/// What the pass without tensors needs besides the block layers: the
+/// layer norms as plain floats.
+struct Plain {
+    norm: Norm,
+    /// Each layer's attention and output norms.
+    layers: Vec<(Norm, Norm)>,
+}
+
+impl Plain {
+    fn of(bert: &Bert) -> candle_core::Result<Option<Plain>> {
+        let blocks = |d: &Dense| matches!(d, Dense::Blocks(_));
+        let mapped = |t: &Table| !matches!(t, Table::Loaded(_));
+        if ![&bert.words, &bert.positions, &bert.token_types]
+            .into_iter()
+            .all(mapped)
+            || !bert.layers.iter().all(|l| {
+                [&l.query, &l.key, &l.value, &l.attention_out, &l.up, &l.down]
+                    .into_iter()
+                    .all(blocks)
+            })
+        {
+            return Ok(None);
+        }
+        let norm = |n: &LayerNorm| -> candle_core::Result<Norm> {
+            let weight = n.weight().to_vec1::<f32>()?;
+            let bias = match n.bias() {
+                Some(b) => b.to_vec1::<f32>()?,
+                None => vec![0.0; weight.len()],
+            };
+            Ok(Norm {
+                weight,
+                bias,
+                eps: n.eps() as f32,
+            })
+        };
+        Ok(Some(Plain {
+            norm: norm(&bert.norm)?,
+            layers: bert
+                .layers
+                .iter()
+                .map(|l| Ok((norm(&l.attention_norm)?, norm(&l.output_norm)?)))
+                .collect::<candle_core::Result<_>>()?,
+        }))
+    }
 }
 
 impl Bert {
@@ -225,7 +329,7 @@ impl Bert {
                 output_norm: source.norm(&l("output.LayerNorm"), h, eps)?,
             });
         }
-        Ok(Bert {
+        let mut bert = Bert {
             words: source.table("embeddings.word_embeddings", config.vocab_size, h)?,
             positions: source.table(
                 "embeddings.position_embeddings",
@@ -241,7 +345,66 @@ impl Bert {
             layers,
             heads: config.num_attention_heads,
             hidden: h,
-        })
+            plain: None,
+        };
+        bert.plain = Plain::of(&bert).map_err(|e| LoadError::Weights(e.to_string()))?;
+        Ok(bert)
+    }
+
+    /// Whether [`Bert::embed_one`] can run.
+    pub(crate) fn has_plain_pass(&self) -> bool {
+        self.plain.is_some()
+    }
+
+    /// The unit vector of one text's token ids, computed on plain rows of
+    /// floats (see the `ops` module); what [`Bert::embed`] gives for a
+    /// batch of that one text, up to float rounding. `None` when this
+    /// model's weights are not all int8 blocks and mapped tables.
+    pub(crate) fn embed_one(&self, ids: &[u32]) -> Option<candle_core::Result<Vec<f32>>> {
+        let plain = self.plain.as_ref()?;
+        Some(self.embed_plain(plain, ids))
+    }
+
+    fn embed_plain(&self, plain: &Plain, ids: &[u32]) -> candle_core::Result<Vec<f32>> {
+        let h = self.hidden;
+        let t = ids.len();
+        if t == 0 {
+            return Ok(vec![0.0; h]);
+        }
+        let mut x = vec![0f32; t * h];
+        for (i, (&id, row)) in ids.iter().zip(x.chunks_exact_mut(h)).enumerate() {
+            self.words.add_row(id, row)?;
+            self.positions.add_row(i as u32, row)?;
+            self.token_types.add_row(0, row)?;
+        }
+        plain.norm.apply(&mut x);
+        let mut context = vec![0f32; t * h];
+        for (layer, (attention_norm, output_norm)) in self.layers.iter().zip(&plain.layers) {
+            // The query, key and value layers read the same rows: cut once.
+            let rows = Blocks::of(&x, h);
+            let q = block(&layer.query)?.apply_blocks(&rows);
+            let k = block(&layer.key)?.apply_blocks(&rows);
+            let v = block(&layer.value)?.apply_blocks(&rows);
+            ops::attention(&q, &k, &v, t, self.heads, &mut context);
+            let mut attended = block(&layer.attention_out)?.apply(&context);
+            ops::add(&mut attended, &x);
+            attention_norm.apply(&mut attended);
+            x = attended;
+            let mut inner = block(&layer.up)?.apply(&x);
+            ops::gelu(&mut inner);
+            let mut out = block(&layer.down)?.apply(&inner);
+            ops::add(&mut out, &x);
+            output_norm.apply(&mut out);
+            x = out;
+        }
+        let mut mean = vec![0f32; h];
+        for row in x.chunks_exact(h) {
+            ops::add(&mut mean, row);
+        }
+        for m in mean.iter_mut() {
+            *m /= t as f32;
+        }
+        Ok(unit(mean))
     }
 
     pub(crate) fn hidden(&self) -> usize {
@@ -301,6 +464,14 @@ impl Bert {
         let mean = summed.broadcast_div(&counts)?;
         let rows: Vec<Vec<f32>> = mean.to_vec2()?;
         Ok(rows.into_iter().map(unit).collect())
+    }
+}
+
+/// The int8 block layer of `d` (the plain pass runs only on those).
+fn block(d: &Dense) -> candle_core::Result<&BlockLinear> {
+    match d {
+        Dense::Blocks(layer) => Ok(layer),
+        Dense::Float(_) => candle_core::bail!("the plain pass needs int8 block layers"),
     }
 }
 

@@ -95,48 +95,33 @@ impl BlockLinear {
     }
 
     /// The layer over `values`, rows of `inputs` one after another.
-    fn apply(&self, values: &[f32]) -> Vec<f32> {
-        let rows = values.len() / self.inputs;
+    pub(crate) fn apply(&self, values: &[f32]) -> Vec<f32> {
+        self.apply_blocks(&Blocks::of(values, self.inputs))
+    }
+
+    /// The layer over activation rows already cut into blocks (layers
+    /// fed the same rows cut them once).
+    pub(crate) fn apply_blocks(&self, activations: &Blocks) -> Vec<f32> {
+        let rows = activations.rows(self.inputs);
         let per_row = self.inputs / BLOCK;
-        let activations = Blocks::of(values, self.inputs);
-        let row = |r: usize| {
-            (
-                &activations.values[r * self.inputs..(r + 1) * self.inputs],
-                &activations.scales[r * per_row..(r + 1) * per_row],
-            )
-        };
+        let x: Vec<Row<'_>> = (0..rows)
+            .map(|r| {
+                (
+                    &activations.values[r * self.inputs..(r + 1) * self.inputs],
+                    &activations.scales[r * per_row..(r + 1) * per_row],
+                )
+            })
+            .collect();
         let weights = self.weights();
-        let kernels = Kernels::for_this_cpu();
+        let kernel = kernel_for_this_cpu();
         let mut out = vec![0f32; rows * self.outputs];
+        let mut sums = vec![0f32; rows];
         for o in 0..self.outputs {
             let w = &weights[o * per_row * BLOCK_BYTES..(o + 1) * per_row * BLOCK_BYTES];
             let w_scales = &self.scales[o * per_row..(o + 1) * per_row];
-            // Rows go through in groups of four (then two, then one), each
-            // weight block loaded once for its group.
-            let mut first = 0;
-            while first < rows {
-                let left = rows - first;
-                let mut put = |sums: &[f32]| {
-                    for (k, sum) in sums.iter().enumerate() {
-                        out[(first + k) * self.outputs + o] = sum + self.bias[o];
-                    }
-                    sums.len()
-                };
-                first += if left >= 4 {
-                    put(&(kernels.four)(
-                        w,
-                        w_scales,
-                        std::array::from_fn(|k| row(first + k)),
-                    ))
-                } else if left >= 2 {
-                    put(&(kernels.two)(
-                        w,
-                        w_scales,
-                        std::array::from_fn(|k| row(first + k)),
-                    ))
-                } else {
-                    put(&(kernels.one)(w, w_scales, [row(first)]))
-                };
+            kernel(w, w_scales, &x, &mut sums);
+            for (r, sum) in sums.iter().enumerate() {
+                out[r * self.outputs + o] = sum + self.bias[o];
             }
         }
         out
@@ -145,13 +130,20 @@ impl BlockLinear {
 
 /// Activation rows cut into int8 blocks of [`BLOCK`] with one scale each
 /// (as [`crate::Quantized`] does a whole vector).
-struct Blocks {
+pub(crate) struct Blocks {
     values: Vec<i8>,
     scales: Vec<f32>,
 }
 
 impl Blocks {
-    fn of(values: &[f32], inputs: usize) -> Blocks {
+    /// Whole rows of `inputs` values held (a partial last row is not).
+    fn rows(&self, inputs: usize) -> usize {
+        (self.values.len() / inputs).min(self.scales.len() / (inputs / BLOCK))
+    }
+
+    /// `values`, rows of `inputs` (a multiple of [`BLOCK`]), cut into
+    /// blocks; a partial last row is left out.
+    pub(crate) fn of(values: &[f32], inputs: usize) -> Blocks {
         let rows = values.len() / inputs;
         let mut out = Blocks {
             values: Vec::with_capacity(rows * inputs),
@@ -168,63 +160,42 @@ impl Blocks {
 /// One activation row for a kernel: its int8 values and its block scales.
 type Row<'a> = (&'a [i8], &'a [f32]);
 
-/// For each of `N` activation rows, Σ over blocks of
-/// `w_scale · x_scale · Σ w·x`: `w` is Q8_0 bytes ([`BLOCK_BYTES`] per
-/// block, its f16 scales ignored in favour of `w_scales`). One weight row
-/// against several activation rows keeps several sums in flight.
-type Kernel<const N: usize> = fn(w: &[u8], w_scales: &[f32], rows: [Row<'_>; N]) -> [f32; N];
+/// For each activation row, Σ over blocks of `w_scale · x_scale · Σ w·x`
+/// into `sums` (one per row): `w` is Q8_0 bytes ([`BLOCK_BYTES`] per
+/// block, its f16 scales ignored in favour of `w_scales`). Rows go through
+/// in groups of four (then two, then one), each weight block loaded once
+/// for its group, which keeps several sums in flight.
+type Kernel = fn(w: &[u8], w_scales: &[f32], rows: &[Row<'_>], sums: &mut [f32]);
 
-/// The kernels this CPU runs best, for groups of four, two and one rows.
-struct Kernels {
-    four: Kernel<4>,
-    two: Kernel<2>,
-    one: Kernel<1>,
-}
-
-impl Kernels {
-    fn for_this_cpu() -> Kernels {
-        #[cfg(target_arch = "x86_64")]
+/// The kernel this CPU runs best.
+fn kernel_for_this_cpu() -> Kernel {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
         {
-            if std::arch::is_x86_feature_detected!("avx2")
-                && std::arch::is_x86_feature_detected!("fma")
-            {
-                return Kernels {
-                    four: avx2::dot_blocks::<4>,
-                    two: avx2::dot_blocks::<2>,
-                    one: avx2::dot_blocks::<1>,
-                };
-            }
-        }
-        Kernels::portable()
-    }
-
-    fn portable() -> Kernels {
-        Kernels {
-            four: dot_blocks_portable::<4>,
-            two: dot_blocks_portable::<2>,
-            one: dot_blocks_portable::<1>,
+            return avx2::dot_rows;
         }
     }
+    dot_rows_portable
 }
 
-fn dot_blocks_portable<const N: usize>(w: &[u8], w_scales: &[f32], rows: [Row<'_>; N]) -> [f32; N] {
-    rows.map(|(x, x_scales)| {
-        let mut total = 0f32;
+fn dot_rows_portable(w: &[u8], w_scales: &[f32], rows: &[Row<'_>], sums: &mut [f32]) {
+    for ((x, x_scales), total) in rows.iter().zip(sums.iter_mut()) {
+        *total = 0.0;
         for (((wb, ws), xb), xs) in w
             .chunks_exact(BLOCK_BYTES)
             .zip(w_scales)
             .zip(x.chunks_exact(BLOCK))
-            .zip(x_scales)
+            .zip(*x_scales)
         {
             let sum: i32 = wb[2..]
                 .iter()
                 .zip(xb)
                 .map(|(a, b)| i32::from(*a as i8) * i32::from(*b))
                 .sum();
-            total += ws * xs * sum as f32;
+            *total += ws * xs * sum as f32;
         }
-        total
-    })
+    }
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -234,20 +205,61 @@ mod avx2 {
 
     /// [`super::Kernel`] with AVX2; only handed out when the CPU has AVX2
     /// and FMA.
-    pub(super) fn dot_blocks<const N: usize>(
-        w: &[u8],
-        w_scales: &[f32],
-        rows: [Row<'_>; N],
-    ) -> [f32; N] {
+    pub(super) fn dot_rows(w: &[u8], w_scales: &[f32], rows: &[Row<'_>], sums: &mut [f32]) {
         let blocks = rows.iter().fold(
             (w.len() / BLOCK_BYTES).min(w_scales.len()),
             |n, (x, scales)| n.min(x.len() / BLOCK).min(scales.len()),
         );
-        // SAFETY: `Kernels::for_this_cpu` hands this out only after checking the CPU,
-        // and `blocks` is within every slice.
-        unsafe { dot_blocks_avx2(w, w_scales, rows, blocks) }
+        // SAFETY: `kernel_for_this_cpu` hands this out only after checking
+        // the CPU, and `blocks` is within every slice.
+        unsafe { dot_rows_avx2(w, w_scales, rows, blocks, sums) }
     }
 
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn dot_rows_avx2(
+        w: &[u8],
+        w_scales: &[f32],
+        rows: &[Row<'_>],
+        blocks: usize,
+        sums: &mut [f32],
+    ) {
+        let rows = &rows[..rows.len().min(sums.len())];
+        let mut first = 0;
+        while first < rows.len() {
+            let left = rows.len() - first;
+            // SAFETY (all three): as for `dot_rows`.
+            let done = if left >= 4 {
+                let got = unsafe {
+                    dot_blocks_avx2::<4>(
+                        w,
+                        w_scales,
+                        std::array::from_fn(|k| rows[first + k]),
+                        blocks,
+                    )
+                };
+                sums[first..first + 4].copy_from_slice(&got);
+                4
+            } else if left >= 2 {
+                let got = unsafe {
+                    dot_blocks_avx2::<2>(
+                        w,
+                        w_scales,
+                        std::array::from_fn(|k| rows[first + k]),
+                        blocks,
+                    )
+                };
+                sums[first..first + 2].copy_from_slice(&got);
+                2
+            } else {
+                sums[first] =
+                    unsafe { dot_blocks_avx2::<1>(w, w_scales, [rows[first]], blocks) }[0];
+                1
+            };
+            first += done;
+        }
+    }
+
+    #[inline]
     #[target_feature(enable = "avx2,fma")]
     unsafe fn dot_blocks_avx2<const N: usize>(
         w: &[u8],
@@ -363,31 +375,30 @@ mod tests {
         x.values[..BLOCK].fill(127);
         x.values[BLOCK..2 * BLOCK].fill(-127);
         let other = Blocks::of(&values(inputs, 6), inputs);
-        let rows: [Row<'_>; 4] = std::array::from_fn(|k| {
-            if k % 2 == 0 {
-                (&x.values[..], &x.scales[..])
-            } else {
-                (&other.values[..], &other.scales[..])
-            }
-        });
+        let rows: Vec<Row<'_>> = (0..7)
+            .map(|k| {
+                if k % 2 == 0 {
+                    (&x.values[..], &x.scales[..])
+                } else {
+                    (&other.values[..], &other.scales[..])
+                }
+            })
+            .collect();
         let close = |p: &[f32], c: &[f32]| {
             for (p, c) in p.iter().zip(c) {
                 assert!((p - c).abs() <= 1e-4 * p.abs().max(1.0), "{p} vs {c}");
             }
         };
-        let (chosen, portable_kernels) = (Kernels::for_this_cpu(), Kernels::portable());
-        let portable = (portable_kernels.four)(&w, &w_scales, rows);
-        close(&portable, &(chosen.four)(&w, &w_scales, rows));
-        close(
-            &portable[..2],
-            &(chosen.two)(&w, &w_scales, [rows[0], rows[1]]),
-        );
-        close(
-            &portable[..2],
-            &(portable_kernels.two)(&w, &w_scales, [rows[0], rows[1]]),
-        );
-        close(&portable[..1], &(chosen.one)(&w, &w_scales, [rows[0]]));
+        let mut portable = vec![0f32; 7];
+        dot_rows_portable(&w, &w_scales, &rows, &mut portable);
         assert_ne!(portable[0], portable[1], "the rows differ");
+        assert!(portable.iter().step_by(2).all(|s| *s == portable[0]));
+        // Groups of four, two and one: every count of rows up to seven.
+        for n in 1..=7 {
+            let mut chosen = vec![f32::NAN; n];
+            kernel_for_this_cpu()(&w, &w_scales, &rows[..n], &mut chosen);
+            close(&portable[..n], &chosen);
+        }
     }
 
     #[test]

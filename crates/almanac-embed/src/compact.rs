@@ -20,7 +20,7 @@ use std::sync::Arc;
 use candle_core::quantized::gguf_file::{self, Content, Value};
 use candle_core::quantized::{GgmlDType, QTensor};
 use candle_core::{DType, Device, Tensor};
-use candle_nn::{Embedding, LayerNorm, Linear};
+use candle_nn::{LayerNorm, Linear};
 
 use crate::LoadError;
 use crate::bert::{Dense, MappedRows, Source, Table};
@@ -199,8 +199,12 @@ impl Source for Compact {
             .get(&name)
             .ok_or_else(|| compact_error(format!("{name} is missing")))?;
         if info.ggml_dtype != GgmlDType::F16 {
-            let table = self.tensor(&name, &[rows, dims])?;
-            return Ok(Table::Loaded(Embedding::new(table, dims)));
+            let values = self
+                .tensor(&name, &[rows, dims])?
+                .flatten_all()
+                .and_then(|t| t.to_vec1::<f32>())
+                .map_err(compact_error)?;
+            return Ok(Table::Rows { values, dims });
         }
         if info.shape.dims() != [rows, dims] {
             return Err(compact_error(format!(

@@ -517,4 +517,22 @@ async fn memory_search_answers_as_the_command_would_and_refuses_another_model() 
         "{refused}"
     );
     assert_eq!(shared.semantic.status().searches, 1);
+    // The gateway keeps its index connection between searches; an index
+    // deleted meanwhile (and a note written) is not searched through it.
+    crate::store::remove_database_files(&app.memory().index_path);
+    std::fs::write(
+        root.join("memory/2026-12-01.md"),
+        "# 2026-12-01\n\n- [09:00] The printer on the third floor jams too\n",
+    )
+    .unwrap();
+    let (status, again) = call(&router, post("/v1/memory/search", Some(TOKEN), body)).await;
+    assert_eq!(status, StatusCode::OK, "{again}");
+    let bodies: Vec<&str> = again["hits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["body"].as_str().unwrap())
+        .collect();
+    assert!(bodies.iter().any(|b| b.contains("third floor")), "{again}");
+    assert_eq!(shared.semantic.status().searches, 2);
 }

@@ -309,6 +309,38 @@ fn a_deleted_index_is_rebuilt_with_identical_results() {
 }
 
 #[test]
+fn a_kept_connection_is_current_only_while_its_file_and_settings_are() {
+    let f = fixture(&[("memory/2026-11-01.md", DAY1)]);
+    let layout = files::Layout::new(&f.root);
+    let mut kept = open(&f);
+    kept.sync(SyncMode::Full, wall_ns()).unwrap();
+    assert!(kept.is_current(&f.db, &layout, &tz()));
+    // Other settings: another time zone, another layout, another file.
+    assert!(!kept.is_current(&f.db, &layout, &TimeZone::UTC));
+    let other_root = f.root.join("memory");
+    assert!(!kept.is_current(&f.db, &files::Layout::new(&other_root), &tz()));
+    assert!(!kept.is_current(&f.db.with_extension("other"), &layout, &tz()));
+    // Another process opened it for another zone (and cleared it).
+    drop(Index::open(&f.db, layout.clone(), TimeZone::UTC).unwrap());
+    assert!(!kept.is_current(&f.db, &layout, &tz()));
+    let mut kept = open(&f);
+    kept.sync(SyncMode::Full, wall_ns()).unwrap();
+    assert!(kept.is_current(&f.db, &layout, &tz()));
+    // Deleted, or deleted and built again: a new file, not this one.
+    crate::store::remove_database_files(&f.db);
+    assert!(!kept.is_current(&f.db, &layout, &tz()));
+    let mut rebuilt = open(&f);
+    rebuilt.sync(SyncMode::Full, wall_ns()).unwrap();
+    assert!(!kept.is_current(&f.db, &layout, &tz()));
+    assert!(rebuilt.is_current(&f.db, &layout, &tz()));
+    assert!(
+        !Index::open_in_memory(layout.clone(), tz())
+            .unwrap()
+            .is_current(&f.db, &layout, &tz())
+    );
+}
+
+#[test]
 fn non_utf8_files_are_indexed_with_a_warning_not_dropped() {
     let f = fixture(&[]);
     crate::durable::atomic_replace(

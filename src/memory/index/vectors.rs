@@ -538,38 +538,62 @@ impl VectorSet {
     /// The scan reads every vector once and is bound by memory bandwidth:
     /// a large set is read by two threads, half each.
     fn cosines(&self, query: &Quantized) -> Vec<f32> {
-        let scan = |parts: &[i8], scales: &[f32]| -> Vec<f32> {
-            let mut dots = Vec::with_capacity(scales.len());
-            almanac_embed::dots_i8(&query.parts, parts, &mut dots);
-            dots.iter()
-                .zip(scales)
-                .map(|(dot, scale)| *dot as f32 * scale * query.scale)
-                .collect()
-        };
         let n = self.ids.len();
+        // One buffer for every item, each thread filling its own part, a
+        // few hundred dot products at a time (no list of every dot
+        // product, no second copy).
+        let mut out = vec![0f32; n];
+        let dims = self.dims.max(1);
+        let fill = |parts: &[i8], scales: &[f32], out: &mut [f32]| {
+            let mut dots = Vec::with_capacity(SCAN_CHUNK);
+            for ((parts, scales), out) in parts
+                .chunks(SCAN_CHUNK * dims)
+                .zip(scales.chunks(SCAN_CHUNK))
+                .zip(out.chunks_mut(SCAN_CHUNK))
+            {
+                dots.clear();
+                almanac_embed::dots_i8(&query.parts, parts, &mut dots);
+                for ((cosine, dot), scale) in out.iter_mut().zip(&dots).zip(scales) {
+                    *cosine = *dot as f32 * scale * query.scale;
+                }
+            }
+        };
         if n < SPLIT_SCAN || crate::host::compute_threads() < 2 {
-            return scan(&self.parts, &self.scales);
+            fill(&self.parts, &self.scales, &mut out);
+            return out;
         }
         let half = n / 2;
         let (first, second) = self.parts.split_at(half * self.dims);
         let (first_scales, second_scales) = self.scales.split_at(half);
+        let (first_out, second_out) = out.split_at_mut(half);
+        // The second half goes to whichever thread takes it first.
+        let second_out = std::sync::Mutex::new(Some(second_out));
+        let take_second = || {
+            if let Some(out) = second_out.lock().unwrap_or_else(|p| p.into_inner()).take() {
+                fill(second, second_scales, out);
+            }
+        };
         std::thread::scope(|s| {
             let other = std::thread::Builder::new()
                 .name("almanac-vector-scan".into())
-                .spawn_scoped(s, || scan(second, second_scales));
-            let mut own = scan(first, first_scales);
+                .spawn_scoped(s, take_second);
+            fill(first, first_scales, first_out);
             match other {
-                Ok(handle) => match handle.join() {
-                    Ok(rest) => own.extend(rest),
-                    Err(panic) => std::panic::resume_unwind(panic),
-                },
+                Ok(handle) => {
+                    if let Err(panic) = handle.join() {
+                        std::panic::resume_unwind(panic);
+                    }
+                }
                 // No thread to be had: this one reads the rest too.
-                Err(_) => own.extend(scan(second, second_scales)),
+                Err(_) => take_second(),
             }
-            own
-        })
+        });
+        out
     }
 }
+
+/// Vectors compared per step of a scan.
+const SCAN_CHUNK: usize = 512;
 
 /// Sets smaller than this are scanned by one thread (a second one costs
 /// more to start than it saves).
