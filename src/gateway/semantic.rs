@@ -546,6 +546,35 @@ mod tests {
     }
 
     #[tokio::test(start_paused = true)]
+    async fn kept_index_connections_are_closed_after_idle_minutes() {
+        let dir = tempfile::tempdir().unwrap();
+        let shared = crate::gateway::test_shared(dir.path(), "token");
+        let app = shared.engine.app();
+        app.ensure_state_dir().unwrap();
+        let memory = app.memory();
+        let (index, _) = memory.reopen_index(None).unwrap();
+        let held = shared.semantic.held_indexes(&memory.index_path);
+        held.lock().unwrap().push(index);
+        // A connection still current is taken again, not reopened.
+        let kept = held.lock().unwrap().pop();
+        assert!(kept.is_some());
+        let (index, _) = memory.reopen_index(kept).unwrap();
+        held.lock().unwrap().push(index);
+        drop(held);
+        let stop = CancellationToken::new();
+        let component = tokio::spawn(Arc::new(MemoryEmbedder).start(shared.clone(), stop.clone()));
+        tokio::time::sleep(IDLE_DROP - Duration::from_secs(1)).await;
+        assert!(shared.semantic.indexes.is_loaded(), "closed too early");
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        assert!(
+            !shared.semantic.indexes.is_loaded(),
+            "kept after idle minutes"
+        );
+        stop.cancel();
+        component.await.unwrap().unwrap();
+    }
+
+    #[tokio::test(start_paused = true)]
     async fn nothing_held_waits_for_a_load_and_another_key_replaces_the_value() {
         let warm: Arc<Warm<&str, String>> = Arc::new(Warm::new(IDLE_DROP));
         let reaper = tokio::spawn({

@@ -183,6 +183,9 @@ pub(crate) struct Index {
     file: Option<(u64, u64)>,
 }
 
+/// The page cache of a connection kept for searches, in KiB.
+const SEARCH_CACHE_KIB: i64 = 8 * 1024;
+
 /// The device and inode of the file at `path`.
 fn file_identity(path: &Path) -> Option<(u64, u64)> {
     use std::os::unix::fs::MetadataExt;
@@ -209,6 +212,17 @@ impl Index {
         self.store.conn.pragma_update(None, "cache_size", -1024)?;
         self.store.conn.pragma_update(None, "mmap_size", 0)?;
         self.store.conn.execute_batch("PRAGMA shrink_memory;")?;
+        Ok(())
+    }
+
+    /// Sizes a connection kept between searches (the gateway's): no file
+    /// mapping, whose touched pages would stay resident as long as it is
+    /// kept, and a page cache that holds what searches read over and over.
+    pub(crate) fn keep_for_searches(&self) -> Result<(), StoreError> {
+        self.store
+            .conn
+            .pragma_update(None, "cache_size", -SEARCH_CACHE_KIB)?;
+        self.store.conn.pragma_update(None, "mmap_size", 0)?;
         Ok(())
     }
 

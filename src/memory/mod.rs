@@ -114,8 +114,10 @@ impl Memory {
         ))
     }
 
-    /// [`Memory::open_index`], using `held` again when it is still the
-    /// index it would open ([`index::Index::is_current`]).
+    /// [`Memory::open_index`] for a connection kept between searches:
+    /// `held` again when it is still the index it would open
+    /// ([`index::Index::is_current`]), else a new one sized for keeping
+    /// ([`index::Index::keep_for_searches`]).
     pub(crate) fn reopen_index(
         &self,
         held: Option<index::Index>,
@@ -126,10 +128,9 @@ impl Memory {
         {
             return Ok((index, warnings));
         }
-        Ok((
-            index::Index::open(&self.index_path, layout, self.tz.clone())?,
-            warnings,
-        ))
+        let index = index::Index::open(&self.index_path, layout, self.tz.clone())?;
+        index.keep_for_searches()?;
+        Ok((index, warnings))
     }
 
     /// Opens the index and brings it up to date (quick sync).
