@@ -228,35 +228,40 @@ mod avx2 {
         while first < rows.len() {
             let left = rows.len() - first;
             // SAFETY (all three): as for `dot_rows`.
-            let done = if left >= 4 {
-                let got = unsafe {
-                    dot_blocks_avx2::<4>(
-                        w,
-                        w_scales,
-                        std::array::from_fn(|k| rows[first + k]),
-                        blocks,
-                    )
-                };
-                sums[first..first + 4].copy_from_slice(&got);
-                4
-            } else if left >= 2 {
-                let got = unsafe {
-                    dot_blocks_avx2::<2>(
-                        w,
-                        w_scales,
-                        std::array::from_fn(|k| rows[first + k]),
-                        blocks,
-                    )
-                };
-                sums[first..first + 2].copy_from_slice(&got);
-                2
-            } else {
-                sums[first] =
-                    unsafe { dot_blocks_avx2::<1>(w, w_scales, [rows[first]], blocks) }[0];
-                1
+            first += unsafe {
+                if left >= 4 {
+                    group::<4>(w, w_scales, rows, first, blocks, sums)
+                } else if left >= 2 {
+                    group::<2>(w, w_scales, rows, first, blocks, sums)
+                } else {
+                    group::<1>(w, w_scales, rows, first, blocks, sums)
+                }
             };
-            first += done;
         }
+    }
+
+    /// The `N` rows from `first` into their sums; returns `N`.
+    #[inline]
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn group<const N: usize>(
+        w: &[u8],
+        w_scales: &[f32],
+        rows: &[Row<'_>],
+        first: usize,
+        blocks: usize,
+        sums: &mut [f32],
+    ) -> usize {
+        // SAFETY: as for `dot_rows`; the caller has `N` rows from `first`.
+        let got = unsafe {
+            dot_blocks_avx2::<N>(
+                w,
+                w_scales,
+                std::array::from_fn(|k| rows[first + k]),
+                blocks,
+            )
+        };
+        sums[first..first + N].copy_from_slice(&got);
+        N
     }
 
     #[inline]
@@ -296,11 +301,11 @@ mod avx2 {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    /// A deterministic spread of values, some large, some tiny.
-    fn values(n: usize, seed: u32) -> Vec<f32> {
+    /// A deterministic spread of values in [-1, 1], some large, some tiny.
+    pub(crate) fn values(n: usize, seed: u32) -> Vec<f32> {
         let mut state = seed.wrapping_mul(2_654_435_761).wrapping_add(1);
         (0..n)
             .map(|_| {

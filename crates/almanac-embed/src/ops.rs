@@ -129,15 +129,11 @@ mod tests {
     use super::*;
     use candle_core::{Device, Tensor};
 
+    /// Values in [-4, 4]: GELU's and erf's interesting range.
     fn values(n: usize, seed: u32) -> Vec<f32> {
-        let mut state = seed.wrapping_mul(2_654_435_761).wrapping_add(1);
-        (0..n)
-            .map(|_| {
-                state ^= state << 13;
-                state ^= state >> 17;
-                state ^= state << 5;
-                (state % 20_001) as f32 / 2_500.0 - 4.0
-            })
+        crate::blocks::tests::values(n, seed)
+            .into_iter()
+            .map(|v| v * 4.0)
             .collect()
     }
 
