@@ -249,12 +249,10 @@ impl SemanticState {
 
     /// The held connections to the index at `path`.
     fn held_indexes(&self, path: &Path) -> Arc<Mutex<Vec<Index>>> {
-        let held: Result<_, std::convert::Infallible> = self
-            .indexes
-            .get(&path.to_path_buf(), || Ok(Arc::new(Mutex::new(Vec::new()))));
-        match held {
-            Ok(held) => held,
-        }
+        let Ok(held) = self.indexes.get(&path.to_path_buf(), || {
+            Ok::<_, std::convert::Infallible>(Arc::new(Mutex::new(Vec::new())))
+        });
+        held
     }
 
     /// The vectors of `model` brought up to date with `index` (read in

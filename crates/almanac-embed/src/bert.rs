@@ -110,7 +110,8 @@ impl MappedRows {
 }
 
 impl Table {
-    /// Row `id` added to `into` (the plain pass; never a whole table).
+    /// Row `id` of a mapped or small table added to `into`; a loaded
+    /// table is looked up whole by candle instead.
     fn add_row(&self, id: u32, into: &mut [f32]) -> candle_core::Result<()> {
         match self {
             Table::Mapped(table) => table.add_row(id, into),
@@ -131,43 +132,18 @@ impl Table {
 
     /// The rows of `ids`, shaped `(b, t, dims)`.
     fn lookup(&self, ids: &[u32], (b, t): (usize, usize)) -> candle_core::Result<Tensor> {
-        match self {
+        let dims = match self {
             Table::Loaded(embedding) => {
-                embedding.forward(&Tensor::from_slice(ids, (b, t), &Device::Cpu)?)
+                return embedding.forward(&Tensor::from_slice(ids, (b, t), &Device::Cpu)?);
             }
-            Table::Mapped(table) => {
-                let mut out = Vec::with_capacity(ids.len() * table.dims);
-                let row_bytes = table.dims * 2;
-                for &id in ids {
-                    let id = id as usize;
-                    if id >= table.rows {
-                        candle_core::bail!("token id {id} is outside the table of {}", table.rows);
-                    }
-                    let at = table.start + id * row_bytes;
-                    let row = &table.map[at..at + row_bytes];
-                    out.extend(
-                        row.chunks_exact(2).map(|h| {
-                            half::f16::from_bits(u16::from_le_bytes([h[0], h[1]])).to_f32()
-                        }),
-                    );
-                }
-                Tensor::from_vec(out, (b, t, table.dims), &Device::Cpu)
-            }
-            Table::Rows { values, dims } => {
-                let mut out = Vec::with_capacity(ids.len() * dims);
-                for &id in ids {
-                    let at = id as usize * dims;
-                    let Some(row) = values.get(at..at + dims) else {
-                        candle_core::bail!(
-                            "token id {id} is outside the table of {}",
-                            values.len() / dims
-                        );
-                    };
-                    out.extend_from_slice(row);
-                }
-                Tensor::from_vec(out, (b, t, *dims), &Device::Cpu)
-            }
+            Table::Mapped(table) => table.dims,
+            Table::Rows { dims, .. } => *dims,
+        };
+        let mut out = vec![0f32; ids.len() * dims];
+        for (&id, row) in ids.iter().zip(out.chunks_exact_mut(dims)) {
+            self.add_row(id, row)?;
         }
+        Tensor::from_vec(out, (b, t, dims), &Device::Cpu)
     }
 }
 

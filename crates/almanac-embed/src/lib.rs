@@ -189,14 +189,16 @@ impl Encoder {
                 ..Default::default()
             }))
             .map_err(|e| LoadError::Tokenizer(e.to_string()))?;
+        // Compact weights that are not all int8 blocks run the tensor pass
+        // on a thread of their own; the plain pass needs none.
         let own_thread = match weights {
-            Weights::Full => None,
-            // A failure to start a thread only loses the shortcut.
-            Weights::Compact => rayon::ThreadPoolBuilder::new()
+            Weights::Compact if !model.has_plain_pass() => rayon::ThreadPoolBuilder::new()
                 .num_threads(1)
                 .thread_name(|_| "almanac-embed-query".into())
                 .build()
+                // A failure to start a thread only loses the shortcut.
                 .ok(),
+            _ => None,
         };
         Ok(Encoder {
             model,
@@ -212,13 +214,15 @@ impl Encoder {
         self.model.hidden()
     }
 
-    /// One unit vector per text, in order. Texts are run in batches of
-    /// similar length.
+    /// One unit vector per text, in order.
     ///
-    /// A compact encoder serves queries: a few tokens, whose steps are
-    /// too small to share between threads (handing them off costs more
-    /// than it saves), so its passes run on a thread of its own, apart
-    /// from the pool the f32 encoder of the same process keeps busy.
+    /// A compact encoder serves queries: a few tokens each. Its texts go
+    /// one by one through the pass without tensors, on the calling thread
+    /// (at that size, tensor set-up and handing work to other threads cost
+    /// more than they save); compact weights that cannot take that pass
+    /// run the tensor pass on a thread of their own, apart from the pool
+    /// the f32 encoder of the same process keeps busy. The f32 encoder
+    /// runs texts in batches of similar length.
     pub fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
         if self.model.has_plain_pass() {
             // No tensors and no thread pool: each text on this thread.
