@@ -380,7 +380,7 @@ impl Runner {
             .engine
             .blocking(move || {
                 let read = follow(&store, old, &latest, now_ts, &host);
-                super::release_free_memory();
+                super::resident::release_free_memory();
                 read
             })
             .await?;
@@ -979,7 +979,7 @@ impl Runner {
                         })?;
                         last = changed.written.or(last);
                     }
-                    super::release_free_memory();
+                    super::resident::release_free_memory();
                     Ok(last.filter(|_| unchanged))
                 },
             )

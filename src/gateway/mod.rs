@@ -32,6 +32,7 @@ pub(crate) mod heartbeat;
 pub(crate) mod http;
 pub(crate) mod install;
 pub(crate) mod intake;
+pub(crate) mod resident;
 pub(crate) mod semantic;
 pub(crate) mod state;
 pub(crate) mod supervisor;
@@ -59,6 +60,10 @@ use supervisor::{Component, Registry};
 pub(crate) const SHUTDOWN_DEADLINE: Duration = Duration::from_secs(10);
 /// How long running turns get to finish before they are cancelled.
 const TURN_GRACE: Duration = Duration::from_secs(7);
+/// How long after it is ready the gateway gives back what its start
+/// mapped and allocated ([`resident`]): the components' first work (the
+/// memory index check, the skills and job store reads) is done by then.
+const START_SETTLE: Duration = Duration::from_secs(10);
 
 /// What moves between components. Grouped: external commands, files,
 /// tasks. Shutdown is the stop token, not an event.
@@ -256,28 +261,6 @@ fn components() -> Vec<Arc<dyn Component>> {
     ]
 }
 
-/// Returns the allocator's free memory to the OS (glibc keeps it), after
-/// work that built and dropped a lot (a memory refresh, a job store read).
-pub(crate) fn release_free_memory() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: malloc_trim only returns free heap pages to the OS.
-    unsafe {
-        libc::malloc_trim(0);
-    }
-}
-
-/// Keeps the allocator to a few arenas: glibc gives each busy thread one
-/// (the blocking pool has many), and what one frees is kept in it, so a
-/// long-running daemon's resident memory grows with its thread count.
-fn limit_allocator_arenas() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: mallopt only tunes the allocator; called before the runtime
-    // starts its threads.
-    unsafe {
-        libc::mallopt(libc::M_ARENA_MAX, 2);
-    }
-}
-
 /// Runs the gateway in the foreground until SIGTERM / Ctrl-C (or `stop`,
 /// for tests), printing one line when it is ready.
 pub(crate) fn run(
@@ -287,7 +270,7 @@ pub(crate) fn run(
     stop: CancellationToken,
     on_ready: impl FnOnce(&GatewayInfo) + Send,
 ) -> anyhow::Result<()> {
-    limit_allocator_arenas();
+    resident::limit_allocator_arenas();
     let (address, port, label) = bind_address(&app, &opts)?;
     if !address.is_loopback() && state::configured_token(&app.config.config, &app.host).is_none() {
         return Err(GatewayError::TokenRequired(label).into());
@@ -444,6 +427,20 @@ async fn serve(
             }),
         );
         boot_turn(&shared, &app);
+    }
+    {
+        let shared = shared.clone();
+        let stop = components_stop.clone();
+        tracker.spawn(async move {
+            tokio::select! {
+                () = tokio::time::sleep(START_SETTLE) => {
+                    if let Ok(kb) = shared.engine.blocking(resident::release_unused_memory).await {
+                        tracing::debug!(kb, "start-up code pages unmapped");
+                    }
+                }
+                () = stop.cancelled() => {}
+            }
+        });
     }
 
     wait_for_shutdown(&stop).await;

@@ -136,7 +136,7 @@ impl Component for MemoryWatcher {
             };
             // Building an index frees most of what it took; hand it back
             // to the OS so an idle gateway stays small.
-            super::release_free_memory();
+            super::resident::release_free_memory();
             let _ = shared.bus.send(Event::MemoryIndexed);
             let index = Arc::new(Mutex::new(index));
             let relevant = {
