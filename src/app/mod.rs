@@ -95,6 +95,13 @@ impl App {
             "agents.defaults.workspace" => Some(self.paths.workspace.display().to_string()),
             config::USER_TIMEZONE => self.user_time_zone().iana_name().map(str::to_string),
             "memory.session.dir" => Some(self.memory().root.display().to_string()),
+            // Unset, it follows `security.actions`.
+            "tools.exec.ask" => {
+                let config = &self.config.config;
+                serde_json::to_value(config.tools.exec_ask(&config.security))
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_string))
+            }
             _ => None,
         };
         Ok(computed.map(|v| (serde_json::Value::String(v), config::Origin::Default)))

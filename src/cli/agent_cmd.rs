@@ -84,7 +84,8 @@ impl Approver for TerminalApprover {
     ) -> Pin<Box<dyn Future<Output = Approval> + Send + 'a>> {
         let question = format!(
             "\nThe model wants to run:\n  {}\n({})\nRun it? [y/N] ",
-            request.command, request.reason
+            super::output::terminal_safe(&request.command),
+            super::output::terminal_safe(&request.reason)
         );
         Box::pin(async move {
             let asked = tokio::task::spawn_blocking(move || {

@@ -16,7 +16,7 @@ pub(super) enum HeartbeatCommand {
     Status(JsonFlag),
     /// Record an activity event
     Ping {
-        /// What happened [default: manual.ping]
+        /// What happened
         #[arg(default_value = "manual.ping", allow_hyphen_values = true)]
         activity: String,
         /// Where it came from

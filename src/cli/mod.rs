@@ -219,12 +219,19 @@ fn load_app(options: &GlobalOptions, host: Host) -> anyhow::Result<App> {
 mod tests {
     use super::*;
 
-    /// Arguments without a help text, as `command path: argument`.
+    /// Arguments without a help text (or stating a default clap prints
+    /// too), as `command path: argument`.
     fn undocumented(cmd: &clap::Command, path: &str, out: &mut Vec<String>) {
         for arg in cmd.get_arguments() {
             let builtin = matches!(arg.get_id().as_str(), "help" | "version");
             if !builtin && arg.get_help().is_none() && arg.get_long_help().is_none() {
                 out.push(format!("{path}: {}", arg.get_id()));
+            }
+            // clap prints a default itself: a help text that also states
+            // it shows it twice.
+            let help = arg.get_help().map(ToString::to_string).unwrap_or_default();
+            if !arg.get_default_values().is_empty() && help.contains("[default:") {
+                out.push(format!("{path}: {} (its default twice)", arg.get_id()));
             }
         }
         for sub in cmd.get_subcommands() {

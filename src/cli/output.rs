@@ -150,6 +150,21 @@ pub(super) fn warn(message: impl std::fmt::Display) {
 }
 
 /// Pretty JSON on stdout with a final newline.
+/// Untrusted text (what a model asks for) as a person reads it on a
+/// terminal: control, zero-width and bidi characters are escaped, so none
+/// can move the cursor, colour or hide part of the line.
+pub(super) fn terminal_safe(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if c.is_control() || crate::memory::sanitize::is_invisible_char(c) {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 pub(super) fn print_json<T: Serialize + ?Sized>(value: &T) -> anyhow::Result<()> {
     // Large blocks: stdout is line-buffered, and pretty JSON has a line per
     // field.
@@ -224,6 +239,22 @@ impl Progress {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn terminal_safe_text_cannot_rewrite_the_line() {
+        let cases = [
+            ("ls -l", "ls -l"),
+            ("echo hi\rrm -rf ~", "echo hi\\rrm -rf ~"),
+            ("a\nb", "a\\nb"),
+            ("\u{1b}[2Kls", "\\u{1b}[2Kls"),
+            ("echo \u{202e}txt.exe", "echo \\u{202e}txt.exe"),
+            ("zero\u{200b}width", "zero\\u{200b}width"),
+            ("café", "café"),
+        ];
+        for (text, want) in cases {
+            assert_eq!(terminal_safe(text), want, "{text:?}");
+        }
+    }
+
     use super::*;
     use crate::app::skills::RefusedRun;
     use crate::gateway::install::InstallError;

@@ -240,6 +240,15 @@ pub(super) fn run(cmd: SkillsCommand, app: &App, verbose: bool) -> anyhow::Resul
         SkillsCommand::Info { name, json } => {
             let (inputs, report) = app.skills_report();
             let Some(s) = report.find(&name) else {
+                if let Some(f) = report.failures.iter().find(|f| f.name == name) {
+                    if json.json {
+                        print_json(&ListEntry::failed(f, &Missing::default()))?;
+                    } else {
+                        println!("⚠ {} failed to load: {}", f.name, f.reason);
+                        println!("path: {}", compact_home(&f.file_path, &inputs.homes));
+                    }
+                    return Ok(ExitCode::FAILURE);
+                }
                 if json.json {
                     print_json(&json!({ "error": "not found", "skill": name }))?;
                     return Ok(ExitCode::FAILURE);

@@ -196,7 +196,10 @@ Anonymous:           760 kB
         // copies), writable data and the heap: never.
         assert_eq!(droppable, [true, true, false, false, false]);
         // A mapping whose private pages are not stated is kept.
-        for text in ["1000-2000 r--p 0 fe:00 1 /x\nRss: 4 kB\nAnonymous: ? kB\n", "1000-2000 r--p 0 fe:00 1 /x\nRss: 4 kB\n"] {
+        for text in [
+            "1000-2000 r--p 0 fe:00 1 /x\nRss: 4 kB\nAnonymous: ? kB\n",
+            "1000-2000 r--p 0 fe:00 1 /x\nRss: 4 kB\n",
+        ] {
             assert!(!parse_smaps(text)[0].droppable(), "{text}");
         }
     }
@@ -208,7 +211,11 @@ Anonymous:           760 kB
             let text = std::fs::read_to_string("/proc/self/smaps").unwrap();
             let maps = parse_smaps(&text);
             let here = resident_code_kb as *const () as usize;
-            let exe = &maps.iter().find(|m| m.start <= here && here < m.end).unwrap().file;
+            let exe = &maps
+                .iter()
+                .find(|m| m.start <= here && here < m.end)
+                .unwrap()
+                .file;
             maps.iter()
                 .filter(|m| &m.file == exe && m.droppable())
                 .map(|m| m.rss_kb)
@@ -217,10 +224,16 @@ Anonymous:           760 kB
         let before = resident_code_kb();
         let released = release_unused_memory();
         let after = resident_code_kb();
-        assert!(released > 0 && before > 0, "released {released} kB of {before} kB");
+        assert!(
+            released > 0 && before > 0,
+            "released {released} kB of {before} kB"
+        );
         // Other tests run meanwhile and map some code again, far less than
         // the test binary's start mapped.
-        assert!(after < before, "{after} kB resident after, {before} kB before");
+        assert!(
+            after < before,
+            "{after} kB resident after, {before} kB before"
+        );
         // The code that was unmapped still runs.
         assert_eq!(parse_smaps(SMAPS).len(), 5);
     }

@@ -588,6 +588,37 @@ fn list_text_marks_gated_skills_with_their_reasons() {
     );
 }
 
+#[test]
+fn info_on_a_skill_that_failed_to_load_says_why() {
+    let sb = Sandbox::new();
+    write(
+        &sb.path(".almanac/workspace/skills/bad/SKILL.md"),
+        "---\nname: \"Bad Name!!/../x\"\ndescription: Broken\n---\n",
+    );
+    let list = sb.run(&["skills", "list"]).ok().stdout;
+    let name = list
+        .lines()
+        .find(|l| l.contains("[failed to load:"))
+        .and_then(|l| l.split_whitespace().nth(2))
+        .unwrap_or_else(|| panic!("no failed skill listed:\n{list}"))
+        .to_string();
+    let info = sb.run(&["skills", "info", &name]);
+    assert_eq!(info.code, 1, "{}", info.stderr);
+    assert!(info.stdout.contains("failed to load:"), "{}", info.stdout);
+    assert!(
+        info.stdout.contains("skills/bad/SKILL.md"),
+        "{}",
+        info.stdout
+    );
+    let json = sb.run(&["skills", "info", &name, "--json"]);
+    assert_eq!(json.code, 1);
+    let v: Value = serde_json::from_str(&json.stdout).unwrap();
+    assert!(
+        v["parseError"].as_str().is_some_and(|e| !e.is_empty()),
+        "{v}"
+    );
+}
+
 #[allow(dead_code)]
 fn value_names(v: &Value) -> Vec<String> {
     v.as_array()

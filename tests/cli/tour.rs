@@ -240,6 +240,35 @@ fn the_readme_config_examples_work_on_a_fresh_install() {
 }
 
 #[test]
+fn config_get_prints_the_exec_ask_in_use_when_it_follows_security_actions() {
+    let sb = Sandbox::new();
+    let v = sb
+        .run(&["config", "get", "tools.exec.ask", "--json"])
+        .ok()
+        .json();
+    assert_eq!(
+        (v["value"].as_str(), v["origin"].as_str()),
+        (Some("on-miss"), Some("default"))
+    );
+    let off = sb.run(&[
+        "--set",
+        "security.actions=false",
+        "config",
+        "get",
+        "tools.exec.ask",
+    ]);
+    assert_eq!(off.ok().stdout, "off\n");
+    let set = sb.run(&[
+        "--set",
+        "tools.exec.ask=always",
+        "config",
+        "get",
+        "tools.exec.ask",
+    ]);
+    assert_eq!(set.ok().stdout, "always\n");
+}
+
+#[test]
 fn the_readme_says_how_to_install_which_rust_and_the_license() {
     let manifest = include_str!("../../Cargo.toml");
     let field = |name: &str| {

@@ -578,6 +578,27 @@ fn the_tool_policy_hides_tools_and_refuses_calls_to_them() {
 }
 
 #[test]
+fn edit_through_a_link_inside_the_workspace_keeps_the_link() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().join("ws");
+    std::fs::create_dir_all(ws.join("notes")).unwrap();
+    std::fs::write(ws.join("notes/real.md"), "one\ntwo\n").unwrap();
+    std::os::unix::fs::symlink("notes/real.md", ws.join("alias.md")).unwrap();
+    let t = tools(settings(&ws, false), &NoApprover);
+    let e = run(t.call(
+        "edit",
+        &json!({"path": "alias.md", "old_text": "two", "new_text": "2"}),
+    ));
+    assert!(!e.is_error, "{e:?}");
+    let meta = std::fs::symlink_metadata(ws.join("alias.md")).unwrap();
+    assert!(meta.file_type().is_symlink(), "the link became a copy");
+    assert_eq!(
+        std::fs::read_to_string(ws.join("notes/real.md")).unwrap(),
+        "one\n2\n"
+    );
+}
+
+#[test]
 fn memory_and_skill_tools_go_through_services() {
     let dir = tempfile::tempdir().unwrap();
     let t = tools(settings(dir.path(), false), &NoApprover);

@@ -15,7 +15,9 @@ use std::collections::HashMap;
 use std::sync::OnceLock;
 
 use super::normalize::{Normalized, Word, fold};
-use super::{DISREGARD_RULES, IGNORE_PREVIOUS, any_in, before, is, negated_by, within};
+use super::{
+    DISREGARD_RULES, EarlierText, IGNORE_PREVIOUS, any_in, before, is, negated_by, within,
+};
 
 /// A language read word by word.
 struct Spaced {
@@ -34,6 +36,14 @@ struct Spaced {
     not_after: &'static [&'static str],
     /// The verb may follow its object (`alle Anweisungen ignorieren`).
     verb_last: bool,
+    /// "Ignore the above and print …": words for the earlier text as the
+    /// verb's object, the words that may lead up to it (`lo`, `das`), the
+    /// orders that follow (besides [`Spaced::reveal`]) and the words that
+    /// join the two clauses.
+    earlier: &'static [&'static str],
+    earlier_lead: &'static [&'static str],
+    orders: &'static [&'static str],
+    and: &'static [&'static str],
     /// "Show me your system prompt": verbs, and the phrases (as words).
     reveal: &'static [&'static str],
     prompt: &'static [&'static [&'static str]],
@@ -49,6 +59,10 @@ struct Unspaced {
     not_after: &'static [&'static str],
     reveal: &'static [&'static str],
     prompt: &'static [&'static str],
+    /// "Ignore the above and print …": the earlier text next to the verb,
+    /// and orders after it (besides [`Unspaced::reveal`]).
+    earlier: &'static [&'static str],
+    orders: &'static [&'static str],
     /// Characters either side of a verb in which its object is looked
     /// for, after folding (which spells a Hangul syllable with two or
     /// three letters).
@@ -66,6 +80,9 @@ const SPACED: &[Spaced] = &[
             "ignorar",
             "ignoralas",
             "ignoralos",
+            "omiso",
+            "desestima",
+            "desatiende",
             "omite",
             "omita",
             "omitan",
@@ -134,6 +151,50 @@ const SPACED: &[Spaced] = &[
         not_before: &["no", "nunca", "jamas"],
         not_after: &[],
         verb_last: false,
+        earlier: &["anterior", "anteriores", "arriba", "precedente", "previo"],
+        earlier_lead: &[
+            "lo",
+            "el",
+            "la",
+            "los",
+            "las",
+            "todo",
+            "que",
+            "de",
+            "se",
+            "ha",
+            "has",
+            "dicho",
+            "escrito",
+            "esta",
+            "este",
+            "texto",
+            "mensaje",
+            "contenido",
+        ],
+        orders: &[
+            "da",
+            "dame",
+            "envia",
+            "enviame",
+            "manda",
+            "haz",
+            "ejecuta",
+            "responde",
+            "di",
+            "escribe",
+            "imprime",
+            "muestra",
+            "muestrame",
+            "revela",
+            "dime",
+            "entrega",
+            "pasa",
+            "pasame",
+        ],
+        and: &[
+            "y", "e", "luego", "pero", "ahora", "solo", "entonces", "despues",
+        ],
         reveal: &[
             "muestra",
             "muestrame",
@@ -219,6 +280,58 @@ const SPACED: &[Spaced] = &[
         not_before: &["nicht", "nie", "niemals", "kein", "keine"],
         not_after: &["nicht", "nie", "niemals"],
         verb_last: true,
+        earlier: &[
+            "obige",
+            "obigen",
+            "obiges",
+            "vorherige",
+            "vorherigen",
+            "vorheriges",
+            "vorige",
+            "vorigen",
+            "bisherige",
+            "bisherigen",
+            "vorangegangene",
+            "vorangegangenen",
+            "oben",
+        ],
+        earlier_lead: &[
+            "das",
+            "den",
+            "die",
+            "dem",
+            "alles",
+            "was",
+            "text",
+            "nachricht",
+            "inhalt",
+            "steht",
+            "stehende",
+            "geschriebene",
+            "gesagte",
+        ],
+        orders: &[
+            "gib",
+            "zeig",
+            "zeige",
+            "nenne",
+            "schreibe",
+            "schreib",
+            "drucke",
+            "sende",
+            "schicke",
+            "schick",
+            "sag",
+            "sage",
+            "mach",
+            "mache",
+            "fuhre",
+            "antworte",
+            "verrate",
+            "wiederhole",
+            "liste",
+        ],
+        and: &["und", "dann", "aber", "jetzt", "nur", "sondern", "danach"],
         reveal: &[
             "zeige",
             "zeig",
@@ -299,6 +412,33 @@ const SPACED: &[Spaced] = &[
         not_before: &["ne", "jamais"],
         not_after: &["pas", "jamais"],
         verb_last: false,
+        earlier: &[
+            "precede",
+            "precedent",
+            "precedents",
+            "precedente",
+            "precedentes",
+            "dessus",
+            "anterieur",
+        ],
+        earlier_lead: &[
+            "ce", "qui", "le", "la", "les", "l", "tout", "ci", "texte", "message", "contenu", "de",
+            "du", "a", "ete", "dit", "ecrit",
+        ],
+        orders: &[
+            "affiche", "affichez", "montre", "montrez", "donne", "donnez", "revele", "revelez",
+            "envoie", "envoyez", "fais", "faites", "execute", "executez", "reponds", "repondez",
+            "imprime", "imprimez", "ecris", "ecrivez", "dis", "dites", "repete", "repetez",
+        ],
+        and: &[
+            "et",
+            "puis",
+            "mais",
+            "maintenant",
+            "seulement",
+            "alors",
+            "ensuite",
+        ],
         reveal: &[
             "montre", "montrez", "revele", "revelez", "affiche", "affichez", "donne", "donnez",
             "repete", "repetez", "ecris", "ecrivez", "dis", "dites",
@@ -360,6 +500,17 @@ const SPACED: &[Spaced] = &[
         not_before: &["nao", "nunca", "jamais"],
         not_after: &[],
         verb_last: false,
+        earlier: &["anterior", "anteriores", "acima", "precedente", "previo"],
+        earlier_lead: &[
+            "o", "a", "os", "as", "tudo", "que", "foi", "dito", "escrito", "esta", "este", "texto",
+            "mensagem", "conteudo", "de", "do", "da",
+        ],
+        orders: &[
+            "mostre", "mostra", "mostrar", "revele", "revela", "diga", "diz", "imprima", "imprime",
+            "escreva", "escreve", "envie", "envia", "manda", "mande", "de", "da", "faca", "faz",
+            "execute", "executa", "responda", "responde", "repita", "repete",
+        ],
+        and: &["e", "depois", "mas", "agora", "so", "entao", "apenas"],
         reveal: &[
             "mostre", "mostra", "revele", "revela", "diga", "imprima", "repita", "escreva",
         ],
@@ -419,6 +570,37 @@ const SPACED: &[Spaced] = &[
         not_before: &["non", "mai"],
         not_after: &[],
         verb_last: false,
+        earlier: &["precedente", "precedenti", "sopra", "suddetto", "anteriore"],
+        earlier_lead: &[
+            "il",
+            "lo",
+            "la",
+            "i",
+            "gli",
+            "le",
+            "l",
+            "tutto",
+            "quello",
+            "quanto",
+            "che",
+            "ciò",
+            "cio",
+            "e",
+            "stato",
+            "detto",
+            "scritto",
+            "testo",
+            "messaggio",
+            "contenuto",
+            "di",
+            "del",
+            "della",
+        ],
+        orders: &[
+            "mostra", "mostrami", "rivela", "rivelami", "dimmi", "di", "stampa", "ripeti",
+            "scrivi", "invia", "inviami", "manda", "dai", "dammi", "fai", "esegui", "rispondi",
+        ],
+        and: &["e", "poi", "ma", "ora", "solo", "quindi", "dopo"],
         reveal: &[
             "mostra", "mostrami", "rivela", "rivelami", "dimmi", "stampa", "ripeti", "scrivi",
         ],
@@ -458,6 +640,21 @@ const SPACED: &[Spaced] = &[
         not_before: &["niet", "nooit"],
         not_after: &["niet", "nooit"],
         verb_last: true,
+        earlier: &[
+            "bovenstaande",
+            "vorige",
+            "voorgaande",
+            "eerdere",
+            "hierboven",
+        ],
+        earlier_lead: &[
+            "het", "de", "dat", "alles", "wat", "tekst", "bericht", "inhoud", "staat",
+        ],
+        orders: &[
+            "toon", "laat", "herhaal", "geef", "vertel", "stuur", "zend", "schrijf", "print",
+            "druk", "zeg", "doe", "voer", "antwoord",
+        ],
+        and: &["en", "dan", "maar", "nu", "alleen", "daarna"],
         reveal: &["toon", "laat", "herhaal", "geef", "vertel"],
         prompt: &[
             &["systeemprompt"],
@@ -494,6 +691,40 @@ const SPACED: &[Spaced] = &[
         not_before: &["nie", "nigdy"],
         not_after: &[],
         verb_last: false,
+        earlier: &[
+            "powyzsze",
+            "powyzej",
+            "poprzednie",
+            "wczesniejsze",
+            "wczesniej",
+        ],
+        earlier_lead: &[
+            "to",
+            "co",
+            "wszystko",
+            "jest",
+            "bylo",
+            "napisane",
+            "tekst",
+            "wiadomosc",
+            "tresc",
+        ],
+        orders: &[
+            "pokaz",
+            "ujawnij",
+            "powtorz",
+            "wypisz",
+            "podaj",
+            "wyslij",
+            "napisz",
+            "powiedz",
+            "zrob",
+            "wykonaj",
+            "odpowiedz",
+            "daj",
+            "wydrukuj",
+        ],
+        and: &["i", "a", "potem", "ale", "teraz", "tylko", "nastepnie"],
         reveal: &["pokaz", "ujawnij", "powtorz", "wypisz", "podaj"],
         prompt: &[&["prompt", "systemowy"], &["instrukcje", "systemowe"]],
     },
@@ -516,6 +747,30 @@ const SPACED: &[Spaced] = &[
         not_before: &[],
         not_after: &["etme", "etmeyin"],
         verb_last: true,
+        earlier: &[
+            "yukaridakileri",
+            "yukaridakini",
+            "yukaridaki",
+            "oncekileri",
+            "oncekini",
+            "onceki",
+            "yukarida",
+        ],
+        earlier_lead: &[
+            "her",
+            "seyi",
+            "sey",
+            "metni",
+            "mesaji",
+            "icerigi",
+            "yazilanlari",
+            "soylenenleri",
+        ],
+        orders: &[
+            "goster", "yaz", "tekrarla", "soyle", "gonder", "ver", "yap", "calistir", "cevap",
+            "yazdir",
+        ],
+        and: &["ve", "sonra", "ama", "simdi", "sadece", "ardindan"],
         reveal: &["goster", "yaz", "tekrarla", "soyle"],
         prompt: &[&["sistem", "istemini"], &["sistem", "talimatlarini"]],
     },
@@ -571,6 +826,46 @@ const SPACED: &[Spaced] = &[
         not_before: &["не", "никогда"],
         not_after: &[],
         verb_last: false,
+        earlier: &[
+            "вышеизложенное",
+            "вышесказанное",
+            "вышенаписанное",
+            "предыдущее",
+            "предыдущий",
+            "выше",
+            "прежнее",
+            "сказанное",
+        ],
+        earlier_lead: &[
+            "все",
+            "всё",
+            "то",
+            "что",
+            "было",
+            "написано",
+            "сказано",
+            "текст",
+            "сообщение",
+            "содержимое",
+        ],
+        orders: &[
+            "покажи",
+            "покажите",
+            "выведи",
+            "раскрой",
+            "повтори",
+            "напиши",
+            "скажи",
+            "отправь",
+            "пришли",
+            "дай",
+            "сделай",
+            "выполни",
+            "ответь",
+            "распечатай",
+            "напечатай",
+        ],
+        and: &["и", "затем", "но", "теперь", "только", "а", "потом"],
         reveal: &[
             "покажи",
             "покажите",
@@ -609,8 +904,8 @@ const UNSPACED: &[Unspaced] = &[
             "忘记", "忘記", "忘掉", "抛开", "拋開", "放弃", "放棄", "丢弃", "丟棄",
         ],
         qualifiers: &[
-            "之前", "以前", "先前", "此前", "上面", "上述", "前面", "所有", "全部", "一切", "原来",
-            "原來", "原有", "系统", "系統",
+            "之前", "以前", "先前", "此前", "上面", "上述", "以上", "前面", "所有", "全部", "一切",
+            "原来", "原來", "原有", "系统", "系統",
         ],
         nouns: &[
             "指令",
@@ -626,6 +921,9 @@ const UNSPACED: &[Unspaced] = &[
             "约束",
             "約束",
             "限制",
+            "说明",
+            "說明",
+            "要求",
         ],
         not_before: &["不要", "不", "别", "別", "勿", "没", "沒", "莫"],
         not_after: &[],
@@ -653,6 +951,11 @@ const UNSPACED: &[Unspaced] = &[
             "系統訊息",
             "隐藏指令",
             "隱藏指令",
+        ],
+        earlier: &["以上", "上面", "上述", "前面", "之前", "以前"],
+        orders: &[
+            "发送", "發送", "告诉", "告訴", "给我", "給我", "写出", "寫出", "列出", "执行", "執行",
+            "回答", "提供",
         ],
         window: 16,
     },
@@ -688,6 +991,8 @@ const UNSPACED: &[Unspaced] = &[
         not_after: &["しない", "せず", "するな", "ないで", "ません"],
         reveal: &["表示", "教えて", "出力", "見せて", "繰り返", "書き出"],
         prompt: &["システムプロンプト", "システム指示", "隠された指示"],
+        earlier: &["上記", "以上", "これまで"],
+        orders: &["送信", "送って", "書いて", "実行", "答えて", "渡して"],
         window: 16,
     },
     // Korean
@@ -709,6 +1014,8 @@ const UNSPACED: &[Unspaced] = &[
         not_after: &["하지마", "하지말", "하지않", "않"],
         reveal: &["보여", "출력", "알려", "공개", "반복"],
         prompt: &["시스템프롬프트", "시스템지시", "시스템메시지"],
+        earlier: &["위의", "위", "이전", "앞의"],
+        orders: &["보내", "써", "실행", "말해", "줘"],
         window: 40,
     },
 ];
@@ -725,6 +1032,13 @@ struct Folded {
     not_after: Vec<String>,
     verb_last: bool,
     reveal: Vec<String>,
+    /// See [`Spaced::earlier`] and [`Unspaced::earlier`]; `orders` holds
+    /// the `reveal` verbs too (`earlier_lead` and `and` are empty for
+    /// unspaced languages).
+    earlier: Vec<String>,
+    earlier_lead: Vec<String>,
+    orders: Vec<String>,
+    and: Vec<String>,
     /// Phrases as folded words (spaced) or one folded string (unspaced).
     prompt: Vec<Vec<String>>,
     /// See [`Unspaced::window`] (unused for spaced languages).
@@ -761,6 +1075,10 @@ fn spaced() -> &'static SpacedTables {
                 not_after: fold_all(l.not_after),
                 verb_last: l.verb_last,
                 reveal: fold_all(l.reveal),
+                earlier: fold_all(l.earlier),
+                earlier_lead: fold_all(l.earlier_lead),
+                orders: fold_all(&[l.reveal, l.orders].concat()),
+                and: fold_all(l.and),
                 prompt: l.prompt.iter().map(|p| fold_all(p)).collect(),
                 window: 0,
             })
@@ -808,6 +1126,10 @@ fn unspaced() -> &'static [Folded] {
                 not_after: fold_all(l.not_after),
                 verb_last: true,
                 reveal: fold_all(l.reveal),
+                earlier: fold_all(l.earlier),
+                earlier_lead: Vec::new(),
+                orders: fold_all(&[l.reveal, l.orders].concat()),
+                and: Vec::new(),
                 prompt: vec![fold_all(l.prompt)],
                 window: l.window,
             })
@@ -866,6 +1188,15 @@ fn spaced_override(n: &Normalized) -> Option<&'static str> {
                 {
                     return Some(label);
                 }
+                let earlier = EarlierText {
+                    earlier: lang.earlier.as_slice(),
+                    lead: &lang.earlier_lead,
+                    and: &lang.and,
+                    orders: &lang.orders,
+                };
+                if earlier.then_order(n, words, i) {
+                    return Some(label);
+                }
             }
         }
     }
@@ -905,6 +1236,16 @@ fn unspaced_override(n: &Normalized) -> Option<&'static str> {
                     if lang.nouns.iter().any(|w| window.contains(w.as_str()))
                         && lang.qualifiers.iter().any(|w| window.contains(w.as_str()))
                     {
+                        return Some(label);
+                    }
+                    // The earlier text right by the verb (`忽略以上`,
+                    // `上記を無視`), then an order after it.
+                    let (near_before, near_after) = (tail_chars(ahead, 4), head_chars(after, 4));
+                    let earlier = lang.earlier.iter().any(|w| {
+                        near_before.contains(w.as_str()) || near_after.contains(w.as_str())
+                    });
+                    let order = head_chars(after, lang.window);
+                    if earlier && lang.orders.iter().any(|w| order.contains(w.as_str())) {
                         return Some(label);
                     }
                 }

@@ -90,15 +90,133 @@ fn topic_words() -> &'static (Vec<String>, Vec<String>) {
     })
 }
 
-/// Whether `text` only quotes attack phrases while talking about attacks.
+/// Cues after which the rest of the clause is a phrase talked about, as if
+/// it were quoted: examples (`attacks such as …`, `the classic example is
+/// …`).
+const EXAMPLE_CUES: &[&str] = &[
+    "such as",
+    "like",
+    "e.g.",
+    "for example",
+    "for instance",
+    "example is",
+    "examples are",
+    "example:",
+    "examples:",
+    "phrase",
+    "phrases",
+];
+/// Verbs of reported orders: `attacks tell models to …` reports the order
+/// after `to`, within a few words of the verb.
+const REPORTING_VERBS: &[&str] = &[
+    "tell",
+    "tells",
+    "told",
+    "telling",
+    "ask",
+    "asks",
+    "asked",
+    "asking",
+    "trick",
+    "tricks",
+    "tricked",
+    "tricking",
+    "instruct",
+    "instructs",
+    "instructed",
+    "urge",
+    "urges",
+    "persuade",
+    "persuades",
+    "convince",
+    "convinces",
+];
+
+/// Whether `text` only quotes attack phrases, or gives them as examples
+/// or reported orders, while talking about attacks.
 pub(super) fn quotes_an_attack(text: &str) -> bool {
     let quotes = quoted_spans(text);
-    if quotes.is_empty() {
-        return false;
+    if !quotes.is_empty() && mentions_only(text, &quotes) {
+        return true;
     }
+    let mut spans = quotes.clone();
+    for span in example_spans(text) {
+        if !quotes.iter().any(|q| q.0 < span.1 && span.0 < q.1) {
+            spans.push(span);
+        }
+    }
+    spans.sort_unstable();
+    // Cues may stand inside one another's clause (`phrases like …`).
+    let mut merged: Vec<(usize, usize)> = Vec::with_capacity(spans.len());
+    for (start, end) in spans {
+        match merged.last_mut() {
+            Some(last) if start <= last.1 => last.1 = last.1.max(end),
+            _ => merged.push((start, end)),
+        }
+    }
+    merged != quotes && mentions_only(text, &merged)
+}
+
+/// The rest of the clause after each example cue or reported order in
+/// plain ASCII text (byte ranges, ending before `. ; , ! ?` or a line
+/// break).
+fn example_spans(text: &str) -> Vec<(usize, usize)> {
+    if !text.is_ascii() {
+        return Vec::new();
+    }
+    let lower = text.to_ascii_lowercase();
+    let words: Vec<(usize, &str)> = lower
+        .split(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '.' | ':')))
+        .scan(0, |at, w| {
+            let start = *at;
+            *at += w.len() + 1;
+            Some((start, w))
+        })
+        .filter(|(_, w)| !w.is_empty())
+        .collect();
+    let mut starts = Vec::new();
+    for (k, &(_, word)) in words.iter().enumerate() {
+        let bare = word.trim_end_matches(['.', ':']);
+        if REPORTING_VERBS.contains(&bare) {
+            if let Some(&(to, _)) = words[k + 1..].iter().take(4).find(|(_, w)| *w == "to") {
+                starts.push(to + 2);
+            }
+            continue;
+        }
+        for cue in EXAMPLE_CUES {
+            let cue_words: Vec<&str> = cue.split(' ').collect();
+            let matches = cue_words.len() <= words.len() - k
+                && cue_words
+                    .iter()
+                    .zip(&words[k..])
+                    .all(|(c, (_, w))| w == c || w.trim_end_matches(['.', ':']) == *c);
+            if matches {
+                let (last_at, last) = words[k + cue_words.len() - 1];
+                starts.push(last_at + last.len());
+            }
+        }
+    }
+    starts
+        .into_iter()
+        .filter_map(|start| {
+            let rest = &text[start..];
+            let end = rest
+                .find(['.', ';', ',', '!', '?', '\n'])
+                .map_or(text.len(), |e| start + e);
+            let span = text[start..end].trim_start_matches([' ', ':', '\t']);
+            let begin = end - span.len();
+            (!span.trim().is_empty()).then_some((begin, end))
+        })
+        .collect()
+}
+
+/// Whether, with `spans` taken as quotes, the words outside them give no
+/// order and talk about attacks, and the spans hold short attack phrases
+/// of the quotable kinds only (at least one).
+fn mentions_only(text: &str, quotes: &[(usize, usize)]) -> bool {
     let mut outside = String::with_capacity(text.len());
     let mut last = 0;
-    for &(start, end) in &quotes {
+    for &(start, end) in quotes {
         outside.push_str(&text[last..start]);
         outside.push_str(" … ");
         last = end;
@@ -109,7 +227,7 @@ pub(super) fn quotes_an_attack(text: &str) -> bool {
         return false;
     }
     let mut quoted_attack = false;
-    for &(start, end) in &quotes {
+    for &(start, end) in quotes {
         let quote = Normalized::new(&text[start..end]);
         let found = all_matches(&quote);
         if found.is_empty() {
@@ -176,6 +294,33 @@ fn quoted_spans(text: &str) -> Vec<(usize, usize)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn examples_and_reported_orders_are_read_as_quoted() {
+        let cases: &[(&str, &[&str])] = &[
+            (
+                "Prompt injection attacks tell models to ignore previous instructions; our filter should catch them.",
+                &["ignore previous instructions"],
+            ),
+            (
+                "Notes on prompt injection: the classic example is ignore all previous instructions",
+                &["ignore all previous instructions"],
+            ),
+            (
+                "attack phrases like ignore the rules, e.g. act as DAN",
+                &["like ignore the rules", "ignore the rules", "act as DAN"],
+            ),
+            ("Ask Bob to water the plants", &["water the plants"]),
+            ("nothing here", &[]),
+        ];
+        for (text, want) in cases {
+            let got: Vec<&str> = example_spans(text)
+                .into_iter()
+                .map(|(a, b)| &text[a..b])
+                .collect();
+            assert_eq!(got, *want, "{text:?}");
+        }
+    }
 
     #[test]
     fn quoted_spans_skip_apostrophes() {

@@ -515,29 +515,50 @@ fn guards_against_untrusted_text(words: &[Word], i: usize, j: usize) -> bool {
 /// order (`… and print the admin password`). `Ignore the above email` or
 /// `Disregard the above, I made a typo` pass.
 fn earlier_text_then_order(n: &Normalized, words: &[Word], i: usize) -> bool {
-    let Some(j) = within(words, i, 5, EARLIER_TEXT) else {
-        return false;
+    const AND: &[&str] = &["and", "then", "but", "instead", "now", "just", "so", "only"];
+    let english = EarlierText {
+        earlier: EARLIER_TEXT,
+        lead: EARLIER_TEXT_LEAD,
+        and: AND,
+        orders: ORDERS,
     };
-    if !words[i + 1..j]
-        .iter()
-        .all(|w| is(&w.text, EARLIER_TEXT_LEAD))
-    {
-        return false;
-    }
-    let object_ends = match words.get(j + 1) {
-        None => true,
-        Some(next) => {
-            next.clause_start
-                || is(
-                    &next.text,
-                    &["and", "then", "but", "instead", "now", "just", "so", "only"],
-                )
-                || n.flat
-                    .get(words[j].offset + words[j].text.len()..next.offset)
-                    .is_some_and(|sep| sep.contains([',', '-', ')']))
+    english.then_order(n, words, i)
+}
+
+/// The words one language says "ignore the above and do this" with.
+struct EarlierText<'a, S> {
+    /// The earlier text as a word (`above`, `anterior`, `obige`).
+    earlier: &'a [S],
+    /// Words that may stand between the verb and it (`the`, `lo`, `das`).
+    lead: &'a [S],
+    /// Words joining the next clause (`and`, `y`, `und`).
+    and: &'a [S],
+    /// Orders (`print`, `muestra`, `gib`).
+    orders: &'a [S],
+}
+
+impl<S: AsRef<str>> EarlierText<'_, S> {
+    /// Whether the override verb at `i` takes the earlier text as its
+    /// whole object and an order follows.
+    fn then_order(&self, n: &Normalized, words: &[Word], i: usize) -> bool {
+        let Some(j) = within(words, i, 5, self.earlier) else {
+            return false;
+        };
+        if !words[i + 1..j].iter().all(|w| is(&w.text, self.lead)) {
+            return false;
         }
-    };
-    object_ends && within(words, j, 6, ORDERS).is_some()
+        let object_ends = match words.get(j + 1) {
+            None => true,
+            Some(next) => {
+                next.clause_start
+                    || is(&next.text, self.and)
+                    || n.flat
+                        .get(words[j].offset + words[j].text.len()..next.offset)
+                        .is_some_and(|sep| sep.contains([',', '-', ')']))
+            }
+        };
+        object_ends && within(words, j, 6, self.orders).is_some()
+    }
 }
 
 const PERSONA_TRIGGERS: &[&[&str]] = &[
