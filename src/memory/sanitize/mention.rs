@@ -1,13 +1,15 @@
-//! Notes that quote an attack phrase while talking about attacks.
+//! Notes that mention an attack phrase while talking about attacks.
 //!
 //! "Read an article about prompt injection attacks like 'ignore previous
 //! instructions' — need to harden the bot" is a note about an attack, not
 //! one. The line between the two:
 //!
 //! * every phrase that matches is inside quotes (`"…"`, `'…'`, `“…”`,
-//!   `‘…’`, `«…»`, `„…“`, `「…」`, `『…』` or backticks), and the words
-//!   outside the quotes match nothing, so no order is given in the note's
-//!   own voice;
+//!   `‘…’`, `«…»`, `„…“`, `「…」`, `『…』` or backticks), or is the rest
+//!   of a clause that gives it as an example (`attacks such as …`, `the
+//!   classic example is …`) or reports it as an order given to someone
+//!   else (`attacks tell models to …`), and the words outside match
+//!   nothing, so no order is given in the note's own voice;
 //! * the words outside the quotes talk about attacks (injection,
 //!   jailbreak, attack, exploit, payload …, in the languages the detectors
 //!   know);
