@@ -225,7 +225,7 @@ impl Component for HeartbeatRunner {
                     .store(next_due.unwrap_or(i64::MIN), Ordering::Release);
                 let now = shared.host.now_ms();
                 let sleep = match next_due {
-                    Some(due) if busy_streak > 0 => BUSY_RETRY.min(ms(due - now)),
+                    _ if busy_streak > 0 => BUSY_RETRY,
                     Some(due) => ms(due - now).min(MAX_SLEEP),
                     None => MAX_SLEEP,
                 };
@@ -268,6 +268,14 @@ impl Component for HeartbeatRunner {
                     },
                 };
                 let Some(reason) = reason else { continue };
+                // A run for a wake when the interval has come due too
+                // counts as the interval's: the schedule stays on its slots.
+                let slot_due = next_due.is_some_and(|due| shared.host.now_ms() >= due);
+                let schedule_reason = if slot_due {
+                    "interval"
+                } else {
+                    reason.as_str()
+                };
                 let patient = busy_streak >= BUSY_PATIENCE;
                 let event = run(&shared, &reason, patient, busy_streak == 0).await;
                 let event = match event {
@@ -276,7 +284,7 @@ impl Component for HeartbeatRunner {
                         tracing::warn!("heartbeat run failed: {err:#}");
                         busy_streak = 0;
                         deferred = None;
-                        next_due = after_run(&shared, &reason, interval);
+                        next_due = after_run(&shared, schedule_reason, interval);
                         continue;
                     }
                 };
@@ -290,7 +298,7 @@ impl Component for HeartbeatRunner {
                 }
                 busy_streak = 0;
                 deferred = None;
-                next_due = after_run(&shared, &reason, interval);
+                next_due = after_run(&shared, schedule_reason, interval);
             }
         })
     }
@@ -361,6 +369,79 @@ mod tests {
         // A wake resets the cooldown: the next run is an interval later.
         let woke = events[6].ts;
         assert_eq!(shared.heartbeat.next_due_ms(), Some(woke + 30 * 60 * 1000));
+        stop.cancel();
+        runner.await.unwrap().unwrap();
+    }
+
+    /// Moves paused time on by hand until `done`: a run waiting in a lane
+    /// is blocking work, which keeps paused time from moving on its own.
+    async fn advance_until(done: impl Fn() -> bool) -> Duration {
+        let began = tokio::time::Instant::now();
+        while !done() {
+            assert!(began.elapsed() < Duration::from_secs(10), "gave up waiting");
+            tokio::time::advance(Duration::from_millis(100)).await;
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        began.elapsed()
+    }
+
+    #[tokio::test(flavor = "current_thread", start_paused = true)]
+    async fn a_busy_session_is_retried_every_second_then_waited_for_in_its_lane() {
+        let dir = tempfile::tempdir().unwrap();
+        let state = dir.path().join("state");
+        std::fs::create_dir_all(state.join("workspace")).unwrap();
+        std::fs::write(
+            state.join("config.json5"),
+            r#"{agents: {defaults: {heartbeat: {every: "30m", target: "outbox"}}}}"#,
+        )
+        .unwrap();
+        std::fs::write(state.join("workspace/HEARTBEAT.md"), "Check the disks.\n").unwrap();
+        let clock = Arc::new(TokioClock::new("2026-12-01T10:00:00Z".parse().unwrap()));
+        let shared = crate::gateway::test_shared_with(dir.path(), "t", Some(clock.clone()), 1);
+        let app = shared.engine.app();
+        let key = app.sessions(Some(beat::AGENT_ID)).resolve_key(None);
+        let lanes = shared.engine.lanes().clone();
+        // A turn holds the session's lane.
+        let held = lanes.enqueue(&key).unwrap().enter().await;
+        let first_due = app.next_heartbeat_ms(clock.now().as_millisecond()).unwrap();
+        let stop = CancellationToken::new();
+        let runner = tokio::spawn(Arc::new(HeartbeatRunner).start(shared.clone(), stop.clone()));
+        let until_due = (first_due - clock.now().as_millisecond()) as u64;
+        tokio::time::sleep(Duration::from_millis(until_due) - Duration::from_millis(100)).await;
+        // By hand from here: a run waiting in the lane too early would
+        // keep paused time still.
+        let five_seconds = tokio::time::Instant::now() + Duration::from_secs(5);
+        advance_until(|| tokio::time::Instant::now() >= five_seconds).await;
+        // Retried, not queued in the lane, while its patience lasts; one
+        // skip recorded for the streak; the schedule has not moved.
+        assert_eq!(lanes.waiting(&key), 0);
+        let events = app.heartbeat_runs().newest(10).unwrap();
+        assert_eq!(events.len(), 1, "{events:?}");
+        assert_eq!(events[0].reason.as_deref(), Some("requests-in-flight"));
+        assert_eq!(shared.heartbeat.next_due_ms(), Some(first_due));
+        // A retry a second: after BUSY_PATIENCE of them it waits in the
+        // lane, and runs as soon as the turn ends.
+        tokio::time::sleep(BUSY_RETRY * (BUSY_PATIENCE - 6)).await;
+        assert_eq!(lanes.waiting(&key), 0);
+        let waited = advance_until(|| lanes.waiting(&key) == 1).await;
+        // The 31st try, about BUSY_PATIENCE seconds after the first (the
+        // clock moved by hand in steps lets each retry start a little
+        // late).
+        assert!(
+            waited > Duration::ZERO && waited <= BUSY_RETRY * 6,
+            "queued {waited:?} after the 29th second"
+        );
+        drop(held);
+        advance_until(|| app.heartbeat_runs().newest(10).unwrap().len() == 2).await;
+        // The runner looks at its schedule once the run has returned.
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        let events = app.heartbeat_runs().newest(10).unwrap();
+        assert_eq!(events[1].status, RunStatus::Failed);
+        // The run was the interval's: the next one is on the next slot.
+        assert_eq!(
+            shared.heartbeat.next_due_ms(),
+            Some(first_due + 30 * 60 * 1000)
+        );
         stop.cancel();
         runner.await.unwrap().unwrap();
     }
