@@ -535,6 +535,37 @@ fn remember(app: &App, plan: &Plan, sent: Option<&str>) -> std::io::Result<()> {
     Ok(())
 }
 
+/// A heartbeat alert whose webhook delivery ran out of retries: it no
+/// longer counts as sent, so the same alert is not held back as a
+/// duplicate, and a `failed` event records the delivery's reason.
+pub(crate) fn delivery_gave_up(
+    app: &App,
+    session_key: &str,
+    text: &str,
+    delivery_id: &str,
+    reason: &str,
+) -> anyhow::Result<()> {
+    let now = app.host.now_ts();
+    app.sessions(Some(AGENT_ID)).store().update(now, |map| {
+        if let Some(value) = map.get_mut(session_key)
+            && let Some(mut entry) = SessionEntry::from_value(value)
+            && entry.last_heartbeat_text.as_deref() == Some(text)
+        {
+            entry.last_heartbeat_text = None;
+            entry.last_heartbeat_sent_at = None;
+            entry.write_into(value);
+        }
+    })?;
+    let mut event = RunEvent::skipped(now.as_millisecond(), "");
+    event.status = RunStatus::Failed;
+    event.reason = Some(one_line(&format!(
+        "delivery {delivery_id} failed: {reason}"
+    )));
+    event.preview = Some(runs::preview(text.trim()));
+    app.heartbeat_runs().append(&event)?;
+    Ok(())
+}
+
 fn one_line(text: &str) -> String {
     let line = text.split_whitespace().collect::<Vec<_>>().join(" ");
     line.chars().take(300).collect()

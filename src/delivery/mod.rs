@@ -192,6 +192,16 @@ pub(crate) enum DeliveryError {
 /// processes wrote (the gateway's own arrive at once).
 const FILE_CHECK_EVERY: Duration = Duration::from_secs(1);
 
+/// A result delivered to a webhook that failed after its last retry.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct GaveUp {
+    pub id: String,
+    pub source: Source,
+    pub session_key: String,
+    pub text: String,
+    pub reason: String,
+}
+
 /// The gateway's delivery service. Cheap to clone; clones share it.
 #[derive(Clone)]
 pub(crate) struct Deliverer {
@@ -208,6 +218,8 @@ struct Inner {
     last_id: Mutex<u64>,
     /// Every entry this process appends to the outbox.
     appended: broadcast::Sender<Arc<Appended>>,
+    /// Every result whose retries ran out.
+    gave_up: broadcast::Sender<Arc<GaveUp>>,
     sleeper: Arc<dyn Sleeper>,
     retries: TaskTracker,
     stop: CancellationToken,
@@ -277,6 +289,7 @@ impl Deliverer {
                 deliveries_lock: Mutex::new(()),
                 last_id: Mutex::new(last_id),
                 appended: broadcast::channel(256).0,
+                gave_up: broadcast::channel(64).0,
                 sleeper,
                 retries: TaskTracker::new(),
                 stop: CancellationToken::new(),
@@ -545,6 +558,18 @@ impl Deliverer {
                         job = next;
                         wait = next_wait;
                     }
+                    Ok((job, DeliveryState::Failed { reason }, _)) => {
+                        if let Payload::Item(body) = job.payload {
+                            let _ = this.inner.gave_up.send(Arc::new(GaveUp {
+                                id: job.id,
+                                source: body.source,
+                                session_key: body.session_key,
+                                text: body.text,
+                                reason,
+                            }));
+                        }
+                        return;
+                    }
                     Ok(_) => return,
                     Err(err) => {
                         tracing::error!(id = %job.id, error = %err, "cannot record a delivery attempt; left pending for the next start");
@@ -553,6 +578,13 @@ impl Deliverer {
                 }
             }
         });
+    }
+
+    /// Results whose retries run out from now on (their first attempt
+    /// was answered pending; a result that fails at once is its caller's
+    /// error).
+    pub(crate) fn gave_up(&self) -> broadcast::Receiver<Arc<GaveUp>> {
+        self.inner.gave_up.subscribe()
     }
 
     /// The outbox's entries after `after` (none of the old ones when

@@ -534,3 +534,113 @@ async fn the_guarded_client_refuses_a_name_resolving_to_this_machine_when_it_con
     assert_eq!(outcome, Outcome::Delivered);
     assert_eq!(receiver.got().len(), 1);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_heartbeat_alert_to_its_webhook_is_signed_with_the_heartbeat_secret() {
+    let dir = tempfile::tempdir().unwrap();
+    let (url, receiver) = Receiver::start(vec![
+        (503, vec![], ""),
+        (502, vec![], ""),
+        (503, vec![], ""),
+    ])
+    .await;
+    let recorder = Arc::new(Recorder::default());
+    let config = format!(
+        "{{ agents: {{ defaults: {{ heartbeat: {{ target: 'webhook', to: '{url}', webhookSecret: 'beat-s3cret' }} }} }} }}"
+    );
+    let d = deliverer(dir.path(), &config, recorder.clone());
+    let app = d.inner.engine.app();
+    let destination = crate::app::heartbeat::Destination {
+        channel: "webhook",
+        to: Some(url.clone()),
+        unresolved: None,
+    };
+    let target = crate::gateway::heartbeat::delivery_target(&app, &destination);
+    let delivery = d.deliver(item("Disk almost full"), &target).await.unwrap();
+    d.settled().await;
+    let got = receiver.got();
+    assert_eq!(
+        got.iter().map(|g| g.status).collect::<Vec<_>>(),
+        [503, 502, 503, 200]
+    );
+    let key = ring::hmac::Key::new(ring::hmac::HMAC_SHA256, b"beat-s3cret");
+    for g in &got {
+        assert_eq!(g.headers["idempotency-key"], delivery.id.as_str());
+        let ts = g.headers["x-almanac-timestamp"].to_str().unwrap();
+        let sig = g.headers["x-almanac-signature"].to_str().unwrap();
+        let signed = [ts.as_bytes(), b".", &g.body].concat();
+        let hex = sig.strip_prefix("sha256=").unwrap();
+        assert!(
+            ring::hmac::verify(&key, &signed, &unhex(hex)).is_ok(),
+            "{sig}"
+        );
+    }
+    let journal =
+        std::fs::read_to_string(dir.path().join("state/outbox/deliveries.jsonl")).unwrap();
+    assert!(
+        !journal.contains("beat-s3cret"),
+        "the secret is never written"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_heartbeat_alert_whose_retries_run_out_is_no_longer_a_duplicate() {
+    let dir = tempfile::tempdir().unwrap();
+    let always = (0..20).map(|_| (503, Vec::new(), "")).collect();
+    let (url, _receiver) = Receiver::start(always).await;
+    let d = deliverer(dir.path(), CONFIG, Arc::new(Recorder::default()));
+    let app = d.inner.engine.app();
+    // The runner remembered the alert as sent when its delivery went
+    // pending.
+    let key = "agent:main:main";
+    app.sessions(Some("main"))
+        .store()
+        .update(app.host.now_ts(), |map| {
+            map.insert(
+                key.to_string(),
+                serde_json::json!({"sessionId": "s1", "updatedAt": 1, "lastHeartbeatText": "Disk almost full", "lastHeartbeatSentAt": 1}),
+            );
+        })
+        .unwrap();
+    let mut gave_up = d.gave_up();
+    let delivery = d
+        .deliver(item("Disk almost full"), &webhook(&url, UrlOrigin::Config))
+        .await
+        .unwrap();
+    d.settled().await;
+    let given = gave_up.try_recv().expect("the give-up is announced");
+    assert_eq!(
+        (
+            given.id.as_str(),
+            given.source,
+            given.session_key.as_str(),
+            given.text.as_str()
+        ),
+        (
+            delivery.id.as_str(),
+            Source::Heartbeat,
+            key,
+            "Disk almost full"
+        )
+    );
+    assert_eq!(given.reason, "gave up after 8 attempts: HTTP 503");
+    crate::app::heartbeat::delivery_gave_up(&app, key, &given.text, &given.id, &given.reason)
+        .unwrap();
+    let (sessions, _) = app.sessions(Some("main")).store().load();
+    assert!(
+        sessions[key].get("lastHeartbeatText").is_none(),
+        "{sessions:?}"
+    );
+    assert_eq!(
+        sessions[key]["sessionId"], "s1",
+        "the rest of the entry stays"
+    );
+    let last = app.heartbeat_runs().last().unwrap().unwrap();
+    assert_eq!(last.status, crate::heartbeat::runs::RunStatus::Failed);
+    assert!(
+        last.reason
+            .as_deref()
+            .is_some_and(|r| r.contains("gave up after 8 attempts")),
+        "{last:?}"
+    );
+}

@@ -15,6 +15,9 @@
 //!   recorded.
 //! * After an interval run the next one is on the next phase slot; after
 //!   any other run it is an interval later (a wake resets the cooldown).
+//! * An alert is remembered as sent (for the 24-hour duplicate rule) when
+//!   its delivery succeeds or is pending; if the webhook's retries run
+//!   out, it is forgotten again and a `failed` event is recorded.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
@@ -27,7 +30,7 @@ use super::supervisor::{Component, ComponentKind};
 use super::{Event, Shared};
 use crate::app::agent::TurnRequest;
 use crate::app::heartbeat::{self as beat, Delivered, Plan, Reply, Runner};
-use crate::delivery::{DeliveryState, Item, SecretRef, Source, Target, UrlOrigin};
+use crate::delivery::{DeliveryState, GaveUp, Item, SecretRef, Source, Target, UrlOrigin};
 use crate::heartbeat::runs::{RunEvent, RunStatus};
 
 /// Longest single sleep.
@@ -208,6 +211,7 @@ impl Component for HeartbeatRunner {
     ) -> BoxFuture<'static, anyhow::Result<()>> {
         Box::pin(async move {
             let mut bus = shared.bus.subscribe();
+            let mut gave_up = Some(shared.deliverer.gave_up());
             let state = &shared.heartbeat;
             let mut next_due = shared.engine.app().next_heartbeat_ms(shared.host.now_ms());
             let mut busy_streak: u32 = 0;
@@ -238,6 +242,21 @@ impl Component for HeartbeatRunner {
                             Some(due) if now >= due => Some("interval".to_string()),
                             _ => None,
                         }
+                    }
+                    given = async {
+                        match gave_up.as_mut() {
+                            Some(rx) => rx.recv().await,
+                            None => std::future::pending().await,
+                        }
+                    } => {
+                        match given {
+                            Ok(given) if given.source == Source::Heartbeat => {
+                                forget_undelivered(&shared, &given).await;
+                            }
+                            Err(tokio::sync::broadcast::error::RecvError::Closed) => gave_up = None,
+                            _ => {}
+                        }
+                        None
                     }
                     () = state.nudge.notified() => {
                         // The switch or the config changed: look again.
@@ -301,6 +320,29 @@ impl Component for HeartbeatRunner {
                 next_due = after_run(&shared, schedule_reason, interval);
             }
         })
+    }
+}
+
+/// An alert whose delivery ran out of retries is not a sent one: the same
+/// alert may go out again, and a `failed` event says what happened.
+async fn forget_undelivered(shared: &Shared, given: &GaveUp) {
+    let app = shared.engine.app();
+    let given = given.clone();
+    let done = shared
+        .engine
+        .blocking(move || {
+            beat::delivery_gave_up(
+                &app,
+                &given.session_key,
+                &given.text,
+                &given.id,
+                &given.reason,
+            )
+        })
+        .await
+        .and_then(|r| r);
+    if let Err(err) = done {
+        tracing::warn!("a failed heartbeat delivery was not recorded: {err:#}");
     }
 }
 
