@@ -529,6 +529,11 @@ fn remember(app: &App, plan: &Plan, sent: Option<&str>) -> std::io::Result<()> {
         if let Some(text) = sent {
             entry.last_heartbeat_text = Some(text.to_string());
             entry.last_heartbeat_sent_at = Some(plan.started_ms);
+            // The session's last route (what `last` targets) is where its
+            // alert went.
+            if matches!(plan.destination.channel, "webhook" | "outbox") {
+                entry.last_channel = Some(plan.destination.channel.to_string());
+            }
         }
         entry.write_into(value);
     })?;
@@ -981,6 +986,42 @@ mod tests {
                 assert!(runner.delivered.is_empty(), "{reply:?}");
             }
         }
+    }
+
+    #[test]
+    fn an_alert_sent_to_the_webhook_makes_it_the_sessions_last_route() {
+        let dir = tempfile::tempdir().unwrap();
+        let clock = Arc::new(ManualClock::new("2026-12-01T12:00:00Z".parse().unwrap()));
+        let config = r#"{agents: {defaults: {heartbeat: {target: "last", to: "https://hooks.example/beat"}}}}"#;
+        let app = app_with(dir.path(), config, None, &clock);
+        // Nothing delivered yet: `last` is the outbox.
+        assert_eq!(last_route(&app).channel, "outbox");
+        let mut runner = Scripted {
+            replies: vec![("HEARTBEAT".into(), "Disk 2 is almost full.".into())],
+            ..Scripted::default()
+        };
+        let event = run_once(&app, "interval", false, true, &mut runner).unwrap();
+        assert_eq!(outcome(&event), "sent");
+        assert_eq!(last_route(&app).channel, "outbox", "it went to the outbox");
+        // With the webhook as the target, the alert goes there, and `last`
+        // follows it.
+        let webhook = r#"{agents: {defaults: {heartbeat: {target: "webhook", to: "https://hooks.example/beat"}}}}"#;
+        let app = app_with(dir.path(), webhook, None, &clock);
+        let mut runner = Scripted {
+            replies: vec![("HEARTBEAT".into(), "Disk 3 is failing.".into())],
+            ..Scripted::default()
+        };
+        assert_eq!(
+            outcome(&run_once(&app, "interval", false, true, &mut runner).unwrap()),
+            "sent"
+        );
+        let route = last_route(&app);
+        assert_eq!(
+            (route.channel, route.to.as_deref()),
+            ("webhook", Some("https://hooks.example/beat"))
+        );
+        let app = app_with(dir.path(), config, None, &clock);
+        assert_eq!(last_route(&app).channel, "webhook");
     }
 
     proptest::proptest! {
