@@ -136,6 +136,18 @@ pub(crate) enum Target {
     },
 }
 
+impl Target {
+    /// The channel name the target delivers on (what `channels.<name>`
+    /// settings apply to).
+    pub(crate) fn channel(&self) -> &'static str {
+        match self {
+            Target::None => "none",
+            Target::Outbox => "outbox",
+            Target::Webhook { .. } => "webhook",
+        }
+    }
+}
+
 /// How a delivery stands.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum DeliveryState {

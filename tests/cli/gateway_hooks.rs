@@ -793,3 +793,36 @@ fn a_hook_run_whose_answer_went_out_before_kill_9_is_finished_not_run_again() {
         .collect();
     assert_eq!(texts, ["Delivered answer."]);
 }
+
+#[test]
+fn a_hook_runs_answer_keeps_the_token_only_where_its_delivery_channel_shows_it() {
+    use crate::agent::text;
+    for (shown, want) in [
+        (true, "Deployed. HEARTBEAT_OK"),
+        (false, "Deployed."),
+    ] {
+        let sb = Sandbox::new();
+        sb.write(
+            ".almanac/config.json5",
+            &format!(
+                "{{agents: {{defaults: {{model: \"openai/test-model\"}}}}, channels: {{outbox: {{heartbeat: {{showOk: {shown}}}}}}}, hooks: {{enabled: true, token: \"{HOOK_TOKEN}\"}}}}\n"
+            ),
+        );
+        let server = crate::scripted::ScriptedServer::start(vec![text("Deployed. HEARTBEAT_OK")]);
+        let gw = Gateway::start(&sb, &[("OPENAI_BASE_URL", server.url.as_str())]);
+        let accepted = send(
+            gw.port,
+            "POST",
+            "/hooks/agent",
+            &[("authorization", &bearer())],
+            r#"{"message": "Deploy?", "name": "CI", "channel": "outbox"}"#,
+        );
+        assert_eq!(accepted.status, 200, "{}", accepted.body);
+        let outbox = eventually(Duration::from_secs(10), || {
+            let list = sb.run(&["outbox", "list", "--json"]).ok().json();
+            let entries = list["entries"].as_array().cloned().unwrap_or_default();
+            (!entries.is_empty()).then_some(entries)
+        });
+        assert_eq!(outbox[0]["text"], want, "showOk {shown}");
+    }
+}

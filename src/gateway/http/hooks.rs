@@ -1064,13 +1064,20 @@ async fn run_hook(shared: &Arc<Shared>, task: crate::tasks::Task, record: Record
         &time,
     );
     drop(app);
+    // The reply is shown as the channel it is delivered on shows replies
+    // (`channels.<channel>.heartbeat.showOk`).
+    let channel = if run.deliver {
+        delivery_target(shared, &run.channel).await.channel()
+    } else {
+        "hook"
+    };
     let request = TurnRequest {
         message,
         session_key: Some(lane.clone()),
         agent: Some(crate::app::agent::AGENT_ID.to_string()),
         model: run.model.clone(),
         heartbeat: None,
-        channel: Some("hook".to_string()),
+        channel: Some(channel.to_string()),
     };
     let result = match shared.engine.lanes().enqueue(&lane) {
         Err(err) => Err(anyhow::Error::from(err)),
