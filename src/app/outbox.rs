@@ -28,12 +28,20 @@ pub(crate) fn list(app: &App, limit: usize) -> anyhow::Result<OutboxList> {
     let dir = app.paths.outbox_dir();
     let (mut entries, unreadable) = outbox::read_all(&dir)
         .with_context(|| format!("cannot read the outbox in {}", dir.display()))?;
+    keep_recent(app, &mut entries);
     let skip = entries.len().saturating_sub(limit);
     entries.drain(..skip);
     Ok(OutboxList {
         entries,
         unreadable,
     })
+}
+
+/// Drops entries past the outbox's retention: the gateway prunes them,
+/// and without one running they are still not shown.
+fn keep_recent(app: &App, entries: &mut Vec<Entry>) {
+    let cutoff = app.host.now_ms().saturating_sub(outbox::RETENTION_MS);
+    entries.retain(|e| e.ts >= cutoff);
 }
 
 /// Follows the outbox after what [`tail`] showed.
@@ -50,6 +58,7 @@ pub(crate) fn tail(app: &App, last: usize) -> anyhow::Result<(OutboxList, Follow
         .poll()
         .with_context(|| format!("cannot read the outbox {}", path.display()))?;
     let mut entries = polled.entries;
+    keep_recent(app, &mut entries);
     let skip = entries.len().saturating_sub(last);
     entries.drain(..skip);
     Ok((

@@ -217,6 +217,8 @@ impl Component for HeartbeatRunner {
             let mut busy_streak: u32 = 0;
             // The reason of a run the busy session deferred.
             let mut deferred: Option<String> = None;
+            // A config reload seen while wakes were gathered.
+            let mut reloaded = false;
             loop {
                 let interval = shared.engine.app().heartbeat_interval_ms();
                 if interval.is_none() {
@@ -265,11 +267,12 @@ impl Component for HeartbeatRunner {
                     }
                     event = bus.recv() => match event {
                         Ok(Event::Wake { reason, .. }) => {
-                            // Wakes close together are one run.
+                            // Wakes close together are one run; a config
+                            // reload among them still counts.
                             let _ = tokio::time::timeout(COALESCE, async {
                                 loop {
                                     match bus.recv().await {
-                                        Ok(Event::Wake { .. }) => continue,
+                                        Ok(Event::ConfigReloaded) => reloaded = true,
                                         Ok(_) => continue,
                                         Err(_) => break,
                                     }
@@ -287,6 +290,13 @@ impl Component for HeartbeatRunner {
                     },
                 };
                 let Some(reason) = reason else { continue };
+                // The interval may have changed: worked out again after
+                // the run.
+                let interval = if std::mem::take(&mut reloaded) {
+                    shared.engine.app().heartbeat_interval_ms()
+                } else {
+                    interval
+                };
                 // A run for a wake when the interval has come due too
                 // counts as the interval's: the schedule stays on its slots.
                 let slot_due = next_due.is_some_and(|due| shared.host.now_ms() >= due);

@@ -797,10 +797,7 @@ fn a_hook_run_whose_answer_went_out_before_kill_9_is_finished_not_run_again() {
 #[test]
 fn a_hook_runs_answer_keeps_the_token_only_where_its_delivery_channel_shows_it() {
     use crate::agent::text;
-    for (shown, want) in [
-        (true, "Deployed. HEARTBEAT_OK"),
-        (false, "Deployed."),
-    ] {
+    for (shown, want) in [(true, "Deployed. HEARTBEAT_OK"), (false, "Deployed.")] {
         let sb = Sandbox::new();
         sb.write(
             ".almanac/config.json5",

@@ -65,6 +65,16 @@ fn reading_an_empty_outbox_creates_nothing() {
 fn entries_are_listed_newest_last_in_the_users_time_zone() {
     let sb = Sandbox::new();
     let state = sb.path(".almanac");
+    // Past the 30 days an outbox keeps: not shown, even before a gateway
+    // prunes it.
+    append_outbox(
+        &state,
+        "cron",
+        "agent:main:main",
+        "Too old",
+        now_ms() - 31 * 24 * 60 * MIN,
+    )
+    .unwrap();
     for n in 0..25 {
         let source = ["heartbeat", "cron", "hook"][n % 3];
         let text = format!("Result {n}\nwith details below");
@@ -97,6 +107,13 @@ fn entries_are_listed_newest_last_in_the_users_time_zone() {
         .map(|e| e["id"].as_str().unwrap().parse().unwrap())
         .collect();
     assert!(ids.windows(2).all(|w| w[0] < w[1]));
+
+    let everything = sb
+        .run(&["outbox", "list", "--limit", "100", "--json"])
+        .ok()
+        .json();
+    assert_eq!(texts(&everything).len(), 25);
+    assert!(!texts(&everything).contains(&"Too old"));
 
     let three = sb
         .run(&["outbox", "list", "--limit", "3", "--json"])
