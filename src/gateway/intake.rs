@@ -187,6 +187,9 @@ const FEED_WINDOW: Duration = Duration::from_millis(5);
 /// [`Intake::caught_up`]).
 const FEED_SPACING: Duration = Duration::from_millis(100);
 
+/// Records taken off the feeder's channel between two yields.
+const DRAIN_SLICE: usize = 256;
+
 /// Size at which a fully fed intake log is emptied.
 const ROTATE_BYTES: u64 = 1024 * 1024;
 
@@ -257,8 +260,21 @@ impl Component for Feeder {
                 }
                 last_batch = Some(tokio::time::Instant::now());
                 let mut batch = vec![first];
-                while let Ok(more) = feed.try_recv() {
-                    batch.push(more);
+                // Taken off the channel a slice at a time, yielding in
+                // between, so a large batch never holds up the requests
+                // that share this thread.
+                loop {
+                    let before = batch.len();
+                    while batch.len() - before < DRAIN_SLICE {
+                        match feed.try_recv() {
+                            Ok(more) => batch.push(more),
+                            Err(_) => break,
+                        }
+                    }
+                    if batch.len() - before < DRAIN_SLICE {
+                        break;
+                    }
+                    tokio::task::yield_now().await;
                 }
                 let applied = intake.applied();
                 batch.retain(|r| r.seq > applied);
@@ -274,59 +290,70 @@ impl Component for Feeder {
 /// fully fed log that grew large: one trip to the blocking boundary.
 async fn apply(shared: &Arc<Shared>, batch: Vec<Record>) -> anyhow::Result<()> {
     let app = shared.engine.app();
-    let last = batch.iter().map(|r| r.seq).max().unwrap_or(0);
-    let mut by_key: BTreeMap<String, Vec<Record>> = BTreeMap::new();
-    let mut runs = Vec::new();
-    for r in batch {
-        if r.kind == HOOK_AGENT_KIND {
-            runs.push(r);
-        } else {
-            by_key.entry(r.session_key.clone()).or_default().push(r);
-        }
-    }
-    let keys: Vec<String> = by_key.keys().cloned().collect();
     let feeding = shared.clone();
-    let (warnings, rotated, runs) = shared
+    // A batch under load holds thousands of records: all of the work on
+    // them is done off the async threads, which keep answering requests.
+    let (warnings, rotated, runs, keys) = shared
         .engine
-        .blocking(move || -> anyhow::Result<(Vec<String>, bool, Vec<_>)> {
-            let queue = app.sessions(None).events();
-            let now = app.host.now_ts();
-            let mut warnings = Vec::new();
-            for (key, records) in &by_key {
-                let events: Vec<(String, i64, bool, Option<u64>)> = records
-                    .iter()
-                    .map(|r| (r.text.clone(), r.ts, r.trusted, Some(r.seq)))
-                    .collect();
-                warnings.extend(queue.enqueue_many(key, &events, now)?.1);
-            }
-            // A webhook's run is in the ledger before the mark moves past
-            // its record: a crash between the two records it again, never
-            // not at all (a run already recorded is not recorded twice).
-            let now_ms = app.host.now_ms();
-            let mut started = Vec::new();
-            for record in runs {
-                if let Some(task) = super::http::hooks::record_run(&feeding, &record, now_ms)? {
-                    started.push((task, record));
+        .blocking(
+            move || -> anyhow::Result<(Vec<String>, bool, Vec<_>, Vec<String>)> {
+                let last = batch.iter().map(|r| r.seq).max().unwrap_or(0);
+                let mut by_key: BTreeMap<String, Vec<Record>> = BTreeMap::new();
+                let mut runs = Vec::new();
+                for r in batch {
+                    if r.kind == HOOK_AGENT_KIND {
+                        runs.push(r);
+                    } else {
+                        match by_key.get_mut(&r.session_key) {
+                            Some(records) => records.push(r),
+                            None => {
+                                by_key.insert(r.session_key.clone(), vec![r]);
+                            }
+                        }
+                    }
                 }
-            }
-            let intake = &feeding.intake;
-            durable::atomic_replace(
-                &intake.applied_path,
-                last.to_string().as_bytes(),
-                durable::PRIVATE_FILE_MODE,
-            )?;
-            intake.applied.send_replace(last);
-            // The log holds the idempotency keys of webhooks since the
-            // replay cache was last saved: saved first, then emptied.
-            let rotated = if intake.rotation_due()? {
-                feeding
-                    .hooks
-                    .save_replay_then(&app.paths.gateway_dir(), now_ms, || intake.rotate_if_fed())?
-            } else {
-                false
-            };
-            Ok((warnings, rotated, started))
-        })
+                let keys: Vec<String> = by_key.keys().cloned().collect();
+                let queue = app.sessions(None).events();
+                let now = app.host.now_ts();
+                let mut warnings = Vec::new();
+                for (key, records) in &by_key {
+                    let events: Vec<(&str, i64, bool, Option<u64>)> = records
+                        .iter()
+                        .map(|r| (r.text.as_str(), r.ts, r.trusted, Some(r.seq)))
+                        .collect();
+                    warnings.extend(queue.enqueue_many(key, &events, now)?.1);
+                }
+                // A webhook's run is in the ledger before the mark moves past
+                // its record: a crash between the two records it again, never
+                // not at all (a run already recorded is not recorded twice).
+                let now_ms = app.host.now_ms();
+                let mut started = Vec::new();
+                for record in runs {
+                    if let Some(task) = super::http::hooks::record_run(&feeding, &record, now_ms)? {
+                        started.push((task, record));
+                    }
+                }
+                let intake = &feeding.intake;
+                durable::atomic_replace(
+                    &intake.applied_path,
+                    last.to_string().as_bytes(),
+                    durable::PRIVATE_FILE_MODE,
+                )?;
+                intake.applied.send_replace(last);
+                // The log holds the idempotency keys of webhooks since the
+                // replay cache was last saved: saved first, then emptied.
+                let rotated = if intake.rotation_due()? {
+                    feeding
+                        .hooks
+                        .save_replay_then(&app.paths.gateway_dir(), now_ms, || {
+                            intake.rotate_if_fed()
+                        })?
+                } else {
+                    false
+                };
+                Ok((warnings, rotated, started, keys))
+            },
+        )
         .await??;
     for (task, record) in runs {
         super::http::hooks::start_run(shared, task, record);

@@ -130,11 +130,13 @@ impl Queue {
     /// one write, each by the rules of [`Queue::enqueue`]; an event no
     /// newer (in intake number and time) than the newest fed one the queue
     /// holds is there already (fed again after a crash) and is skipped.
-    /// Returns how many were kept.
-    pub(crate) fn enqueue_many(
+    /// Returns how many of them the queue holds afterwards. Only the items
+    /// that can end among the newest [`CAP`] are looked at, so a burst of
+    /// thousands costs what twenty do.
+    pub(crate) fn enqueue_many<S: AsRef<str>>(
         &self,
         key: &str,
-        items: &[(String, i64, bool, Option<u64>)],
+        items: &[(S, i64, bool, Option<u64>)],
         now: jiff::Timestamp,
     ) -> std::io::Result<(usize, Vec<String>)> {
         self.change(now, |map| {
@@ -149,23 +151,24 @@ impl Queue {
                 .iter()
                 .filter_map(|e| e.seq.map(|seq| (seq, e.ts)))
                 .max();
+            let skipped = |(text, ts, _, seq): &(S, i64, bool, Option<u64>)| {
+                text.as_ref().trim().is_empty()
+                    || seq
+                        .zip(fed)
+                        .is_some_and(|(seq, (fed_seq, fed_ts))| seq <= fed_seq && *ts <= fed_ts)
+            };
+            let from = first_that_counts(items, &skipped, |item| item.0.as_ref());
             let mut kept = 0;
-            for (text, ts, trusted, seq) in items {
-                let text = text.trim();
-                if text.is_empty() || events.last().is_some_and(|e| e.text == text) {
-                    continue;
-                }
-                if seq
-                    .zip(fed)
-                    .is_some_and(|(seq, (fed_seq, fed_ts))| seq <= fed_seq && *ts <= fed_ts)
-                {
+            for item in &items[from..] {
+                let text = item.0.as_ref().trim();
+                if skipped(item) || events.last().is_some_and(|e| e.text == text) {
                     continue;
                 }
                 events.push(Event {
                     text: text.to_string(),
-                    ts: *ts,
-                    trusted: *trusted,
-                    seq: *seq,
+                    ts: item.1,
+                    trusted: item.2,
+                    seq: item.3,
                 });
                 kept += 1;
             }
@@ -173,7 +176,7 @@ impl Queue {
                 events.drain(..events.len() - CAP);
             }
             *list = serde_json::to_value(events).expect("events serialise");
-            kept
+            kept.min(CAP)
         })
     }
 
@@ -314,6 +317,37 @@ pub(crate) fn render(events: &[Event], format_time: impl Fn(i64) -> String) -> V
     out
 }
 
+/// Where the items that can end among a queue's newest [`CAP`] events
+/// begin. An item is queued when it is not `skipped` and differs from the
+/// one queued before it, so, from the end, an item is known to be queued
+/// once the item before it that is not skipped is seen; the scan stops at
+/// the one before the `CAP`-th queued item from the end, which decides
+/// whether that item repeats it.
+fn first_that_counts<T>(
+    items: &[T],
+    skipped: impl Fn(&T) -> bool,
+    text: impl Fn(&T) -> &str,
+) -> usize {
+    let mut queued = 0;
+    let mut later: Option<&str> = None;
+    for (i, item) in items.iter().enumerate().rev() {
+        if skipped(item) {
+            continue;
+        }
+        let text = text(item).trim();
+        if let Some(after) = later
+            && after != text
+        {
+            queued += 1;
+            if queued == CAP {
+                return i;
+            }
+        }
+        later = Some(text);
+    }
+    0
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -389,11 +423,52 @@ mod tests {
         // Numbering started again (the gateway's state was wiped): newer
         // records are queued.
         assert_eq!(
-            q.enqueue_many("k", &[("fresh".into(), 11, false, Some(1))], NOW)
+            q.enqueue_many("k", &[("fresh", 11, false, Some(1))], NOW)
                 .unwrap()
                 .0,
             1
         );
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+        /// A burst queued at once leaves the queue as the same events
+        /// queued one at a time would: the items skipped from the front
+        /// of a long burst could never have stayed.
+        #[test]
+        fn a_burst_leaves_what_one_at_a_time_leaves(
+            before in proptest::collection::vec(0u8..4, 0..25),
+            burst in proptest::collection::vec((0u8..5, 1u64..3), 0..120),
+        ) {
+            let text = |t: u8| if t == 4 { "  ".to_string() } else { format!("event {t}") };
+            let dir = tempfile::tempdir().unwrap();
+            let at_once = Queue::new(&dir.path().join("a.json"));
+            let one_by_one = Queue::new(&dir.path().join("b.json"));
+            let mut seq = 0;
+            let mut earlier = Vec::new();
+            for t in before {
+                seq += 1;
+                earlier.push((text(t), 10, true, Some(seq)));
+            }
+            for q in [&at_once, &one_by_one] {
+                q.enqueue_many("k", &earlier, NOW).unwrap();
+            }
+            // Records numbered from just below what was fed (the first
+            // few may be replays), rising as the intake log numbers them.
+            let mut n = seq.saturating_sub(3);
+            let items: Vec<(String, i64, bool, Option<u64>)> = burst
+                .into_iter()
+                .map(|(t, step)| {
+                    n += step;
+                    (text(t), 10, false, Some(n))
+                })
+                .collect();
+            at_once.enqueue_many("k", &items, NOW).unwrap();
+            for item in &items {
+                one_by_one.enqueue_many("k", std::slice::from_ref(item), NOW).unwrap();
+            }
+            proptest::prop_assert_eq!(at_once.peek("k"), one_by_one.peek("k"));
+        }
     }
 
     #[test]
