@@ -284,13 +284,19 @@ impl Deliverer {
             syncers.push(
                 std::thread::Builder::new()
                     .name("outbox-sync".into())
-                    .spawn(move || outbox.journal().run_syncer())?,
+                    .spawn(move || {
+                        crate::host::lower_this_thread_priority();
+                        outbox.journal().run_syncer()
+                    })?,
             );
             let deliveries = deliveries.clone();
             syncers.push(
                 std::thread::Builder::new()
                     .name("deliveries-sync".into())
-                    .spawn(move || deliveries.run_syncer())?,
+                    .spawn(move || {
+                        crate::host::lower_this_thread_priority();
+                        deliveries.run_syncer()
+                    })?,
             );
         }
         Ok(Deliverer {

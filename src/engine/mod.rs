@@ -10,7 +10,9 @@
 //!
 //! Invariants:
 //! * Blocking work (files, SQLite, child processes, a whole turn's
-//!   assembly and tools) runs only through [`Engine::blocking`]; async
+//!   assembly and tools) runs only through [`Engine::blocking`] (or, for
+//!   the gateway's bookkeeping, [`Engine::background`]: one thread at a
+//!   lower CPU priority); async
 //!   code never blocks a runtime thread. A turn's model calls run on the
 //!   engine's runtime from that blocking thread (`Handle::block_on`). A
 //!   command's single turn ([`run_one_turn`]) has no async code around it:
@@ -70,7 +72,12 @@ struct Inner {
     webhook_clients: [OnceLock<reqwest::Client>; 2],
     /// The gateway of this process, when it is the gateway's.
     gateway: OnceLock<Arc<dyn GatewayHooks>>,
+    /// The bookkeeping thread, started on first use.
+    background: OnceLock<Mutex<std::sync::mpsc::Sender<BackgroundWork>>>,
 }
+
+/// Work for the bookkeeping thread.
+type BackgroundWork = Box<dyn FnOnce() + Send>;
 
 impl std::fmt::Debug for Engine {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -91,7 +98,51 @@ impl Engine {
                 concurrency: Arc::new(Semaphore::new(max)),
                 webhook_clients: [OnceLock::new(), OnceLock::new()],
                 gateway: OnceLock::new(),
+                background: OnceLock::new(),
             }),
+        }
+    }
+
+    /// Runs blocking bookkeeping (the intake feeder's batches) on one
+    /// thread of its own at [`crate::host::BACKGROUND_NICE`], so it never
+    /// takes a core from the threads that answer requests; one piece of
+    /// work at a time, in order. The thread ends with the engine.
+    pub(crate) async fn background<T: Send + 'static>(
+        &self,
+        work: impl FnOnce() -> T + Send + 'static,
+    ) -> anyhow::Result<T> {
+        let (done, result) = tokio::sync::oneshot::channel();
+        let job: BackgroundWork = Box::new(move || {
+            let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(work));
+            let _ = done.send(outcome);
+        });
+        let sender = self.inner.background.get_or_init(|| {
+            let (tx, rx) = std::sync::mpsc::channel::<BackgroundWork>();
+            let started = std::thread::Builder::new()
+                .name("bookkeeping".into())
+                .spawn(move || {
+                    crate::host::lower_this_thread_priority();
+                    while let Ok(job) = rx.recv() {
+                        job();
+                    }
+                });
+            if let Err(err) = started {
+                tracing::error!(%err, "the bookkeeping thread did not start");
+            }
+            Mutex::new(tx)
+        });
+        sender
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .send(job)
+            .map_err(|_| anyhow::anyhow!("the bookkeeping thread stopped"))?;
+        match result.await {
+            Ok(Ok(value)) => Ok(value),
+            Ok(Err(panic)) => Err(anyhow::anyhow!(
+                "bookkeeping panicked: {}",
+                panic_text(&*panic)
+            )),
+            Err(_) => Err(anyhow::anyhow!("the bookkeeping thread stopped")),
         }
     }
 

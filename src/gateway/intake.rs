@@ -110,13 +110,19 @@ impl Intake {
         self.journal.clone()
     }
 
-    /// Writes `record` (its `seq` is assigned here) and hands it to the
-    /// feeder. Blocking: call it on the engine's boundary.
-    pub(crate) fn accept(&self, record: Record) -> std::io::Result<Record> {
-        let mut records = [record];
-        self.accept_all(&mut records)?;
-        let [record] = records;
-        Ok(record)
+    /// Writes `record` (its `seq` is assigned here and returned) and hands
+    /// it to the feeder.
+    pub(crate) fn accept(&self, mut record: Record) -> std::io::Result<u64> {
+        let mut last = self.last_seq.lock().unwrap_or_else(|p| p.into_inner());
+        let seq = *last + 1;
+        record.seq = seq;
+        let line = serde_json::to_vec(&record).expect("records serialise");
+        self.journal.append_all(&[&line])?;
+        *last = seq;
+        // Under the lock, as in `accept_all`.
+        let _ = self.to_feeder.send(record);
+        drop(last);
+        Ok(seq)
     }
 
     /// [`Intake::accept`] for a batch, in one write; each record's `seq`
@@ -292,10 +298,11 @@ async fn apply(shared: &Arc<Shared>, batch: Vec<Record>) -> anyhow::Result<()> {
     let app = shared.engine.app();
     let feeding = shared.clone();
     // A batch under load holds thousands of records: all of the work on
-    // them is done off the async threads, which keep answering requests.
+    // them is done on the bookkeeping thread, below the threads that
+    // answer requests.
     let (warnings, rotated, runs, keys) = shared
         .engine
-        .blocking(
+        .background(
             move || -> anyhow::Result<(Vec<String>, bool, Vec<_>, Vec<String>)> {
                 let last = batch.iter().map(|r| r.seq).max().unwrap_or(0);
                 let mut by_key: BTreeMap<String, Vec<Record>> = BTreeMap::new();
@@ -423,7 +430,7 @@ mod tests {
         assert_eq!(shared.intake.applied(), 0);
         // Numbering goes on after what the log holds.
         let fourth = shared.intake.accept(event("four")).unwrap();
-        assert_eq!(fourth.seq, 4);
+        assert_eq!(fourth, 4);
         feed_once(&shared).await;
         assert_eq!(queued(&shared), ["one", "two", "three", "four"]);
         assert_eq!(shared.intake.applied(), 4);
@@ -434,7 +441,7 @@ mod tests {
         feed_once(&shared).await;
         assert_eq!(queued(&shared), ["one", "two", "three", "four"]);
         let next = shared.intake.accept(event("five")).unwrap();
-        assert_eq!(next.seq, 5);
+        assert_eq!(next, 5);
     }
 
     #[test]
@@ -476,6 +483,6 @@ mod tests {
         assert_eq!(queued(&shared).len(), 6);
         drop(shared);
         let shared = crate::gateway::test_shared(dir.path(), "t");
-        assert_eq!(shared.intake.accept(event("next")).unwrap().seq, 7);
+        assert_eq!(shared.intake.accept(event("next")).unwrap(), 7);
     }
 }

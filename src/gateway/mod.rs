@@ -261,6 +261,12 @@ fn components() -> Vec<Arc<dyn Component>> {
     ]
 }
 
+/// Async worker threads: two, or one when the process may use only one
+/// core (its CPU affinity); more would only share the cores they have.
+fn worker_threads() -> usize {
+    std::thread::available_parallelism().map_or(2, |n| n.get().min(2))
+}
+
 /// Runs the gateway in the foreground until SIGTERM / Ctrl-C (or `stop`,
 /// for tests), printing one line when it is ready.
 pub(crate) fn run(
@@ -303,7 +309,7 @@ pub(crate) fn run(
     let intake = intake::Intake::open(&app.paths.gateway_dir())?;
     let book = open_ledger(&app)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
+        .worker_threads(worker_threads())
         .max_blocking_threads(32)
         .thread_keep_alive(Duration::from_secs(10))
         .enable_all()
@@ -378,7 +384,10 @@ async fn serve(
         let journal = journal.clone();
         std::thread::Builder::new()
             .name("intake-sync".into())
-            .spawn(move || journal.run_syncer())?
+            .spawn(move || {
+                crate::host::lower_this_thread_priority();
+                journal.run_syncer()
+            })?
     };
     let tracker = TaskTracker::new();
     let components_stop = CancellationToken::new();

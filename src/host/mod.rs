@@ -258,6 +258,24 @@ pub(crate) fn parse_bool(text: &str) -> Option<bool> {
     }
 }
 
+/// The nice value of the threads that do a daemon's bookkeeping (group
+/// commits, feeding accepted records on): below the threads that answer
+/// requests, so a request never waits out a bookkeeping time slice.
+pub(crate) const BACKGROUND_NICE: i32 = 10;
+
+/// Lowers the calling thread's CPU priority to [`BACKGROUND_NICE`] (Linux
+/// keeps a nice value per thread). For threads that do nothing else for
+/// their whole life: an unprivileged process cannot raise it again.
+pub(crate) fn lower_this_thread_priority() {
+    #[cfg(target_os = "linux")]
+    // SAFETY: gettid and setpriority only read and set the calling
+    // thread's scheduling priority.
+    unsafe {
+        let tid = libc::syscall(libc::SYS_gettid) as libc::id_t;
+        libc::setpriority(libc::PRIO_PROCESS, tid, BACKGROUND_NICE);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

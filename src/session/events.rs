@@ -157,7 +157,7 @@ impl Queue {
                         .zip(fed)
                         .is_some_and(|(seq, (fed_seq, fed_ts))| seq <= fed_seq && *ts <= fed_ts)
             };
-            let from = first_that_counts(items, &skipped, |item| item.0.as_ref());
+            let from = first_that_counts(items, skipped, |item| item.0.as_ref());
             let mut kept = 0;
             for item in &items[from..] {
                 let text = item.0.as_ref().trim();
