@@ -395,3 +395,49 @@ pub(crate) fn run_one_turn(
         &ctx,
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::app::GlobalOptions;
+    use crate::host::Host;
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn bookkeeping_runs_in_order_on_one_lower_priority_thread() {
+        let dir = tempfile::tempdir().unwrap();
+        let host = Host::with_vars(
+            [(
+                "ALMANAC_STATE_DIR",
+                dir.path().join("state").display().to_string(),
+            )],
+            dir.path(),
+            dir.path(),
+            "2026-12-01T10:00:00+00:00[UTC]".parse().unwrap(),
+        );
+        let engine = Engine::new(App::load(&GlobalOptions::default(), host).unwrap());
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let mut threads = Vec::new();
+        for i in 0..3 {
+            let seen = seen.clone();
+            let (name, nice) = engine
+                .background(move || {
+                    seen.lock().unwrap().push(i);
+                    // SAFETY: reads the calling thread's priority only.
+                    let nice = unsafe {
+                        libc::getpriority(libc::PRIO_PROCESS, libc::syscall(libc::SYS_gettid) as _)
+                    };
+                    (std::thread::current().name().map(str::to_string), nice)
+                })
+                .await
+                .unwrap();
+            assert_eq!(nice, crate::host::BACKGROUND_NICE);
+            threads.push(name);
+        }
+        assert_eq!(*seen.lock().unwrap(), [0, 1, 2]);
+        assert!(threads.iter().all(|t| t.as_deref() == Some("bookkeeping")));
+        // A panic is an error, and the thread goes on.
+        let err = engine.background(|| panic!("boom")).await.unwrap_err();
+        assert!(err.to_string().contains("boom"), "{err}");
+        assert_eq!(engine.background(|| 7).await.unwrap(), 7);
+    }
+}
