@@ -180,8 +180,15 @@ impl Intake {
     /// Empties the log when every record in it was fed (the applied mark
     /// keeps the numbering going).
     fn rotate_if_fed(&self) -> std::io::Result<bool> {
-        let last = self.last_seq.lock().unwrap_or_else(|p| p.into_inner());
-        self.journal.truncate_if(|| self.applied() >= *last)
+        let emptied = {
+            let last = self.last_seq.lock().unwrap_or_else(|p| p.into_inner());
+            self.journal.truncate_if(|| self.applied() >= *last)?
+        };
+        // Synced with no lock held: acceptances go on meanwhile.
+        if emptied {
+            self.journal.sync()?;
+        }
+        Ok(emptied)
     }
 }
 
