@@ -425,6 +425,47 @@ mod tests {
         runner.await.unwrap().unwrap();
     }
 
+    #[tokio::test(flavor = "current_thread", start_paused = true)]
+    async fn a_config_reload_among_coalesced_wakes_sets_the_next_time() {
+        let dir = tempfile::tempdir().unwrap();
+        let state = dir.path().join("state");
+        std::fs::create_dir_all(state.join("workspace")).unwrap();
+        let config = |every: &str| {
+            std::fs::write(
+                state.join("config.json5"),
+                format!(r#"{{agents: {{defaults: {{heartbeat: {{every: "{every}", target: "outbox"}}}}}}}}"#),
+            )
+            .unwrap();
+        };
+        config("30m");
+        std::fs::write(state.join("workspace/HEARTBEAT.md"), "Check the disks.\n").unwrap();
+        let clock = Arc::new(TokioClock::new("2026-12-01T10:00:00Z".parse().unwrap()));
+        let shared = crate::gateway::test_shared_with(dir.path(), "t", Some(clock.clone()), 1);
+        let stop = CancellationToken::new();
+        let runner = tokio::spawn(Arc::new(HeartbeatRunner).start(shared.clone(), stop.clone()));
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        // A wake, then, while wakes are gathered, the interval changes.
+        let _ = shared.bus.send(Event::Wake {
+            reason: "wake".into(),
+            session_key: "agent:main:main".into(),
+        });
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        config("10m");
+        let app = crate::app::App::load(&shared.options, shared.host.clone()).unwrap();
+        shared.engine.reload(app);
+        let _ = shared.bus.send(Event::ConfigReloaded);
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        let events = shared.engine.app().heartbeat_runs().newest(10).unwrap();
+        assert_eq!(events.len(), 1, "{events:?}");
+        // The wake's run resets the cooldown to the new interval.
+        assert_eq!(
+            shared.heartbeat.next_due_ms(),
+            Some(events[0].ts + 10 * 60 * 1000)
+        );
+        stop.cancel();
+        runner.await.unwrap().unwrap();
+    }
+
     /// Moves paused time on by hand until `done`: a run waiting in a lane
     /// is blocking work, which keeps paused time from moving on its own.
     async fn advance_until(done: impl Fn() -> bool) -> Duration {
