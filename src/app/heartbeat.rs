@@ -561,11 +561,11 @@ pub(crate) fn delivery_gave_up(
             entry.write_into(value);
         }
     })?;
-    let mut event = RunEvent::skipped(now.as_millisecond(), "");
-    event.status = RunStatus::Failed;
-    event.reason = Some(one_line(&format!(
-        "delivery {delivery_id} failed: {reason}"
-    )));
+    let mut event = RunEvent::ended(
+        now.as_millisecond(),
+        RunStatus::Failed,
+        &one_line(&format!("delivery {delivery_id} failed: {reason}")),
+    );
     event.preview = Some(runs::preview(text.trim()));
     app.heartbeat_runs().append(&event)?;
     Ok(())

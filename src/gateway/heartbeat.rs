@@ -376,21 +376,33 @@ mod tests {
     use super::*;
     use crate::host::{Clock, TokioClock};
 
-    #[tokio::test(flavor = "current_thread", start_paused = true)]
-    async fn runs_come_on_the_phase_slots_and_close_wakes_are_one_run() {
-        let dir = tempfile::tempdir().unwrap();
-        let state = dir.path().join("state");
+    /// Writes a 30-minute heartbeat to the outbox, and a `HEARTBEAT.md`
+    /// with one line to check, in `dir`'s state directory.
+    fn half_hourly(dir: &std::path::Path) {
+        let state = dir.join("state");
         std::fs::create_dir_all(state.join("workspace")).unwrap();
-        // No model is configured: every run that reaches the turn fails
-        // at once, which is enough to see when runs happen.
         std::fs::write(
             state.join("config.json5"),
             r#"{agents: {defaults: {heartbeat: {every: "30m", target: "outbox"}}}}"#,
         )
         .unwrap();
         std::fs::write(state.join("workspace/HEARTBEAT.md"), "Check the disks.\n").unwrap();
+    }
+
+    /// The gateway's shared state over `dir`, on a paused clock at 10:00.
+    fn gateway_at_ten(dir: &std::path::Path) -> (Arc<Shared>, Arc<TokioClock>) {
         let clock = Arc::new(TokioClock::new("2026-12-01T10:00:00Z".parse().unwrap()));
-        let shared = crate::gateway::test_shared_with(dir.path(), "t", Some(clock.clone()), 1);
+        let shared = crate::gateway::test_shared_with(dir, "t", Some(clock.clone()), 1);
+        (shared, clock)
+    }
+
+    #[tokio::test(flavor = "current_thread", start_paused = true)]
+    async fn runs_come_on_the_phase_slots_and_close_wakes_are_one_run() {
+        let dir = tempfile::tempdir().unwrap();
+        // No model is configured: every run that reaches the turn fails
+        // at once, which is enough to see when runs happen.
+        half_hourly(dir.path());
+        let (shared, clock) = gateway_at_ten(dir.path());
         let app = shared.engine.app();
         let first_due = app.next_heartbeat_ms(clock.now().as_millisecond()).unwrap();
         let stop = CancellationToken::new();
@@ -428,19 +440,8 @@ mod tests {
     #[tokio::test(flavor = "current_thread", start_paused = true)]
     async fn a_config_reload_among_coalesced_wakes_sets_the_next_time() {
         let dir = tempfile::tempdir().unwrap();
-        let state = dir.path().join("state");
-        std::fs::create_dir_all(state.join("workspace")).unwrap();
-        let config = |every: &str| {
-            std::fs::write(
-                state.join("config.json5"),
-                format!(r#"{{agents: {{defaults: {{heartbeat: {{every: "{every}", target: "outbox"}}}}}}}}"#),
-            )
-            .unwrap();
-        };
-        config("30m");
-        std::fs::write(state.join("workspace/HEARTBEAT.md"), "Check the disks.\n").unwrap();
-        let clock = Arc::new(TokioClock::new("2026-12-01T10:00:00Z".parse().unwrap()));
-        let shared = crate::gateway::test_shared_with(dir.path(), "t", Some(clock.clone()), 1);
+        half_hourly(dir.path());
+        let (shared, _) = gateway_at_ten(dir.path());
         let stop = CancellationToken::new();
         let runner = tokio::spawn(Arc::new(HeartbeatRunner).start(shared.clone(), stop.clone()));
         tokio::time::sleep(Duration::from_millis(10)).await;
@@ -450,7 +451,11 @@ mod tests {
             session_key: "agent:main:main".into(),
         });
         tokio::time::sleep(Duration::from_millis(50)).await;
-        config("10m");
+        std::fs::write(
+            dir.path().join("state/config.json5"),
+            r#"{agents: {defaults: {heartbeat: {every: "10m", target: "outbox"}}}}"#,
+        )
+        .unwrap();
         let app = crate::app::App::load(&shared.options, shared.host.clone()).unwrap();
         shared.engine.reload(app);
         let _ = shared.bus.send(Event::ConfigReloaded);
@@ -481,16 +486,8 @@ mod tests {
     #[tokio::test(flavor = "current_thread", start_paused = true)]
     async fn a_busy_session_is_retried_every_second_then_waited_for_in_its_lane() {
         let dir = tempfile::tempdir().unwrap();
-        let state = dir.path().join("state");
-        std::fs::create_dir_all(state.join("workspace")).unwrap();
-        std::fs::write(
-            state.join("config.json5"),
-            r#"{agents: {defaults: {heartbeat: {every: "30m", target: "outbox"}}}}"#,
-        )
-        .unwrap();
-        std::fs::write(state.join("workspace/HEARTBEAT.md"), "Check the disks.\n").unwrap();
-        let clock = Arc::new(TokioClock::new("2026-12-01T10:00:00Z".parse().unwrap()));
-        let shared = crate::gateway::test_shared_with(dir.path(), "t", Some(clock.clone()), 1);
+        half_hourly(dir.path());
+        let (shared, clock) = gateway_at_ten(dir.path());
         let app = shared.engine.app();
         let key = app.sessions(Some(beat::AGENT_ID)).resolve_key(None);
         let lanes = shared.engine.lanes().clone();

@@ -110,26 +110,36 @@ fn parse_smaps(text: &str) -> Vec<Mapping> {
     out
 }
 
+/// This executable's droppable mappings, as `/proc/self/smaps` lists them
+/// now (none where it cannot be read).
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+fn droppable_executable_mappings() -> Vec<Mapping> {
+    let Ok(text) = std::fs::read_to_string("/proc/self/smaps") else {
+        return Vec::new();
+    };
+    let mappings = parse_smaps(&text);
+    // The executable is the file mapped where this function's code is.
+    let here = droppable_executable_mappings as *const () as usize;
+    let Some(exe) = mappings
+        .iter()
+        .find(|m| m.start <= here && here < m.end)
+        .map(|m| m.file.clone())
+    else {
+        return Vec::new();
+    };
+    mappings
+        .into_iter()
+        .filter(|m| m.file == exe && m.droppable())
+        .collect()
+}
+
 /// Unmaps the resident pages of this executable's droppable mappings;
 /// returns their kilobytes.
 fn unmap_executable_pages() -> u64 {
     #[cfg(target_os = "linux")]
     {
-        let Ok(text) = std::fs::read_to_string("/proc/self/smaps") else {
-            return 0;
-        };
-        let mappings = parse_smaps(&text);
-        // The executable is the file mapped where this function's code is.
-        let here = unmap_executable_pages as *const () as usize;
-        let Some(exe) = mappings
-            .iter()
-            .find(|m| m.start <= here && here < m.end)
-            .map(|m| m.file.clone())
-        else {
-            return 0;
-        };
         let mut released = 0;
-        for m in mappings.iter().filter(|m| m.file == exe && m.droppable()) {
+        for m in droppable_executable_mappings() {
             // SAFETY: the range is one whole mapping of this process, read
             // only and holding no private copies, so dropping its pages
             // loses nothing: a later access maps the file's bytes again.
@@ -207,20 +217,12 @@ Anonymous:           760 kB
     #[cfg(target_os = "linux")]
     #[test]
     fn the_executables_mapped_code_is_given_back_and_runs_on() {
-        fn resident_code_kb() -> u64 {
-            let text = std::fs::read_to_string("/proc/self/smaps").unwrap();
-            let maps = parse_smaps(&text);
-            let here = resident_code_kb as *const () as usize;
-            let exe = &maps
+        let resident_code_kb = || -> u64 {
+            droppable_executable_mappings()
                 .iter()
-                .find(|m| m.start <= here && here < m.end)
-                .unwrap()
-                .file;
-            maps.iter()
-                .filter(|m| &m.file == exe && m.droppable())
                 .map(|m| m.rss_kb)
                 .sum()
-        }
+        };
         let before = resident_code_kb();
         let released = release_unused_memory();
         let after = resident_code_kb();

@@ -63,9 +63,14 @@ pub(crate) struct RunEvent {
 
 impl RunEvent {
     pub(crate) fn skipped(ts: i64, reason: &str) -> RunEvent {
+        RunEvent::ended(ts, RunStatus::Skipped, reason)
+    }
+
+    /// An event with its status and reason only.
+    pub(crate) fn ended(ts: i64, status: RunStatus, reason: &str) -> RunEvent {
         RunEvent {
             ts,
-            status: RunStatus::Skipped,
+            status,
             reason: Some(reason.to_string()),
             preview: None,
             duration_ms: None,

@@ -95,18 +95,18 @@ fn topic_words() -> &'static (Vec<String>, Vec<String>) {
 /// Cues after which the rest of the clause is a phrase talked about, as if
 /// it were quoted: examples (`attacks such as …`, `the classic example is
 /// …`).
-const EXAMPLE_CUES: &[&str] = &[
-    "such as",
-    "like",
-    "e.g.",
-    "for example",
-    "for instance",
-    "example is",
-    "examples are",
-    "example:",
-    "examples:",
-    "phrase",
-    "phrases",
+const EXAMPLE_CUES: &[&[&str]] = &[
+    &["such", "as"],
+    &["like"],
+    &["e.g."],
+    &["for", "example"],
+    &["for", "instance"],
+    &["example", "is"],
+    &["examples", "are"],
+    &["example:"],
+    &["examples:"],
+    &["phrase"],
+    &["phrases"],
 ];
 /// Verbs of reported orders: `attacks tell models to …` reports the order
 /// after `to`, within a few words of the verb.
@@ -186,14 +186,13 @@ fn example_spans(text: &str) -> Vec<(usize, usize)> {
             continue;
         }
         for cue in EXAMPLE_CUES {
-            let cue_words: Vec<&str> = cue.split(' ').collect();
-            let matches = cue_words.len() <= words.len() - k
-                && cue_words
+            let matches = cue.len() <= words.len() - k
+                && cue
                     .iter()
                     .zip(&words[k..])
                     .all(|(c, (_, w))| w == c || w.trim_end_matches(['.', ':']) == *c);
             if matches {
-                let (last_at, last) = words[k + cue_words.len() - 1];
+                let (last_at, last) = words[k + cue.len() - 1];
                 starts.push(last_at + last.len());
             }
         }

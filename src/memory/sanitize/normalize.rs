@@ -381,9 +381,9 @@ fn flush_run(run: &mut Vec<Word>, out: &mut Vec<Word>) {
 /// The fewest known words a plain word must split into to be read as
 /// words that ran together (`ignoreallpreviousinstructions`): fewer would
 /// take ordinary identifiers (`showsystemprompt`) apart.
-pub(super) const RUN_TOGETHER_PARTS: usize = 4;
+const RUN_TOGETHER_PARTS: usize = 4;
 /// The shortest word looked at for words that ran together.
-pub(super) const RUN_TOGETHER_MIN_LEN: usize = 8;
+const RUN_TOGETHER_MIN_LEN: usize = 8;
 
 /// Whether `word` reads as known words that ran together, and as which.
 /// In a note that hid characters (`ignore\u{200b}all`: zero-width
@@ -397,35 +397,33 @@ pub(super) fn run_together(word: &str, hid_gaps: bool) -> Option<Vec<String>> {
     (parts.len() >= least).then_some(parts)
 }
 
-/// Words that ran together read as the words they are made of.
+/// Words that ran together read as the words they are made of (the words
+/// come back as they are when none did).
 fn split_run_together(words: Vec<Word>, hid_gaps: bool) -> Vec<Word> {
-    if !words
-        .iter()
-        .any(|w| run_together(&w.text, hid_gaps).is_some())
-    {
-        return words;
-    }
-    let mut out = Vec::with_capacity(words.len() + 4);
-    for word in words {
+    let mut out: Option<Vec<Word>> = None;
+    for (k, word) in words.iter().enumerate() {
         let Some(parts) = run_together(&word.text, hid_gaps) else {
-            out.push(word);
+            if let Some(out) = out.as_mut() {
+                out.push(word.clone());
+            }
             continue;
         };
+        let out = out.get_or_insert_with(|| words[..k].to_vec());
         let mut at = 0;
         let last = parts.len() - 1;
-        for (k, part) in parts.into_iter().enumerate() {
+        for (i, part) in parts.into_iter().enumerate() {
             let len = part.len();
             out.push(Word {
                 text: part,
                 offset: word.offset + at,
-                clause_start: k == 0 && word.clause_start,
-                colon_after: k == last && word.colon_after,
-                gap_before: if k == 0 { word.gap_before } else { Gap::Tight },
+                clause_start: i == 0 && word.clause_start,
+                colon_after: i == last && word.colon_after,
+                gap_before: if i == 0 { word.gap_before } else { Gap::Tight },
             });
             at += len;
         }
     }
-    out
+    out.unwrap_or(words)
 }
 
 fn leet_variant(words: &[Word]) -> Option<Vec<Word>> {

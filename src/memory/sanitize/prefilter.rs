@@ -166,9 +166,7 @@ pub(super) fn may_match(text: &str) -> bool {
         if a.words.contains(w) || a.prefixes.iter().any(|p| w.starts_with(p.as_str())) {
             return true;
         }
-        if w.len() >= super::normalize::RUN_TOGETHER_MIN_LEN
-            && super::normalize::run_together(w, false).is_some()
-        {
+        if super::normalize::run_together(w, false).is_some() {
             // Words that ran together are read apart.
             return true;
         }
