@@ -235,6 +235,19 @@ impl App {
             self.host.time_zone().clone(),
         )
     }
+
+    /// What `sessions(agent).resolve_key(request)` gives, without building
+    /// the agent's sessions (a copy of the session config): the gateway
+    /// asks this for every request it queues.
+    pub(crate) fn resolve_session_key(&self, agent: Option<&str>, request: Option<&str>) -> String {
+        let session = &self.config.config.session;
+        crate::session::key::resolve(
+            request,
+            agent.unwrap_or("main"),
+            &session.main_key,
+            session.scope == "global",
+        )
+    }
 }
 
 /// The model a session keeps: its override (`/new provider/model`, or
@@ -1358,3 +1371,41 @@ pub(crate) fn session_view(
 #[cfg(test)]
 #[path = "cron_tool_tests.rs"]
 mod cron_tool_tests;
+
+#[cfg(test)]
+mod session_key_tests {
+    use crate::app::test_app as app;
+
+    /// The shortcut the gateway takes per request gives the key the
+    /// agent's sessions give, under each scope and main key.
+    #[test]
+    fn the_session_key_shortcut_agrees_with_the_sessions() {
+        let dir = tempfile::tempdir().unwrap();
+        for config in [
+            "{}",
+            r#"{session: {mainKey: "Desk"}}"#,
+            r#"{session: {scope: "global"}}"#,
+        ] {
+            let app = app(dir.path(), config);
+            for agent in [None, Some("main"), Some(" MAIN ")] {
+                for request in [
+                    None,
+                    Some(""),
+                    Some("main"),
+                    Some("Ops"),
+                    Some("agent:main:main"),
+                    Some("agent:Main:telegram:dm:42"),
+                    Some("global"),
+                ] {
+                    assert_eq!(
+                        app.resolve_session_key(agent, request),
+                        app.sessions(agent).resolve_key(request),
+                        "{config} {agent:?} {request:?}"
+                    );
+                }
+            }
+        }
+        let app = app(dir.path(), r#"{session: {mainKey: "Desk"}}"#);
+        assert_eq!(app.resolve_session_key(None, None), "agent:main:desk");
+    }
+}

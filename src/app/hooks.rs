@@ -141,23 +141,7 @@ impl App {
 
 #[cfg(test)]
 mod tests {
-    use std::path::Path;
-
-    use crate::app::{App, GlobalOptions};
-    use crate::host::Host;
-
-    fn app(dir: &Path, config: &str) -> App {
-        let state = dir.join("state");
-        std::fs::create_dir_all(&state).unwrap();
-        std::fs::write(state.join("config.json5"), config).unwrap();
-        let host = Host::with_vars(
-            [("ALMANAC_STATE_DIR", state.display().to_string())],
-            dir,
-            dir,
-            "2026-11-29T09:00:00+00:00[UTC]".parse().unwrap(),
-        );
-        App::load(&GlobalOptions::default(), host).expect("app loads")
-    }
+    use crate::app::test_app as app;
 
     #[test]
     fn boot_md_asks_for_a_turn_only_when_on_and_the_file_says_something() {

@@ -13,8 +13,6 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 
 use super::*;
-use crate::app::{App, GlobalOptions};
-use crate::host::Host;
 use crate::provider::BoxFuture;
 
 const SECRET: &str = "hook-signing-s3cret";
@@ -90,21 +88,8 @@ async fn receive(State(r): State<Receiver>, headers: HeaderMap, body: Bytes) -> 
     response
 }
 
-fn app(dir: &Path, config: &str) -> App {
-    let state = dir.join("state");
-    std::fs::create_dir_all(&state).unwrap();
-    std::fs::write(state.join("config.json5"), config).unwrap();
-    let host = Host::with_vars(
-        [("ALMANAC_STATE_DIR", state.display().to_string())],
-        dir,
-        dir,
-        "2026-12-01T10:00:00+00:00[UTC]".parse().unwrap(),
-    );
-    App::load(&GlobalOptions::default(), host).expect("app loads")
-}
-
 fn deliverer(dir: &Path, config: &str, sleeper: Arc<dyn Sleeper>) -> Deliverer {
-    Deliverer::open_with(Engine::new(app(dir, config)), sleeper).unwrap()
+    Deliverer::open_with(Engine::new(crate::app::test_app(dir, config)), sleeper).unwrap()
 }
 
 fn item(text: &str) -> Item {
@@ -506,7 +491,7 @@ async fn an_unreachable_receiver_is_tried_again_until_the_last_attempt() {
 async fn the_guarded_client_refuses_a_name_resolving_to_this_machine_when_it_connects() {
     let dir = tempfile::tempdir().unwrap();
     let (url, receiver) = Receiver::start(Vec::new()).await;
-    let engine = Engine::new(app(dir.path(), "{}"));
+    let engine = Engine::new(crate::app::test_app(dir.path(), "{}"));
     let by_name = url.replace("127.0.0.1", "localhost");
     let job = Job {
         id: "1".into(),

@@ -77,10 +77,17 @@ impl Journal {
             bytes.extend_from_slice(line);
             bytes.push(b'\n');
         }
+        self.append_lines(&bytes)
+    }
+
+    /// Writes `bytes`, whole lines each ending in a newline, to the OS in
+    /// one write (for a caller that built them in one buffer already).
+    pub(crate) fn append_lines(&self, bytes: &[u8]) -> io::Result<()> {
+        debug_assert!(bytes.is_empty() || bytes.ends_with(b"\n"));
         self.file
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .write_all(&bytes)?;
+            .write_all(bytes)?;
         let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
         state.dirty = true;
         if state.asleep {

@@ -251,9 +251,7 @@ impl Engine {
     pub(crate) fn session_key(&self, req: &TurnRequest) -> anyhow::Result<String> {
         let app = self.app();
         app_agent::check_agent(req)?;
-        Ok(app
-            .sessions(req.agent.as_deref())
-            .resolve_key(req.session_key.as_deref()))
+        Ok(app.resolve_session_key(req.agent.as_deref(), req.session_key.as_deref()))
     }
 
     /// A turn for a request that already holds its place in the

@@ -1488,7 +1488,7 @@ fn event_record(
         kind: "cron".into(),
         session_key: sessions.resolve_key(job.session_key.as_deref()),
         text,
-        mode: mode.to_string(),
+        mode: mode.to_string().into(),
         trusted: true,
         hook: None,
         replay: None,

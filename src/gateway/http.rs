@@ -11,6 +11,7 @@
 //! JSON, a body over [`BODY_LIMIT`], a missing or wrong token, an unknown
 //! route or method.
 
+use std::borrow::Cow;
 use std::collections::{HashMap, VecDeque};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::{Arc, Mutex};
@@ -24,11 +25,11 @@ use axum::http::StatusCode;
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use tokio::time::Instant;
 
-use super::intake::Record;
+use super::intake::{Record, SYSTEM_EVENT_KIND};
 use super::{Event, Shared, state};
 use crate::app::agent::TurnRequest;
 use crate::engine::{Cancelled, LaneError};
@@ -296,32 +297,43 @@ pub(crate) const MODES: &[&str] = &["now", "next-heartbeat"];
 async fn system_event(
     State(shared): State<Arc<Shared>>,
     body: Result<Json<SystemEventBody>, JsonRejection>,
-) -> ApiResult {
+) -> Result<Json<Queued>, ApiError> {
     let Json(body) = body?;
-    queue_system_event(&shared, &body.text, body.mode, body.session_key).map(Json)
+    queue_system_event(&shared, &body.text, body.mode.as_deref(), body.session_key).map(Json)
+}
+
+/// The answer to a queued system event: `{ok, queued, mode, sessionKey}`
+/// (written straight from here: no JSON tree per request).
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct Queued {
+    ok: bool,
+    queued: bool,
+    mode: &'static str,
+    session_key: String,
 }
 
 /// Queues a system event for a session (the main one without a key) in
 /// the intake log, with a wake for mode `now` (the default is
-/// `next-heartbeat`): `{ok, queued, mode, sessionKey}`. The route, and a
-/// turn in this process ([`super::Hooks`]).
+/// `next-heartbeat`). The route, and a turn in this process
+/// ([`super::Hooks`]).
 pub(crate) fn queue_system_event(
     shared: &Shared,
     text: &str,
-    mode: Option<String>,
+    mode: Option<&str>,
     session_key: Option<String>,
-) -> Result<Value, ApiError> {
-    let text = text.trim().to_string();
+) -> Result<Queued, ApiError> {
+    let text = text.trim();
     if text.is_empty() {
         return Err(ApiError::new(StatusCode::BAD_REQUEST, "text is empty"));
     }
-    let mode = mode.unwrap_or_else(|| "next-heartbeat".to_string());
-    if !MODES.contains(&mode.as_str()) {
+    let asked = mode.unwrap_or("next-heartbeat");
+    let Some(mode) = MODES.iter().copied().find(|m| *m == asked) else {
         return Err(ApiError::new(
             StatusCode::BAD_REQUEST,
-            format!("mode `{mode}` is not one of now, next-heartbeat"),
+            format!("mode `{asked}` is not one of now, next-heartbeat"),
         ));
-    }
+    };
     let req = TurnRequest {
         session_key,
         ..TurnRequest::default()
@@ -333,10 +345,10 @@ pub(crate) fn queue_system_event(
     let record = Record {
         seq: 0,
         ts: shared.host.now_ms(),
-        kind: "system-event".into(),
+        kind: Cow::Borrowed(SYSTEM_EVENT_KIND),
         session_key: session_key.clone(),
-        text,
-        mode: mode.clone(),
+        text: text.to_string(),
+        mode: Cow::Borrowed(mode),
         trusted: true,
         hook: None,
         replay: None,
@@ -351,7 +363,12 @@ pub(crate) fn queue_system_event(
             session_key: session_key.clone(),
         });
     }
-    Ok(json!({"ok": true, "queued": true, "mode": mode, "sessionKey": session_key}))
+    Ok(Queued {
+        ok: true,
+        queued: true,
+        mode,
+        session_key,
+    })
 }
 
 /// `system heartbeat run-now`: one heartbeat now (waiting behind a turn

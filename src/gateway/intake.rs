@@ -17,7 +17,8 @@
 //!   waits for the feeder to reach the record's number first
 //!   ([`Intake::caught_up`]).
 
-use std::collections::BTreeMap;
+use std::borrow::Cow;
+use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -38,11 +39,12 @@ pub(crate) struct Record {
     pub seq: u64,
     /// Milliseconds.
     pub ts: i64,
-    pub kind: String,
+    /// Nearly always one of a few fixed names: no allocation per record.
+    pub kind: Cow<'static, str>,
     pub session_key: String,
     pub text: String,
     /// `now` or `next-heartbeat`.
-    pub mode: String,
+    pub mode: Cow<'static, str>,
     pub trusted: bool,
     /// A webhook's agent run (kind [`HOOK_AGENT_KIND`]): what it asked
     /// for besides the message (`text`); for the notice of how a run went
@@ -54,6 +56,9 @@ pub(crate) struct Record {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replay: Option<serde_json::Value>,
 }
+
+/// The kind of a record of `POST /v1/system/event` (and `system event`).
+pub(crate) const SYSTEM_EVENT_KIND: &str = "system-event";
 
 /// The kind of a record that starts a webhook's agent run rather than
 /// queueing an event.
@@ -116,8 +121,9 @@ impl Intake {
         let mut last = self.last_seq.lock().unwrap_or_else(|p| p.into_inner());
         let seq = *last + 1;
         record.seq = seq;
-        let line = serde_json::to_vec(&record).expect("records serialise");
-        self.journal.append_all(&[&line])?;
+        let mut line = serde_json::to_vec(&record).expect("records serialise");
+        line.push(b'\n');
+        self.journal.append_lines(&line)?;
         *last = seq;
         // Under the lock, as in `accept_all`.
         let _ = self.to_feeder.send(record);
@@ -252,8 +258,8 @@ impl Component for Feeder {
                     })
                     .await??
             };
-            if !replay.is_empty() {
-                apply(&shared, replay).await?;
+            if let Some(through) = replay.iter().map(|r| r.seq).max() {
+                apply(&shared, replay, through).await?;
             }
             let mut last_batch: Option<tokio::time::Instant> = None;
             loop {
@@ -272,36 +278,90 @@ impl Component for Feeder {
                     () = stop.cancelled() => {}
                 }
                 last_batch = Some(tokio::time::Instant::now());
-                let mut batch = vec![first];
+                // Only this task moves the mark: it holds while the batch
+                // is gathered.
+                let applied = intake.applied();
+                let mut through = applied;
+                let mut batch = Vec::new();
+                let mut take = |record: Record, batch: &mut Vec<Record>| {
+                    if record.seq > applied {
+                        through = through.max(record.seq);
+                        batch.push(record);
+                    }
+                };
+                take(first, &mut batch);
                 // Taken off the channel a slice at a time, yielding in
-                // between, so a large batch never holds up the requests
-                // that share this thread.
+                // between, and thinned to what can still be queued as it
+                // grows: a burst of thousands never holds up the requests
+                // that share this thread, nor leaves thousands of records
+                // for the bookkeeping thread.
                 loop {
-                    let before = batch.len();
-                    while batch.len() - before < DRAIN_SLICE {
+                    let mut taken = 0;
+                    while taken < DRAIN_SLICE {
                         match feed.try_recv() {
-                            Ok(more) => batch.push(more),
+                            Ok(more) => take(more, &mut batch),
                             Err(_) => break,
                         }
+                        taken += 1;
                     }
-                    if batch.len() - before < DRAIN_SLICE {
+                    if batch.len() >= DRAIN_SLICE {
+                        keep_what_counts(&mut batch);
+                    }
+                    if taken < DRAIN_SLICE {
                         break;
                     }
                     tokio::task::yield_now().await;
                 }
-                let applied = intake.applied();
-                batch.retain(|r| r.seq > applied);
-                if !batch.is_empty() {
-                    apply(&shared, batch).await?;
+                if through > applied {
+                    keep_what_counts(&mut batch);
+                    apply(&shared, batch, through).await?;
                 }
             }
         })
     }
 }
 
+/// Drops from `batch` (records in sequence order, each newer than the
+/// applied mark) the events that cannot end among the newest
+/// [`crate::session::events::CAP`] of their session's queue, whatever it
+/// holds: queueing the rest leaves every queue as queueing all would (a
+/// live record is never a replay, so the queue's own skip rule leaves
+/// them all in). A webhook's run is always kept.
+fn keep_what_counts(batch: &mut Vec<Record>) {
+    let dropped = {
+        let records: &[Record] = batch;
+        let mut by_key: HashMap<&str, Vec<usize>> = HashMap::new();
+        for (i, record) in records.iter().enumerate() {
+            if record.kind != HOOK_AGENT_KIND {
+                by_key
+                    .entry(record.session_key.as_str())
+                    .or_default()
+                    .push(i);
+            }
+        }
+        let mut dropped = vec![false; records.len()];
+        for indices in by_key.values() {
+            let from = crate::session::events::first_that_counts(
+                indices,
+                |&i| records[i].text.trim().is_empty(),
+                |&i| records[i].text.as_str(),
+            );
+            for &i in &indices[..from] {
+                dropped[i] = true;
+            }
+        }
+        dropped
+    };
+    let mut index = 0;
+    batch.retain(|_| {
+        index += 1;
+        !dropped[index - 1]
+    });
+}
+
 /// Queues the events of `batch`, moves the applied mark, and empties a
 /// fully fed log that grew large: one trip to the blocking boundary.
-async fn apply(shared: &Arc<Shared>, batch: Vec<Record>) -> anyhow::Result<()> {
+async fn apply(shared: &Arc<Shared>, batch: Vec<Record>, through: u64) -> anyhow::Result<()> {
     let app = shared.engine.app();
     let feeding = shared.clone();
     // A batch under load holds thousands of records: all of the work on
@@ -311,7 +371,7 @@ async fn apply(shared: &Arc<Shared>, batch: Vec<Record>) -> anyhow::Result<()> {
         .engine
         .background(
             move || -> anyhow::Result<(Vec<String>, bool, Vec<_>, Vec<String>)> {
-                let last = batch.iter().map(|r| r.seq).max().unwrap_or(0);
+                let last = through;
                 let mut by_key: BTreeMap<String, Vec<Record>> = BTreeMap::new();
                 let mut runs = Vec::new();
                 for r in batch {
@@ -400,6 +460,86 @@ mod tests {
             hook: None,
             replay: None,
         }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+        /// Thinning a batch as it is gathered (at any points) leaves every
+        /// session's queue as queueing the whole batch would, and keeps
+        /// every webhook run and the batch's last record.
+        #[test]
+        fn a_thinned_batch_queues_what_the_whole_batch_queues(
+            before in proptest::collection::vec((0u8..3, 0u8..4), 0..25),
+            burst in proptest::collection::vec((0u8..3, 0u8..6), 1..150),
+            cuts in proptest::collection::vec(0usize..150, 0..6),
+        ) {
+            let key = |k: u8| format!("agent:main:k{k}");
+            let text = |t: u8| if t == 4 { " ".to_string() } else { format!("event {t}") };
+            let dir = tempfile::tempdir().unwrap();
+            let whole = crate::session::events::Queue::new(&dir.path().join("whole.json"));
+            let thinned = crate::session::events::Queue::new(&dir.path().join("thinned.json"));
+            let now = jiff::Timestamp::UNIX_EPOCH;
+            let mut seq = 0;
+            for (k, t) in before {
+                seq += 1;
+                for q in [&whole, &thinned] {
+                    q.enqueue_many(&key(k), &[(text(t), 10, true, Some(seq))], now).unwrap();
+                }
+            }
+            let records: Vec<Record> = burst
+                .into_iter()
+                .map(|(k, t)| {
+                    seq += 1;
+                    let mut r = event(&text(t));
+                    r.seq = seq;
+                    r.session_key = key(k);
+                    if t == 5 {
+                        r.kind = HOOK_AGENT_KIND.into();
+                    }
+                    r
+                })
+                .collect();
+            let mut batch = Vec::new();
+            for (i, r) in records.iter().enumerate() {
+                batch.push(r.clone());
+                if cuts.contains(&i) {
+                    keep_what_counts(&mut batch);
+                }
+            }
+            keep_what_counts(&mut batch);
+            let queue = |q: &crate::session::events::Queue, records: &[Record]| {
+                for k in 0..3 {
+                    let items: Vec<_> = records
+                        .iter()
+                        .filter(|r| r.kind != HOOK_AGENT_KIND && r.session_key == key(k))
+                        .map(|r| (r.text.as_str(), r.ts, r.trusted, Some(r.seq)))
+                        .collect();
+                    q.enqueue_many(&key(k), &items, now).unwrap();
+                }
+            };
+            queue(&whole, &records);
+            queue(&thinned, &batch);
+            for k in 0..3 {
+                proptest::prop_assert_eq!(whole.peek(&key(k)), thinned.peek(&key(k)));
+            }
+            let runs = |rs: &[Record]| rs.iter().filter(|r| r.kind == HOOK_AGENT_KIND).count();
+            proptest::prop_assert_eq!(runs(&batch), runs(&records));
+            proptest::prop_assert_eq!(batch.last().map(|r| r.seq), records.last().map(|r| r.seq));
+        }
+    }
+
+    #[test]
+    fn a_burst_is_thinned_to_what_its_queue_can_hold() {
+        let mut batch: Vec<Record> = (1..=5000)
+            .map(|n| {
+                let mut r = event(&format!("build {n} finished"));
+                r.seq = n;
+                r
+            })
+            .collect();
+        keep_what_counts(&mut batch);
+        let kept: Vec<u64> = batch.iter().map(|r| r.seq).collect();
+        assert_eq!(kept, (4980..=5000).collect::<Vec<_>>());
     }
 
     async fn feed_once(shared: &Arc<Shared>) {

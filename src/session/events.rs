@@ -323,10 +323,10 @@ pub(crate) fn render(events: &[Event], format_time: impl Fn(i64) -> String) -> V
 /// once the item before it that is not skipped is seen; the scan stops at
 /// the one before the `CAP`-th queued item from the end, which decides
 /// whether that item repeats it.
-fn first_that_counts<T>(
-    items: &[T],
+pub(crate) fn first_that_counts<'a, T>(
+    items: &'a [T],
     skipped: impl Fn(&T) -> bool,
-    text: impl Fn(&T) -> &str,
+    text: impl Fn(&'a T) -> &'a str,
 ) -> usize {
     let mut queued = 0;
     let mut later: Option<&str> = None;
