@@ -1374,7 +1374,7 @@ mod cron_tool_tests;
 
 #[cfg(test)]
 mod session_key_tests {
-    use crate::app::test_app as app;
+    use crate::app::testing::test_app as app;
 
     /// The shortcut the gateway takes per request gives the key the
     /// agent's sessions give, under each scope and main key.

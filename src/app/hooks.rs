@@ -141,7 +141,7 @@ impl App {
 
 #[cfg(test)]
 mod tests {
-    use crate::app::test_app as app;
+    use crate::app::testing::test_app as app;
 
     #[test]
     fn boot_md_asks_for_a_turn_only_when_on_and_the_file_says_something() {

@@ -146,18 +146,23 @@ fn resolve_paths(state: StateLocation, config: &LoadedConfig, host: &Host) -> Pa
     )
 }
 
-/// An app over `dir`'s `state` directory holding `config`, at a fixed
-/// time (2026-12-01 10:00 UTC), for tests.
+/// Helpers for tests.
 #[cfg(test)]
-pub(crate) fn test_app(dir: &std::path::Path, config: &str) -> App {
-    let state = dir.join("state");
-    std::fs::create_dir_all(&state).unwrap();
-    std::fs::write(state.join("config.json5"), config).unwrap();
-    let host = Host::with_vars(
-        [("ALMANAC_STATE_DIR", state.display().to_string())],
-        dir,
-        dir,
-        "2026-12-01T10:00:00+00:00[UTC]".parse().unwrap(),
-    );
-    App::load(&GlobalOptions::default(), host).expect("app loads")
+pub(crate) mod testing {
+    use super::*;
+
+    /// An app over `dir`'s `state` directory holding `config`, at a fixed
+    /// time (2026-12-01 10:00 UTC), for tests.
+    pub(crate) fn test_app(dir: &std::path::Path, config: &str) -> App {
+        let state = dir.join("state");
+        std::fs::create_dir_all(&state).unwrap();
+        std::fs::write(state.join("config.json5"), config).unwrap();
+        let host = Host::with_vars(
+            [("ALMANAC_STATE_DIR", state.display().to_string())],
+            dir,
+            dir,
+            "2026-12-01T10:00:00+00:00[UTC]".parse().unwrap(),
+        );
+        App::load(&GlobalOptions::default(), host).expect("app loads")
+    }
 }

@@ -89,7 +89,11 @@ async fn receive(State(r): State<Receiver>, headers: HeaderMap, body: Bytes) -> 
 }
 
 fn deliverer(dir: &Path, config: &str, sleeper: Arc<dyn Sleeper>) -> Deliverer {
-    Deliverer::open_with(Engine::new(crate::app::test_app(dir, config)), sleeper).unwrap()
+    Deliverer::open_with(
+        Engine::new(crate::app::testing::test_app(dir, config)),
+        sleeper,
+    )
+    .unwrap()
 }
 
 fn item(text: &str) -> Item {
@@ -491,7 +495,7 @@ async fn an_unreachable_receiver_is_tried_again_until_the_last_attempt() {
 async fn the_guarded_client_refuses_a_name_resolving_to_this_machine_when_it_connects() {
     let dir = tempfile::tempdir().unwrap();
     let (url, receiver) = Receiver::start(Vec::new()).await;
-    let engine = Engine::new(crate::app::test_app(dir.path(), "{}"));
+    let engine = Engine::new(crate::app::testing::test_app(dir.path(), "{}"));
     let by_name = url.replace("127.0.0.1", "localhost");
     let job = Job {
         id: "1".into(),
