@@ -359,19 +359,19 @@ fn keep_what_counts(batch: &mut Vec<Record>) {
     });
 }
 
-/// Queues the events of `batch`, moves the applied mark, and empties a
-/// fully fed log that grew large: one trip to the blocking boundary.
+/// Queues the events of `batch`, moves the applied mark to `through` (the
+/// last record taken, kept or thinned out), and empties a fully fed log
+/// that grew large: one trip to the blocking boundary.
 async fn apply(shared: &Arc<Shared>, batch: Vec<Record>, through: u64) -> anyhow::Result<()> {
     let app = shared.engine.app();
     let feeding = shared.clone();
-    // A batch under load holds thousands of records: all of the work on
-    // them is done on the bookkeeping thread, below the threads that
-    // answer requests.
+    // A live batch is thinned to a few records per session, but a replay
+    // at start may hold thousands: all of the work on them is done on the
+    // bookkeeping thread, below the threads that answer requests.
     let (warnings, rotated, runs, keys) = shared
         .engine
         .background(
             move || -> anyhow::Result<(Vec<String>, bool, Vec<_>, Vec<String>)> {
-                let last = through;
                 let mut by_key: BTreeMap<String, Vec<Record>> = BTreeMap::new();
                 let mut runs = Vec::new();
                 for r in batch {
@@ -410,10 +410,10 @@ async fn apply(shared: &Arc<Shared>, batch: Vec<Record>, through: u64) -> anyhow
                 let intake = &feeding.intake;
                 durable::atomic_replace(
                     &intake.applied_path,
-                    last.to_string().as_bytes(),
+                    through.to_string().as_bytes(),
                     durable::PRIVATE_FILE_MODE,
                 )?;
-                intake.applied.send_replace(last);
+                intake.applied.send_replace(through);
                 // The log holds the idempotency keys of webhooks since the
                 // replay cache was last saved: saved first, then emptied.
                 let rotated = if intake.rotation_due()? {
