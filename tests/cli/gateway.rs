@@ -41,7 +41,8 @@ pub(crate) fn eventually<T>(limit: Duration, mut ready: impl FnMut() -> Option<T
 
 impl Gateway {
     /// `gateway run --port 0` with `env`; returns once it published
-    /// `gateway.json`.
+    /// `gateway.json` and `/readyz` says every component has started (the
+    /// file comes first: a loaded machine may not have polled them yet).
     pub(crate) fn start(sb: &Sandbox, env: &[(&str, &str)]) -> Gateway {
         let mut cmd = sb.cmd();
         // No interval heartbeat turn unless the test asks for one: it
@@ -64,11 +65,11 @@ impl Gateway {
             (v["pid"] == pid).then_some(v)
         });
         let token = sb.read(".almanac/gateway.token").trim().to_string();
-        Gateway {
-            child,
-            port: info["port"].as_u64().unwrap() as u16,
-            token,
-        }
+        let port = info["port"].as_u64().unwrap() as u16;
+        eventually(Duration::from_secs(20), || {
+            (http(port, "GET", "/readyz", None, None).0 == 200).then_some(())
+        });
+        Gateway { child, port, token }
     }
 
     /// One HTTP request; `(status, JSON body)`.
