@@ -258,6 +258,7 @@ impl Runner {
         let shared = self.shared.clone();
         let mut manual = shared.cron.manual_rx.lock().await;
         let mut checked: Option<tokio::time::Instant> = None;
+        let mut timer_woke = false;
         loop {
             // The store is looked at before each tick; the runner wakes
             // that much before a deadline to do it, so that the tick at
@@ -310,6 +311,9 @@ impl Runner {
             if let Some(at) = next {
                 self.prepare(at);
             }
+            if std::mem::take(&mut timer_woke) {
+                self.shared.periodic_work_ran.notify_one();
+            }
             self.shared
                 .cron
                 .next_wake_ms
@@ -328,7 +332,7 @@ impl Runner {
             let ended = self.ended.clone();
             tokio::select! {
                 () = stop.cancelled() => return Ok(()),
-                () = tokio::time::sleep(sleep) => {}
+                () = tokio::time::sleep(sleep) => timer_woke = true,
                 () = ended.notified() => {}
                 () = self.shared.cron.nudge.notified() => {
                     self.fingerprint = None;

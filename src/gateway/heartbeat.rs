@@ -238,6 +238,9 @@ impl Component for HeartbeatRunner {
                 let reason: Option<String> = tokio::select! {
                     () = stop.cancelled() => return Ok(()),
                     () = tokio::time::sleep(sleep) => {
+                        if busy_streak == 0 {
+                            shared.periodic_work_ran.notify_one();
+                        }
                         let now = shared.host.now_ms();
                         match next_due {
                             _ if busy_streak > 0 => deferred.clone(),

@@ -13,8 +13,10 @@
 
 use std::borrow::Cow;
 use std::collections::{HashMap, VecDeque};
+use std::convert::Infallible;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::{Arc, Mutex};
+use std::task::Poll;
 use std::time::Duration;
 
 use axum::Json;
@@ -22,9 +24,9 @@ use axum::Router;
 use axum::extract::rejection::JsonRejection;
 use axum::extract::{ConnectInfo, DefaultBodyLimit, Request, State};
 use axum::http::StatusCode;
-use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
+use axum::routing::{any, get, post};
+use futures_util::future::Either;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use tokio::time::Instant;
@@ -84,32 +86,32 @@ impl From<JsonRejection> for ApiError {
 
 type ApiResult = Result<Json<Value>, ApiError>;
 
-/// The route table.
+/// The route table. The control API's paths are written out whole (a
+/// nested router would rebuild every request's URI) and gated by
+/// [`RequireToken`], which also guards its unknown paths.
 pub(crate) fn router(shared: Arc<Shared>) -> Router {
     let control = Router::new()
-        .route("/system/event", post(system_event))
-        .route("/system/heartbeat/run", post(heartbeat_run))
-        .route("/cron/jobs/{id}/run", post(cron_run))
-        .route("/cron/reload", post(cron_reload))
-        .route("/system/heartbeat/enable", post(heartbeat_enable))
-        .route("/system/heartbeat/disable", post(heartbeat_disable))
-        .route("/agent", post(agent))
-        .route("/memory/search", post(memory_search))
-        .route("/sessions", get(sessions))
-        .route("/status", get(status))
-        .route("/tasks", get(tasks))
-        .route("/tasks/{id}/cancel", post(cancel_task))
-        .route("/outbox/stream", get(outbox_stream))
-        .fallback(not_found)
+        .route("/v1/system/event", post(system_event))
+        .route("/v1/system/heartbeat/run", post(heartbeat_run))
+        .route("/v1/cron/jobs/{id}/run", post(cron_run))
+        .route("/v1/cron/reload", post(cron_reload))
+        .route("/v1/system/heartbeat/enable", post(heartbeat_enable))
+        .route("/v1/system/heartbeat/disable", post(heartbeat_disable))
+        .route("/v1/agent", post(agent))
+        .route("/v1/memory/search", post(memory_search))
+        .route("/v1/sessions", get(sessions))
+        .route("/v1/status", get(status))
+        .route("/v1/tasks", get(tasks))
+        .route("/v1/tasks/{id}/cancel", post(cancel_task))
+        .route("/v1/outbox/stream", get(outbox_stream))
+        .route("/v1", any(not_found))
+        .route("/v1/{*rest}", any(not_found))
         .method_not_allowed_fallback(method_not_allowed)
-        .layer(middleware::from_fn_with_state(
-            shared.clone(),
-            require_token,
-        ));
+        .route_layer(RequireToken(shared.clone()));
     Router::new()
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
-        .nest("/v1", control)
+        .merge(control)
         .fallback(hooks_or_not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
@@ -242,18 +244,65 @@ impl Lockout {
     }
 }
 
-async fn require_token(State(shared): State<Arc<Shared>>, req: Request, next: Next) -> Response {
-    let ip = client_ip(&req);
+/// The control API's gate: the gateway token, with the lockout. A plain
+/// service around each route, so that an accepted request costs neither
+/// a boxed future nor a copy of the router.
+#[derive(Clone)]
+struct RequireToken(Arc<Shared>);
+
+impl<S> tower_layer::Layer<S> for RequireToken {
+    type Service = TokenGate<S>;
+
+    fn layer(&self, inner: S) -> TokenGate<S> {
+        TokenGate {
+            inner,
+            shared: self.0.clone(),
+        }
+    }
+}
+
+#[derive(Clone)]
+struct TokenGate<S> {
+    inner: S,
+    shared: Arc<Shared>,
+}
+
+impl<S> tower_service::Service<Request> for TokenGate<S>
+where
+    S: tower_service::Service<Request, Response = Response, Error = Infallible>,
+{
+    type Response = Response;
+    type Error = Infallible;
+    type Future = Either<std::future::Ready<Result<Response, Infallible>>, S::Future>;
+
+    fn poll_ready(&mut self, cx: &mut std::task::Context<'_>) -> Poll<Result<(), Infallible>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, req: Request) -> Self::Future {
+        match refusal(&self.shared, &req) {
+            None => Either::Right(self.inner.call(req)),
+            Some(refused) => Either::Left(std::future::ready(Ok(refused))),
+        }
+    }
+}
+
+/// `None` when `req` carries the gateway token; else the answer that
+/// refuses it, with a strike against its address.
+fn refusal(shared: &Shared, req: &Request) -> Option<Response> {
+    let ip = client_ip(req);
     let now = Instant::now();
     if let Some(left) = shared.lockout.locked(ip, now) {
-        return ApiError::new(
-            StatusCode::TOO_MANY_REQUESTS,
-            format!(
-                "too many failed authentications; try again in {} s",
-                left.as_secs().max(1)
-            ),
-        )
-        .into_response();
+        return Some(
+            ApiError::new(
+                StatusCode::TOO_MANY_REQUESTS,
+                format!(
+                    "too many failed authentications; try again in {} s",
+                    left.as_secs().max(1)
+                ),
+            )
+            .into_response(),
+        );
     }
     let given = req
         .headers()
@@ -261,24 +310,16 @@ async fn require_token(State(shared): State<Arc<Shared>>, req: Request, next: Ne
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "))
         .map(str::trim);
-    match given {
+    let error = match given {
         Some(token) if state::tokens_equal(token.as_bytes(), shared.token.as_bytes()) => {
             shared.lockout.succeeded(ip);
-            next.run(req).await
+            return None;
         }
-        Some(_) => {
-            shared.lockout.failed(ip, now);
-            ApiError::new(StatusCode::UNAUTHORIZED, "wrong gateway token").into_response()
-        }
-        None => {
-            shared.lockout.failed(ip, now);
-            ApiError::new(
-                StatusCode::UNAUTHORIZED,
-                "missing gateway token: send Authorization: Bearer <token>",
-            )
-            .into_response()
-        }
-    }
+        Some(_) => "wrong gateway token",
+        None => "missing gateway token: send Authorization: Bearer <token>",
+    };
+    shared.lockout.failed(ip, now);
+    Some(ApiError::new(StatusCode::UNAUTHORIZED, error).into_response())
 }
 
 #[derive(Debug, Deserialize)]

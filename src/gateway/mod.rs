@@ -65,6 +65,42 @@ const TURN_GRACE: Duration = Duration::from_secs(7);
 /// memory index check, the skills and job store reads) is done by then.
 const START_SETTLE: Duration = Duration::from_secs(10);
 
+/// How long periodic work must have been quiet before the gateway gives
+/// back what it mapped: the timers that wake together (the task sweep,
+/// cron, heartbeat) are one give-back, and the resident set is back to
+/// idle within this of their wake.
+const PERIODIC_SETTLE: Duration = Duration::from_millis(50);
+
+/// Gives back what start-up mapped and allocated once it has settled, and
+/// again after each burst of periodic work once that is quiet
+/// ([`resident::release_unused_memory`]): an idle gateway stays as small
+/// at its thousandth sweep as after its start.
+async fn give_back_when_quiet<F, Fut>(
+    work_ran: &tokio::sync::Notify,
+    stop: &CancellationToken,
+    mut give_back: F,
+) where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = ()>,
+{
+    let mut quiet = START_SETTLE;
+    loop {
+        loop {
+            tokio::select! {
+                () = tokio::time::sleep(quiet) => break,
+                () = work_ran.notified() => {}
+                () = stop.cancelled() => return,
+            }
+        }
+        give_back().await;
+        quiet = PERIODIC_SETTLE;
+        tokio::select! {
+            () = work_ran.notified() => {}
+            () = stop.cancelled() => return,
+        }
+    }
+}
+
 /// What moves between components. Grouped: external commands, files,
 /// tasks. Shutdown is the stop token, not an event.
 #[derive(Debug, Clone, PartialEq)]
@@ -154,6 +190,10 @@ pub(crate) struct Shared {
     pub cron: cron::CronState,
     /// Memory search's warm provider and vectors.
     pub semantic: semantic::SemanticState,
+    /// Said by periodic work (the task sweep, the cron and heartbeat
+    /// timers) once it ran: it maps code an idle gateway then gives back
+    /// ([`resident`]).
+    pub periodic_work_ran: tokio::sync::Notify,
 }
 
 impl std::fmt::Debug for Shared {
@@ -389,6 +429,7 @@ async fn serve(
         heartbeat: heartbeat::HeartbeatState::new(heartbeat_on),
         cron: cron::CronState::new(),
         semantic: semantic::SemanticState::default(),
+        periodic_work_ran: tokio::sync::Notify::new(),
     });
     // The intake's group commit runs on a thread of its own.
     let syncer = {
@@ -452,14 +493,16 @@ async fn serve(
         let shared = shared.clone();
         let stop = components_stop.clone();
         tracker.spawn(async move {
-            tokio::select! {
-                () = tokio::time::sleep(START_SETTLE) => {
-                    if let Ok(kb) = shared.engine.blocking(resident::release_unused_memory).await {
-                        tracing::debug!(kb, "start-up code pages unmapped");
-                    }
+            give_back_when_quiet(&shared.periodic_work_ran, &stop, || async {
+                if let Ok(kb) = shared
+                    .engine
+                    .blocking(resident::release_unused_memory)
+                    .await
+                {
+                    tracing::debug!(kb, "code pages unmapped");
                 }
-                () = stop.cancelled() => {}
-            }
+            })
+            .await;
         });
     }
 
@@ -673,5 +716,62 @@ pub(crate) fn test_shared_with(
         heartbeat: heartbeat::HeartbeatState::new(true),
         cron: cron::CronState::new(),
         semantic: semantic::SemanticState::default(),
+        periodic_work_ran: tokio::sync::Notify::new(),
     })
+}
+
+#[cfg(test)]
+mod give_back_tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::time::Duration;
+
+    use tokio_util::sync::CancellationToken;
+
+    use super::{PERIODIC_SETTLE, START_SETTLE, give_back_when_quiet};
+
+    /// Start-up settles once; then each burst of periodic work is one
+    /// give-back, shortly after its last wake, and nothing happens while
+    /// no work runs.
+    #[tokio::test(flavor = "current_thread", start_paused = true)]
+    async fn gives_back_after_start_and_once_per_burst_of_periodic_work() {
+        let work_ran = std::sync::Arc::new(tokio::sync::Notify::new());
+        let stop = CancellationToken::new();
+        let given = std::sync::Arc::new(AtomicUsize::new(0));
+        let task = {
+            let (work_ran, stop, given) = (work_ran.clone(), stop.clone(), given.clone());
+            tokio::spawn(async move {
+                give_back_when_quiet(&work_ran, &stop, || async {
+                    given.fetch_add(1, Ordering::SeqCst);
+                })
+                .await;
+            })
+        };
+        let step = |d: Duration| tokio::time::sleep(d);
+        step(START_SETTLE - Duration::from_millis(1)).await;
+        assert_eq!(
+            given.load(Ordering::SeqCst),
+            0,
+            "not before start-up settled"
+        );
+        step(Duration::from_millis(2)).await;
+        assert_eq!(given.load(Ordering::SeqCst), 1);
+        // Idle for an hour: nothing.
+        step(Duration::from_secs(3600)).await;
+        assert_eq!(given.load(Ordering::SeqCst), 1);
+        // Three timers wake close together: one give-back after the last.
+        for _ in 0..3 {
+            work_ran.notify_one();
+            step(PERIODIC_SETTLE / 2).await;
+            assert_eq!(given.load(Ordering::SeqCst), 1, "not while work goes on");
+        }
+        step(PERIODIC_SETTLE).await;
+        assert_eq!(given.load(Ordering::SeqCst), 2);
+        // The next minute's sweep: one more.
+        step(Duration::from_secs(60)).await;
+        work_ran.notify_one();
+        step(PERIODIC_SETTLE * 2).await;
+        assert_eq!(given.load(Ordering::SeqCst), 3);
+        stop.cancel();
+        task.await.unwrap();
+    }
 }

@@ -11,9 +11,16 @@
 //! read-only mapping that holds only the file's own pages (no private
 //! copies): the next use maps the same bytes again from the page cache.
 
-/// Returns the allocator's free memory to the OS (glibc keeps it), after
-/// work that built and dropped a lot (a memory refresh, a job store read).
+/// Returns the allocators' free memory to the OS, after work that built
+/// and dropped a lot (a memory refresh, a job store read): mimalloc's (the
+/// executable's allocator) and glibc's (SQLite's, which keeps it).
 pub(crate) fn release_free_memory() {
+    // SAFETY: mi_collect only frees and returns the calling thread's and
+    // abandoned free pages; other threads' are returned by mimalloc itself
+    // once they stay free.
+    unsafe {
+        libmimalloc_sys::mi_collect(true);
+    }
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: malloc_trim only returns free heap pages to the OS.
     unsafe {
