@@ -60,9 +60,10 @@ use supervisor::{Component, Registry};
 pub(crate) const SHUTDOWN_DEADLINE: Duration = Duration::from_secs(10);
 /// How long running turns get to finish before they are cancelled.
 const TURN_GRACE: Duration = Duration::from_secs(7);
-/// How long after it is ready the gateway gives back what its start
-/// mapped and allocated ([`resident`]): the components' first work (the
-/// memory index check, the skills and job store reads) is done by then.
+/// How long start-up must have been quiet before the gateway gives back
+/// what it mapped and allocated ([`resident`]): the components' first
+/// work (the memory index check, the skills and job store reads) is done
+/// by then.
 const START_SETTLE: Duration = Duration::from_secs(10);
 
 /// How long periodic work must have been quiet before the gateway gives

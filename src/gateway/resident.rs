@@ -38,9 +38,10 @@ pub(crate) fn release_unused_memory() -> u64 {
     unmap_executable_pages()
 }
 
-/// Keeps the allocator to a few arenas: glibc gives each busy thread one
-/// (the blocking pool has many), and what one frees is kept in it, so a
-/// long-running daemon's resident memory grows with its thread count.
+/// Keeps glibc's allocator (SQLite's) to a few arenas: glibc gives each
+/// busy thread one (the blocking pool has many), and what one frees is
+/// kept in it, so a long-running daemon's resident memory would grow with
+/// its thread count.
 pub(crate) fn limit_allocator_arenas() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: mallopt only tunes the allocator; called before the runtime
