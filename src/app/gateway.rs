@@ -66,7 +66,11 @@ pub(crate) fn run(
 /// `gateway status`: from the running gateway, else "not running".
 pub(crate) fn status(app: &App) -> anyhow::Result<GatewayStatus> {
     let Some(client) = Client::find(app)? else {
-        return Ok(GatewayStatus::not_running());
+        let mut status = GatewayStatus::not_running();
+        // A gateway holds the lock but its gateway.json is gone or
+        // unreadable: it runs, and puts the file back within a minute.
+        status.running = state::lock_held(&app.paths);
+        return Ok(status);
     };
     match client.get("/v1/status") {
         Ok(value) => Ok(serde_json::from_value(value)?),
@@ -105,6 +109,11 @@ pub(crate) struct Stopped {
 /// end (its own shutdown deadline plus a margin).
 pub(crate) fn stop(app: &App) -> anyhow::Result<Stopped> {
     let Some(info) = state::running(&app.paths) else {
+        if state::lock_held(&app.paths) {
+            return Err(anyhow::anyhow!(
+                "a gateway runs on this state directory but its gateway.json is missing or unreadable; it writes it again within a minute: try then"
+            ));
+        }
         return Ok(Stopped {
             was_running: false,
             pid: None,
@@ -193,21 +202,21 @@ pub(crate) fn system_event(
             .events()
             .enqueue(&key, text, now.as_millisecond(), true, now)?;
     let mut warning = warnings.join("; ");
-    if mode == "now" {
-        if !warning.is_empty() {
-            warning.push_str("; ");
-        }
-        warning.push_str(
-            "no gateway is running: the event waits for the session's next turn; no wake happened",
-        );
+    if !warning.is_empty() {
+        warning.push_str("; ");
     }
+    warning.push_str(if mode == "now" {
+        "no gateway is running: the event waits for the session's next turn; no wake happened"
+    } else {
+        "no gateway is running: no heartbeat runs until one starts; the event waits for the session's next turn"
+    });
     Ok(EventQueued {
         ok: true,
         queued,
         mode: mode.to_string(),
         session_key: key,
         via_gateway: false,
-        warning: (!warning.is_empty()).then_some(warning),
+        warning: Some(warning),
     })
 }
 

@@ -76,6 +76,24 @@ impl App {
         })
     }
 
+    /// [`App::load`] over the defaults, the environment and the flags
+    /// alone: for the commands that need only the state directory
+    /// (`gateway status`, `gateway stop`) when the config file is broken.
+    pub(crate) fn load_without_config_file(
+        options: &GlobalOptions,
+        host: Host,
+    ) -> anyhow::Result<App> {
+        let state = paths::resolve_state(&options.paths, &host)?;
+        let config =
+            config::load_without_file(&state.config_path, &host, &options.config_flag_values())?;
+        let paths = resolve_paths(state, &config, &host);
+        Ok(App {
+            host,
+            paths,
+            config,
+        })
+    }
+
     /// The effective value of a config key and where it came from; keys
     /// whose default is computed (the workspace, the user's time zone, the
     /// session-memory folder) give the value in use. `None`: the key is

@@ -2,8 +2,10 @@
 //! show, audit and maintenance. Reading creates and migrates nothing (a
 //! state store that does not exist yet is an empty ledger); maintenance
 //! writes only with `apply`, and only when its preview found something to
-//! do. The command line runs no tasks, so its maintenance treats every
-//! owner as gone and goes by the leases alone.
+//! do. The command line runs no tasks: its maintenance goes by the
+//! leases, and never declares lost a task of the gateway that runs now
+//! (it owns the latest generation and renews its leases even when a
+//! suspended machine let them lapse).
 
 use anyhow::Context;
 use serde::Serialize;
@@ -77,7 +79,14 @@ pub(crate) fn audit(
 /// The sweeper step now: previewed, or performed with `apply`.
 pub(crate) fn maintenance(app: &App, apply: bool) -> anyhow::Result<Maintenance> {
     let now = app.now_ms();
-    let preview = app.ledger_for_reading()?.maintenance(now, None, false)?;
+    let mut reader = app.ledger_for_reading()?;
+    let owner_alive = crate::gateway::state::lock_held(&app.paths);
+    let current = if owner_alive {
+        reader.latest_generation()?
+    } else {
+        None
+    };
+    let preview = reader.maintenance(now, current, false)?;
     let nothing_to_do = preview.reconciled + preview.cleanup_stamped + preview.pruned == 0;
     if !apply || nothing_to_do {
         return Ok(Maintenance {
@@ -88,5 +97,5 @@ pub(crate) fn maintenance(app: &App, apply: bool) -> anyhow::Result<Maintenance>
     let path = app.paths.state_store();
     let mut ledger = Ledger::open(&path)
         .with_context(|| format!("cannot open the task ledger in {}", path.display()))?;
-    Ok(ledger.maintenance(now, None, true)?)
+    Ok(ledger.maintenance(now, current, true)?)
 }

@@ -26,6 +26,14 @@ pub(super) enum GatewayCommand {
     Uninstall(InstallArgs),
 }
 
+impl GatewayCommand {
+    /// Whether the command needs the config file (status and stop need
+    /// only the state directory).
+    pub(super) fn reads_config(&self) -> bool {
+        !matches!(self, GatewayCommand::Status(_) | GatewayCommand::Stop(_))
+    }
+}
+
 #[derive(Debug, Args)]
 pub(super) struct InstallArgs {
     /// Show what would be written or removed, and change nothing
@@ -98,9 +106,14 @@ fn status(app: &App, flag: JsonFlag) -> anyhow::Result<ExitCode> {
         println!("gateway: not running");
         return Ok(ExitCode::SUCCESS);
     }
+    let Some(pid) = status.pid else {
+        println!(
+            "gateway: running, but its gateway.json is missing or unreadable (it writes it again within a minute)"
+        );
+        return Ok(ExitCode::SUCCESS);
+    };
     println!(
-        "gateway: running (pid {}) on {}:{}, up {} s",
-        status.pid.unwrap_or_default(),
+        "gateway: running (pid {pid}) on {}:{}, up {} s",
         status.address.as_deref().unwrap_or(""),
         status.port.unwrap_or_default(),
         status.uptime_ms.unwrap_or_default() / 1000

@@ -194,7 +194,14 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Hooks(cmd) => {
             hooks_cmd::run(cmd, &load_app(&options, host)?, cli.global.verbose > 0)
         }
-        Command::Gateway(cmd) => gateway_cmd::run(cmd, load_app(&options, host)?, &options),
+        Command::Gateway(cmd) => {
+            let app = if cmd.reads_config() {
+                load_app(&options, host)?
+            } else {
+                load_app_despite_config(&options, host)?
+            };
+            gateway_cmd::run(cmd, app, &options)
+        }
         Command::System(cmd) => system_cmd::run(cmd, &load_app(&options, host)?),
         Command::Tasks(args) => tasks_cmd::run(args, &load_app(&options, host)?),
         Command::Outbox(cmd) => outbox_cmd::run(cmd, &load_app(&options, host)?),
@@ -213,6 +220,27 @@ fn load_app(options: &GlobalOptions, host: Host) -> anyhow::Result<App> {
     logging::init_from_config(app.config.config.logging.level);
     output::print_config_warnings(&app.config);
     Ok(app)
+}
+
+/// [`load_app`] for a command that needs only the state directory: a
+/// config file that does not load is reported and left out, so a half-
+/// edited file never keeps anyone from asking after or stopping the
+/// gateway.
+fn load_app_despite_config(options: &GlobalOptions, host: Host) -> anyhow::Result<App> {
+    match App::load(options, host.clone()) {
+        Ok(app) => {
+            logging::init_from_config(app.config.config.logging.level);
+            output::print_config_warnings(&app.config);
+            Ok(app)
+        }
+        Err(err) => match App::load_without_config_file(options, host) {
+            Ok(app) => {
+                output::warn(format!("{err:#}; going on without the config file"));
+                Ok(app)
+            }
+            Err(_) => Err(err),
+        },
+    }
 }
 
 #[cfg(test)]

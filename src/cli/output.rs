@@ -73,6 +73,7 @@ fn is_refusal(error: &(dyn std::error::Error + 'static)) -> bool {
                 e,
                 crate::gateway::GatewayError::TokenRequired(_)
                     | crate::gateway::GatewayError::BadBind(_)
+                    | crate::gateway::GatewayError::NoCustomHost
             )
         })
         || refused::<crate::app::gateway::BadEvent>(error, |_| true)

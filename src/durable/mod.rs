@@ -31,7 +31,7 @@
 
 mod journal;
 
-pub(crate) use journal::{Journal, lock_file, read_journal, try_lock_file};
+pub(crate) use journal::{HeldLock, Journal, lock_file, read_journal, try_lock_file};
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Seek, SeekFrom, Write};

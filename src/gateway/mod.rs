@@ -58,6 +58,13 @@ use supervisor::{Component, Registry};
 
 /// How long shutdown may take in all.
 pub(crate) const SHUTDOWN_DEADLINE: Duration = Duration::from_secs(10);
+/// What the end of a shutdown keeps for itself after the work stopped
+/// (or was given up on): the intake's last sync, `gateway.json`, and the
+/// runtime's wait for blocking work (a first index build cannot be cut
+/// short; the process ends without it).
+const SHUTDOWN_TAIL: Duration = Duration::from_millis(1500);
+/// How long the runtime waits for blocking work at the very end.
+const RUNTIME_SHUTDOWN: Duration = Duration::from_millis(750);
 /// How long running turns get to finish before they are cancelled.
 const TURN_GRACE: Duration = Duration::from_secs(7);
 /// How long start-up must have been quiet before the gateway gives back
@@ -130,13 +137,9 @@ pub(crate) enum Event {
 pub(crate) enum GatewayError {
     #[error("another gateway is running on this state directory{}", pid.map(|p| format!(" (pid {p})")).unwrap_or_default())]
     AlreadyRunning { pid: Option<u32> },
+    /// One line: the address in use is the whole reason.
     #[error("port {port} on {address} is in use")]
-    PortInUse {
-        address: IpAddr,
-        port: u16,
-        #[source]
-        source: std::io::Error,
-    },
+    PortInUse { address: IpAddr, port: u16 },
     #[error("cannot listen on {address}:{port}")]
     Bind {
         address: IpAddr,
@@ -145,11 +148,13 @@ pub(crate) enum GatewayError {
         source: std::io::Error,
     },
     #[error(
-        "gateway.bind is `{0}`: a gateway reachable from other machines needs gateway.auth.token (or ALMANAC_GATEWAY_TOKEN) set"
+        "binding to {0} makes the gateway reachable from other machines: set gateway.auth.token (or ALMANAC_GATEWAY_TOKEN) first"
     )]
     TokenRequired(String),
     #[error("`{0}` is not a bind address: use loopback, lan or an IP address")]
     BadBind(String),
+    #[error("gateway.bind is `custom` but gateway.customBindHost is not set")]
+    NoCustomHost,
 }
 
 /// What `gateway run` was given.
@@ -195,6 +200,9 @@ pub(crate) struct Shared {
     /// timers) once it ran: it maps code an idle gateway then gives back
     /// ([`resident`]).
     pub periodic_work_ran: tokio::sync::Notify,
+    /// Said by the config watcher when a reload changed the memory paths
+    /// (the memory watcher then watches the new ones).
+    pub memory_paths_changed: tokio::sync::Notify,
 }
 
 impl std::fmt::Debug for Shared {
@@ -266,21 +274,30 @@ pub(crate) fn bind_address(
     let port = opts.port.unwrap_or(gateway.port);
     let (address, label) = match opts.bind.as_deref().map(str::trim) {
         Some("loopback") => (IpAddr::V4(Ipv4Addr::LOCALHOST), "loopback".to_string()),
-        Some("lan") => (IpAddr::V4(Ipv4Addr::UNSPECIFIED), "lan".to_string()),
+        Some("lan") => (
+            IpAddr::V4(Ipv4Addr::UNSPECIFIED),
+            "lan (--bind)".to_string(),
+        ),
         Some(ip) => (
             ip.parse()
                 .map_err(|_| GatewayError::BadBind(ip.to_string()))?,
-            ip.to_string(),
+            format!("{ip} (--bind)"),
         ),
         None => match gateway.bind {
             GatewayBind::Loopback => (IpAddr::V4(Ipv4Addr::LOCALHOST), "loopback".to_string()),
-            GatewayBind::Lan => (IpAddr::V4(Ipv4Addr::UNSPECIFIED), "lan".to_string()),
+            GatewayBind::Lan => (
+                IpAddr::V4(Ipv4Addr::UNSPECIFIED),
+                "lan (gateway.bind)".to_string(),
+            ),
             GatewayBind::Custom => {
                 let host = gateway.custom_bind_host.as_deref().unwrap_or("").trim();
+                if host.is_empty() {
+                    return Err(GatewayError::NoCustomHost);
+                }
                 (
                     host.parse()
                         .map_err(|_| GatewayError::BadBind(host.to_string()))?,
-                    "custom".to_string(),
+                    format!("{host} (gateway.customBindHost)"),
                 )
             }
         },
@@ -323,18 +340,14 @@ pub(crate) fn run(
         return Err(GatewayError::TokenRequired(label).into());
     }
     app.ensure_state_dir()?;
-    let Some(lock) = crate::durable::try_lock_file(&app.paths.gateway_lock())? else {
+    let Some(lock) = state::acquire_lock(&app.paths)? else {
         let pid = state::running(&app.paths).map(|i| i.pid);
         return Err(GatewayError::AlreadyRunning { pid }.into());
     };
     let listener =
         std::net::TcpListener::bind(SocketAddr::new(address, port)).map_err(|source| {
             if source.kind() == std::io::ErrorKind::AddrInUse {
-                GatewayError::PortInUse {
-                    address,
-                    port,
-                    source,
-                }
+                GatewayError::PortInUse { address, port }
             } else {
                 GatewayError::Bind {
                     address,
@@ -359,7 +372,7 @@ pub(crate) fn run(
     let result = runtime.block_on(serve(
         app, options, listener, token, source, intake, book, stop, on_ready,
     ));
-    runtime.shutdown_timeout(Duration::from_secs(1));
+    runtime.shutdown_timeout(RUNTIME_SHUTDOWN);
     drop(lock);
     result
 }
@@ -387,7 +400,6 @@ async fn serve(
     on_ready: impl FnOnce(&GatewayInfo) + Send,
 ) -> anyhow::Result<()> {
     let local = listener.local_addr()?;
-    let listener = tokio::net::TcpListener::from_std(listener)?;
     let paths = app.paths.clone();
     let host = app.host.clone();
     let memory_root = app.memory().root;
@@ -431,6 +443,7 @@ async fn serve(
         cron: cron::CronState::new(),
         semantic: semantic::SemanticState::default(),
         periodic_work_ran: tokio::sync::Notify::new(),
+        memory_paths_changed: tokio::sync::Notify::new(),
     });
     // The intake's group commit runs on a thread of its own.
     let syncer = {
@@ -456,21 +469,16 @@ async fn serve(
     crate::delivery::resume_pending(&shared.deliverer).await;
     http::hooks::resume_runs(&shared).await;
     let server_stop = CancellationToken::new();
-    {
-        let router = http::router(shared.clone());
-        let server_stop = server_stop.clone();
-        tracker.spawn(async move {
-            let served = axum::serve(
-                listener,
-                router.into_make_service_with_connect_info::<SocketAddr>(),
-            )
-            .with_graceful_shutdown(server_stop.cancelled_owned())
-            .await;
-            if let Err(err) = served {
-                tracing::error!(%err, "the control API stopped");
-            }
-        });
-    }
+    supervisor::supervise(
+        Arc::new(ControlApi {
+            listener,
+            server_stop: server_stop.clone(),
+        }),
+        shared.clone(),
+        shared.registry.clone(),
+        &tracker,
+        components_stop.clone(),
+    );
     shared
         .engine
         .set_gateway(Arc::new(Hooks(Arc::downgrade(&shared))));
@@ -509,7 +517,7 @@ async fn serve(
 
     wait_for_shutdown(&stop).await;
     tracing::info!("gateway stopping");
-    let deadline = tokio::time::Instant::now() + SHUTDOWN_DEADLINE;
+    let deadline = tokio::time::Instant::now() + (SHUTDOWN_DEADLINE - SHUTDOWN_TAIL);
     shared.ready.store(false, Ordering::Release);
     // No new connections; requests in flight finish (a turn's request
     // ends when its turn does).
@@ -536,6 +544,51 @@ async fn serve(
     let _ = tokio::task::spawn_blocking(move || syncer.join()).await;
     state::unpublish(&paths, std::process::id());
     Ok(())
+}
+
+/// Serves the HTTP routes on the gateway's socket, under the supervisor
+/// like every other component: should serving fail, it serves again on
+/// the same socket (bound once, so the port is never given up) and
+/// `gateway status` shows the restart.
+struct ControlApi {
+    listener: std::net::TcpListener,
+    /// Said first at shutdown: no new connections, requests in flight end.
+    server_stop: CancellationToken,
+}
+
+impl Component for ControlApi {
+    fn kind(&self) -> supervisor::ComponentKind {
+        supervisor::ComponentKind::ControlApi
+    }
+
+    fn start(
+        self: Arc<Self>,
+        shared: Arc<Shared>,
+        stop: CancellationToken,
+    ) -> futures_util::future::BoxFuture<'static, anyhow::Result<()>> {
+        Box::pin(async move {
+            let listener = tokio::net::TcpListener::from_std(self.listener.try_clone()?)?;
+            let router = http::router(shared);
+            let server_stop = self.server_stop.clone();
+            let stopping = stop.clone();
+            axum::serve(
+                listener,
+                router.into_make_service_with_connect_info::<SocketAddr>(),
+            )
+            .with_graceful_shutdown(async move {
+                tokio::select! {
+                    () = server_stop.cancelled() => {}
+                    () = stopping.cancelled() => {}
+                }
+            })
+            .await?;
+            // Served to the end of a shutdown: not a failure to restart.
+            if self.server_stop.is_cancelled() {
+                stop.cancelled().await;
+            }
+            Ok(())
+        })
+    }
 }
 
 /// The gateway as a turn in its own process reaches it: the paths of
@@ -718,6 +771,7 @@ pub(crate) fn test_shared_with(
         cron: cron::CronState::new(),
         semantic: semantic::SemanticState::default(),
         periodic_work_ran: tokio::sync::Notify::new(),
+        memory_paths_changed: tokio::sync::Notify::new(),
     })
 }
 

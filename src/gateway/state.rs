@@ -1,9 +1,11 @@
 //! What a running gateway publishes, and how clients find it: the
 //! instance lock, `gateway.json` and the control-API token.
 //!
-//! Clients never probe a port: they read `gateway.json`, and a file whose
-//! pid is not alive means "not running" (a gateway killed with -9 leaves
-//! its file behind; the next start replaces it).
+//! Clients never probe a port: they read `gateway.json`, and a gateway
+//! runs only while its pid is alive *and* `gateway.lock` is held. A
+//! gateway killed with -9 leaves its file behind and the kernel drops its
+//! lock, so a pid that was reused since (after a crash or a reboot) is
+//! never taken for the gateway: nothing signals it or asks it anything.
 
 use std::path::PathBuf;
 
@@ -79,11 +81,61 @@ fn is_zombie(pid: libc::pid_t) -> bool {
 }
 
 /// The running gateway of this state directory, if any: `gateway.json`
-/// whose pid is alive. A missing, unreadable or stale file is `None`.
+/// whose pid is alive while the instance lock is held. A missing,
+/// unreadable or stale file is `None`.
 pub(crate) fn running(paths: &Paths) -> Option<GatewayInfo> {
     let bytes = durable::read_if_exists(&paths.gateway_file()).ok()??;
     let info: GatewayInfo = serde_json::from_slice(&bytes).ok()?;
-    pid_alive(info.pid).then_some(info)
+    (pid_alive(info.pid) && lock_held(paths)).then_some(info)
+}
+
+/// Whether a gateway holds this state directory's instance lock. The
+/// probe holds a shared lock for an instant when none is held; a gateway
+/// starting in that instant tries again ([`acquire_lock`]).
+pub(crate) fn lock_held(paths: &Paths) -> bool {
+    let Ok(file) = std::fs::File::open(paths.gateway_lock()) else {
+        return false;
+    };
+    match file.try_lock_shared() {
+        Ok(()) => {
+            let _ = file.unlock();
+            false
+        }
+        Err(std::fs::TryLockError::WouldBlock) => true,
+        Err(std::fs::TryLockError::Error(_)) => false,
+    }
+}
+
+/// How long a starting gateway keeps trying for the instance lock: a
+/// client's probe holds it for microseconds, another gateway for its life.
+const LOCK_PATIENCE: std::time::Duration = std::time::Duration::from_millis(50);
+
+/// Takes the instance lock for a gateway's life, or `None` when another
+/// gateway holds it.
+pub(crate) fn acquire_lock(paths: &Paths) -> std::io::Result<Option<durable::HeldLock>> {
+    let began = std::time::Instant::now();
+    loop {
+        if let Some(lock) = durable::try_lock_file(&paths.gateway_lock())? {
+            return Ok(Some(lock));
+        }
+        if began.elapsed() >= LOCK_PATIENCE {
+            return Ok(None);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+}
+
+/// Rewrites `gateway.json` when it went missing (or holds someone
+/// else's pid) while this gateway runs; `true` when it did.
+pub(crate) fn republish_if_lost(paths: &Paths, info: &GatewayInfo) -> std::io::Result<bool> {
+    let ours = durable::read_if_exists(&paths.gateway_file())?
+        .and_then(|b| serde_json::from_slice::<GatewayInfo>(&b).ok())
+        .is_some_and(|i| i.pid == info.pid);
+    if ours {
+        return Ok(false);
+    }
+    publish(paths, info)?;
+    Ok(true)
 }
 
 /// Writes `gateway.json` (0600, atomically).
@@ -202,6 +254,40 @@ mod tests {
         let t = generate_token();
         assert_eq!(t.len(), 64);
         assert_ne!(t, generate_token());
+    }
+
+    #[test]
+    fn running_needs_the_lock_and_a_lost_file_is_put_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let paths = crate::app::testing::test_app(dir.path(), "{}").paths;
+        let info = GatewayInfo {
+            pid: std::process::id(),
+            address: "127.0.0.1".into(),
+            port: 9,
+            started_at_ms: 0,
+            token_source: "file".into(),
+            token_file: None,
+            generation: 1,
+            watching: vec![],
+            version: "x".into(),
+        };
+        publish(&paths, &info).unwrap();
+        // A live pid without the lock (reused after a crash): not running.
+        assert!(!lock_held(&paths));
+        assert_eq!(running(&paths), None);
+        let lock = acquire_lock(&paths).unwrap().expect("free");
+        assert!(lock_held(&paths));
+        assert_eq!(running(&paths), Some(info.clone()));
+        // A second gateway does not get it, even after waiting a little.
+        assert!(acquire_lock(&paths).unwrap().is_none());
+        // The file deleted under a running gateway comes back.
+        std::fs::remove_file(paths.gateway_file()).unwrap();
+        assert_eq!(running(&paths), None);
+        assert!(republish_if_lost(&paths, &info).unwrap());
+        assert!(!republish_if_lost(&paths, &info).unwrap());
+        assert_eq!(running(&paths), Some(info));
+        drop(lock);
+        assert!(!lock_held(&paths));
     }
 
     #[test]

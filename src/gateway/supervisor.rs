@@ -27,6 +27,8 @@ use super::Shared;
 /// Every component the gateway runs: adding one is an edit here.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum ComponentKind {
+    /// Serves the HTTP routes: control API, webhooks, health.
+    ControlApi,
     /// Turns accepted triggers in the intake log into session events.
     IntakeFeeder,
     /// Keeps the memory index in step with the Markdown files.
@@ -51,6 +53,7 @@ pub(crate) enum ComponentKind {
 impl ComponentKind {
     pub(crate) fn name(self) -> &'static str {
         match self {
+            ComponentKind::ControlApi => "control-api",
             ComponentKind::IntakeFeeder => "intake",
             ComponentKind::MemoryWatcher => "memory-watcher",
             ComponentKind::MemoryEmbedder => "memory-embedder",

@@ -17,6 +17,7 @@ use std::time::Duration;
 use futures_util::future::BoxFuture;
 use tokio_util::sync::CancellationToken;
 
+use super::state;
 use super::supervisor::{Component, ComponentKind};
 use super::{Event, Shared};
 use crate::tasks::{
@@ -149,7 +150,8 @@ pub(crate) fn terminal_of(result: &anyhow::Result<crate::app::agent::TurnReport>
 }
 
 /// Renews this generation's leases and sweeps the ledger every minute,
-/// and prunes the outbox.
+/// prunes the outbox, and puts `gateway.json` back if it went missing
+/// (clients find the gateway only through it).
 pub(crate) struct TaskSweeper;
 
 impl Component for TaskSweeper {
@@ -169,6 +171,15 @@ impl Component for TaskSweeper {
                     .engine
                     .blocking(move || {
                         let now = sweeping.host.now_ms();
+                        let paths = &sweeping.engine.app().paths;
+                        match state::republish_if_lost(paths, &sweeping.info) {
+                            Ok(true) => tracing::warn!(
+                                path = %paths.gateway_file().display(),
+                                "gateway.json had gone missing: rewrote it"
+                            ),
+                            Ok(false) => {}
+                            Err(err) => tracing::warn!(%err, "cannot rewrite gateway.json"),
+                        }
                         if let Err(err) = sweeping.deliverer.prune(now) {
                             tracing::warn!(%err, "cannot prune the outbox");
                         }

@@ -25,6 +25,7 @@ use tokio_util::sync::CancellationToken;
 use super::supervisor::{Component, ComponentKind};
 use super::{Event, Shared};
 use crate::app::App;
+use crate::memory::index::SyncMode;
 
 /// Quiet time after the last file event before acting on a burst.
 const DEBOUNCE: Duration = Duration::from_millis(150);
@@ -53,35 +54,66 @@ async fn next_burst(
     stop: &CancellationToken,
     relevant: &(dyn Fn(&Path) -> bool + Send + Sync),
 ) -> anyhow::Result<Option<(BTreeSet<PathBuf>, bool)>> {
-    let mut paths = BTreeSet::new();
-    let mut rescan = false;
-    // Adds an event; `false` when it changed nothing that matters.
-    let mut take = |event: notify::Result<notify::Event>| match event {
-        Ok(event) if event.kind.is_access() => false,
-        Ok(event) => {
-            let lost = event.need_rescan();
-            let before = paths.len();
-            paths.extend(event.paths.into_iter().filter(|p| relevant(p)));
-            rescan |= lost;
-            paths.len() > before || lost
-        }
-        Err(err) => {
-            tracing::warn!(%err, "file watcher error");
-            rescan = true;
-            true
-        }
-    };
     loop {
         let first = tokio::select! {
             e = events.recv() => e,
             () = stop.cancelled() => return Ok(None),
         };
-        let Some(first) = first else {
-            anyhow::bail!("the file watcher stopped");
-        };
-        if take(first) {
-            break;
+        match finish_burst(first, events, stop, relevant).await? {
+            Some((paths, false)) if paths.is_empty() => continue,
+            burst => return Ok(burst),
         }
+    }
+}
+
+/// A burst's paths so far.
+#[derive(Default)]
+struct Burst {
+    paths: BTreeSet<PathBuf>,
+    rescan: bool,
+}
+
+impl Burst {
+    /// Adds an event; `false` when it changed nothing that matters.
+    fn take(
+        &mut self,
+        event: notify::Result<notify::Event>,
+        relevant: &(dyn Fn(&Path) -> bool + Send + Sync),
+    ) -> bool {
+        match event {
+            Ok(event) if event.kind.is_access() => false,
+            Ok(event) => {
+                let lost = event.need_rescan();
+                let before = self.paths.len();
+                self.paths
+                    .extend(event.paths.into_iter().filter(|p| relevant(p)));
+                self.rescan |= lost;
+                self.paths.len() > before || lost
+            }
+            Err(err) => {
+                tracing::warn!(%err, "file watcher error");
+                self.rescan = true;
+                true
+            }
+        }
+    }
+}
+
+/// [`next_burst`] from its first event on (`None` from the channel: the
+/// watcher stopped); nothing (no paths, no rescan) when that event
+/// changed nothing that matters.
+async fn finish_burst(
+    first: Option<notify::Result<notify::Event>>,
+    events: &mut Events,
+    stop: &CancellationToken,
+    relevant: &(dyn Fn(&Path) -> bool + Send + Sync),
+) -> anyhow::Result<Option<(BTreeSet<PathBuf>, bool)>> {
+    let mut burst = Burst::default();
+    let Some(first) = first else {
+        anyhow::bail!("the file watcher stopped");
+    };
+    if !burst.take(first, relevant) {
+        return Ok(Some((burst.paths, false)));
     }
     let cap = tokio::time::Instant::now() + MAX_BURST;
     let mut quiet_until = tokio::time::Instant::now() + DEBOUNCE;
@@ -89,7 +121,7 @@ async fn next_burst(
         tokio::select! {
             e = events.recv() => match e {
                 Some(e) => {
-                    if take(e) {
+                    if burst.take(e, relevant) {
                         quiet_until = tokio::time::Instant::now() + DEBOUNCE;
                     }
                 }
@@ -99,11 +131,24 @@ async fn next_burst(
             () = stop.cancelled() => return Ok(None),
         }
     }
-    Ok(Some((paths, rescan)))
+    Ok(Some((burst.paths, burst.rescan)))
 }
+
+/// How often the memory watcher also looks at every file (by size and
+/// time), for what the OS may not have reported (an overflowed event
+/// queue, a network file system): a few milliseconds of stats.
+const FULL_SCAN_EVERY: Duration = Duration::from_secs(10 * 60);
 
 /// Keeps the memory index in step with the files.
 pub(crate) struct MemoryWatcher;
+
+/// Why one watch ended.
+enum Watch {
+    Stopped,
+    /// The memory paths changed, or the index file was deleted or
+    /// replaced: watch again from the start.
+    Again,
+}
 
 impl Component for MemoryWatcher {
     fn kind(&self) -> ComponentKind {
@@ -116,74 +161,212 @@ impl Component for MemoryWatcher {
         stop: CancellationToken,
     ) -> BoxFuture<'static, anyhow::Result<()>> {
         Box::pin(async move {
-            let app = shared.engine.app();
-            let memory = app.memory();
-            let (layout, _) = memory.layout();
-            let (mut watcher, mut events) = watcher()?;
-            arm_memory(&mut watcher, &layout);
-            // The index this component keeps open and alone writes to.
-            let index = {
-                let app = app.clone();
-                shared
-                    .engine
-                    .blocking(move || {
-                        app.ensure_state_dir()?;
-                        let (index, _) = app.memory().synced_index(app.wall_ns())?;
-                        index.settle()?;
-                        Ok::<_, anyhow::Error>(index)
-                    })
-                    .await??
-            };
-            // Building an index frees most of what it took; hand it back
-            // to the OS so an idle gateway stays small.
-            super::resident::release_free_memory();
-            let _ = shared.bus.send(Event::MemoryIndexed);
-            let index = Arc::new(Mutex::new(index));
-            let relevant = {
-                let layout = layout.clone();
-                move |p: &Path| p.is_dir() || layout.classify(&layout.name_of(p)).is_some()
-            };
-            while let Some((paths, rescan)) = next_burst(&mut events, &stop, &relevant).await? {
-                // New folders (memory/ made after start) need watching.
-                if paths.iter().any(|p| p.is_dir()) {
-                    arm_memory(&mut watcher, &layout);
-                }
-                let rels: Vec<String> = paths
-                    .iter()
-                    .map(|p| layout.name_of(p))
-                    .filter(|rel| layout.classify(rel).is_some())
-                    .collect();
-                if rels.is_empty() && !rescan {
-                    continue;
-                }
-                let index = index.clone();
-                let wall = app.clone();
-                let files = rels.len();
-                let report = shared
-                    .engine
-                    .blocking(move || {
-                        let mut index = index.lock().unwrap_or_else(|p| p.into_inner());
-                        if rescan {
-                            index.sync(crate::memory::index::SyncMode::Quick, wall.wall_ns())
-                        } else {
-                            index.refresh(&rels)
-                        }
-                    })
-                    .await??;
-                for w in &report.warnings {
-                    tracing::warn!("{w}");
-                }
-                let _ = shared.bus.send(Event::MemoryRefreshed { files });
-            }
-            drop(watcher);
+            while let Watch::Again = watch_memory(&shared, &stop).await? {}
             Ok(())
         })
     }
 }
 
+/// Brings the index up to date with every file (the gateway may have
+/// been down while they changed), then follows what the OS reports.
+async fn watch_memory(shared: &Arc<Shared>, stop: &CancellationToken) -> anyhow::Result<Watch> {
+    let app = shared.engine.app();
+    let memory = app.memory();
+    let (layout, _) = memory.layout();
+    let (mut watcher, mut events) = watcher()?;
+    let mut stand_in = None;
+    arm_memory(&mut watcher, &layout, &mut stand_in);
+    // The index this component keeps open and alone writes to.
+    let index = {
+        let app = app.clone();
+        shared
+            .engine
+            .blocking(move || {
+                app.ensure_state_dir()?;
+                let (index, report) = app
+                    .memory()
+                    .synced_index_with(SyncMode::Full, app.wall_ns())?;
+                for w in &report.warnings {
+                    tracing::warn!("{w}");
+                }
+                index.settle()?;
+                Ok::<_, anyhow::Error>(index)
+            })
+            .await??
+    };
+    // Building an index frees most of what it took; hand it back to the
+    // OS so an idle gateway stays small.
+    super::resident::release_free_memory();
+    let _ = shared.bus.send(Event::MemoryIndexed);
+    let index = Arc::new(Mutex::new(index));
+    let relevant = {
+        let layout = layout.clone();
+        // A memory file; a folder (that may hold some); or a path gone
+        // (maybe a folder of notes, moved out or deleted).
+        move |p: &Path| {
+            layout.classify(&layout.name_of(p)).is_some()
+                || std::fs::metadata(p).map_or(true, |m| m.is_dir())
+        }
+    };
+    let mut full_scan = tokio::time::interval_at(
+        tokio::time::Instant::now() + FULL_SCAN_EVERY,
+        FULL_SCAN_EVERY,
+    );
+    full_scan.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        let first = tokio::select! {
+            e = events.recv() => e,
+            () = stop.cancelled() => return Ok(Watch::Stopped),
+            () = shared.memory_paths_changed.notified() => {
+                if shared.engine.app().memory().layout().0 != layout {
+                    tracing::info!("memory paths changed: watching the new ones");
+                    return Ok(Watch::Again);
+                }
+                continue;
+            }
+            _ = full_scan.tick() => {
+                if !still_current(shared, &index, &memory, &layout).await {
+                    return Ok(Watch::Again);
+                }
+                sync_memory(shared, &index, Some(SyncMode::Full), Touched::default()).await?;
+                shared.periodic_work_ran.notify_one();
+                continue;
+            }
+        };
+        let Some((paths, rescan)) = finish_burst(first, &mut events, stop, &relevant).await? else {
+            return Ok(Watch::Stopped);
+        };
+        if paths.is_empty() && !rescan {
+            continue;
+        }
+        if !still_current(shared, &index, &memory, &layout).await {
+            return Ok(Watch::Again);
+        }
+        // A folder that appeared (memory/ made after start, a folder of
+        // notes moved in, the root itself) is watched from now on, and
+        // what it already holds is read by a full look.
+        let new_folder = paths.iter().any(|p| p.is_dir());
+        if new_folder {
+            arm_memory(&mut watcher, &layout, &mut stand_in);
+        }
+        let mut rels = Vec::new();
+        let mut vanished = Vec::new();
+        for p in &paths {
+            let rel = layout.name_of(p);
+            if layout.classify(&rel).is_some() {
+                rels.push(rel);
+            } else if !p.exists() {
+                // Maybe a folder of notes, deleted or moved out.
+                vanished.push(rel);
+            }
+        }
+        let mode = (rescan || new_folder).then_some(SyncMode::Full);
+        if rels.is_empty() && vanished.is_empty() && mode.is_none() {
+            continue;
+        }
+        let touched = Touched {
+            files: rels,
+            folders: vanished,
+        };
+        let files = sync_memory(shared, &index, mode, touched).await?;
+        let _ = shared.bus.send(Event::MemoryRefreshed { files });
+    }
+}
+
+/// The files a burst touched, and the folders that vanished with theirs.
+#[derive(Default)]
+struct Touched {
+    files: Vec<String>,
+    folders: Vec<String>,
+}
+
+/// Syncs the index (`mode`) or re-reads the touched files; the number of
+/// files looked at.
+async fn sync_memory(
+    shared: &Arc<Shared>,
+    index: &Arc<Mutex<crate::memory::index::Index>>,
+    mode: Option<SyncMode>,
+    touched: Touched,
+) -> anyhow::Result<usize> {
+    let index = index.clone();
+    let wall = shared.engine.app().wall_ns();
+    let report = shared
+        .engine
+        .blocking(move || {
+            let mut index = index.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some(mode) = mode {
+                return index.sync(mode, wall);
+            }
+            let Touched { mut files, folders } = touched;
+            for folder in &folders {
+                files.extend(index.indexed_under(folder)?);
+            }
+            index.refresh(&files)
+        })
+        .await??;
+    for w in &report.warnings {
+        tracing::warn!("{w}");
+    }
+    Ok(report.files_indexed + report.files_removed)
+}
+
+/// Whether the open index is still the file searches read: a command may
+/// have rebuilt it after it was deleted.
+async fn still_current(
+    shared: &Arc<Shared>,
+    index: &Arc<Mutex<crate::memory::index::Index>>,
+    memory: &crate::memory::Memory,
+    layout: &crate::memory::files::Layout,
+) -> bool {
+    let (index, path, layout, tz) = (
+        index.clone(),
+        memory.index_path.clone(),
+        layout.clone(),
+        memory.tz.clone(),
+    );
+    let current = shared
+        .engine
+        .blocking(move || {
+            index
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .is_current(&path, &layout, &tz)
+        })
+        .await
+        .unwrap_or(false);
+    if !current {
+        tracing::warn!("the memory index was deleted or replaced: opening it again");
+    }
+    current
+}
+
 /// Watches the memory root and its folders that exist (watching one
-/// again is harmless).
-fn arm_memory(watcher: &mut notify::RecommendedWatcher, layout: &crate::memory::files::Layout) {
+/// again is harmless). While the root does not exist, its nearest
+/// existing parent stands in (not recursively), so its creation is seen.
+fn arm_memory(
+    watcher: &mut notify::RecommendedWatcher,
+    layout: &crate::memory::files::Layout,
+    stand_in: &mut Option<PathBuf>,
+) {
+    if !layout.root.is_dir() {
+        let Some(parent) = layout.root.ancestors().skip(1).find(|p| p.is_dir()) else {
+            return;
+        };
+        if stand_in.as_deref() == Some(parent) {
+            return;
+        }
+        if let Some(old) = stand_in.take() {
+            let _ = watcher.unwatch(&old);
+        }
+        match watcher.watch(parent, RecursiveMode::NonRecursive) {
+            Ok(()) => *stand_in = Some(parent.to_path_buf()),
+            Err(err) => tracing::warn!(%err, path = %parent.display(), "cannot watch"),
+        }
+        return;
+    }
+    if let Some(old) = stand_in.take() {
+        let _ = watcher.unwatch(&old);
+    }
     for (dir, recursive) in layout.top_dirs() {
         let path = layout.path_of(&dir);
         if !path.is_dir() {
@@ -305,8 +488,12 @@ impl Component for ConfigWatcher {
                         for w in &app.config.warnings {
                             tracing::warn!("config: {w}");
                         }
+                        let memory_moved = before.memory().layout().0 != app.memory().layout().0;
                         shared.engine.reload(app);
                         tracing::info!("config reloaded");
+                        if memory_moved {
+                            shared.memory_paths_changed.notify_one();
+                        }
                         let _ = shared.bus.send(Event::ConfigReloaded);
                     }
                     // A half-written or broken file: keep the config in

@@ -586,6 +586,20 @@ impl Index {
         Ok(report)
     }
 
+    /// The indexed files below the folder `dir` (relative to the root),
+    /// for a folder that went away or moved out with them.
+    pub(crate) fn indexed_under(&self, dir: &str) -> Result<Vec<String>, StoreError> {
+        let prefix = format!("{}/", dir.trim_end_matches('/'));
+        let mut stmt = self
+            .store
+            .conn
+            .prepare_cached("SELECT path FROM files WHERE substr(path, 1, length(?1)) = ?1")?;
+        let rels = stmt
+            .query_map([&prefix], |r| r.get(0))?
+            .collect::<Result<Vec<String>, _>>()?;
+        Ok(rels)
+    }
+
     /// Plain lexical ranked search over all items (session memory's
     /// `search` and `context`; see [`search`] for the full ranking of
     /// `memory search`). `kinds` restricts the files searched.

@@ -15,12 +15,14 @@ pub(super) const STALE_QUEUED_MS: i64 = 10 * 60 * 1000;
 pub(super) const STALE_RUNNING_MS: i64 = 30 * 60 * 1000;
 
 /// One thing wrong with one task.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct Finding {
     pub severity: Severity,
     pub code: AuditCode,
     pub task_id: String,
+    /// The whole record, as OpenClaw's audit gives it.
+    pub task: Task,
     pub detail: String,
     /// How long the condition has held (or the task has been in its state).
     pub age_ms: i64,
@@ -36,7 +38,7 @@ pub(crate) struct AuditSummary {
     pub by_code: BTreeMap<AuditCode, usize>,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct Audit {
     pub findings: Vec<Finding>,
@@ -102,6 +104,7 @@ fn findings(task: &Task, now_ms: i64) -> Vec<Finding> {
             severity: code.severity(),
             code,
             task_id: task.task_id.clone(),
+            task: task.clone(),
             detail,
             age_ms: now_ms.saturating_sub(since).max(0),
         })

@@ -249,6 +249,19 @@ impl Ledger {
             .map_err(|_| TaskError::Invalid(format!("{GENERATION_KEY} is `{value}`")))
     }
 
+    /// The generation of the latest gateway start, if one ever started.
+    pub(crate) fn latest_generation(&self) -> Result<Option<i64>, TaskError> {
+        let value: Option<String> = self
+            .conn
+            .query_row(
+                "SELECT value FROM meta WHERE key = ?1",
+                [GENERATION_KEY],
+                |r| r.get(0),
+            )
+            .optional()?;
+        Ok(value.and_then(|v| v.parse().ok()))
+    }
+
     /// Records a new task, queued or (with [`NewTask::running`]) running.
     /// Its id is a random uuid; with a lane key it takes the next place in
     /// that lane.

@@ -184,6 +184,7 @@ fn one_gateway_per_state_dir_found_through_its_file_and_stopped_cleanly() {
         .map(|c| c["name"].as_str().unwrap())
         .collect();
     for name in [
+        "control-api",
         "intake",
         "memory-watcher",
         "memory-embedder",
@@ -267,6 +268,15 @@ fn one_gateway_per_state_dir_found_through_its_file_and_stopped_cleanly() {
         "{}",
         taken.stderr
     );
+    // Each reason is one line.
+    for refused in [&second, &taken] {
+        assert_eq!(
+            refused.stderr.trim().lines().count(),
+            1,
+            "{}",
+            refused.stderr
+        );
+    }
     // A LAN bind needs a configured token.
     let lan = other
         .run(&["gateway", "run", "--port", "0", "--bind", "lan"])
@@ -324,9 +334,13 @@ fn without_a_gateway_events_wait_in_the_file_and_gateway_commands_say_not_runnin
     // The same text again is dropped, as the queue's rule says.
     let again = sb
         .run(&["system", "event", "--text", "hello", "--json"])
-        .ok()
-        .json();
-    assert_eq!(again["queued"], false);
+        .ok();
+    assert!(
+        again.stderr.contains("no heartbeat runs"),
+        "{}",
+        again.stderr
+    );
+    assert_eq!(again.json()["queued"], false);
     let bad = sb
         .run(&["system", "event", "--text", "x", "--mode", "later"])
         .code(2);
@@ -355,6 +369,40 @@ fn without_a_gateway_events_wait_in_the_file_and_gateway_commands_say_not_runnin
         sb.run(&["gateway", "status", "--json"]).ok().json()["running"],
         false
     );
+    // A file whose pid now belongs to another process (reused after a
+    // crash or a reboot): no gateway holds the lock, so nothing takes
+    // that process for the gateway, let alone signals it.
+    let mut stranger = std::process::Command::new("sleep")
+        .arg("30")
+        .spawn()
+        .unwrap();
+    sb.write(
+        ".almanac/gateway.json",
+        &format!(
+            r#"{{"pid": {}, "address": "127.0.0.1", "port": 9, "startedAtMs": 0, "tokenSource": "file", "generation": 1, "version": "0"}}"#,
+            stranger.id()
+        ),
+    );
+    assert_eq!(
+        sb.run(&["gateway", "status", "--json"]).ok().json()["running"],
+        false
+    );
+    let stop = sb.run(&["gateway", "stop"]).ok();
+    assert!(stop.stdout.contains("not running"), "{}", stop.stdout);
+    assert!(stranger.try_wait().unwrap().is_none(), "the stranger lives");
+    let queued = sb
+        .run(&["system", "event", "--text", "after a reboot", "--json"])
+        .ok()
+        .json();
+    assert_eq!(queued["queued"], true);
+    let cancel = sb.run(&["tasks", "cancel", "0000"]).code(1);
+    assert!(
+        cancel.stderr.contains("gateway not running"),
+        "{}",
+        cancel.stderr
+    );
+    stranger.kill().unwrap();
+    let _ = stranger.wait();
 }
 
 fn model_env(server: &ScriptedServer) -> Vec<(&'static str, String)> {
@@ -684,6 +732,125 @@ fn kill_9_with_100_tasks_leaves_none_running_and_none_missing() {
     assert!(run.stderr.contains("gateway not running"), "{}", run.stderr);
 }
 
+/// Searches `words` the way a user would, until found (at most
+/// `limit`): the path of the first result. The search never syncs itself.
+#[track_caller]
+fn found_by_search(sb: &Sandbox, words: &str, limit: Duration) -> String {
+    let run = eventually(limit, || {
+        let run = sb.run_env(
+            &["memory", "search", words, "--json"],
+            &[("ALMANAC_LOG", "debug")],
+        );
+        let v = run.json();
+        (!v["results"].as_array().unwrap().is_empty()).then_some(run)
+    });
+    assert!(run.stderr.contains("sync=watched"), "{}", run.stderr);
+    run.json()["results"][0]["path"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+#[test]
+fn the_watcher_follows_new_folders_a_rebuilt_index_and_what_changed_while_it_was_down() {
+    let sb = Sandbox::new();
+    // A first run: no workspace yet.
+    let gw = Gateway::start(&sb, &[]);
+    let window = Duration::from_secs(3);
+    // The watcher's first sync, of nothing.
+    eventually(Duration::from_secs(20), || {
+        let status = sb.run(&["memory", "status", "--json"]).json();
+        (!status["lastSync"].is_null()).then_some(())
+    });
+    // The workspace and its memory/ made in one go, a note already in it.
+    sb.write(
+        ".almanac/workspace/memory/2026-11-27.md",
+        "- the tuner Ostrava came for the piano\n",
+    );
+    assert_eq!(
+        found_by_search(&sb, "Ostrava tuner", window),
+        "memory/2026-11-27.md"
+    );
+    // A folder of notes moved in.
+    sb.write(
+        "staging/garden/beds.md",
+        "- planted the Zwiebelkuchen onions\n",
+    );
+    std::fs::rename(
+        sb.path("staging/garden"),
+        sb.path(".almanac/workspace/memory/garden"),
+    )
+    .unwrap();
+    assert_eq!(
+        found_by_search(&sb, "Zwiebelkuchen onions", window),
+        "memory/garden/beds.md"
+    );
+    // ... and moved out again: its notes leave the index.
+    std::fs::rename(
+        sb.path(".almanac/workspace/memory/garden"),
+        sb.path("staging/garden"),
+    )
+    .unwrap();
+    eventually(window, || {
+        let v = sb
+            .run(&["memory", "search", "Zwiebelkuchen", "--json"])
+            .json();
+        v["results"].as_array().unwrap().is_empty().then_some(())
+    });
+    // The derived index deleted: a search builds it again, and the
+    // watcher keeps the new one in step.
+    std::fs::remove_dir_all(sb.path(".almanac/index")).unwrap();
+    let rebuilt = sb
+        .run(&["memory", "search", "Ostrava", "--json"])
+        .ok()
+        .json();
+    assert_eq!(rebuilt["results"][0]["path"], "memory/2026-11-27.md");
+    let day = sb.path(".almanac/workspace/memory/2026-11-27.md");
+    let mut file = std::fs::OpenOptions::new().append(true).open(&day).unwrap();
+    writeln!(file, "- the roofer Kvasnicka quoted for the gutters").unwrap();
+    drop(file);
+    assert_eq!(
+        found_by_search(&sb, "Kvasnicka roofer", window),
+        "memory/2026-11-27.md"
+    );
+    // Written while no gateway ran, to a file indexed before: the next
+    // start reads it.
+    drop(gw);
+    let mut file = std::fs::OpenOptions::new().append(true).open(&day).unwrap();
+    writeln!(file, "- lent the ladder to Abernethy next door").unwrap();
+    drop(file);
+    let gw = Gateway::start(&sb, &[]);
+    assert_eq!(
+        found_by_search(&sb, "Abernethy ladder", window),
+        "memory/2026-11-27.md"
+    );
+    // Memory paths added while it runs are watched from then on.
+    sb.write("notes/people.md", "- Marguerite likes tulips\n");
+    sb.write(
+        ".almanac/config.json5",
+        &format!(
+            "{{agents: {{defaults: {{memorySearch: {{extraPaths: [\"{}\"]}}}}}}}}\n",
+            sb.path("notes").display()
+        ),
+    );
+    // The first search after the change may build the index for the new
+    // paths itself (whoever comes first, it or the watcher, does).
+    eventually(window, || {
+        let v = sb
+            .run(&["memory", "search", "Marguerite tulips", "--json"])
+            .json();
+        (!v["results"].as_array().unwrap().is_empty()).then_some(())
+    });
+    let mut file = std::fs::OpenOptions::new()
+        .append(true)
+        .open(sb.path("notes/people.md"))
+        .unwrap();
+    writeln!(file, "- Bartholomew collects stamps").unwrap();
+    drop(file);
+    found_by_search(&sb, "Bartholomew stamps", window);
+    drop(gw);
+}
+
 #[test]
 fn config_edits_apply_live() {
     let sb = Sandbox::new();
@@ -727,6 +894,14 @@ fn config_edits_apply_live() {
     );
     // A file that does not parse keeps the config in use.
     sb.write(".almanac/config.json5", "{agents: ");
+    // ... and never keeps anyone from asking after the gateway.
+    let asked = sb.run(&["gateway", "status", "--json"]).ok();
+    assert_eq!(asked.json()["running"], true, "{}", asked.stdout);
+    assert!(
+        asked.stderr.contains("going on without the config file"),
+        "{}",
+        asked.stderr
+    );
     std::thread::sleep(Duration::from_millis(400));
     let (code, body) = gw.request(
         "POST",

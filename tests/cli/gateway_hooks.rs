@@ -823,3 +823,39 @@ fn a_hook_runs_answer_keeps_the_token_only_where_its_delivery_channel_shows_it()
         assert_eq!(outbox[0]["text"], want, "showOk {shown}");
     }
 }
+
+#[test]
+fn an_acknowledged_hook_run_cut_short_by_a_stop_runs_again_at_the_next_start() {
+    use crate::agent::text;
+    use crate::scripted::Reply;
+    let (sb, server, mut gw) = with_model("", vec![Reply::Hang, text("Logs rotated.")]);
+    let accepted = send(
+        gw.port,
+        "POST",
+        "/hooks/agent",
+        &[("authorization", &bearer())],
+        r#"{"message": "Rotate the logs", "name": "CI"}"#,
+    );
+    assert_eq!(accepted.status, 200, "{}", accepted.body);
+    let run_id = accepted.body["runId"].as_str().unwrap().to_string();
+    // The model has it: the run is under way when the gateway is stopped.
+    eventually(Duration::from_secs(10), || {
+        (server.requests().len() == 1).then_some(())
+    });
+    gw.signal(libc::SIGTERM);
+    let status = eventually(Duration::from_secs(15), || gw.child.try_wait().unwrap());
+    assert!(status.success(), "{status:?}");
+    drop(gw);
+    // Acknowledged to its sender, so not given up: not cancelled.
+    let left = sb.run(&["tasks", "show", &run_id, "--json"]).ok().json();
+    assert_eq!(left["status"], "running", "{left}");
+    // The next start runs it again, to the end.
+    let gw = Gateway::start(&sb, &[("OPENAI_BASE_URL", server.url.as_str())]);
+    let task = eventually(Duration::from_secs(10), || {
+        hook_tasks(&gw)
+            .into_iter()
+            .find(|t| t["runId"] == run_id.as_str() && t["status"] == "succeeded")
+    });
+    assert_eq!(task["terminalSummary"], "Logs rotated.", "{task}");
+    assert_eq!(server.requests().len(), 2);
+}

@@ -196,6 +196,10 @@ fn the_commands_read_audit_and_maintain_what_the_gateway_recorded() {
         "{audit}"
     );
     assert_eq!(audit["summary"]["warnings"], 2);
+    // Each finding carries the whole record, as OpenClaw's audit does.
+    let first = &audit["findings"][0];
+    assert_eq!(first["task"]["taskId"], first["taskId"], "{audit}");
+    assert_eq!(first["task"]["deliveryStatus"], "failed", "{audit}");
     // status: the ledger in one line, its issues the audit's findings.
     let status = run(&["status", "--json"]).ok().json();
     assert_eq!(
@@ -256,4 +260,52 @@ fn the_commands_read_audit_and_maintain_what_the_gateway_recorded() {
         run(&["tasks", "maintenance", "--apply"]).ok().stdout,
         "Nothing to do.\n"
     );
+}
+
+#[test]
+fn maintenance_never_declares_lost_a_task_of_the_gateway_that_runs() {
+    let sb = Sandbox::new();
+    let store = sb.path(".almanac/almanac.sqlite");
+    let now = now_ms();
+    let mut ledger = Ledger::open(&store).unwrap();
+    let turn = NewTask::new(Runtime::Cli, "agent:main:main", "A long turn");
+    // An earlier gateway's task, and one of the gateway that runs now;
+    // both leases lapsed (a suspended laptop stops every renewal).
+    let earlier = ledger.next_generation().unwrap();
+    let orphan = ledger.create(turn.clone(), now - 10 * MIN).unwrap();
+    ledger
+        .start(&orphan.task_id, earlier, now - 5 * MIN, now - 10 * MIN)
+        .unwrap();
+    let current = ledger.next_generation().unwrap();
+    let live = ledger.create(turn, now - 10 * MIN).unwrap();
+    ledger
+        .start(&live.task_id, current, now - 5 * MIN, now - 10 * MIN)
+        .unwrap();
+    drop(ledger);
+    let status_of = |id: &str| {
+        sb.run(&["tasks", "show", id, "--json"]).ok().json()["status"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+
+    // The running gateway holds the instance lock.
+    let lock = std::fs::File::create(sb.path(".almanac/gateway.lock")).unwrap();
+    lock.try_lock().unwrap();
+    let applied = sb
+        .run(&["--now", NOW, "tasks", "maintenance", "--apply", "--json"])
+        .ok()
+        .json();
+    assert_eq!(applied["reconciled"], 1, "{applied}");
+    assert_eq!(status_of(&orphan.task_id), "lost");
+    assert_eq!(status_of(&live.task_id), "running");
+
+    // Once that gateway is gone, its task is lost too.
+    drop(lock);
+    let applied = sb
+        .run(&["--now", NOW, "tasks", "maintenance", "--apply", "--json"])
+        .ok()
+        .json();
+    assert_eq!(applied["reconciled"], 1, "{applied}");
+    assert_eq!(status_of(&live.task_id), "lost");
 }

@@ -1114,6 +1114,18 @@ async fn run_hook(shared: &Arc<Shared>, task: crate::tasks::Task, record: Record
             }
         }
     };
+    // The gateway is stopping: a webhook's run was acknowledged to its
+    // sender, so it is not given up. Its task stays as it is (queued, or
+    // running under this start's lease) and the next start runs it again,
+    // as after a crash.
+    let stopped = result
+        .as_ref()
+        .err()
+        .is_some_and(|e| e.downcast_ref::<crate::engine::Cancelled>().is_some());
+    if stopped && shared.turns_cancel.is_cancelled() && !cancel_asked(shared, &task.task_id).await {
+        tracing::info!(task = %task.task_id, "webhook run left for the next start");
+        return;
+    }
     // The answer is delivered (or told to the main session) before the
     // task is finished: a crash between the two leaves the task to run
     // again, and the next start finds the delivery and only finishes it
@@ -1121,6 +1133,21 @@ async fn run_hook(shared: &Arc<Shared>, task: crate::tasks::Task, record: Record
     tell(shared, &task, &run, &lane, &result).await;
     let end = super::super::tasks::terminal_of(&result);
     finish(shared, &task.task_id, end).await;
+}
+
+/// Whether someone asked to cancel task `id` (`tasks cancel`), as
+/// against the gateway stopping.
+async fn cancel_asked(shared: &Arc<Shared>, id: &str) -> bool {
+    let asking = shared.clone();
+    let id = id.to_string();
+    shared
+        .engine
+        .blocking(move || asking.tasks.with(|l| l.get(&id)))
+        .await
+        .ok()
+        .and_then(Result::ok)
+        .flatten()
+        .is_some_and(|t| t.cancel_requested_at.is_some() || t.status.is_terminal())
 }
 
 /// Records how a hook run ended, and says so on the bus.
