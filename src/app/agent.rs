@@ -284,10 +284,12 @@ fn stored_entry(sessions: &Sessions, key: &str) -> Option<SessionEntry> {
 
 /// A request for one turn.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
-#[serde(default, rename_all = "camelCase")]
+#[serde(default, rename_all = "camelCase", deny_unknown_fields)]
 pub(crate) struct TurnRequest {
     pub message: String,
     pub session_key: Option<String>,
+    /// `agentId` as OpenClaw names it.
+    #[serde(alias = "agentId")]
     pub agent: Option<String>,
     pub model: Option<String>,
     /// A heartbeat turn (never from a request body: the runner sets it).
@@ -868,14 +870,20 @@ fn consume(
 /// The one agent this almanac runs.
 pub(crate) const AGENT_ID: &str = "main";
 
-/// A turn for an agent almanac does not run.
+/// A turn for an agent almanac does not run, or for a session key no
+/// session can have.
 #[derive(Debug, thiserror::Error)]
-#[error("unknown agent `{0}`: almanac runs one agent, `main`")]
-pub(crate) struct UnknownAgent(pub String);
+pub(crate) enum BadTarget {
+    #[error("unknown agent `{0}`: almanac runs one agent, `main`")]
+    Agent(String),
+    #[error("a session key holds no control characters: {0:?}")]
+    SessionKey(String),
+}
 
 /// Refuses a request for any agent but `main` (by `agent` or by an
-/// `agent:<id>:…` session key).
-pub(crate) fn check_agent(req: &TurnRequest) -> Result<(), UnknownAgent> {
+/// `agent:<id>:…` session key), and a session key with control
+/// characters (it would be printed back to terminals).
+pub(crate) fn check_agent(req: &TurnRequest) -> Result<(), BadTarget> {
     if let Some(agent) = req
         .agent
         .as_deref()
@@ -883,14 +891,19 @@ pub(crate) fn check_agent(req: &TurnRequest) -> Result<(), UnknownAgent> {
         .filter(|a| !a.is_empty())
         && crate::session::key::normalize_id(agent, AGENT_ID) != AGENT_ID
     {
-        return Err(UnknownAgent(agent.to_string()));
+        return Err(BadTarget::Agent(agent.to_string()));
+    }
+    if let Some(key) = req.session_key.as_deref()
+        && key.chars().any(char::is_control)
+    {
+        return Err(BadTarget::SessionKey(key.to_string()));
     }
     if let Some(key) = req.session_key.as_deref()
         && let Some(rest) = key.trim().strip_prefix("agent:")
         && let Some((agent, _)) = rest.split_once(':')
         && crate::session::key::normalize_id(agent, AGENT_ID) != AGENT_ID
     {
-        return Err(UnknownAgent(agent.to_string()));
+        return Err(BadTarget::Agent(agent.to_string()));
     }
     Ok(())
 }

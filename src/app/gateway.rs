@@ -193,14 +193,25 @@ pub(crate) fn system_event(
             warning: None,
         });
     }
-    app.ensure_state_dir()?;
+    use anyhow::Context as _;
+    app.ensure_state_dir().with_context(|| {
+        format!(
+            "cannot create the state directory {}",
+            app.paths.state_dir.display()
+        )
+    })?;
     let sessions = app.sessions(None);
     let key = sessions.resolve_key(session_key);
     let now = app.host.now_ts();
-    let (queued, warnings) =
-        sessions
-            .events()
-            .enqueue(&key, text, now.as_millisecond(), true, now)?;
+    let (queued, warnings) = sessions
+        .events()
+        .enqueue(&key, text, now.as_millisecond(), true, now)
+        .with_context(|| {
+            format!(
+                "cannot queue the event in {}",
+                sessions.dir.join("system-events.json").display()
+            )
+        })?;
     let mut warning = warnings.join("; ");
     if !warning.is_empty() {
         warning.push_str("; ");

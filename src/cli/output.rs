@@ -67,7 +67,7 @@ fn is_refusal(error: &(dyn std::error::Error + 'static)) -> bool {
             )
         })
         || refused::<ModelError>(error, |_| true)
-        || refused::<crate::app::agent::UnknownAgent>(error, |_| true)
+        || refused::<crate::app::agent::BadTarget>(error, |_| true)
         || refused::<crate::gateway::GatewayError>(error, |e| {
             matches!(
                 e,

@@ -304,12 +304,7 @@ fn refusal(shared: &Shared, req: &Request) -> Option<Response> {
             .into_response(),
         );
     }
-    let given = req
-        .headers()
-        .get(axum::http::header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
-        .map(str::trim);
+    let given = bearer(req.headers());
     let error = match given {
         Some(token) if state::tokens_equal(token.as_bytes(), shared.token.as_bytes()) => {
             shared.lockout.succeeded(ip);
@@ -627,12 +622,31 @@ async fn agent(
             value["laneSeq"] = json!(task.lane_seq);
             Ok(Json(value))
         }
-        Err(err) if err.downcast_ref::<Cancelled>().is_some() => Err(ApiError::new(
-            StatusCode::SERVICE_UNAVAILABLE,
-            format!("{err}"),
-        )),
+        // Stopped by the gateway going down (try again later), or by
+        // `tasks cancel` (the request lost to another one).
+        Err(err) if err.downcast_ref::<Cancelled>().is_some() => {
+            let status = if shared.turns_cancel.is_cancelled() {
+                StatusCode::SERVICE_UNAVAILABLE
+            } else {
+                StatusCode::CONFLICT
+            };
+            Err(ApiError::new(status, format!("{err}")))
+        }
         Err(err) => Err(ApiError::new(status_for(&err), format!("{err:#}"))),
     }
+}
+
+/// The token of an `Authorization: Bearer` header (the scheme in any
+/// case, as HTTP has it).
+pub(crate) fn bearer(headers: &axum::http::HeaderMap) -> Option<&str> {
+    let value = headers
+        .get(axum::http::header::AUTHORIZATION)?
+        .to_str()
+        .ok()?;
+    let (scheme, token) = value.trim().split_once(' ')?;
+    scheme
+        .eq_ignore_ascii_case("bearer")
+        .then_some(token.trim())
 }
 
 #[derive(Debug, Deserialize)]
@@ -711,9 +725,10 @@ async fn cancel_task(
 
 /// 4xx for what the caller can fix, 5xx for the rest.
 fn status_for(err: &anyhow::Error) -> StatusCode {
-    if err.chain().any(|c| {
-        c.is::<crate::app::agent::ModelError>() || c.is::<crate::app::agent::UnknownAgent>()
-    }) {
+    if err
+        .chain()
+        .any(|c| c.is::<crate::app::agent::ModelError>() || c.is::<crate::app::agent::BadTarget>())
+    {
         StatusCode::BAD_REQUEST
     } else {
         StatusCode::BAD_GATEWAY

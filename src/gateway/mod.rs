@@ -339,8 +339,16 @@ pub(crate) fn run(
     if !address.is_loopback() && state::configured_token(&app.config.config, &app.host).is_none() {
         return Err(GatewayError::TokenRequired(label).into());
     }
-    app.ensure_state_dir()?;
-    let Some(lock) = state::acquire_lock(&app.paths)? else {
+    use anyhow::Context as _;
+    app.ensure_state_dir().with_context(|| {
+        format!(
+            "cannot create the state directory {}",
+            app.paths.state_dir.display()
+        )
+    })?;
+    let Some(lock) = state::acquire_lock(&app.paths)
+        .with_context(|| format!("cannot open {}", app.paths.gateway_lock().display()))?
+    else {
         let pid = state::running(&app.paths).map(|i| i.pid);
         return Err(GatewayError::AlreadyRunning { pid }.into());
     };
@@ -357,10 +365,21 @@ pub(crate) fn run(
             }
         })?;
     listener.set_nonblocking(true)?;
-    let (token, source) = state::token(&app.paths, &app.config.config, &app.host, true)?
+    let (token, source) = state::token(&app.paths, &app.config.config, &app.host, true)
+        .with_context(|| {
+            format!(
+                "cannot read or write the gateway token {}",
+                app.paths.gateway_token_file().display()
+            )
+        })?
         .expect("a token is created when missing");
     http::hooks::settings(&app.config.config.hooks, &token)?;
-    let intake = intake::Intake::open(&app.paths.gateway_dir())?;
+    let intake = intake::Intake::open(&app.paths.gateway_dir()).with_context(|| {
+        format!(
+            "cannot open the intake log in {}",
+            app.paths.gateway_dir().display()
+        )
+    })?;
     let book = open_ledger(&app)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(worker_threads())

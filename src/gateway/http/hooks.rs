@@ -397,15 +397,7 @@ fn secrets_equal(given: &str, expected: &str) -> bool {
 /// The token a request carries: `Authorization: Bearer` (any case of
 /// the scheme), else `X-OpenClaw-Token`, else `X-Almanac-Token`.
 fn given_token(headers: &HeaderMap) -> Option<String> {
-    let bearer = headers
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| {
-            let (scheme, rest) = v.trim().split_once(' ')?;
-            scheme
-                .eq_ignore_ascii_case("bearer")
-                .then(|| rest.trim().to_string())
-        });
+    let bearer = super::bearer(headers).map(str::to_string);
     bearer.or_else(|| {
         ["x-openclaw-token", "x-almanac-token"]
             .iter()

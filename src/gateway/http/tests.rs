@@ -122,6 +122,36 @@ async fn bad_input_gets_a_4xx_with_a_json_error_and_never_a_crash() {
             "unknown agent `ops`",
         ),
         (
+            "another agent, by OpenClaw's name",
+            post(
+                "/v1/agent",
+                Some(TOKEN),
+                r#"{"message": "hi", "agentId": "ops"}"#,
+            ),
+            StatusCode::BAD_REQUEST,
+            "unknown agent `ops`",
+        ),
+        (
+            "an unknown field of a turn",
+            post(
+                "/v1/agent",
+                Some(TOKEN),
+                r#"{"message": "hi", "agnet": "ops"}"#,
+            ),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "agnet",
+        ),
+        (
+            "a session key with control characters",
+            post(
+                "/v1/system/event",
+                Some(TOKEN),
+                r#"{"text": "hi", "sessionKey": "a\u001b[31mb"}"#,
+            ),
+            StatusCode::BAD_REQUEST,
+            "control characters",
+        ),
+        (
             "an empty message",
             post("/v1/agent", Some(TOKEN), r#"{"message": ""}"#),
             StatusCode::BAD_REQUEST,
@@ -157,6 +187,13 @@ async fn bad_input_gets_a_4xx_with_a_json_error_and_never_a_crash() {
     }
     // Nothing was accepted.
     assert_eq!(shared.intake.last_accepted(), 0);
+    // The scheme's case does not matter (HTTP's rule).
+    let lower = Request::get("/v1/tasks")
+        .header(header::AUTHORIZATION, format!("bearer {TOKEN}"))
+        .body(Body::empty())
+        .unwrap();
+    let (status, body) = call(&router, lower).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
     // The gateway still serves.
     let (status, body) = call(
         &router,
