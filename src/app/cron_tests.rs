@@ -255,8 +255,11 @@ pub(crate) fn fake_gateway(answer: serde_json::Value) -> (u16, std::thread::Join
     (port, handle)
 }
 
-/// Makes the gateway on `port` (this process) the one `app` finds.
-pub(crate) fn publish_fake_gateway(app: &App, port: u16) {
+/// Makes the gateway on `port` (this process) the one `app` finds, as
+/// long as the lock returned (none when this test holds it already) is
+/// kept.
+#[must_use]
+pub(crate) fn publish_fake_gateway(app: &App, port: u16) -> Option<crate::durable::HeldLock> {
     let info = crate::gateway::state::GatewayInfo {
         pid: std::process::id(),
         address: "127.0.0.1".into(),
@@ -269,6 +272,7 @@ pub(crate) fn publish_fake_gateway(app: &App, port: u16) {
         version: "test".into(),
     };
     crate::gateway::state::publish(&app.paths, &info).unwrap();
+    crate::gateway::state::acquire_lock(&app.paths).unwrap()
 }
 
 #[test]
@@ -283,7 +287,7 @@ fn run_asks_the_gateway_for_the_whole_id_and_mode() {
         "{err}"
     );
     let (port, server) = fake_gateway(json!({"ok": true, "ran": false, "reason": "not-due"}));
-    publish_fake_gateway(&app, port);
+    let _gateway = publish_fake_gateway(&app, port);
     let answer = run(&app, &job.id[..8], true).unwrap();
     assert_eq!(answer["reason"], "not-due");
     assert_eq!(answer["id"], job.id.as_str());

@@ -683,7 +683,7 @@ fn outside_the_gateway_the_tool_uses_its_control_api_off_the_turns_runtime() {
     let id = added["job"]["id"].as_str().unwrap().to_string();
     // A change is announced to the running gateway.
     let (port, server) = fake_gateway(json!({"ok": true}));
-    publish_fake_gateway(&app, port);
+    let _gateway = publish_fake_gateway(&app, port);
     turn.ok(json!({"action": "update", "id": id, "patch": {"name": "Call Ana now"}}));
     let request = server.join().unwrap();
     assert!(
@@ -692,7 +692,7 @@ fn outside_the_gateway_the_tool_uses_its_control_api_off_the_turns_runtime() {
     );
     // `run` is the gateway's.
     let (port, server) = fake_gateway(json!({"ok": true, "ran": true, "runId": "manual:x"}));
-    publish_fake_gateway(&app, port);
+    let _still_held = publish_fake_gateway(&app, port);
     let ran = turn.ok(json!({"action": "run", "id": &id[..8]}));
     assert_eq!(ran["ran"], true);
     assert_eq!(ran["id"], id);
