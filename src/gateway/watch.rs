@@ -229,6 +229,7 @@ async fn watch_memory(shared: &Arc<Shared>, stop: &CancellationToken) -> anyhow:
                     return Ok(Watch::Again);
                 }
                 sync_memory(shared, &index, Some(SyncMode::Full), Touched::default()).await?;
+                super::resident::release_free_memory();
                 shared.periodic_work_ran.notify_one();
                 continue;
             }
@@ -410,7 +411,22 @@ impl Component for SkillsWatcher {
                     || p.is_dir()
                     || roots.iter().any(|root| root.starts_with(p))
             };
-            while let Some((paths, rescan)) = next_burst(&mut events, &stop, &relevant).await? {
+            // A snapshot built right after a change is not stored (the
+            // change may not show in the files' times yet): build it once
+            // more when that window has passed, so the next turn finds it.
+            let mut again_at: Option<tokio::time::Instant> = None;
+            loop {
+                let burst = tokio::select! {
+                    burst = next_burst(&mut events, &stop, &relevant) => burst?,
+                    () = sleep_until_some(again_at) => {
+                        again_at = None;
+                        refresh_skills(&shared).await?;
+                        continue;
+                    }
+                };
+                let Some((paths, rescan)) = burst else {
+                    break;
+                };
                 let creates_root = paths
                     .iter()
                     .any(|p| missing.iter().any(|root| root.starts_with(p)));
@@ -423,10 +439,21 @@ impl Component for SkillsWatcher {
                 {
                     refresh_skills(&shared).await?;
                     let _ = shared.bus.send(Event::SkillsChanged);
+                    again_at = Some(
+                        tokio::time::Instant::now() + crate::skills::stored::RACY_WINDOW + DEBOUNCE,
+                    );
                 }
             }
             Ok(())
         })
+    }
+}
+
+/// Sleeps until `at`; never, without one.
+async fn sleep_until_some(at: Option<tokio::time::Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
     }
 }
 

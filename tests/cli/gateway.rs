@@ -924,3 +924,21 @@ fn config_edits_apply_live() {
         .clone();
     assert_eq!(watcher["state"], "running", "{status}");
 }
+
+#[test]
+fn a_skill_added_while_the_gateway_runs_is_in_the_stored_snapshot_for_the_next_turn() {
+    let sb = Sandbox::new();
+    let gw = Gateway::start(&sb, &[]);
+    sb.write(
+        ".almanac/workspace/skills/tide-tables/SKILL.md",
+        "---\nname: tide-tables\ndescription: Reads the tide tables for the harbour.\n---\n# Tides\n",
+    );
+    // Built at once, and stored once the change is old enough to trust
+    // the files' times (a turn then reuses it instead of scanning).
+    eventually(Duration::from_secs(8), || {
+        std::fs::read_to_string(sb.path(".almanac/cache/skills-turn.json"))
+            .ok()
+            .filter(|stored| stored.contains("tide-tables"))
+    });
+    drop(gw);
+}
