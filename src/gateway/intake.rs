@@ -389,14 +389,22 @@ async fn apply(shared: &Arc<Shared>, batch: Vec<Record>, through: u64) -> anyhow
                 let keys: Vec<String> = by_key.keys().cloned().collect();
                 let queue = app.sessions(None).events();
                 let now = app.host.now_ts();
-                let mut warnings = Vec::new();
-                for (key, records) in &by_key {
-                    let events: Vec<(&str, i64, bool, Option<u64>)> = records
-                        .iter()
-                        .map(|r| (r.text.as_str(), r.ts, r.trusted, Some(r.seq)))
-                        .collect();
-                    warnings.extend(queue.enqueue_many(key, &events, now)?.1);
-                }
+                // Every session of the batch in one write of the queue file.
+                let groups: Vec<(&str, Vec<(&str, i64, bool, Option<u64>)>)> = by_key
+                    .iter()
+                    .map(|(key, records)| {
+                        let events = records
+                            .iter()
+                            .map(|r| (r.text.as_str(), r.ts, r.trusted, Some(r.seq)))
+                            .collect();
+                        (key.as_str(), events)
+                    })
+                    .collect();
+                let warnings = if groups.is_empty() {
+                    Vec::new()
+                } else {
+                    queue.enqueue_groups(&groups, now)?
+                };
                 // A webhook's run is in the ledger before the mark moves past
                 // its record: a crash between the two records it again, never
                 // not at all (a run already recorded is not recorded twice).

@@ -132,52 +132,32 @@ impl Queue {
     /// holds is there already (fed again after a crash) and is skipped.
     /// Returns how many of them the queue holds afterwards. Only the items
     /// that can end among the newest [`CAP`] are looked at, so a burst of
-    /// thousands costs what twenty do.
+    /// thousands costs what twenty do. (The gateway queues through
+    /// [`Queue::enqueue_groups`]; this one-key form states the rules.)
+    #[cfg(test)]
     pub(crate) fn enqueue_many<S: AsRef<str>>(
         &self,
         key: &str,
         items: &[(S, i64, bool, Option<u64>)],
         now: jiff::Timestamp,
     ) -> std::io::Result<(usize, Vec<String>)> {
-        self.change(now, |map| {
-            let list = map
-                .entry(key.to_string())
-                .or_insert_with(|| Value::Array(Vec::new()));
-            let mut events = events_of(list);
-            // The newest fed record the queue holds. A record is a replay
-            // when it is no newer in number and in time (numbers start
-            // again if the gateway's state is wiped; time goes on).
-            let fed = events
-                .iter()
-                .filter_map(|e| e.seq.map(|seq| (seq, e.ts)))
-                .max();
-            let skipped = |(text, ts, _, seq): &(S, i64, bool, Option<u64>)| {
-                text.as_ref().trim().is_empty()
-                    || seq
-                        .zip(fed)
-                        .is_some_and(|(seq, (fed_seq, fed_ts))| seq <= fed_seq && *ts <= fed_ts)
-            };
-            let from = first_that_counts(items, skipped, |item| item.0.as_ref());
-            let mut kept = 0;
-            for item in &items[from..] {
-                let text = item.0.as_ref().trim();
-                if skipped(item) || events.last().is_some_and(|e| e.text == text) {
-                    continue;
-                }
-                events.push(Event {
-                    text: text.to_string(),
-                    ts: item.1,
-                    trusted: item.2,
-                    seq: item.3,
-                });
-                kept += 1;
+        self.change(now, |map| push_events(map, key, items))
+    }
+
+    /// [`Queue::enqueue_many`] for several keys in one write of the file
+    /// (a batch of the gateway's intake spans many sessions; a write per
+    /// session would rewrite the whole file once for each).
+    pub(crate) fn enqueue_groups<S: AsRef<str>>(
+        &self,
+        groups: &[(&str, Vec<(S, i64, bool, Option<u64>)>)],
+        now: jiff::Timestamp,
+    ) -> std::io::Result<Vec<String>> {
+        let ((), warnings) = self.change(now, |map| {
+            for (key, items) in groups {
+                push_events(map, key, items);
             }
-            if events.len() > CAP {
-                events.drain(..events.len() - CAP);
-            }
-            *list = serde_json::to_value(events).expect("events serialise");
-            kept.min(CAP)
-        })
+        })?;
+        Ok(warnings)
     }
 
     /// The events waiting for `key`'s next turn, left in the queue. A queue
@@ -253,6 +233,52 @@ impl Queue {
             Ok((value, warnings))
         })?
     }
+}
+
+/// Queues `items` for `key` in `map` by the rules of
+/// [`Queue::enqueue_many`]: how many the queue holds afterwards.
+fn push_events<S: AsRef<str>>(
+    map: &mut Map<String, Value>,
+    key: &str,
+    items: &[(S, i64, bool, Option<u64>)],
+) -> usize {
+    let list = map
+        .entry(key.to_string())
+        .or_insert_with(|| Value::Array(Vec::new()));
+    let mut events = events_of(list);
+    // The newest fed record the queue holds. A record is a replay when it
+    // is no newer in number and in time (numbers start again if the
+    // gateway's state is wiped; time goes on).
+    let fed = events
+        .iter()
+        .filter_map(|e| e.seq.map(|seq| (seq, e.ts)))
+        .max();
+    let skipped = |(text, ts, _, seq): &(S, i64, bool, Option<u64>)| {
+        text.as_ref().trim().is_empty()
+            || seq
+                .zip(fed)
+                .is_some_and(|(seq, (fed_seq, fed_ts))| seq <= fed_seq && *ts <= fed_ts)
+    };
+    let from = first_that_counts(items, skipped, |item| item.0.as_ref());
+    let mut kept = 0;
+    for item in &items[from..] {
+        let text = item.0.as_ref().trim();
+        if skipped(item) || events.last().is_some_and(|e| e.text == text) {
+            continue;
+        }
+        events.push(Event {
+            text: text.to_string(),
+            ts: item.1,
+            trusted: item.2,
+            seq: item.3,
+        });
+        kept += 1;
+    }
+    if events.len() > CAP {
+        events.drain(..events.len() - CAP);
+    }
+    *list = serde_json::to_value(events).expect("events serialise");
+    kept.min(CAP)
 }
 
 /// The queue: session key → list of events.
@@ -469,6 +495,32 @@ mod tests {
             }
             proptest::prop_assert_eq!(at_once.peek("k"), one_by_one.peek("k"));
         }
+    }
+
+    #[test]
+    fn a_write_for_many_sessions_queues_what_a_write_each_would() {
+        let dir = tempfile::tempdir().unwrap();
+        let grouped = Queue::new(&dir.path().join("a.json"));
+        let each = Queue::new(&dir.path().join("b.json"));
+        let mut seq = 0;
+        let mut item = |t: &str| {
+            seq += 1;
+            (t.to_string(), 10, true, Some(seq))
+        };
+        let groups: Vec<(&str, Vec<_>)> = vec![
+            ("k1", vec![item("a"), item("a"), item("b")]),
+            ("k2", (0..30).map(|i| item(&format!("e{i}"))).collect()),
+            ("k3", vec![item("  "), item("c")]),
+        ];
+        grouped.enqueue_groups(&groups, NOW).unwrap();
+        for (key, items) in &groups {
+            each.enqueue_many(key, items, NOW).unwrap();
+        }
+        for key in ["k1", "k2", "k3"] {
+            assert_eq!(grouped.peek(key), each.peek(key), "{key}");
+        }
+        assert_eq!(grouped.peek("k2").len(), CAP);
+        assert_eq!(grouped.peek("k1").len(), 2);
     }
 
     #[test]
