@@ -86,11 +86,14 @@ fn run_gateway(args: RunArgs, app: App, options: &GlobalOptions) -> anyhow::Resu
             Some(path) => format!("token in {}", host.tilde(path)),
             None => format!("token from {}", info.token_source),
         };
-        println!(
-            "gateway listening on {} (pid {}, {token})",
-            info.base_url(),
-            info.pid
-        );
+        // A wildcard address is said as it is bound, with where this
+        // machine reaches it.
+        let url = info.base_url();
+        let address = match info.address.as_str() {
+            "0.0.0.0" | "::" => format!("{}:{}, reached here at {url}", info.address, info.port),
+            _ => url,
+        };
+        println!("gateway listening on {address} (pid {}, {token})", info.pid);
     })?;
     println!("gateway stopped");
     Ok(ExitCode::SUCCESS)
