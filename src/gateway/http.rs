@@ -819,6 +819,7 @@ async fn outbox_stream(
 pub(crate) mod external;
 pub(crate) mod hooks;
 pub(crate) mod mappings;
+pub(crate) mod serve;
 
 #[cfg(test)]
 mod tests;

@@ -590,17 +590,13 @@ impl Component for ControlApi {
             let router = http::router(shared);
             let server_stop = self.server_stop.clone();
             let stopping = stop.clone();
-            axum::serve(
-                listener,
-                router.into_make_service_with_connect_info::<SocketAddr>(),
-            )
-            .with_graceful_shutdown(async move {
+            http::serve::serve(listener, router, async move {
                 tokio::select! {
                     () = server_stop.cancelled() => {}
                     () = stopping.cancelled() => {}
                 }
             })
-            .await?;
+            .await;
             // Served to the end of a shutdown: not a failure to restart.
             if self.server_stop.is_cancelled() {
                 stop.cancelled().await;
