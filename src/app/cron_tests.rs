@@ -260,17 +260,7 @@ pub(crate) fn fake_gateway(answer: serde_json::Value) -> (u16, std::thread::Join
 /// kept.
 #[must_use]
 pub(crate) fn publish_fake_gateway(app: &App, port: u16) -> Option<crate::durable::HeldLock> {
-    let info = crate::gateway::state::GatewayInfo {
-        pid: std::process::id(),
-        address: "127.0.0.1".into(),
-        port,
-        started_at_ms: 0,
-        token_source: "file".into(),
-        token_file: None,
-        generation: 1,
-        watching: Vec::new(),
-        version: "test".into(),
-    };
+    let info = crate::gateway::state::test_info(std::process::id(), "127.0.0.1", port);
     crate::gateway::state::publish(&app.paths, &info).unwrap();
     crate::gateway::state::acquire_lock(&app.paths).unwrap()
 }

@@ -227,12 +227,8 @@ fn load_app(options: &GlobalOptions, host: Host) -> anyhow::Result<App> {
 /// edited file never keeps anyone from asking after or stopping the
 /// gateway.
 fn load_app_despite_config(options: &GlobalOptions, host: Host) -> anyhow::Result<App> {
-    match App::load(options, host.clone()) {
-        Ok(app) => {
-            logging::init_from_config(app.config.config.logging.level);
-            output::print_config_warnings(&app.config);
-            Ok(app)
-        }
+    match load_app(options, host.clone()) {
+        Ok(app) => Ok(app),
         Err(err) => match App::load_without_config_file(options, host) {
             Ok(app) => {
                 output::warn(format!("{err:#}; going on without the config file"));

@@ -237,6 +237,23 @@ pub(crate) fn tokens_equal(given: &[u8], expected: &[u8]) -> bool {
         == 0
 }
 
+/// A `gateway.json` of a gateway at `address:port` with pid `pid`, for
+/// tests.
+#[cfg(test)]
+pub(crate) fn test_info(pid: u32, address: &str, port: u16) -> GatewayInfo {
+    GatewayInfo {
+        pid,
+        address: address.into(),
+        port,
+        started_at_ms: 0,
+        token_source: "file".into(),
+        token_file: None,
+        generation: 1,
+        watching: vec![],
+        version: "test".into(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -260,17 +277,7 @@ mod tests {
     fn running_needs_the_lock_and_a_lost_file_is_put_back() {
         let dir = tempfile::tempdir().unwrap();
         let paths = crate::app::testing::test_app(dir.path(), "{}").paths;
-        let info = GatewayInfo {
-            pid: std::process::id(),
-            address: "127.0.0.1".into(),
-            port: 9,
-            started_at_ms: 0,
-            token_source: "file".into(),
-            token_file: None,
-            generation: 1,
-            watching: vec![],
-            version: "x".into(),
-        };
+        let info = test_info(std::process::id(), "127.0.0.1", 9);
         publish(&paths, &info).unwrap();
         // A live pid without the lock (reused after a crash): not running.
         assert!(!lock_held(&paths));
@@ -300,17 +307,7 @@ mod tests {
 
     #[test]
     fn base_url_reaches_wildcards_on_loopback() {
-        let mut info = GatewayInfo {
-            pid: 1,
-            address: "0.0.0.0".into(),
-            port: 18789,
-            started_at_ms: 0,
-            token_source: "file".into(),
-            token_file: None,
-            generation: 1,
-            watching: vec![],
-            version: "x".into(),
-        };
+        let mut info = test_info(1, "0.0.0.0", 18789);
         assert_eq!(info.base_url(), "http://127.0.0.1:18789");
         info.address = "::1".into();
         assert_eq!(info.base_url(), "http://[::1]:18789");

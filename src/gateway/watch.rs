@@ -228,7 +228,7 @@ async fn watch_memory(shared: &Arc<Shared>, stop: &CancellationToken) -> anyhow:
                 if !still_current(shared, &index, &memory, &layout).await {
                     return Ok(Watch::Again);
                 }
-                sync_memory(shared, &index, Some(SyncMode::Full), Touched::default()).await?;
+                sync_memory(shared, &index, Look::Sync(SyncMode::Full)).await?;
                 super::resident::release_free_memory();
                 shared.periodic_work_ran.notify_one();
                 continue;
@@ -261,33 +261,38 @@ async fn watch_memory(shared: &Arc<Shared>, stop: &CancellationToken) -> anyhow:
                 vanished.push(rel);
             }
         }
-        let mode = (rescan || new_folder).then_some(SyncMode::Full);
-        if rels.is_empty() && vanished.is_empty() && mode.is_none() {
+        let look = if rescan || new_folder {
+            Look::Sync(SyncMode::Full)
+        } else if rels.is_empty() && vanished.is_empty() {
             continue;
-        }
-        let touched = Touched {
-            files: rels,
-            folders: vanished,
+        } else {
+            Look::Refresh {
+                files: rels,
+                folders: vanished,
+            }
         };
-        let files = sync_memory(shared, &index, mode, touched).await?;
+        let files = sync_memory(shared, &index, look).await?;
         let _ = shared.bus.send(Event::MemoryRefreshed { files });
     }
 }
 
-/// The files a burst touched, and the folders that vanished with theirs.
-#[derive(Default)]
-struct Touched {
-    files: Vec<String>,
-    folders: Vec<String>,
+/// What the memory watcher brings up to date.
+enum Look {
+    /// The whole index, as the mode says.
+    Sync(SyncMode),
+    /// The files a burst touched, and those of folders that vanished.
+    Refresh {
+        files: Vec<String>,
+        folders: Vec<String>,
+    },
 }
 
-/// Syncs the index (`mode`) or re-reads the touched files; the number of
-/// files looked at.
+/// Brings the index up to date as `look` says; the number of files
+/// indexed or removed.
 async fn sync_memory(
     shared: &Arc<Shared>,
     index: &Arc<Mutex<crate::memory::index::Index>>,
-    mode: Option<SyncMode>,
-    touched: Touched,
+    look: Look,
 ) -> anyhow::Result<usize> {
     let index = index.clone();
     let wall = shared.engine.app().wall_ns();
@@ -295,14 +300,15 @@ async fn sync_memory(
         .engine
         .blocking(move || {
             let mut index = index.lock().unwrap_or_else(|p| p.into_inner());
-            if let Some(mode) = mode {
-                return index.sync(mode, wall);
+            match look {
+                Look::Sync(mode) => index.sync(mode, wall),
+                Look::Refresh { mut files, folders } => {
+                    for folder in &folders {
+                        files.extend(index.indexed_under(folder)?);
+                    }
+                    index.refresh(&files)
+                }
             }
-            let Touched { mut files, folders } = touched;
-            for folder in &folders {
-                files.extend(index.indexed_under(folder)?);
-            }
-            index.refresh(&files)
         })
         .await??;
     for w in &report.warnings {
