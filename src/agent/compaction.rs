@@ -8,9 +8,10 @@
 use serde_json::{Value, json};
 
 use super::hygiene;
+use super::models::Models;
 use super::tools::Tools;
 use super::turn::{Log, Settings, TurnError};
-use crate::provider::{self, Block, Message, Provider, Quiet, Request, RetryPolicy, Usage};
+use crate::provider::{Block, Endpoint, Message, Quiet, Request, RetryPolicy, Usage};
 use crate::session::transcript::{Payload, Transcript};
 
 /// Turns (user messages and what followed) kept verbatim after a
@@ -78,7 +79,7 @@ pub(crate) fn flush_prompts(today: &str, now: &str) -> (String, String) {
 /// summarises the older part of `transcript` into a compaction entry.
 #[allow(clippy::too_many_arguments)]
 pub(crate) async fn compact(
-    provider: &dyn Provider,
+    models: &Models,
     retry: &RetryPolicy,
     settings: &Settings,
     transcript: &Transcript,
@@ -87,7 +88,6 @@ pub(crate) async fn compact(
     now: &str,
     log: &mut Log<'_>,
 ) -> Result<Option<Report>, TurnError> {
-    let api = provider.endpoint().api;
     let context = transcript.context();
     let mut report = Report {
         tokens_before: estimate("", &context),
@@ -132,16 +132,15 @@ pub(crate) async fn compact(
         let mut notes = Vec::new();
         let mut reply = String::new();
         for _ in 0..FLUSH_STEPS {
-            let (messages, _) = hygiene::clean(&conversation, api);
-            let request = Request {
-                model: settings.model.clone(),
+            let build = |endpoint: &Endpoint, model: &str| Request {
+                model: model.to_string(),
                 system: system.clone(),
-                messages,
+                messages: hygiene::clean(&conversation, endpoint.api).0,
                 tools: specs.clone(),
                 max_tokens: settings.max_tokens,
+                thinking: None,
             };
-            let response =
-                provider::call_with_retries(provider, &request, &mut Quiet, retry).await?;
+            let response = models.call(&build, &mut Quiet, retry).await?;
             report.usage.add(&response.usage);
             conversation.push(Message::Assistant(response.content.clone()));
             let mut called = false;
@@ -199,15 +198,15 @@ pub(crate) async fn compact(
     conversation.push(Message::User(vec![Block::text(
         "Summarise the conversation above for your own future reference: decisions, facts learned, open tasks and commitments, names and dates. Plain prose and short lists; no greeting.",
     )]));
-    let (messages, _) = hygiene::clean(&conversation, api);
-    let request = Request {
-        model: settings.model.clone(),
+    let build = |endpoint: &Endpoint, model: &str| Request {
+        model: model.to_string(),
         system: "You write faithful, compact summaries of conversations.".to_string(),
-        messages,
+        messages: hygiene::clean(&conversation, endpoint.api).0,
         tools: Vec::new(),
         max_tokens: settings.max_tokens,
+        thinking: None,
     };
-    let response = provider::call_with_retries(provider, &request, &mut Quiet, retry).await?;
+    let response = models.call(&build, &mut Quiet, retry).await?;
     report.usage.add(&response.usage);
     let summary: String = response
         .content

@@ -12,6 +12,7 @@
 //! * [`turn`]: the loop, writing every message to the transcript as it
 //!   happens;
 //! * [`hygiene`]: per-provider repair of a stored conversation, in memory;
+//! * [`models`]: the turn's model and its fallbacks, tried in order;
 //! * [`compaction`]: memory flush and summary near the context window.
 //!
 //! Invariants: schedulers and webhooks never import this module; they
@@ -20,6 +21,7 @@
 
 pub(crate) mod compaction;
 pub(crate) mod hygiene;
+pub(crate) mod models;
 pub(crate) mod policy;
 pub(crate) mod prompt;
 pub(crate) mod shell;

@@ -5,7 +5,9 @@
 //!
 //! Invariants:
 //! * A tool the policy removes is not offered, and a call to it anyway is
-//!   refused with the setting that removed it. `deny` always wins.
+//!   refused with the setting that removed it. `deny` always wins. A
+//!   run's own list (a cron job's `--tools`) narrows what is offered; it
+//!   never adds a tool.
 //! * `exec` runs a command only when `security` is `full`, or when the
 //!   allowlist accepts it (then the re-quoted words run, see
 //!   [`super::shell`]), or when a person approved it on a terminal. With
@@ -130,6 +132,9 @@ pub(crate) struct ToolPolicy {
     profile: Option<ToolProfile>,
     allow: Vec<String>,
     deny: Vec<String>,
+    /// A run's own list (a cron job's `--tools`): only tools it covers,
+    /// of those the rest keeps.
+    only: Option<Vec<String>>,
 }
 
 impl ToolPolicy {
@@ -138,11 +143,35 @@ impl ToolPolicy {
             profile: config.profile,
             allow: config.allow.clone(),
             deny: config.deny.clone(),
+            only: None,
         }
+    }
+
+    /// The same policy, narrowed to the tools `only` covers (entries as
+    /// in `tools.allow`); `None` narrows nothing. It never adds a tool.
+    pub(crate) fn narrowed_to(mut self, only: Option<Vec<String>>) -> ToolPolicy {
+        self.only = only;
+        self
     }
 
     /// `Ok` when `tool` is offered; else which setting removed it.
     pub(crate) fn check(&self, tool: &str) -> Result<(), String> {
+        self.check_config(tool)?;
+        match &self.only {
+            Some(only) if !only.iter().any(|e| entry_covers(e, tool)) => Err(format!(
+                "the tool `{tool}` is not among this run's tools ({})",
+                if only.is_empty() {
+                    "none".to_string()
+                } else {
+                    only.join(", ")
+                }
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    /// What `tools.profile`, `allow` and `deny` say of `tool`.
+    fn check_config(&self, tool: &str) -> Result<(), String> {
         if let Some(entry) = self.deny.iter().find(|e| entry_covers(e, tool)) {
             return Err(format!(
                 "the tool `{tool}` is turned off by tools.deny (\"{entry}\")"
@@ -337,6 +366,47 @@ mod tests {
 
     fn offered(p: &ToolPolicy) -> Vec<&'static str> {
         TOOLS.iter().copied().filter(|t| p.allows(t)).collect()
+    }
+
+    /// A run's own list narrows the policy (names, groups, patterns) and
+    /// never widens it: `deny` and the profile still win.
+    #[test]
+    fn a_runs_list_is_intersected_with_the_policy() {
+        let only = |list: &[&str]| Some(list.iter().map(|s| s.to_string()).collect());
+        let cases: Vec<(ToolPolicy, Vec<&str>)> = vec![
+            (
+                policy(None, &[], &[]).narrowed_to(only(&["read"])),
+                vec!["read"],
+            ),
+            (
+                policy(None, &[], &[]).narrowed_to(only(&["group:memory", "w*"])),
+                vec![
+                    "write",
+                    "memory_search",
+                    "memory_get",
+                    "memory_append",
+                    "weather",
+                ],
+            ),
+            (
+                policy(None, &[], &["write"]).narrowed_to(only(&["read", "write"])),
+                vec!["read"],
+            ),
+            (
+                policy(Some(ToolProfile::Minimal), &[], &[]).narrowed_to(only(&["read"])),
+                vec![],
+            ),
+            (policy(None, &[], &[]).narrowed_to(only(&[])), vec![]),
+            (policy(None, &[], &[]).narrowed_to(None), TOOLS.to_vec()),
+        ];
+        for (p, expected) in cases {
+            assert_eq!(offered(&p), expected, "{p:?}");
+        }
+        let why = policy(None, &[], &[])
+            .narrowed_to(only(&["read"]))
+            .check("write")
+            .unwrap_err();
+        assert!(why.contains("not among this run's tools (read)"), "{why}");
     }
 
     #[test]

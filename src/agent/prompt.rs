@@ -49,6 +49,11 @@ pub(crate) const HEARTBEAT_BOOTSTRAP_FILES: &[&str] = &[
 /// The bootstrap files of a light heartbeat turn (`lightContext`).
 pub(crate) const LIGHT_HEARTBEAT_BOOTSTRAP_FILES: &[&str] = &["HEARTBEAT.md"];
 
+/// The workspace files of a light-context turn that is not a heartbeat (a
+/// cron job's `lightContext`): a light heartbeat's, `HEARTBEAT.md` aside,
+/// which is none.
+pub(crate) const LIGHT_BOOTSTRAP_FILES: &[&str] = &[];
+
 /// A workspace file put in the prompt.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 #[serde(rename_all = "camelCase")]

@@ -22,9 +22,10 @@ use std::collections::HashSet;
 use serde::Serialize;
 use serde_json::{Value, json};
 
+use super::models::Models;
 use super::{hygiene, tools::Tools};
 use crate::provider::{
-    self, Block, Message, Provider, Request, RetryPolicy, StopReason, StreamSink, Usage,
+    self, Block, Endpoint, Message, Request, RetryPolicy, StopReason, StreamSink, Usage,
 };
 use crate::session::transcript::{self, AssistantMeta};
 
@@ -34,10 +35,10 @@ pub(crate) const NO_REPLY: &str = "NO_REPLY";
 /// Settings of one turn.
 #[derive(Debug, Clone)]
 pub(crate) struct Settings {
-    /// The model name sent to the provider.
-    pub model: String,
     pub max_tokens: u32,
     pub max_steps: u32,
+    /// How hard the model thinks (a cron job's or hook run's `thinking`).
+    pub thinking: Option<provider::Thinking>,
 }
 
 /// One tool call of the turn, for the caller's report.
@@ -188,7 +189,7 @@ pub(crate) enum TurnError {
 /// dropped), which can update the session's entry meanwhile.
 #[allow(clippy::too_many_arguments)]
 pub(crate) async fn run(
-    provider: &dyn Provider,
+    models: &Models,
     retry: &RetryPolicy,
     settings: &Settings,
     system: &str,
@@ -199,7 +200,6 @@ pub(crate) async fn run(
     sink: &mut dyn StreamSink,
 ) -> Result<Outcome, TurnError> {
     log.write_message(&user, None, false)?;
-    let endpoint = provider.endpoint();
     let mut conversation = history;
     conversation.push(user);
     let specs = tools.specs();
@@ -224,27 +224,35 @@ pub(crate) async fn run(
             ));
             break;
         }
-        let (messages, repairs) = hygiene::clean(&conversation, endpoint.api);
-        if outcome.steps == 0 {
-            outcome.repairs = repairs;
-        }
-        let request = Request {
-            model: settings.model.clone(),
-            system: system.to_string(),
-            messages,
-            tools: specs.clone(),
-            max_tokens: settings.max_tokens,
+        // The conversation is cleaned for the protocol of the model that
+        // is asked (a fallback may speak another).
+        let repaired = std::sync::Mutex::new(Vec::new());
+        let build = |endpoint: &Endpoint, model: &str| {
+            let (messages, repairs) = hygiene::clean(&conversation, endpoint.api);
+            *repaired.lock().unwrap_or_else(|p| p.into_inner()) = repairs;
+            Request {
+                model: model.to_string(),
+                system: system.to_string(),
+                messages,
+                tools: specs.clone(),
+                max_tokens: settings.max_tokens,
+                thinking: settings.thinking,
+            }
         };
         let asked = std::time::Instant::now();
-        let response = provider::call_with_retries(provider, &request, sink, retry).await?;
+        let response = models.call(&build, sink, retry).await?;
+        if outcome.steps == 0 {
+            outcome.repairs = repaired.into_inner().unwrap_or_else(|p| p.into_inner());
+        }
         outcome.model_ms += asked.elapsed().as_secs_f64() * 1000.0;
         outcome.steps += 1;
         outcome.usage.add(&response.usage);
         outcome.stop_reason = response.stop_reason;
+        let endpoint = models.endpoint();
         let meta = AssistantMeta {
             api: endpoint.api.as_str().to_string(),
             provider: endpoint.provider.clone(),
-            model: settings.model.clone(),
+            model: models.name().to_string(),
             usage: response.usage,
             stop_reason: Some(response.stop_reason),
             error_message: None,

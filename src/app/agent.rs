@@ -14,6 +14,7 @@ use super::App;
 use super::memory::{self as app_memory, SearchRequest};
 use super::session_memory;
 use crate::agent::compaction::{self, Report};
+use crate::agent::models::{Link, Models};
 use crate::agent::policy::{Approver, ExecPolicy, NoApprover, ToolPolicy};
 use crate::agent::prompt::{self, Parts};
 use crate::agent::shell::Allowlist;
@@ -21,6 +22,7 @@ use crate::agent::tools::{Caller, Protected, Services, SkillRun, SkillTool, Tool
 use crate::agent::turn::{self, Log, Outcome, Settings};
 use crate::config::ModelRef;
 use crate::memory::write::AppendRequest;
+pub(crate) use crate::provider::Thinking;
 use crate::provider::{self, Api, Block, Endpoint, Message, RetryPolicy, StreamSink, ToolSpec};
 use crate::session::store::SessionEntry;
 use crate::session::{Sessions, Started, events, transcript};
@@ -226,6 +228,35 @@ impl App {
         })
     }
 
+    /// The models tried after `first` fails: `asked` (a cron job's
+    /// `fallbacks`, `[]` for none), else `agents.defaults.model.fallbacks`;
+    /// `first` itself and repeats left out. One that cannot be used (an
+    /// unknown provider, no key) is left out with a warning.
+    pub(crate) fn fallback_models(
+        &self,
+        first: &Model,
+        asked: Option<&[String]>,
+        warnings: &mut Vec<String>,
+    ) -> Vec<Link> {
+        let configured = match &self.config.config.agents.defaults.model {
+            Some(ModelRef::Chain { fallbacks, .. }) => fallbacks.as_slice(),
+            _ => &[],
+        };
+        let mut seen = vec![first.reference.clone()];
+        let mut links = Vec::new();
+        for reference in asked.unwrap_or(configured) {
+            match self.model(Some(reference)) {
+                Ok(model) if !seen.contains(&model.reference) => {
+                    seen.push(model.reference.clone());
+                    links.push(Link::new(model.reference, model.name, model.endpoint));
+                }
+                Ok(_) => {}
+                Err(err) => warnings.push(format!("fallback model `{reference}` left out: {err}")),
+            }
+        }
+        links
+    }
+
     /// The sessions of `agent` (default `main`).
     pub(crate) fn sessions(&self, agent: Option<&str>) -> Sessions {
         Sessions::new(
@@ -299,6 +330,27 @@ pub(crate) struct TurnRequest {
     /// last channel; none for turns nobody sent.
     #[serde(skip)]
     pub channel: Option<String>,
+    /// How an unattended run shapes the turn (never from a request body).
+    #[serde(skip)]
+    pub shape: TurnShape,
+}
+
+/// What a cron job (or a webhook's run) asks of its turn besides the
+/// message and the model.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct TurnShape {
+    /// Only these tools (names, `group:*` names or patterns, as in
+    /// `tools.allow`), and only those of them the tool policy keeps.
+    pub tools_allow: Option<Vec<String>>,
+    /// No workspace files in the prompt and no recalled notes.
+    pub light_context: bool,
+    pub thinking: Option<provider::Thinking>,
+    /// Replaces `agents.defaults.model.fallbacks` (`[]`: none).
+    pub fallbacks: Option<Vec<String>>,
+    /// A new session every run (a cron job's `isolated` target): the
+    /// message is never a reset command, and the run keeps a row of its
+    /// own, `<key>:run:<sessionId>`.
+    pub isolated_run: bool,
 }
 
 /// What makes a turn a heartbeat turn.
@@ -477,11 +529,13 @@ struct Assembled {
 
 /// Assembles the turn; `alongside` (the session's own reading) runs on the
 /// thread that reads the skills, while the memory is recalled.
+#[allow(clippy::too_many_arguments)]
 fn assemble<T: Send>(
     app: &App,
     model: &Model,
     message: &str,
     heartbeat: Option<HeartbeatTurn>,
+    shape: &TurnShape,
     caller: Caller,
     services: &AppServices,
     alongside: impl FnOnce() -> T + Send,
@@ -498,6 +552,7 @@ fn assemble<T: Send>(
             let also = alongside();
             let skills = turn_skills(app, services.read_only);
             let names = match heartbeat {
+                None if shape.light_context => prompt::LIGHT_BOOTSTRAP_FILES,
                 None => prompt::BOOTSTRAP_FILES,
                 Some(h) if h.light_context => prompt::LIGHT_HEARTBEAT_BOOTSTRAP_FILES,
                 Some(_) => prompt::HEARTBEAT_BOOTSTRAP_FILES,
@@ -511,7 +566,7 @@ fn assemble<T: Send>(
             );
             (skills, bootstrap, also)
         });
-        let light = heartbeat.is_some_and(|h| h.light_context);
+        let light = shape.light_context || heartbeat.is_some_and(|h| h.light_context);
         let recalled = if memory_write && !light && !message.trim().is_empty() {
             services.context(message)
         } else {
@@ -557,7 +612,7 @@ fn assemble<T: Send>(
             config_file: Some(app.paths.config_path.clone()),
             state_dir: Some(app.paths.state_dir.clone()),
         },
-        policy: ToolPolicy::new(tools_config),
+        policy: ToolPolicy::new(tools_config).narrowed_to(shape.tools_allow.clone()),
         allow_shell: ctx.allowed_permissions.contains("shell"),
         exec: ExecPolicy {
             security: exec_config.security,
@@ -778,6 +833,7 @@ pub(crate) fn prompt_view(app: &App, req: &TurnRequest) -> anyhow::Result<Prompt
         &model,
         &req.message,
         req.heartbeat,
+        &req.shape,
         caller(&key),
         &services,
         || (),
@@ -958,16 +1014,22 @@ pub(crate) fn run_turn(
     app.paths.ensure_workspace()?;
     let sessions = app.sessions(req.agent.as_deref());
     let key = sessions.resolve_key(req.session_key.as_deref());
-    // A heartbeat's prompt is configuration, never a `/new`; an isolated
-    // heartbeat starts a new session every run.
-    let (explicit, rest) = match (req.heartbeat, reset_trigger(app, &req.message)) {
-        (Some(h), _) => (h.fresh_session.then_some(Started::New), req.message.clone()),
-        (None, Some((why, rest))) => (Some(why), rest.to_string()),
-        (None, None) => (None, req.message.clone()),
+    // A heartbeat's prompt and a cron job's message are configuration,
+    // never a `/new`; an isolated heartbeat or cron run starts a new
+    // session every run.
+    let (explicit, rest, typed) = match (req.heartbeat, reset_trigger(app, &req.message)) {
+        _ if req.shape.isolated_run => (Some(Started::New), req.message.clone(), false),
+        (Some(h), _) => (
+            h.fresh_session.then_some(Started::New),
+            req.message.clone(),
+            false,
+        ),
+        (None, Some((why, rest))) => (Some(why), rest.to_string(), true),
+        (None, None) => (None, req.message.clone(), false),
     };
     // `/new provider/model`: the new session's model.
     let (model_choice, message) = match explicit {
-        Some(_) if rest.contains('/') && !rest.contains(char::is_whitespace) => {
+        Some(_) if typed && rest.contains('/') && !rest.contains(char::is_whitespace) => {
             (Some(rest.clone()), String::new())
         }
         _ => (None, rest),
@@ -986,6 +1048,12 @@ pub(crate) fn run_turn(
             .and_then(session_model),
     };
     let model = app.model(chosen.or(kept.as_deref()))?;
+    let mut fallback_warnings = Vec::new();
+    let fallbacks = app.fallback_models(
+        &model,
+        req.shape.fallbacks.as_deref(),
+        &mut fallback_warnings,
+    );
     // From here the session is this turn's alone (a turn that cannot
     // call a model has created nothing).
     let _turn_lock = crate::durable::lock_file(&sessions.turn_lock_path(&key))?;
@@ -993,9 +1061,11 @@ pub(crate) fn run_turn(
     let previous = (hooks_on && explicit.is_some()).then(|| stored_entry(&sessions, &key));
     let (current, mut warnings) =
         sessions.current(&key, now, &app.paths.workspace, explicit, false)?;
+    warnings.extend(fallback_warnings);
     let source = req.channel.as_deref().unwrap_or("cli");
     if let Some(previous) = previous
         && req.heartbeat.is_none()
+        && typed
         && let Some(why @ (Started::New | Started::Reset)) = current.started
     {
         let action = if why == Started::Reset {
@@ -1056,6 +1126,7 @@ pub(crate) fn run_turn(
         &model,
         &message,
         req.heartbeat,
+        &req.shape,
         caller(&key),
         &services,
         || {
@@ -1072,13 +1143,23 @@ pub(crate) fn run_turn(
     let lines = events::render(&events, |ts| event_time(app, ts));
     let defaults = &app.config.config.agents.defaults;
     let settings = Settings {
-        model: model.name.clone(),
         max_tokens: defaults.max_tokens,
         max_steps: defaults.max_steps.max(1),
+        thinking: req.shape.thinking,
     };
-    let provider = connecting
+    let client = connecting
         .join()
         .map_err(|_| anyhow::anyhow!("setting up the HTTP client failed"))?;
+    let models = Models::new(
+        Link::new(
+            model.reference.clone(),
+            model.name.clone(),
+            model.endpoint.clone(),
+        ),
+        client,
+        fallbacks,
+        ctx.connect.clone(),
+    );
     // A due full scan of the memory index runs while the model answers.
     let scanning = assembled.full_scan_due.then(|| {
         let app = app.clone();
@@ -1126,14 +1207,7 @@ pub(crate) fn run_turn(
                 .to_string();
             let flush = (assembled.memory_write && tools.offers("memory_append")).then_some(&tools);
             compaction = compaction::compact(
-                provider.as_ref(),
-                retry,
-                &settings,
-                &stored,
-                flush,
-                &today,
-                &now_text,
-                &mut log,
+                &models, retry, &settings, &stored, flush, &today, &now_text, &mut log,
             )
             .await?;
             if let Some(report) = &compaction {
@@ -1153,7 +1227,7 @@ pub(crate) fn run_turn(
             }
         }
         let outcome = turn::run(
-            provider.as_ref(),
+            &models,
             retry,
             &settings,
             &assembled.system,
@@ -1175,7 +1249,7 @@ pub(crate) fn run_turn(
     let Some(finished) = finished else {
         // The user's message may be in the transcript without its answer:
         // an aborted answer closes it, so the next turn sees a whole pair.
-        close_cancelled(&mut log, &current.transcript, &model, &settings)?;
+        close_cancelled(&mut log, &current.transcript, &models)?;
         return Err(crate::engine::Cancelled("stopped while it ran".into()).into());
     };
     let (compaction, outcome) = finished?;
@@ -1211,8 +1285,8 @@ pub(crate) fn run_turn(
             if let Some(channel) = &req.channel {
                 e.last_channel = Some(channel.clone());
             }
-            e.model = Some(model.name.clone());
-            e.model_provider = Some(model.endpoint.provider.clone());
+            e.model = Some(models.name().to_string());
+            e.model_provider = Some(models.endpoint().provider.clone());
             // Counts from the server and from the file: saturating sums.
             e.input_tokens = e.input_tokens.saturating_add(usage.input);
             e.output_tokens = e.output_tokens.saturating_add(usage.output);
@@ -1232,6 +1306,11 @@ pub(crate) fn run_turn(
         .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
         .map_err(|e| anyhow::anyhow!("cannot sync the transcript: {e}"))?;
     warnings.extend(recorded?);
+    if req.shape.isolated_run {
+        let retention = app.config.config.cron.session_retention.ms();
+        warnings.extend(sessions.record_run(&key, app.host.now_ts(), retention)?);
+    }
+    warnings.extend(models.fell_back());
     // The message carrying the events is synced: they leave the queue.
     if !events.is_empty()
         && let Err(err) = consume(&queue, &key, &events, now, &mut warnings)
@@ -1289,7 +1368,7 @@ pub(crate) fn run_turn(
         session_key: key,
         session_id: current.entry.session_id,
         started: current.started,
-        model: model.reference,
+        model: models.reference().to_string(),
         outcome,
         compaction,
         warnings,
@@ -1302,8 +1381,7 @@ pub(crate) fn run_turn(
 fn close_cancelled(
     log: &mut Log<'_>,
     path: &std::path::Path,
-    model: &Model,
-    settings: &Settings,
+    models: &Models,
 ) -> anyhow::Result<()> {
     let stored = transcript::read(path)?;
     let last_is_user = stored
@@ -1314,9 +1392,9 @@ fn close_cancelled(
     log.taken = stored.ids();
     if last_is_user {
         let meta = transcript::AssistantMeta {
-            api: model.endpoint.api.as_str().to_string(),
-            provider: model.endpoint.provider.clone(),
-            model: settings.model.clone(),
+            api: models.endpoint().api.as_str().to_string(),
+            provider: models.endpoint().provider.clone(),
+            model: models.name().to_string(),
             usage: Default::default(),
             stop_reason: Some(provider::StopReason::Aborted),
             error_message: Some("cancelled".to_string()),

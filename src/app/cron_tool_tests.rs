@@ -59,7 +59,16 @@ impl Turn {
             read_only: false,
             gateway,
         };
-        let (assembled, ()) = assemble(app, &model, "hello", None, caller(KEY), &services, || ());
+        let (assembled, ()) = assemble(
+            app,
+            &model,
+            "hello",
+            None,
+            &TurnShape::default(),
+            caller(KEY),
+            &services,
+            || (),
+        );
         Turn {
             app: app.clone(),
             offered: assembled

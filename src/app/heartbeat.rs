@@ -236,6 +236,7 @@ pub(crate) fn prepare(app: &App, reason: &str, lane_busy: bool) -> Prepared {
             fresh_session: config.isolated_session,
         }),
         channel: None,
+        shape: Default::default(),
     };
     Prepared::Run(Box::new(Plan {
         request,

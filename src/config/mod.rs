@@ -251,6 +251,62 @@ pub(crate) struct CronConfig {
     /// results go.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub failure_destination: Option<CronFailureDestinationConfig>,
+    /// How long the row of one isolated run (`…:cron:<jobId>:run:<id>`)
+    /// stays in `sessions.json`: a duration (`"24h"`, a bare number is
+    /// hours) or `false` (kept for ever). Its transcript stays.
+    pub session_retention: SessionRetention,
+}
+
+/// `cron.sessionRetention`: a duration, or kept for ever (`false`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(transparent)]
+pub(crate) struct SessionRetention(pub Option<u64>);
+
+impl SessionRetention {
+    /// The default: a day.
+    const DAY_MS: u64 = 24 * 3600 * 1000;
+
+    /// Milliseconds a run row is kept; `None`: for ever.
+    pub(crate) fn ms(self) -> Option<u64> {
+        self.0
+    }
+}
+
+impl Default for SessionRetention {
+    fn default() -> Self {
+        SessionRetention(Some(Self::DAY_MS))
+    }
+}
+
+impl<'de> Deserialize<'de> for SessionRetention {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            Switch(bool),
+            Hours(f64),
+            Text(String),
+        }
+        let expected = || {
+            serde::de::Error::custom(
+                "invalid type, expected a duration such as \"24h\", a number of hours, or false",
+            )
+        };
+        let hour = 3_600_000.0;
+        match Raw::deserialize(deserializer).map_err(|_| expected())? {
+            Raw::Switch(false) => Ok(SessionRetention(None)),
+            Raw::Switch(true) => Ok(SessionRetention::default()),
+            Raw::Hours(h) if h.is_finite() && h >= 0.0 => {
+                Ok(SessionRetention(Some((h * hour) as u64)))
+            }
+            Raw::Hours(_) => Err(expected()),
+            Raw::Text(text) => {
+                almanac_heartbeat::duration::parse(&text, almanac_heartbeat::duration::Unit::Hours)
+                    .map(|d| SessionRetention(Some(d.as_millis() as u64)))
+                    .map_err(|e| serde::de::Error::custom(format!("`{text}`: {e}")))
+            }
+        }
+    }
 }
 
 impl Default for CronConfig {
@@ -264,6 +320,7 @@ impl Default for CronConfig {
             failure_alert: CronFailureAlertConfig::default(),
             webhook_token: None,
             failure_destination: None,
+            session_retention: SessionRetention::default(),
         }
     }
 }

@@ -486,10 +486,25 @@ fn cron_keys_defaults_sizes_and_ranges() {
         "{:?}",
         loaded.warnings
     );
-    assert_eq!(
-        loaded.file.unknown_keys,
-        vec!["cron.sessionRetention".to_string()]
+    assert!(
+        loaded.file.unknown_keys.is_empty(),
+        "{:?}",
+        loaded.file.unknown_keys
     );
+    assert_eq!(cron.session_retention.ms(), Some(24 * 3_600_000));
+    for (json, ms) in [
+        ("false", None),
+        ("6", Some(6 * 3_600_000)),
+        ("'90m'", Some(90 * 60_000)),
+        ("'2d'", Some(48 * 3_600_000)),
+    ] {
+        std::fs::write(&path, format!("{{ cron: {{ sessionRetention: {json} }} }}")).unwrap();
+        let loaded = load(&path, &host(&[]), &[]).unwrap();
+        assert_eq!(loaded.config.cron.session_retention.ms(), ms, "{json}");
+    }
+    std::fs::write(&path, "{ cron: { sessionRetention: 'soon' } }").unwrap();
+    let err = load(&path, &host(&[]), &[]).unwrap_err().to_string();
+    assert!(err.contains("cron.sessionRetention"), "{err}");
     for (text, bytes) in [
         ("2000000", Some(2_000_000)),
         ("500kb", Some(512_000)),

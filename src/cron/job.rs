@@ -273,7 +273,7 @@ pub(crate) struct Check<'a> {
 }
 
 /// The thinking levels a payload may ask for.
-pub(crate) const THINKING_LEVELS: &[&str] = &["off", "minimal", "low", "medium", "high", "xhigh"];
+pub(crate) const THINKING_LEVELS: &[&str] = crate::provider::Thinking::NAMES;
 
 /// A job that breaks a rule of the schema, named by its field.
 #[derive(Debug, thiserror::Error)]

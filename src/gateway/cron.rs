@@ -686,7 +686,8 @@ impl Runner {
     /// heartbeat run) gets its own task under the `maxConcurrentRuns`
     /// limit. A job whose previous run is still going skips the slot,
     /// recorded so.
-    async fn start_runs(&mut self, due: Vec<Due>) -> anyhow::Result<()> {
+    /// Returns the run ids of the runs started, by job.
+    async fn start_runs(&mut self, due: Vec<Due>) -> anyhow::Result<Vec<(String, String)>> {
         let now = self.shared.host.now_ms();
         let generation = self.shared.tasks.generation;
         let mut busy = Vec::new();
@@ -753,6 +754,7 @@ impl Runner {
                     .filter_map(|(due, job)| {
                         let task_id = tasks.remove(&(due.id.clone(), due.slot_ms))?;
                         Some(Claimed {
+                            run_id: run_id(&due.id, now),
                             due,
                             job,
                             task_id,
@@ -763,6 +765,10 @@ impl Runner {
                 Ok::<_, crate::tasks::TaskError>(runs)
             })
             .await??;
+        let started: Vec<(String, String)> = claimed
+            .iter()
+            .map(|run| (run.due.id.clone(), run.run_id.clone()))
+            .collect();
         let mut instant = Vec::new();
         for run in claimed {
             let lasting = run.job.as_ref().is_ok_and(|job| takes_time(job));
@@ -796,7 +802,7 @@ impl Runner {
         if !instant.is_empty() {
             self.run_instant(instant).await?;
         }
-        Ok(())
+        Ok(started)
     }
 
     /// Runs a batch of event-only slots: every event queued, then every
@@ -937,11 +943,16 @@ impl Runner {
                 Trigger::Manual
             },
         };
-        let run_id = format!("manual:{id}:{now}");
+        // The run id is the run's task's and its run-log line's.
         match self.start_runs(vec![due]).await {
-            Ok(()) => {
-                serde_json::json!({"ok": true, "ran": true, "enqueued": true, "runId": run_id, "jobId": id})
-            }
+            Ok(started) => match started.into_iter().find(|(job, _)| *job == id) {
+                Some((_, run_id)) => {
+                    serde_json::json!({"ok": true, "ran": true, "enqueued": true, "runId": run_id, "jobId": id})
+                }
+                None => {
+                    serde_json::json!({"ok": true, "ran": false, "reason": "already-running", "jobId": id})
+                }
+            },
             Err(err) => serde_json::json!({"ok": false, "error": format!("{err:#}")}),
         }
     }
@@ -1260,6 +1271,8 @@ struct Finished {
 /// A slot claimed for a run, with its job and its task.
 struct Claimed {
     due: Due,
+    /// `cron:<jobId>:<startedMs>`: the task's run id and the run log's.
+    run_id: String,
     /// The job as its text reads (an error when it no longer does).
     job: Result<Arc<Job>, String>,
     task_id: String,
@@ -1277,6 +1290,11 @@ fn takes_time(job: &Job) -> bool {
     }
 }
 
+/// The run id of a run of `job_id` started at `started` ms.
+fn run_id(job_id: &str, started: i64) -> String {
+    format!("cron:{job_id}:{started}")
+}
+
 /// The task of one run (`runtime: cron`, run id `cron:<job>:<started>`).
 fn run_task(job_id: &str, name: &str, started: i64, generation: i64) -> NewTask {
     let mut new = NewTask::new(
@@ -1285,7 +1303,7 @@ fn run_task(job_id: &str, name: &str, started: i64, generation: i64) -> NewTask 
         format!("Cron: {name}"),
     );
     new.source_id = Some(job_id.to_string());
-    new.run_id = Some(format!("cron:{job_id}:{started}"));
+    new.run_id = Some(run_id(job_id, started));
     new.agent_id = Some(crate::app::agent::AGENT_ID.to_string());
     new.label = Some(format!("Cron: {name}"));
     new.running = Some(Lease {
@@ -1343,6 +1361,9 @@ fn run_record(run: &Claimed, outcome: &Outcome, ended: i64) -> RunRecord {
     record
         .extra
         .insert("slotMs".into(), serde_json::json!(run.due.slot_ms));
+    record
+        .extra
+        .insert("runId".into(), serde_json::json!(run.run_id));
     record
 }
 
@@ -1617,13 +1638,9 @@ async fn agent_turn(
             session_key: Some(key),
         };
     }
-    let time = almanac_heartbeat::prompt::time_text(
-        &shared.host.now_ts().to_zoned_datetime(app.user_time_zone()),
-    );
-    let text = almanac_heartbeat::prompt::with_current_time(
-        format!("[cron:{} {}] {message}", job.id, job.name),
-        &time,
-    );
+    let now = shared.host.now_ts();
+    let time = almanac_heartbeat::prompt::time_text(&now.to_zoned_datetime(app.user_time_zone()));
+    let text = almanac_heartbeat::prompt::with_current_time(job_message(job, message, now), &time);
     // The turn keeps the acknowledgement token in its reply only where
     // the channel the result goes to shows acknowledgements (`showOk`).
     let results = super::cron_delivery::result_target(job);
@@ -1634,6 +1651,7 @@ async fn agent_turn(
         model: job.payload.model.clone(),
         heartbeat: None,
         channel: results.channel().map(str::to_string),
+        shape: turn_shape(job, target),
     };
     let limit = match job.payload.timeout_seconds {
         Some(0) => Duration::MAX,
@@ -1685,11 +1703,17 @@ async fn agent_turn(
     let text = report.outcome.reply.trim().to_string();
     let summary = Some(text.chars().take(2000).collect::<String>())
         .filter(|s| !s.is_empty() && !report.outcome.silent);
+    // The run log knows an isolated run by its own row.
+    let run_key = if matches!(target, SessionTarget::Isolated) {
+        format!("{key}:run:{}", report.session_id)
+    } else {
+        key.clone()
+    };
     let ok = Outcome {
         status: Ended::Ok,
         error: None,
         summary,
-        session_key: Some(key.clone()),
+        session_key: Some(run_key),
     };
     if text.is_empty()
         || report.outcome.silent
@@ -1732,6 +1756,47 @@ async fn agent_turn(
             ok
         }
         None => ok,
+    }
+}
+
+/// What a job's payload asks of its turn: its tools, light context,
+/// thinking level and fallback models; an `isolated` job a new session
+/// every run.
+fn turn_shape(job: &Job, target: &SessionTarget) -> crate::app::agent::TurnShape {
+    let payload = &job.payload;
+    crate::app::agent::TurnShape {
+        tools_allow: payload.tools_allow.clone(),
+        light_context: payload.light_context == Some(true),
+        thinking: payload
+            .thinking
+            .as_deref()
+            .and_then(crate::app::agent::Thinking::parse),
+        fallbacks: payload.fallbacks.clone(),
+        isolated_run: matches!(target, SessionTarget::Isolated),
+    }
+}
+
+/// The message of a job's turn: `[cron:<id> <name>] <message>`; a message
+/// that came from outside (`externalContentSource`) is untrusted data
+/// inside markers unless the job says `allowUnsafeExternalContent`.
+fn job_message(job: &Job, message: &str, now: jiff::Timestamp) -> String {
+    let payload = &job.payload;
+    let source = payload
+        .external_content_source
+        .as_deref()
+        .map(str::trim)
+        .filter(|s| !s.is_empty());
+    match source {
+        Some(source) if payload.allow_unsafe_external_content != Some(true) => {
+            super::http::external::wrap(
+                message,
+                super::http::external::source_label(source),
+                &job.name,
+                &job.id,
+                &now.to_string(),
+            )
+        }
+        _ => format!("[cron:{} {}] {message}", job.id, job.name),
     }
 }
 

@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 use super::http::{post, read_events};
 use super::{
     Block, BoxFuture, Endpoint, Message, Provider, ProviderError, Request, Response, StopReason,
-    StreamSink, Usage,
+    StreamSink, Thinking, Usage,
 };
 
 /// The API version almanac speaks.
@@ -26,10 +26,6 @@ pub(crate) struct Anthropic {
 }
 
 impl Provider for Anthropic {
-    fn endpoint(&self) -> &Endpoint {
-        &self.endpoint
-    }
-
     fn call<'a>(
         &'a self,
         request: &'a Request,
@@ -105,12 +101,19 @@ pub(crate) fn body(request: &Request) -> Value {
         .into_iter()
         .map(|(role, content)| json!({"role": role, "content": content}))
         .collect();
+    let budget = request.thinking.and_then(Thinking::anthropic_budget);
+    // The budget is part of `max_tokens`, which must exceed it: the
+    // answer keeps its own `max_tokens` on top.
+    let max_tokens = request.max_tokens.saturating_add(budget.unwrap_or(0));
     let mut body = json!({
         "model": request.model,
-        "max_tokens": request.max_tokens,
+        "max_tokens": max_tokens,
         "messages": messages,
         "stream": true,
     });
+    if let Some(budget) = budget {
+        body["thinking"] = json!({"type": "enabled", "budget_tokens": budget});
+    }
     if !request.system.is_empty() {
         body["system"] = Value::String(request.system.clone());
     }

@@ -200,8 +200,11 @@ pub(crate) fn client(endpoint: &Endpoint) -> reqwest::Client {
 /// provider's (`memory::embed::openai`).
 pub(crate) fn client_for(base_url: &str, connect: Duration) -> reqwest::Client {
     ensure_crypto_provider();
+    // No redirect is followed: the key and the configured headers go to
+    // the configured base URL only, never to an address a server names.
     let mut builder = reqwest::Client::builder()
         .connect_timeout(connect)
+        .redirect(reqwest::redirect::Policy::none())
         .user_agent(concat!("almanac/", env!("CARGO_PKG_VERSION")));
     if base_url.starts_with("http://") {
         // A plain-HTTP endpoint (a local server) needs no certificates:
@@ -303,6 +306,17 @@ pub(crate) async fn post(
     }
     let retry_after =
         header("retry-after").and_then(|v| parse_retry_after(&v, header("date").as_deref()));
+    if status.is_redirection() {
+        return Err(ProviderError::Status {
+            provider: endpoint.provider.clone(),
+            status: status.as_u16(),
+            message: format!(
+                "a redirect to {}, not followed: the key goes only to the configured baseUrl",
+                header("location").unwrap_or_else(|| "an unnamed address".to_string())
+            ),
+            retry_after: None,
+        });
+    }
     let mut answer = Answer { response, clock };
     let text = answer
         .text(endpoint, MAX_ERROR_BODY)

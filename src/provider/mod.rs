@@ -100,6 +100,66 @@ pub(crate) struct Request {
     pub messages: Vec<Message>,
     pub tools: Vec<ToolSpec>,
     pub max_tokens: u32,
+    /// How hard the model thinks before it answers; `None` sends nothing
+    /// (the provider's default).
+    pub thinking: Option<Thinking>,
+}
+
+/// A thinking level, as cron jobs and hook runs name it (`off` …
+/// `xhigh`), and what it becomes in each protocol's request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Thinking {
+    Off,
+    Minimal,
+    Low,
+    Medium,
+    High,
+    Xhigh,
+}
+
+impl Thinking {
+    /// The names, lowest first.
+    pub(crate) const NAMES: &'static [&'static str] =
+        &["off", "minimal", "low", "medium", "high", "xhigh"];
+
+    pub(crate) fn parse(text: &str) -> Option<Thinking> {
+        Some(match text.trim().to_ascii_lowercase().as_str() {
+            "off" => Thinking::Off,
+            "minimal" => Thinking::Minimal,
+            "low" => Thinking::Low,
+            "medium" => Thinking::Medium,
+            "high" => Thinking::High,
+            "xhigh" => Thinking::Xhigh,
+            _ => return None,
+        })
+    }
+
+    /// Anthropic's extended thinking budget in tokens (`thinking:
+    /// {type: "enabled", budget_tokens}`); `None` for `off`, which sends no
+    /// `thinking` field (Anthropic models then do not think).
+    pub(crate) fn anthropic_budget(self) -> Option<u32> {
+        match self {
+            Thinking::Off => None,
+            Thinking::Minimal => Some(1024),
+            Thinking::Low => Some(2048),
+            Thinking::Medium => Some(8192),
+            Thinking::High => Some(16384),
+            Thinking::Xhigh => Some(32768),
+        }
+    }
+
+    /// OpenAI's `reasoning_effort`; `None` for `off`, which sends none.
+    /// `xhigh` is sent as `high`, the highest effort every reasoning
+    /// model accepts.
+    pub(crate) fn openai_effort(self) -> Option<&'static str> {
+        match self {
+            Thinking::Off => None,
+            Thinking::Minimal => Some("minimal"),
+            Thinking::Low => Some("low"),
+            Thinking::Medium => Some("medium"),
+            Thinking::High | Thinking::Xhigh => Some("high"),
+        }
+    }
 }
 
 /// Why the model stopped.
@@ -296,8 +356,6 @@ pub(crate) type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
 /// A model provider.
 pub(crate) trait Provider: Send + Sync {
-    fn endpoint(&self) -> &Endpoint;
-
     /// One streamed call, without retries.
     fn call<'a>(
         &'a self,

@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 use super::http::{post, read_events};
 use super::{
     Block, BoxFuture, Endpoint, Message, Provider, ProviderError, Request, Response, StopReason,
-    StreamSink, Usage,
+    StreamSink, Thinking, Usage,
 };
 
 pub(crate) struct OpenAi {
@@ -23,10 +23,6 @@ pub(crate) struct OpenAi {
 }
 
 impl Provider for OpenAi {
-    fn endpoint(&self) -> &Endpoint {
-        &self.endpoint
-    }
-
     fn call<'a>(
         &'a self,
         request: &'a Request,
@@ -73,6 +69,9 @@ pub(crate) fn body(request: &Request) -> Value {
         "stream_options": {"include_usage": true},
         "max_tokens": request.max_tokens,
     });
+    if let Some(effort) = request.thinking.and_then(Thinking::openai_effort) {
+        body["reasoning_effort"] = Value::from(effort);
+    }
     if !request.tools.is_empty() {
         body["tools"] = request
             .tools

@@ -48,6 +48,7 @@ fn request() -> Request {
             parameters: json!({"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}),
         }],
         max_tokens: 256,
+        thinking: None,
     }
 }
 
@@ -707,5 +708,90 @@ fn anthropic_tool_results_travel_together_in_the_next_user_message() {
     assert_eq!(
         body["messages"][2]["tool_calls"][1]["function"]["arguments"],
         "{\"path\":\"b\"}"
+    );
+}
+
+/// Each thinking level reaches the server as the protocol's own field:
+/// Anthropic's `thinking` budget (with `max_tokens` above it) and
+/// OpenAI's `reasoning_effort`; `off` sends neither.
+#[test]
+fn thinking_levels_become_each_protocols_request_fields() {
+    let levels = [
+        ("off", None, None),
+        ("minimal", Some(1024), Some("minimal")),
+        ("low", Some(2048), Some("low")),
+        ("medium", Some(8192), Some("medium")),
+        ("high", Some(16384), Some("high")),
+        ("xhigh", Some(32768), Some("high")),
+    ];
+    for (name, budget, effort) in levels {
+        let thinking = Thinking::parse(name);
+        assert!(thinking.is_some(), "{name}");
+        let replies = vec![
+            Reply::Sse(openai_text_stream(&["ok"])),
+            Reply::Sse(anthropic_stream(
+                vec![vec![
+                    json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+                    json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "ok"}}),
+                    json!({"type": "content_block_stop", "index": 0}),
+                ]],
+                "end_turn",
+            )),
+        ];
+        let server = ScriptedServer::start(replies);
+        let (p, _) = policy();
+        let mut sink = Collect::default();
+        let asked = Request {
+            thinking,
+            ..request()
+        };
+        for api in [Api::OpenAiCompletions, Api::AnthropicMessages] {
+            let provider = connect(endpoint(&server, api));
+            run(call_with_retries(provider.as_ref(), &asked, &mut sink, &p)).unwrap();
+        }
+        let sent = server.requests();
+        let openai = sent[0].json();
+        let anthropic = sent[1].json();
+        assert_eq!(openai["reasoning_effort"].as_str(), effort, "{name}");
+        match budget {
+            Some(budget) => {
+                assert_eq!(
+                    anthropic["thinking"],
+                    json!({"type": "enabled", "budget_tokens": budget}),
+                    "{name}"
+                );
+                assert_eq!(anthropic["max_tokens"], 256 + budget, "{name}");
+            }
+            None => {
+                assert!(anthropic.get("thinking").is_none(), "{name}");
+                assert_eq!(anthropic["max_tokens"], 256);
+            }
+        }
+        assert_eq!(openai["max_tokens"], 256);
+    }
+    assert_eq!(Thinking::parse("extreme"), None);
+    assert_eq!(Thinking::NAMES.len(), 6);
+}
+
+/// A model endpoint that answers with a redirect does not get the key
+/// forwarded to the address it names: the redirect is an error.
+#[test]
+fn a_redirect_is_not_followed_and_the_key_stays_home() {
+    let elsewhere = ScriptedServer::start(vec![Reply::Sse(openai_text_stream(&["stolen"]))]);
+    let server = ScriptedServer::start(vec![Reply::Status {
+        status: 307,
+        headers: vec![(
+            "location".to_string(),
+            format!("{}/chat/completions", elsewhere.url),
+        )],
+        body: String::new(),
+    }]);
+    let (p, _) = policy();
+    let (result, _) = call(&server, Api::OpenAiCompletions, &p);
+    let err = result.unwrap_err().to_string();
+    assert!(err.contains("307") && err.contains("not followed"), "{err}");
+    assert!(
+        elsewhere.requests().is_empty(),
+        "the key followed the redirect"
     );
 }

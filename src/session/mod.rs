@@ -218,6 +218,38 @@ impl Sessions {
         Ok(warnings)
     }
 
+    /// Keeps a row of the run that just ended in `base` (an isolated cron
+    /// run, whose base row starts a new session every run): the base
+    /// entry as it is now, under `<base>:run:<sessionId>`. Earlier run rows
+    /// of `base` not updated for `retention_ms` leave the store (their
+    /// transcripts stay); `None` keeps them.
+    pub(crate) fn record_run(
+        &self,
+        base: &str,
+        now: jiff::Timestamp,
+        retention_ms: Option<u64>,
+    ) -> std::io::Result<Vec<String>> {
+        let now_ms = now.as_millisecond();
+        let prefix = format!("{base}:run:");
+        let (_, warnings) = self.store().update(now, |map| {
+            let Some(entry) = map.get(base).and_then(SessionEntry::from_value) else {
+                return;
+            };
+            if let Some(keep) = retention_ms {
+                let oldest = now_ms.saturating_sub(i64::try_from(keep).unwrap_or(i64::MAX));
+                map.retain(|key, value| {
+                    !key.starts_with(&prefix)
+                        || SessionEntry::from_value(value).is_some_and(|e| e.updated_at >= oldest)
+                });
+            }
+            let row = map
+                .entry(format!("{prefix}{}", entry.session_id))
+                .or_insert_with(|| serde_json::Value::Object(Default::default()));
+            entry.write_into(row);
+        })?;
+        Ok(warnings)
+    }
+
     /// Every session, most recently updated first.
     pub(crate) fn list(&self) -> (Vec<(String, SessionEntry)>, Vec<String>) {
         let (map, warnings) = self.store().load();

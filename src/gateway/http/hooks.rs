@@ -1070,6 +1070,13 @@ async fn run_hook(shared: &Arc<Shared>, task: crate::tasks::Task, record: Record
         model: run.model.clone(),
         heartbeat: None,
         channel: Some(channel.to_string()),
+        shape: crate::app::agent::TurnShape {
+            thinking: run
+                .thinking
+                .as_deref()
+                .and_then(crate::app::agent::Thinking::parse),
+            ..crate::app::agent::TurnShape::default()
+        },
     };
     let result = match shared.engine.lanes().enqueue(&lane) {
         Err(err) => Err(anyhow::Error::from(err)),
