@@ -272,6 +272,7 @@ const SET_BY_ALMANAC: &[&str] = &[
     "updatedAtMs",
     "state",
     crate::cron::job::CREATED_BY,
+    crate::cron::job::USER_WEBHOOKS,
 ];
 
 /// Adds `job` (from flags or JSON) to the store: the defaults of a new
@@ -392,6 +393,23 @@ fn check_requester(
                 "`{}` is another agent: jobs scheduled from a turn run as its own agent, `{agent_id}`",
                 job.agent()
             ),
+        ));
+    }
+    // What came from outside stays marked: the model can neither lift
+    // the marking nor take the mark of where it came from away.
+    let was_unsafe = previous.is_some_and(|p| p.payload.allow_unsafe_external_content == Some(true));
+    if job.payload.allow_unsafe_external_content == Some(true) && !was_unsafe {
+        return Err(invalid(
+            "payload.allowUnsafeExternalContent",
+            "only the user lets external content reach the model unmarked (almanac cron edit, or jobs.json)",
+        ));
+    }
+    if let Some(source) = previous.and_then(|p| p.payload.external_content_source.as_ref())
+        && job.payload.external_content_source.as_ref() != Some(source)
+    {
+        return Err(invalid(
+            "payload.externalContentSource",
+            "where a job's message came from is not the model's to change",
         ));
     }
     let allow_private = app.config.config.delivery.webhook.allow_private_network;
@@ -607,6 +625,19 @@ pub(crate) fn change_job(
         }
         resolve_current(&mut job);
         check_requester(app, Some(&current), &job, requester)?;
+        // A URL the user sets in a job the model made is the user's.
+        if *requester == Requester::User && job.created_by_agent() {
+            let before = current.webhook_urls();
+            let set: Vec<String> = job
+                .webhook_urls()
+                .into_iter()
+                .filter(|url| !before.contains(url))
+                .map(|(_, url)| url.to_string())
+                .collect();
+            for url in set {
+                job.mark_set_by_user(&url);
+            }
+        }
         if job.schedule != current.schedule || job.enabled != current.enabled {
             job.state.next_run_at_ms = None;
         }

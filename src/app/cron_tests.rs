@@ -290,3 +290,48 @@ fn run_asks_the_gateway_for_the_whole_id_and_mode() {
     assert_eq!(path, format!("POST /v1/cron/jobs/{}/run HTTP/1.1", job.id));
     assert!(request.ends_with(r#"{"mode":"due"}"#), "{request}");
 }
+
+/// The URLs the user sets in a job the model made become the user's (and
+/// so get `cron.webhookToken`); the model can neither claim that, nor let
+/// external content reach the model unmarked.
+#[test]
+fn what_the_user_sets_in_a_models_job_is_the_users_and_the_model_cannot_claim_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let app = app(dir.path());
+    let model = Requester::Agent {
+        agent_id: "main".into(),
+        session_key: "agent:main:main".into(),
+    };
+    let job = json!({
+        "name": "Report",
+        "schedule": {"kind": "every", "everyMs": 3_600_000},
+        "payload": {"kind": "agentTurn", "message": "Report"},
+        "delivery": {"mode": "webhook", "to": "https://hooks.example.org/model"},
+    });
+    let added = add_from_json(&app, &job, &model, |_| {}).unwrap();
+    let id = added.job.id.clone();
+    assert!(added.job.url_is_models("https://hooks.example.org/model"));
+    let claim = update_from_json(&app, &id, &json!({"userWebhooks": ["https://hooks.example.org/model"]}), &model);
+    assert!(claim.unwrap_err().to_string().contains("userWebhooks"));
+    let unsafe_patch = json!({"payload": {"allowUnsafeExternalContent": true}});
+    let err = update_from_json(&app, &id, &unsafe_patch, &model).unwrap_err();
+    assert!(err.to_string().contains("allowUnsafeExternalContent"), "{err}");
+    let mut unsafe_job = job.clone();
+    unsafe_job["payload"]["allowUnsafeExternalContent"] = json!(true);
+    assert!(add_from_json(&app, &unsafe_job, &model, |_| {}).is_err());
+    // The user's edit of the webhook makes that URL the user's.
+    let edited = edit(
+        &app,
+        &id,
+        &JobFlags {
+            delivery: Some(DeliveryChoice::Webhook("https://hooks.example.org/mine".into())),
+            ..JobFlags::default()
+        },
+    )
+    .unwrap();
+    assert!(edited.job.created_by_agent());
+    assert!(!edited.job.url_is_models("https://hooks.example.org/mine"));
+    // The user may also let external content through.
+    let allowed = update_from_json(&app, &id, &unsafe_patch, &Requester::User).unwrap();
+    assert_eq!(allowed.job.payload.allow_unsafe_external_content, Some(true));
+}

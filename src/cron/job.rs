@@ -28,6 +28,10 @@ pub(crate) const AT_FUTURE_MS: i64 = 10 * 365 * 24 * 3_600_000 + 2 * 24 * 3_600_
 pub(crate) const CREATED_BY: &str = "createdBy";
 /// [`CREATED_BY`]'s value on a job the model created.
 pub(crate) const CREATED_BY_AGENT: &str = "agent";
+/// The job field (almanac's) listing the webhook URLs of a job the model
+/// created that the user has since set from the command line: those are
+/// the user's.
+pub(crate) const USER_WEBHOOKS: &str = "userWebhooks";
 
 /// One job.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -95,6 +99,34 @@ impl Job {
     /// webhook URLs in it are then the model's, not the user's.
     pub(crate) fn created_by_agent(&self) -> bool {
         self.extra.get(CREATED_BY).and_then(Value::as_str) == Some(CREATED_BY_AGENT)
+    }
+
+    /// Whether `url`, one of this job's webhook URLs, is the model's: the
+    /// job is the model's and the user has not set that URL since.
+    pub(crate) fn url_is_models(&self, url: &str) -> bool {
+        self.created_by_agent()
+            && !self
+                .extra
+                .get(USER_WEBHOOKS)
+                .and_then(Value::as_array)
+                .is_some_and(|set| set.iter().any(|u| u.as_str() == Some(url.trim())))
+    }
+
+    /// Records that the user set `url` (from the command line).
+    pub(crate) fn mark_set_by_user(&mut self, url: &str) {
+        let url = url.trim();
+        let set = self
+            .extra
+            .entry(USER_WEBHOOKS.to_string())
+            .or_insert_with(|| Value::Array(Vec::new()));
+        if !set.is_array() {
+            *set = Value::Array(Vec::new());
+        }
+        if let Value::Array(list) = set
+            && !list.iter().any(|u| u.as_str() == Some(url))
+        {
+            list.push(Value::from(url));
+        }
     }
 
     /// Records that the model created this job.

@@ -101,14 +101,19 @@ pub(crate) fn result_target(job: &Job) -> ResultTarget {
                 .unwrap_or("")
                 .trim()
                 .to_string(),
-            origin: origin_of(job),
+            origin: origin_of(job, job.delivery.as_ref().and_then(|d| d.to.as_deref())),
         },
     }
 }
 
-/// Who gave the URLs written in `job`.
-fn origin_of(job: &Job) -> UrlOrigin {
-    if job.created_by_agent() {
+/// Who gave `url`, written in `job`: the model for a job it created,
+/// unless the user set that URL since.
+fn origin_of(job: &Job, url: Option<&str>) -> UrlOrigin {
+    let models = match url {
+        Some(url) => job.url_is_models(url),
+        None => job.created_by_agent(),
+    };
+    if models {
         UrlOrigin::Model
     } else {
         UrlOrigin::Config
@@ -137,7 +142,8 @@ fn failure_destination(job: &Job, config: &CronConfig) -> Option<Destination> {
                 .then(|| delivery.to.clone())
                 .flatten()
         });
-        (mode, url, origin_of(job))
+        let origin = origin_of(job, url.as_deref());
+        (mode, url, origin)
     } else if let Some(global) = &config.failure_destination {
         let mode = match global.mode {
             Some(CronAlertMode::Webhook) => DeliveryMode::Webhook,
@@ -189,7 +195,7 @@ fn alert_destination(job: &Job, alert: &Alert, config: &CronConfig) -> Option<De
                 let origin = if from_config {
                     UrlOrigin::Config
                 } else {
-                    origin_of(job)
+                    origin_of(job, Some(to))
                 };
                 webhook_destination(Some(to.clone()), origin)
             }
@@ -199,25 +205,26 @@ fn alert_destination(job: &Job, alert: &Alert, config: &CronConfig) -> Option<De
     }
 }
 
-/// A cron post of `body` to `url`.
+/// A cron post of `body` to `url`. `cron.webhookToken` goes only to a
+/// URL the user gave (in the config, or in a job made or set from the
+/// command line), never to one the model chose: that post goes unsigned.
 fn post(shared: &Shared, url: String, origin: UrlOrigin, body: Value) -> Post {
     let app = shared.engine.app();
+    let token_set = app.config.config.cron.webhook_token.is_some();
     Post {
         url,
         body,
-        bearer: app
-            .config
-            .config
-            .cron
-            .webhook_token
-            .as_ref()
-            .map(|_| SecretRef {
-                key: TOKEN_KEY.to_string(),
-            }),
+        bearer: (token_set && origin == UrlOrigin::Config).then(|| SecretRef {
+            key: TOKEN_KEY.to_string(),
+        }),
         origin,
         timeout: Some(WEBHOOK_TIMEOUT),
     }
 }
+
+/// What the run log says of a post that went without the token.
+const UNSIGNED_NOTE: &str =
+    "sent without cron.webhookToken: the model chose this address";
 
 /// An outbox entry about `job`.
 fn outbox_item(job: &Job, session_key: Option<&str>, text: String) -> Item {
@@ -417,6 +424,17 @@ pub(crate) async fn deliver_end(
     }
     if plan.is_empty() {
         return record;
+    }
+    let token_set = shared.engine.app().config.config.cron.webhook_token.is_some();
+    if token_set
+        && plan
+            .event
+            .as_ref()
+            .is_some_and(|post| post.origin == UrlOrigin::Model)
+    {
+        record
+            .extra
+            .insert("deliveryNote".into(), Value::from(UNSIGNED_NOTE));
     }
     if let Some(sent) = send_plan(shared, job, plan).await {
         let (delivered, status, error) = match sent {

@@ -261,6 +261,60 @@ async fn a_job_the_model_made_may_not_post_to_this_machine_unless_allowed() {
     assert_eq!(receiver.got().len(), 2);
 }
 
+/// `cron.webhookToken` goes only to URLs the user gave: a job the model
+/// made posts to its URL unsigned (the run log says so), also its failure
+/// notice, until the user sets that URL from the command line.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_webhook_token_never_goes_to_an_address_the_model_chose() {
+    let dir = tempfile::tempdir().unwrap();
+    let (url, receiver) = Receiver::start().await;
+    let shared = shared(
+        dir.path(),
+        "{ cron: { webhookToken: 'cron-t0ken' }, delivery: { webhook: { allowPrivateNetwork: true } } }",
+    );
+    let slot = NOW - 60_000;
+    let mut by_model = (*event_job(&url)).clone();
+    by_model.mark_created_by_agent();
+    let ended = deliver_end(
+        &shared,
+        Some(&Arc::new(by_model.clone())),
+        slot,
+        record("stretch", slot, 0, RunStatus::Ok, "Stand up"),
+    )
+    .await;
+    assert_eq!(ended.delivered, Some(true));
+    assert_eq!(
+        ended.extra["deliveryNote"],
+        "sent without cron.webhookToken: the model chose this address"
+    );
+    let failed = deliver_end(
+        &shared,
+        Some(&Arc::new(by_model.clone())),
+        slot,
+        record("stretch", slot, 0, RunStatus::Error, "boom"),
+    )
+    .await;
+    assert_eq!(failed.status, Some(RunStatus::Error));
+    let got = receiver.got();
+    assert_eq!(got.len(), 2, "the event and the failure notice");
+    for post in &got {
+        assert!(!post.headers.contains_key("authorization"), "{:?}", post.headers);
+    }
+    assert!(!journal(dir.path()).contains("bearerFrom"));
+    // Once the user set the URL, it is the user's: signed.
+    by_model.mark_set_by_user(&url);
+    let ended = deliver_end(
+        &shared,
+        Some(&Arc::new(by_model)),
+        slot,
+        record("stretch", slot, 0, RunStatus::Ok, "Stand up"),
+    )
+    .await;
+    assert!(!ended.extra.contains_key("deliveryNote"));
+    let got = receiver.got();
+    assert_eq!(got[2].headers["authorization"], "Bearer cron-t0ken");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failed_run_is_reported_to_its_failure_destination() {
     let dir = tempfile::tempdir().unwrap();
