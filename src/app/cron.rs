@@ -397,7 +397,8 @@ fn check_requester(
     }
     // What came from outside stays marked: the model can neither lift
     // the marking nor take the mark of where it came from away.
-    let was_unsafe = previous.is_some_and(|p| p.payload.allow_unsafe_external_content == Some(true));
+    let was_unsafe =
+        previous.is_some_and(|p| p.payload.allow_unsafe_external_content == Some(true));
     if job.payload.allow_unsafe_external_content == Some(true) && !was_unsafe {
         return Err(invalid(
             "payload.allowUnsafeExternalContent",

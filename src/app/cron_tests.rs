@@ -311,11 +311,19 @@ fn what_the_user_sets_in_a_models_job_is_the_users_and_the_model_cannot_claim_it
     let added = add_from_json(&app, &job, &model, |_| {}).unwrap();
     let id = added.job.id.clone();
     assert!(added.job.url_is_models("https://hooks.example.org/model"));
-    let claim = update_from_json(&app, &id, &json!({"userWebhooks": ["https://hooks.example.org/model"]}), &model);
+    let claim = update_from_json(
+        &app,
+        &id,
+        &json!({"userWebhooks": ["https://hooks.example.org/model"]}),
+        &model,
+    );
     assert!(claim.unwrap_err().to_string().contains("userWebhooks"));
     let unsafe_patch = json!({"payload": {"allowUnsafeExternalContent": true}});
     let err = update_from_json(&app, &id, &unsafe_patch, &model).unwrap_err();
-    assert!(err.to_string().contains("allowUnsafeExternalContent"), "{err}");
+    assert!(
+        err.to_string().contains("allowUnsafeExternalContent"),
+        "{err}"
+    );
     let mut unsafe_job = job.clone();
     unsafe_job["payload"]["allowUnsafeExternalContent"] = json!(true);
     assert!(add_from_json(&app, &unsafe_job, &model, |_| {}).is_err());
@@ -324,7 +332,9 @@ fn what_the_user_sets_in_a_models_job_is_the_users_and_the_model_cannot_claim_it
         &app,
         &id,
         &JobFlags {
-            delivery: Some(DeliveryChoice::Webhook("https://hooks.example.org/mine".into())),
+            delivery: Some(DeliveryChoice::Webhook(
+                "https://hooks.example.org/mine".into(),
+            )),
             ..JobFlags::default()
         },
     )
@@ -333,5 +343,8 @@ fn what_the_user_sets_in_a_models_job_is_the_users_and_the_model_cannot_claim_it
     assert!(!edited.job.url_is_models("https://hooks.example.org/mine"));
     // The user may also let external content through.
     let allowed = update_from_json(&app, &id, &unsafe_patch, &Requester::User).unwrap();
-    assert_eq!(allowed.job.payload.allow_unsafe_external_content, Some(true));
+    assert_eq!(
+        allowed.job.payload.allow_unsafe_external_content,
+        Some(true)
+    );
 }

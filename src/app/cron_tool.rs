@@ -330,12 +330,13 @@ async fn wake(
     let mode = word(args, "mode", crate::gateway::http::MODES)?
         .unwrap_or("next-heartbeat")
         .to_string();
+    // The model's words: shown to the next turn as untrusted.
     match gateway {
-        Some(gateway) => gateway.system_event(text, mode, None),
+        Some(gateway) => gateway.system_event(text, mode, None, false),
         None => {
             let app = app.clone();
             let queued =
-                off_runtime(move || super::gateway::system_event(&app, &text, &mode, None))
+                off_runtime(move || super::gateway::system_event(&app, &text, &mode, None, false))
                     .await?
                     .map_err(plain)?;
             serde_json::to_value(&queued).map_err(|e| e.to_string())

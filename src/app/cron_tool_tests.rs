@@ -619,6 +619,7 @@ fn wake_without_a_gateway_queues_the_event_for_the_main_session() {
     let queued = app.sessions(None).events().peek(KEY);
     assert_eq!(queued.len(), 1);
     assert_eq!(queued[0].text, "Check the oven");
+    assert!(!queued[0].trusted, "the model's words are not trusted");
 }
 
 /// A gateway in this process, recording what it was asked.
@@ -647,11 +648,11 @@ impl GatewayHooks for Recorded {
         text: String,
         mode: String,
         session_key: Option<String>,
+        trusted: bool,
     ) -> Result<Value, String> {
-        self.asked
-            .lock()
-            .unwrap()
-            .push(format!("event {text} {mode} {session_key:?}"));
+        self.asked.lock().unwrap().push(format!(
+            "event {text} {mode} {session_key:?} trusted={trusted}"
+        ));
         Ok(json!({"ok": true, "queued": true}))
     }
 }
@@ -676,7 +677,8 @@ fn in_the_gateway_the_tool_reaches_it_directly() {
             "changed".to_string(),
             "changed".to_string(),
             format!("run {id} true"),
-            "event hello next-heartbeat None".to_string(),
+            // The model's words are not trusted.
+            "event hello next-heartbeat None trusted=false".to_string(),
             "changed".to_string(),
         ]
     );
@@ -712,4 +714,16 @@ fn outside_the_gateway_the_tool_uses_its_control_api_off_the_turns_runtime() {
         .unwrap();
     assert_eq!(line, format!("POST /v1/cron/jobs/{id}/run HTTP/1.1"));
     assert!(request.ends_with(r#"{"mode":"force"}"#), "{request}");
+    // `wake` asks the gateway to queue the model's words as untrusted.
+    let (port, server) = fake_gateway(
+        json!({"ok": true, "queued": true, "mode": "next-heartbeat", "sessionKey": KEY}),
+    );
+    let _again = publish_fake_gateway(&app, port);
+    turn.ok(json!({"action": "wake", "text": "hello"}));
+    let request = server.join().unwrap();
+    assert!(
+        request.starts_with("POST /v1/system/event HTTP/1.1"),
+        "{request}"
+    );
+    assert!(request.contains(r#""trusted":false"#), "{request}");
 }

@@ -34,12 +34,14 @@ pub(crate) trait GatewayHooks: Send + Sync {
     /// runner's answer `{ok, ran?, enqueued?, reason?, runId?}`.
     fn run_cron_job(&self, job_id: String, only_due: bool) -> LaterAnswer;
     /// Queues a system event for `session_key` (the main session when
-    /// `None`), with a wake for mode `now`, as `/v1/system/event` does.
+    /// `None`), with a wake for mode `now`, as `/v1/system/event` does;
+    /// `trusted` false shows it as untrusted (a model made it).
     fn system_event(
         &self,
         text: String,
         mode: String,
         session_key: Option<String>,
+        trusted: bool,
     ) -> Result<Value, String>;
 }
 
@@ -163,6 +165,7 @@ pub(crate) fn system_event(
     text: &str,
     mode: &str,
     session_key: Option<&str>,
+    trusted: bool,
 ) -> anyhow::Result<EventQueued> {
     if !gateway::http::MODES.contains(&mode) {
         return Err(BadEvent::Mode(mode.to_string()).into());
@@ -179,6 +182,9 @@ pub(crate) fn system_event(
         let mut body = json!({"text": text, "mode": mode});
         if let Some(key) = session_key {
             body["sessionKey"] = json!(key);
+        }
+        if !trusted {
+            body["trusted"] = json!(false);
         }
         let answer = client.post("/v1/system/event", &body, Duration::from_secs(10))?;
         return Ok(EventQueued {
@@ -205,7 +211,7 @@ pub(crate) fn system_event(
     let now = app.host.now_ts();
     let (queued, warnings) = sessions
         .events()
-        .enqueue(&key, text, now.as_millisecond(), true, now)
+        .enqueue(&key, text, now.as_millisecond(), trusted, now)
         .with_context(|| {
             format!(
                 "cannot queue the event in {}",

@@ -141,7 +141,13 @@ fn print_event(app: &App, event: &RunEvent) {
 }
 
 fn event(args: EventArgs, app: &App) -> anyhow::Result<ExitCode> {
-    let queued = gateway::system_event(app, &args.text, &args.mode, args.session_key.as_deref())?;
+    let queued = gateway::system_event(
+        app,
+        &args.text,
+        &args.mode,
+        args.session_key.as_deref(),
+        true,
+    )?;
     if let Some(w) = &queued.warning {
         warn(w);
     }

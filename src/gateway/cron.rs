@@ -632,16 +632,19 @@ impl Runner {
         });
     }
 
-    /// Queues `text` as a trusted system event on the main session, with
-    /// a wake (a notice from the runner itself).
-    fn queue_notice(&self, job_id: &str, text: String) {
+    /// Queues `text` as a system event on the main session, with a wake
+    /// (a notice from the runner itself): trusted unless `job_of_model`
+    /// (the job's name and fields are then the model's words).
+    fn queue_notice(&self, job_id: &str, text: String, job_of_model: bool) {
         let shared = self.shared.clone();
         let reason = format!("cron:{job_id}:disabled");
         self.runs.spawn(async move {
             let book = shared.clone();
             let queued = shared
                 .engine
-                .blocking(move || super::cron_delivery::queue_alert_event(&book, text, reason))
+                .blocking(move || {
+                    super::cron_delivery::queue_alert_event(&book, text, reason, !job_of_model)
+                })
                 .await;
             if !matches!(queued, Ok(Ok(()))) {
                 tracing::warn!("a cron notice could not be queued");
@@ -667,6 +670,7 @@ impl Runner {
                 continue;
             };
             let (state, disable, notice) = outcome::schedule_error(job, &problem);
+            let job_of_model = job.created_by_agent();
             job.state = state.clone();
             self.states.insert(id.clone(), (state, disable));
             if disable {
@@ -674,7 +678,7 @@ impl Runner {
                 self.broken.remove(&id);
             }
             if let Some(text) = notice {
-                self.queue_notice(&id, text);
+                self.queue_notice(&id, text, job_of_model);
             }
         }
     }
@@ -1514,7 +1518,8 @@ fn event_record(
         session_key: sessions.resolve_key(job.session_key.as_deref()),
         text,
         mode: mode.to_string().into(),
-        trusted: true,
+        // A reminder the model scheduled is the model's words.
+        trusted: !job.created_by_agent(),
         hook: None,
         replay: None,
     })
@@ -1812,6 +1817,25 @@ mod dst_tests;
 mod tests {
     use super::*;
     use crate::host::{Clock, TokioClock};
+
+    /// A reminder the model scheduled is queued as untrusted, one the
+    /// user scheduled as trusted.
+    #[tokio::test]
+    async fn a_reminder_the_model_scheduled_is_not_trusted() {
+        let dir = tempfile::tempdir().unwrap();
+        let shared = crate::gateway::test_shared(dir.path(), "t0ken");
+        let sessions = shared.engine.app().sessions(None);
+        let mut job = crate::cron::job::Job::from_json(&serde_json::json!({
+            "id": "r", "name": "Call", "schedule": {"kind": "every", "everyMs": 60_000},
+            "sessionTarget": "main", "payload": {"kind": "systemEvent", "text": "Call Ana"},
+        }))
+        .unwrap();
+        let users = event_record(&shared, &sessions, &job).ok().unwrap();
+        assert!(users.trusted);
+        job.mark_created_by_agent();
+        let models = event_record(&shared, &sessions, &job).ok().unwrap();
+        assert!(!models.trusted);
+    }
 
     fn write_jobs(state: &std::path::Path, created_ms: i64, catch_up: &str) {
         std::fs::create_dir_all(state.join("cron")).unwrap();

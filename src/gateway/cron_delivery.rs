@@ -223,8 +223,7 @@ fn post(shared: &Shared, url: String, origin: UrlOrigin, body: Value) -> Post {
 }
 
 /// What the run log says of a post that went without the token.
-const UNSIGNED_NOTE: &str =
-    "sent without cron.webhookToken: the model chose this address";
+const UNSIGNED_NOTE: &str = "sent without cron.webhookToken: the model chose this address";
 
 /// An outbox entry about `job`.
 fn outbox_item(job: &Job, session_key: Option<&str>, text: String) -> Item {
@@ -425,7 +424,14 @@ pub(crate) async fn deliver_end(
     if plan.is_empty() {
         return record;
     }
-    let token_set = shared.engine.app().config.config.cron.webhook_token.is_some();
+    let token_set = shared
+        .engine
+        .app()
+        .config
+        .config
+        .cron
+        .webhook_token
+        .is_some();
     if token_set
         && plan
             .event
@@ -509,7 +515,9 @@ pub(crate) async fn send_alert(shared: &Arc<Shared>, job: &Job, alert: &Alert) {
                 shared
                     .engine
                     .clone()
-                    .blocking(move || queue_alert_event(&shared, text, reason))
+                    // The alert carries the run's error, which is not
+                    // almanac's words.
+                    .blocking(move || queue_alert_event(&shared, text, reason, false))
                     .await
             };
             match queued.and_then(|q| q.map_err(anyhow::Error::from)) {
@@ -531,6 +539,7 @@ pub(crate) fn queue_alert_event(
     shared: &Shared,
     text: String,
     reason: String,
+    trusted: bool,
 ) -> std::io::Result<()> {
     let app = shared.engine.app();
     let session_key = app
@@ -543,7 +552,7 @@ pub(crate) fn queue_alert_event(
         session_key: session_key.clone(),
         text,
         mode: "now".into(),
-        trusted: true,
+        trusted,
         hook: None,
         replay: None,
     })?;

@@ -298,7 +298,11 @@ async fn the_webhook_token_never_goes_to_an_address_the_model_chose() {
     let got = receiver.got();
     assert_eq!(got.len(), 2, "the event and the failure notice");
     for post in &got {
-        assert!(!post.headers.contains_key("authorization"), "{:?}", post.headers);
+        assert!(
+            !post.headers.contains_key("authorization"),
+            "{:?}",
+            post.headers
+        );
     }
     assert!(!journal(dir.path()).contains("bearerFrom"));
     // Once the user set the URL, it is the user's: signed.

@@ -325,6 +325,10 @@ struct SystemEventBody {
     mode: Option<String>,
     #[serde(default)]
     session_key: Option<String>,
+    /// `false`: the text is not the caller's own (a model made it, or it
+    /// came from outside), and is shown to the model as untrusted.
+    #[serde(default)]
+    trusted: Option<bool>,
 }
 
 /// The modes of a system event.
@@ -335,7 +339,15 @@ async fn system_event(
     body: Result<Json<SystemEventBody>, JsonRejection>,
 ) -> Result<Json<Queued>, ApiError> {
     let Json(body) = body?;
-    queue_system_event(&shared, &body.text, body.mode.as_deref(), body.session_key).map(Json)
+    let trusted = body.trusted.unwrap_or(true);
+    queue_system_event(
+        &shared,
+        &body.text,
+        body.mode.as_deref(),
+        body.session_key,
+        trusted,
+    )
+    .map(Json)
 }
 
 /// The answer to a queued system event: `{ok, queued, mode, sessionKey}`
@@ -358,6 +370,7 @@ pub(crate) fn queue_system_event(
     text: &str,
     mode: Option<&str>,
     session_key: Option<String>,
+    trusted: bool,
 ) -> Result<Queued, ApiError> {
     let text = text.trim();
     if text.is_empty() {
@@ -385,7 +398,7 @@ pub(crate) fn queue_system_event(
         session_key: session_key.clone(),
         text: text.to_string(),
         mode: Cow::Borrowed(mode),
-        trusted: true,
+        trusted,
         hook: None,
         replay: None,
     };

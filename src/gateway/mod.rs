@@ -641,9 +641,10 @@ impl crate::app::gateway::GatewayHooks for Hooks {
         text: String,
         mode: String,
         session_key: Option<String>,
+        trusted: bool,
     ) -> Result<serde_json::Value, String> {
         let shared = self.shared()?;
-        http::queue_system_event(&shared, &text, Some(&mode), session_key)
+        http::queue_system_event(&shared, &text, Some(&mode), session_key, trusted)
             .map(|queued| serde_json::to_value(queued).expect("answers serialise"))
             .map_err(|e| e.message)
     }

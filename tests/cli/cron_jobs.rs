@@ -890,5 +890,10 @@ fn a_turn_in_the_gateway_schedules_through_it_and_wakes_the_main_session() {
     agent("Anything else?");
     let last = server.requests().last().unwrap().json();
     let asked = last["messages"].as_array().unwrap().last().unwrap().clone();
-    assert!(asked.to_string().contains("Water the plants"), "{asked}");
+    // The model's words, shown as untrusted.
+    assert!(
+        asked.to_string().contains("System (untrusted): [")
+            && asked.to_string().contains("Water the plants"),
+        "{asked}"
+    );
 }

@@ -389,7 +389,7 @@ async fn the_hooks_queue_an_event_as_the_route_does() {
     let hooks = crate::gateway::Hooks(Arc::downgrade(&shared));
     let mut bus = shared.bus.subscribe();
     let answer = hooks
-        .system_event("Check the oven".into(), "now".into(), None)
+        .system_event("Check the oven".into(), "now".into(), None, true)
         .unwrap();
     assert_eq!(
         answer,
@@ -401,13 +401,13 @@ async fn the_hooks_queue_an_event_as_the_route_does() {
         other => panic!("{other:?}"),
     }
     let refused = hooks
-        .system_event("  ".into(), "now".into(), None)
+        .system_event("  ".into(), "now".into(), None, true)
         .unwrap_err();
     assert_eq!(refused, "text is empty");
     drop(shared);
     assert_eq!(
         hooks
-            .system_event("late".into(), "now".into(), None)
+            .system_event("late".into(), "now".into(), None, true)
             .unwrap_err(),
         "the gateway is stopping"
     );
