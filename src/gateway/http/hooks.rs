@@ -654,6 +654,22 @@ fn idempotency_key(headers: &HeaderMap, payload: &Value) -> Result<Option<String
     }
 }
 
+/// A wake mode a request gives in `field`: `now` (the default) or
+/// `next-heartbeat`; anything else is refused.
+fn hook_mode(payload: &Value, field: &str) -> Result<&'static str, ApiError> {
+    match &payload[field] {
+        Value::Null => Ok("now"),
+        Value::String(mode) => match mode.trim() {
+            "" | "now" => Ok("now"),
+            "next-heartbeat" => Ok("next-heartbeat"),
+            other => Err(bad(format!(
+                "{field} `{other}` is not one of now, next-heartbeat"
+            ))),
+        },
+        _ => Err(bad(format!("{field} must be now or next-heartbeat"))),
+    }
+}
+
 /// `POST <path>/wake`: `{text, mode?}` as an untrusted system event on
 /// the main session; `now` (the default) wakes the heartbeat.
 async fn wake(
@@ -667,11 +683,7 @@ async fn wake(
     if text.is_empty() {
         return Err(ApiError::new(StatusCode::BAD_REQUEST, "text required"));
     }
-    let mode = if payload["mode"] == "next-heartbeat" {
-        "next-heartbeat"
-    } else {
-        "now"
-    };
+    let mode = hook_mode(payload, "mode")?;
     let session_key = served
         .main_key
         .clone()
@@ -819,12 +831,9 @@ async fn agent(
             return Err(bad("agentId is not allowed by hooks.allowedAgentIds"));
         }
     }
-    let session_key = run_session_key(config, optional_text(payload, "sessionKey")?, from_mapping)?;
-    let wake_mode = if payload["wakeMode"] == "next-heartbeat" {
-        "next-heartbeat"
-    } else {
-        "now"
-    };
+    let asked_key = optional_text(payload, "sessionKey")?.filter(|k| !k.is_empty());
+    let session_key = run_session_key(config, asked_key.clone(), from_mapping)?;
+    let wake_mode = hook_mode(payload, "wakeMode")?;
     let deliver = payload["deliver"] != Value::Bool(false);
     let channel = optional_text(payload, "channel")?
         .filter(|c| !c.is_empty())
@@ -862,9 +871,11 @@ async fn agent(
         })
         .map_err(|e| bad(e.to_string()))?;
     let replay = idempotency.map(|key| {
+        // What the sender gave: a key almanac generated for this request
+        // (`hook:<uuid>`) would make every retry a request of its own.
         let identity = json!({
             "pathKey": "agent", "agentId": crate::app::agent::AGENT_ID,
-            "sessionKey": session_key, "message": message, "name": name,
+            "sessionKey": asked_key, "message": message, "name": name,
             "wakeMode": wake_mode, "deliver": deliver, "channel": channel, "to": to,
             "model": model, "thinking": thinking, "timeoutSeconds": timeout_seconds,
         });
