@@ -28,6 +28,8 @@
 pub(crate) mod client;
 pub(crate) mod cron;
 pub(crate) mod cron_delivery;
+mod cron_follow;
+mod cron_run;
 pub(crate) mod heartbeat;
 pub(crate) mod http;
 pub(crate) mod install;

@@ -1,0 +1,118 @@
+use super::*;
+use crate::host::{Clock, TokioClock};
+
+/// A reminder the model scheduled is queued as untrusted, one the
+/// user scheduled as trusted.
+#[tokio::test]
+async fn a_reminder_the_model_scheduled_is_not_trusted() {
+    let dir = tempfile::tempdir().unwrap();
+    let shared = crate::gateway::test_shared(dir.path(), "t0ken");
+    let sessions = shared.engine.app().sessions(None);
+    let mut job = crate::cron::job::Job::from_json(&serde_json::json!({
+        "id": "r", "name": "Call", "schedule": {"kind": "every", "everyMs": 60_000},
+        "sessionTarget": "main", "payload": {"kind": "systemEvent", "text": "Call Ana"},
+    }))
+    .unwrap();
+    let users = event_record(&shared, &sessions, &job).ok().unwrap();
+    assert!(users.trusted);
+    job.mark_created_by_agent();
+    let models = event_record(&shared, &sessions, &job).ok().unwrap();
+    assert!(!models.trusted);
+}
+
+fn write_jobs(state: &std::path::Path, created_ms: i64, catch_up: &str) {
+    std::fs::create_dir_all(state.join("cron")).unwrap();
+    let jobs = serde_json::json!({"version": 1, "jobs": [{
+        "id": "tick-job", "name": "tick", "enabled": true,
+        "createdAtMs": created_ms, "updatedAtMs": created_ms,
+        "schedule": {"kind": "cron", "expr": "*/2 * * * * *", "tz": "UTC", "staggerMs": 0},
+        "sessionTarget": "main", "wakeMode": "next-heartbeat",
+        "payload": {"kind": "systemEvent", "text": "tick"},
+        "catchUp": catch_up,
+    }]});
+    std::fs::write(
+        state.join("cron/jobs.json"),
+        serde_json::to_vec_pretty(&jobs).unwrap(),
+    )
+    .unwrap();
+}
+
+/// Every row of the slot ledger: (slot, status, trigger).
+fn rows(state: &std::path::Path) -> Vec<(i64, String, String)> {
+    let conn = rusqlite::Connection::open(state.join("almanac.sqlite")).unwrap();
+    let mut stmt = conn
+        .prepare("SELECT slot_ms, status, trigger FROM cron_slots ORDER BY slot_ms")
+        .unwrap();
+    stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect()
+}
+
+async fn run_for(dir: &std::path::Path, clock: &Arc<TokioClock>, generation: i64, seconds: u64) {
+    let shared = crate::gateway::test_shared_with(dir, "t", Some(clock.clone()), generation);
+    let stop = CancellationToken::new();
+    let runner = tokio::spawn(Arc::new(CronRunner).start(shared.clone(), stop.clone()));
+    tokio::time::sleep(Duration::from_millis(seconds * 1000)).await;
+    // A crash: the runner is dropped where it stands.
+    runner.abort();
+    let _ = runner.await;
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn every_slot_is_handled_once_across_a_crash_and_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let base: jiff::Timestamp = "2026-12-01T10:00:00.500Z".parse().unwrap();
+    let clock = Arc::new(TokioClock::new(base));
+    std::fs::create_dir_all(state.join("workspace")).unwrap();
+    write_jobs(&state, base.as_millisecond() - 500, "once");
+    // Up for 20 s, down for 10 s, up for 10 s.
+    run_for(dir.path(), &clock, 1, 20).await;
+    let up_until = clock.now().as_millisecond();
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    let down_until = clock.now().as_millisecond();
+    run_for(dir.path(), &clock, 2, 10).await;
+    let end = clock.now().as_millisecond();
+
+    let rows = rows(&state);
+    let slots: Vec<i64> = rows.iter().map(|r| r.0).collect();
+    // Every even second from the start, each exactly once.
+    let start = base.as_millisecond() - 500;
+    let expected: Vec<i64> = (1..)
+        .map(|k| start + 2000 * k)
+        .take_while(|s| *s <= end)
+        .collect();
+    assert_eq!(slots, expected, "{rows:?}");
+    for (slot, status, trigger) in &rows {
+        if *slot <= up_until || *slot > down_until {
+            // While up: run on time.
+            if *slot <= up_until || trigger == "due" {
+                assert!(
+                    status == "ok" || status == "interrupted",
+                    "{slot}: {status} {trigger}"
+                );
+            }
+        }
+    }
+    // The slots while down: the latest ran at the restart, the others
+    // are recorded missed.
+    let down: Vec<&(i64, String, String)> = rows
+        .iter()
+        .filter(|r| r.0 > up_until && r.0 <= down_until)
+        .collect();
+    assert_eq!(down.len(), 5, "{down:?}");
+    let (last, older) = down.split_last().unwrap();
+    assert_eq!((last.1.as_str(), last.2.as_str()), ("ok", "catch-up"));
+    for r in older {
+        assert_eq!(
+            (r.1.as_str(), r.2.as_str()),
+            ("missed", "catch-up"),
+            "{r:?}"
+        );
+    }
+    // The run log has one line per run.
+    let log = std::fs::read_to_string(state.join("cron/runs/tick-job.jsonl")).unwrap();
+    let ran = rows.iter().filter(|r| r.1 == "ok").count();
+    assert_eq!(log.lines().count(), ran);
+}
