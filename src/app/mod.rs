@@ -26,6 +26,7 @@ pub(crate) mod session_memory;
 pub(crate) mod skills;
 pub(crate) mod status;
 pub(crate) mod tasks;
+pub(crate) mod zone_data;
 
 use crate::config::{self, LoadedConfig};
 use crate::host::Host;

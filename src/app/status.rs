@@ -1,11 +1,13 @@
 //! `almanac status`: where everything is and a one-line health summary per
-//! subsystem. Read-only: it creates no directory, file or database.
+//! subsystem, and the zone data in use (see `zone_data`). Read-only: it
+//! creates no directory, file or database.
 
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
 use super::GlobalOptions;
+use super::zone_data::ZoneDatabase;
 use crate::config::{self, Origin};
 use crate::host::Host;
 use crate::paths::{self, Paths};
@@ -33,6 +35,9 @@ pub(crate) struct StatusReport {
     pub config_path: PathBuf,
     pub store_path: PathBuf,
     pub index_path: PathBuf,
+    /// The zone data almanac reads, and whether the system's differs for
+    /// the user's zone.
+    pub time_zone_database: ZoneDatabase,
     pub subsystems: Subsystems,
 }
 
@@ -165,6 +170,13 @@ pub(crate) fn collect(options: &GlobalOptions, host: &Host) -> anyhow::Result<St
             config::load_without_file(&state.config_path, host, &values).ok(),
         ),
     };
+    let user_zone = layered
+        .as_ref()
+        .and_then(|l| l.config.agents.defaults.user_timezone.as_deref())
+        .and_then(|name| jiff::tz::TimeZone::get(name).ok())
+        .unwrap_or_else(|| host.time_zone().clone());
+    let time_zone_database =
+        ZoneDatabase::describe(&user_zone, &host.system_zoneinfo_dir(), host.now_ts());
     let key = "agents.defaults.workspace";
     let workspace_value = layered
         .as_ref()
@@ -204,6 +216,7 @@ pub(crate) fn collect(options: &GlobalOptions, host: &Host) -> anyhow::Result<St
         config_path: paths.config_path.clone(),
         store_path: paths.state_store(),
         index_path: index_path.clone(),
+        time_zone_database,
         subsystems: Subsystems {
             state_dir: DirStatus {
                 exists: state_dir_exists,

@@ -6,6 +6,7 @@ use super::JsonFlag;
 use super::output::print_json;
 use crate::app::GlobalOptions;
 use crate::app::status::{self, StatusReport, StoreStatus};
+use crate::app::zone_data::ZoneDatabase;
 use crate::config::Origin;
 use crate::host::Host;
 
@@ -126,6 +127,28 @@ fn print_text(r: &StatusReport, host: &Host) {
         ),
         None => println!("  Tasks       unavailable until the state store can be read"),
     }
+    if let Some(line) = zone_data_note(&r.time_zone_database, host.now_ts()) {
+        println!("  Time zone   {line}");
+    }
+}
+
+/// Said only when the system's zone data gives the user's zone other
+/// offsets than the bundled data almanac reads.
+fn zone_data_note(db: &ZoneDatabase, now: jiff::Timestamp) -> Option<String> {
+    let system = db.system.as_ref().filter(|s| s.differs)?;
+    let zone = db.zone.as_deref()?;
+    let theirs = system.version.as_deref().map_or_else(
+        || "the system's zone data".to_string(),
+        |v| format!("the system's tzdata {v}"),
+    );
+    let from = match system.differs_from {
+        Some(at) if at > now => format!(" from {}", at.strftime("%Y-%m-%d %H:%M UTC")),
+        _ => " now".to_string(),
+    };
+    Some(format!(
+        "{zone}: almanac uses its bundled tzdata {}; {theirs} gives other UTC offsets{from}",
+        db.version
+    ))
 }
 
 fn store_note(s: &StoreStatus) -> String {

@@ -16,6 +16,11 @@
 //! * [`quarantine`] moves a corrupt state file aside as
 //!   `<name>.corrupt-<timestamp>`; nothing is deleted, and because the file is
 //!   gone afterwards, the caller's warning is shown once.
+//! * [`stage`] writes a file's new content beside it; [`Staged::commit`]
+//!   puts it in place as [`atomic_replace`] does, and a staged file
+//!   dropped uncommitted is removed. [`scratch_file`] is an unlinked
+//!   read-write file for data too large for memory: it never outlives its
+//!   handle under a name a reader would take.
 //! * Directories created here are private (0700); files are created 0600
 //!   unless the caller asks otherwise.
 //!
@@ -77,6 +82,17 @@ pub(crate) fn atomic_replace_with(
     new_mode: u32,
     write: impl FnOnce(&mut dyn Write) -> io::Result<()>,
 ) -> io::Result<()> {
+    stage(path, new_mode, write)?.commit()
+}
+
+/// Writes the content of `path` (as [`atomic_replace_with`] would) to a
+/// synced temporary file beside it, leaving the target untouched until
+/// [`Staged::commit`]. Nothing is left behind when `write` fails.
+pub(crate) fn stage(
+    path: &Path,
+    new_mode: u32,
+    write: impl FnOnce(&mut dyn Write) -> io::Result<()>,
+) -> io::Result<Staged> {
     let target = final_target(path)?;
     let path = target.as_path();
     let parent = parent_dir(path);
@@ -88,15 +104,77 @@ pub(crate) fn atomic_replace_with(
         Err(e) if e.kind() == io::ErrorKind::NotFound => new_mode,
         Err(e) => return Err(e),
     };
-    let temp = temp_path_for(path);
-    let result = write_synced_with(&temp, mode, write).and_then(|()| {
-        fs::rename(&temp, path)?;
-        sync_dir(parent)
-    });
-    if result.is_err() {
-        let _ = fs::remove_file(&temp);
+    let staged = Staged {
+        temp: temp_path_for(path),
+        target,
+        in_place: false,
+    };
+    write_synced_with(&staged.temp, mode, write)?;
+    Ok(staged)
+}
+
+/// A file written and synced under a temporary name beside its target but
+/// not yet in place: [`Staged::commit`] renames it over the target, as
+/// [`atomic_replace`] does. Dropped uncommitted, it is removed, so several
+/// files can be prepared and put in place only once all of them are whole.
+#[derive(Debug)]
+pub(crate) struct Staged {
+    temp: PathBuf,
+    target: PathBuf,
+    in_place: bool,
+}
+
+impl Staged {
+    /// Renames the staged file over its target and syncs the directory.
+    pub(crate) fn commit(mut self) -> io::Result<()> {
+        fs::rename(&self.temp, &self.target)?;
+        self.in_place = true;
+        sync_dir(parent_dir(&self.target))
     }
-    result
+}
+
+impl Drop for Staged {
+    fn drop(&mut self) {
+        if !self.in_place {
+            let _ = fs::remove_file(&self.temp);
+        }
+    }
+}
+
+/// A read-write file for data too large to hold in memory, made in `dir`
+/// (created if needed) and unlinked at once: it is gone when the handle is
+/// closed, and a process killed in between leaves at most a temporary
+/// file, which every reader ignores.
+pub(crate) fn scratch_file(dir: &Path) -> io::Result<File> {
+    create_private_dir_all(dir)?;
+    let path = temp_path_for(&dir.join("scratch"));
+    let file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create_new(true)
+        .mode(PRIVATE_FILE_MODE)
+        .open(&path)?;
+    fs::remove_file(&path)?;
+    Ok(file)
+}
+
+/// Removes the directory `dir` if it is empty and syncs its parent.
+/// Returns `false` when it holds something or is not there.
+pub(crate) fn remove_dir_if_empty(dir: &Path) -> io::Result<bool> {
+    match fs::remove_dir(dir) {
+        Ok(()) => {
+            sync_dir(parent_dir(dir))?;
+            Ok(true)
+        }
+        Err(e)
+            if e.kind() == io::ErrorKind::NotFound
+                || e.raw_os_error() == Some(libc::ENOTEMPTY)
+                || e.raw_os_error() == Some(libc::EEXIST) =>
+        {
+            Ok(false)
+        }
+        Err(e) => Err(e),
+    }
 }
 
 /// Most symlinks followed in a chain before giving up (as the kernel does).

@@ -428,3 +428,43 @@ fn remove_if_exists_removes_a_link_not_its_target() {
         "nothing left to remove"
     );
 }
+
+#[test]
+fn a_staged_file_is_in_place_only_once_committed() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("a.json");
+    std::fs::write(&path, b"old").unwrap();
+    let staged = stage(&path, 0o644, |out| out.write_all(b"new")).unwrap();
+    assert_eq!(std::fs::read(&path).unwrap(), b"old");
+    staged.commit().unwrap();
+    assert_eq!(std::fs::read(&path).unwrap(), b"new");
+    // Dropped uncommitted, or refused by its writer: nothing is left.
+    drop(stage(&path, 0o644, |out| out.write_all(b"dropped")).unwrap());
+    let failed = stage(&path, 0o644, |_| Err(io::Error::other("refused")));
+    assert!(failed.is_err());
+    assert_eq!(std::fs::read(&path).unwrap(), b"new");
+    let names: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(names, ["a.json"]);
+}
+
+#[test]
+fn a_scratch_file_has_no_name_and_an_empty_directory_can_go() {
+    let dir = tempfile::tempdir().unwrap();
+    let work = dir.path().join("work");
+    let mut scratch = scratch_file(&work).unwrap();
+    scratch.write_all(b"spilled").unwrap();
+    scratch.seek(SeekFrom::Start(0)).unwrap();
+    let mut back = String::new();
+    scratch.read_to_string(&mut back).unwrap();
+    assert_eq!(back, "spilled");
+    assert_eq!(std::fs::read_dir(&work).unwrap().count(), 0);
+    std::fs::write(work.join("kept"), b"").unwrap();
+    assert!(!remove_dir_if_empty(&work).unwrap());
+    std::fs::remove_file(work.join("kept")).unwrap();
+    assert!(remove_dir_if_empty(&work).unwrap());
+    assert!(!work.exists());
+    assert!(!remove_dir_if_empty(&work).unwrap());
+}

@@ -121,6 +121,15 @@ impl Host {
         host
     }
 
+    /// Where the system keeps its copy of the IANA time zone database:
+    /// `TZDIR` (as the C library reads it), else `/usr/share/zoneinfo`.
+    /// almanac reads zones from its own bundled copy; the system's is only
+    /// compared with it (`status`).
+    pub(crate) fn system_zoneinfo_dir(&self) -> PathBuf {
+        self.var("TZDIR")
+            .map_or_else(|| PathBuf::from("/usr/share/zoneinfo"), PathBuf::from)
+    }
+
     /// The absolute path of the running almanac executable.
     pub(crate) fn exe(&self) -> Option<&Path> {
         self.exe.as_deref()
