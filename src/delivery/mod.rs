@@ -15,7 +15,11 @@
 //!   returns for the outbox once the entry is written (one `write(2)`),
 //!   and for a webhook once the first attempt's outcome is journaled;
 //!   fsyncs follow on each file's group-commit thread (a power loss costs
-//!   at most the last few milliseconds).
+//!   at most the last few milliseconds). While either file cannot be
+//!   synced, what would be written to it is refused
+//!   ([`DeliveryError::NotSynced`]: nothing is claimed delivered; a
+//!   webhook's retry whose outcome cannot be recorded is tried again
+//!   later), and [`Deliverer::journals`] tells the gateway.
 //! * A webhook delivery is never lost: it is journaled `pending` (with its
 //!   text) before the first attempt, retried with backoff in a tracked
 //!   task while the receiver fails, and ends `delivered` or `failed` with
@@ -198,6 +202,25 @@ pub(crate) enum DeliveryError {
     },
     #[error("delivery work stopped: {0}")]
     Stopped(String),
+    /// The outbox or the deliveries journal cannot be synced: nothing was
+    /// written, nothing delivered.
+    #[error(transparent)]
+    NotSynced(durable::NotSynced),
+}
+
+impl DeliveryError {
+    /// `Outbox` or `Journal` from `source`, unless the file refused the
+    /// write because it cannot be synced.
+    fn writing(source: std::io::Error, path: PathBuf, outbox: bool) -> DeliveryError {
+        if let Some(not_synced) = durable::NotSynced::of(&source) {
+            return DeliveryError::NotSynced(not_synced.clone());
+        }
+        if outbox {
+            DeliveryError::Outbox { path, source }
+        } else {
+            DeliveryError::Journal { path, source }
+        }
+    }
 }
 
 /// How often a live stream looks at the outbox file for entries other
@@ -268,15 +291,26 @@ impl Deliverer {
         engine: Engine,
         sleeper: Arc<dyn Sleeper>,
     ) -> std::io::Result<Deliverer> {
+        Deliverer::open_on(engine, sleeper, Default::default(), Default::default())
+    }
+
+    /// [`Deliverer::open_with`] with the disks and retry waits of the
+    /// outbox and of the deliveries journal.
+    pub(crate) fn open_on(
+        engine: Engine,
+        sleeper: Arc<dyn Sleeper>,
+        outbox: durable::JournalOptions,
+        deliveries: durable::JournalOptions,
+    ) -> std::io::Result<Deliverer> {
         let dir = engine.app().paths.outbox_dir();
-        let outbox = Arc::new(Outbox::open(&dir)?);
+        let outbox = Arc::new(Outbox::open_with(&dir, outbox)?);
         let journal_path = dir.join(webhook::FILE_NAME);
         let (records, unreadable) = durable::read_journal(&journal_path, webhook::parse_record)?;
         if unreadable > 0 {
             tracing::warn!(path = %journal_path.display(), unreadable, "skipped unreadable delivery records");
         }
         let (pending, last_delivery) = webhook::pending(records);
-        let deliveries = Arc::new(Journal::open(&journal_path)?);
+        let deliveries = Arc::new(Journal::open_with(&journal_path, deliveries)?);
         let last_id = outbox.last_id()?.max(last_delivery);
         let mut syncers = Vec::new();
         {
@@ -319,6 +353,14 @@ impl Deliverer {
 
     fn now_ms(&self) -> i64 {
         self.inner.engine.app().host.now_ms()
+    }
+
+    /// How the syncs of the outbox and of the deliveries journal stand.
+    pub(crate) fn journals(&self) -> Vec<tokio::sync::watch::Receiver<durable::SyncHealth>> {
+        vec![
+            self.inner.outbox.journal().health(),
+            self.inner.deliveries.health(),
+        ]
     }
 
     /// The next id for a delivery that is not an outbox entry.
@@ -443,7 +485,7 @@ impl Deliverer {
             })
             .await
             .map_err(|e| DeliveryError::Stopped(e.to_string()))?
-            .map_err(|source| DeliveryError::Outbox { path, source })
+            .map_err(|source| DeliveryError::writing(source, path, true))
     }
 
     /// Writes one record to the deliveries journal.
@@ -463,7 +505,7 @@ impl Deliverer {
             })
             .await
             .map_err(|e| DeliveryError::Stopped(e.to_string()))?
-            .map_err(|source| DeliveryError::Journal { path, source })
+            .map_err(|source| DeliveryError::writing(source, path, false))
     }
 
     /// One attempt at `job`, journaled; its new state, and the wait before
@@ -589,6 +631,9 @@ impl Deliverer {
                         return;
                     }
                     Ok(_) => return,
+                    // The attempt is tried again once the journal can
+                    // record it (the same key: a receiver drops a repeat).
+                    Err(DeliveryError::NotSynced(_)) => {}
                     Err(err) => {
                         tracing::error!(id = %job.id, error = %err, "cannot record a delivery attempt; left pending for the next start");
                         return;

@@ -126,9 +126,14 @@ impl Outbox {
     /// Opens the outbox in `dir` for writing, creating the folder (0700)
     /// and the file (0600).
     pub(crate) fn open(dir: &Path) -> io::Result<Outbox> {
+        Outbox::open_with(dir, durable::JournalOptions::default())
+    }
+
+    /// [`Outbox::open`] with the file's disk and retry waits.
+    pub(crate) fn open_with(dir: &Path, options: durable::JournalOptions) -> io::Result<Outbox> {
         Ok(Outbox {
             dir: dir.to_path_buf(),
-            journal: Journal::open(&dir.join(FILE_NAME))?,
+            journal: Journal::open_with(&dir.join(FILE_NAME), options)?,
             known: Mutex::new(None),
         })
     }
@@ -153,7 +158,9 @@ impl Outbox {
 
     /// Writes `item` as an entry stamped `ts_ms`, with an id above both
     /// the file's last and `above`. The line is in the OS when this
-    /// returns (on the disk at the next group commit, or [`Journal::sync`]).
+    /// returns (on the disk at the next group commit, or [`Journal::sync`]);
+    /// while the file cannot be synced nothing is written and the error
+    /// is [`durable::NotSynced`].
     pub(crate) fn append(&self, item: &Item, ts_ms: i64, above: u64) -> io::Result<Appended> {
         let _lock = durable::lock_file(&self.dir.join(LOCK_NAME))?;
         let mut known = self.known.lock().unwrap_or_else(|p| p.into_inner());

@@ -630,3 +630,103 @@ async fn a_heartbeat_alert_whose_retries_run_out_is_no_longer_a_duplicate() {
         "{last:?}"
     );
 }
+
+/// A deliverer whose outbox or deliveries journal writes through `disk`.
+fn deliverer_on(dir: &Path, disk: &Arc<durable::FaultyDisk>, outbox: bool) -> Deliverer {
+    let (on_outbox, on_deliveries) = if outbox {
+        (disk.options(), Default::default())
+    } else {
+        (Default::default(), disk.options())
+    };
+    Deliverer::open_on(
+        Engine::new(crate::app::testing::test_app(dir, CONFIG)),
+        Arc::new(Recorder::default()),
+        on_outbox,
+        on_deliveries,
+    )
+    .unwrap()
+}
+
+/// While the outbox cannot be synced a result is not reported delivered:
+/// its caller gets the error and nothing is written; once a retried sync
+/// succeeds, the entries written before the failure are on the disk and
+/// results are delivered again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_result_is_not_reported_delivered_while_the_outbox_cannot_be_synced() {
+    let dir = tempfile::tempdir().unwrap();
+    let disk = Arc::new(durable::FaultyDisk::default());
+    let d = deliverer_on(dir.path(), &disk, true);
+    let outbox_dir = dir.path().join("state/outbox");
+    let texts = || -> Vec<String> {
+        let (entries, _) = outbox::read_all(&outbox_dir).unwrap();
+        entries.into_iter().map(|e| e.text).collect()
+    };
+    let mut health = d.journals().remove(0);
+    d.deliver(item("before"), &Target::Outbox).await.unwrap();
+    disk.fail_syncs(true);
+    assert!(d.inner.outbox.journal().sync().is_err());
+    let written = d.inner.outbox.journal().size_bytes().unwrap();
+    let refused = d
+        .deliver(item("refused"), &Target::Outbox)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(refused, DeliveryError::NotSynced(_)),
+        "{refused:?}"
+    );
+    assert!(
+        refused.to_string().contains("cannot be synced"),
+        "{refused}"
+    );
+    assert_eq!(texts(), ["before"]);
+    disk.fail_syncs(false);
+    tokio::time::timeout(
+        Duration::from_secs(10),
+        health.wait_for(|h| h.failing.is_none()),
+    )
+    .await
+    .expect("a retried sync succeeds")
+    .unwrap();
+    assert!(
+        disk.synced_len() >= written,
+        "the entry written before is on the disk"
+    );
+    let after = d.deliver(item("after"), &Target::Outbox).await.unwrap();
+    assert_eq!(after.state, DeliveryState::Delivered);
+    assert_eq!(texts(), ["before", "after"]);
+    assert_eq!(health.borrow().episodes, 1);
+    d.close().await;
+}
+
+/// While the deliveries journal cannot be synced a webhook result is
+/// refused before it is posted (its pending record could not be kept).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_webhook_result_is_not_posted_while_the_deliveries_journal_cannot_be_synced() {
+    let (url, receiver) = Receiver::start(Vec::new()).await;
+    let dir = tempfile::tempdir().unwrap();
+    let disk = Arc::new(durable::FaultyDisk::default());
+    let d = deliverer_on(dir.path(), &disk, false);
+    let mut health = d.journals().remove(1);
+    disk.fail_syncs(true);
+    assert!(d.inner.deliveries.sync().is_err());
+    let target = webhook(&url, UrlOrigin::Config);
+    let refused = d.deliver(item("refused"), &target).await.unwrap_err();
+    assert!(
+        matches!(refused, DeliveryError::NotSynced(_)),
+        "{refused:?}"
+    );
+    assert!(receiver.got().is_empty(), "nothing was posted");
+    assert!(records(dir.path()).is_empty());
+    disk.fail_syncs(false);
+    tokio::time::timeout(
+        Duration::from_secs(10),
+        health.wait_for(|h| h.failing.is_none()),
+    )
+    .await
+    .expect("a retried sync succeeds")
+    .unwrap();
+    let delivered = d.deliver(item("after"), &target).await.unwrap();
+    assert_eq!(delivered.state, DeliveryState::Delivered);
+    assert_eq!(receiver.got().len(), 1);
+    d.close().await;
+}

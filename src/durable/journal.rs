@@ -9,11 +9,27 @@
 //! one before, so a record is on the disk within 10 ms of its write while
 //! an fsync takes under 2 ms. A power loss costs at most the records of
 //! that window. Readers skip a torn last line.
+//!
+//! A failed sync or write never goes unnoticed: the journal is then
+//! failing ([`Journal::health`]; logged once per episode), refuses every
+//! record with [`NotSynced`] before writing it (one atomic load on the
+//! writer's path), and its syncer retries with [`Backoff::SYNC_RETRY`].
+//! The retry first writes again what was written since the last good
+//! sync (a failed writeback can leave those pages clean in the cache,
+//! where a later fsync would skip them) and, after a failed write, a
+//! newline that closes a torn line and shows the disk takes writes
+//! again; once its fsync succeeds, the journal takes records again.
 
-use std::fs::File;
-use std::io::{self, BufRead, Write};
+use std::fs::{File, OpenOptions};
+use std::io::{self, BufRead};
+use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::{Path, PathBuf};
-use std::sync::{Condvar, Mutex};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+
+use tokio::sync::watch;
+
+use super::journal_disk::{Backoff, JournalDisk, JournalOptions, NotSynced, SyncHealth};
 
 /// The time between the starts of two fsyncs while records keep coming:
 /// a record waits for the disk at most this plus one fsync, which keeps
@@ -28,6 +44,15 @@ pub(crate) struct Journal {
     /// Written since the last fsync, and whether the journal is closing.
     state: Mutex<SyncState>,
     wake: Condvar,
+    /// Held for a whole sync: two never overlap, so a sync that began
+    /// before a failure cannot end it without the failing one's repair.
+    syncing: Mutex<()>,
+    disk: Arc<dyn JournalDisk>,
+    retry: Backoff,
+    /// Set from a failed sync or write to the next good sync: the one
+    /// thing a writer looks at before writing.
+    failing: AtomicBool,
+    health: watch::Sender<SyncHealth>,
 }
 
 #[derive(Debug, Default)]
@@ -38,6 +63,12 @@ struct SyncState {
     /// `dirty` when its fsync ends: waking it again would only cost a
     /// system call per record).
     asleep: bool,
+    /// The file's length when the last good sync began: what is past it
+    /// may not be on the disk.
+    synced_to: u64,
+    /// A write failed since the last good sync: the file may end in part
+    /// of a line.
+    write_failed: bool,
     #[cfg(test)]
     syncs: u64,
     /// When each fsync started.
@@ -46,22 +77,44 @@ struct SyncState {
 }
 
 impl Journal {
-    /// Opens (creating 0600, in a private directory) the journal at `path`.
-    /// A torn last line from a crash is closed with a newline first, so the
-    /// next record starts on a line of its own.
-    pub(crate) fn open(path: &Path) -> io::Result<Journal> {
+    /// Opens (creating 0600, in a private directory) the journal at
+    /// `path`, over `options`' disk and retry waits (the product's are
+    /// [`JournalOptions::default`]). A torn last line from a crash is
+    /// closed with a newline first, so the next record starts on a line
+    /// of its own.
+    pub(crate) fn open_with(path: &Path, options: JournalOptions) -> io::Result<Journal> {
         let mut file = super::open_for_append(path, super::PRIVATE_FILE_MODE)?;
         super::append_on_fresh_line(&mut file, b"")?;
+        let synced_to = file.metadata()?.len();
         Ok(Journal {
             path: path.to_path_buf(),
             file: Mutex::new(file),
-            state: Mutex::new(SyncState::default()),
+            state: Mutex::new(SyncState {
+                synced_to,
+                ..SyncState::default()
+            }),
             wake: Condvar::new(),
+            syncing: Mutex::new(()),
+            disk: options.disk,
+            retry: options.retry,
+            failing: AtomicBool::new(false),
+            health: watch::Sender::new(SyncHealth::default()),
         })
     }
 
     pub(crate) fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// Whether the journal refuses records now (its last sync or write
+    /// failed).
+    pub(crate) fn failing(&self) -> bool {
+        self.failing.load(Ordering::Acquire)
+    }
+
+    /// How its syncs stand, followed as they change.
+    pub(crate) fn health(&self) -> watch::Receiver<SyncHealth> {
+        self.health.subscribe()
     }
 
     /// Writes `line` (a newline is added) to the OS in one write. The
@@ -84,12 +137,24 @@ impl Journal {
 
     /// Writes `bytes`, whole lines each ending in a newline, to the OS in
     /// one write (for a caller that built them in one buffer already).
+    /// While the journal is failing nothing is written and the error is
+    /// [`NotSynced`]; a write that fails makes it failing.
     pub(crate) fn append_lines(&self, bytes: &[u8]) -> io::Result<()> {
         debug_assert!(bytes.is_empty() || bytes.ends_with(b"\n"));
-        self.file
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .write_all(bytes)?;
+        // One atomic load: a refused record takes no lock.
+        if self.failing() {
+            return Err(self.not_synced());
+        }
+        let mut file = self.file.lock().unwrap_or_else(|p| p.into_inner());
+        if let Err(err) = self.disk.append(&mut file, bytes) {
+            drop(file);
+            self.failed(
+                &format!("cannot write {}: {err}", self.path.display()),
+                true,
+            );
+            return Err(self.not_synced());
+        }
+        drop(file);
         let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
         state.dirty = true;
         if state.asleep {
@@ -98,25 +163,119 @@ impl Journal {
         Ok(())
     }
 
-    /// Syncs what was written, now.
+    /// The error a refused record gets.
+    fn not_synced(&self) -> io::Error {
+        let reason = self
+            .health
+            .borrow()
+            .failing
+            .clone()
+            .unwrap_or_else(|| "a sync failed".to_string());
+        NotSynced {
+            path: self.path.clone(),
+            reason,
+        }
+        .into_io()
+    }
+
+    /// Syncs what was written, now. A failure makes the journal failing
+    /// (and wakes the syncer to retry); after one, this is the retry: it
+    /// repairs the file first (see the module doc), and its success makes
+    /// the journal take records again.
     pub(crate) fn sync(&self) -> io::Result<()> {
-        {
+        let _one_at_a_time = self.syncing.lock().unwrap_or_else(|p| p.into_inner());
+        let (synced_to, write_failed) = {
             let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
             state.dirty = false;
             #[cfg(test)]
             state.sync_starts.push(std::time::Instant::now());
-        }
-        let file = self
-            .file
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .try_clone()?;
-        file.sync_data()?;
+            (state.synced_to, state.write_failed)
+        };
+        let covered = self
+            .sync_covering(synced_to, write_failed)
+            .inspect_err(|err| {
+                self.failed(
+                    &format!("cannot sync {}: {err}", self.path.display()),
+                    false,
+                )
+            })?;
+        let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        state.synced_to = covered;
+        state.write_failed = false;
         #[cfg(test)]
         {
-            self.state.lock().unwrap_or_else(|p| p.into_inner()).syncs += 1;
+            state.syncs += 1;
+        }
+        if self.failing.swap(false, Ordering::AcqRel) {
+            tracing::info!(path = %self.path.display(), "journal synced again; it takes records again");
+            self.health.send_modify(|h| h.failing = None);
         }
         Ok(())
+    }
+
+    /// One fsync (after the repair a failure calls for); the file's
+    /// length it covers.
+    fn sync_covering(&self, synced_to: u64, write_failed: bool) -> io::Result<u64> {
+        let (file, covered) = {
+            let mut file = self.file.lock().unwrap_or_else(|p| p.into_inner());
+            if self.failing() {
+                if write_failed {
+                    // Closes a torn line; a full disk refuses it.
+                    self.disk.append(&mut file, b"\n")?;
+                }
+                self.write_again(&file, synced_to)?;
+            }
+            (file.try_clone()?, file.metadata()?.len())
+        };
+        self.disk.sync(&file)?;
+        Ok(covered)
+    }
+
+    /// Writes the bytes of `held` past `from` again, in place, so the
+    /// next fsync writes them out whatever a failed writeback did to
+    /// their pages. `held` appends (a positioned write would land at its
+    /// end), so they go through another opening of the same file; when
+    /// the path holds another file now, its rewriter made it durable.
+    fn write_again(&self, held: &File, from: u64) -> io::Result<()> {
+        let held_meta = held.metadata()?;
+        let len = held_meta.len();
+        if from >= len {
+            return Ok(());
+        }
+        let again = match OpenOptions::new().write(true).open(&self.path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+            Err(e) => return Err(e),
+        };
+        let meta = again.metadata()?;
+        if (meta.dev(), meta.ino()) != (held_meta.dev(), held_meta.ino()) {
+            return Ok(());
+        }
+        let mut bytes = vec![0u8; (len - from) as usize];
+        held.read_exact_at(&mut bytes, from)?;
+        self.disk.write_at(&again, &bytes, from)
+    }
+
+    /// Records a failure: the journal refuses records until a sync
+    /// succeeds, the syncer is woken to retry, and the first failure of
+    /// an episode is logged.
+    fn failed(&self, reason: &str, write: bool) {
+        let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        state.dirty = true;
+        state.write_failed |= write;
+        let began = !self.failing.swap(true, Ordering::AcqRel);
+        if began {
+            tracing::error!(path = %self.path.display(), error = %reason, "journal failing: its records are refused until a sync succeeds");
+        }
+        self.health.send_if_modified(|h| {
+            let changed = began || h.failing.as_deref() != Some(reason);
+            h.failing = Some(reason.to_string());
+            h.episodes += u64::from(began);
+            changed
+        });
+        if state.asleep {
+            self.wake.notify_one();
+        }
     }
 
     /// Empties the journal when `all_consumed` says, under the journal's
@@ -131,6 +290,10 @@ impl Journal {
             return Ok(false);
         }
         file.set_len(0)?;
+        self.state
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .synced_to = 0;
         Ok(true)
     }
 
@@ -140,7 +303,6 @@ impl Journal {
     /// under the lock the rewriter takes, before appending, so no record
     /// goes to a file nobody reads any more.
     pub(crate) fn reopen_if_replaced(&self) -> io::Result<bool> {
-        use std::os::unix::fs::MetadataExt;
         let mut file = self.file.lock().unwrap_or_else(|p| p.into_inner());
         let held = file.metadata()?;
         match std::fs::metadata(&self.path) {
@@ -151,7 +313,13 @@ impl Journal {
         }
         let mut fresh = super::open_for_append(&self.path, super::PRIVATE_FILE_MODE)?;
         super::append_on_fresh_line(&mut fresh, b"")?;
+        // The rewriter synced what the new file holds.
+        let len = fresh.metadata()?.len();
         *file = fresh;
+        self.state
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .synced_to = len;
         Ok(true)
     }
 
@@ -173,11 +341,14 @@ impl Journal {
 
     /// The group-commit loop: sleeps until something is written, then
     /// syncs at once; what is written during one fsync is covered by the
-    /// next, so a record waits for the disk about one fsync at most.
-    /// Returns after [`Journal::close`] with everything synced. Run it on
-    /// a thread of its own (it blocks); idle, it costs nothing.
+    /// next, so a record waits for the disk about one fsync at most. A
+    /// failed sync is retried after the journal's backoff, for as long as
+    /// it takes. Returns after [`Journal::close`] with everything synced,
+    /// or the error of the last try. Run it on a thread of its own (it
+    /// blocks); idle, it costs nothing.
     pub(crate) fn run_syncer(&self) -> io::Result<()> {
         let mut last_began: Option<std::time::Instant> = None;
+        let mut failures = 0u32;
         loop {
             let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
             while !state.dirty && !state.closing {
@@ -204,7 +375,20 @@ impl Journal {
             }
             drop(state);
             last_began = Some(std::time::Instant::now());
-            self.sync()?;
+            let Err(err) = self.sync() else {
+                failures = 0;
+                continue;
+            };
+            failures = failures.saturating_add(1);
+            let state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+            if state.closing {
+                return Err(err);
+            }
+            // Writers are refused meanwhile; closing cuts the wait short
+            // for a last try.
+            let _ = self
+                .wake
+                .wait_timeout_while(state, self.retry.delay(failures), |s| !s.closing);
         }
     }
 
@@ -275,115 +459,5 @@ pub(crate) fn try_lock_file(path: &Path) -> io::Result<Option<HeldLock>> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn appended_records_are_readable_before_any_sync_and_torn_lines_are_skipped() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("j/intake.jsonl");
-        let journal = Journal::open(&path).unwrap();
-        journal.append(br#"{"n":1}"#).unwrap();
-        journal.append(br#"{"n":2}"#).unwrap();
-        // Another reader sees both at once: they are in the OS, unsynced.
-        let (lines, bad) = read_journal(&path, |l| {
-            serde_json::from_slice::<serde_json::Value>(l).ok()
-        })
-        .unwrap();
-        assert_eq!(lines.len(), 2);
-        assert_eq!(bad, 0);
-        assert_eq!(journal.syncs(), 0);
-        drop(journal);
-        // A crash mid-write leaves a torn line; reopening closes it.
-        std::fs::OpenOptions::new()
-            .append(true)
-            .open(&path)
-            .unwrap()
-            .write_all(br#"{"n":"#)
-            .unwrap();
-        let journal = Journal::open(&path).unwrap();
-        journal.append(br#"{"n":3}"#).unwrap();
-        let (lines, bad) = read_journal(&path, |l| {
-            serde_json::from_slice::<serde_json::Value>(l).ok()
-        })
-        .unwrap();
-        assert_eq!(lines.len(), 3);
-        assert_eq!(bad, 1);
-    }
-
-    #[test]
-    fn a_journal_replaced_by_an_atomic_rewrite_is_reopened_before_the_next_record() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("j.jsonl");
-        let journal = Journal::open(&path).unwrap();
-        journal.append(br#"{"n":1}"#).unwrap();
-        assert!(
-            !journal.reopen_if_replaced().unwrap(),
-            "still the same file"
-        );
-        crate::durable::atomic_replace(&path, b"{\"n\":2}\n", 0o600).unwrap();
-        assert!(journal.reopen_if_replaced().unwrap());
-        journal.append(br#"{"n":3}"#).unwrap();
-        assert_eq!(
-            std::fs::read_to_string(&path).unwrap(),
-            "{\"n\":2}\n{\"n\":3}\n",
-            "the record went to the file at the path, not the replaced one"
-        );
-    }
-
-    #[test]
-    fn the_syncer_syncs_what_was_written_and_stops_on_close() {
-        let dir = tempfile::tempdir().unwrap();
-        let journal = std::sync::Arc::new(Journal::open(&dir.path().join("j")).unwrap());
-        let syncer = {
-            let j = journal.clone();
-            std::thread::spawn(move || j.run_syncer())
-        };
-        journal.append(b"{}").unwrap();
-        journal.close();
-        syncer.join().unwrap().unwrap();
-        assert!(
-            journal.syncs() >= 1,
-            "the record written before close was synced"
-        );
-    }
-
-    #[test]
-    fn fsyncs_start_at_most_once_per_spacing_however_fast_the_disk() {
-        let dir = tempfile::tempdir().unwrap();
-        let journal = std::sync::Arc::new(Journal::open(&dir.path().join("j")).unwrap());
-        let syncer = {
-            let j = journal.clone();
-            std::thread::spawn(move || j.run_syncer())
-        };
-        // Each record comes after the sync before it ended: a syncer that
-        // synced each at once would start one fsync per record.
-        for _ in 0..5 {
-            let before = journal.syncs();
-            journal.append(b"{}").unwrap();
-            let waiting = std::time::Instant::now();
-            while journal.syncs() == before {
-                assert!(waiting.elapsed() < std::time::Duration::from_secs(10));
-                std::thread::yield_now();
-            }
-        }
-        journal.close();
-        syncer.join().unwrap().unwrap();
-        let starts = journal.state.lock().unwrap().sync_starts.clone();
-        assert!(starts.len() >= 5, "{starts:?}");
-        for pair in starts.windows(2) {
-            let gap = pair[1] - pair[0];
-            assert!(gap >= SYNC_SPACING, "fsyncs {gap:?} apart");
-        }
-    }
-
-    #[test]
-    fn a_held_lock_excludes_a_second_taker_until_dropped() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("gateway.lock");
-        let first = try_lock_file(&path).unwrap().expect("free");
-        assert!(try_lock_file(&path).unwrap().is_none());
-        drop(first);
-        assert!(try_lock_file(&path).unwrap().is_some());
-    }
-}
+#[path = "journal_tests.rs"]
+mod tests;

@@ -29,14 +29,24 @@
 //!   `journal.rs`); a journal that an atomic rewrite replaced is reopened
 //!   by its writer ([`Journal::reopen_if_replaced`]) under the rewriter's
 //!   lock; [`journal::HeldLock`] is an advisory lock held until dropped.
+//! * A journal whose sync or write failed refuses every record with
+//!   [`NotSynced`] (nothing is written, so nothing is acknowledged while
+//!   it is known failing) until its syncer's retry (with backoff) has
+//!   written the unsynced bytes again and synced them; [`SyncHealth`]
+//!   tells its watchers, and the log says it once per episode. The file
+//!   operations go through [`JournalDisk`], the real file in the product.
 //!
 //! Temporary files are named `.<name>.<pid>.<counter>.tmp`; a process killed
 //! between create and rename can leave one behind, and every reader ignores
 //! them (they start with a dot and end in `.tmp`).
 
 mod journal;
+mod journal_disk;
 
 pub(crate) use journal::{HeldLock, Journal, lock_file, read_journal, try_lock_file};
+#[cfg(test)]
+pub(crate) use journal_disk::FaultyDisk;
+pub(crate) use journal_disk::{JournalOptions, NotSynced, SyncHealth};
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Seek, SeekFrom, Write};

@@ -66,7 +66,22 @@ impl ApiError {
         tracing::error!(error = %err, "request failed");
         ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, err.to_string())
     }
+
+    /// A record the intake log did not take: 503 while the log cannot be
+    /// synced (the journal logs that once, `gateway status` shows why;
+    /// not logged per request), else 500.
+    pub(crate) fn intake(err: std::io::Error) -> ApiError {
+        if crate::durable::NotSynced::of(&err).is_some() {
+            return ApiError::new(StatusCode::SERVICE_UNAVAILABLE, INTAKE_NOT_SYNCED);
+        }
+        ApiError::internal(err)
+    }
 }
+
+/// The error of a request refused because the intake log cannot be
+/// synced (where the log lies and why is for `gateway status`, not for
+/// whoever sent the request).
+pub(crate) const INTAKE_NOT_SYNCED: &str = "the gateway's intake log cannot be synced to the disk: nothing is accepted until a sync succeeds; try again later";
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
@@ -404,8 +419,9 @@ pub(crate) fn queue_system_event(
     };
     // One write(2) of one line into the page cache, inline: handing it to
     // the blocking pool would cost more than the write. The disk waits
-    // (fsync) are the group-commit thread's.
-    shared.intake.accept(record).map_err(ApiError::internal)?;
+    // (fsync) are the group-commit thread's; a log that cannot be synced
+    // refuses the record before writing it (503).
+    shared.intake.accept(record).map_err(ApiError::intake)?;
     if mode == "now" {
         let _ = shared.bus.send(Event::Wake {
             reason: "wake".into(),

@@ -16,6 +16,10 @@
 //! * A turn that starts after a record was accepted sees it: the gateway
 //!   waits for the feeder to reach the record's number first
 //!   ([`Intake::caught_up`]).
+//! * While the log cannot be synced, every record is refused before it
+//!   is written ([`durable::NotSynced`]; the routes answer 503) and the
+//!   feeder's row in `gateway status` shows why, until a retried sync
+//!   succeeds ([`Feeder`] names the log to the supervisor).
 
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
@@ -88,6 +92,14 @@ impl Intake {
     /// Opens the log in `dir`; sequence numbers continue after what it
     /// and the applied mark hold.
     pub(crate) fn open(dir: &std::path::Path) -> std::io::Result<Intake> {
+        Intake::open_with(dir, durable::JournalOptions::default())
+    }
+
+    /// [`Intake::open`] with the log's disk and retry waits.
+    pub(crate) fn open_with(
+        dir: &std::path::Path,
+        options: durable::JournalOptions,
+    ) -> std::io::Result<Intake> {
         let path = dir.join("intake.jsonl");
         let applied_path = dir.join("intake.applied");
         let applied = read_applied(&applied_path);
@@ -98,7 +110,7 @@ impl Intake {
             .max()
             .unwrap_or(0)
             .max(applied);
-        let journal = Arc::new(Journal::open(&path)?);
+        let journal = Arc::new(Journal::open_with(&path, options)?);
         let (to_feeder, feed) = mpsc::unbounded_channel();
         Ok(Intake {
             journal,
@@ -231,6 +243,10 @@ pub(crate) struct Feeder;
 impl Component for Feeder {
     fn kind(&self) -> ComponentKind {
         ComponentKind::IntakeFeeder
+    }
+
+    fn journals(&self, shared: &Shared) -> Vec<tokio::sync::watch::Receiver<durable::SyncHealth>> {
+        vec![shared.intake.journal.health()]
     }
 
     fn start(

@@ -14,7 +14,8 @@
 //!   within [`SHUTDOWN_DEADLINE`]: running turns get most of it to finish
 //!   and are then cancelled (recorded as such, transcripts intact).
 //! * Whatever the gateway acknowledges is in its intake log before the
-//!   reply ([`intake`]).
+//!   reply ([`intake`]); while the log cannot be synced, nothing is
+//!   acknowledged (503) and `gateway status` shows why.
 //! * The HTTP routes live in one table ([`http::router`]): `/v1/*` needs
 //!   the gateway token (bad tokens lock a client out for a while),
 //!   `/healthz` and `/readyz` need nothing; every error is JSON
@@ -30,6 +31,7 @@ pub(crate) mod cron;
 pub(crate) mod cron_delivery;
 mod cron_follow;
 mod cron_run;
+pub(crate) mod deliverer;
 pub(crate) mod heartbeat;
 pub(crate) mod http;
 pub(crate) mod install;
@@ -318,6 +320,7 @@ fn components() -> Vec<Arc<dyn Component>> {
         Arc::new(tasks::TaskSweeper),
         Arc::new(heartbeat::HeartbeatRunner),
         Arc::new(cron::CronRunner),
+        Arc::new(deliverer::Delivery),
     ]
 }
 
@@ -487,7 +490,6 @@ async fn serve(
             components_stop.clone(),
         );
     }
-    crate::delivery::resume_pending(&shared.deliverer).await;
     http::hooks::resume_runs(&shared).await;
     let server_stop = CancellationToken::new();
     supervisor::supervise(
@@ -562,7 +564,9 @@ async fn serve(
     }
     shared.deliverer.close().await;
     journal.close();
-    let _ = tokio::task::spawn_blocking(move || syncer.join()).await;
+    if let Ok(Ok(Err(err))) = tokio::task::spawn_blocking(move || syncer.join()).await {
+        tracing::error!(%err, "cannot sync the intake log");
+    }
     state::unpublish(&paths, std::process::id());
     Ok(())
 }
@@ -739,6 +743,18 @@ pub(crate) fn test_shared_with(
     clock: Option<Arc<dyn crate::host::Clock>>,
     generation: i64,
 ) -> Arc<Shared> {
+    test_shared_on(dir, token, clock, generation, Default::default())
+}
+
+/// [`test_shared_with`] with the intake log's disk and retry waits.
+#[cfg(test)]
+pub(crate) fn test_shared_on(
+    dir: &std::path::Path,
+    token: &str,
+    clock: Option<Arc<dyn crate::host::Clock>>,
+    generation: i64,
+    intake_log: crate::durable::JournalOptions,
+) -> Arc<Shared> {
     let state = dir.join("state");
     let mut host = Host::with_vars(
         [("ALMANAC_STATE_DIR", state.display().to_string())],
@@ -751,7 +767,8 @@ pub(crate) fn test_shared_with(
     }
     let options = GlobalOptions::default();
     let app = App::load(&options, host.clone()).expect("app loads");
-    let intake = intake::Intake::open(&app.paths.gateway_dir()).expect("intake opens");
+    let intake =
+        intake::Intake::open_with(&app.paths.gateway_dir(), intake_log).expect("intake opens");
     let info = GatewayInfo {
         pid: std::process::id(),
         address: "127.0.0.1".into(),

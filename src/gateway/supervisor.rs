@@ -12,17 +12,27 @@
 //!    doubling up to 30 s; back to 200 ms after a minute of good running).
 //!    The other components keep running meanwhile.
 //! 3. On shutdown the component is `stopped`.
+//!
+//! A component also answers for the journals it names
+//! ([`Component::journals`]): while one of them cannot be synced the
+//! component is `failing` (it keeps running), its last error says why
+//! and its restart count grows by one per failure episode; the error
+//! clears when the journal syncs again. The journal itself logs each
+//! episode once.
 
+use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures_util::FutureExt;
 use futures_util::future::BoxFuture;
 use serde::{Deserialize, Serialize};
+use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use super::Shared;
+use crate::durable::SyncHealth;
 
 /// Every component the gateway runs: adding one is an edit here.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -45,6 +55,9 @@ pub(crate) enum ComponentKind {
     HeartbeatRunner,
     /// Runs each cron job's slots exactly once.
     CronRunner,
+    /// Resumes the webhook deliveries an earlier gateway left pending;
+    /// answers for the outbox and the deliveries journal.
+    Delivery,
     /// A component of a test.
     #[cfg(test)]
     Test(&'static str),
@@ -62,6 +75,7 @@ impl ComponentKind {
             ComponentKind::TaskSweeper => "task-sweeper",
             ComponentKind::HeartbeatRunner => "heartbeat",
             ComponentKind::CronRunner => "cron",
+            ComponentKind::Delivery => "delivery",
             #[cfg(test)]
             ComponentKind::Test(name) => name,
         }
@@ -76,6 +90,12 @@ pub(crate) trait Component: Send + Sync + 'static {
         shared: Arc<Shared>,
         stop: CancellationToken,
     ) -> BoxFuture<'static, anyhow::Result<()>>;
+
+    /// The health of the journals whose failures are this component's to
+    /// show (none by default).
+    fn journals(&self, _shared: &Shared) -> Vec<watch::Receiver<SyncHealth>> {
+        Vec::new()
+    }
 }
 
 /// What `gateway status` shows of a component.
@@ -83,8 +103,10 @@ pub(crate) trait Component: Send + Sync + 'static {
 #[serde(rename_all = "camelCase")]
 pub(crate) struct ComponentStatus {
     pub name: String,
-    /// `starting`, `running`, `restarting` or `stopped`.
+    /// `starting`, `running`, `failing` (running, but a journal it
+    /// writes cannot be synced), `restarting` or `stopped`.
     pub state: String,
+    /// Restarts, and episodes of a journal it writes failing.
     pub restarts: u32,
     pub last_error: Option<String>,
 }
@@ -92,12 +114,25 @@ pub(crate) struct ComponentStatus {
 /// The registry of component states.
 #[derive(Debug, Default)]
 pub(crate) struct Registry {
-    rows: Mutex<Vec<ComponentStatus>>,
+    rows: Mutex<Vec<Row>>,
+}
+
+#[derive(Debug)]
+struct Row {
+    shown: ComponentStatus,
+    /// Why each of its journals that cannot be synced fails, by its
+    /// place in [`Component::journals`].
+    failing: BTreeMap<usize, String>,
 }
 
 impl Registry {
     pub(crate) fn snapshot(&self) -> Vec<ComponentStatus> {
-        self.rows.lock().unwrap_or_else(|p| p.into_inner()).clone()
+        self.rows
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+            .map(|r| r.shown.clone())
+            .collect()
     }
 
     /// Whether every component has started.
@@ -106,21 +141,24 @@ impl Registry {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .iter()
-            .all(|r| r.state != "starting")
+            .all(|r| r.shown.state != "starting")
     }
 
     fn add(&self, name: &str) -> usize {
         let mut rows = self.rows.lock().unwrap_or_else(|p| p.into_inner());
-        rows.push(ComponentStatus {
-            name: name.to_string(),
-            state: "starting".into(),
-            restarts: 0,
-            last_error: None,
+        rows.push(Row {
+            shown: ComponentStatus {
+                name: name.to_string(),
+                state: "starting".into(),
+                restarts: 0,
+                last_error: None,
+            },
+            failing: BTreeMap::new(),
         });
         rows.len() - 1
     }
 
-    fn update(&self, row: usize, f: impl FnOnce(&mut ComponentStatus)) {
+    fn update(&self, row: usize, f: impl FnOnce(&mut Row)) {
         if let Some(r) = self
             .rows
             .lock()
@@ -128,6 +166,64 @@ impl Registry {
             .get_mut(row)
         {
             f(r);
+        }
+    }
+
+    /// The component runs (again): `failing` while a journal of its
+    /// still cannot be synced.
+    fn running(&self, row: usize) {
+        self.update(row, |r| {
+            r.shown.state = if r.failing.is_empty() {
+                "running"
+            } else {
+                "failing"
+            }
+            .into();
+        });
+    }
+
+    /// What the component's `journal`-th journal says of its syncs, with
+    /// the failure episodes that began since its last word.
+    fn journal_health(&self, row: usize, journal: usize, health: &SyncHealth, began: u64) {
+        self.update(row, |r| {
+            let began = u32::try_from(began).unwrap_or(u32::MAX);
+            r.shown.restarts = r.shown.restarts.saturating_add(began);
+            match &health.failing {
+                Some(reason) => {
+                    r.failing.insert(journal, reason.clone());
+                    r.shown.last_error = Some(reason.clone());
+                    if r.shown.state == "running" {
+                        r.shown.state = "failing".into();
+                    }
+                }
+                None if r.failing.remove(&journal).is_some() => {
+                    r.shown.last_error = r.failing.values().next_back().cloned();
+                    if r.failing.is_empty() && r.shown.state == "failing" {
+                        r.shown.state = "running".into();
+                    }
+                }
+                None => {}
+            }
+        });
+    }
+}
+
+/// Tells the registry what `health` says, as it changes, until `stop`.
+async fn report_journal(
+    registry: Arc<Registry>,
+    row: usize,
+    journal: usize,
+    mut health: watch::Receiver<SyncHealth>,
+    stop: CancellationToken,
+) {
+    let mut episodes = 0;
+    loop {
+        let now = health.borrow_and_update().clone();
+        registry.journal_health(row, journal, &now, now.episodes.saturating_sub(episodes));
+        episodes = now.episodes;
+        tokio::select! {
+            changed = health.changed() => if changed.is_err() { return },
+            () = stop.cancelled() => return,
         }
     }
 }
@@ -146,10 +242,19 @@ pub(crate) fn supervise(
 ) {
     let name = component.kind().name();
     let row = registry.add(name);
+    for (journal, health) in component.journals(&shared).into_iter().enumerate() {
+        tracker.spawn(report_journal(
+            registry.clone(),
+            row,
+            journal,
+            health,
+            stop.clone(),
+        ));
+    }
     tracker.spawn(async move {
         let mut backoff = FIRST_BACKOFF;
         loop {
-            registry.update(row, |r| r.state = "running".into());
+            registry.running(row);
             let began = tokio::time::Instant::now();
             let run = component.clone().start(shared.clone(), stop.clone());
             let outcome = std::panic::AssertUnwindSafe(run).catch_unwind().await;
@@ -166,9 +271,9 @@ pub(crate) fn supervise(
                 backoff = FIRST_BACKOFF;
             }
             registry.update(row, |r| {
-                r.state = "restarting".into();
-                r.restarts = r.restarts.saturating_add(1);
-                r.last_error = Some(error);
+                r.shown.state = "restarting".into();
+                r.shown.restarts = r.shown.restarts.saturating_add(1);
+                r.shown.last_error = Some(error);
             });
             tokio::select! {
                 () = tokio::time::sleep(backoff) => {}
@@ -176,7 +281,7 @@ pub(crate) fn supervise(
             }
             backoff = (backoff * 2).min(MAX_BACKOFF);
         }
-        registry.update(row, |r| r.state = "stopped".into());
+        registry.update(row, |r| r.shown.state = "stopped".into());
     });
 }
 

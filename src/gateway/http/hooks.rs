@@ -1312,7 +1312,7 @@ async fn accept_once(
         if let (Some(key), Some(Some(loaded))) = (&replay, cache.as_mut().map(|c| c.as_mut())) {
             loaded.forget(key);
         }
-        return Err(internal(err));
+        return Err(ApiError::intake(err));
     }
     drop(cache);
     if let Some(wake) = wake {

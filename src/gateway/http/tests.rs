@@ -573,3 +573,145 @@ async fn memory_search_answers_as_the_command_would_and_refuses_another_model() 
     assert!(bodies.iter().any(|b| b.contains("third floor")), "{again}");
     assert_eq!(shared.semantic.status().searches, 2);
 }
+
+/// `what` within 10 s (a guard: nothing here waits for the clock).
+async fn within<T>(what: &str, work: impl std::future::Future<Output = T>) -> T {
+    tokio::time::timeout(Duration::from_secs(10), work)
+        .await
+        .unwrap_or_else(|_| panic!("never: {what}"))
+}
+
+/// The intake's row as `GET /v1/status` (what `gateway status` reads)
+/// shows it, once `ready` holds.
+async fn intake_row(router: &Router, ready: impl Fn(&Value) -> bool) -> Value {
+    within("the intake's row shows it", async {
+        loop {
+            let (_, status) = call(router, get("/v1/status", Some(TOKEN))).await;
+            let row = status["components"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|c| c["name"] == "intake")
+                .cloned()
+                .expect("the intake is listed");
+            if ready(&row) {
+                return row;
+            }
+            tokio::task::yield_now().await;
+        }
+    })
+    .await
+}
+
+/// While the intake log cannot be synced, the routes that write to it
+/// answer 503 with a JSON error and write nothing, and `gateway status`
+/// shows the intake failing with its error and a grown count; once the
+/// syncer's retry succeeds, what was written before the failure is on
+/// the disk, the routes answer 200 again and the error is gone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn routes_writing_the_intake_answer_503_while_it_cannot_be_synced_and_status_shows_why() {
+    use crate::gateway::supervisor::supervise;
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    std::fs::create_dir_all(state.join("workspace")).unwrap();
+    std::fs::write(
+        state.join("config.json5"),
+        "{hooks: {enabled: true, token: 'hook-t0ken'}}",
+    )
+    .unwrap();
+    let disk = Arc::new(crate::durable::FaultyDisk::default());
+    let shared = crate::gateway::test_shared_on(dir.path(), TOKEN, None, 1, disk.options());
+    let router = router(shared.clone());
+    let tracker = tokio_util::task::TaskTracker::new();
+    let stop = tokio_util::sync::CancellationToken::new();
+    supervise(
+        Arc::new(crate::gateway::intake::Feeder),
+        shared.clone(),
+        shared.registry.clone(),
+        &tracker,
+        stop.clone(),
+    );
+    let journal = shared.intake.journal();
+    let syncer = {
+        let journal = journal.clone();
+        std::thread::spawn(move || journal.run_syncer())
+    };
+    let mut health = journal.health();
+    let event = |text: &str| {
+        post(
+            "/v1/system/event",
+            Some(TOKEN),
+            format!(r#"{{"text": "{text}"}}"#),
+        )
+    };
+    let wake = |text: &str| {
+        Request::post("/hooks/wake")
+            .header(header::CONTENT_TYPE, "application/json")
+            .header(header::AUTHORIZATION, "Bearer hook-t0ken")
+            .body(Body::from(format!(r#"{{"text": "{text}"}}"#)))
+            .unwrap()
+    };
+    let (status, body) = call(&router, event("before")).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    disk.fail_syncs(true);
+    // In the OS before the reply, as ever: the sync after it fails.
+    let (status, body) = call(&router, event("as it fails")).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let written = journal.size_bytes().unwrap();
+    within("the sync fails", health.wait_for(|h| h.failing.is_some()))
+        .await
+        .unwrap();
+    for request in [event("refused"), wake("refused too")] {
+        let (status, body) = call(&router, request).await;
+        assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
+        assert_eq!(body["ok"], false);
+        assert!(
+            body["error"]
+                .as_str()
+                .is_some_and(|e| e.contains("intake log cannot be synced")),
+            "{body}"
+        );
+    }
+    assert_eq!(
+        journal.size_bytes().unwrap(),
+        written,
+        "nothing refused is written"
+    );
+    let row = intake_row(&router, |r| r["state"] == "failing").await;
+    assert_eq!(row["restarts"], 1, "{row}");
+    assert!(
+        row["lastError"]
+            .as_str()
+            .is_some_and(|e| e.contains("cannot sync") && e.contains("intake.jsonl")),
+        "{row}"
+    );
+    disk.fail_syncs(false);
+    within("a retry succeeds", health.wait_for(|h| h.failing.is_none()))
+        .await
+        .unwrap();
+    assert!(
+        disk.synced_len() >= written,
+        "the records written before the failure are on the disk"
+    );
+    let row = intake_row(&router, |r| r["state"] == "running").await;
+    assert_eq!(row["lastError"], Value::Null, "{row}");
+    assert_eq!(row["restarts"], 1, "one episode: {row}");
+    for request in [event("after"), wake("after too")] {
+        let (status, body) = call(&router, request).await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+    }
+    let (records, _) =
+        crate::durable::read_journal(journal.path(), |l| serde_json::from_slice::<Record>(l).ok())
+            .unwrap();
+    let texts: Vec<&str> = records.iter().map(|r| r.text.as_str()).collect();
+    assert_eq!(texts, ["before", "as it fails", "after", "after too"]);
+    stop.cancel();
+    journal.close();
+    tokio::task::spawn_blocking(move || syncer.join())
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    tracker.close();
+    tracker.wait().await;
+}

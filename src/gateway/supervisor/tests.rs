@@ -172,3 +172,103 @@ async fn a_panicking_component_is_restarted_with_backoff_and_the_others_keep_ser
             .all(|r| r.state == "stopped")
     );
 }
+
+/// Runs until stopped, answering for two journals.
+struct Writer {
+    journals: Vec<Arc<crate::durable::Journal>>,
+}
+
+impl Component for Writer {
+    fn kind(&self) -> ComponentKind {
+        ComponentKind::Test("writer")
+    }
+
+    fn start(
+        self: Arc<Self>,
+        _shared: Arc<Shared>,
+        stop: CancellationToken,
+    ) -> BoxFuture<'static, anyhow::Result<()>> {
+        Box::pin(async move {
+            stop.cancelled().await;
+            Ok(())
+        })
+    }
+
+    fn journals(&self, _shared: &Shared) -> Vec<watch::Receiver<SyncHealth>> {
+        self.journals.iter().map(|j| j.health()).collect()
+    }
+}
+
+/// Waits (yielding, no time passes) until the writer's row shows `state`
+/// and `also` holds of it.
+async fn writer_row(
+    shared: &Shared,
+    state: &str,
+    also: impl Fn(&ComponentStatus) -> bool,
+) -> ComponentStatus {
+    for _ in 0..100 {
+        let rows = shared.registry.snapshot();
+        let writer = row(&rows, "writer");
+        if writer.state == state && also(writer) {
+            return writer.clone();
+        }
+        tokio::task::yield_now().await;
+    }
+    panic!(
+        "the writer never showed it: {:?}",
+        shared.registry.snapshot()
+    );
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a_component_is_failing_while_a_journal_it_names_cannot_be_synced() {
+    use crate::durable::{FaultyDisk, Journal};
+    let dir = tempfile::tempdir().unwrap();
+    let shared = crate::gateway::test_shared(dir.path(), "t");
+    let disks = [
+        Arc::new(FaultyDisk::default()),
+        Arc::new(FaultyDisk::default()),
+    ];
+    let journals: Vec<Arc<Journal>> = ["a.jsonl", "b.jsonl"]
+        .iter()
+        .zip(&disks)
+        .map(|(name, disk)| {
+            Arc::new(Journal::open_with(&dir.path().join(name), disk.options()).unwrap())
+        })
+        .collect();
+    let tracker = TaskTracker::new();
+    let stop = CancellationToken::new();
+    supervise(
+        Arc::new(Writer {
+            journals: journals.clone(),
+        }),
+        shared.clone(),
+        shared.registry.clone(),
+        &tracker,
+        stop.clone(),
+    );
+    writer_row(&shared, "running", |_| true).await;
+    for disk in &disks {
+        disk.fail_syncs(true);
+    }
+    assert!(journals[0].sync().is_err());
+    assert!(journals[1].sync().is_err());
+    let failing = writer_row(&shared, "failing", |r| r.restarts == 2).await;
+    assert!(failing.last_error.is_some(), "{failing:?}");
+    // One syncs again: still failing, with the other's error.
+    disks[0].fail_syncs(false);
+    journals[0].sync().unwrap();
+    writer_row(&shared, "failing", |r| {
+        r.last_error
+            .as_deref()
+            .is_some_and(|e| e.contains("b.jsonl"))
+    })
+    .await;
+    disks[1].fail_syncs(false);
+    journals[1].sync().unwrap();
+    let clear = writer_row(&shared, "running", |r| r.last_error.is_none()).await;
+    assert_eq!((clear.restarts, clear.last_error), (2, None));
+    stop.cancel();
+    tracker.close();
+    tracker.wait().await;
+}
