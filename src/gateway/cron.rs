@@ -43,7 +43,7 @@ use crate::cron::job::{Job, JobState};
 use crate::cron::outcome::{self, AfterRun, RunEnd};
 use crate::cron::runlog::{self, RunRecord};
 use crate::cron::slots::{self, Ended, SlotLedger, Trigger};
-use crate::cron::store::{Fingerprint, RuntimeUpdate};
+use crate::cron::store::{CronStore, Fingerprint, RuntimeUpdate};
 
 /// Longest single sleep: a stopped clock or a missed wake-up costs at
 /// most this.
@@ -84,6 +84,9 @@ pub(crate) struct CronState {
     nudge: tokio::sync::Notify,
     manual_tx: tokio::sync::mpsc::UnboundedSender<ManualRun>,
     manual_rx: tokio::sync::Mutex<tokio::sync::mpsc::UnboundedReceiver<ManualRun>>,
+    /// The job store the runner follows, fixed at its first start: a
+    /// changed `cron.store` takes a restart.
+    store: std::sync::OnceLock<CronStore>,
 }
 
 impl CronState {
@@ -94,7 +97,13 @@ impl CronState {
             nudge: tokio::sync::Notify::new(),
             manual_tx,
             manual_rx: tokio::sync::Mutex::new(manual_rx),
+            store: std::sync::OnceLock::new(),
         }
+    }
+
+    /// The job store this gateway runs: `app`'s when it first asks.
+    pub(crate) fn store(&self, app: &crate::app::App) -> CronStore {
+        self.store.get_or_init(|| app.cron_store()).clone()
     }
 
     /// Hands a `cron run` to the runner.
@@ -173,6 +182,8 @@ struct Runner {
     retrying: HashSet<String>,
     runs: tokio_util::task::TaskTracker,
     permits: Arc<tokio::sync::Semaphore>,
+    /// `cron.maxConcurrentRuns`, as the permits follow it.
+    limit: usize,
 }
 
 /// The runner component.
@@ -189,22 +200,101 @@ impl Component for CronRunner {
         stop: CancellationToken,
     ) -> BoxFuture<'static, anyhow::Result<()>> {
         Box::pin(async move {
-            let app = shared.engine.app();
-            if !app.config.config.cron.enabled {
-                tracing::info!("cron.enabled is false: no job runs");
-                stop.cancelled().await;
-                return Ok(());
+            // Config reloads turn the runner off and on, and change its
+            // limit, as they come.
+            let mut bus = shared.bus.subscribe();
+            loop {
+                if !shared.engine.app().config.config.cron.enabled {
+                    tracing::info!("cron.enabled is false: no job runs");
+                    shared.cron.next_wake_ms.store(i64::MIN, Ordering::Release);
+                    if !wait_until_enabled(&shared, &stop, &mut bus).await {
+                        return Ok(());
+                    }
+                    tracing::info!("cron.enabled is true: jobs run");
+                }
+                let mut runner = Runner::open(shared.clone()).await?;
+                let result = runner.run(&stop, &mut bus).await;
+                runner.runs.close();
+                runner.runs.wait().await;
+                let finished = runner.take_finished();
+                runner.settle(finished);
+                runner.flush_states().await;
+                match result? {
+                    Stopped::Asked => return Ok(()),
+                    Stopped::Disabled => continue,
+                }
             }
-            let mut runner = Runner::open(shared).await?;
-            let result = runner.run(&stop).await;
-            runner.runs.close();
-            runner.runs.wait().await;
-            let finished = runner.take_finished();
-            runner.settle(finished);
-            runner.flush_states().await;
-            result
         })
     }
+}
+
+/// Why [`Runner::run`] returned.
+enum Stopped {
+    /// The gateway stops.
+    Asked,
+    /// `cron.enabled` was turned off.
+    Disabled,
+}
+
+/// While `cron.enabled` is off: answers `cron run` with why nothing runs,
+/// says what a changed `cron.store` needs, and returns `true` once a
+/// reload turns the runner on (`false`: the gateway stops).
+async fn wait_until_enabled(
+    shared: &Arc<Shared>,
+    stop: &CancellationToken,
+    bus: &mut tokio::sync::broadcast::Receiver<super::Event>,
+) -> bool {
+    let mut manual = shared.cron.manual_rx.lock().await;
+    loop {
+        tokio::select! {
+            () = stop.cancelled() => return false,
+            Some(asked) = manual.recv() => {
+                let _ = asked.answer.send(serde_json::json!({
+                    "ok": false,
+                    "error": "cron.enabled is false: the gateway runs no job",
+                }));
+            }
+            got = bus.recv() => {
+                if config_may_have_changed(&got) {
+                    let app = shared.engine.app();
+                    report_store_path(shared, &app);
+                    if app.config.config.cron.enabled {
+                        return true;
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Whether a bus message may mean the config changed (a reload, or
+/// messages missed).
+fn config_may_have_changed(
+    got: &Result<super::Event, tokio::sync::broadcast::error::RecvError>,
+) -> bool {
+    matches!(
+        got,
+        Ok(super::Event::ConfigReloaded) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_))
+    )
+}
+
+/// `cron.store` names another file than the runner follows: that takes
+/// a restart, which `gateway status` (the cron component's last error)
+/// and the log say until the two agree again.
+fn report_store_path(shared: &Shared, app: &crate::app::App) {
+    let following = shared.cron.store(app);
+    let configured = app.cron_store_path();
+    let problem = (configured != following.path()).then(|| {
+        format!(
+            "cron.store changed to {}: restart the gateway to run its jobs; it runs those of {} until then",
+            configured.display(),
+            following.path().display()
+        )
+    });
+    if let Some(problem) = &problem {
+        tracing::warn!("{problem}");
+    }
+    shared.registry.report(ComponentKind::CronRunner, problem);
 }
 
 impl Runner {
@@ -250,10 +340,15 @@ impl Runner {
             retrying: HashSet::new(),
             runs: tokio_util::task::TaskTracker::new(),
             permits: Arc::new(tokio::sync::Semaphore::new(limit)),
+            limit,
         })
     }
 
-    async fn run(&mut self, stop: &CancellationToken) -> anyhow::Result<()> {
+    async fn run(
+        &mut self,
+        stop: &CancellationToken,
+        bus: &mut tokio::sync::broadcast::Receiver<super::Event>,
+    ) -> anyhow::Result<Stopped> {
         let mut last_flush = tokio::time::Instant::now();
         let mut last_prune: Option<tokio::time::Instant> = None;
         let shared = self.shared.clone();
@@ -332,8 +427,13 @@ impl Runner {
             }
             let ended = self.ended.clone();
             tokio::select! {
-                () = stop.cancelled() => return Ok(()),
+                () = stop.cancelled() => return Ok(Stopped::Asked),
                 () = tokio::time::sleep(sleep) => timer_woke = true,
+                got = bus.recv() => {
+                    if config_may_have_changed(&got) && !self.follow_config() {
+                        return Ok(Stopped::Disabled);
+                    }
+                }
                 () = ended.notified() => {}
                 () = self.shared.cron.nudge.notified() => {
                     self.fingerprint = None;
@@ -348,12 +448,44 @@ impl Runner {
         }
     }
 
+    /// Follows a reloaded config: `false` when `cron.enabled` is now off;
+    /// a new `cron.maxConcurrentRuns` applies to runs that start from now
+    /// (runs going on finish); a new `cron.store` is reported. The other
+    /// `cron.*` keys are read where they are used.
+    fn follow_config(&mut self) -> bool {
+        let app = self.shared.engine.app();
+        let cron = &app.config.config.cron;
+        if !cron.enabled {
+            tracing::info!("cron.enabled turned off: runs going on finish, no new one starts");
+            return false;
+        }
+        report_store_path(&self.shared, &app);
+        let limit = cron.max_concurrent_runs.max(1) as usize;
+        if limit > self.limit {
+            self.permits.add_permits(limit - self.limit);
+        } else if limit < self.limit {
+            // Taken out of use as runs give them back.
+            let fewer = u32::try_from(self.limit - limit).unwrap_or(u32::MAX);
+            let permits = self.permits.clone();
+            self.runs.spawn(async move {
+                if let Ok(taken) = permits.acquire_many_owned(fewer).await {
+                    taken.forget();
+                }
+            });
+        }
+        if limit != self.limit {
+            tracing::info!(limit, "cron.maxConcurrentRuns changed");
+        }
+        self.limit = limit;
+        true
+    }
+
     /// Re-reads the store when its file changed (or at the first tick),
     /// following new and changed jobs and dropping removed ones; slots a
     /// job passed while it was not followed are caught up by its policy.
     async fn reload_if_changed(&mut self) -> anyhow::Result<()> {
         let app = self.shared.engine.app();
-        let store = app.cron_store();
+        let store = self.shared.cron.store(&app);
         let current = {
             let store = store.clone();
             self.shared
@@ -877,8 +1009,12 @@ impl Runner {
                     .map(|(run, outcome)| run_record(run, outcome, ended))
                     .collect();
                 let limits = runlog::Limits::from(&app.config.config.cron.run_log);
-                let logged =
-                    runlog::append_all(&app.cron_store().runs_dir(), &records, limits, false);
+                let logged = runlog::append_all(
+                    &shared.cron.store(&app).runs_dir(),
+                    &records,
+                    limits,
+                    false,
+                );
                 for err in logged.map_or_else(
                     |err| vec![err],
                     |each| each.into_iter().filter_map(Result::err).collect(),
@@ -975,6 +1111,7 @@ impl Runner {
             return;
         }
         let app = self.shared.engine.app();
+        let store = self.shared.cron.store(&app);
         let now = self.shared.host.now_ts();
         let known = self.fingerprint;
         let written = self
@@ -982,7 +1119,6 @@ impl Runner {
             .engine
             .blocking(
                 move || -> Result<Option<Fingerprint>, crate::cron::CronError> {
-                    let store = app.cron_store();
                     // The file as the runner last read it, or changed since
                     // by someone else (then it is read again at the next tick).
                     let unchanged = known == Some(store.fingerprint()?);

@@ -42,6 +42,7 @@ pub(super) async fn run_slot(shared: &Arc<Shared>, run: Claimed) -> Option<Finis
     let end = terminal(&outcome);
     let task_id = run.task_id.clone();
     let book = shared.clone();
+    let runs_dir = shared.cron.store(&app).runs_dir();
     let _ = shared
         .engine
         .blocking(move || {
@@ -56,7 +57,7 @@ pub(super) async fn run_slot(shared: &Arc<Shared>, run: Claimed) -> Option<Finis
                 tracing::warn!(%err, "the end of a cron run was not recorded");
             }
             let limits = runlog::Limits::from(&app.config.config.cron.run_log);
-            if let Err(err) = runlog::append(&app.cron_store().runs_dir(), &record, limits) {
+            if let Err(err) = runlog::append(&runs_dir, &record, limits) {
                 tracing::warn!(%err, "cron run log not written");
             }
         })

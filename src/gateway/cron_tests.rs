@@ -116,3 +116,93 @@ async fn every_slot_is_handled_once_across_a_crash_and_a_restart() {
     let ran = rows.iter().filter(|r| r.1 == "ok").count();
     assert_eq!(log.lines().count(), ran);
 }
+
+/// Writes `config` as the state directory's config file and reloads it
+/// as the config watcher does.
+fn reload_config(shared: &Arc<crate::gateway::Shared>, config: &str) {
+    let path = shared.engine.app().paths.config_path.clone();
+    std::fs::write(&path, config).unwrap();
+    let app = crate::app::App::load(&shared.options, shared.host.clone()).unwrap();
+    shared.engine.reload(app);
+    let _ = shared.bus.send(crate::gateway::Event::ConfigReloaded);
+}
+
+fn ran(state: &std::path::Path) -> usize {
+    rows(state).iter().filter(|r| r.1 == "ok").count()
+}
+
+/// `cron.enabled` turned off by a live reload stops the runs, a manual
+/// run is refused meanwhile, and turned on again they resume.
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn the_runner_follows_cron_enabled_as_the_config_is_reloaded() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let base: jiff::Timestamp = "2026-12-01T10:00:00.500Z".parse().unwrap();
+    let clock = Arc::new(TokioClock::new(base));
+    std::fs::create_dir_all(state.join("workspace")).unwrap();
+    write_jobs(&state, base.as_millisecond() - 500, "skip");
+    let shared = crate::gateway::test_shared_with(dir.path(), "t", Some(clock.clone()), 1);
+    let stop = CancellationToken::new();
+    let runner = tokio::spawn(Arc::new(CronRunner).start(shared.clone(), stop.clone()));
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    let on = ran(&state);
+    assert!(on >= 4, "{on}");
+    reload_config(&shared, "{ cron: { enabled: false } }");
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let off = ran(&state);
+    tokio::time::sleep(Duration::from_secs(20)).await;
+    assert_eq!(ran(&state), off, "nothing runs while cron.enabled is false");
+    assert_eq!(shared.cron.next_wake_ms(), None);
+    let (answer, asked) = tokio::sync::oneshot::channel();
+    assert!(shared.cron.ask(ManualRun {
+        job: "tick-job".into(),
+        only_due: false,
+        answer,
+    }));
+    let refused = asked.await.unwrap();
+    assert_eq!(refused["ok"], false, "{refused}");
+    assert!(
+        refused["error"]
+            .as_str()
+            .unwrap()
+            .contains("cron.enabled is false")
+    );
+    reload_config(&shared, "{ cron: { enabled: true } }");
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    assert!(
+        ran(&state) >= off + 4,
+        "runs resume: {} after {off}",
+        ran(&state)
+    );
+    stop.cancel();
+    runner.await.unwrap().unwrap();
+}
+
+/// A reloaded `cron.maxConcurrentRuns` changes how many runs may go at
+/// once; a changed `cron.store` is reported, not followed.
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a_reloaded_limit_applies_and_a_moved_store_waits_for_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("state/workspace")).unwrap();
+    let shared = crate::gateway::test_shared(dir.path(), "t");
+    let mut runner = Runner::open(shared.clone()).await.unwrap();
+    let before = shared.cron.store(&shared.engine.app()).path().to_path_buf();
+    assert_eq!(runner.permits.available_permits(), 1);
+    reload_config(&shared, "{ cron: { maxConcurrentRuns: 3 } }");
+    assert!(runner.follow_config());
+    assert_eq!(runner.permits.available_permits(), 3);
+    reload_config(
+        &shared,
+        "{ cron: { maxConcurrentRuns: 2, store: '~/elsewhere/jobs.json' } }",
+    );
+    assert!(runner.follow_config());
+    tokio::task::yield_now().await;
+    assert_eq!(runner.permits.available_permits(), 2);
+    assert_eq!(
+        shared.cron.store(&shared.engine.app()).path(),
+        before,
+        "still the first store"
+    );
+    reload_config(&shared, "{ cron: { enabled: false } }");
+    assert!(!runner.follow_config());
+}

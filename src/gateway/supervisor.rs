@@ -123,6 +123,8 @@ struct Row {
     /// Why each of its journals that cannot be synced fails, by its
     /// place in [`Component::journals`].
     failing: BTreeMap<usize, String>,
+    /// The last error shown is a problem the component reported.
+    reported: bool,
 }
 
 impl Registry {
@@ -154,6 +156,7 @@ impl Registry {
                 last_error: None,
             },
             failing: BTreeMap::new(),
+            reported: false,
         });
         rows.len() - 1
     }
@@ -182,6 +185,25 @@ impl Registry {
         });
     }
 
+    /// A problem the running component `kind` reports without failing (a
+    /// broken file whose last good copy it keeps using): its last error
+    /// until it reports `None`; a journal failure is shown first.
+    pub(crate) fn report(&self, kind: ComponentKind, problem: Option<String>) {
+        let mut rows = self.rows.lock().unwrap_or_else(|p| p.into_inner());
+        let Some(r) = rows.iter_mut().find(|r| r.shown.name == kind.name()) else {
+            return;
+        };
+        if !r.failing.is_empty() {
+            return;
+        }
+        match problem {
+            Some(problem) => r.shown.last_error = Some(problem),
+            None if r.reported => r.shown.last_error = None,
+            None => {}
+        }
+        r.reported = r.shown.last_error.is_some();
+    }
+
     /// What the component's `journal`-th journal says of its syncs, with
     /// the failure episodes that began since its last word.
     fn journal_health(&self, row: usize, journal: usize, health: &SyncHealth, began: u64) {
@@ -192,6 +214,7 @@ impl Registry {
                 Some(reason) => {
                     r.failing.insert(journal, reason.clone());
                     r.shown.last_error = Some(reason.clone());
+                    r.reported = false;
                     if r.shown.state == "running" {
                         r.shown.state = "failing".into();
                     }
@@ -274,6 +297,7 @@ pub(crate) fn supervise(
                 r.shown.state = "restarting".into();
                 r.shown.restarts = r.shown.restarts.saturating_add(1);
                 r.shown.last_error = Some(error);
+                r.reported = false;
             });
             tokio::select! {
                 () = tokio::time::sleep(backoff) => {}

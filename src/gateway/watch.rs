@@ -523,6 +523,7 @@ impl Component for ConfigWatcher {
                         }
                         let memory_moved = before.memory().layout().0 != app.memory().layout().0;
                         shared.engine.reload(app);
+                        shared.registry.report(ComponentKind::ConfigWatcher, None);
                         tracing::info!("config reloaded");
                         if memory_moved {
                             shared.memory_paths_changed.notify_one();
@@ -530,8 +531,18 @@ impl Component for ConfigWatcher {
                         let _ = shared.bus.send(Event::ConfigReloaded);
                     }
                     // A half-written or broken file: keep the config in
-                    // use and say why.
-                    Err(err) => tracing::warn!("config not reloaded: {err:#}"),
+                    // use and say why, in the log and in `gateway status`,
+                    // until the file is fixed.
+                    Err(err) => {
+                        let problem = format!(
+                            "{}: {err:#}; the last good config stays in use",
+                            config_path.display()
+                        );
+                        tracing::warn!("config not reloaded: {problem}");
+                        shared
+                            .registry
+                            .report(ComponentKind::ConfigWatcher, Some(problem));
+                    }
                 }
             }
             Ok(())

@@ -902,7 +902,26 @@ fn config_edits_apply_live() {
         "{}",
         asked.stderr
     );
-    std::thread::sleep(Duration::from_millis(400));
+    // The watcher says so in `gateway status` (and the log).
+    let watcher = |gw: &Gateway| {
+        let (_, status) = gw.request("GET", "/v1/status", None);
+        status["components"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["name"] == "config-watcher")
+            .unwrap()
+            .clone()
+    };
+    let broken = eventually(Duration::from_secs(5), || {
+        let w = watcher(&gw);
+        w["lastError"].is_string().then_some(w)
+    });
+    let error = broken["lastError"].as_str().unwrap();
+    assert!(
+        error.contains("config.json5") && error.contains("the last good config stays in use"),
+        "{broken}"
+    );
     let (code, body) = gw.request(
         "POST",
         "/v1/agent",
@@ -914,15 +933,12 @@ fn config_edits_apply_live() {
         ".almanac/config.json5",
         "{agents: {defaults: {model: \"openai/second-model\"}}}\n",
     );
-    let status = sb.run(&["gateway", "status", "--json"]).ok().json();
-    let watcher = status["components"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["name"] == "config-watcher")
-        .unwrap()
-        .clone();
-    assert_eq!(watcher["state"], "running", "{status}");
+    // Fixed: the error clears.
+    let fixed = eventually(Duration::from_secs(5), || {
+        let w = watcher(&gw);
+        w["lastError"].is_null().then_some(w)
+    });
+    assert_eq!(fixed["state"], "running", "{fixed}");
 }
 
 #[test]
