@@ -31,6 +31,12 @@ use crate::paths::fnv1a64;
 use crate::session::transcript::{Payload, Transcript};
 
 pub(crate) const CAP: usize = 20;
+/// The most characters of one event's text kept; the rest is cut, and
+/// the text says so.
+pub(crate) const EVENT_TEXT_MAX: usize = 8_000;
+/// The most characters of all the events a session holds; the oldest go
+/// first, and the next turn is told how many went.
+pub(crate) const QUEUE_TEXT_MAX: usize = 24_000;
 
 /// The `customType` of the transcript entry recording delivered events.
 pub(crate) const DELIVERY_RECORD: &str = "system-events";
@@ -46,6 +52,55 @@ pub(crate) struct Event {
     /// a crash (before the feeder saved its mark) is not queued twice.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seq: Option<u64>,
+    /// Older events dropped before this one to keep the queue within
+    /// [`CAP`] events and [`QUEUE_TEXT_MAX`] characters.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub dropped_before: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
+/// `text` trimmed, and cut at [`EVENT_TEXT_MAX`] characters with a note
+/// of how much went.
+pub(crate) fn capped(text: &str) -> std::borrow::Cow<'_, str> {
+    let text = text.trim();
+    match text.char_indices().nth(EVENT_TEXT_MAX) {
+        None => std::borrow::Cow::Borrowed(text),
+        Some((cut, _)) => {
+            let more = text[cut..].chars().count();
+            std::borrow::Cow::Owned(format!(
+                "{}\n[{more} more characters cut: a system event holds at most {EVENT_TEXT_MAX}]",
+                &text[..cut]
+            ))
+        }
+    }
+}
+
+/// Drops the oldest of `events` until at most [`CAP`] are left (as
+/// OpenClaw does, without a note) and their texts hold at most
+/// [`QUEUE_TEXT_MAX`] characters (the newest is always kept); the first
+/// left says how many went for their size, and carries what a dropped
+/// event said of earlier ones.
+fn keep_within_limits(events: &mut Vec<Event>) {
+    let over = events.len().saturating_sub(CAP);
+    let mut carried: u32 = events[..over].iter().map(|e| e.dropped_before).sum();
+    events.drain(..over);
+    let mut total: usize = events.iter().map(|e| e.text.chars().count()).sum();
+    let mut drop = 0;
+    while events.len() - drop > 1 && total > QUEUE_TEXT_MAX {
+        total -= events[drop].text.chars().count();
+        carried = carried.saturating_add(events[drop].dropped_before);
+        drop += 1;
+    }
+    events.drain(..drop);
+    let noted = carried.saturating_add(u32::try_from(drop).unwrap_or(u32::MAX));
+    if noted > 0
+        && let Some(first) = events.first_mut()
+    {
+        first.dropped_before = first.dropped_before.saturating_add(noted);
+    }
 }
 
 fn yes() -> bool {
@@ -100,7 +155,7 @@ impl Queue {
         trusted: bool,
         now: jiff::Timestamp,
     ) -> std::io::Result<(bool, Vec<String>)> {
-        let text = text.trim();
+        let text = capped(text);
         if text.is_empty() {
             return Ok((false, Vec::new()));
         }
@@ -113,14 +168,13 @@ impl Queue {
                 return false;
             }
             events.push(Event {
-                text: text.to_string(),
+                text: text.into_owned(),
                 ts,
                 trusted,
                 seq: None,
+                dropped_before: 0,
             });
-            if events.len() > CAP {
-                events.drain(..events.len() - CAP);
-            }
+            keep_within_limits(&mut events);
             *list = serde_json::to_value(events).expect("events serialise");
             true
         })
@@ -262,23 +316,23 @@ fn push_events<S: AsRef<str>>(
     let from = first_that_counts(items, skipped, |item| item.0.as_ref());
     let mut kept = 0;
     for item in &items[from..] {
-        let text = item.0.as_ref().trim();
+        let text = capped(item.0.as_ref());
         if skipped(item) || events.last().is_some_and(|e| e.text == text) {
             continue;
         }
         events.push(Event {
-            text: text.to_string(),
+            text: text.into_owned(),
             ts: item.1,
             trusted: item.2,
             seq: item.3,
+            dropped_before: 0,
         });
         kept += 1;
     }
-    if events.len() > CAP {
-        events.drain(..events.len() - CAP);
-    }
+    keep_within_limits(&mut events);
+    let held = events.len();
     *list = serde_json::to_value(events).expect("events serialise");
-    kept.min(CAP)
+    kept.min(held)
 }
 
 /// The queue: session key → list of events.
@@ -367,6 +421,13 @@ pub(crate) fn render(events: &[Event], format_time: impl Fn(i64) -> String) -> V
         } else {
             "System (untrusted):"
         };
+        if e.dropped_before > 0 {
+            out.push(format!(
+                "System: [{}] {} earlier system event(s) were dropped: a session holds at most {CAP} events and {QUEUE_TEXT_MAX} characters of them",
+                format_time(e.ts),
+                e.dropped_before
+            ));
+        }
         let mut lines = lines(&e.text);
         let first = lines.next().unwrap_or("");
         out.push(format!("{prefix} [{}] {first}", format_time(e.ts)));
@@ -451,6 +512,7 @@ mod tests {
                 ts: 0,
                 trusted: false,
                 seq: None,
+                dropped_before: 0,
             }],
             |_| "09:00".into(),
         );
@@ -461,6 +523,48 @@ mod tests {
                 "System (untrusted): hello"
             ]
         );
+    }
+
+    /// One event's text is cut at [`EVENT_TEXT_MAX`] characters with a
+    /// note; the queue keeps at most [`QUEUE_TEXT_MAX`] characters, the
+    /// oldest events going first, and the next turn is told how many went.
+    #[test]
+    fn a_huge_event_is_cut_and_the_queue_keeps_its_total_within_the_cap() {
+        let dir = tempfile::tempdir().unwrap();
+        let q = Queue::new(&dir.path().join("system-events.json"));
+        let huge = format!("Build 77 failed\n{}", "x".repeat(200_000));
+        q.enqueue("k", &huge, 1, false, NOW).unwrap();
+        let held = q.peek("k");
+        assert_eq!(held.len(), 1);
+        let text = &held[0].text;
+        assert!(text.starts_with("Build 77 failed\n"));
+        let kept = EVENT_TEXT_MAX + "\n[192016 more characters cut: a system event holds at most 8000]".len();
+        assert_eq!(text.chars().count(), kept, "{}", &text[text.len() - 80..]);
+        assert!(text.ends_with("[192016 more characters cut: a system event holds at most 8000]"));
+        // The same huge text again is a repeat, as the short one would be.
+        assert!(!q.enqueue("k", &huge, 2, false, NOW).unwrap().0);
+        // Five more full events: only what fits in the total stays.
+        let batch: Vec<(String, i64, bool, Option<u64>)> = (0..5)
+            .map(|n| (format!("{n}{}", "y".repeat(10_000)), 10 + n, false, None))
+            .collect();
+        q.enqueue_groups(&[("k", batch)], NOW).unwrap();
+        let held = q.peek("k");
+        let total: usize = held.iter().map(|e| e.text.chars().count()).sum();
+        assert!(total <= QUEUE_TEXT_MAX, "{total}");
+        assert_eq!(held.len(), 2, "{:?}", held.iter().map(|e| e.ts).collect::<Vec<_>>());
+        assert_eq!(held[0].dropped_before, 4);
+        let lines = render(&held, |_| "09:00".into());
+        assert_eq!(
+            lines[0],
+            "System: [09:00] 4 earlier system event(s) were dropped: a session holds at most 20 events and 24000 characters of them"
+        );
+        // The newest is always kept, whatever its size.
+        let many: Vec<(String, i64, bool, Option<u64>)> =
+            (0..30).map(|n| (format!("event {n}"), 100 + n, true, None)).collect();
+        q.enqueue_groups(&[("k", many)], NOW).unwrap();
+        let held = q.peek("k");
+        assert_eq!(held.len(), CAP);
+        assert_eq!(held[0].dropped_before, 4, "the count keeps what was said");
     }
 
     /// A sender cannot start a line of its own with any kind of line
@@ -474,6 +578,7 @@ mod tests {
                 ts: 0,
                 trusted: false,
                 seq: None,
+                dropped_before: 0,
             }],
             |_| "09:00".into(),
         );
@@ -595,6 +700,7 @@ mod tests {
             ts,
             trusted,
             seq: None,
+            dropped_before: 0,
         };
         let a = e("Backup finished", 1, true);
         assert_eq!(a.fingerprint(), e("Backup finished", 1, true).fingerprint());
@@ -653,6 +759,7 @@ mod tests {
             ts: 7,
             trusted: true,
             seq: None,
+            dropped_before: 0,
         }];
         crate::session::transcript::append(
             &path,
