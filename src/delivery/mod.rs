@@ -122,7 +122,13 @@ pub(crate) struct Post {
     pub origin: UrlOrigin,
     /// The longest one attempt may take (else the client's limit).
     pub timeout: Option<Duration>,
+    /// The task whose result this is (a cron run's event).
+    pub task_id: Option<String>,
 }
+
+/// Told how the delivery of a task's result stands, each time it changes
+/// (on the blocking thread that recorded the step).
+pub(crate) type TaskDeliveryHook = Arc<dyn Fn(&str, crate::tasks::DeliveryStatus) + Send + Sync>;
 
 /// Where a result goes.
 // Chosen by the heartbeat and cron runners.
@@ -261,6 +267,8 @@ struct Inner {
     /// What the journal left pending at open, for [`resume_pending`].
     resumable: Mutex<Vec<Job>>,
     syncers: Mutex<Vec<std::thread::JoinHandle<std::io::Result<()>>>>,
+    /// Where task results' delivery steps are told (the task ledger).
+    task_hook: Mutex<Option<TaskDeliveryHook>>,
 }
 
 impl Drop for Inner {
@@ -347,6 +355,7 @@ impl Deliverer {
                 stop: CancellationToken::new(),
                 resumable: Mutex::new(pending),
                 syncers: Mutex::new(syncers),
+                task_hook: Mutex::new(None),
             }),
         })
     }
@@ -416,10 +425,11 @@ impl Deliverer {
                         source: item.source,
                         session_key: item.session_key,
                         text: item.text,
-                        task_id: item.task_id,
+                        task_id: item.task_id.clone(),
                     }),
                     attempts: 0,
                     next_at_ms: None,
+                    task_id: item.task_id,
                 };
                 self.start_webhook(job).await
             }
@@ -444,6 +454,7 @@ impl Deliverer {
             payload: Payload::Document(post.body),
             attempts: 0,
             next_at_ms: None,
+            task_id: post.task_id,
         };
         self.start_webhook(job).await
     }
@@ -481,6 +492,10 @@ impl Deliverer {
                 let entry = appended.entry.clone();
                 // Sent under the lock: streams get entries in file order.
                 let _ = inner.appended.send(Arc::new(appended));
+                drop(last);
+                if let Some(task) = &item.task_id {
+                    this.tell_task(task, crate::tasks::DeliveryStatus::Delivered);
+                }
                 Ok(entry)
             })
             .await
@@ -496,12 +511,23 @@ impl Deliverer {
             .engine
             .blocking(move || {
                 let line = serde_json::to_vec(&record).expect("a record serialises");
-                let _held = this
+                let held = this
                     .inner
                     .deliveries_lock
                     .lock()
                     .unwrap_or_else(|p| p.into_inner());
-                this.inner.deliveries.append(&line)
+                this.inner.deliveries.append(&line)?;
+                drop(held);
+                if let Some(task) = &record.task_id {
+                    use crate::tasks::DeliveryStatus as Told;
+                    let status = match record.state {
+                        State::Pending => Told::Pending,
+                        State::Delivered => Told::Delivered,
+                        State::Failed => Told::Failed,
+                    };
+                    this.tell_task(task, status);
+                }
+                Ok(())
             })
             .await
             .map_err(|e| DeliveryError::Stopped(e.to_string()))?
@@ -641,6 +667,28 @@ impl Deliverer {
                 }
             }
         });
+    }
+
+    /// Tells `hook` how the delivery of each task's result stands as it
+    /// changes (the gateway records it in the task ledger).
+    pub(crate) fn on_task_delivery(&self, hook: TaskDeliveryHook) {
+        *self
+            .inner
+            .task_hook
+            .lock()
+            .unwrap_or_else(|p| p.into_inner()) = Some(hook);
+    }
+
+    fn tell_task(&self, task: &str, status: crate::tasks::DeliveryStatus) {
+        let hook = self
+            .inner
+            .task_hook
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        if let Some(hook) = hook {
+            hook(task, status);
+        }
     }
 
     /// Results whose retries run out from now on (their first attempt

@@ -514,6 +514,7 @@ async fn the_guarded_client_refuses_a_name_resolving_to_this_machine_when_it_con
         }),
         attempts: 0,
         next_at_ms: None,
+        task_id: None,
     };
     // The name check is skipped here: the resolver alone must refuse.
     let outcome = webhook::attempt(&engine.webhook_client(true), &job, Default::default(), 0).await;

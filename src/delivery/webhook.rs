@@ -115,6 +115,9 @@ pub(crate) struct Record {
     /// A document ([`Payload::Document`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub document: Option<serde_json::Value>,
+    /// The task whose result this is, told of each step.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_id: Option<String>,
 }
 
 impl Record {
@@ -149,6 +152,8 @@ pub(crate) struct Job {
     pub attempts: u32,
     /// When the next attempt is due (epoch ms), once one failed.
     pub next_at_ms: Option<i64>,
+    /// The task whose result this is, told of each step.
+    pub task_id: Option<String>,
 }
 
 impl Job {
@@ -170,6 +175,7 @@ impl Job {
             timeout_ms: self.timeout_ms,
             body: None,
             document: None,
+            task_id: self.task_id.clone(),
         };
         // The text stays in the journal until it is delivered.
         if state != State::Delivered && (self.attempts == 0 || state == State::Failed) {
@@ -218,6 +224,7 @@ pub(crate) fn pending(records: Vec<Record>) -> (Vec<Job>, u64) {
                 payload,
                 attempts: r.attempts,
                 next_at_ms: r.next_at_ms,
+                task_id: r.task_id,
             })
         })
         .collect();
@@ -462,6 +469,7 @@ mod tests {
             }),
             attempts: 0,
             next_at_ms: None,
+            task_id: None,
         }
     }
 

@@ -868,18 +868,15 @@ impl Runner {
                         }
                         let claimed =
                             slots::claim_in(batch.connection(), &claims, generation, now)?;
-                        let names: HashMap<&str, &str> = wanted
+                        let by_id: HashMap<&str, Option<&Job>> = wanted
                             .iter()
                             .zip(&jobs)
-                            .map(|(d, job)| {
-                                let name = job.as_ref().map_or("", |j| j.name.as_str());
-                                (d.id.as_str(), name)
-                            })
+                            .map(|(d, job)| (d.id.as_str(), job.as_ref().ok().map(|j| &**j)))
                             .collect();
                         let mut tasks = HashMap::with_capacity(claimed.len());
                         for (id, slot) in claimed {
-                            let name = names.get(id.as_str()).copied().unwrap_or_default();
-                            let task = batch.create(run_task(&id, name, now, generation), now)?;
+                            let job = by_id.get(id.as_str()).copied().flatten();
+                            let task = batch.create(run_task(&id, job, now, generation), now)?;
                             tasks.insert((id, slot), task);
                         }
                         Ok(tasks)
@@ -996,6 +993,13 @@ impl Runner {
                     ledger.batch(|batch| {
                         for (run, outcome) in &done {
                             batch.finish(&run.task_id, terminal(outcome), ended)?;
+                            // A webhook post follows from a task of its own
+                            // and tells the task; until then nothing went.
+                            batch.settle_delivery(
+                                &run.task_id,
+                                crate::tasks::DeliveryStatus::NotApplicable,
+                                ended,
+                            )?;
                         }
                         slots::finish_in(batch.connection(), &rows, ended)?;
                         Ok(())

@@ -209,6 +209,17 @@ fn alert_destination(job: &Job, alert: &Alert, config: &CronConfig) -> Option<De
 /// URL the user gave (in the config, or in a job made or set from the
 /// command line), never to one the model chose: that post goes unsigned.
 fn post(shared: &Shared, url: String, origin: UrlOrigin, body: Value) -> Post {
+    post_for(shared, url, origin, body, None)
+}
+
+/// [`post`] of a task's result: the task is told how its delivery stands.
+fn post_for(
+    shared: &Shared,
+    url: String,
+    origin: UrlOrigin,
+    body: Value,
+    task_id: Option<String>,
+) -> Post {
     let app = shared.engine.app();
     let token_set = app.config.config.cron.webhook_token.is_some();
     Post {
@@ -219,6 +230,7 @@ fn post(shared: &Shared, url: String, origin: UrlOrigin, body: Value) -> Post {
         }),
         origin,
         timeout: Some(WEBHOOK_TIMEOUT),
+        task_id,
     }
 }
 
@@ -300,7 +312,13 @@ fn plan_end(shared: &Shared, job: &Job, slot_ms: i64, record: &RunRecord) -> End
             .as_deref()
             .is_some_and(|s| !s.trim().is_empty())
     {
-        plan.event = Some(post(shared, url, origin, finished_event(record)));
+        // The run's task follows the delivery of its result.
+        let task = record
+            .extra
+            .get("taskId")
+            .and_then(Value::as_str)
+            .map(str::to_string);
+        plan.event = Some(post_for(shared, url, origin, finished_event(record), task));
     }
     let failed = record.status == Some(RunStatus::Error);
     let best_effort = job.delivery.as_ref().and_then(|d| d.best_effort) == Some(true);

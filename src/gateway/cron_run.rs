@@ -14,6 +14,7 @@ use std::time::Duration;
 
 use super::Shared;
 use super::cron::{Due, EVENT_TIMEOUT, TURN_TIMEOUT};
+use super::cron_delivery::ResultTarget;
 use super::intake::Record;
 use crate::app::App;
 use almanac_cron::Slots;
@@ -22,13 +23,13 @@ use crate::cron::job::{Job, JobState, PayloadKind, RunStatus, SessionTarget, Wak
 use crate::cron::runlog::{self, RunRecord};
 use crate::cron::slots::{self, Ended, Trigger};
 use crate::tasks::record::Lease;
-use crate::tasks::{NewTask, Runtime, Terminal, TerminalStatus};
+use crate::tasks::{DeliveryStatus, NewTask, Runtime, Terminal, TerminalStatus};
 
 /// Runs one claimed slot that takes time, then records its end: the
 /// task and the slot in one transaction, the run log, the state.
 pub(super) async fn run_slot(shared: &Arc<Shared>, run: Claimed) -> Option<Finished> {
     let outcome = match &run.job {
-        Ok(job) => execute(shared, job, run.due.slot_ms, run.started_ms).await,
+        Ok(job) => execute(shared, job, &run).await,
         Err(problem) => unreadable(problem),
     };
     let ended = shared.host.now_ms();
@@ -38,6 +39,7 @@ pub(super) async fn run_slot(shared: &Arc<Shared>, run: Claimed) -> Option<Finis
         super::cron_delivery::deliver_end(shared, run.job.as_ref().ok(), run.due.slot_ms, record)
             .await;
     let delivered = (record.delivered, record.delivery_error.clone());
+    let settled = settled_delivery(&record);
     let row = ended_slot(&run, &outcome);
     let end = terminal(&outcome);
     let task_id = run.task_id.clone();
@@ -49,6 +51,9 @@ pub(super) async fn run_slot(shared: &Arc<Shared>, run: Claimed) -> Option<Finis
             let written = book.tasks.with(|ledger| {
                 ledger.batch(|batch| {
                     batch.finish(&task_id, end, ended)?;
+                    if let Some(settled) = settled {
+                        batch.settle_delivery(&task_id, settled, ended)?;
+                    }
                     slots::finish_in(batch.connection(), &[row], ended)?;
                     Ok(())
                 })
@@ -66,6 +71,18 @@ pub(super) async fn run_slot(shared: &Arc<Shared>, run: Claimed) -> Option<Finis
         (end.delivered, end.delivery_error) = delivered;
         end
     })
+}
+
+/// How the delivery of a run's result ended, as its run-log line says:
+/// `None` while a webhook is still being tried (the deliverer tells the
+/// task); nothing sent is `not_applicable`.
+pub(super) fn settled_delivery(record: &RunRecord) -> Option<DeliveryStatus> {
+    match record.delivery_status.as_deref() {
+        Some("unknown") => None,
+        Some("delivered") => Some(DeliveryStatus::Delivered),
+        Some("not-delivered") => Some(DeliveryStatus::Failed),
+        _ => Some(DeliveryStatus::NotApplicable),
+    }
 }
 
 /// A `main` job's event, queued on its session (blocking: the intake
@@ -150,7 +167,8 @@ pub(super) fn queued(accepted: &Result<(), String>, record: Record) -> Outcome {
 
 /// Runs the payload of a job whose run takes time ([`takes_time`]), for
 /// the slot `slot_ms`, started at `started_ms`.
-async fn execute(shared: &Arc<Shared>, job: &Job, slot_ms: i64, started_ms: i64) -> Outcome {
+async fn execute(shared: &Arc<Shared>, job: &Job, run: &Claimed) -> Outcome {
+    let (slot_ms, started_ms) = (run.due.slot_ms, run.started_ms);
     let app = shared.engine.app();
     match (&job.session_target, job.payload.kind) {
         (SessionTarget::Main, PayloadKind::SystemEvent) => {
@@ -221,7 +239,7 @@ async fn execute(shared: &Arc<Shared>, job: &Job, slot_ms: i64, started_ms: i64)
         (target, PayloadKind::AgentTurn) => {
             // Too late for its result to be delivered.
             let stale = crate::cron::outcome::is_stale(slot_ms, started_ms);
-            agent_turn(shared, &app, job, target, stale).await
+            agent_turn(shared, &app, job, target, stale, &run.task_id).await
         }
     }
 }
@@ -234,6 +252,7 @@ async fn agent_turn(
     job: &Job,
     target: &SessionTarget,
     stale: bool,
+    task_id: &str,
 ) -> Outcome {
     let key = match target {
         SessionTarget::Session(id) => id.clone(),
@@ -337,7 +356,7 @@ async fn agent_turn(
         session_key: key.clone(),
         agent_id: crate::app::agent::AGENT_ID.to_string(),
         text,
-        task_id: None,
+        task_id: Some(task_id.to_string()),
         to: None,
     };
     let failure = match shared
@@ -351,6 +370,18 @@ async fn agent_turn(
         },
         Err(err) => Some(err.to_string()),
     };
+    if failure.is_some() {
+        let book = shared.clone();
+        let task = task_id.to_string();
+        let _ = shared
+            .engine
+            .blocking(move || {
+                let now = book.host.now_ms();
+                book.tasks
+                    .with(|l| l.set_delivery(&task, DeliveryStatus::Failed, now))
+            })
+            .await;
+    }
     match failure {
         // A failed delivery fails the run unless the job says it is
         // best-effort.
@@ -460,7 +491,8 @@ pub(super) fn run_id(job_id: &str, started: i64) -> String {
 }
 
 /// The task of one run (`runtime: cron`, run id `cron:<job>:<started>`).
-pub(super) fn run_task(job_id: &str, name: &str, started: i64, generation: i64) -> NewTask {
+pub(super) fn run_task(job_id: &str, job: Option<&Job>, started: i64, generation: i64) -> NewTask {
+    let name = job.map_or("", |j| j.name.as_str());
     let mut new = NewTask::new(
         Runtime::Cron,
         format!("cron:{job_id}"),
@@ -470,6 +502,11 @@ pub(super) fn run_task(job_id: &str, name: &str, started: i64, generation: i64) 
     new.run_id = Some(run_id(job_id, started));
     new.agent_id = Some(crate::app::agent::AGENT_ID.to_string());
     new.label = Some(format!("Cron: {name}"));
+    // A run whose result goes somewhere has a delivery to follow.
+    if job.is_some_and(|j| super::cron_delivery::result_target(j) != ResultTarget::None) {
+        new.notify_policy = crate::tasks::vocab::NotifyPolicy::DoneOnly;
+        new.delivery_status = DeliveryStatus::Pending;
+    }
     new.running = Some(Lease {
         generation,
         until_ms: started + super::tasks::LEASE.as_millis() as i64,
@@ -528,6 +565,9 @@ pub(super) fn run_record(run: &Claimed, outcome: &Outcome, ended: i64) -> RunRec
     record
         .extra
         .insert("runId".into(), serde_json::json!(run.run_id));
+    record
+        .extra
+        .insert("taskId".into(), serde_json::json!(run.task_id));
     record
 }
 

@@ -469,6 +469,7 @@ async fn serve(
         periodic_work_ran: tokio::sync::Notify::new(),
         memory_paths_changed: tokio::sync::Notify::new(),
     });
+    follow_task_deliveries(&shared);
     // The intake's group commit runs on a thread of its own.
     let syncer = {
         let journal = journal.clone();
@@ -656,6 +657,23 @@ impl crate::app::gateway::GatewayHooks for Hooks {
     }
 }
 
+/// Records in the task ledger how the delivery of each task's result
+/// stands, as the deliverer tells it.
+fn follow_task_deliveries(shared: &Arc<Shared>) {
+    let weak = Arc::downgrade(shared);
+    shared
+        .deliverer
+        .on_task_delivery(Arc::new(move |task, status| {
+            let Some(shared) = weak.upgrade() else {
+                return;
+            };
+            let now = shared.host.now_ms();
+            if let Err(err) = shared.tasks.with(|l| l.set_delivery(task, status, now)) {
+                tracing::debug!(%err, task, "a task's delivery was not recorded");
+            }
+        }));
+}
+
 /// Opens the ledger, takes this start's generation and takes over what
 /// earlier generations left running.
 /// The bundled `boot-md` hook: `BOOT.md` run as one turn of the `boot`
@@ -785,7 +803,7 @@ pub(crate) fn test_shared_on(
     let ledger = crate::tasks::Ledger::open(&app.paths.state_store()).expect("the ledger opens");
     let engine = Engine::new(app);
     let deliverer = crate::delivery::Deliverer::open(engine.clone()).expect("the outbox opens");
-    Arc::new(Shared {
+    let shared = Arc::new(Shared {
         engine,
         host,
         options,
@@ -807,7 +825,9 @@ pub(crate) fn test_shared_on(
         semantic: semantic::SemanticState::default(),
         periodic_work_ran: tokio::sync::Notify::new(),
         memory_paths_changed: tokio::sync::Notify::new(),
-    })
+    });
+    follow_task_deliveries(&shared);
+    shared
 }
 
 #[cfg(test)]

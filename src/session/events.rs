@@ -538,7 +538,8 @@ mod tests {
         assert_eq!(held.len(), 1);
         let text = &held[0].text;
         assert!(text.starts_with("Build 77 failed\n"));
-        let kept = EVENT_TEXT_MAX + "\n[192016 more characters cut: a system event holds at most 8000]".len();
+        let kept = EVENT_TEXT_MAX
+            + "\n[192016 more characters cut: a system event holds at most 8000]".len();
         assert_eq!(text.chars().count(), kept, "{}", &text[text.len() - 80..]);
         assert!(text.ends_with("[192016 more characters cut: a system event holds at most 8000]"));
         // The same huge text again is a repeat, as the short one would be.
@@ -551,7 +552,12 @@ mod tests {
         let held = q.peek("k");
         let total: usize = held.iter().map(|e| e.text.chars().count()).sum();
         assert!(total <= QUEUE_TEXT_MAX, "{total}");
-        assert_eq!(held.len(), 2, "{:?}", held.iter().map(|e| e.ts).collect::<Vec<_>>());
+        assert_eq!(
+            held.len(),
+            2,
+            "{:?}",
+            held.iter().map(|e| e.ts).collect::<Vec<_>>()
+        );
         assert_eq!(held[0].dropped_before, 4);
         let lines = render(&held, |_| "09:00".into());
         assert_eq!(
@@ -559,8 +565,9 @@ mod tests {
             "System: [09:00] 4 earlier system event(s) were dropped: a session holds at most 20 events and 24000 characters of them"
         );
         // The newest is always kept, whatever its size.
-        let many: Vec<(String, i64, bool, Option<u64>)> =
-            (0..30).map(|n| (format!("event {n}"), 100 + n, true, None)).collect();
+        let many: Vec<(String, i64, bool, Option<u64>)> = (0..30)
+            .map(|n| (format!("event {n}"), 100 + n, true, None))
+            .collect();
         q.enqueue_groups(&[("k", many)], NOW).unwrap();
         let held = q.peek("k");
         assert_eq!(held.len(), CAP);

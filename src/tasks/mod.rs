@@ -487,6 +487,24 @@ impl Batch<'_> {
         finish_task(&self.tx, id, end, now_ms)
     }
 
+    /// Records how the delivery of task `id`'s result ended, unless it
+    /// moved on from `pending` already (the deliverer told it first).
+    pub(crate) fn settle_delivery(
+        &self,
+        id: &str,
+        delivery: DeliveryStatus,
+        now_ms: i64,
+    ) -> Result<(), TaskError> {
+        self.tx.execute(
+            &format!(
+                "UPDATE tasks SET delivery_status = ?2, last_event_at = {STAMP}
+                 WHERE task_id = ?3 AND delivery_status = 'pending'"
+            ),
+            params![now_ms, delivery, id],
+        )?;
+        Ok(())
+    }
+
     /// The transaction, for the caller's own rows.
     pub(crate) fn connection(&self) -> &Connection {
         &self.tx

@@ -297,3 +297,54 @@ fn an_external_message_is_wrapped_unless_the_job_allows_it_plain() {
     );
     drop(gw);
 }
+
+/// The task of a run follows the delivery of its result: announced to
+/// the outbox is `delivered`; a webhook that refuses it is `failed`, and
+/// `tasks audit` reports it.
+#[test]
+fn a_runs_task_records_what_became_of_its_delivery() {
+    let sb = Sandbox::new();
+    let model = ScriptedServer::start(vec![text("Announced."), text("Posted.")]);
+    let receiver = ScriptedServer::start(vec![Reply::Status {
+        status: 404,
+        headers: vec![],
+        body: "no such hook".to_string(),
+    }]);
+    let announced = add_job(
+        &sb,
+        &["--message", "Announce", "--model", "openai/test-model"],
+    );
+    let hooked = add_job(
+        &sb,
+        &[
+            "--message",
+            "Post",
+            "--model",
+            "openai/test-model",
+            "--webhook",
+            &format!("{}/hook", receiver.url),
+        ],
+    );
+    let gw = Gateway::start(&sb, &[("OPENAI_BASE_URL", &model.url)]);
+    let task = |run_id: &Value| {
+        sb.run(&["tasks", "show", run_id.as_str().unwrap(), "--json"])
+            .ok()
+            .json()
+    };
+    let (ran, _) = run_now(&sb, &announced, 0);
+    assert_eq!(task(&ran["runId"])["deliveryStatus"], "delivered");
+    let (ran, line) = run_now(&sb, &hooked, 0);
+    assert_eq!(line["deliveryStatus"], "not-delivered", "{line}");
+    assert_eq!(task(&ran["runId"])["deliveryStatus"], "failed");
+    let audit = sb.run(&["tasks", "audit", "--json"]).ok().json();
+    assert!(
+        audit["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|f| f["code"] == "delivery_failed"),
+        "{audit}"
+    );
+    assert_eq!(receiver.requests().len(), 1);
+    drop(gw);
+}

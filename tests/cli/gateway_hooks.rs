@@ -505,6 +505,12 @@ fn hook_agent_runs_are_checked_accepted_recorded_as_tasks_and_delivered() {
     });
     assert_eq!(outbox[0]["text"], "Deploy looks fine.", "{outbox:?}");
     assert_eq!(outbox[0]["source"], "hook");
+    // The task records the delivery.
+    let delivered = hook_tasks(&gw)
+        .into_iter()
+        .find(|t| t["runId"] == run_id.as_str())
+        .unwrap();
+    assert_eq!(delivered["deliveryStatus"], "delivered", "{delivered}");
 
     // Not delivered: the main session hears of it, as untrusted text.
     let quiet = post(
@@ -517,6 +523,13 @@ fn hook_agent_runs_are_checked_accepted_recorded_as_tasks_and_delivered() {
     });
     assert_eq!(events[0]["text"], "Hook Nightly: Quiet answer.");
     assert_eq!(events[0]["trusted"], false);
+    let quiet_id = quiet.body["runId"].as_str().unwrap().to_string();
+    let told = eventually(Duration::from_secs(10), || {
+        hook_tasks(&gw)
+            .into_iter()
+            .find(|t| t["runId"] == quiet_id.as_str() && t["status"] == "succeeded")
+    });
+    assert_eq!(told["deliveryStatus"], "session_queued", "{told}");
 }
 
 pub(crate) fn hmac_hex(secret: &str, message: &[u8]) -> String {

@@ -941,6 +941,10 @@ pub(crate) fn record_run(
     new.agent_id = Some(crate::app::agent::AGENT_ID.to_string());
     new.lane_key = Some(record.session_key.clone());
     new.request = Some(serde_json::to_value(record)?);
+    // Its answer is delivered, or told to the main session: a delivery
+    // the task follows.
+    new.notify_policy = crate::tasks::vocab::NotifyPolicy::DoneOnly;
+    new.delivery_status = crate::tasks::DeliveryStatus::Pending;
     Ok(Some(shared.tasks.with(|l| l.create(new, now_ms))?))
 }
 
@@ -1190,7 +1194,10 @@ async fn tell(
     lane: &str,
     result: &anyhow::Result<crate::app::agent::TurnReport>,
 ) {
-    let name = run.name.replace(['\n', '\r'], " ");
+    let name = super::external::one_line(&run.name, super::external::NAME_MAX_CHARS);
+    // What the task's delivery comes to when the main session is told
+    // instead: a failed delivery stays failed.
+    let mut told = crate::tasks::DeliveryStatus::SessionQueued;
     let notice = match result {
         Ok(report) => {
             let reply = report.outcome.reply.trim().to_string();
@@ -1206,9 +1213,18 @@ async fn tell(
                 let target = delivery_target(shared, &run.channel).await;
                 match shared.deliverer.deliver(item, &target).await {
                     Ok(_) => return,
-                    Err(err) => format!("Hook {name} (error): delivery failed: {err}"),
+                    Err(err) => {
+                        told = crate::tasks::DeliveryStatus::Failed;
+                        format!("Hook {name} (error): delivery failed: {err}")
+                    }
                 }
             } else if reply.is_empty() || report.outcome.silent {
+                set_delivery(
+                    shared,
+                    &task.task_id,
+                    crate::tasks::DeliveryStatus::NotApplicable,
+                )
+                .await;
                 return;
             } else {
                 format!("Hook {name}: {}", super::super::tasks::preview(&reply))
@@ -1234,13 +1250,31 @@ async fn tell(
     };
     if let Err(err) = shared.intake.accept(event) {
         tracing::error!(%err, "cannot queue a hook run's result");
+        set_delivery(shared, &task.task_id, crate::tasks::DeliveryStatus::Failed).await;
         return;
     }
+    set_delivery(shared, &task.task_id, told).await;
     if run.wake_mode == "now" {
         let _ = shared.bus.send(Event::Wake {
             reason: format!("hook:{}", run.run_id),
             session_key: main,
         });
+    }
+}
+
+/// Records how the delivery of task `id`'s result stands.
+async fn set_delivery(shared: &Arc<Shared>, id: &str, status: crate::tasks::DeliveryStatus) {
+    let book = shared.clone();
+    let id = id.to_string();
+    let recorded = shared
+        .engine
+        .blocking(move || {
+            let now = book.host.now_ms();
+            book.tasks.with(|l| l.set_delivery(&id, status, now))
+        })
+        .await;
+    if !matches!(recorded, Ok(Ok(_))) {
+        tracing::warn!("a hook run's delivery was not recorded in its task");
     }
 }
 
