@@ -54,7 +54,6 @@ impl App {
         let inputs = self.hooks_inputs();
         let builtin = hooks::bundled::BuiltinContext {
             state_dir: self.paths.state_dir.clone(),
-            workspace: self.paths.workspace.clone(),
             session_memory_messages: self
                 .config
                 .config
@@ -65,6 +64,15 @@ impl App {
                 .and_then(|e| e.extra.get("messages"))
                 .and_then(Value::as_u64)
                 .and_then(|n| usize::try_from(n).ok()),
+            notes: {
+                let memory = self.memory();
+                hooks::bundled::NoteRules {
+                    root: memory.root,
+                    allow_symlink_targets: memory.allow_symlink_targets,
+                    max_chars: memory.settings.max_note_chars as usize,
+                    gate: memory.gate,
+                }
+            },
         };
         hooks::enqueue(move || {
             let report = hooks::report(&inputs);

@@ -40,6 +40,40 @@ pub(crate) fn is_almanac_setting(name: &str) -> bool {
     name.starts_with("ALMANAC_")
 }
 
+/// Keys that change how programs load or run (the dynamic loader, shell
+/// start-up files and options, interpreters' start-up hooks and search
+/// paths, the OpenSSL config); never set from config for a skill or a
+/// hook, whatever the entry says.
+pub(crate) fn is_dangerous_key(key: &str) -> bool {
+    matches!(
+        key,
+        "PATH"
+            | "BASH_ENV"
+            | "ENV"
+            | "SHELLOPTS"
+            | "BASHOPTS"
+            | "PS4"
+            | "PROMPT_COMMAND"
+            | "IFS"
+            | "OPENSSL_CONF"
+            | "GCONV_PATH"
+            | "NODE_OPTIONS"
+            | "NODE_PATH"
+            | "PYTHONPATH"
+            | "PYTHONSTARTUP"
+            | "PYTHONHOME"
+            | "PERL5OPT"
+            | "PERL5LIB"
+            | "PERLLIB"
+            | "RUBYOPT"
+            | "RUBYLIB"
+            | "JAVA_TOOL_OPTIONS"
+            | "_JAVA_OPTIONS"
+    ) || key.starts_with("LD_")
+        || key.starts_with("DYLD_")
+        || key.starts_with("BASH_FUNC_")
+}
+
 /// The environment every child starts from: the allowlisted variables of
 /// `vars`, with `PATH` keeping only absolute folders (an empty or relative
 /// entry would make the working directory, which the model can write to, a

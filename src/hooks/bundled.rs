@@ -32,9 +32,37 @@ const SESSION_MEMORY_MESSAGES: usize = 15;
 #[derive(Debug, Clone)]
 pub(crate) struct BuiltinContext {
     pub state_dir: PathBuf,
-    pub workspace: PathBuf,
     /// `hooks.internal.entries.session-memory.messages`.
     pub session_memory_messages: Option<usize>,
+    /// Where `session-memory` writes, by the rules every memory writer
+    /// follows.
+    pub notes: NoteRules,
+}
+
+/// The memory root session notes go to (`SESSION_MEMORY_DIR`, else the
+/// workspace) and the rules of a memory write.
+#[derive(Debug, Clone)]
+pub(crate) struct NoteRules {
+    pub root: PathBuf,
+    /// `memory.allowSymlinkTargets`, resolved.
+    pub allow_symlink_targets: Vec<PathBuf>,
+    /// `memory.session.maxNoteChars`.
+    pub max_chars: usize,
+    /// Whether notes are checked for injection.
+    pub gate: bool,
+}
+
+impl NoteRules {
+    /// Notes in `root` with the default limits.
+    #[cfg(test)]
+    pub(crate) fn in_root(root: &Path) -> NoteRules {
+        NoteRules {
+            root: root.to_path_buf(),
+            allow_symlink_targets: Vec::new(),
+            max_chars: 16_000,
+            gate: true,
+        }
+    }
 }
 
 /// The bundled hooks, parsed from the binary.
@@ -106,7 +134,6 @@ fn log_command(event: &Event, state_dir: &Path) -> Result<(), String> {
 /// The transcript is read first: a session without messages writes
 /// nothing, never a file with a header alone. Returns the file written.
 pub(crate) fn save_session(event: &Event, ctx: &BuiltinContext) -> Result<Option<PathBuf>, String> {
-    use crate::provider::{Block, Message};
     if event.kind != "command" || !matches!(event.action.as_str(), "new" | "reset") {
         return Ok(None);
     }
@@ -119,35 +146,22 @@ pub(crate) fn save_session(event: &Event, ctx: &BuiltinContext) -> Result<Option
     };
     let transcript = crate::session::transcript::read(Path::new(file))
         .map_err(|e| format!("cannot read {file}: {e}"))?;
-    let text_of = |blocks: &[Block]| -> String {
-        blocks
-            .iter()
-            .filter_map(|b| match b {
-                Block::Text { text } => Some(text.trim()),
-                _ => None,
-            })
-            .filter(|t| !t.is_empty())
-            .collect::<Vec<_>>()
-            .join("\n")
-    };
-    let messages: Vec<(&str, String)> = transcript
-        .context()
-        .iter()
-        .filter_map(|m| match m {
-            Message::User(blocks) => Some(("user", text_of(blocks))),
-            Message::Assistant(blocks) => Some(("assistant", text_of(blocks))),
-            Message::ToolResult { .. } => None,
-        })
-        .filter(|(_, text)| !text.is_empty())
-        .collect();
-    if messages.is_empty() {
-        return Ok(None);
-    }
     let keep = ctx
         .session_memory_messages
         .unwrap_or(SESSION_MEMORY_MESSAGES)
         .max(1);
-    let recent = &messages[messages.len().saturating_sub(keep)..];
+    let rules = &ctx.notes;
+    // The header is part of the note and of its limit.
+    const HEADER_ROOM: usize = 400;
+    let recent = super::session_note::conversation(
+        &transcript.context(),
+        keep,
+        rules.max_chars.saturating_sub(HEADER_ROOM).max(200),
+        rules.gate,
+    );
+    if recent.is_empty() {
+        return Ok(None);
+    }
     // `2026-11-29T09:00:00.000Z`: the date, and the time as the slug.
     let (date, time) = event
         .timestamp
@@ -169,27 +183,25 @@ pub(crate) fn save_session(event: &Event, ctx: &BuiltinContext) -> Result<Option
         "# Session: {date} {hms} UTC\n\n- **Session Key**: {}\n- **Session ID**: {previous_id}\n- **Source**: {source}\n\n## Conversation Summary\n\n",
         event.session_key
     );
-    for (role, message) in recent {
+    for (role, message) in &recent {
         text.push_str(&format!("{role}: {message}\n\n"));
     }
-    let dir = ctx.workspace.join("memory");
-    // Never through a link leaving the workspace.
-    if let (Ok(real_dir), Ok(real_ws)) = (
-        std::fs::canonicalize(&dir),
-        std::fs::canonicalize(&ctx.workspace),
-    ) && !real_dir.starts_with(&real_ws)
-    {
-        return Err(format!(
-            "{} leads outside the workspace; nothing written",
-            dir.display()
-        ));
-    }
+    let layout = crate::memory::files::Layout::new(&rules.root)
+        .with_allowed_targets(&rules.allow_symlink_targets);
+    let dir = rules.root.join("memory");
     for n in 1..100 {
         let name = if n == 1 {
             format!("{date}-{hhmm}.md")
         } else {
             format!("{date}-{hhmm}-{n}.md")
         };
+        // The one containment rule of memory: never through a link
+        // leaving the memory root unless `memory.allowSymlinkTargets`
+        // allows its target.
+        let rel = format!("memory/{name}");
+        layout
+            .check(&rel)
+            .map_err(|e| format!("{e}; nothing written"))?;
         let path = dir.join(name);
         let created = crate::durable::atomic_create(
             &path,

@@ -39,6 +39,7 @@ pub(crate) mod discover;
 pub(crate) mod event;
 pub(crate) mod gate;
 pub(crate) mod run;
+pub(crate) mod session_note;
 
 use std::path::PathBuf;
 

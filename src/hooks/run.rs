@@ -32,9 +32,13 @@ pub(crate) fn spec(
     let mut env = child::env::base(process_env);
     if let Some(entry) = config.entries.get(&hook.name) {
         for (name, value) in &entry.env {
-            if !child::env::is_almanac_setting(name) {
-                env.insert(name.clone(), value.clone());
+            // As for skills: never almanac's own settings, nor a key that
+            // changes how programs load or run.
+            if child::env::is_almanac_setting(name) || child::env::is_dangerous_key(name) {
+                tracing::warn!(hook = %hook.name, key = %name, "hook environment key left out");
+                continue;
             }
+            env.insert(name.clone(), value.clone());
         }
     }
     let stdin = serde_json::to_vec(event).expect("an event serialises");

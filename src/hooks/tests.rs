@@ -330,7 +330,7 @@ fn a_handler_gets_the_event_on_stdin_and_only_the_allowlisted_environment() {
     );
     std::fs::create_dir_all(&out).unwrap();
     let inputs = s.inputs(
-        r#"{hooks: {internal: {enabled: true, entries: {echo: {env: {HOOK_SETTING: "v"}}}}}}"#,
+        r#"{hooks: {internal: {enabled: true, entries: {echo: {env: {HOOK_SETTING: "v", LD_PRELOAD: "/tmp/evil.so", BASH_ENV: "/tmp/evil.sh", NODE_OPTIONS: "--require /tmp/evil.js", PATH: "/tmp/evil"}}}}}}"#,
         &[("OPENAI_API_KEY", "secret"), ("ALMANAC_STATE_DIR", "/x")],
     );
     let r = report(&inputs);
@@ -352,8 +352,8 @@ fn a_handler_gets_the_event_on_stdin_and_only_the_allowlisted_environment() {
             &inputs.config.config.hooks.internal,
             &bundled::BuiltinContext {
                 state_dir: s.dir.path().join("state"),
-                workspace: s.dir.path().join("ws"),
                 session_memory_messages: None,
+                notes: bundled::NoteRules::in_root(&s.dir.path().join("ws")),
             },
         ));
     assert_eq!(outcomes.len(), 1);
@@ -367,6 +367,8 @@ fn a_handler_gets_the_event_on_stdin_and_only_the_allowlisted_environment() {
     assert_eq!(got["messages"], serde_json::json!([]));
     let env = std::fs::read_to_string(out.join("env.txt")).unwrap();
     assert!(env.contains("HOOK_SETTING=v"));
+    // Keys that change how programs load or run are dropped, as for skills.
+    assert!(!env.contains("evil"), "{env}");
     assert!(!env.contains("OPENAI_API_KEY"));
     assert!(!env.contains("ALMANAC_STATE_DIR"));
 }
@@ -432,8 +434,8 @@ fn the_command_logger_appends_one_line_per_command() {
     let state = tempfile::tempdir().unwrap();
     let ctx = bundled::BuiltinContext {
         state_dir: state.path().to_path_buf(),
-        workspace: state.path().join("ws"),
         session_memory_messages: None,
+        notes: bundled::NoteRules::in_root(&state.path().join("ws")),
     };
     let at = "2026-11-29T09:00:00Z".parse().unwrap();
     let new = Event::new(
@@ -466,8 +468,8 @@ fn session_memory_writes_nothing_for_a_session_without_messages() {
     let dir = tempfile::tempdir().unwrap();
     let ctx = bundled::BuiltinContext {
         state_dir: dir.path().join("state"),
-        workspace: dir.path().join("ws"),
         session_memory_messages: None,
+        notes: bundled::NoteRules::in_root(&dir.path().join("ws")),
     };
     let event = Event::new(
         "command:new",

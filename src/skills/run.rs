@@ -55,7 +55,11 @@ pub(crate) fn skill_env(
     };
     let usable = |k: &str, v: &str| {
         let taken = user_env.get(k).is_some_and(|existing| !existing.is_empty());
-        !k.is_empty() && !v.is_empty() && !v.contains('\0') && !taken && !is_dangerous_key(k)
+        !k.is_empty()
+            && !v.is_empty()
+            && !v.contains('\0')
+            && !taken
+            && !crate::child::env::is_dangerous_key(k)
     };
     for (k, v) in &entry.env {
         if usable(k, v) {
@@ -90,7 +94,10 @@ pub(crate) fn child_env(
         .chain(&skill.primary_env)
         .chain(entry.into_iter().flat_map(|e| e.env.keys()));
     for name in declared {
-        if withheld(name) || is_dangerous_key(name) || crate::child::env::is_almanac_setting(name) {
+        if withheld(name)
+            || crate::child::env::is_dangerous_key(name)
+            || crate::child::env::is_almanac_setting(name)
+        {
             continue;
         }
         if let Some(value) = host_env.get(name).filter(|v| !v.is_empty()) {
@@ -99,22 +106,6 @@ pub(crate) fn child_env(
     }
     env.extend(skill_env(skill, entry, host_env));
     env
-}
-
-/// Keys that change how programs load or run; never injected.
-pub(crate) fn is_dangerous_key(key: &str) -> bool {
-    matches!(
-        key,
-        "PATH"
-            | "LD_PRELOAD"
-            | "LD_LIBRARY_PATH"
-            | "BASH_ENV"
-            | "ENV"
-            | "OPENSSL_CONF"
-            | "NODE_OPTIONS"
-            | "PYTHONPATH"
-            | "PYTHONSTARTUP"
-    ) || key.starts_with("DYLD_")
 }
 
 /// What to execute for a run.

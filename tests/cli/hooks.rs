@@ -343,3 +343,70 @@ fn boot_md_runs_as_a_turn_when_the_gateway_starts() {
         "{sessions}"
     );
 }
+
+/// On `/new` the bundled `session-memory` hook writes, into the memory
+/// root `SESSION_MEMORY_DIR` names, only what the user and the assistant
+/// said: not the 200 KB event queued before a message, and not a note
+/// that reads as an injection. A memory folder that is a link out of the
+/// root is refused as every memory writer refuses it.
+#[test]
+fn session_memory_keeps_only_the_conversation_in_the_memory_root() {
+    let sb = Sandbox::new();
+    sb.write(
+        ".almanac/config.json5",
+        "{hooks: {internal: {enabled: true}}}",
+    );
+    let notes = sb.path("notes");
+    std::fs::create_dir_all(&notes).unwrap();
+    let env = |server: &ScriptedServer| {
+        vec![
+            ("OPENAI_BASE_URL", server.url.clone()),
+            ("SESSION_MEMORY_DIR", notes.display().to_string()),
+        ]
+    };
+    let say = |message: &str, answer: &str| {
+        let server = ScriptedServer::start(vec![text(answer)]);
+        let env = env(&server);
+        let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        sb.run_env(
+            &[
+                "--now",
+                NOW,
+                "agent",
+                "--model",
+                "openai/test-model",
+                "--message",
+                message,
+                "--json",
+            ],
+            &env,
+        )
+        .ok();
+    };
+    say("Book the dentist for Friday", "Booked for Friday 10:00.");
+    let payload = format!("Build 77 failed {}", "x".repeat(100_000));
+    sb.run(&["system", "event", "--text", &payload]).ok();
+    say("What is next?", "The dentist on Friday.");
+    say("/new", "Hello again.");
+    let written: Vec<std::path::PathBuf> = std::fs::read_dir(notes.join("memory"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(written.len(), 1, "{written:?}");
+    let note = std::fs::read_to_string(&written[0]).unwrap();
+    assert!(note.contains("user: Book the dentist for Friday"), "{note}");
+    assert!(note.contains("assistant: The dentist on Friday."), "{note}");
+    assert!(!note.contains("System"), "{note}");
+    assert!(!note.contains("Build 77"), "{note}");
+    assert!(note.len() < 2_000, "{} bytes", note.len());
+    assert!(!sb.path(".almanac/workspace/memory").exists());
+
+    // A memory folder that leads out of the root: nothing is written.
+    let outside = sb.path("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    std::fs::remove_dir_all(notes.join("memory")).unwrap();
+    std::os::unix::fs::symlink(&outside, notes.join("memory")).unwrap();
+    say("One more thing", "Sure.");
+    say("/new", "Hi.");
+    assert_eq!(std::fs::read_dir(&outside).unwrap().count(), 0);
+}
