@@ -184,7 +184,9 @@ pub(crate) enum TurnError {
 }
 
 /// Runs the turn: appends `user` (the new message) after `history` (the
-/// context before it) and talks with the model until it answers. The final
+/// context before it) and talks with the model until it answers; `None`
+/// answers the user message `history` ends with (a run cut off before
+/// its answer, started again). The final
 /// answer is flushed by the caller ([`Log::sync`], or when the log is
 /// dropped), which can update the session's entry meanwhile.
 #[allow(clippy::too_many_arguments)]
@@ -195,13 +197,15 @@ pub(crate) async fn run(
     system: &str,
     tools: &Tools<'_>,
     history: Vec<Message>,
-    user: Message,
+    user: Option<Message>,
     log: &mut Log<'_>,
     sink: &mut dyn StreamSink,
 ) -> Result<Outcome, TurnError> {
-    log.write_message(&user, None, false)?;
     let mut conversation = history;
-    conversation.push(user);
+    if let Some(user) = user {
+        log.write_message(&user, None, false)?;
+        conversation.push(user);
+    }
     let specs = tools.specs();
     let mut outcome = Outcome {
         reply: String::new(),

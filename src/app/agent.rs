@@ -351,6 +351,20 @@ pub(crate) struct TurnShape {
     /// message is never a reset command, and the run keeps a row of its
     /// own, `<key>:run:<sessionId>`.
     pub isolated_run: bool,
+    /// Text that only this run's message holds (a webhook run's id): when
+    /// the session's last message is an unanswered one holding it, the
+    /// run was cut off and is answered, not written again.
+    pub resume_marker: Option<String>,
+}
+
+/// Whether `history` ends with a user message holding `marker`.
+fn last_user_holds(history: &[Message], marker: &str) -> bool {
+    match history.last() {
+        Some(Message::User(blocks)) => blocks
+            .iter()
+            .any(|b| matches!(b, Block::Text { text } if text.contains(marker))),
+        _ => false,
+    }
 }
 
 /// What makes a turn a heartbeat turn.
@@ -1226,6 +1240,12 @@ pub(crate) fn run_turn(
                 );
             }
         }
+        // A run started again after a crash answers the message its first
+        // start wrote, instead of writing it twice.
+        let user = match &req.shape.resume_marker {
+            Some(marker) if last_user_holds(&history, marker) => None,
+            _ => Some(user),
+        };
         let outcome = turn::run(
             &models,
             retry,

@@ -764,7 +764,25 @@ pub(crate) fn runs(app: &App, lookup: &str, query: &RunQuery) -> anyhow::Result<
         .filter(|p| p.exists());
     let id = match by_name {
         Some(_) => lookup.trim().to_string(),
-        None => store.resolve(lookup, app.now_ms())?,
+        None => match store.resolve(lookup, app.now_ms()) {
+            Ok(id) => id,
+            // A job removed since (a one-shot that ran) keeps its log.
+            Err(CronError::NotFound(missing)) => {
+                let logged =
+                    runlog::ids_with_prefix(&runs_dir, lookup.trim()).map_err(|source| {
+                        CronError::Io {
+                            path: runs_dir.clone(),
+                            source,
+                        }
+                    })?;
+                match logged.as_slice() {
+                    [id] => id.clone(),
+                    [] => return Err(CronError::NotFound(missing).into()),
+                    _ => return Err(CronError::Ambiguous(lookup.to_string()).into()),
+                }
+            }
+            Err(err) => return Err(err.into()),
+        },
     };
     Ok(runlog::read(&runs_dir, &id, query)?)
 }

@@ -348,3 +348,28 @@ fn what_the_user_sets_in_a_models_job_is_the_users_and_the_model_cannot_claim_it
         Some(true)
     );
 }
+
+/// The runs of a job removed since (a one-shot that ran) are still found
+/// by the first characters of its id.
+#[test]
+fn runs_of_a_removed_job_are_found_by_its_id_prefix() {
+    let dir = tempfile::tempdir().unwrap();
+    let app = app(dir.path());
+    let added = add(&app, &flags("once")).unwrap();
+    let id = added.job.id.clone();
+    let mut record = crate::cron::runlog::RunRecord::finished(&id, app.now_ms());
+    record.status = Some(crate::cron::job::RunStatus::Ok);
+    let runs_dir = app.cron_store().runs_dir();
+    crate::cron::runlog::append(
+        &runs_dir,
+        &record,
+        crate::cron::runlog::Limits::from(&app.config.config.cron.run_log),
+    )
+    .unwrap();
+    remove(&app, &id).unwrap();
+    let page = runs(&app, &id[..8], &RunQuery::default()).unwrap();
+    assert_eq!(page.job_id, id);
+    assert_eq!(page.entries.len(), 1);
+    let err = runs(&app, "ffffffff-nothing", &RunQuery::default()).unwrap_err();
+    assert!(err.to_string().contains("ffffffff-nothing"), "{err}");
+}

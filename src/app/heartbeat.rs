@@ -302,14 +302,25 @@ fn destination(config: &HeartbeatConfig, entry: Option<&SessionEntry>) -> Destin
 }
 
 /// The main session's last route: where its last turn was delivered (a
-/// heartbeat's webhook, when its URL is still configured), else the
-/// outbox. What a `last` delivery target means.
+/// heartbeat's webhook, while its URL is still configured and the
+/// heartbeat has not been turned to the outbox since), else the outbox.
+/// What a `last` delivery target means.
 pub(crate) fn last_route(app: &App) -> Destination {
+    let configured = &app.config.config.agents.defaults.heartbeat;
+    // A heartbeat turned back to the outbox is no route to the webhook
+    // any more, even before it runs again.
+    if configured.target == HeartbeatTarget::Outbox {
+        return Destination {
+            channel: "outbox",
+            to: None,
+            unresolved: None,
+        };
+    }
     let key = app.sessions(Some(AGENT_ID)).resolve_key(None);
     let entry = stored_entry(app, &key);
     let config = HeartbeatConfig {
         target: HeartbeatTarget::Last,
-        ..app.config.config.agents.defaults.heartbeat.clone()
+        ..configured.clone()
     };
     match destination(&config, entry.as_ref()) {
         // A webhook route that lost its URL falls back to the outbox.

@@ -132,6 +132,28 @@ pub(crate) fn log_path(runs_dir: &Path, job_id: &str) -> Result<PathBuf, CronErr
     Ok(runs_dir.join(format!("{job_id}.jsonl")))
 }
 
+/// The job ids whose run log is in `runs_dir` and starts with `prefix`
+/// (the logs of removed jobs stay).
+pub(crate) fn ids_with_prefix(runs_dir: &Path, prefix: &str) -> std::io::Result<Vec<String>> {
+    let entries = match std::fs::read_dir(runs_dir) {
+        Ok(entries) => entries,
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(err) => return Err(err),
+    };
+    let mut ids = Vec::new();
+    for entry in entries {
+        let name = entry?.file_name();
+        if let Some(id) = name.to_str().and_then(|n| n.strip_suffix(".jsonl"))
+            && id.starts_with(prefix)
+            && !prefix.is_empty()
+        {
+            ids.push(id.to_string());
+        }
+    }
+    ids.sort();
+    Ok(ids)
+}
+
 /// Appends `record` to its job's log, then cuts the log back to its newest
 /// `keep_lines` lines when it grew past `max_bytes`. Returns whether it
 /// was cut.

@@ -414,29 +414,42 @@ fn turn_shape(job: &Job, target: &SessionTarget) -> crate::app::agent::TurnShape
             .and_then(crate::app::agent::Thinking::parse),
         fallbacks: payload.fallbacks.clone(),
         isolated_run: matches!(target, SessionTarget::Isolated),
+        // In a session of its own (`session:<id>`), a run a crash cut off
+        // is answered by the next, not written twice.
+        resume_marker: (!matches!(target, SessionTarget::Isolated)).then(|| {
+            if external_source(job).is_some() {
+                format!("| Job ID: {} |", job.id)
+            } else {
+                format!("[cron:{} ", job.id)
+            }
+        }),
     }
+}
+
+/// Where a job's message came from when it reaches the model as untrusted
+/// data: its `externalContentSource`, unless `allowUnsafeExternalContent`.
+fn external_source(job: &Job) -> Option<&str> {
+    let payload = &job.payload;
+    payload
+        .external_content_source
+        .as_deref()
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .filter(|_| payload.allow_unsafe_external_content != Some(true))
 }
 
 /// The message of a job's turn: `[cron:<id> <name>] <message>`; a message
 /// that came from outside (`externalContentSource`) is untrusted data
 /// inside markers unless the job says `allowUnsafeExternalContent`.
 fn job_message(job: &Job, message: &str, now: jiff::Timestamp) -> String {
-    let payload = &job.payload;
-    let source = payload
-        .external_content_source
-        .as_deref()
-        .map(str::trim)
-        .filter(|s| !s.is_empty());
-    match source {
-        Some(source) if payload.allow_unsafe_external_content != Some(true) => {
-            super::http::external::wrap(
-                message,
-                super::http::external::source_label(source),
-                &job.name,
-                &job.id,
-                &now.to_string(),
-            )
-        }
+    match external_source(job) {
+        Some(source) => super::http::external::wrap(
+            message,
+            super::http::external::source_label(source),
+            &job.name,
+            &job.id,
+            &now.to_string(),
+        ),
         _ => format!("[cron:{} {}] {message}", job.id, job.name),
     }
 }

@@ -696,6 +696,26 @@ fn a_hook_run_cut_off_by_kill_9_runs_again_at_the_next_start() {
     assert_eq!(entries.len(), 1);
     assert_eq!(entries[0]["text"], "Recovered answer.");
     assert_eq!(server.requests().len(), 1);
+    // The run's message is in its transcript once, and the model was
+    // asked once with it.
+    let asked = server.requests()[0].json();
+    let users = asked["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "user")
+        .count();
+    assert_eq!(users, 1, "{asked}");
+    let sessions: Value =
+        serde_json::from_str(&sb.read(".almanac/agents/main/sessions/sessions.json")).unwrap();
+    let key = task["ownerKey"].as_str().unwrap();
+    let id = sessions[key]["sessionId"].as_str().unwrap();
+    let transcript = sb.read(&format!(".almanac/agents/main/sessions/{id}.jsonl"));
+    assert_eq!(
+        transcript.matches("Summarise the night").count(),
+        1,
+        "{transcript}"
+    );
 }
 
 #[test]
@@ -784,6 +804,47 @@ fn a_hook_runs_answer_follows_the_main_sessions_last_route_and_keeps_its_recipie
     );
     assert_eq!(outbox[0]["text"], "Second answer.");
     assert_eq!(outbox[0]["to"], "ops-team");
+    // The heartbeat turned back to the outbox: `last` is the outbox now.
+    let posted = server
+        .requests()
+        .iter()
+        .filter(|r| r.path == "/receiver")
+        .count();
+    sb.run(&[
+        "config",
+        "set",
+        "agents.defaults.heartbeat.target",
+        "outbox",
+    ])
+    .ok();
+    let third = ScriptedServer::start(vec![text("Third answer.")]);
+    drop(gw);
+    let gw = Gateway::start(&sb, &[("OPENAI_BASE_URL", third.url.as_str())]);
+    let a = send(
+        gw.port,
+        "POST",
+        "/hooks/agent",
+        &[("authorization", &auth)],
+        r#"{"message": "Once more", "name": "CI"}"#,
+    );
+    assert_eq!(a.status, 200, "{}", a.body);
+    eventually(Duration::from_secs(10), || {
+        let list = sb.run(&["outbox", "list", "--json"]).ok().json();
+        let entries = list["entries"].as_array().cloned().unwrap_or_default();
+        entries
+            .iter()
+            .any(|e| e["text"] == "Third answer.")
+            .then_some(())
+    });
+    assert_eq!(
+        server
+            .requests()
+            .iter()
+            .filter(|r| r.path == "/receiver")
+            .count(),
+        posted,
+        "nothing more went to the old webhook"
+    );
 }
 
 #[test]

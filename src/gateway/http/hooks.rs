@@ -1090,6 +1090,9 @@ async fn run_hook(shared: &Arc<Shared>, task: crate::tasks::Task, record: Record
                 .thinking
                 .as_deref()
                 .and_then(crate::app::agent::Thinking::parse),
+            // Its header names the run: a run started again after a crash
+            // finds the message its first start wrote.
+            resume_marker: Some(format!("| Job ID: {} |", run.run_id)),
             ..crate::app::agent::TurnShape::default()
         },
     };
