@@ -238,7 +238,7 @@ struct JobArgs {
     /// The only tools the turn may use, comma-separated
     #[arg(long, value_name = "A,B", value_delimiter = ',')]
     tools: Option<Vec<String>>,
-    /// Deliver the turn's result (to --channel/--to; default the main session's last route)
+    /// Deliver the turn's result to the outbox (--channel and --to are kept for OpenClaw)
     #[arg(long, conflicts_with_all = ["deliver", "no_deliver", "webhook"])]
     announce: bool,
     /// The former spelling of --announce
