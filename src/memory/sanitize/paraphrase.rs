@@ -65,10 +65,10 @@ const DROP_VERBS: &[&str] = &[
     "drop", "scrap", "ditch", "dismiss", "erase", "wipe", "trash", "toss",
 ];
 
-const PHRASES: &[Phrase] = &[
-    // The single verbs of [`super::english_override`] again, for objects
-    // behind longer fillers (`ignore each and every one of the previous
-    // instructions`).
+/// The single verbs of [`super::english_override`] again, for objects
+/// behind longer fillers (`ignore each and every one of the previous
+/// instructions`). Their words are anchors and vocabulary already.
+const SINGLE_VERBS: &[Phrase] = &[
     Phrase {
         words: &[IGNORE_VERBS],
         anchor: 0,
@@ -81,6 +81,9 @@ const PHRASES: &[Phrase] = &[
         reach: Reach::Any,
         label: DISREGARD_RULES,
     },
+];
+
+const PHRASES: &[Phrase] = &[
     Phrase {
         words: &[&["pay"], &["no"], ATTENTION, &["to"]],
         anchor: 2,
@@ -197,8 +200,9 @@ const PHRASES: &[Phrase] = &[
     },
 ];
 
-/// Qualifiers that point at text that came before.
-pub(super) const EARLIER_QUALIFIERS: &[&str] = &[
+/// Qualifiers that point at text that came before (all of them are
+/// [`OVERRIDE_QUALIFIERS`] too, so the vocabulary holds them).
+const EARLIER_QUALIFIERS: &[&str] = &[
     "previous",
     "prior",
     "above",
@@ -249,14 +253,13 @@ pub(super) fn vocabulary() -> impl Iterator<Item = &'static str> {
     PHRASES
         .iter()
         .flat_map(|p| p.words.iter().flat_map(|w| w.iter().copied()))
-        .chain(EARLIER_QUALIFIERS.iter().copied())
 }
 
 /// The label of the first override phrase given as an order, if any.
 pub(super) fn override_phrase(n: &Normalized) -> Option<&'static str> {
     for words in n.variants() {
         for i in 0..words.len() {
-            for phrase in PHRASES {
+            for phrase in SINGLE_VERBS.iter().chain(PHRASES) {
                 if matches(n, words, i, phrase) {
                     return Some(phrase.label);
                 }

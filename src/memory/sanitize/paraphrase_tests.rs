@@ -1,4 +1,5 @@
-use super::super::{DISREGARD_RULES, IGNORE_PREVIOUS, scan};
+use super::super::{DISREGARD_RULES, IGNORE_PREVIOUS, OVERRIDE_QUALIFIERS, scan};
+use super::EARLIER_QUALIFIERS;
 
 const OVERRIDES: &[&str] = &[IGNORE_PREVIOUS, DISREGARD_RULES];
 
@@ -166,5 +167,14 @@ fn not_following_your_policy_stays_a_safety_bypass() {
             Some(super::super::BYPASS_SAFETY),
             "{note:?}"
         );
+    }
+}
+
+#[test]
+fn earlier_qualifiers_are_override_qualifiers() {
+    // Letters that ran together are read with the override qualifiers'
+    // words; the earlier ones must be among them.
+    for q in EARLIER_QUALIFIERS {
+        assert!(OVERRIDE_QUALIFIERS.contains(q), "{q}");
     }
 }
