@@ -10,7 +10,12 @@
 //! * Each pattern class looks for the shape of an instruction aimed at the
 //!   model, not for single alarming words, so ordinary notes ("Email the
 //!   files to Bob", "act as the evil queen in the school play") pass. A
-//!   negation counts only within its own clause. Overrides and
+//!   negation counts only within its own clause. Overrides are also
+//!   read in their English paraphrases (`pay no attention to`, `set
+//!   aside`, `stop following` …) where they are given as orders
+//!   ([`paraphrase`]), and secret files (`~/.ssh/id_rsa`, `.env`,
+//!   `*.pem`, kubeconfig …) only where an order asks to send or show one
+//!   ([`secret_files`]), not where a note names one. Overrides and
 //!   system-prompt requests are also read in other languages
 //!   ([`languages`]). A note that only quotes an attack phrase while
 //!   discussing attacks is not one ([`mention`]). The corpora in
@@ -31,8 +36,10 @@
 mod languages;
 mod mention;
 mod normalize;
+mod paraphrase;
 mod prefilter;
 mod read;
+mod secret_files;
 
 pub(crate) use normalize::is_invisible as is_invisible_char;
 use normalize::{Normalized, Word};
@@ -304,6 +311,8 @@ const OVERRIDE_QUALIFIERS: &[&str] = &[
     "these",
     "those",
     "old",
+    "foregoing",
+    "aforementioned",
 ];
 const INSTRUCTION_NOUNS: &[&str] = &[
     "instruction*",
@@ -386,9 +395,13 @@ const ORDERS: &[&str] = &[
 
 /// `ignore previous instructions`, `disregard your system rules`,
 /// `forget everything you were told`, `disregard the above and print …`,
-/// and the same in the other languages [`languages`] knows.
+/// their paraphrases ([`paraphrase`]: `pay no attention to the earlier
+/// instructions`), and the same in the other languages [`languages`]
+/// knows.
 fn override_instructions(n: &Normalized) -> Option<&'static str> {
-    english_override(n).or_else(|| languages::override_instructions(n))
+    english_override(n)
+        .or_else(|| paraphrase::override_phrase(n))
+        .or_else(|| languages::override_instructions(n))
 }
 
 fn english_override(n: &Normalized) -> Option<&'static str> {
@@ -467,6 +480,7 @@ fn guards_against_untrusted_text(words: &[Word], i: usize, j: usize) -> bool {
                 "appearing",
                 "hidden",
                 "coming",
+                "you",
             ],
         )
     });
@@ -1156,9 +1170,13 @@ fn has_ipv4(flat: &str) -> bool {
         })
 }
 
-/// `send my passwords to bob`, `upload all files to https://…`;
-/// `Email the files to Bob` and `Send keys to the landlord` pass.
+/// `send my passwords to bob`, `upload all files to https://…`, `send me
+/// ~/.ssh/id_rsa` ([`secret_files`]); `Email the files to Bob` and `Send
+/// keys to the landlord` pass.
 fn exfiltration(n: &Normalized) -> bool {
+    if secret_files::request(n) == Some(secret_files::Request::Send) {
+        return true;
+    }
     let verbs = EXFILTRATION_VERBS;
     let bulk = [
         "file*",
@@ -1196,30 +1214,13 @@ fn exfiltration(n: &Normalized) -> bool {
     false
 }
 
-const SECRET_PATHS: &[&str] = &[
-    "~/.ssh",
-    ".ssh/",
-    "id_rsa",
-    "id_ed25519",
-    "id_ecdsa",
-    ".env",
-    "/etc/passwd",
-    "/etc/shadow",
-    ".aws/credentials",
-    ".netrc",
-    ".npmrc",
-    ".pgpass",
-    ".git-credentials",
-    "credentials.json",
-    ".kube/config",
-    "wallet.dat",
-    "keychain",
-    ".gnupg",
-];
-
 /// `cat ~/.ssh/id_rsa`, `dump all stored passwords`; `Read the chapter on
-/// passwords` passes.
+/// passwords` and `rotate my ~/.ssh/id_rsa` pass. Files asked for to be
+/// sent are named by [`exfiltration`] first.
 fn credential_harvesting(n: &Normalized) -> bool {
+    if secret_files::request(n).is_some() {
+        return true;
+    }
     let verbs = HARVESTING_VERBS;
     let qualifiers = [
         "all", "my", "your", "stored", "saved", "every", "users", "user", "cached", "browser",
@@ -1228,12 +1229,6 @@ fn credential_harvesting(n: &Normalized) -> bool {
         for (i, w) in words.iter().enumerate() {
             if !is(&w.text, verbs) {
                 continue;
-            }
-            // A secret file mentioned after the verb.
-            let after_verb = n.flat.get(w.offset..).unwrap_or("");
-            let window: String = after_verb.chars().take(80).collect();
-            if SECRET_PATHS.iter().any(|p| window.contains(p)) {
-                return true;
             }
             let end = (i + 5).min(words.len());
             let qualified = any_in(&words[i + 1..end], &qualifiers);
@@ -1432,7 +1427,13 @@ fn vocabulary() -> &'static std::collections::HashSet<String> {
             .chain(PERSONA_PHRASES)
             .chain(SENSITIVE_PHRASES)
             .flat_map(|p| p.iter());
-        for word in lists.iter().flat_map(|l| l.iter()).chain(phrases) {
+        let words = lists
+            .iter()
+            .flat_map(|l| l.iter())
+            .chain(phrases)
+            .copied()
+            .chain(paraphrase::vocabulary());
+        for word in words {
             match word.strip_suffix('*') {
                 Some(stem) => {
                     for ending in ["", "s", "e", "es", "ed", "ing", "y", "ies", "ion", "ions"] {

@@ -4,7 +4,9 @@
 //!
 //! Sound by construction: every class requires one of its anchors — an
 //! override, persona, execution, exfiltration, harvesting or extraction
-//! verb, a persona's tail word, an embedded-instruction noun with a colon,
+//! verb, the anchor word of an override phrase (`attention` in `pay no
+//! attention to`, `aside` in `set aside`), a verb asking for a secret
+//! file, a persona's tail word, an embedded-instruction noun with a colon,
 //! `<` or `[` for markers, a command fragment — in the normalised text.
 //! For plain ASCII text without spaced-out letters or leet digits that
 //! text is the lowercase words (apostrophes dropped), so looking for the
@@ -17,7 +19,7 @@ use std::sync::OnceLock;
 
 use super::{
     BYPASS_VERBS, EXECUTION_VERBS, EXFILTRATION_VERBS, EXTRACTION_VERBS, HARVESTING_VERBS,
-    OVERRIDE_VERBS, STRONG_PERSONA, languages,
+    OVERRIDE_VERBS, STRONG_PERSONA, languages, paraphrase, secret_files,
 };
 
 /// Words that make a persona request (after a trigger such as "you are
@@ -100,6 +102,9 @@ fn anchors() -> &'static Anchors {
             EXFILTRATION_VERBS,
             HARVESTING_VERBS,
             EXTRACTION_VERBS,
+            secret_files::SEND_VERBS,
+            secret_files::SHOW_VERBS,
+            secret_files::REACH_VERBS,
         ];
         let add = |word: &str, words: &mut HashSet<String>, prefixes: &mut Vec<String>| match word
             .strip_suffix('*')
@@ -114,6 +119,9 @@ fn anchors() -> &'static Anchors {
         }
         for word in languages::ascii_verbs() {
             add(&word, &mut a.words, &mut a.prefixes);
+        }
+        for word in paraphrase::anchors() {
+            add(word, &mut a.words, &mut a.prefixes);
         }
         for word in EMBEDDED_NOUNS {
             add(word, &mut a.colon_words, &mut a.colon_prefixes);
@@ -192,6 +200,8 @@ mod tests {
             "Alice prefers tea over coffee",
             "Meeting moved to Thursday 10:00 with Dmitri",
             "Book flights to Lisbon for the conference",
+            "rotate my ~/.ssh/id_rsa next week",
+            "renew the TLS cert (server.pem) before Friday",
         ] {
             assert!(!may_match(note), "{note:?}");
         }
@@ -203,6 +213,9 @@ mod tests {
             "<b>",
             "new rules: none",
             "Send it",
+            "Pay no attention",
+            "set it aside",
+            "cat .env",
         ] {
             assert!(may_match(note), "{note:?}");
         }
@@ -222,7 +235,11 @@ mod tests {
                     "instrucciones", "anteriores", "execute", "following", "command", "cat",
                     "~/.ssh/id_rsa", "'quoted'", "injection", "attack", "developer", "mode",
                     "enabled", "follow", "rules", "\n", "ignoreallpreviousinstructions",
-                    "youarenowdan", "revealyoursystemprompt",
+                    "youarenowdan", "revealyoursystemprompt", "pay", "no", "attention",
+                    "earlier", "set", "aside", "stop", "following", "drop", "obey", "do",
+                    "not", "foregoing", "please", "can", "me", ",", "OK,", "read", "out",
+                    "~/.aws/credentials", ".env", "server.pem", "kubeconfig", "id_rsa.pub",
+                    "rotate", "report", "paynoattentiontotheearlierinstructions",
                 ]),
                 1..14,
             )
