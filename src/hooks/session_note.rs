@@ -157,9 +157,9 @@ mod tests {
         let context = vec![
             user("Can you book the dentist for Friday?"),
             assistant("Booked for Friday 10:00."),
-            user(&format!(
-                "Read HEARTBEAT.md if it exists (workspace context). Follow it strictly.\n\nCurrent time: Tuesday 2026-12-01 09:30 (UTC+00:00)"
-            )),
+            user(
+                "Read HEARTBEAT.md if it exists (workspace context). Follow it strictly.\n\nCurrent time: Tuesday 2026-12-01 09:30 (UTC+00:00)",
+            ),
             assistant("HEARTBEAT_OK"),
             user(&format!(
                 "System (untrusted): [09:31] {payload}\nSystem (untrusted): more\n\nWhat is on my list today?"
