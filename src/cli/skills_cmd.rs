@@ -256,7 +256,12 @@ pub(super) fn run(cmd: SkillsCommand, app: &App, verbose: bool) -> anyhow::Resul
                 anyhow::bail!("skill `{name}` not found; `almanac skills list` shows them all");
             };
             if json.json {
-                print_json(&skill_json(s, &command_names(&report)))?;
+                let mut shown = skill_json(s, &command_names(&report));
+                shown["install"] = json!(crate::skills::types::preferred_install(
+                    &s.skill.install,
+                    &app.config.config.skills.install,
+                ));
+                print_json(&shown)?;
                 return Ok(ExitCode::SUCCESS);
             }
             let e = &s.eligibility;
@@ -317,7 +322,11 @@ pub(super) fn run(cmd: SkillsCommand, app: &App, verbose: bool) -> anyhow::Resul
             }
             if !e.eligible && !sk.install.is_empty() {
                 println!("Install options:");
-                for i in &sk.install {
+                let preferred = crate::skills::types::preferred_install(
+                    &sk.install,
+                    &app.config.config.skills.install,
+                );
+                for i in &preferred {
                     println!("  → {}", i.label);
                 }
             }

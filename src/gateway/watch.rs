@@ -46,20 +46,21 @@ fn watcher() -> anyhow::Result<(notify::RecommendedWatcher, Events)> {
 const MAX_BURST: Duration = Duration::from_secs(1);
 
 /// Waits for a burst of changes to paths `relevant` accepts to end (quiet
-/// for [`DEBOUNCE`], at most [`MAX_BURST`]): the paths it touched, and
+/// for `debounce`, at most [`MAX_BURST`]): the paths it touched, and
 /// whether the OS said it lost some (then everything must be looked at).
 /// Reads are not changes. `None` when stopped.
 async fn next_burst(
     events: &mut Events,
     stop: &CancellationToken,
     relevant: &(dyn Fn(&Path) -> bool + Send + Sync),
+    debounce: Duration,
 ) -> anyhow::Result<Option<(BTreeSet<PathBuf>, bool)>> {
     loop {
         let first = tokio::select! {
             e = events.recv() => e,
             () = stop.cancelled() => return Ok(None),
         };
-        match finish_burst(first, events, stop, relevant).await? {
+        match finish_burst(first, events, stop, relevant, debounce).await? {
             Some((paths, false)) if paths.is_empty() => continue,
             burst => return Ok(burst),
         }
@@ -107,6 +108,7 @@ async fn finish_burst(
     events: &mut Events,
     stop: &CancellationToken,
     relevant: &(dyn Fn(&Path) -> bool + Send + Sync),
+    debounce: Duration,
 ) -> anyhow::Result<Option<(BTreeSet<PathBuf>, bool)>> {
     let mut burst = Burst::default();
     let Some(first) = first else {
@@ -116,13 +118,13 @@ async fn finish_burst(
         return Ok(Some((burst.paths, false)));
     }
     let cap = tokio::time::Instant::now() + MAX_BURST;
-    let mut quiet_until = tokio::time::Instant::now() + DEBOUNCE;
+    let mut quiet_until = tokio::time::Instant::now() + debounce;
     loop {
         tokio::select! {
             e = events.recv() => match e {
                 Some(e) => {
                     if burst.take(e, relevant) {
-                        quiet_until = tokio::time::Instant::now() + DEBOUNCE;
+                        quiet_until = tokio::time::Instant::now() + debounce;
                     }
                 }
                 None => anyhow::bail!("the file watcher stopped"),
@@ -234,7 +236,9 @@ async fn watch_memory(shared: &Arc<Shared>, stop: &CancellationToken) -> anyhow:
                 continue;
             }
         };
-        let Some((paths, rescan)) = finish_burst(first, &mut events, stop, &relevant).await? else {
+        let Some((paths, rescan)) =
+            finish_burst(first, &mut events, stop, &relevant, DEBOUNCE).await?
+        else {
             return Ok(Watch::Stopped);
         };
         if paths.is_empty() && !rescan {
@@ -405,6 +409,26 @@ impl Component for SkillsWatcher {
     ) -> BoxFuture<'static, anyhow::Result<()>> {
         Box::pin(async move {
             let app = shared.engine.app();
+            if !app.config.config.skills.load.watch {
+                // `skills.load.watch: false`: turns still see every change
+                // (they check what the snapshot was made from), only
+                // nothing is rebuilt ahead of them. A reload may turn it on.
+                tracing::info!("skills.load.watch is false: skill folders are not watched");
+                refresh_skills(&shared).await?;
+                let mut bus = shared.bus.subscribe();
+                loop {
+                    tokio::select! {
+                        () = stop.cancelled() => return Ok(()),
+                        _ = bus.recv() => {
+                            if shared.engine.app().config.config.skills.load.watch {
+                                break;
+                            }
+                        }
+                    }
+                }
+            }
+            let app = shared.engine.app();
+            let debounce = Duration::from_millis(app.config.config.skills.load.watch_debounce_ms);
             let (mut watcher, mut events) = watcher()?;
             let (inputs, _) = app.skills_inputs();
             let mut missing: Vec<PathBuf> = inputs.roots.iter().map(|r| r.dir.clone()).collect();
@@ -423,7 +447,7 @@ impl Component for SkillsWatcher {
             let mut again_at: Option<tokio::time::Instant> = None;
             loop {
                 let burst = tokio::select! {
-                    burst = next_burst(&mut events, &stop, &relevant) => burst?,
+                    burst = next_burst(&mut events, &stop, &relevant, debounce) => burst?,
                     () = sleep_until_some(again_at) => {
                         again_at = None;
                         refresh_skills(&shared).await?;
@@ -498,7 +522,7 @@ impl Component for ConfigWatcher {
                 let config_path = config_path.clone();
                 move |p: &Path| p == config_path
             };
-            while let Some((_, _)) = next_burst(&mut events, &stop, &relevant).await? {
+            while let Some((_, _)) = next_burst(&mut events, &stop, &relevant, DEBOUNCE).await? {
                 let options = shared.options.clone();
                 let host = shared.host.clone();
                 let loaded = shared
@@ -547,5 +571,41 @@ impl Component for ConfigWatcher {
             }
             Ok(())
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn change(path: &str) -> notify::Result<notify::Event> {
+        Ok(
+            notify::Event::new(notify::EventKind::Modify(notify::event::ModifyKind::Any))
+                .add_path(PathBuf::from(path)),
+        )
+    }
+
+    /// A burst ends once it has been quiet for the debounce it is given
+    /// (`skills.load.watchDebounceMs` for the skills watcher), not before.
+    #[tokio::test(start_paused = true)]
+    async fn a_burst_waits_for_the_debounce_it_is_given() {
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let stop = CancellationToken::new();
+        let everything = |_: &Path| true;
+        tx.send(change("/skills/a/SKILL.md")).unwrap();
+        let began = tokio::time::Instant::now();
+        let burst = next_burst(&mut rx, &stop, &everything, Duration::from_millis(400))
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(began.elapsed(), Duration::from_millis(400));
+        assert!(burst.0.contains(Path::new("/skills/a/SKILL.md")));
+        tx.send(change("/skills/b/SKILL.md")).unwrap();
+        let began = tokio::time::Instant::now();
+        next_burst(&mut rx, &stop, &everything, Duration::from_millis(50))
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(began.elapsed(), Duration::from_millis(50));
     }
 }

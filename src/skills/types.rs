@@ -101,6 +101,32 @@ pub(crate) struct InstallSpec {
     pub target: String,
 }
 
+/// A skill's install options as `skills.install` prefers them: brew
+/// options first with `preferBrew` (the default), else last; node
+/// packages named with `nodeManager` (`npm`, `pnpm`, `yarn` or `bun`).
+pub(crate) fn preferred_install(
+    specs: &[InstallSpec],
+    config: &crate::config::SkillsInstallConfig,
+) -> Vec<InstallSpec> {
+    let manager = match config.node_manager.trim() {
+        m @ ("npm" | "pnpm" | "yarn" | "bun") => m,
+        _ => "npm",
+    };
+    let mut out: Vec<InstallSpec> = specs
+        .iter()
+        .map(|spec| {
+            let mut spec = spec.clone();
+            if spec.kind == "node" {
+                spec.label = format!("Install {} ({manager})", spec.target);
+            }
+            spec
+        })
+        .collect();
+    // A stable sort: the skill's own order within each group.
+    out.sort_by_key(|spec| (spec.kind == "brew") != config.prefer_brew);
+    out
+}
+
 /// How `skills run` starts a skill.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase", tag = "type")]

@@ -627,3 +627,40 @@ fn value_names(v: &Value) -> Vec<String> {
         .map(|s| s["name"].as_str().unwrap().to_string())
         .collect()
 }
+
+/// `skills.install.preferBrew` and `nodeManager` decide how a skill's
+/// install options are offered.
+#[test]
+fn install_options_follow_prefer_brew_and_the_node_manager() {
+    let sb = Sandbox::new();
+    sb.write(
+        ".almanac/workspace/skills/tides/SKILL.md",
+        "---\nname: tides\ndescription: Tide tables.\nmetadata: {\"openclaw\":{\"requires\":{\"bins\":[\"tidectl-missing\"]},\"install\":[{\"kind\":\"node\",\"package\":\"tidectl\"},{\"kind\":\"brew\",\"formula\":\"tidectl\"}]}}\n---\n# Tides\n",
+    );
+    let offered = |sb: &Sandbox| -> Vec<String> {
+        let info = sb.run(&["skills", "info", "tides", "--json"]).ok().json();
+        info["install"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| i["label"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(
+        offered(&sb),
+        ["Install tidectl (brew)", "Install tidectl (npm)"]
+    );
+    sb.write(
+        ".almanac/config.json5",
+        "{skills: {install: {preferBrew: false, nodeManager: \"pnpm\"}}}",
+    );
+    assert_eq!(
+        offered(&sb),
+        ["Install tidectl (pnpm)", "Install tidectl (brew)"]
+    );
+    let text = sb.run(&["skills", "info", "tides"]).ok().stdout;
+    assert!(
+        text.contains("→ Install tidectl (pnpm)\n  → Install tidectl (brew)"),
+        "{text}"
+    );
+}
