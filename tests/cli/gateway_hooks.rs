@@ -1056,3 +1056,62 @@ fn a_hook_name_cannot_start_a_line_of_the_prompt() {
         "{user}"
     );
 }
+
+/// A mapping's `allowUnsafeExternalContent: true` (the user's config)
+/// sends its message plain; a request saying so itself changes nothing.
+#[test]
+fn a_mapping_may_send_its_message_plain_and_a_request_may_not() {
+    use crate::agent::text;
+    let (_sb, server, gw) = with_model(
+        r#"mappings: [
+            {match: {path: "trusted"}, messageTemplate: "Deploy {{id}} done", name: "Deploys",
+             allowUnsafeExternalContent: true},
+        ]"#,
+        vec![text("ok"), text("ok")],
+    );
+    let auth = bearer();
+    let plain = send(
+        gw.port,
+        "POST",
+        "/hooks/trusted",
+        &[("authorization", &auth)],
+        r#"{"id": 7}"#,
+    );
+    assert_eq!(plain.status, 200, "{}", plain.body);
+    let asking = send(
+        gw.port,
+        "POST",
+        "/hooks/agent",
+        &[("authorization", &auth)],
+        r#"{"message": "Deploy 8 done", "allowUnsafeExternalContent": true}"#,
+    );
+    assert_eq!(asking.status, 200, "{}", asking.body);
+    eventually(Duration::from_secs(10), || {
+        (server.requests().len() == 2).then_some(())
+    });
+    let user_of = |n: usize| {
+        let asked: Value = serde_json::from_str(&server.requests()[n].body).unwrap();
+        asked["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .rev()
+            .find(|m| m["role"] == "user")
+            .unwrap()["content"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let (first, second) = (user_of(0), user_of(1));
+    let (mapped, asked) = if first.contains("Deploy 7") {
+        (first, second)
+    } else {
+        (second, first)
+    };
+    assert!(
+        mapped.starts_with("[hook:") && mapped.contains("Deploys] Deploy 7 done"),
+        "{mapped}"
+    );
+    assert!(!mapped.contains("EXTERNAL_UNTRUSTED_CONTENT"), "{mapped}");
+    assert!(asked.contains("<<<EXTERNAL_UNTRUSTED_CONTENT"), "{asked}");
+}

@@ -741,6 +741,10 @@ pub(crate) struct HookRun {
     pub thinking: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout_seconds: Option<u64>,
+    /// The mapping (config, the user's) lets its message reach the model
+    /// without the untrusted-content markers; never from a request.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub allow_unsafe_external_content: bool,
 }
 
 fn bad(message: impl Into<String>) -> ApiError {
@@ -891,6 +895,9 @@ async fn agent(
         model,
         thinking,
         timeout_seconds,
+        // Only a mapping, which the user configured, may say so.
+        allow_unsafe_external_content: from_mapping
+            && payload["allowUnsafeExternalContent"] == Value::Bool(true),
     };
     let record = Record {
         seq: 0,
@@ -1066,10 +1073,17 @@ async fn run_hook(shared: &Arc<Shared>, task: crate::tasks::Task, record: Record
     let time = almanac_heartbeat::prompt::time_text(
         &shared.host.now_ts().to_zoned_datetime(app.user_time_zone()),
     );
-    let message = almanac_heartbeat::prompt::with_current_time(
-        super::external::wrap(&record.text, "Webhook", &run.name, &run.run_id, &received),
-        &time,
-    );
+    let body = if run.allow_unsafe_external_content {
+        format!(
+            "[hook:{} {}] {}",
+            run.run_id,
+            super::external::one_line(&run.name, super::external::NAME_MAX_CHARS),
+            record.text
+        )
+    } else {
+        super::external::wrap(&record.text, "Webhook", &run.name, &run.run_id, &received)
+    };
+    let message = almanac_heartbeat::prompt::with_current_time(body, &time);
     drop(app);
     // The reply is shown as the channel it is delivered on shows replies
     // (`channels.<channel>.heartbeat.showOk`).
@@ -1092,7 +1106,11 @@ async fn run_hook(shared: &Arc<Shared>, task: crate::tasks::Task, record: Record
                 .and_then(crate::app::agent::Thinking::parse),
             // Its header names the run: a run started again after a crash
             // finds the message its first start wrote.
-            resume_marker: Some(format!("| Job ID: {} |", run.run_id)),
+            resume_marker: Some(if run.allow_unsafe_external_content {
+                format!("[hook:{} ", run.run_id)
+            } else {
+                format!("| Job ID: {} |", run.run_id)
+            }),
             ..crate::app::agent::TurnShape::default()
         },
     };

@@ -328,6 +328,10 @@ pub(crate) fn action(m: &HookMappingConfig, ctx: &Context) -> (bool, Value) {
     put("wakeMode", m.wake_mode.clone().map(Value::from));
     put("deliver", m.deliver.map(Value::from));
     put("timeoutSeconds", m.timeout_seconds.map(Value::from));
+    put(
+        "allowUnsafeExternalContent",
+        m.allow_unsafe_external_content.map(Value::from),
+    );
     (false, Value::Object(body))
 }
 
