@@ -59,6 +59,15 @@ impl Ended {
     }
 }
 
+/// A run an earlier gateway start left running: its job, its slot, and
+/// when it was claimed (and started).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Interrupted {
+    pub job_id: String,
+    pub slot_ms: i64,
+    pub claimed_at: i64,
+}
+
 /// The ledger over one connection to the state store.
 pub(crate) struct SlotLedger {
     conn: Connection,
@@ -88,15 +97,21 @@ impl SlotLedger {
         &mut self,
         generation: i64,
         now_ms: i64,
-    ) -> rusqlite::Result<Vec<(String, i64)>> {
+    ) -> rusqlite::Result<Vec<Interrupted>> {
         let mut stmt = self.conn.prepare(
             "UPDATE cron_slots SET status = 'interrupted', ended_at = ?2,
                     note = 'the gateway stopped while it ran'
              WHERE status = 'running' AND (generation IS NULL OR generation < ?1)
-             RETURNING job_id, slot_ms",
+             RETURNING job_id, slot_ms, claimed_at",
         )?;
-        stmt.query_map(params![generation, now_ms], |r| Ok((r.get(0)?, r.get(1)?)))?
-            .collect()
+        stmt.query_map(params![generation, now_ms], |r| {
+            Ok(Interrupted {
+                job_id: r.get(0)?,
+                slot_ms: r.get(1)?,
+                claimed_at: r.get(2)?,
+            })
+        })?
+        .collect()
     }
 
     /// The latest handled slot of every job (its last run or record).

@@ -184,6 +184,9 @@ struct Runner {
     permits: Arc<tokio::sync::Semaphore>,
     /// `cron.maxConcurrentRuns`, as the permits follow it.
     limit: usize,
+    /// Runs an earlier start left running, for the first reading of the
+    /// store to settle by their jobs' `catchUp`.
+    interrupted: Vec<crate::cron::slots::Interrupted>,
 }
 
 /// The runner component.
@@ -305,9 +308,11 @@ impl Runner {
         let path = app.paths.state_store();
         let generation = shared.tasks.generation;
         let now = shared.host.now_ms();
-        let ledger = shared
+        let runs_dir = shared.cron.store(&app).runs_dir();
+        let limits = crate::cron::runlog::Limits::from(&app.config.config.cron.run_log);
+        let (ledger, interrupted) = shared
             .engine
-            .blocking(move || -> anyhow::Result<SlotLedger> {
+            .blocking(move || -> anyhow::Result<_> {
                 let store = crate::store::Store::open(&path, crate::store::StoreKind::State)?;
                 let mut ledger = SlotLedger::new(store.conn);
                 let cut = ledger.interrupt_earlier(generation, now)?;
@@ -316,8 +321,9 @@ impl Runner {
                         count = cut.len(),
                         "cron runs cut off by the previous gateway are recorded interrupted"
                     );
+                    super::cron_interrupted::log_lines(&runs_dir, &cut, now, limits);
                 }
-                Ok(ledger)
+                Ok((ledger, cut))
             })
             .await??;
         let limit = app.config.config.cron.max_concurrent_runs.max(1) as usize;
@@ -341,6 +347,7 @@ impl Runner {
             runs: tokio_util::task::TaskTracker::new(),
             permits: Arc::new(tokio::sync::Semaphore::new(limit)),
             limit,
+            interrupted,
         })
     }
 
@@ -552,6 +559,17 @@ impl Runner {
         for (at, id) in read.queue {
             self.queue.push(Reverse((at, id)));
         }
+        let mut catch_up = read.catch_up;
+        if !self.interrupted.is_empty() {
+            let cut = std::mem::take(&mut self.interrupted);
+            let (again, disable) =
+                super::cron_interrupted::plan(&cut, &self.followed, &catch_up, now);
+            catch_up.extend(again);
+            for (id, state) in disable {
+                tracing::warn!(job = %id, "a one-shot cron run cut off by a stop is not run again (catchUp: skip): the job is disabled");
+                self.states.insert(id, (state, true));
+            }
+        }
         if !read.missed.is_empty() {
             let ledger = self.ledger.clone();
             let missed = read.missed;
@@ -567,8 +585,8 @@ impl Runner {
                 .await??;
             tracing::info!(count, "missed cron slots recorded");
         }
-        if !read.catch_up.is_empty() {
-            self.start_runs(read.catch_up).await?;
+        if !catch_up.is_empty() {
+            self.start_runs(catch_up).await?;
         }
         Ok(())
     }

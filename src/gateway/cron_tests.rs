@@ -206,3 +206,104 @@ async fn a_reloaded_limit_applies_and_a_moved_store_waits_for_a_restart() {
     reload_config(&shared, "{ cron: { enabled: false } }");
     assert!(!runner.follow_config());
 }
+
+/// Writes `jobs` as the store.
+fn write_store(state: &std::path::Path, jobs: serde_json::Value) {
+    std::fs::create_dir_all(state.join("cron")).unwrap();
+    let file = serde_json::json!({"version": 1, "jobs": jobs});
+    std::fs::write(
+        state.join("cron/jobs.json"),
+        serde_json::to_vec_pretty(&file).unwrap(),
+    )
+    .unwrap();
+}
+
+/// A slot an earlier gateway start (generation 1) claimed and never ended.
+fn left_running(state: &std::path::Path, job: &str, slot_ms: i64, claimed_at: i64) {
+    let store = crate::store::Store::open(
+        &state.join("almanac.sqlite"),
+        crate::store::StoreKind::State,
+    )
+    .unwrap();
+    store
+        .conn
+        .execute(
+            "INSERT INTO cron_slots (job_id, slot_ms, status, generation, claimed_at, trigger)
+             VALUES (?1, ?2, 'running', 1, ?3, 'due')",
+            rusqlite::params![job, slot_ms, claimed_at],
+        )
+        .unwrap();
+}
+
+fn one_shot(id: &str, at_ms: i64, catch_up: &str) -> serde_json::Value {
+    let at = jiff::Timestamp::from_millisecond(at_ms)
+        .unwrap()
+        .to_string();
+    serde_json::json!({
+        "id": id, "name": id, "enabled": true, "deleteAfterRun": true,
+        "createdAtMs": at_ms - 60_000, "updatedAtMs": at_ms - 60_000,
+        "schedule": {"kind": "at", "at": at},
+        "sessionTarget": "main", "wakeMode": "next-heartbeat",
+        "payload": {"kind": "systemEvent", "text": format!("{id} event")},
+        "catchUp": catch_up,
+    })
+}
+
+/// A run a crash cut off is a run-log line at the next start, and its
+/// job's `catchUp` decides what comes of it: `once` runs a one-shot again
+/// (then it is done and removed), `skip` disables it with the reason.
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a_run_a_crash_cut_off_is_logged_and_settled_by_its_catch_up() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let base: jiff::Timestamp = "2026-12-01T10:00:00Z".parse().unwrap();
+    let now = base.as_millisecond();
+    let clock = Arc::new(TokioClock::new(base));
+    std::fs::create_dir_all(state.join("workspace")).unwrap();
+    let slot = now - 30_000;
+    write_store(
+        &state,
+        serde_json::json!([
+            one_shot("again", slot, "once"),
+            one_shot("dropped", slot, "skip")
+        ]),
+    );
+    // The ledger exists once a runner opened it.
+    run_for(dir.path(), &clock, 1, 0).await;
+    left_running(&state, "again", slot, slot + 5);
+    left_running(&state, "dropped", slot, slot + 5);
+    run_for(dir.path(), &clock, 2, 5).await;
+
+    for id in ["again", "dropped"] {
+        let log = std::fs::read_to_string(state.join(format!("cron/runs/{id}.jsonl"))).unwrap();
+        let first: serde_json::Value = serde_json::from_str(log.lines().next().unwrap()).unwrap();
+        assert_eq!(first["status"], "error", "{first}");
+        assert_eq!(
+            first["error"],
+            "interrupted: the gateway stopped while it ran"
+        );
+        assert_eq!(first["slotMs"], slot);
+        assert_eq!(first["runId"], format!("cron:{id}:{}", slot + 5));
+    }
+    // `once`: run again (its event queued), then done and removed.
+    let again = std::fs::read_to_string(state.join("cron/runs/again.jsonl")).unwrap();
+    assert_eq!(again.lines().count(), 2, "{again}");
+    assert!(
+        again.lines().nth(1).unwrap().contains(r#""status":"ok""#),
+        "{again}"
+    );
+    let store: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(state.join("cron/jobs.json")).unwrap())
+            .unwrap();
+    let jobs = store["jobs"].as_array().unwrap();
+    assert!(jobs.iter().all(|j| j["id"] != "again"), "{store}");
+    // `skip`: not run again, disabled with why.
+    let dropped = jobs.iter().find(|j| j["id"] == "dropped").unwrap();
+    assert_eq!(dropped["enabled"], false, "{dropped}");
+    let why = dropped["state"]["lastError"].as_str().unwrap();
+    assert!(
+        why.contains("interrupted") && why.contains("catchUp: skip"),
+        "{why}"
+    );
+    assert!(dropped["state"]["nextRunAtMs"].is_null(), "{dropped}");
+}

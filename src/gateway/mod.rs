@@ -30,6 +30,7 @@ pub(crate) mod client;
 pub(crate) mod cron;
 pub(crate) mod cron_delivery;
 mod cron_follow;
+mod cron_interrupted;
 mod cron_run;
 pub(crate) mod deliverer;
 pub(crate) mod heartbeat;
