@@ -157,6 +157,10 @@ pub(crate) struct CronStatus {
     pub gateway_running: bool,
     #[serde(skip)]
     pub warnings: Vec<String>,
+    /// Damaged stores moved aside, newest first (the store was restored
+    /// from its last good copy); empty once they are removed.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub damaged: Vec<PathBuf>,
 }
 
 fn invalid(field: &str, message: impl Into<String>) -> CronError {
@@ -743,6 +747,14 @@ pub(crate) fn status(app: &App) -> anyhow::Result<CronStatus> {
     let overview = store.overview(app.now_ms())?;
     let mut warnings = overview.warnings;
     warnings.extend(app.cron_switch_warning());
+    let damaged = store.damaged_copies();
+    if let Some(newest) = damaged.first() {
+        warnings.push(format!(
+            "{} did not parse and was restored from its last good copy; the damaged file is {} (remove it once you have looked at it)",
+            store.path().display(),
+            newest.display()
+        ));
+    }
     Ok(CronStatus {
         enabled: app.config.config.cron.enabled,
         store_path: store.path().to_path_buf(),
@@ -751,6 +763,7 @@ pub(crate) fn status(app: &App) -> anyhow::Result<CronStatus> {
         enabled_jobs: overview.enabled,
         gateway_running: crate::gateway::state::running(&app.paths).is_some(),
         warnings,
+        damaged,
     })
 }
 

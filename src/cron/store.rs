@@ -89,6 +89,42 @@ pub(crate) struct Loaded {
     /// The file as it was read (`None`: there was none, or what was read
     /// is a backup shown in its place).
     pub fingerprint: Option<Fingerprint>,
+    /// The file was damaged and this reading repaired it.
+    pub repaired: Option<Repaired>,
+}
+
+/// A damaged store moved aside and replaced by its last good copy.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Repaired {
+    /// Why it did not parse.
+    pub reason: String,
+    /// Where the damaged file went (`jobs.json.corrupt-<time>`).
+    pub moved_to: PathBuf,
+    /// The copy put in its place (`None`: there was none; no jobs).
+    pub restored_from: Option<PathBuf>,
+    pub jobs: usize,
+}
+
+impl Repaired {
+    /// One line saying what happened.
+    pub(crate) fn describe(&self, store: &Path) -> String {
+        match &self.restored_from {
+            Some(from) => format!(
+                "the job store {} did not parse ({}): moved it to {} and restored its last good copy from {} ({} jobs)",
+                store.display(),
+                self.reason,
+                self.moved_to.display(),
+                from.display(),
+                self.jobs
+            ),
+            None => format!(
+                "the job store {} did not parse ({}) and has no usable copy: moved it to {}; no jobs",
+                store.display(),
+                self.reason,
+                self.moved_to.display()
+            ),
+        }
+    }
 }
 
 /// What a change did.
@@ -139,9 +175,87 @@ impl CronStore {
         parent(&self.path).join("runs")
     }
 
-    /// The last good copy.
+    /// OpenClaw's backup: the file before the last change of anything
+    /// but runtime state.
     pub(crate) fn backup_path(&self) -> PathBuf {
         sibling(&self.path, ".bak")
+    }
+
+    /// almanac's last good copy: the file as almanac last wrote a change
+    /// of its jobs, or last read it whole after someone else's change.
+    pub(crate) fn last_good_path(&self) -> PathBuf {
+        sibling(&self.path, ".last-good")
+    }
+
+    /// Keeps the store as it is now as the last good copy, when it is
+    /// still the file read as `read_as` (the runner, after reading a
+    /// change it did not make).
+    pub(crate) fn keep_good_copy(&self, read_as: Fingerprint) -> Result<(), CronError> {
+        if self.fingerprint()? != Some(read_as) {
+            return Ok(());
+        }
+        let mut source = match std::fs::File::open(&self.path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+            Err(e) => return Err(self.io_err(&self.path)(e)),
+        };
+        let copy = self.last_good_path();
+        // Copied as it streams: a large store is not held in memory. A
+        // change made meanwhile leaves the copy as it was.
+        let staged = durable::stage(&copy, durable::PRIVATE_FILE_MODE, |out| {
+            io::copy(&mut source, out).map(|_| ())
+        })
+        .map_err(self.io_err(&copy))?;
+        if self.fingerprint()? == Some(read_as) {
+            staged.commit().map_err(self.io_err(&copy))?;
+        }
+        Ok(())
+    }
+
+    /// The damaged stores moved aside (`<name>.corrupt-<time>`), newest
+    /// first: kept until the user has looked at them and removed them.
+    pub(crate) fn damaged_copies(&self) -> Vec<PathBuf> {
+        let name = self
+            .path
+            .file_name()
+            .map(|n| format!("{}.corrupt-", n.to_string_lossy()))
+            .unwrap_or_default();
+        let mut found: Vec<PathBuf> = std::fs::read_dir(parent(&self.path))
+            .into_iter()
+            .flatten()
+            .filter_map(Result::ok)
+            .filter(|e| e.file_name().to_string_lossy().starts_with(&name))
+            .map(|e| e.path())
+            .collect();
+        // The names carry the time (`…corrupt-20261201T100000Z`).
+        found.sort();
+        found.reverse();
+        found
+    }
+
+    /// The copies a damaged store can be restored from, newest first:
+    /// the last good copy and the backup, those that parse.
+    fn restorable(&self) -> Result<Vec<(PathBuf, Value, Vec<u8>)>, CronError> {
+        let mut found = Vec::new();
+        for path in [self.last_good_path(), self.backup_path()] {
+            let Some(bytes) = durable::read_if_exists(&path).map_err(self.io_err(&path))? else {
+                continue;
+            };
+            let Ok(doc) = parse_document(&bytes) else {
+                continue;
+            };
+            let modified = std::fs::metadata(&path)
+                .and_then(|m| m.modified())
+                .unwrap_or(std::time::SystemTime::UNIX_EPOCH);
+            found.push((modified, path, doc, bytes));
+        }
+        // The newer of the two: a last good copy no change refreshed
+        // since is older than the backup.
+        found.sort_by(|a, b| b.0.cmp(&a.0));
+        Ok(found
+            .into_iter()
+            .map(|(_, path, doc, bytes)| (path, doc, bytes))
+            .collect())
     }
 
     fn lock_path(&self) -> PathBuf {
@@ -200,6 +314,7 @@ impl CronStore {
                 file: JobFile::empty(),
                 warnings,
                 fingerprint: None,
+                repaired: None,
             });
         };
         let after = self.fingerprint()?;
@@ -211,6 +326,7 @@ impl CronStore {
                     file,
                     warnings: Vec::new(),
                     fingerprint,
+                    repaired: None,
                 }
             }
             Err(reason) => self.damaged(repair, &reason, &mut warnings)?,
@@ -221,7 +337,7 @@ impl CronStore {
         Ok(loaded)
     }
 
-    /// The store did not parse: its backup in its place.
+    /// The store did not parse: its newest good copy in its place.
     fn damaged(
         &self,
         repair: Option<jiff::Timestamp>,
@@ -229,25 +345,22 @@ impl CronStore {
         warnings: &mut Vec<String>,
     ) -> Result<Loaded, CronError> {
         let name = self.path.display();
-        let bak = self.backup_path();
-        let backup = durable::read_if_exists(&bak)
-            .map_err(self.io_err(&bak))?
-            .and_then(|bytes| parse_document(&bytes).ok().map(|doc| (doc, bytes)));
+        let restorable = self.restorable()?.into_iter().next();
         let Some(now) = repair else {
             let mut backup_warnings = Vec::new();
-            let file = match backup {
-                Some((doc, bytes)) => {
-                    let file = JobFile::from_document(doc, bytes, &mut backup_warnings, &bak);
+            let file = match restorable {
+                Some((from, doc, bytes)) => {
+                    let file = JobFile::from_document(doc, bytes, &mut backup_warnings, &from);
                     warnings.push(format!(
                         "the job store {name} is damaged ({reason}); showing its last good copy {} ({} jobs); the next change to the jobs moves the damaged file aside",
-                        bak.display(),
+                        from.display(),
                         file.len()
                     ));
                     file
                 }
                 None => {
                     warnings.push(format!(
-                        "the job store {name} is damaged ({reason}) and has no usable backup; no job can be shown"
+                        "the job store {name} is damaged ({reason}) and has no usable copy; no job can be shown"
                     ));
                     JobFile::empty()
                 }
@@ -257,41 +370,32 @@ impl CronStore {
                 file,
                 warnings: Vec::new(),
                 fingerprint: None,
+                repaired: None,
             });
         };
         let moved_to = durable::quarantine(&self.path, now).map_err(self.io_err(&self.path))?;
-        match backup {
-            Some((doc, bytes)) => {
+        let (file, restored_from, fingerprint) = match restorable {
+            Some((from, doc, bytes)) => {
                 durable::atomic_replace(&self.path, &bytes, durable::PRIVATE_FILE_MODE)
                     .map_err(self.io_err(&self.path))?;
                 let file = JobFile::from_document(doc, bytes, warnings, &self.path);
-                warnings.insert(
-                    0,
-                    format!(
-                        "the job store {name} was damaged ({reason}): moved it to {} and restored its last good copy from {} ({} jobs)",
-                        moved_to.display(),
-                        bak.display(),
-                        file.len()
-                    ),
-                );
-                Ok(Loaded {
-                    fingerprint: self.fingerprint()?,
-                    file,
-                    warnings: Vec::new(),
-                })
+                (file, Some(from), self.fingerprint()?)
             }
-            None => {
-                warnings.push(format!(
-                    "the job store {name} was damaged ({reason}) and has no usable backup: moved it to {}; starting with no jobs",
-                    moved_to.display()
-                ));
-                Ok(Loaded {
-                    file: JobFile::empty(),
-                    warnings: Vec::new(),
-                    fingerprint: None,
-                })
-            }
-        }
+            None => (JobFile::empty(), None, None),
+        };
+        let repaired = Repaired {
+            reason: reason.to_string(),
+            moved_to,
+            restored_from,
+            jobs: file.len(),
+        };
+        warnings.insert(0, repaired.describe(&self.path));
+        Ok(Loaded {
+            fingerprint,
+            file,
+            warnings: Vec::new(),
+            repaired: Some(repaired),
+        })
     }
 
     /// Runtime state from `jobs-state.json` for jobs without their own.
@@ -350,6 +454,7 @@ impl CronStore {
                 mut file,
                 warnings,
                 fingerprint,
+                ..
             } = self.load(now)?;
             let value = change(&mut file)?;
             let written = self.save(&mut file, fingerprint, now)?;
@@ -377,13 +482,21 @@ impl CronStore {
         if !previous.is_empty() && previous == bytes.as_slice() {
             return Ok(None);
         }
-        if !previous.is_empty() && file.changes_more_than_runtime() {
+        let definitions_changed = previous.is_empty() || file.changes_more_than_runtime();
+        if !previous.is_empty() && definitions_changed {
             let bak = self.backup_path();
             durable::atomic_replace(&bak, previous, durable::PRIVATE_FILE_MODE)
                 .map_err(self.io_err(&bak))?;
         }
         durable::atomic_replace(&self.path, &bytes, durable::PRIVATE_FILE_MODE)
             .map_err(self.io_err(&self.path))?;
+        if definitions_changed {
+            // What a damaged store is restored from: this write, not the
+            // file before it.
+            let copy = self.last_good_path();
+            durable::atomic_replace(&copy, &bytes, durable::PRIVATE_FILE_MODE)
+                .map_err(self.io_err(&copy))?;
+        }
         let written_as = self.fingerprint()?;
         if let Err(err) = self.follow_in_index(file, read_as, written_as, now) {
             // The file is written; a stale index is rebuilt by the next

@@ -87,6 +87,16 @@ pub(crate) struct CronState {
     /// The job store the runner follows, fixed at its first start: a
     /// changed `cron.store` takes a restart.
     store: std::sync::OnceLock<CronStore>,
+    /// What `gateway status` says is wrong: a `cron.store` changed under
+    /// the runner, a store it found damaged and repaired.
+    problems: Mutex<Problems>,
+}
+
+/// The cron component's problems, shown together as its last error.
+#[derive(Debug, Default)]
+struct Problems {
+    moved_store: Option<String>,
+    damaged_store: Option<String>,
 }
 
 impl CronState {
@@ -98,7 +108,24 @@ impl CronState {
             manual_tx,
             manual_rx: tokio::sync::Mutex::new(manual_rx),
             store: std::sync::OnceLock::new(),
+            problems: Mutex::new(Problems::default()),
         }
+    }
+
+    /// Records the problems `change` sets and shows them all in the
+    /// cron component's last error (none: cleared).
+    fn report(&self, registry: &super::supervisor::Registry, change: impl FnOnce(&mut Problems)) {
+        let mut problems = self.problems.lock().unwrap_or_else(|p| p.into_inner());
+        change(&mut problems);
+        let shown: Vec<&str> = [&problems.damaged_store, &problems.moved_store]
+            .into_iter()
+            .flatten()
+            .map(String::as_str)
+            .collect();
+        registry.report(
+            ComponentKind::CronRunner,
+            (!shown.is_empty()).then(|| shown.join("; ")),
+        );
     }
 
     /// The job store this gateway runs: `app`'s when it first asks.
@@ -297,7 +324,9 @@ fn report_store_path(shared: &Shared, app: &crate::app::App) {
     if let Some(problem) = &problem {
         tracing::warn!("{problem}");
     }
-    shared.registry.report(ComponentKind::CronRunner, problem);
+    shared
+        .cron
+        .report(&shared.registry, |p| p.moved_store = problem);
 }
 
 impl Runner {
@@ -455,6 +484,49 @@ impl Runner {
         }
     }
 
+    /// What a reading of a changed store leaves: a damaged store repaired
+    /// is said where a user looks (`gateway status`, a system event for
+    /// the main session; the log has it already); a store that read well
+    /// clears that and becomes the last good copy.
+    fn after_reading(
+        &mut self,
+        store: &CronStore,
+        read_as: Option<Fingerprint>,
+        repaired: Option<&crate::cron::store::Repaired>,
+    ) {
+        let shared = self.shared.clone();
+        match repaired {
+            Some(repaired) => {
+                let text = repaired.describe(store.path());
+                shared
+                    .cron
+                    .report(&shared.registry, |p| p.damaged_store = Some(text.clone()));
+                self.queue_notice(
+                    "store",
+                    format!("⚠️ {text}. `almanac cron list --all` shows the jobs now."),
+                    false,
+                );
+            }
+            None => {
+                shared
+                    .cron
+                    .report(&shared.registry, |p| p.damaged_store = None);
+                if let Some(read_as) = read_as {
+                    let store = store.clone();
+                    self.runs.spawn(async move {
+                        let kept = shared
+                            .engine
+                            .blocking(move || store.keep_good_copy(read_as))
+                            .await;
+                        if !matches!(kept, Ok(Ok(()))) {
+                            tracing::warn!("the job store's last good copy was not kept");
+                        }
+                    });
+                }
+            }
+        }
+    }
+
     /// Follows a reloaded config: `false` when `cron.enabled` is now off;
     /// a new `cron.maxConcurrentRuns` applies to runs that start from now
     /// (runs going on finish); a new `cron.store` is reported. The other
@@ -539,6 +611,8 @@ impl Runner {
         for w in &read.warnings {
             tracing::warn!("{w}");
         }
+        let store = self.shared.cron.store(&app);
+        self.after_reading(&store, read.fingerprint, read.repaired.as_ref());
         self.fingerprint = Some(read.fingerprint);
         self.followed = read.followed;
         // What the runner learnt of a job it still follows as it was

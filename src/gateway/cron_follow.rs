@@ -31,6 +31,8 @@ pub(super) struct Reloaded {
     pub(super) retrying: Vec<String>,
     pub(super) fingerprint: Option<Fingerprint>,
     pub(super) warnings: Vec<String>,
+    /// The store was damaged, and the reading repaired it.
+    pub(super) repaired: Option<crate::cron::store::Repaired>,
 }
 
 /// What decides a job's slots, hashed.
@@ -68,6 +70,7 @@ pub(super) fn follow(
             retrying: Vec::new(),
             fingerprint: None,
             warnings: Vec::new(),
+            repaired: None,
         },
         old,
         latest,
@@ -92,6 +95,7 @@ pub(super) fn follow(
             read.retrying.clear();
             read.warnings = loaded.warnings;
             read.fingerprint = loaded.fingerprint;
+            read.repaired = loaded.repaired;
             follower.unreadable = 0;
             for job in loaded.file.jobs() {
                 let text = serde_json::to_string(job).unwrap_or_default();

@@ -5,6 +5,7 @@ mod agent;
 mod common;
 mod cron;
 mod cron_jobs;
+mod cron_store;
 mod cron_turns;
 mod exit_codes;
 mod foundation;
