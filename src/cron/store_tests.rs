@@ -315,7 +315,7 @@ fn new_files_are_two_space_indented_private_and_end_with_a_newline() {
 }
 
 #[test]
-fn a_damaged_store_is_moved_aside_and_its_backup_restored_with_a_warning() {
+fn a_damaged_store_is_moved_aside_and_its_last_good_copy_restored_with_a_warning() {
     let fx = Fixture::new();
     for id in ["k1", "k2"] {
         fx.store
@@ -325,22 +325,34 @@ fn a_damaged_store_is_moved_aside_and_its_backup_restored_with_a_warning() {
             })
             .unwrap();
     }
-    // The backup holds k1 only; the file is then damaged.
-    let backup = fx.bak().unwrap();
+    // The backup holds k1 only, the last good copy both; the file is then
+    // damaged.
+    let good = fx.text();
+    assert!(fx.bak().unwrap().contains("k1") && !fx.bak().unwrap().contains("k2"));
     fx.write("{\"version\": 1, \"jobs\": [ {\"id\": \"k1\",");
 
-    // A command that only reads changes nothing and shows the backup.
+    // A command that only reads changes nothing and shows the last good
+    // copy.
     let read = fx.store.read().unwrap();
-    assert_eq!(read.file.jobs().count(), 1);
+    assert_eq!(read.file.jobs().count(), 2);
     assert!(
-        read.warnings[0].contains("damaged") && read.warnings[0].contains("jobs.json.bak"),
+        read.warnings[0].contains("damaged") && read.warnings[0].contains("jobs.json.last-good"),
         "{:?}",
         read.warnings
     );
     assert!(read.fingerprint.is_none());
-    assert_eq!(fx.files(), ["jobs.json", "jobs.json.bak", "jobs.json.lock"]);
+    assert_eq!(
+        fx.files(),
+        [
+            "jobs.json",
+            "jobs.json.bak",
+            "jobs.json.last-good",
+            "jobs.json.lock"
+        ]
+    );
 
-    // The runner or a change moves it aside and restores the backup.
+    // The runner or a change moves it aside and restores that copy: the
+    // last change is kept.
     let loaded = fx.store.load(now()).unwrap();
     assert_eq!(
         loaded
@@ -348,19 +360,28 @@ fn a_damaged_store_is_moved_aside_and_its_backup_restored_with_a_warning() {
             .jobs()
             .map(|j| j.id.as_str())
             .collect::<Vec<_>>(),
-        ["k1"]
+        ["k1", "k2"]
     );
     assert!(
         loaded.warnings[0].contains("moved it to") && loaded.warnings[0].contains("restored"),
         "{:?}",
         loaded.warnings
     );
+    let repaired = loaded.repaired.unwrap();
+    assert!(
+        repaired
+            .restored_from
+            .unwrap()
+            .ends_with("jobs.json.last-good")
+    );
+    assert_eq!(repaired.jobs, 2);
     let files = fx.files();
     assert!(
         files.iter().any(|f| f.starts_with("jobs.json.corrupt-")),
         "{files:?}"
     );
-    assert_eq!(fx.text(), backup, "the last good copy is the store again");
+    assert_eq!(fx.text(), good, "the last good copy is the store again");
+    assert_eq!(fx.store.damaged_copies().len(), 1);
     let corrupt = files
         .iter()
         .find(|f| f.starts_with("jobs.json.corrupt-"))
@@ -372,6 +393,40 @@ fn a_damaged_store_is_moved_aside_and_its_backup_restored_with_a_warning() {
     );
 }
 
+/// A last good copy older than the backup (a change it did not follow)
+/// loses to the backup.
+#[test]
+fn the_newer_of_the_last_good_copy_and_the_backup_is_restored() {
+    let fx = Fixture::new();
+    fx.store
+        .modify(now(), |file| {
+            file.push(new_job("old", "old"));
+            Ok(())
+        })
+        .unwrap();
+    let copy = fx.store.last_good_path();
+    let stale = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+    std::fs::File::options()
+        .write(true)
+        .open(&copy)
+        .unwrap()
+        .set_modified(stale)
+        .unwrap();
+    let newer = "{\"version\": 1, \"jobs\": []}";
+    std::fs::write(fx.store.backup_path(), newer).unwrap();
+    fx.write("{broken");
+    let loaded = fx.store.load(now()).unwrap();
+    assert!(
+        loaded
+            .repaired
+            .unwrap()
+            .restored_from
+            .unwrap()
+            .ends_with("jobs.json.bak")
+    );
+    assert_eq!(fx.text(), newer);
+}
+
 #[test]
 fn a_damaged_store_without_a_backup_is_reported_not_silently_empty() {
     let fx = Fixture::new();
@@ -379,14 +434,14 @@ fn a_damaged_store_without_a_backup_is_reported_not_silently_empty() {
     let read = fx.store.read().unwrap();
     assert_eq!(read.file.len(), 0);
     assert!(
-        read.warnings[0].contains("no usable backup"),
+        read.warnings[0].contains("no usable copy"),
         "{:?}",
         read.warnings
     );
     assert_eq!(fx.text(), "not json at all {{{", "a read leaves it");
     let loaded = fx.store.load(now()).unwrap();
     assert!(
-        loaded.warnings[0].contains("no usable backup"),
+        loaded.warnings[0].contains("no usable copy"),
         "{:?}",
         loaded.warnings
     );
