@@ -1,262 +1,29 @@
-//! Agent use cases: resolving the model and its endpoint, assembling a
-//! turn's prompt from the workspace, skills and memory, and running the
-//! turn in its session (`almanac agent`, `almanac agent prompt`,
-//! `almanac sessions`).
+//! Agent use cases: running a turn in its session (`almanac agent`,
+//! `almanac agent prompt`, `almanac sessions`). Which model it calls is
+//! `agent_model.rs`'s; what it is assembled from, `agent_assemble.rs`'s.
 
-use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::App;
-use super::memory::{self as app_memory, SearchRequest};
-use super::session_memory;
+pub(crate) use super::agent_assemble::refresh_skills;
+use super::agent_assemble::{AppServices, assemble};
+pub(crate) use super::agent_model::{Model, ModelError, provider_key_vars};
 use crate::agent::compaction::{self, Report};
 use crate::agent::models::{Link, Models};
-use crate::agent::policy::{Approver, ExecPolicy, NoApprover, ToolPolicy};
-use crate::agent::prompt::{self, Parts};
-use crate::agent::shell::Allowlist;
-use crate::agent::tools::{Caller, Protected, Services, SkillRun, SkillTool, ToolSettings, Tools};
+use crate::agent::policy::Approver;
+use crate::agent::prompt;
+use crate::agent::tools::{Caller, Tools};
 use crate::agent::turn::{self, Log, Outcome, Settings};
-use crate::config::ModelRef;
-use crate::memory::write::AppendRequest;
 pub(crate) use crate::provider::Thinking;
-use crate::provider::{self, Api, Block, Endpoint, Message, RetryPolicy, StreamSink, ToolSpec};
+use crate::provider::{self, Block, Endpoint, Message, RetryPolicy, StreamSink, ToolSpec};
 use crate::session::store::SessionEntry;
 use crate::session::{Sessions, Started, events, transcript};
 use crate::skills;
 
-/// Why no model can be called.
-#[derive(Debug, thiserror::Error)]
-pub(crate) enum ModelError {
-    #[error(
-        "no model is configured: set agents.defaults.model (for example openai/gpt-4o-mini) or pass --model provider/model"
-    )]
-    None,
-    #[error("`{0}` is not a model reference: use provider/model, for example openai/gpt-4o-mini")]
-    BadRef(String),
-    #[error("unknown provider `{0}`: set models.providers.{0}.baseUrl (and api)")]
-    UnknownProvider(String),
-    #[error("no API key for {provider}: set {hint}")]
-    NoKey { provider: String, hint: String },
-    #[error(
-        "models.providers.{provider}.api is `{api}`; almanac speaks openai-completions and anthropic-messages"
-    )]
-    BadApi { provider: String, api: String },
-}
-
-/// A model ready to call.
-#[derive(Debug, Clone)]
-pub(crate) struct Model {
-    /// `provider/model`.
-    pub reference: String,
-    /// The name sent to the provider.
-    pub name: String,
-    pub endpoint: Endpoint,
-}
-
-/// Built-in endpoints: (provider, api, base URL, key variable, base URL
-/// variable, whether a key is required).
-const KNOWN: &[(&str, Api, &str, Option<&str>, Option<&str>, bool)] = &[
-    (
-        "openai",
-        Api::OpenAiCompletions,
-        "https://api.openai.com/v1",
-        Some("OPENAI_API_KEY"),
-        Some("OPENAI_BASE_URL"),
-        true,
-    ),
-    (
-        "anthropic",
-        Api::AnthropicMessages,
-        "https://api.anthropic.com",
-        Some("ANTHROPIC_API_KEY"),
-        Some("ANTHROPIC_BASE_URL"),
-        true,
-    ),
-    (
-        "openrouter",
-        Api::OpenAiCompletions,
-        "https://openrouter.ai/api/v1",
-        Some("OPENROUTER_API_KEY"),
-        None,
-        true,
-    ),
-    (
-        "ollama",
-        Api::OpenAiCompletions,
-        "http://127.0.0.1:11434/v1",
-        None,
-        Some("OLLAMA_BASE_URL"),
-        false,
-    ),
-    (
-        "lmstudio",
-        Api::OpenAiCompletions,
-        "http://127.0.0.1:1234/v1",
-        None,
-        None,
-        false,
-    ),
-    (
-        "vllm",
-        Api::OpenAiCompletions,
-        "http://127.0.0.1:8000/v1",
-        None,
-        None,
-        false,
-    ),
-    (
-        "llamacpp",
-        Api::OpenAiCompletions,
-        "http://127.0.0.1:8080/v1",
-        None,
-        None,
-        false,
-    ),
-];
-
-/// The limits of one model call: `agents.defaults.llm.connectTimeoutSeconds`
-/// (at least 1), `llm.idleTimeoutSeconds` (0: none) and `timeoutSeconds`
-/// for the whole answer (at least 1).
-fn call_timeouts(defaults: &crate::config::AgentDefaults) -> provider::Timeouts {
-    let secs = |n: u32| Duration::from_secs(u64::from(n.max(1)));
-    provider::Timeouts {
-        connect: secs(defaults.llm.connect_timeout_seconds),
-        idle: (defaults.llm.idle_timeout_seconds > 0)
-            .then(|| secs(defaults.llm.idle_timeout_seconds)),
-        total: secs(defaults.timeout_seconds),
-    }
-}
-
 impl App {
-    /// The model `requested` (the turn's choice: `--model`, else the
-    /// session's model, see [`session_model`]), else `agents.defaults.model`;
-    /// its endpoint from `models.providers.<id>` and the usual environment
-    /// variables. The public endpoints need an API key.
-    pub(crate) fn model(&self, requested: Option<&str>) -> Result<Model, ModelError> {
-        self.resolve_model(requested, true)
-    }
-
-    /// The same model, for showing a prompt: nothing is sent, so no API key
-    /// is needed.
-    pub(crate) fn model_without_key(&self, requested: Option<&str>) -> Result<Model, ModelError> {
-        self.resolve_model(requested, false)
-    }
-
-    fn resolve_model(&self, requested: Option<&str>, need_key: bool) -> Result<Model, ModelError> {
-        let configured = self
-            .config
-            .config
-            .agents
-            .defaults
-            .model
-            .as_ref()
-            .map(ModelRef::primary);
-        let reference = requested
-            .or(configured)
-            .map(str::trim)
-            .filter(|r| !r.is_empty())
-            .ok_or(ModelError::None)?;
-        let (provider, name) = reference
-            .split_once('/')
-            .filter(|(p, n)| !p.is_empty() && !n.is_empty())
-            .ok_or_else(|| ModelError::BadRef(reference.to_string()))?;
-        let provider = provider.to_lowercase();
-        let cfg = self.config.config.models.providers.get(&provider);
-        let known = KNOWN.iter().find(|k| k.0 == provider);
-        let api = match cfg.and_then(|c| c.api.as_deref()) {
-            Some(text) => Api::parse(text).ok_or_else(|| ModelError::BadApi {
-                provider: provider.clone(),
-                api: text.to_string(),
-            })?,
-            None => known.map(|k| k.1).unwrap_or(Api::OpenAiCompletions),
-        };
-        let env_base = known
-            .and_then(|k| k.4)
-            .and_then(|var| self.host.var(var))
-            .map(str::to_string);
-        let base_url = cfg
-            .and_then(|c| c.base_url.clone())
-            .or(env_base.clone())
-            .or_else(|| known.map(|k| k.2.to_string()))
-            .ok_or_else(|| ModelError::UnknownProvider(provider.clone()))?;
-        let env_key = known
-            .and_then(|k| k.3)
-            .and_then(|var| self.host.var(var))
-            .map(str::to_string);
-        let api_key = cfg
-            .and_then(|c| c.api_key.clone())
-            .or(env_key)
-            .filter(|k| !k.is_empty());
-        // The public endpoints need a key; a server the user points at
-        // (a base URL of their own, a local server) may not.
-        let own_server = cfg.and_then(|c| c.base_url.as_ref()).is_some() || env_base.is_some();
-        if need_key
-            && api_key.is_none()
-            && let Some(k) = known.filter(|k| k.5 && !own_server)
-        {
-            return Err(ModelError::NoKey {
-                provider: provider.clone(),
-                hint: format!(
-                    "{} or models.providers.{provider}.apiKey",
-                    k.3.unwrap_or("an API key")
-                ),
-            });
-        }
-        let headers = cfg
-            .map(|c| {
-                c.headers
-                    .iter()
-                    .map(|(k, v)| (k.clone(), v.clone()))
-                    .collect()
-            })
-            .unwrap_or_default();
-        Ok(Model {
-            reference: format!("{provider}/{name}"),
-            name: name.to_string(),
-            endpoint: Endpoint {
-                provider,
-                api,
-                base_url: base_url.trim_end_matches('/').to_string(),
-                api_key,
-                headers,
-                timeouts: call_timeouts(&self.config.config.agents.defaults),
-            },
-        })
-    }
-
-    /// The models tried after `first` fails: `asked` (a cron job's
-    /// `fallbacks`, `[]` for none), else `agents.defaults.model.fallbacks`;
-    /// `first` itself and repeats left out. One that cannot be used (an
-    /// unknown provider, no key) is left out with a warning.
-    pub(crate) fn fallback_models(
-        &self,
-        first: &Model,
-        asked: Option<&[String]>,
-        warnings: &mut Vec<String>,
-    ) -> Vec<Link> {
-        let configured = match &self.config.config.agents.defaults.model {
-            Some(ModelRef::Chain { fallbacks, .. }) => fallbacks.as_slice(),
-            _ => &[],
-        };
-        let mut seen = vec![first.reference.clone()];
-        let mut links = Vec::new();
-        for reference in asked.unwrap_or(configured) {
-            match self.model(Some(reference)) {
-                Ok(model) if !seen.contains(&model.reference) => {
-                    seen.push(model.reference.clone());
-                    links.push(Link::new(model.reference, model.name, model.endpoint));
-                }
-                Ok(_) => {}
-                Err(err) => warnings.push(format!("fallback model `{reference}` left out: {err}")),
-            }
-        }
-        links
-    }
-
     /// The sessions of `agent` (default `main`).
     pub(crate) fn sessions(&self, agent: Option<&str>) -> Sessions {
         Sessions::new(
@@ -440,371 +207,6 @@ fn reset_trigger<'a>(app: &App, message: &'a str) -> Option<(Started, &'a str)> 
         }
     }
     None
-}
-
-/// What a turn takes from the skills, kept between turns
-/// ([`skills::stored`]) while no skill file or gating input changes.
-#[derive(Debug, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct DerivedSkills {
-    /// The `<available_skills>` catalog (empty: no skill visible).
-    catalog: String,
-    /// Eligible skills declared with `command-dispatch: tool`.
-    tools: Vec<SkillTool>,
-    /// Folders of eligible skills, which `read` may open.
-    read_roots: Vec<PathBuf>,
-    /// The binaries eligible skills require (`tools.exec.autoAllowSkills`).
-    #[serde(default)]
-    skill_bins: Vec<String>,
-}
-
-struct TurnSkills {
-    inputs: skills::SkillsInputs,
-    derived: DerivedSkills,
-    origin: skills::stored::Origin,
-}
-
-/// The skills of a turn; `read_only` (for `agent prompt`) writes neither
-/// the bundled skills nor the stored snapshot.
-fn turn_skills(app: &App, read_only: bool) -> TurnSkills {
-    let (inputs, _warnings) = if read_only {
-        app.skills_inputs()
-    } else {
-        app.skills_inputs_for_running()
-    };
-    let cache = app.paths.skills_cache();
-    let wall_ns = app.host.wall_now().as_nanosecond();
-    let keep = !read_only;
-    let (derived, origin) =
-        skills::stored::load_or_build(&cache, &inputs, wall_ns, keep, |report| {
-            derive_skills(report, &inputs)
-        });
-    TurnSkills {
-        inputs,
-        derived,
-        origin,
-    }
-}
-
-/// Brings what turns keep of the skills up to date now (the gateway's
-/// skills watcher), so the next turn reuses it.
-pub(crate) fn refresh_skills(app: &App) -> anyhow::Result<()> {
-    app.ensure_state_dir()?;
-    let _ = turn_skills(app, false);
-    Ok(())
-}
-
-fn derive_skills(report: &skills::SkillsReport, inputs: &skills::SkillsInputs) -> DerivedSkills {
-    let catalog = skills::catalog(report, inputs);
-    let usable = report.usable();
-    let commands = skills::commands::slash_commands(usable.iter().copied());
-    let mut tools = Vec::new();
-    for skill in &usable {
-        if let Some(dispatch) = &skill.dispatch {
-            let tool = if dispatch.tool_name.is_empty() {
-                commands
-                    .iter()
-                    .find(|c| c.skill_name == skill.name)
-                    .map(|c| c.name.clone())
-                    .unwrap_or_else(|| skill.name.clone())
-            } else {
-                dispatch.tool_name.clone()
-            };
-            tools.push(SkillTool {
-                tool,
-                skill: skill.name.clone(),
-                description: skill.description.clone(),
-            });
-        }
-    }
-    DerivedSkills {
-        catalog: catalog.prompt,
-        tools,
-        read_roots: usable.iter().map(|s| s.base_dir.clone()).collect(),
-        skill_bins: usable
-            .iter()
-            .flat_map(|s| s.requires.bins.iter().cloned())
-            .collect(),
-    }
-}
-
-/// Everything a turn is assembled from.
-struct Assembled {
-    system: String,
-    tool_specs: Vec<ToolSpec>,
-    /// What the turn's tools are set up with.
-    tools: ToolSettings,
-    memory_write: bool,
-    bootstrap: Vec<prompt::BootstrapFile>,
-    skills_from: skills::stored::Origin,
-    /// The memory index's periodic full scan is due.
-    full_scan_due: bool,
-}
-
-/// Assembles the turn; `alongside` (the session's own reading) runs on the
-/// thread that reads the skills, while the memory is recalled.
-#[allow(clippy::too_many_arguments)]
-fn assemble<T: Send>(
-    app: &App,
-    model: &Model,
-    message: &str,
-    heartbeat: Option<HeartbeatTurn>,
-    shape: &TurnShape,
-    caller: Caller,
-    services: &AppServices,
-    alongside: impl FnOnce() -> T + Send,
-) -> (Assembled, T) {
-    let defaults = &app.config.config.agents.defaults;
-    let workspace = app.paths.workspace.clone();
-    let memory_search = defaults.memory_search.enabled;
-    let memory_write = app.config.config.memory.session.enabled;
-    // Recalling session notes is the longest part; the skills and the
-    // workspace files are read meanwhile on another thread (which ends
-    // first, so its exit costs nothing here).
-    let (skills, bootstrap, (memory_context, full_scan_due), also) = std::thread::scope(|scope| {
-        let reading = scope.spawn(|| {
-            let also = alongside();
-            let skills = turn_skills(app, services.read_only);
-            let names = match heartbeat {
-                None if shape.light_context => prompt::LIGHT_BOOTSTRAP_FILES,
-                None => prompt::BOOTSTRAP_FILES,
-                Some(h) if h.light_context => prompt::LIGHT_HEARTBEAT_BOOTSTRAP_FILES,
-                Some(_) => prompt::HEARTBEAT_BOOTSTRAP_FILES,
-            };
-            let bootstrap = prompt::bootstrap_files(
-                &workspace,
-                names,
-                defaults.bootstrap_max_chars as usize,
-                defaults.bootstrap_total_max_chars as usize,
-                &app.real_targets(&app.config.config.memory.allow_symlink_targets),
-            );
-            (skills, bootstrap, also)
-        });
-        let light = shape.light_context || heartbeat.is_some_and(|h| h.light_context);
-        let recalled = if memory_write && !light && !message.trim().is_empty() {
-            services.context(message)
-        } else {
-            (None, false)
-        };
-        let (skills, bootstrap, also) = reading
-            .join()
-            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-        (skills, bootstrap, recalled, also)
-    });
-    let TurnSkills {
-        inputs,
-        derived:
-            DerivedSkills {
-                catalog,
-                tools: skill_tools,
-                read_roots,
-                skill_bins,
-            },
-        origin: skills_from,
-    } = skills;
-    let ctx = skills::gates::GateContext::new(
-        &inputs.env,
-        &inputs.config,
-        inputs.permissions_override.as_deref(),
-    );
-    let tools_config = &app.config.config.tools;
-    let exec_config = &tools_config.exec;
-    let allowlist = Allowlist::new(
-        exec_config.safe_bins.iter().map(String::as_str),
-        exec_config
-            .auto_allow_skills
-            .then_some(&skill_bins)
-            .into_iter()
-            .flatten()
-            .map(String::as_str),
-    );
-    let settings = ToolSettings {
-        workspace: workspace.clone(),
-        home: app.host.home.clone(),
-        read_roots,
-        protected: Protected {
-            config_file: Some(app.paths.config_path.clone()),
-            state_dir: Some(app.paths.state_dir.clone()),
-        },
-        policy: ToolPolicy::new(tools_config).narrowed_to(shape.tools_allow.clone()),
-        allow_shell: ctx.allowed_permissions.contains("shell"),
-        exec: ExecPolicy {
-            security: exec_config.security,
-            ask: tools_config.exec_ask(&app.config.config.security),
-            allowlist,
-        },
-        exec_env: exec_env(app),
-        exec_timeout: Duration::from_secs(u64::from(exec_config.timeout_sec.max(1))),
-        memory_search,
-        memory_write,
-        skills: skill_tools,
-        caller,
-    };
-    let tools = Tools {
-        settings,
-        services,
-        approver: &NoApprover,
-    };
-    let tool_specs = tools.specs();
-    let tz = app.user_time_zone();
-    let now = app.host.now().with_time_zone(tz.clone());
-    let parts = Parts {
-        agent_id: "main".to_string(),
-        now: format!(
-            "{} ({}, {})",
-            now.strftime("%Y-%m-%d %H:%M"),
-            tz.iana_name().unwrap_or("local"),
-            now.strftime("%A")
-        ),
-        workspace,
-        model: model.reference.clone(),
-        tools: tool_specs.clone(),
-        skills_catalog: (!catalog.trim().is_empty()).then_some(catalog),
-        memory_tools: memory_search,
-        bootstrap: bootstrap.clone(),
-        memory_context,
-    };
-    let assembled = Assembled {
-        system: prompt::system_prompt(&parts),
-        tool_specs,
-        tools: tools.settings,
-        memory_write,
-        bootstrap,
-        skills_from,
-        full_scan_due,
-    };
-    (assembled, also)
-}
-
-/// The environment of `exec` children: the children's allowlist of
-/// almanac's environment (no provider key, token, skill value or almanac
-/// setting), whatever the exec policy.
-fn exec_env(app: &App) -> BTreeMap<String, String> {
-    crate::child::env::base(app.host.vars())
-}
-
-/// The variables model providers' keys are read from, which no child gets
-/// even when a skill names them (a skill is given a key through
-/// `skills.entries.<key>.apiKey` instead).
-pub(crate) fn provider_key_vars() -> impl Iterator<Item = &'static str> {
-    KNOWN.iter().filter_map(|k| k.3)
-}
-
-/// Memory, skills and scheduled jobs for the tools, through the app's
-/// use cases.
-struct AppServices {
-    app: App,
-    /// Assembling only to show the prompt (`agent prompt`): nothing may be
-    /// written.
-    read_only: bool,
-    /// The gateway, when the turn runs in its process.
-    gateway: Option<std::sync::Arc<dyn super::gateway::GatewayHooks>>,
-}
-
-impl AppServices {
-    /// The notes recalled for `goal`, and whether the memory index's
-    /// periodic full scan is due (left for later: it is not waited for).
-    fn context(&self, goal: &str) -> (Option<String>, bool) {
-        let recalled = if self.read_only {
-            session_memory::context_creating_nothing(&self.app, goal).map(|block| (block, false))
-        } else {
-            session_memory::context_for_turn(&self.app, goal)
-        };
-        match recalled {
-            Ok((block, due)) => ((!block.items.is_empty()).then_some(block.text), due),
-            Err(err) => {
-                tracing::warn!(err = %format!("{err:#}"), "no notes recalled");
-                (None, false)
-            }
-        }
-    }
-}
-
-impl Services for AppServices {
-    fn memory_search(
-        &self,
-        query: &str,
-        max_results: Option<usize>,
-        min_score: Option<f64>,
-    ) -> Result<Value, String> {
-        let req = SearchRequest {
-            query: query.to_string(),
-            max_results,
-            min_score,
-            context: 1,
-            ..SearchRequest::default()
-        };
-        let searched = app_memory::search(&self.app, &req).map_err(|e| format!("{e:#}"))?;
-        if searched.disabled {
-            return Ok(json!({"results": [], "disabled": true, "error": "memory search is off"}));
-        }
-        // The hits have passed the read-time rule (`Hit::guard`).
-        let results: Vec<Value> = searched
-            .outcome
-            .hits
-            .iter()
-            .map(|h| {
-                let mut result = json!({"path": h.path, "startLine": h.start_line, "endLine": h.end_line, "score": (h.score * 10_000.0).round() / 10_000.0, "snippet": h.body, "source": "memory", "date": h.day});
-                if !h.withheld.is_empty() {
-                    result["withheld"] = json!(h.withheld);
-                }
-                result
-            })
-            .collect();
-        Ok(json!({"results": results, "provider": "none", "mode": "fts-only"}))
-    }
-
-    fn memory_get(
-        &self,
-        path: &str,
-        from: Option<usize>,
-        lines: Option<usize>,
-    ) -> Result<Value, String> {
-        app_memory::get(&self.app, path, from, lines)
-            .map(|g| {
-                let mut got = json!({"path": g.path, "text": g.text});
-                if !g.withheld.is_empty() {
-                    got["withheld"] = json!(g.withheld);
-                }
-                got
-            })
-            .map_err(|e| e.to_string())
-    }
-
-    fn memory_append(&self, text: &str, long_term: bool) -> Result<Value, String> {
-        let req = AppendRequest {
-            text,
-            long_term,
-            also_daily: false,
-            force: false,
-        };
-        let done = session_memory::append(&self.app, &req).map_err(|e| format!("{e:#}"))?;
-        Ok(serde_json::to_value(&done).unwrap_or(Value::Null))
-    }
-
-    fn prepare_skill(&self, skill: &str, args: &[String]) -> Result<SkillRun, String> {
-        match super::skills::prepare_run(&self.app, skill, args, crate::child::Input::Null) {
-            Ok(super::skills::Prepared::Print(text)) => Ok(SkillRun::Print(text)),
-            Ok(super::skills::Prepared::Exec(spec)) => Ok(SkillRun::Exec(spec)),
-            Err(e) => Err(e.to_string()),
-        }
-    }
-
-    fn cron<'a>(
-        &'a self,
-        caller: &'a Caller,
-        action: &'a str,
-        args: &'a Value,
-    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<Value, String>> + Send + 'a>>
-    {
-        Box::pin(super::cron_tool::call(
-            &self.app,
-            self.gateway.as_ref(),
-            caller,
-            action,
-            args,
-        ))
-    }
 }
 
 /// The caller the tools of a turn in `key` serve.
@@ -1028,26 +430,12 @@ pub(crate) fn run_turn(
     app.paths.ensure_workspace()?;
     let sessions = app.sessions(req.agent.as_deref());
     let key = sessions.resolve_key(req.session_key.as_deref());
-    // A heartbeat's prompt and a cron job's message are configuration,
-    // never a `/new`; an isolated heartbeat or cron run starts a new
-    // session every run.
-    let (explicit, rest, typed) = match (req.heartbeat, reset_trigger(app, &req.message)) {
-        _ if req.shape.isolated_run => (Some(Started::New), req.message.clone(), false),
-        (Some(h), _) => (
-            h.fresh_session.then_some(Started::New),
-            req.message.clone(),
-            false,
-        ),
-        (None, Some((why, rest))) => (Some(why), rest.to_string(), true),
-        (None, None) => (None, req.message.clone(), false),
-    };
-    // `/new provider/model`: the new session's model.
-    let (model_choice, message) = match explicit {
-        Some(_) if typed && rest.contains('/') && !rest.contains(char::is_whitespace) => {
-            (Some(rest.clone()), String::new())
-        }
-        _ => (None, rest),
-    };
+    let Opening {
+        explicit,
+        typed,
+        model_choice,
+        message,
+    } = opening(app, req);
     let now = app.host.now_ts();
     // `/new provider/model` names the new session's model; then `--model`,
     // then the model the session keeps (as stored before a reset), then
@@ -1076,40 +464,14 @@ pub(crate) fn run_turn(
     let (current, mut warnings) =
         sessions.current(&key, now, &app.paths.workspace, explicit, false)?;
     warnings.extend(fallback_warnings);
-    let source = req.channel.as_deref().unwrap_or("cli");
-    if let Some(previous) = previous
-        && req.heartbeat.is_none()
-        && typed
-        && let Some(why @ (Started::New | Started::Reset)) = current.started
-    {
-        let action = if why == Started::Reset {
-            "reset"
-        } else {
-            "new"
-        };
-        app.fire_hook(
-            &format!("command:{action}"),
-            &key,
-            json!({
-                "sessionEntry": current.entry,
-                "previousSessionFile": previous.as_ref().map(|p| sessions.transcript_path(p)),
-                "previousSessionEntry": previous,
-                "commandSource": source,
-                "senderId": source,
-                "workspaceDir": app.paths.workspace,
-            }),
-        );
-    }
     if req.heartbeat.is_none() {
-        app.fire_hook(
-            "message:received",
+        fire_opening_hooks(
+            app,
+            &sessions,
             &key,
-            json!({
-                "from": source,
-                "content": req.message,
-                "channelId": source,
-                "conversationId": key,
-            }),
+            req,
+            typed.then_some(previous).flatten(),
+            &current,
         );
     }
     if let Some(choice) = &model_choice {
@@ -1201,45 +563,17 @@ pub(crate) fn run_turn(
     let user = Message::User(vec![Block::text(prompt::user_text(&message, &lines))]);
     let cancel = ctx.cancel.clone();
     let work = async {
-        // Near the window: flush notes, then summarise older turns.
-        let mut history = stored.context();
-        let mut compaction = None;
-        let needed =
-            compaction::estimate(&assembled.system, &history) + prompt::estimate_tokens(&message);
-        if needed > compaction::threshold(defaults.context_tokens) {
-            app.fire_hook(
-                "session:compact:before",
-                &key,
-                json!({"messageCount": history.len(), "tokenCount": needed}),
-            );
-            let today = app.today().to_string();
-            let now_text = app
-                .host
-                .now()
-                .with_time_zone(app.user_time_zone())
-                .strftime("%Y-%m-%d %H:%M")
-                .to_string();
-            let flush = (assembled.memory_write && tools.offers("memory_append")).then_some(&tools);
-            compaction = compaction::compact(
-                &models, retry, &settings, &stored, flush, &today, &now_text, &mut log,
-            )
+        let near = NearTheWindow {
+            app,
+            key: &key,
+            system: &assembled.system,
+            message: &message,
+            memory_write: assembled.memory_write,
+            transcript: &current.transcript,
+        };
+        let (history, compaction) = near
+            .compact(&models, retry, &settings, &stored, &tools, &mut log)
             .await?;
-            if let Some(report) = &compaction {
-                history = transcript::read(&current.transcript)?.context();
-                let tokens_after = compaction::estimate(&assembled.system, &history);
-                app.fire_hook(
-                    "session:compact:after",
-                    &key,
-                    json!({
-                        "messageCount": history.len(),
-                        "tokenCount": tokens_after,
-                        "compactedCount": report.summarised_messages,
-                        "tokensBefore": report.tokens_before,
-                        "tokensAfter": tokens_after,
-                    }),
-                );
-            }
-        }
         // A run started again after a crash answers the message its first
         // start wrote, instead of writing it twice.
         let user = match &req.shape.resume_marker {
@@ -1295,30 +629,7 @@ pub(crate) fn run_turn(
             None => Ok(()),
         });
         let recorded = sessions.record(&key, app.host.now_ts(), |e| {
-            let ms = now.as_millisecond();
-            e.updated_at = ms;
-            // A heartbeat is not an interaction: the idle reset must
-            // still see the session go quiet.
-            if req.heartbeat.is_none() {
-                e.last_interaction_at = Some(ms);
-            }
-            if let Some(channel) = &req.channel {
-                e.last_channel = Some(channel.clone());
-            }
-            e.model = Some(models.name().to_string());
-            e.model_provider = Some(models.endpoint().provider.clone());
-            // Counts from the server and from the file: saturating sums.
-            e.input_tokens = e.input_tokens.saturating_add(usage.input);
-            e.output_tokens = e.output_tokens.saturating_add(usage.output);
-            e.total_tokens = e.total_tokens.saturating_add(usage.total_tokens);
-            e.context_tokens = Some(usage.input);
-            if compacted {
-                e.compaction_count = e.compaction_count.saturating_add(1);
-                if flushed {
-                    e.memory_flush_at = Some(ms);
-                    e.memory_flush_compaction_count = Some(e.compaction_count);
-                }
-            }
+            after_turn(e, req, now, &models, usage, compacted.then_some(flushed));
         });
         (syncing.join(), recorded)
     });
@@ -1346,35 +657,7 @@ pub(crate) fn run_turn(
             Err(_) => warnings.push("memory index not rescanned".to_string()),
         }
     }
-    // The acknowledgement token is for the heartbeat runner: in an
-    // ordinary reply it is removed wherever it stands unless the channel
-    // shows acknowledgements (the transcript keeps the model's words).
-    let mut outcome = outcome;
-    if req.heartbeat.is_none() && outcome.reply.contains(almanac_heartbeat::ACK_TOKEN) {
-        let channel = req.channel.as_deref().unwrap_or("defaults");
-        if !app
-            .config
-            .config
-            .channels
-            .heartbeat_visibility(channel)
-            .show_ok
-        {
-            outcome.reply = almanac_heartbeat::ack::scrub(&outcome.reply);
-        }
-    }
-    if req.heartbeat.is_none() {
-        app.fire_hook(
-            "message:sent",
-            &key,
-            json!({
-                "to": source,
-                "content": outcome.reply,
-                "channelId": source,
-                "conversationId": key,
-                "success": true,
-            }),
-        );
-    }
+    let outcome = reply_as_sent(app, req, &key, outcome);
     let total_ms = started_at.elapsed().as_secs_f64() * 1000.0;
     let timings = Timings {
         assemble_ms,
@@ -1394,6 +677,228 @@ pub(crate) fn run_turn(
         warnings,
         timings,
     })
+}
+
+/// What compacting before a turn needs to know.
+struct NearTheWindow<'a> {
+    app: &'a App,
+    key: &'a str,
+    system: &'a str,
+    message: &'a str,
+    memory_write: bool,
+    transcript: &'a std::path::Path,
+}
+
+impl NearTheWindow<'_> {
+    /// The conversation the turn goes on from: near the context window,
+    /// durable notes are flushed and older turns summarised first (with
+    /// the compaction hooks); the report when that happened.
+    async fn compact(
+        &self,
+        models: &Models,
+        retry: &RetryPolicy,
+        settings: &Settings,
+        stored: &transcript::Transcript,
+        tools: &Tools<'_>,
+        log: &mut Log<'_>,
+    ) -> anyhow::Result<(Vec<Message>, Option<Report>)> {
+        let app = self.app;
+        let history = stored.context();
+        let needed =
+            compaction::estimate(self.system, &history) + prompt::estimate_tokens(self.message);
+        let window = app.config.config.agents.defaults.context_tokens;
+        if needed <= compaction::threshold(window) {
+            return Ok((history, None));
+        }
+        app.fire_hook(
+            "session:compact:before",
+            self.key,
+            json!({"messageCount": history.len(), "tokenCount": needed}),
+        );
+        let today = app.today().to_string();
+        let now_text = app
+            .host
+            .now()
+            .with_time_zone(app.user_time_zone())
+            .strftime("%Y-%m-%d %H:%M")
+            .to_string();
+        let flush = (self.memory_write && tools.offers("memory_append")).then_some(tools);
+        let compaction = compaction::compact(
+            models, retry, settings, stored, flush, &today, &now_text, log,
+        )
+        .await?;
+        let Some(report) = &compaction else {
+            return Ok((history, None));
+        };
+        let history = transcript::read(self.transcript)?.context();
+        let tokens_after = compaction::estimate(self.system, &history);
+        app.fire_hook(
+            "session:compact:after",
+            self.key,
+            json!({
+                "messageCount": history.len(),
+                "tokenCount": tokens_after,
+                "compactedCount": report.summarised_messages,
+                "tokensBefore": report.tokens_before,
+                "tokensAfter": tokens_after,
+            }),
+        );
+        Ok((history, compaction))
+    }
+}
+
+/// How a turn opens: whether it starts a new session (`explicit`, and
+/// `typed` when the user typed `/new` or `/reset`), a model `/new`
+/// names, and the message that remains.
+struct Opening {
+    explicit: Option<Started>,
+    typed: bool,
+    model_choice: Option<String>,
+    message: String,
+}
+
+/// A heartbeat's prompt and a cron job's message are configuration,
+/// never a `/new`; an isolated heartbeat or cron run starts a new session
+/// every run; `/new provider/model` names the new session's model.
+fn opening(app: &App, req: &TurnRequest) -> Opening {
+    let (explicit, rest, typed) = match (req.heartbeat, reset_trigger(app, &req.message)) {
+        _ if req.shape.isolated_run => (Some(Started::New), req.message.clone(), false),
+        (Some(h), _) => (
+            h.fresh_session.then_some(Started::New),
+            req.message.clone(),
+            false,
+        ),
+        (None, Some((why, rest))) => (Some(why), rest.to_string(), true),
+        (None, None) => (None, req.message.clone(), false),
+    };
+    let (model_choice, message) = match explicit {
+        Some(_) if typed && rest.contains('/') && !rest.contains(char::is_whitespace) => {
+            (Some(rest.clone()), String::new())
+        }
+        _ => (None, rest),
+    };
+    Opening {
+        explicit,
+        typed,
+        model_choice,
+        message,
+    }
+}
+
+/// The hooks of a turn someone sent: `command:new` / `command:reset`
+/// when the user's `/new` or `/reset` started a session (`previous`: the
+/// entry before it), then `message:received`.
+fn fire_opening_hooks(
+    app: &App,
+    sessions: &Sessions,
+    key: &str,
+    req: &TurnRequest,
+    previous: Option<Option<SessionEntry>>,
+    current: &crate::session::Current,
+) {
+    let source = req.channel.as_deref().unwrap_or("cli");
+    if let Some(previous) = previous
+        && let Some(why @ (Started::New | Started::Reset)) = current.started
+    {
+        let action = if why == Started::Reset {
+            "reset"
+        } else {
+            "new"
+        };
+        app.fire_hook(
+            &format!("command:{action}"),
+            key,
+            json!({
+                "sessionEntry": current.entry,
+                "previousSessionFile": previous.as_ref().map(|p| sessions.transcript_path(p)),
+                "previousSessionEntry": previous,
+                "commandSource": source,
+                "senderId": source,
+                "workspaceDir": app.paths.workspace,
+            }),
+        );
+    }
+    app.fire_hook(
+        "message:received",
+        key,
+        json!({
+            "from": source,
+            "content": req.message,
+            "channelId": source,
+            "conversationId": key,
+        }),
+    );
+}
+
+/// The session entry after a turn at `now` with `models`: its times,
+/// channel, model and token counts; `compacted` says whether notes were
+/// flushed when the turn compacted the session.
+fn after_turn(
+    e: &mut SessionEntry,
+    req: &TurnRequest,
+    now: jiff::Timestamp,
+    models: &Models,
+    usage: provider::Usage,
+    compacted: Option<bool>,
+) {
+    let ms = now.as_millisecond();
+    e.updated_at = ms;
+    // A heartbeat is not an interaction: the idle reset must still see
+    // the session go quiet.
+    if req.heartbeat.is_none() {
+        e.last_interaction_at = Some(ms);
+    }
+    if let Some(channel) = &req.channel {
+        e.last_channel = Some(channel.clone());
+    }
+    e.model = Some(models.name().to_string());
+    e.model_provider = Some(models.endpoint().provider.clone());
+    // Counts from the server and from the file: saturating sums.
+    e.input_tokens = e.input_tokens.saturating_add(usage.input);
+    e.output_tokens = e.output_tokens.saturating_add(usage.output);
+    e.total_tokens = e.total_tokens.saturating_add(usage.total_tokens);
+    e.context_tokens = Some(usage.input);
+    if let Some(flushed) = compacted {
+        e.compaction_count = e.compaction_count.saturating_add(1);
+        if flushed {
+            e.memory_flush_at = Some(ms);
+            e.memory_flush_compaction_count = Some(e.compaction_count);
+        }
+    }
+}
+
+/// The reply as it is sent: the acknowledgement token, which is for the
+/// heartbeat runner, removed from an ordinary reply wherever it stands
+/// unless the channel shows acknowledgements (the transcript keeps the
+/// model's words); `message:sent` fired for a turn someone sent.
+fn reply_as_sent(app: &App, req: &TurnRequest, key: &str, mut outcome: Outcome) -> Outcome {
+    if req.heartbeat.is_some() {
+        return outcome;
+    }
+    let channel = req.channel.as_deref().unwrap_or("defaults");
+    if outcome.reply.contains(almanac_heartbeat::ACK_TOKEN)
+        && !app
+            .config
+            .config
+            .channels
+            .heartbeat_visibility(channel)
+            .show_ok
+    {
+        outcome.reply = almanac_heartbeat::ack::scrub(&outcome.reply);
+    }
+    let source = req.channel.as_deref().unwrap_or("cli");
+    app.fire_hook(
+        "message:sent",
+        key,
+        json!({
+            "to": source,
+            "content": outcome.reply,
+            "channelId": source,
+            "conversationId": key,
+            "success": true,
+        }),
+    );
+    outcome
 }
 
 /// After a cancelled turn: when the transcript's last message is the

@@ -8,8 +8,11 @@ use std::sync::{Arc, Mutex};
 use serde_json::{Value, json};
 
 use super::*;
+use crate::agent::policy::NoApprover;
 use crate::agent::tools::Output;
+use crate::agent::tools::ToolSettings;
 use crate::app::GlobalOptions;
+use crate::app::agent_assemble::{AppServices, assemble};
 use crate::app::cron::{self as app_cron, JobFlags};
 use crate::app::cron_tool::{CONTEXT_MARKER, CONTEXT_PER_MESSAGE_MAX, CONTEXT_TOTAL_MAX};
 use crate::app::gateway::{GatewayHooks, LaterAnswer};

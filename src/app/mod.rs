@@ -13,6 +13,8 @@
 //! database is opened until a command needs it.
 
 pub(crate) mod agent;
+mod agent_assemble;
+mod agent_model;
 pub(crate) mod cron;
 pub(crate) mod cron_next;
 pub(crate) mod cron_tool;

@@ -251,7 +251,7 @@ impl CronStore {
         }
         // The newer of the two: a last good copy no change refreshed
         // since is older than the backup.
-        found.sort_by(|a, b| b.0.cmp(&a.0));
+        found.sort_by_key(|f| std::cmp::Reverse(f.0));
         Ok(found
             .into_iter()
             .map(|(_, path, doc, bytes)| (path, doc, bytes))

@@ -10,6 +10,7 @@ mod cron_turns;
 mod exit_codes;
 mod foundation;
 mod gateway;
+mod gateway_hook_runs;
 mod gateway_hooks;
 mod gateway_hooks_load;
 mod gateway_install;
