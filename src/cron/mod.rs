@@ -72,6 +72,7 @@
 
 pub(crate) mod index;
 pub(crate) mod job;
+mod job_urls;
 mod legacy;
 pub(crate) mod outcome;
 pub(crate) mod runlog;

@@ -35,11 +35,11 @@
 //! * Waiting between attempts goes through an injected sleeper, and time
 //!   through the host's clock.
 
+mod follow;
 pub(crate) mod outbox;
 pub(crate) mod url;
 pub(crate) mod webhook;
 
-use std::collections::VecDeque;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -53,7 +53,8 @@ use tokio_util::task::TaskTracker;
 use crate::durable::{self, Journal};
 use crate::engine::Engine;
 use crate::provider::http::{Sleeper, TokioSleeper};
-use outbox::{Announced, Appended, Entry, Outbox, Reader};
+use follow::Follow;
+use outbox::{Appended, Entry, Outbox, Reader};
 pub(crate) use url::UrlOrigin;
 use webhook::{Job, Outcome, Payload, State};
 
@@ -852,68 +853,6 @@ pub(crate) async fn resume_pending(deliverer: &Deliverer) -> usize {
         tracing::info!(count, "resuming pending webhook deliveries");
     }
     count
-}
-
-/// A live stream's state.
-struct Follow {
-    engine: Engine,
-    stop: CancellationToken,
-    announced: broadcast::Receiver<Arc<Appended>>,
-    /// `None` only while a read of the file is under way.
-    reader: Option<Reader>,
-    queue: VecDeque<Entry>,
-    check: tokio::time::Interval,
-}
-
-impl Follow {
-    async fn next(mut self) -> Option<(Entry, Follow)> {
-        loop {
-            if let Some(entry) = self.queue.pop_front() {
-                return Some((entry, self));
-            }
-            let read_file = tokio::select! {
-                () = self.stop.cancelled() => return None,
-                announced = self.announced.recv() => match announced {
-                    Ok(appended) => match self.reader.as_mut()?.announced(&appended) {
-                        Announced::Next(entry) => {
-                            self.queue.push_back(entry);
-                            false
-                        }
-                        Announced::Seen => false,
-                        Announced::Gap => true,
-                    },
-                    // Announcements were missed: the file has them all.
-                    Err(broadcast::error::RecvError::Lagged(_)) => true,
-                    Err(broadcast::error::RecvError::Closed) => return None,
-                },
-                _ = self.check.tick() => true,
-            };
-            if read_file {
-                let mut reader = self.reader.take()?;
-                let (reader, polled) = self
-                    .engine
-                    .blocking(move || {
-                        let polled = reader.poll();
-                        (reader, polled)
-                    })
-                    .await
-                    .ok()?;
-                self.reader = Some(reader);
-                match polled {
-                    Ok(polled) => {
-                        if polled.unreadable > 0 {
-                            tracing::warn!(
-                                unreadable = polled.unreadable,
-                                "skipped unreadable outbox lines"
-                            );
-                        }
-                        self.queue.extend(polled.entries);
-                    }
-                    Err(err) => tracing::warn!(%err, "cannot read the outbox; trying again"),
-                }
-            }
-        }
-    }
 }
 
 #[cfg(test)]
