@@ -428,3 +428,37 @@ fn remove_if_exists_removes_a_link_not_its_target() {
         "nothing left to remove"
     );
 }
+
+#[test]
+fn keep_as_keeps_the_old_bytes_under_the_second_name_when_the_file_is_replaced() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("jobs.json");
+    let keep = dir.path().join("jobs.json.bak");
+    atomic_replace(&path, b"first", PRIVATE_FILE_MODE).unwrap();
+    atomic_replace(&keep, b"older", PRIVATE_FILE_MODE).unwrap();
+    keep_as(&path, &keep).unwrap();
+    atomic_replace(&path, b"second", PRIVATE_FILE_MODE).unwrap();
+    assert_eq!(fs::read(&path).unwrap(), b"second");
+    assert_eq!(fs::read(&keep).unwrap(), b"first");
+    // Through a symlink, the file it points to is the one kept.
+    let real = dir.path().join("real.json");
+    atomic_replace(&real, b"real", PRIVATE_FILE_MODE).unwrap();
+    let link = dir.path().join("link.json");
+    std::os::unix::fs::symlink(&real, &link).unwrap();
+    keep_as(&link, &keep).unwrap();
+    atomic_replace(&link, b"through the link", PRIVATE_FILE_MODE).unwrap();
+    assert_eq!(fs::read(&keep).unwrap(), b"real");
+    assert!(
+        !fs::symlink_metadata(&keep)
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+    // Nothing left behind under a temporary name.
+    let names: Vec<String> = fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| is_temp_file_name(n))
+        .collect();
+    assert!(names.is_empty(), "{names:?}");
+}
