@@ -4,9 +4,12 @@
 # disabled, runtime state filled in). Reports the first `cron list` (the
 # index built from the file), then `cron list --json --limit 200`, `cron
 # list --query`, `cron status --json` and `cron list` after a change
-# through the commands.
+# through the commands; then the commands that change one job (`cron
+# edit`, `disable`, `enable`, `add`, `rm`), each the median of RUNS runs
+# (each run a real change: a new name, the switch flipped, a job added
+# and that job removed).
 #
-#   bench/cron.sh [COUNT]     (default 100000)
+#   bench/cron.sh [COUNT]     (default 100000; RUNS=15)
 source "$(dirname "$0")/lib.sh"
 need_hyperfine
 COUNT="${1:-100000}"
@@ -62,3 +65,31 @@ start=$(date +%s%N)
 "$ALMANAC" cron disable "$id" >/dev/null
 echo "cron disable (file rewritten)      $(( ($(date +%s%N) - start) / 1000000 )) ms"
 hyperfine_median "cron list after a change" "$ALMANAC cron list --json --limit 200"
+
+# One change of one job at a time, by id prefix as a user types it.
+RUNS="${RUNS:-15}"
+ms_of() {
+    local start
+    start=$(date +%s%N)
+    "$@" >/dev/null
+    echo $(( ($(date +%s%N) - start) / 1000000 ))
+}
+median() { sort -n | awk '{v[NR] = $1} END {printf "median %5d ms   min %5d ms   max %5d ms", v[int((NR + 1) / 2)], v[1], v[NR]}'; }
+prefix="${id:0:8}"
+report() { printf '%-34s %s\n' "$1 ($COUNT jobs)" "$(median)"; }
+for i in $(seq "$RUNS"); do ms_of "$ALMANAC" cron edit "$prefix" --name "Edited $i"; done | report "cron edit --name"
+: >"$BENCH_OUT/cron_enable.ms"
+for i in $(seq "$RUNS"); do
+    ms_of "$ALMANAC" cron enable "$prefix" >>"$BENCH_OUT/cron_enable.ms"
+    ms_of "$ALMANAC" cron disable "$prefix"
+done | report "cron disable"
+report "cron enable" <"$BENCH_OUT/cron_enable.ms"
+: >"$BENCH_OUT/cron_rm.ms"
+for i in $(seq "$RUNS"); do
+    start=$(date +%s%N)
+    "$ALMANAC" cron add --json --name "Added $i" --every 1h --system-event "ping $i" >"$BENCH_OUT/cron_added.json"
+    echo $(( ($(date +%s%N) - start) / 1000000 ))
+    added=$(python3 -c 'import json,sys; print(json.load(sys.stdin)["job"]["id"])' <"$BENCH_OUT/cron_added.json")
+    ms_of "$ALMANAC" cron rm "$added" >>"$BENCH_OUT/cron_rm.ms"
+done | report "cron add"
+report "cron rm" <"$BENCH_OUT/cron_rm.ms"

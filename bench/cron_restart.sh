@@ -3,6 +3,8 @@
 # systemEvent payload (next-heartbeat: no model), the real gateway killed
 # with -9 at random moments for SECONDS seconds; then every slot in the
 # slot ledger and the run logs is checked against when the gateway was up.
+# The ledger keeps a short history per job, cut back at each start, so it
+# is read after each stop and the readings put together.
 #
 #   bench/cron_restart.sh                  (JOBS=200 SECONDS_TOTAL=180)
 #   JOBS=50 SECONDS_TOTAL=40 bench/cron_restart.sh   (a quick look)
@@ -41,6 +43,14 @@ for i in range(jobs_n):
     })
 json.dump({"version": 1, "jobs": jobs}, open(os.path.join(state, "cron", "jobs.json"), "w"), indent=2)
 
+by_job = {}    # job -> slot -> (status, trigger), as the ledger last showed it
+def snapshot():
+    db = sqlite3.connect(os.path.join(state, "almanac.sqlite"))
+    for job_id, slot, status, trigger in db.execute("SELECT job_id, slot_ms, status, trigger FROM cron_slots"):
+        # A run a kill cut off is recorded interrupted at the next start.
+        by_job.setdefault(job_id, {})[slot] = ("interrupted" if status == "running" else status, trigger)
+    db.close()
+
 windows = []   # (up_from_ms, up_until_ms)
 began = time.time()
 kills = 0
@@ -65,16 +75,12 @@ while not last:
     else:
         proc.send_signal(signal.SIGKILL); proc.wait(); kills += 1
     windows.append((up_from, int(time.time() * 1000)))
+    snapshot()
     if not last:
         time.sleep(rng.uniform(2, 8))
 end_ms = windows[-1][1]
 first_ms = windows[0][0]
 
-db = sqlite3.connect(os.path.join(state, "almanac.sqlite"))
-rows = db.execute("SELECT job_id, slot_ms, status, trigger FROM cron_slots").fetchall()
-by_job = {}
-for job_id, slot, status, trigger in rows:
-    by_job.setdefault(job_id, {})[slot] = (status, trigger)
 
 MARGIN = 1000   # ms around a start or a kill where either outcome is right
 def window_of(slot):

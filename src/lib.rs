@@ -42,7 +42,9 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 /// What the integration tests (`tests/cli`) use besides the executable:
 /// the task ledger, to record tasks as a running gateway does before the
 /// commands read them, the outbox, to append to it as a writer does, and
-/// the cron job store and run logs, to record runs as the gateway does.
+/// the cron job store and run logs, to record runs as the gateway does;
+/// and the cron slot ledger, which `examples/cron_ledger.rs` drives as the
+/// gateway's runner does to measure its size (`bench/cron_ledger.sh`).
 #[doc(hidden)]
 pub mod testing {
     pub use crate::tasks::Ledger;
@@ -100,6 +102,62 @@ pub mod testing {
         crate::cron::runlog::append(&cron_store(state_dir).runs_dir(), &record, limits)
             .map(|_| ())
             .map_err(std::io::Error::other)
+    }
+
+    /// The cron slot ledger of a state store, claimed, ended and trimmed
+    /// as the gateway's runner does it.
+    pub struct CronSlots(crate::cron::slots::SlotLedger);
+
+    impl CronSlots {
+        /// Opens (creating and migrating) the state store at `path`.
+        pub fn open(path: &std::path::Path) -> std::io::Result<CronSlots> {
+            let store = crate::store::Store::open(path, crate::store::StoreKind::State)
+                .map_err(std::io::Error::other)?;
+            Ok(CronSlots(crate::cron::slots::SlotLedger::new(store.conn)))
+        }
+
+        /// Claims each `(job, slot)` as due on time for the gateway start
+        /// `generation`, in one transaction; how many were claimed.
+        pub fn claim_due(
+            &mut self,
+            slots: &[(String, i64)],
+            generation: i64,
+            now_ms: i64,
+        ) -> std::io::Result<usize> {
+            let slots: Vec<(String, i64, crate::cron::slots::Trigger)> = slots
+                .iter()
+                .map(|(job, slot)| (job.clone(), *slot, crate::cron::slots::Trigger::Due))
+                .collect();
+            self.0
+                .claim(&slots, generation, now_ms)
+                .map(|claimed| claimed.len())
+                .map_err(std::io::Error::other)
+        }
+
+        /// Records each `(job, slot, task id)` as ended well, in one
+        /// transaction.
+        pub fn finish_ok(
+            &mut self,
+            slots: &[(String, i64, String)],
+            now_ms: i64,
+        ) -> std::io::Result<()> {
+            let ended: Vec<crate::cron::slots::EndedSlot> = slots
+                .iter()
+                .map(|(job, slot, task)| {
+                    let how = crate::cron::slots::Ended::Ok;
+                    (job.clone(), *slot, how, None, Some(task.clone()))
+                })
+                .collect();
+            self.0.finish(&ended, now_ms).map_err(std::io::Error::other)
+        }
+
+        /// Cuts the history back to its budget, as the runner does every
+        /// hour; how many rows went.
+        pub fn trim(&mut self) -> std::io::Result<usize> {
+            self.0
+                .trim(crate::cron::slots::Budget::DEFAULT)
+                .map_err(std::io::Error::other)
+        }
     }
 
     /// Records the runtime state of a job (a JSON object in the file's

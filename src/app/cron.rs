@@ -319,15 +319,12 @@ pub(crate) fn add_job(
         host_zone: app.host.time_zone(),
         at_is_new: job.schedule.kind == ScheduleKind::At,
     })?;
-    let changed = app.cron_store().modify(now, |file| {
-        file.push(job.clone());
-        Ok(job)
-    })?;
+    let changed = app.cron_store().add(&job, now)?;
     let mut warnings = changed.warnings;
     warnings.extend(app.cron_switch_warning());
     Ok(JobChanged {
         ok: true,
-        job: changed.value,
+        job,
         notes: Vec::new(),
         written: changed.written.is_some(),
         warnings,
@@ -607,11 +604,8 @@ pub(crate) fn change_job(
     let store = app.cron_store();
     let id = store.resolve(lookup, now_ms)?;
     let mut notes = Vec::new();
-    let changed = store.modify(now, |file| {
-        let current = file
-            .get(&id)
-            .cloned()
-            .ok_or_else(|| CronError::NotFound(lookup.to_string()))?;
+    let changed = store.modify_job(&id, now, |stored| {
+        let current = stored.clone();
         let mut job = current.clone();
         change(&mut job, now_ms, &mut notes)?;
         // What only almanac sets stays as it was.
@@ -655,7 +649,7 @@ pub(crate) fn change_job(
             host_zone: app.host.time_zone(),
             at_is_new,
         })?;
-        *file.get_mut(&id).expect("the job is there") = job.clone();
+        *stored = job.clone();
         Ok(job)
     })?;
     let mut warnings = changed.warnings;
@@ -683,19 +677,14 @@ pub(crate) fn set_enabled(app: &App, lookup: &str, enabled: bool) -> anyhow::Res
     let now_ms = now.as_millisecond();
     let store = app.cron_store();
     let id = store.resolve(lookup, now_ms)?;
-    let changed = store.modify(now, |file| {
-        let job = file
-            .get_mut(&id)
-            .ok_or_else(|| CronError::NotFound(lookup.to_string()))?;
+    let changed = store.modify_job(&id, now, |job| {
         if job.enabled != enabled {
             job.enabled = enabled;
             job.updated_at_ms = now_ms;
             job.state.next_run_at_ms = None;
         }
-        let mut job = job.clone();
-        plan_next_run(app, &mut job, now_ms);
-        *file.get_mut(&id).expect("the job is there") = job.clone();
-        Ok(job)
+        plan_next_run(app, job, now_ms);
+        Ok(job.clone())
     })?;
     tell_gateway(app, changed.written.is_some());
     let mut warnings = changed.warnings;

@@ -460,22 +460,24 @@ impl CronIndex {
         Ok(())
     }
 
-    /// After a write that changed only the jobs in `changed` (each with
-    /// its place in the file), their rows, when the index described the
-    /// file as read (`read_as`); else nothing: the index no longer matches
-    /// the file and is rebuilt when next read. Returns whether it followed.
+    /// After a write that changed, added or removed only the jobs in
+    /// `changed` (each with its place in the file) and `removed`, their
+    /// rows, when the index described the file as read (`read_as`); else
+    /// nothing: the index no longer matches the file and is rebuilt when
+    /// next read. Returns whether it followed.
     pub(crate) fn follow_jobs(
         &mut self,
         source: &Source<'_>,
         read_as: Fingerprint,
         changed: &[(usize, Job)],
+        removed: &[String],
     ) -> Result<bool, CronError> {
         let zone = zone_name(source.host_zone);
         let Some(warnings) = self.describes(source.store_path, read_as, &zone)? else {
             return Ok(false);
         };
         let rows = changed.iter().map(|(position, job)| (*position, job));
-        self.replace_rows(source, &warnings, [], rows)?;
+        self.replace_rows(source, &warnings, removed, rows)?;
         Ok(true)
     }
 

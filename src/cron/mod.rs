@@ -12,13 +12,22 @@
 //!   and writing (under `<store>.lock`, atomic, 2-space indent, skipped
 //!   when the bytes are equal, untouched jobs byte for byte as read,
 //!   `jobs.json.bak` refreshed unless only `state`/`updatedAtMs` changed);
+//!   `store_streamed.rs`: the same writes as a stream for a plain JSON
+//!   store (the runner's reading and write-back, a command's change,
+//!   addition or removal of one job: only the jobs touched re-serialised,
+//!   the same bytes), the full path for any other;
 //! * `index.rs`: the `cron_jobs` rows, keyed by the file's fingerprint;
 //! * `runlog.rs`: the run logs, appended under a lock, cut back past
 //!   `cron.runLog.maxBytes` to the newest `cron.runLog.keepLines` lines;
 //! * `schedule.rs`: the bridge to `almanac-cron`;
 //! * `slots.rs`: the slot ledger (state store, canonical): every slot a
 //!   job's schedule reached is claimed once before it runs, or recorded
-//!   missed with what its `catchUp` policy did; the catch-up plan;
+//!   missed with what its `catchUp` policy did; per job it keeps the open
+//!   slots, the latest scheduled slot and a short history (the last 20,
+//!   fewer each past 5,000 jobs so that 100,000 rows hold them all, at
+//!   least one), cut back by [`slots::SlotLedger::trim`]; a scheduled slot
+//!   no later than the job's latest in the ledger is never claimed; the
+//!   catch-up plan;
 //! * `outcome.rs`: what a run's end does to its job (runtime state,
 //!   disable or remove, error backoff, one-shot retries, failure alerts),
 //!   schedule errors, the backoff window and the stale-slot guard.
@@ -43,6 +52,15 @@
 //! * [`CronStore::remove`]`(job_id, now)` (a one-shot's `deleteAfterRun`)
 //!   and [`CronStore::modify`]`(now, |file| …)` for any other change under
 //!   the lock (disabling a spent one-shot, an auto-disable);
+//!   [`CronStore::modify_job`]`(job_id, now, |job| …)` and
+//!   [`CronStore::add`]`(&job, now)` for the commands' change of one job
+//!   and new job (a stream on a large store);
+//! * the slot ledger over the state store: [`slots::claim_in`] and
+//!   [`slots::finish_in`] in the transaction that creates and ends the
+//!   runs' tasks, [`slots::SlotLedger`] for the rest (runs an earlier
+//!   start left open, missed slots, each job's latest scheduled slot, and
+//!   [`slots::SlotLedger::trim`]`(Budget::DEFAULT)` hourly and after many
+//!   slots);
 //! * [`runlog::append`]`(&store.runs_dir(), &RunRecord, Limits)` after
 //!   every run, `Limits::from(&config.cron.run_log)`;
 //! * [`schedule::to_schedule`] and [`schedule::next_run`] put a job's
@@ -64,7 +82,11 @@
 //!   nothing. A command that only reads may rebuild the index; it never
 //!   writes `jobs.json` (not even to restore a damaged one).
 //! * Every change is a read-modify-write under the store's lock, so two
-//!   writers (commands, the gateway) never lose each other's jobs.
+//!   writers (commands, the gateway) never lose each other's jobs. A
+//!   change as a stream writes what the full path would, byte for byte.
+//! * A slot is claimed before its run starts and never started again; the
+//!   slot ledger's size follows the number of jobs, not how long they
+//!   have run.
 //! * Nothing in a job almanac does not understand is dropped: unknown
 //!   fields stay, and a job that cannot be read at all stays in the file
 //!   as it is (reported, not run).

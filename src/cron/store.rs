@@ -19,6 +19,10 @@
 //!   and the fields almanac does not know. Before a write that changes
 //!   more than runtime fields (`state`, `updatedAtMs`), the previous file
 //!   is copied to `jobs.json.bak`.
+//! * The runner's reading and write-back, and a command's change of one
+//!   job, addition or removal, go as a stream on a plain JSON store
+//!   (`store_streamed.rs`): the same bytes, without reading the whole
+//!   store into memory or writing it out from a tree.
 
 use std::collections::BTreeSet;
 use std::io;
@@ -582,156 +586,6 @@ impl CronStore {
         })
     }
 
-    /// Reads every job for the runner as a stream, without holding the
-    /// store: `each` gets each job's text and the job (or why it cannot be
-    /// read). `Ok(None)`: this store needs the full read
-    /// ([`CronStore::load`]): it is not plain JSON with a `jobs` list
-    /// (JSON5, damaged, another shape), or OpenClaw's state sidecar is
-    /// there; `each` may have seen part of it.
-    pub(crate) fn stream_jobs(
-        &self,
-        each: &mut dyn FnMut(&str, Result<Job, String>),
-    ) -> Result<Option<Option<Fingerprint>>, CronError> {
-        if self.sidecar_path().exists() {
-            return Ok(None);
-        }
-        let before = self.fingerprint()?;
-        let file = match std::fs::File::open(&self.path) {
-            Ok(f) => f,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Some(None)),
-            Err(e) => return Err(self.io_err(&self.path)(e)),
-        };
-        let read = super::stream::each_job(file, &mut |raw| {
-            let text = raw.get();
-            if text != "null" {
-                each(text, job_from_text(text));
-            }
-            Ok(())
-        });
-        if read.is_err() {
-            return Ok(None);
-        }
-        let after = self.fingerprint()?;
-        Ok(Some(before.filter(|b| Some(*b) == after)))
-    }
-
-    /// [`CronStore::update_states`] as a stream for a plain JSON store:
-    /// the file is copied to its replacement job by job, only the jobs in
-    /// `updates` re-written, and their index rows follow. `Ok(None)`:
-    /// this store needs the full path (not plain JSON, a job in an older
-    /// spelling, the state sidecar); nothing was written.
-    pub(crate) fn update_states_streamed(
-        &self,
-        updates: &std::collections::HashMap<String, (JobState, bool)>,
-        now: jiff::Timestamp,
-    ) -> Result<Option<Changed<StatesUpdated>>, CronError> {
-        #[derive(Deserialize)]
-        struct Ids {
-            id: Option<String>,
-            #[serde(rename = "jobId")]
-            job_id: Option<String>,
-        }
-        let lock = self.lock_path();
-        durable::with_file_lock(&lock, || {
-            if self.sidecar_path().exists() {
-                return Ok(None);
-            }
-            let Some(read_as) = self.fingerprint()? else {
-                return Ok(None);
-            };
-            let source = match std::fs::File::open(&self.path) {
-                Ok(f) => f,
-                Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-                Err(e) => return Err(self.io_err(&self.path)(e)),
-            };
-            let mut changed: Vec<(usize, Job)> = Vec::new();
-            let mut position = 0usize;
-            let mut seen = BTreeSet::new();
-            let written = durable::atomic_replace_with(
-                &self.path,
-                durable::PRIVATE_FILE_MODE,
-                |out| {
-                    super::stream::rewrite(source, out, &mut |raw| {
-                        let text = raw.get();
-                        if text == "null" {
-                            return Err("a null entry".into());
-                        }
-                        let here = position;
-                        position += 1;
-                        let id = serde_json::from_str::<Ids>(text)
-                            .ok()
-                            .and_then(|ids| ids.id.or(ids.job_id));
-                        let Some((id, (state, disable))) =
-                            id.and_then(|id| updates.get_key_value(&id))
-                        else {
-                            return Ok(None);
-                        };
-                        let raw: Value =
-                            serde_json::from_str(text).map_err(|e| e.to_string())?;
-                        let Value::Object(map) = &raw else {
-                            return Ok(None);
-                        };
-                        if needs_normalizing(map) || !seen.insert(id.clone()) {
-                            return Err("needs the full path".into());
-                        }
-                        let Ok(original) = Job::deserialize(&raw) else {
-                            return Ok(None);
-                        };
-                        let mut job = original.clone();
-                        job.state = state.clone();
-                        if *disable {
-                            job.enabled = false;
-                        }
-                        let out = patch(map, &original.to_map(), &job.to_map());
-                        changed.push((here, job));
-                        Ok(Some(Value::Object(out)))
-                    })
-                },
-            );
-            if written.is_err() {
-                return Ok(None);
-            }
-            let written_as = self.fingerprint()?;
-            if let Some(written_as) = written_as {
-                let followed = CronIndex::open(&self.state_store).and_then(|mut index| {
-                    let source = index::Source {
-                        store_path: &self.path,
-                        fingerprint: written_as,
-                        host_zone: &self.host_zone,
-                        now_ms: now.as_millisecond(),
-                    };
-                    index.follow_jobs(&source, read_as, &changed)
-                });
-                if let Err(err) = followed {
-                    tracing::warn!(error = %err, "the cron index could not follow a change; it is rebuilt on next use");
-                }
-            }
-            let missing = updates
-                .keys()
-                .filter(|id| !seen.contains(*id))
-                .cloned()
-                .collect();
-            Ok(Some(Changed {
-                value: StatesUpdated {
-                    updated: changed.len(),
-                    missing,
-                },
-                warnings: Vec::new(),
-                written: written_as,
-            }))
-        })
-        .map_err(self.io_err(&lock))?
-    }
-
-    /// Removes the job `id` (exactly that id); `false` when there is none.
-    pub(crate) fn remove(
-        &self,
-        id: &str,
-        now: jiff::Timestamp,
-    ) -> Result<Changed<bool>, CronError> {
-        self.modify(now, |file| Ok(file.remove(id).is_some()))
-    }
-
     /// A page of jobs from the index, which is rebuilt first when the file
     /// changed since it was built (a command that only reads may do that;
     /// it never writes the file). Without a usable index (a damaged file,
@@ -1250,6 +1104,7 @@ impl JobFile {
             .filter_map(|(n, e)| e.job.as_ref().map(|j| (n, j)))
     }
 
+    #[cfg(test)]
     pub(crate) fn get(&self, id: &str) -> Option<&Job> {
         self.jobs().find(|j| j.id == id)
     }
@@ -1401,6 +1256,9 @@ impl Serialize for JobsOut<'_> {
         seq.end()
     }
 }
+
+#[path = "store_streamed.rs"]
+mod streamed;
 
 #[cfg(test)]
 #[path = "store_tests.rs"]

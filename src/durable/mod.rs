@@ -8,11 +8,15 @@
 //!   at any point) sees either the old file or the new one. A symlink stays
 //!   a symlink: the file it finally points to is the one replaced (in that
 //!   file's directory). Whether a link may be followed at all is the
-//!   caller's decision.
+//!   caller's decision. A large file's pages start going to disk while it
+//!   is written, so that the fsync at its end waits for little.
 //! * [`locked_append`] holds an exclusive advisory lock on the file for the
 //!   whole write, so concurrent processes never interleave or lose lines. If
 //!   an earlier writer left the file without a final newline, the append
 //!   starts on a fresh line instead of gluing onto it.
+//! * [`keep_as`] gives a file a second name (a hard link, else a copy)
+//!   before a rename replaces it, so that the old bytes stay under that
+//!   name without being written again.
 //! * [`quarantine`] moves a corrupt state file aside as
 //!   `<name>.corrupt-<timestamp>`; nothing is deleted, and because the file is
 //!   gone afterwards, the caller's warning is shown once.
@@ -151,6 +155,28 @@ impl Drop for Staged {
     }
 }
 
+/// Replaces `to` with a copy of `from` (copied by the kernel), written
+/// under a temporary name and renamed into place, private, but not
+/// synced: a copy the caller can do without (a power loss may leave the
+/// old one, or an empty one, never a mix under the name).
+pub(crate) fn replace_with_copy(from: &Path, to: &Path) -> io::Result<()> {
+    let temp = temp_path_for(to);
+    let copied = (|| {
+        let mut source = File::open(from)?;
+        let mut out = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(PRIVATE_FILE_MODE)
+            .open(&temp)?;
+        io::copy(&mut source, &mut out)?;
+        fs::rename(&temp, to)
+    })();
+    if copied.is_err() {
+        let _ = fs::remove_file(&temp);
+    }
+    copied
+}
+
 /// A read-write file for data too large to hold in memory, made in `dir`
 /// (created if needed) and unlinked at once: it is gone when the handle is
 /// closed, and a process killed in between leaves at most a temporary
@@ -233,11 +259,51 @@ fn write_synced_with(
         .open(path)?;
     // The process umask may have narrowed the mode of the new file.
     file.set_permissions(fs::Permissions::from_mode(mode))?;
-    let mut out = io::BufWriter::with_capacity(256 * 1024, file);
+    let mut out = io::BufWriter::with_capacity(256 * 1024, EarlyWriteback { file, pending: 0 });
     write(&mut out)?;
-    let file = out.into_inner().map_err(io::IntoInnerError::into_error)?;
-    file.sync_all()
+    let out = out.into_inner().map_err(io::IntoInnerError::into_error)?;
+    out.file.sync_all()
 }
+
+/// Past this many bytes written, a new file's pages start going to disk.
+const WRITEBACK_EVERY: usize = 8 << 20;
+
+/// A new file that starts going to disk while it is still being written
+/// (every [`WRITEBACK_EVERY`] bytes), so that the `fsync` at its end
+/// waits for little more than its last pages: a large file is durable
+/// sooner after its last byte.
+struct EarlyWriteback {
+    file: File,
+    pending: usize,
+}
+
+impl Write for EarlyWriteback {
+    fn write(&mut self, data: &[u8]) -> io::Result<usize> {
+        let n = self.file.write(data)?;
+        self.pending += n;
+        if self.pending >= WRITEBACK_EVERY {
+            self.pending = 0;
+            start_writeback(&self.file);
+        }
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.file.flush()
+    }
+}
+
+/// Asks the kernel to start writing `file`'s dirty pages, without waiting.
+#[cfg(target_os = "linux")]
+fn start_writeback(file: &File) {
+    use std::os::fd::AsRawFd;
+    // SAFETY: the descriptor is `file`'s, open for the whole call. A
+    // refusal only loses the head start: the `fsync` writes the pages.
+    let _ = unsafe { libc::sync_file_range(file.as_raw_fd(), 0, 0, libc::SYNC_FILE_RANGE_WRITE) };
+}
+
+#[cfg(not(target_os = "linux"))]
+fn start_writeback(_file: &File) {}
 
 /// Creates `path` with `bytes` atomically, only if it does not exist yet:
 /// the content is written and synced under a temporary name, then linked
@@ -259,6 +325,33 @@ pub(crate) fn atomic_create(path: &Path, bytes: &[u8], mode: u32) -> io::Result<
     });
     let _ = fs::remove_file(&temp);
     result
+}
+
+/// Makes `keep` another name of the file `path` holds now (the file a
+/// symlink at `path` finally points to), replacing `keep` atomically: a
+/// hard link under a temporary name renamed over `keep`, its directory
+/// synced. No byte is copied: the file's bytes are already on disk. Where
+/// the file system will not link (another device, no hard links), the
+/// bytes are copied instead ([`atomic_replace`]). For keeping a file that
+/// is about to be replaced by a rename: afterwards `keep` alone holds the
+/// old bytes.
+pub(crate) fn keep_as(path: &Path, keep: &Path) -> io::Result<()> {
+    let source = final_target(path)?;
+    let keep = final_target(keep)?;
+    let temp = temp_path_for(&keep);
+    let linked = fs::hard_link(&source, &temp).and_then(|()| {
+        fs::rename(&temp, &keep)?;
+        sync_dir(parent_dir(&keep))
+    });
+    match linked {
+        Ok(()) => Ok(()),
+        Err(_) => {
+            let _ = fs::remove_file(&temp);
+            atomic_replace_with(&keep, PRIVATE_FILE_MODE, |out| {
+                io::copy(&mut File::open(&source)?, out).map(drop)
+            })
+        }
+    }
 }
 
 /// Moves a file, across file systems if needed (copy, sync, then remove

@@ -468,3 +468,62 @@ fn a_scratch_file_has_no_name_and_an_empty_directory_can_go() {
     assert!(!work.exists());
     assert!(!remove_dir_if_empty(&work).unwrap());
 }
+
+#[test]
+fn keep_as_keeps_the_old_bytes_under_the_second_name_when_the_file_is_replaced() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("jobs.json");
+    let keep = dir.path().join("jobs.json.bak");
+    atomic_replace(&path, b"first", PRIVATE_FILE_MODE).unwrap();
+    atomic_replace(&keep, b"older", PRIVATE_FILE_MODE).unwrap();
+    keep_as(&path, &keep).unwrap();
+    atomic_replace(&path, b"second", PRIVATE_FILE_MODE).unwrap();
+    assert_eq!(fs::read(&path).unwrap(), b"second");
+    assert_eq!(fs::read(&keep).unwrap(), b"first");
+    // Through a symlink, the file it points to is the one kept.
+    let real = dir.path().join("real.json");
+    atomic_replace(&real, b"real", PRIVATE_FILE_MODE).unwrap();
+    let link = dir.path().join("link.json");
+    std::os::unix::fs::symlink(&real, &link).unwrap();
+    keep_as(&link, &keep).unwrap();
+    atomic_replace(&link, b"through the link", PRIVATE_FILE_MODE).unwrap();
+    assert_eq!(fs::read(&keep).unwrap(), b"real");
+    assert!(
+        !fs::symlink_metadata(&keep)
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+    // Nothing left behind under a temporary name.
+    let names: Vec<String> = fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| is_temp_file_name(n))
+        .collect();
+    assert!(names.is_empty(), "{names:?}");
+}
+
+#[test]
+fn a_copy_replaces_its_target_whole_and_private() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let from = dir.path().join("jobs.json");
+    let to = dir.path().join("jobs.json.last-good");
+    atomic_replace(&from, b"new jobs", PRIVATE_FILE_MODE).unwrap();
+    atomic_replace(&to, b"old jobs", PRIVATE_FILE_MODE).unwrap();
+    replace_with_copy(&from, &to).unwrap();
+    assert_eq!(fs::read(&to).unwrap(), b"new jobs");
+    assert_eq!(
+        fs::metadata(&to).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+    // A source that is gone leaves the target and no temporary file.
+    let err = replace_with_copy(&dir.path().join("missing"), &to);
+    assert!(err.is_err());
+    assert_eq!(fs::read(&to).unwrap(), b"new jobs");
+    let names: Vec<String> = fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(names.len(), 2, "{names:?}");
+}

@@ -60,10 +60,10 @@ const PREPARE_MARGIN_MS: i64 = 2;
 const EARLY_CHECK: Duration = Duration::from_millis(20);
 /// How often runtime state is written back to `jobs.json`.
 const STATE_FLUSH: Duration = Duration::from_secs(2);
-/// How long handled slots are kept in the ledger (each job's latest is
-/// kept whatever its age), and how often older ones are pruned.
-const SLOT_RETENTION_MS: i64 = 7 * 24 * 3600 * 1000;
-const PRUNE_EVERY: Duration = Duration::from_secs(3600);
+/// How often the slot ledger's history is cut back to its budget
+/// ([`slots::Budget`]), and after how many slots handled since, sooner.
+const TRIM_EVERY: Duration = Duration::from_secs(3600);
+const TRIM_AFTER_SLOTS: usize = 50_000;
 /// A `systemEvent` run's time limit; an `agentTurn`'s default.
 pub(super) const EVENT_TIMEOUT: Duration = Duration::from_secs(10 * 60);
 pub(super) const TURN_TIMEOUT: Duration = Duration::from_secs(60 * 60);
@@ -386,7 +386,8 @@ impl Runner {
         bus: &mut tokio::sync::broadcast::Receiver<super::Event>,
     ) -> anyhow::Result<Stopped> {
         let mut last_flush = tokio::time::Instant::now();
-        let mut last_prune: Option<tokio::time::Instant> = None;
+        let mut last_trim: Option<tokio::time::Instant> = None;
+        let mut handled_since_trim = 0usize;
         let shared = self.shared.clone();
         let mut manual = shared.cron.manual_rx.lock().await;
         let mut checked: Option<tokio::time::Instant> = None;
@@ -413,31 +414,34 @@ impl Runner {
             let now = self.shared.host.now_ms();
             let due = self.take_due(now);
             if !due.is_empty() {
+                handled_since_trim += due.len();
                 self.start_runs(due).await?;
             }
             if last_flush.elapsed() >= STATE_FLUSH {
                 self.flush_states().await;
                 last_flush = tokio::time::Instant::now();
             }
-            if last_prune.is_none_or(|at| at.elapsed() >= PRUNE_EVERY) {
+            if last_trim.is_none_or(|at| at.elapsed() >= TRIM_EVERY)
+                || handled_since_trim >= TRIM_AFTER_SLOTS
+            {
                 let ledger = self.ledger.clone();
-                let before = now - SLOT_RETENTION_MS;
-                let pruned = self
+                let trimmed = self
                     .shared
                     .engine
                     .blocking(move || {
                         ledger
                             .lock()
                             .unwrap_or_else(|p| p.into_inner())
-                            .prune(before)
+                            .trim(slots::Budget::DEFAULT)
                     })
                     .await?;
-                if let Ok(n) = pruned
-                    && n > 0
-                {
-                    tracing::debug!(pruned = n, "old cron slots pruned");
+                match trimmed {
+                    Ok(n) if n > 0 => tracing::debug!(trimmed = n, "cron slot history trimmed"),
+                    Ok(_) => {}
+                    Err(err) => tracing::warn!(%err, "cron slot history not trimmed"),
                 }
-                last_prune = Some(tokio::time::Instant::now());
+                last_trim = Some(tokio::time::Instant::now());
+                handled_since_trim = 0;
             }
             let next = self.queue.peek().map(|Reverse((at, _))| *at);
             if let Some(at) = next {
@@ -1256,6 +1260,10 @@ mod outcome_tests;
 #[cfg(test)]
 #[path = "cron_dst_tests.rs"]
 mod dst_tests;
+
+#[cfg(test)]
+#[path = "cron_ledger_tests.rs"]
+mod ledger_tests;
 
 #[cfg(test)]
 #[path = "cron_tests.rs"]

@@ -3,7 +3,8 @@
 //! Invariants:
 //! * This module alone holds SQL DDL. Schemas are embedded, append-only
 //!   migrations (`migrations/<db>/NNNN_name.sql`); an applied migration is
-//!   never edited (its checksum is recorded and verified).
+//!   never edited (its checksum is recorded and verified). After one that
+//!   cuts a table down, a file left mostly free is vacuumed (best effort).
 //! * One connection policy for every database: WAL journal, 5 s busy
 //!   timeout, foreign keys on, files 0600 in 0700 directories.
 //! * [`StoreKind::State`] is canonical (never deleted automatically);
@@ -55,6 +56,11 @@ const STATE_MIGRATIONS: &[Migration] = &[
         version: 5,
         name: "cron_slot_retry",
         sql: include_str!("migrations/state/0005_cron_slot_retry.sql"),
+    },
+    Migration {
+        version: 6,
+        name: "cron_slot_history",
+        sql: include_str!("migrations/state/0006_cron_slot_history.sql"),
     },
 ];
 
@@ -110,6 +116,16 @@ impl StoreKind {
         match self {
             StoreKind::State => STATE_MIGRATIONS,
             StoreKind::Index => INDEX_MIGRATIONS,
+        }
+    }
+
+    /// Migrations that may leave most of the file free (a table cut
+    /// down): after them the file is vacuumed when it is mostly free
+    /// pages, so that it shrinks on disk too.
+    fn reclaiming(self) -> &'static [u32] {
+        match self {
+            StoreKind::State => &[6],
+            StoreKind::Index => &[],
         }
     }
 
@@ -388,9 +404,36 @@ impl Store {
         }
         tx.pragma_update(None, "user_version", known)?;
         tx.commit()?;
+        if self.kind.reclaiming().iter().any(|v| *v > current) {
+            self.reclaim_free_pages();
+        }
         Ok(())
     }
+
+    /// Gives the free pages back to the file system when they are most of
+    /// the file (`VACUUM`, which cannot run inside the migration's
+    /// transaction). Best effort: another connection reading, or too
+    /// little disk for the copy, leaves the file as it is (SQLite reuses
+    /// the free pages).
+    fn reclaim_free_pages(&self) {
+        let pages = |pragma: &str| -> i64 {
+            self.conn
+                .query_row(&format!("PRAGMA {pragma}"), [], |r| r.get(0))
+                .unwrap_or(0)
+        };
+        let (free, total) = (pages("freelist_count"), pages("page_count"));
+        if free < RECLAIM_MIN_FREE_PAGES || free * 2 < total {
+            return;
+        }
+        if let Err(err) = self.conn.execute_batch("VACUUM") {
+            tracing::warn!(path = %self.path.display(), %err, "the free space left by a migration was not given back");
+        }
+    }
 }
+
+/// Below this many free pages (4 MiB of 4 KiB pages) a file is not worth
+/// vacuuming.
+const RECLAIM_MIN_FREE_PAGES: i64 = 1024;
 
 impl Store {
     fn verify_checksums(&self, migrations: &[Migration]) -> Result<(), StoreError> {
@@ -517,6 +560,9 @@ mod tests {
             (StoreKind::State, 1, "c2995823ad9504f4"),
             (StoreKind::State, 2, "03d66cc7aa873958"),
             (StoreKind::State, 3, "2f7a6c3a5e318d73"),
+            (StoreKind::State, 4, "60d7a29b3c9763e6"),
+            (StoreKind::State, 5, "0d263fc80018e97e"),
+            (StoreKind::State, 6, "a8ed5415dd1dc0fa"),
         ];
         for kind in [StoreKind::State, StoreKind::Index] {
             for (i, m) in kind.migrations().iter().enumerate() {

@@ -573,16 +573,20 @@ fn a_damaged_store_is_never_an_empty_schedule_in_silence() {
     }
     sb.write(STORE, "{\"version\": 1, \"jobs\": [ oops");
     let list = cron(&sb, &["list", "--json"]).ok();
-    assert_eq!(list.json()["total"], 1, "the backup holds the first job");
+    assert_eq!(
+        list.json()["total"],
+        2,
+        "the last good copy holds both jobs (the backup only the first)"
+    );
     assert!(
         list.stderr.starts_with("warning: the job store ")
             && list.stderr.contains("is damaged")
-            && list.stderr.contains("jobs.json.bak"),
+            && list.stderr.contains("jobs.json.last-good"),
         "{}",
         list.stderr
     );
     assert_eq!(sb.read(STORE), "{\"version\": 1, \"jobs\": [ oops");
-    // The next change moves it aside and goes on from the backup.
+    // The next change moves it aside and goes on from that copy.
     let added = cron(
         &sb,
         &[
@@ -606,7 +610,7 @@ fn a_damaged_store_is_never_an_empty_schedule_in_silence() {
         "{names:?}"
     );
     let list = cron(&sb, &["list", "--json"]).ok();
-    assert_eq!(list.json()["total"], 2);
+    assert_eq!(list.json()["total"], 3);
     assert_eq!(list.stderr, "");
 }
 
