@@ -18,6 +18,8 @@ pub(crate) mod cron;
 pub(crate) mod delivery;
 pub(crate) mod durable;
 pub(crate) mod engine;
+pub(crate) mod entry;
+pub(crate) mod gateway_client;
 pub(crate) mod gateway;
 pub(crate) mod heartbeat;
 pub(crate) mod hooks;
@@ -30,6 +32,7 @@ pub(crate) mod session;
 pub(crate) mod skills;
 pub(crate) mod store;
 pub(crate) mod tasks;
+pub(crate) mod trigger;
 
 // A gateway answers thousands of small requests a second, each a few
 // dozen short-lived allocations across worker threads: mimalloc serves

@@ -29,7 +29,6 @@ use crate::cron::job::{
 use crate::cron::runlog::{self, RunPage, RunQuery};
 use crate::cron::{CronError, CronStore, ListQuery, Listing, schedule};
 use crate::delivery::url::UrlOrigin;
-use crate::gateway::client::Client;
 
 /// How long `cron run` waits for the gateway's answer.
 pub(crate) const RUN_ANSWER_WAIT: Duration = Duration::from_secs(60);
@@ -438,7 +437,7 @@ pub(crate) fn tell_gateway(app: &App, written: bool) {
     if !written {
         return;
     }
-    if let Ok(Some(client)) = Client::find(app)
+    if let Ok(Some(client)) = app.gateway_client()
         && let Err(err) = client.post("/v1/cron/reload", &json!({}), Duration::from_secs(5))
     {
         tracing::debug!(%err, "the gateway was not told of the change");
@@ -750,7 +749,7 @@ pub(crate) fn status(app: &App) -> anyhow::Result<CronStatus> {
         jobs: overview.jobs,
         next_wake_at_ms: overview.next_wake_at_ms,
         enabled_jobs: overview.enabled,
-        gateway_running: crate::gateway::state::running(&app.paths).is_some(),
+        gateway_running: crate::gateway_client::discovery::running(&app.paths).is_some(),
         warnings,
         damaged,
     })
@@ -793,7 +792,7 @@ pub(crate) fn runs(app: &App, lookup: &str, query: &RunQuery) -> anyhow::Result<
 /// if it is due). The gateway's answer: `{ok, ran?, enqueued?, reason?,
 /// runId?}`.
 pub(crate) fn run(app: &App, lookup: &str, due: bool) -> anyhow::Result<Value> {
-    let client = Client::require(app)?;
+    let client = app.require_gateway()?;
     let id = app.cron_store().resolve(lookup, app.now_ms())?;
     let path = format!(
         "/v1/cron/jobs/{}/run",

@@ -260,9 +260,9 @@ pub(crate) fn fake_gateway(answer: serde_json::Value) -> (u16, std::thread::Join
 /// kept.
 #[must_use]
 pub(crate) fn publish_fake_gateway(app: &App, port: u16) -> Option<crate::durable::HeldLock> {
-    let info = crate::gateway::state::test_info(std::process::id(), "127.0.0.1", port);
-    crate::gateway::state::publish(&app.paths, &info).unwrap();
-    crate::gateway::state::acquire_lock(&app.paths).unwrap()
+    let info = crate::gateway_client::discovery::test_info(std::process::id(), "127.0.0.1", port);
+    crate::gateway_client::discovery::publish(&app.paths, &info).unwrap();
+    crate::gateway_client::discovery::acquire_lock(&app.paths).unwrap()
 }
 
 #[test]
@@ -272,7 +272,7 @@ fn run_asks_the_gateway_for_the_whole_id_and_mode() {
     let job = add(&app, &flags("now please")).unwrap().job;
     let err = run(&app, &job.id, false).unwrap_err();
     assert!(
-        err.downcast_ref::<crate::gateway::client::NotRunning>()
+        err.downcast_ref::<crate::gateway_client::client::NotRunning>()
             .is_some(),
         "{err}"
     );

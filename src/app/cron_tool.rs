@@ -302,7 +302,7 @@ async fn run(
             gateway.run_cron_job(id, due).await
         }
         None => {
-            if crate::gateway::state::running(&app.paths).is_none() {
+            if crate::gateway_client::discovery::running(&app.paths).is_none() {
                 return Err(
                     "no gateway is running, and only the gateway runs jobs: the user can start it with `almanac gateway run`; the job runs at its time once it does"
                         .into(),
@@ -327,7 +327,7 @@ async fn wake(
         Some(Value::String(t)) if !t.trim().is_empty() => t.clone(),
         _ => return Err("`text` is required: the system event to queue".into()),
     };
-    let mode = word(args, "mode", crate::gateway::http::MODES)?
+    let mode = word(args, "mode", crate::trigger::WAKE_MODES)?
         .unwrap_or("next-heartbeat")
         .to_string();
     // The model's words: shown to the next turn as untrusted.
@@ -351,7 +351,7 @@ async fn tell(app: &App, gateway: Option<&Arc<dyn GatewayHooks>>, written: bool)
     }
     match gateway {
         Some(gateway) => gateway.cron_changed(),
-        None if crate::gateway::state::running(&app.paths).is_some() => {
+        None if crate::gateway_client::discovery::running(&app.paths).is_some() => {
             let app = app.clone();
             let _ = off_runtime(move || app_cron::tell_gateway(&app, true)).await;
         }

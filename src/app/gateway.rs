@@ -2,20 +2,15 @@
 //! stopping it, and the commands that go through it when it runs
 //! (`system event`, `agent --message`) or work on the files without it.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use serde::Serialize;
 use serde_json::{Value, json};
-use tokio_util::sync::CancellationToken;
 
-use super::agent::{TurnReport, TurnRequest};
-use super::{App, GlobalOptions};
-use crate::agent::policy::Approver;
-use crate::gateway::client::Client;
-use crate::gateway::state::{self, GatewayInfo};
-use crate::gateway::{self, GatewayStatus, RunOptions};
-use crate::provider::Quiet;
+use super::App;
+use crate::gateway_client::discovery;
+use crate::gateway_client::{self, GatewayStatus};
+use crate::trigger::TurnRequest;
 
 /// An answer the gateway gives later.
 pub(crate) type LaterAnswer =
@@ -54,24 +49,13 @@ pub(crate) enum BadEvent {
     Empty,
 }
 
-/// Runs the gateway in the foreground; `on_ready` is told where it
-/// listens.
-pub(crate) fn run(
-    app: App,
-    options: GlobalOptions,
-    opts: RunOptions,
-    on_ready: impl FnOnce(&GatewayInfo) + Send,
-) -> anyhow::Result<()> {
-    gateway::run(app, options, opts, CancellationToken::new(), on_ready)
-}
-
 /// `gateway status`: from the running gateway, else "not running".
 pub(crate) fn status(app: &App) -> anyhow::Result<GatewayStatus> {
-    let Some(client) = Client::find(app)? else {
+    let Some(client) = app.gateway_client()? else {
         let mut status = GatewayStatus::not_running();
         // A gateway holds the lock but its gateway.json is gone or
         // unreadable: it runs, and puts the file back within a minute.
-        status.running = state::lock_held(&app.paths);
+        status.running = discovery::lock_held(&app.paths);
         return Ok(status);
     };
     match client.get("/v1/status") {
@@ -86,7 +70,7 @@ pub(crate) fn status(app: &App) -> anyhow::Result<GatewayStatus> {
             status.port = Some(info.port);
             status.started_at_ms = Some(info.started_at_ms);
             status.uptime_ms = Some(app.host.now_ms() - info.started_at_ms);
-            status.components = vec![gateway::supervisor::ComponentStatus {
+            status.components = vec![crate::gateway_client::ComponentStatus {
                 name: "control-api".into(),
                 state: "unreachable".into(),
                 restarts: 0,
@@ -110,8 +94,8 @@ pub(crate) struct Stopped {
 /// `gateway stop`: SIGTERM to the running gateway, then waits for it to
 /// end (its own shutdown deadline plus a margin).
 pub(crate) fn stop(app: &App) -> anyhow::Result<Stopped> {
-    let Some(info) = state::running(&app.paths) else {
-        if state::lock_held(&app.paths) {
+    let Some(info) = discovery::running(&app.paths) else {
+        if discovery::lock_held(&app.paths) {
             return Err(anyhow::anyhow!(
                 "a gateway runs on this state directory but its gateway.json is missing or unreadable; it writes it again within a minute: try then"
             ));
@@ -132,15 +116,15 @@ pub(crate) fn stop(app: &App) -> anyhow::Result<Stopped> {
             ));
         }
     }
-    let wait = gateway::SHUTDOWN_DEADLINE + Duration::from_secs(5);
+    let wait = gateway_client::SHUTDOWN_DEADLINE + Duration::from_secs(5);
     let began = std::time::Instant::now();
-    while state::pid_alive(info.pid) && began.elapsed() < wait {
+    while discovery::pid_alive(info.pid) && began.elapsed() < wait {
         std::thread::sleep(Duration::from_millis(20));
     }
     Ok(Stopped {
         was_running: true,
         pid: Some(info.pid),
-        stopped: !state::pid_alive(info.pid),
+        stopped: !discovery::pid_alive(info.pid),
     })
 }
 
@@ -167,18 +151,18 @@ pub(crate) fn system_event(
     session_key: Option<&str>,
     trusted: bool,
 ) -> anyhow::Result<EventQueued> {
-    if !gateway::http::MODES.contains(&mode) {
+    if !crate::trigger::WAKE_MODES.contains(&mode) {
         return Err(BadEvent::Mode(mode.to_string()).into());
     }
     let req = TurnRequest {
         session_key: session_key.map(str::to_string),
         ..TurnRequest::default()
     };
-    super::agent::check_agent(&req)?;
+    crate::trigger::check_agent(&req)?;
     if text.trim().is_empty() {
         return Err(BadEvent::Empty.into());
     }
-    if let Some(client) = Client::find(app)? {
+    if let Some(client) = app.gateway_client()? {
         let mut body = json!({"text": text, "mode": mode});
         if let Some(key) = session_key {
             body["sessionKey"] = json!(key);
@@ -237,63 +221,10 @@ pub(crate) fn system_event(
     })
 }
 
-/// A turn's answer, from this process or from the gateway.
-#[derive(Debug)]
-pub(crate) struct TurnDone {
-    pub json: Value,
-    pub reply: String,
-    pub silent: bool,
-    pub warnings: Vec<String>,
-    pub stopped: Option<String>,
-}
-
-impl From<TurnReport> for TurnDone {
-    fn from(report: TurnReport) -> TurnDone {
-        TurnDone {
-            reply: report.outcome.reply.clone(),
-            silent: report.outcome.silent,
-            warnings: report.warnings.clone(),
-            stopped: report.outcome.stopped.clone(),
-            json: serde_json::to_value(&report).unwrap_or_default(),
-        }
-    }
-}
-
-/// `agent --message`: through the running gateway's lane when there is
-/// one (commands needing a person's approval are refused there: nobody
-/// is at its terminal), else in this process.
-pub(crate) fn turn(
-    app: &App,
-    req: TurnRequest,
-    approver: Arc<dyn Approver>,
-) -> anyhow::Result<TurnDone> {
-    super::agent::check_agent(&req)?;
-    if let Some(client) = Client::find(app)? {
-        let body = serde_json::to_value(&req)?;
-        let mut json = client.post("/v1/agent", &body, Duration::from_secs(24 * 3600))?;
-        if let Some(map) = json.as_object_mut() {
-            map.remove("ok");
-        }
-        let text = |v: &Value| v.as_str().map(str::to_string);
-        return Ok(TurnDone {
-            reply: text(&json["reply"]).unwrap_or_default(),
-            silent: json["silent"].as_bool().unwrap_or(false),
-            warnings: json["warnings"]
-                .as_array()
-                .map(|a| a.iter().filter_map(text).collect())
-                .unwrap_or_default(),
-            stopped: text(&json["stopped"]),
-            json,
-        });
-    }
-    let report = crate::engine::run_one_turn(app.clone(), req, Box::new(Quiet), approver)?;
-    Ok(report.into())
-}
-
 /// `tasks cancel`: through the running gateway, which owns running
 /// tasks (`{ok, result, task}`).
 pub(crate) fn cancel_task(app: &App, lookup: &str) -> anyhow::Result<Value> {
-    let client = Client::require(app)?;
+    let client = app.require_gateway()?;
     let segment = percent_encoding::utf8_percent_encode(lookup, percent_encoding::NON_ALPHANUMERIC);
     let path = format!("/v1/tasks/{segment}/cancel");
     let mut answer = client.post(&path, &json!({}), Duration::from_secs(30))?;

@@ -1,5 +1,5 @@
 //! `gateway install` and `gateway uninstall`: the gateway's per-user
-//! service file (see [`crate::gateway::install`] for its text).
+//! service file (see [`crate::gateway_client::install`] for its text).
 //!
 //! The only files almanac writes outside its state directory and
 //! workspace. Installing writes the file atomically (0644, a new folder
@@ -17,7 +17,7 @@ use serde::Serialize;
 use super::App;
 use crate::config::{self, LoadedConfig, Origin};
 use crate::durable;
-use crate::gateway::install::{self, InstallChange, InstallError, Platform, ServiceSpec};
+use crate::gateway_client::install::{self, InstallChange, InstallError, Platform, ServiceSpec};
 
 /// Permission bits of a new service file: service managers read it, and it
 /// holds no secret.

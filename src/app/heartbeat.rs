@@ -23,9 +23,8 @@ use serde::Serialize;
 use std::time::Duration;
 
 use super::App;
-use super::agent::{HeartbeatTurn, TurnRequest};
+use crate::trigger::{HeartbeatTurn, TurnRequest};
 use crate::config::{HeartbeatConfig, HeartbeatTarget, HeartbeatVisibility};
-use crate::gateway::client::Client;
 use crate::heartbeat::runs::{self, RunEvent, RunRecord, RunStatus};
 use crate::session::store::SessionEntry;
 
@@ -33,7 +32,7 @@ use crate::session::store::SessionEntry;
 const DUPLICATE_WINDOW_MS: i64 = 24 * 60 * 60 * 1000;
 
 /// The agent heartbeats run for (one agent in this version).
-pub(crate) const AGENT_ID: &str = super::agent::AGENT_ID;
+pub(crate) const AGENT_ID: &str = crate::trigger::AGENT_ID;
 
 impl App {
     /// The heartbeat runner's record (events, switch).
@@ -605,7 +604,7 @@ pub(crate) struct Switched {
 pub(crate) fn set_enabled(app: &App, enabled: bool) -> anyhow::Result<Switched> {
     app.ensure_state_dir()?;
     let changed = app.heartbeat_runs().set_enabled(enabled)?;
-    if let Some(client) = Client::find(app)? {
+    if let Some(client) = app.gateway_client()? {
         let path = if enabled {
             "/v1/system/heartbeat/enable"
         } else {
@@ -619,7 +618,7 @@ pub(crate) fn set_enabled(app: &App, enabled: bool) -> anyhow::Result<Switched> 
 /// `system heartbeat run-now`: through the running gateway only; waits
 /// until the outcome and any delivery are recorded.
 pub(crate) fn run_now(app: &App) -> anyhow::Result<RunEvent> {
-    let client = Client::require(app)?;
+    let client = app.require_gateway()?;
     // A turn, then a delivery that may be retried once: the model's own
     // time limit plus a margin.
     let limit =

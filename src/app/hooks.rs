@@ -103,7 +103,7 @@ impl App {
     /// The turn the bundled `boot-md` hook asks for at gateway start:
     /// `<workspace>/BOOT.md`'s instructions in the session `boot`, when
     /// internal hooks and the hook are on and the file is not empty.
-    pub(crate) fn boot_request(&self) -> Option<super::agent::TurnRequest> {
+    pub(crate) fn boot_request(&self) -> Option<crate::trigger::TurnRequest> {
         if !self.config.config.hooks.internal.enabled {
             return None;
         }
@@ -116,7 +116,7 @@ impl App {
         if text.trim().is_empty() {
             return None;
         }
-        Some(super::agent::TurnRequest {
+        Some(crate::trigger::TurnRequest {
             message: format!(
                 "You are running a boot check. Follow the BOOT.md instructions below exactly.\n\nBOOT.md:\n{}\n\nIf nothing needs attention, reply with ONLY: NO_REPLY",
                 text.trim()

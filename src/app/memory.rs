@@ -377,7 +377,7 @@ impl App {
     /// the gateway's watcher keeps it in step ([`SyncMode::Watched`]),
     /// else `mode`.
     pub(crate) fn sync_mode(&self, memory: &crate::memory::Memory, mode: SyncMode) -> SyncMode {
-        match crate::gateway::state::running(&self.paths) {
+        match crate::gateway_client::discovery::running(&self.paths) {
             Some(info) if info.watching.contains(&memory.root) => SyncMode::Watched,
             _ => mode,
         }
@@ -418,7 +418,7 @@ pub(crate) fn search_command(app: &App, req: &SearchRequest) -> anyhow::Result<S
 const GATEWAY_SEARCH_WAIT: std::time::Duration = std::time::Duration::from_secs(20);
 
 fn search_through_gateway(app: &App, req: &ResolvedSearch) -> Option<Searched> {
-    let client = match crate::gateway::client::Client::find(app) {
+    let client = match app.gateway_client() {
         Ok(Some(client)) => client,
         Ok(None) => return None,
         Err(err) => {

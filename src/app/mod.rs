@@ -12,9 +12,7 @@
 //! Start-up work stays minimal: one small file read (the config) and no
 //! database is opened until a command needs it.
 
-pub(crate) mod agent;
-mod agent_assemble;
-mod agent_model;
+pub(crate) mod sessions;
 pub(crate) mod cron;
 pub(crate) mod cron_next;
 pub(crate) mod cron_tool;
@@ -144,6 +142,16 @@ impl App {
     }
 
     /// Creates the state directory (0700) if needed.
+    /// The gateway of this state directory, if one runs.
+    pub(crate) fn gateway_client(&self) -> anyhow::Result<Option<crate::gateway_client::client::Client>> {
+        crate::gateway_client::client::Client::find(&self.paths, &self.config.config, &self.host)
+    }
+
+    /// [`App::gateway_client`], or the error that none runs.
+    pub(crate) fn require_gateway(&self) -> anyhow::Result<crate::gateway_client::client::Client> {
+        crate::gateway_client::client::Client::require(&self.paths, &self.config.config, &self.host)
+    }
+
     pub(crate) fn ensure_state_dir(&self) -> std::io::Result<()> {
         self.paths.ensure_state_dir()
     }

@@ -225,7 +225,7 @@ pub(crate) fn prepare_run(
             let entry = entries
                 .get(&skill.skill_key)
                 .or_else(|| entries.get(&skill.name));
-            let provider_keys: Vec<&str> = super::agent::provider_key_vars().collect();
+            let provider_keys: Vec<&str> = crate::provider::known::provider_key_vars().collect();
             let env = run::child_env(skill, entry, &inputs.env, |var| {
                 provider_keys.contains(&var)
             });

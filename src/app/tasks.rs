@@ -80,7 +80,7 @@ pub(crate) fn audit(
 pub(crate) fn maintenance(app: &App, apply: bool) -> anyhow::Result<Maintenance> {
     let now = app.now_ms();
     let mut reader = app.ledger_for_reading()?;
-    let owner_alive = crate::gateway::state::lock_held(&app.paths);
+    let owner_alive = crate::gateway_client::discovery::lock_held(&app.paths);
     let current = if owner_alive {
         reader.latest_generation()?
     } else {

@@ -13,7 +13,7 @@ use super::JsonFlag;
 use super::output::{UsageError, print_json, warn};
 use crate::agent::policy::{Approval, ApprovalRequest, Approver, NoApprover};
 use crate::app::App;
-use crate::app::agent::{self, TurnRequest};
+use crate::trigger::TurnRequest;
 
 #[derive(Debug, Args)]
 #[command(args_conflicts_with_subcommands = true)]
@@ -120,7 +120,7 @@ fn request(args: &TurnArgs) -> TurnRequest {
 pub(super) fn run(args: AgentArgs, app: &App) -> anyhow::Result<ExitCode> {
     match args.command {
         Some(AgentCommand::Prompt(turn)) => {
-            let view = agent::prompt_view(app, &request(&turn))?;
+            let view = crate::entry::prompt_view(app, &request(&turn))?;
             if turn.json.json {
                 print_json(&view)?;
             } else {
@@ -155,7 +155,7 @@ pub(super) fn run(args: AgentArgs, app: &App) -> anyhow::Result<ExitCode> {
             } else {
                 Arc::new(NoApprover)
             };
-            let done = crate::app::gateway::turn(app, request(&turn), approver)?;
+            let done = crate::entry::turn(app, request(&turn), approver)?;
             done.warnings.iter().for_each(warn);
             if let Some(stopped) = &done.stopped {
                 warn(stopped);
@@ -173,7 +173,7 @@ pub(super) fn run(args: AgentArgs, app: &App) -> anyhow::Result<ExitCode> {
 pub(super) fn sessions(args: SessionsArgs, app: &App) -> anyhow::Result<ExitCode> {
     match args.command {
         Some(SessionsCommand::Show { key, agent, json }) => {
-            match agent::session_view(app, agent.as_deref(), &key)? {
+            match crate::app::sessions::session_view(app, agent.as_deref(), &key)? {
                 Some(view) => {
                     if json.json {
                         print_json(&view)?;

@@ -9,8 +9,8 @@ use super::output::{print_json, warn};
 use crate::app::gateway;
 use crate::app::gateway_install::{self, Action, ServiceOutcome};
 use crate::app::{App, GlobalOptions};
-use crate::gateway::RunOptions;
-use crate::gateway::install::{self, Platform};
+use crate::entry::{self, RunOptions};
+use crate::gateway_client::install::{self, Platform};
 
 #[derive(Debug, Subcommand)]
 pub(super) enum GatewayCommand {
@@ -81,7 +81,7 @@ fn run_gateway(args: RunArgs, app: App, options: &GlobalOptions) -> anyhow::Resu
         bind: args.bind,
     };
     let host = app.host.clone();
-    gateway::run(app, options.clone(), opts, move |info| {
+    entry::run(app, options.clone(), opts, move |info| {
         let token = match &info.token_file {
             Some(path) => format!("token in {}", host.tilde(path)),
             None => format!("token from {}", info.token_source),

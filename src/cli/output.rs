@@ -46,11 +46,11 @@ fn refused<E: std::error::Error + 'static>(
 /// The one list of errors that exit 2, by type (never by message text).
 /// Every error not listed here exits 1. A new refusal is one more line.
 fn is_refusal(error: &(dyn std::error::Error + 'static)) -> bool {
-    use crate::app::agent::ModelError;
+    use crate::entry::ModelError;
     use crate::app::memory::{BadRange, GetError};
     use crate::app::skills::RefusedRun;
     use crate::config::ConfigError;
-    use crate::gateway::install::InstallError;
+    use crate::gateway_client::install::InstallError;
     use crate::host::HostError;
     use crate::memory::write::AppendError;
     use crate::skills::run::RunError;
@@ -67,13 +67,13 @@ fn is_refusal(error: &(dyn std::error::Error + 'static)) -> bool {
             )
         })
         || refused::<ModelError>(error, |_| true)
-        || refused::<crate::app::agent::BadTarget>(error, |_| true)
-        || refused::<crate::gateway::GatewayError>(error, |e| {
+        || refused::<crate::trigger::BadTarget>(error, |_| true)
+        || refused::<crate::entry::GatewayError>(error, |e| {
             matches!(
                 e,
-                crate::gateway::GatewayError::TokenRequired(_)
-                    | crate::gateway::GatewayError::BadBind(_)
-                    | crate::gateway::GatewayError::NoCustomHost
+                crate::entry::GatewayError::TokenRequired(_)
+                    | crate::entry::GatewayError::BadBind(_)
+                    | crate::entry::GatewayError::NoCustomHost
             )
         })
         || refused::<crate::app::gateway::BadEvent>(error, |_| true)
@@ -258,7 +258,7 @@ mod tests {
 
     use super::*;
     use crate::app::skills::RefusedRun;
-    use crate::gateway::install::InstallError;
+    use crate::gateway_client::install::InstallError;
     use crate::heartbeat::PingError;
     use crate::memory::write::AppendError;
 

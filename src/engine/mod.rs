@@ -27,7 +27,10 @@
 //!   an aborted assistant message closes the transcript's last user
 //!   message, and the turn reports [`Cancelled`].
 
+pub(crate) mod assemble;
 pub(crate) mod lanes;
+pub(crate) mod model;
+pub(crate) mod turn;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
@@ -38,7 +41,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::agent::policy::Approver;
 use crate::app::App;
-use crate::app::agent::{self as app_agent, Driver, TurnContext, TurnReport, TurnRequest};
+use crate::trigger::TurnRequest;
+use turn::{self as app_agent, Driver, TurnContext, TurnReport};
 use crate::app::gateway::GatewayHooks;
 use crate::provider::{self, Endpoint, Provider, RetryPolicy, StreamSink};
 
@@ -250,7 +254,7 @@ impl Engine {
     /// The session key `req` runs in (refusing agents other than `main`).
     pub(crate) fn session_key(&self, req: &TurnRequest) -> anyhow::Result<String> {
         let app = self.app();
-        app_agent::check_agent(req)?;
+        crate::trigger::check_agent(req)?;
         Ok(app.resolve_session_key(req.agent.as_deref(), req.session_key.as_deref()))
     }
 

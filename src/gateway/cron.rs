@@ -1044,7 +1044,7 @@ impl Runner {
             .engine
             .blocking(move || {
                 let app = shared.engine.app();
-                let sessions = app.sessions(Some(crate::app::agent::AGENT_ID));
+                let sessions = app.sessions(Some(crate::trigger::AGENT_ID));
                 // Every event of the batch in one write to the intake.
                 let mut outcomes: Vec<Option<Outcome>> = Vec::with_capacity(batch.len());
                 let mut records: Vec<Record> = Vec::new();

@@ -244,7 +244,7 @@ fn outbox_item(job: &Job, session_key: Option<&str>, text: String) -> Item {
         session_key: session_key
             .map(str::to_string)
             .unwrap_or_else(|| format!("cron:{}", job.id)),
-        agent_id: crate::app::agent::AGENT_ID.to_string(),
+        agent_id: crate::trigger::AGENT_ID.to_string(),
         text,
         task_id: None,
         to: None,
@@ -561,7 +561,7 @@ pub(crate) fn queue_alert_event(
 ) -> std::io::Result<()> {
     let app = shared.engine.app();
     let session_key = app
-        .sessions(Some(crate::app::agent::AGENT_ID))
+        .sessions(Some(crate::trigger::AGENT_ID))
         .resolve_key(None);
     shared.intake.accept(Record {
         seq: 0,

@@ -175,7 +175,7 @@ async fn execute(shared: &Arc<Shared>, job: &Job, run: &Claimed) -> Outcome {
             let queued = {
                 let shared = shared.clone();
                 let job = job.clone();
-                let sessions = app.sessions(Some(crate::app::agent::AGENT_ID));
+                let sessions = app.sessions(Some(crate::trigger::AGENT_ID));
                 shared
                     .engine
                     .clone()
@@ -273,10 +273,10 @@ async fn agent_turn(
     // The turn keeps the acknowledgement token in its reply only where
     // the channel the result goes to shows acknowledgements (`showOk`).
     let results = super::cron_delivery::result_target(job);
-    let request = crate::app::agent::TurnRequest {
+    let request = crate::trigger::TurnRequest {
         message: text,
         session_key: Some(key.clone()),
-        agent: Some(crate::app::agent::AGENT_ID.to_string()),
+        agent: Some(crate::trigger::AGENT_ID.to_string()),
         model: job.payload.model.clone(),
         heartbeat: None,
         channel: results.channel().map(str::to_string),
@@ -354,7 +354,7 @@ async fn agent_turn(
     let item = crate::delivery::Item {
         source: crate::delivery::Source::Cron,
         session_key: key.clone(),
-        agent_id: crate::app::agent::AGENT_ID.to_string(),
+        agent_id: crate::trigger::AGENT_ID.to_string(),
         text,
         task_id: Some(task_id.to_string()),
         to: None,
@@ -403,15 +403,15 @@ async fn agent_turn(
 /// What a job's payload asks of its turn: its tools, light context,
 /// thinking level and fallback models; an `isolated` job a new session
 /// every run.
-fn turn_shape(job: &Job, target: &SessionTarget) -> crate::app::agent::TurnShape {
+fn turn_shape(job: &Job, target: &SessionTarget) -> crate::trigger::TurnShape {
     let payload = &job.payload;
-    crate::app::agent::TurnShape {
+    crate::trigger::TurnShape {
         tools_allow: payload.tools_allow.clone(),
         light_context: payload.light_context == Some(true),
         thinking: payload
             .thinking
             .as_deref()
-            .and_then(crate::app::agent::Thinking::parse),
+            .and_then(crate::trigger::Thinking::parse),
         fallbacks: payload.fallbacks.clone(),
         isolated_run: matches!(target, SessionTarget::Isolated),
         // In a session of its own (`session:<id>`), a run a crash cut off
@@ -513,7 +513,7 @@ pub(super) fn run_task(job_id: &str, job: Option<&Job>, started: i64, generation
     );
     new.source_id = Some(job_id.to_string());
     new.run_id = Some(run_id(job_id, started));
-    new.agent_id = Some(crate::app::agent::AGENT_ID.to_string());
+    new.agent_id = Some(crate::trigger::AGENT_ID.to_string());
     new.label = Some(format!("Cron: {name}"));
     // A run whose result goes somewhere has a delivery to follow.
     if job.is_some_and(|j| super::cron_delivery::result_target(j) != ResultTarget::None) {

@@ -28,7 +28,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::supervisor::{Component, ComponentKind};
 use super::{Event, Shared};
-use crate::app::agent::TurnRequest;
+use crate::trigger::TurnRequest;
 use crate::app::heartbeat::{self as beat, Delivered, Plan, Reply, Runner};
 use crate::delivery::{DeliveryState, GaveUp, Item, SecretRef, Source, Target, UrlOrigin};
 use crate::heartbeat::runs::{RunEvent, RunStatus};

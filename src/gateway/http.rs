@@ -32,8 +32,9 @@ use serde_json::{Value, json};
 use tokio::time::Instant;
 
 use super::intake::{Record, SYSTEM_EVENT_KIND};
-use super::{Event, Shared, state};
-use crate::app::agent::TurnRequest;
+use super::{Event, Shared};
+use crate::gateway_client::discovery;
+use crate::trigger::TurnRequest;
 use crate::engine::{Cancelled, LaneError};
 
 /// Largest request body accepted.
@@ -321,7 +322,7 @@ fn refusal(shared: &Shared, req: &Request) -> Option<Response> {
     }
     let given = bearer(req.headers());
     let error = match given {
-        Some(token) if state::tokens_equal(token.as_bytes(), shared.token.as_bytes()) => {
+        Some(token) if discovery::tokens_equal(token.as_bytes(), shared.token.as_bytes()) => {
             shared.lockout.succeeded(ip);
             return None;
         }
@@ -347,7 +348,7 @@ struct SystemEventBody {
 }
 
 /// The modes of a system event.
-pub(crate) const MODES: &[&str] = &["now", "next-heartbeat"];
+pub(crate) use crate::trigger::WAKE_MODES as MODES;
 
 async fn system_event(
     State(shared): State<Arc<Shared>>,
@@ -756,7 +757,7 @@ async fn cancel_task(
 fn status_for(err: &anyhow::Error) -> StatusCode {
     if err
         .chain()
-        .any(|c| c.is::<crate::app::agent::ModelError>() || c.is::<crate::app::agent::BadTarget>())
+        .any(|c| c.is::<crate::engine::model::ModelError>() || c.is::<crate::trigger::BadTarget>())
     {
         StatusCode::BAD_REQUEST
     } else {

@@ -26,7 +26,6 @@
 //!   run now, a wake) comes through the [`Hooks`] the gateway gives the
 //!   engine, the same paths as the control API's routes.
 
-pub(crate) mod client;
 pub(crate) mod cron;
 pub(crate) mod cron_delivery;
 mod cron_follow;
@@ -35,11 +34,9 @@ mod cron_run;
 pub(crate) mod deliverer;
 pub(crate) mod heartbeat;
 pub(crate) mod http;
-pub(crate) mod install;
 pub(crate) mod intake;
 pub(crate) mod resident;
 pub(crate) mod semantic;
-pub(crate) mod state;
 pub(crate) mod supervisor;
 pub(crate) mod tasks;
 pub(crate) mod watch;
@@ -49,7 +46,6 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
 use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -58,11 +54,11 @@ use crate::app::{App, GlobalOptions};
 use crate::config::GatewayBind;
 use crate::engine::Engine;
 use crate::host::Host;
-use state::GatewayInfo;
+use crate::gateway_client::{GatewayInfo, GatewayStatus};
 use supervisor::{Component, Registry};
 
 /// How long shutdown may take in all.
-pub(crate) const SHUTDOWN_DEADLINE: Duration = Duration::from_secs(10);
+pub(crate) use crate::gateway_client::SHUTDOWN_DEADLINE;
 /// What the end of a shutdown keeps for itself after the work stopped
 /// (or was given up on): the intake's last sync, `gateway.json`, and the
 /// runtime's wait for blocking work (a first index build cannot be cut
@@ -218,41 +214,6 @@ impl std::fmt::Debug for Shared {
     }
 }
 
-/// `gateway status --json`.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub(crate) struct GatewayStatus {
-    pub running: bool,
-    pub pid: Option<u32>,
-    pub address: Option<String>,
-    pub port: Option<u16>,
-    pub started_at_ms: Option<i64>,
-    pub uptime_ms: Option<i64>,
-    pub components: Vec<supervisor::ComponentStatus>,
-    pub next_heartbeat_at_ms: Option<i64>,
-    pub next_cron_at_ms: Option<i64>,
-    /// Searches answered, notes embedded, vectors held.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub memory_search: Option<semantic::MemorySearchStatus>,
-}
-
-impl GatewayStatus {
-    pub(crate) fn not_running() -> GatewayStatus {
-        GatewayStatus {
-            running: false,
-            pid: None,
-            address: None,
-            port: None,
-            started_at_ms: None,
-            uptime_ms: None,
-            components: Vec::new(),
-            next_heartbeat_at_ms: None,
-            next_cron_at_ms: None,
-            memory_search: None,
-        }
-    }
-}
-
 impl Shared {
     pub(crate) fn status(&self) -> GatewayStatus {
         GatewayStatus {
@@ -342,7 +303,7 @@ pub(crate) fn run(
 ) -> anyhow::Result<()> {
     resident::limit_allocator_arenas();
     let (address, port, label) = bind_address(&app, &opts)?;
-    if !address.is_loopback() && state::configured_token(&app.config.config, &app.host).is_none() {
+    if !address.is_loopback() && crate::gateway_client::discovery::configured_token(&app.config.config, &app.host).is_none() {
         return Err(GatewayError::TokenRequired(label).into());
     }
     use anyhow::Context as _;
@@ -352,10 +313,10 @@ pub(crate) fn run(
             app.paths.state_dir.display()
         )
     })?;
-    let Some(lock) = state::acquire_lock(&app.paths)
+    let Some(lock) = crate::gateway_client::discovery::acquire_lock(&app.paths)
         .with_context(|| format!("cannot open {}", app.paths.gateway_lock().display()))?
     else {
-        let pid = state::running(&app.paths).map(|i| i.pid);
+        let pid = crate::gateway_client::discovery::running(&app.paths).map(|i| i.pid);
         return Err(GatewayError::AlreadyRunning { pid }.into());
     };
     let listener =
@@ -371,7 +332,7 @@ pub(crate) fn run(
             }
         })?;
     listener.set_nonblocking(true)?;
-    let (token, source) = state::token(&app.paths, &app.config.config, &app.host, true)
+    let (token, source) = crate::gateway_client::discovery::token(&app.paths, &app.config.config, &app.host, true)
         .with_context(|| {
             format!(
                 "cannot read or write the gateway token {}",
@@ -418,7 +379,7 @@ async fn serve(
     options: GlobalOptions,
     listener: std::net::TcpListener,
     token: String,
-    source: state::TokenSource,
+    source: crate::gateway_client::discovery::TokenSource,
     intake: intake::Intake,
     book: tasks::TaskBook,
     stop: CancellationToken,
@@ -435,7 +396,7 @@ async fn serve(
         started_at_ms: host.now_ms(),
         token_source: source.label().to_string(),
         token_file: match &source {
-            state::TokenSource::File(p) => Some(p.clone()),
+            crate::gateway_client::discovery::TokenSource::File(p) => Some(p.clone()),
             _ => None,
         },
         generation: book.generation,
@@ -507,7 +468,7 @@ async fn serve(
     shared
         .engine
         .set_gateway(Arc::new(Hooks(Arc::downgrade(&shared))));
-    state::publish(&paths, &shared.info)?;
+    crate::gateway_client::discovery::publish(&paths, &shared.info)?;
     shared.ready.store(true, Ordering::Release);
     on_ready(&shared.info);
     tracing::info!(address = %local, "gateway ready");
@@ -569,7 +530,7 @@ async fn serve(
     if let Ok(Ok(Err(err))) = tokio::task::spawn_blocking(move || syncer.join()).await {
         tracing::error!(%err, "cannot sync the intake log");
     }
-    state::unpublish(&paths, std::process::id());
+    crate::gateway_client::discovery::unpublish(&paths, std::process::id());
     Ok(())
 }
 

@@ -30,11 +30,11 @@ use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use futures_util::future::BoxFuture;
-use serde::{Deserialize, Serialize};
 use tokio::sync::Notify;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use crate::gateway_client::MemorySearchStatus;
 use super::supervisor::{Component, ComponentKind};
 use super::{Event, Shared};
 use crate::app::memory::{ResolvedSearch, SearchAnswer, SearchMismatch, Searched};
@@ -175,23 +175,6 @@ pub(crate) struct SemanticState {
     pending: Mutex<Option<usize>>,
 }
 
-/// What `gateway status` shows of memory search.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
-pub(crate) struct MemorySearchStatus {
-    /// Searches this gateway answered.
-    pub searches: u64,
-    /// Items it embedded in the background.
-    pub embedded: u64,
-    /// Items still without a vector, as of its last look.
-    pub without_vector: Option<usize>,
-    /// Whether the embedding provider is loaded (it is dropped when idle).
-    pub provider_loaded: bool,
-    /// How many times it was started.
-    pub provider_starts: u64,
-    /// Vectors held in memory.
-    pub vectors_in_memory: usize,
-}
 
 impl Default for SemanticState {
     fn default() -> Self {

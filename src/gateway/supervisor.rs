@@ -26,13 +26,13 @@ use std::time::Duration;
 
 use futures_util::FutureExt;
 use futures_util::future::BoxFuture;
-use serde::{Deserialize, Serialize};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use super::Shared;
 use crate::durable::SyncHealth;
+pub(crate) use crate::gateway_client::ComponentStatus;
 
 /// Every component the gateway runs: adding one is an edit here.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -98,18 +98,6 @@ pub(crate) trait Component: Send + Sync + 'static {
     }
 }
 
-/// What `gateway status` shows of a component.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-#[serde(rename_all = "camelCase")]
-pub(crate) struct ComponentStatus {
-    pub name: String,
-    /// `starting`, `running`, `failing` (running, but a journal it
-    /// writes cannot be synced), `restarting` or `stopped`.
-    pub state: String,
-    /// Restarts, and episodes of a journal it writes failing.
-    pub restarts: u32,
-    pub last_error: Option<String>,
-}
 
 /// The registry of component states.
 #[derive(Debug, Default)]

@@ -17,7 +17,7 @@ use std::time::Duration;
 use futures_util::future::BoxFuture;
 use tokio_util::sync::CancellationToken;
 
-use super::state;
+use crate::gateway_client::discovery;
 use super::supervisor::{Component, ComponentKind};
 use super::{Event, Shared};
 use crate::tasks::{
@@ -67,7 +67,7 @@ impl TaskBook {
         let mut new = NewTask::new(Runtime::Cli, lane, preview(message));
         new.task_kind = Some(AGENT_KIND.to_string());
         new.requester_session_key = lane.to_string();
-        new.agent_id = Some(crate::app::agent::AGENT_ID.to_string());
+        new.agent_id = Some(crate::trigger::AGENT_ID.to_string());
         new.lane_key = Some(lane.to_string());
         new.request = Some(request);
         self.with(|l| l.create(new, now_ms))
@@ -130,7 +130,7 @@ pub(crate) fn preview(message: &str) -> String {
 }
 
 /// How a turn's result ends its task.
-pub(crate) fn terminal_of(result: &anyhow::Result<crate::app::agent::TurnReport>) -> Terminal {
+pub(crate) fn terminal_of(result: &anyhow::Result<crate::engine::turn::TurnReport>) -> Terminal {
     match result {
         Ok(report) => Terminal {
             status: TerminalStatus::Succeeded,
@@ -172,7 +172,7 @@ impl Component for TaskSweeper {
                     .blocking(move || {
                         let now = sweeping.host.now_ms();
                         let paths = &sweeping.engine.app().paths;
-                        match state::republish_if_lost(paths, &sweeping.info) {
+                        match discovery::republish_if_lost(paths, &sweeping.info) {
                             Ok(true) => tracing::warn!(
                                 path = %paths.gateway_file().display(),
                                 "gateway.json had gone missing: rewrote it"

@@ -491,7 +491,7 @@ async fn refresh_skills(shared: &Arc<Shared>) -> anyhow::Result<()> {
     let app = shared.engine.app();
     shared
         .engine
-        .blocking(move || crate::app::agent::refresh_skills(&app))
+        .blocking(move || crate::engine::assemble::refresh_skills(&app))
         .await?
 }
 

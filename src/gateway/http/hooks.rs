@@ -37,9 +37,10 @@ use serde_json::{Value, json};
 use tokio::time::Instant;
 
 use super::super::intake::{HOOK_AGENT_KIND, Record};
-use super::super::{Event, Shared, state};
+use super::super::{Event, Shared};
+use crate::gateway_client::discovery;
 use super::ApiError;
-use crate::app::agent::TurnRequest;
+use crate::trigger::TurnRequest;
 use crate::config::HooksConfig;
 use crate::durable;
 
@@ -95,7 +96,7 @@ pub(crate) fn settings(
     if token.is_empty() {
         return Err(HookConfigError::TokenMissing);
     }
-    if state::tokens_equal(token.as_bytes(), gateway_token.trim().as_bytes()) {
+    if discovery::tokens_equal(token.as_bytes(), gateway_token.trim().as_bytes()) {
         return Err(HookConfigError::SameToken);
     }
     let base = normalise_path(&config.path)?;
@@ -211,7 +212,7 @@ impl HookState {
 /// The main session's key under `app`'s config.
 fn app_agent_main_key(app: &crate::app::App) -> Result<String, String> {
     let req = TurnRequest::default();
-    crate::app::agent::check_agent(&req).map_err(|e| e.to_string())?;
+    crate::trigger::check_agent(&req).map_err(|e| e.to_string())?;
     Ok(app.sessions(req.agent.as_deref()).resolve_key(None))
 }
 
@@ -391,7 +392,7 @@ fn sha256_hex(bytes: &[u8]) -> String {
 fn secrets_equal(given: &str, expected: &str) -> bool {
     let given = ring::digest::digest(&ring::digest::SHA256, given.as_bytes());
     let expected = ring::digest::digest(&ring::digest::SHA256, expected.as_bytes());
-    state::tokens_equal(given.as_ref(), expected.as_ref())
+    discovery::tokens_equal(given.as_ref(), expected.as_ref())
 }
 
 /// The token a request carries: `Authorization: Bearer` (any case of
@@ -830,8 +831,8 @@ async fn agent(
     // almanac runs one agent: an explicit id is checked against the
     // allowlist, and any id but `main` is refused.
     if let Some(id) = optional_text(payload, "agentId")?.filter(|i| !i.is_empty()) {
-        let id = crate::session::key::normalize_id(&id, crate::app::agent::AGENT_ID);
-        if id != crate::app::agent::AGENT_ID || !agent_allowed(config, &id) {
+        let id = crate::session::key::normalize_id(&id, crate::trigger::AGENT_ID);
+        if id != crate::trigger::AGENT_ID || !agent_allowed(config, &id) {
             return Err(bad("agentId is not allowed by hooks.allowedAgentIds"));
         }
     }
@@ -878,7 +879,7 @@ async fn agent(
         // What the sender gave: a key almanac generated for this request
         // (`hook:<uuid>`) would make every retry a request of its own.
         let identity = json!({
-            "pathKey": "agent", "agentId": crate::app::agent::AGENT_ID,
+            "pathKey": "agent", "agentId": crate::trigger::AGENT_ID,
             "sessionKey": asked_key, "message": message, "name": name,
             "wakeMode": wake_mode, "deliver": deliver, "channel": channel, "to": to,
             "model": model, "thinking": thinking, "timeoutSeconds": timeout_seconds,
@@ -945,7 +946,7 @@ pub(crate) fn record_run(
     new.run_id = Some(run.run_id.clone());
     new.label = Some(run.name.clone());
     new.requester_session_key = record.session_key.clone();
-    new.agent_id = Some(crate::app::agent::AGENT_ID.to_string());
+    new.agent_id = Some(crate::trigger::AGENT_ID.to_string());
     new.lane_key = Some(record.session_key.clone());
     new.request = Some(serde_json::to_value(record)?);
     // Its answer is delivered, or told to the main session: a delivery
@@ -1095,15 +1096,15 @@ async fn run_hook(shared: &Arc<Shared>, task: crate::tasks::Task, record: Record
     let request = TurnRequest {
         message,
         session_key: Some(lane.clone()),
-        agent: Some(crate::app::agent::AGENT_ID.to_string()),
+        agent: Some(crate::trigger::AGENT_ID.to_string()),
         model: run.model.clone(),
         heartbeat: None,
         channel: Some(channel.to_string()),
-        shape: crate::app::agent::TurnShape {
+        shape: crate::trigger::TurnShape {
             thinking: run
                 .thinking
                 .as_deref()
-                .and_then(crate::app::agent::Thinking::parse),
+                .and_then(crate::trigger::Thinking::parse),
             // Its header names the run: a run started again after a crash
             // finds the message its first start wrote.
             resume_marker: Some(if run.allow_unsafe_external_content {
@@ -1111,7 +1112,7 @@ async fn run_hook(shared: &Arc<Shared>, task: crate::tasks::Task, record: Record
             } else {
                 format!("| Job ID: {} |", run.run_id)
             }),
-            ..crate::app::agent::TurnShape::default()
+            ..crate::trigger::TurnShape::default()
         },
     };
     let result = match shared.engine.lanes().enqueue(&lane) {
@@ -1213,7 +1214,7 @@ async fn tell(
     task: &crate::tasks::Task,
     run: &HookRun,
     lane: &str,
-    result: &anyhow::Result<crate::app::agent::TurnReport>,
+    result: &anyhow::Result<crate::engine::turn::TurnReport>,
 ) {
     let name = super::external::one_line(&run.name, super::external::NAME_MAX_CHARS);
     // What the task's delivery comes to when the main session is told
@@ -1226,7 +1227,7 @@ async fn tell(
                 let item = crate::delivery::Item {
                     source: crate::delivery::Source::Hook,
                     session_key: lane.to_string(),
-                    agent_id: crate::app::agent::AGENT_ID.to_string(),
+                    agent_id: crate::trigger::AGENT_ID.to_string(),
                     text: reply,
                     task_id: Some(task.task_id.clone()),
                     to: run.to.clone(),

@@ -1,5 +1,5 @@
 //! The client side: how commands reach a running gateway. It is found
-//! only through `gateway.json` ([`super::state::running`]) and spoken to
+//! only through `gateway.json` ([`super::discovery::running`]) and spoken to
 //! over plain HTTP/1.1 on its address with its token.
 
 use std::time::Duration;
@@ -9,8 +9,10 @@ use hyper::body::Bytes;
 use hyper_util::rt::TokioIo;
 use serde_json::Value;
 
-use super::state::{self, GatewayInfo};
-use crate::app::App;
+use super::discovery::{self, GatewayInfo};
+use crate::config::Config;
+use crate::host::Host;
+use crate::paths::Paths;
 
 /// A command needs the gateway and none runs.
 #[derive(Debug, thiserror::Error)]
@@ -33,20 +35,20 @@ pub(crate) struct Client {
 }
 
 impl Client {
-    /// The gateway of `app`'s state directory, if one runs.
-    pub(crate) fn find(app: &App) -> anyhow::Result<Option<Client>> {
-        let Some(info) = state::running(&app.paths) else {
+    /// The gateway of the state directory of `paths`, if one runs.
+    pub(crate) fn find(paths: &Paths, config: &Config, host: &Host) -> anyhow::Result<Option<Client>> {
+        let Some(info) = discovery::running(paths) else {
             return Ok(None);
         };
-        let token = state::token(&app.paths, &app.config.config, &app.host, false)?
+        let token = discovery::token(paths, config, host, false)?
             .map(|(t, _)| t)
             .unwrap_or_default();
         Ok(Some(Client { info, token }))
     }
 
     /// [`Client::find`], or [`NotRunning`].
-    pub(crate) fn require(app: &App) -> anyhow::Result<Client> {
-        Client::find(app)?.ok_or_else(|| NotRunning.into())
+    pub(crate) fn require(paths: &Paths, config: &Config, host: &Host) -> anyhow::Result<Client> {
+        Client::find(paths, config, host)?.ok_or_else(|| NotRunning.into())
     }
 
     /// `GET path` → the JSON answer.

@@ -1,128 +1,27 @@
-//! Agent use cases: running a turn in its session (`almanac agent`,
-//! `almanac agent prompt`, `almanac sessions`). Which model it calls is
-//! `agent_model.rs`'s; what it is assembled from, `agent_assemble.rs`'s.
+//! One turn in its session, in named phases: resolve (the session, a
+//! reset, the model), open (the lock, the transcript, the opening hooks),
+//! assemble (skills, recall, bootstrap files, tools), run (the model and
+//! its tools), commit (the transcript, the entry, the events delivered)
+//! and report. Which model it calls is `model.rs`'s; what it is assembled
+//! from, `assemble.rs`'s; `almanac agent prompt`'s view, `prompt_view`.
 
-use std::path::PathBuf;
-
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use serde_json::{Value, json};
 
-use super::App;
-pub(crate) use super::agent_assemble::refresh_skills;
-use super::agent_assemble::{AppServices, assemble};
-pub(crate) use super::agent_model::{Model, ModelError, provider_key_vars};
+use super::assemble::{AppServices, assemble};
+use crate::app::App;
+use crate::app::sessions::{session_model, stored_entry};
+use crate::trigger::{AGENT_ID, TurnRequest};
 use crate::agent::compaction::{self, Report};
 use crate::agent::models::{Link, Models};
 use crate::agent::policy::Approver;
 use crate::agent::prompt;
 use crate::agent::tools::{Caller, Tools};
 use crate::agent::turn::{self, Log, Outcome, Settings};
-pub(crate) use crate::provider::Thinking;
 use crate::provider::{self, Block, Endpoint, Message, RetryPolicy, StreamSink, ToolSpec};
 use crate::session::store::SessionEntry;
 use crate::session::{Sessions, Started, events, transcript};
 use crate::skills;
-
-impl App {
-    /// The sessions of `agent` (default `main`).
-    pub(crate) fn sessions(&self, agent: Option<&str>) -> Sessions {
-        Sessions::new(
-            &self.paths.state_dir,
-            agent.unwrap_or("main"),
-            &self.config.config.session,
-            self.host.time_zone().clone(),
-        )
-    }
-
-    /// What `sessions(agent).resolve_key(request)` gives, without building
-    /// the agent's sessions (a copy of the session config): the gateway
-    /// asks this for every request it queues.
-    pub(crate) fn resolve_session_key(&self, agent: Option<&str>, request: Option<&str>) -> String {
-        let session = &self.config.config.session;
-        crate::session::key::resolve(
-            request,
-            agent.unwrap_or("main"),
-            &session.main_key,
-            session.scope == "global",
-        )
-    }
-}
-
-/// The model a session keeps: its override (`/new provider/model`, or
-/// OpenClaw's `providerOverride` + `modelOverride`), else the model it last
-/// used (`modelProvider` + `model`).
-pub(crate) fn session_model(entry: &SessionEntry) -> Option<String> {
-    let named = |provider: Option<&String>, model: Option<&String>| {
-        let model = model.map(|m| m.trim()).filter(|m| !m.is_empty())?;
-        match provider.map(|p| p.trim()).filter(|p| !p.is_empty()) {
-            Some(provider) if !model.starts_with(&format!("{provider}/")) => {
-                Some(format!("{provider}/{model}"))
-            }
-            _ => Some(model.to_string()),
-        }
-    };
-    named(
-        entry.provider_override.as_ref(),
-        entry.model_override.as_ref(),
-    )
-    .or_else(|| {
-        named(entry.model_provider.as_ref(), entry.model.as_ref()).filter(|m| m.contains('/'))
-    })
-}
-
-/// The stored entry of `key`, as it is before this turn touches it.
-fn stored_entry(sessions: &Sessions, key: &str) -> Option<SessionEntry> {
-    sessions
-        .store()
-        .load()
-        .0
-        .get(key)
-        .and_then(SessionEntry::from_value)
-}
-
-/// A request for one turn.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-#[serde(default, rename_all = "camelCase", deny_unknown_fields)]
-pub(crate) struct TurnRequest {
-    pub message: String,
-    pub session_key: Option<String>,
-    /// `agentId` as OpenClaw names it.
-    #[serde(alias = "agentId")]
-    pub agent: Option<String>,
-    pub model: Option<String>,
-    /// A heartbeat turn (never from a request body: the runner sets it).
-    #[serde(skip)]
-    pub heartbeat: Option<HeartbeatTurn>,
-    /// Where the message came from (`cli`, `api`), kept as the session's
-    /// last channel; none for turns nobody sent.
-    #[serde(skip)]
-    pub channel: Option<String>,
-    /// How an unattended run shapes the turn (never from a request body).
-    #[serde(skip)]
-    pub shape: TurnShape,
-}
-
-/// What a cron job (or a webhook's run) asks of its turn besides the
-/// message and the model.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub(crate) struct TurnShape {
-    /// Only these tools (names, `group:*` names or patterns, as in
-    /// `tools.allow`), and only those of them the tool policy keeps.
-    pub tools_allow: Option<Vec<String>>,
-    /// No workspace files in the prompt and no recalled notes.
-    pub light_context: bool,
-    pub thinking: Option<provider::Thinking>,
-    /// Replaces `agents.defaults.model.fallbacks` (`[]`: none).
-    pub fallbacks: Option<Vec<String>>,
-    /// A new session every run (a cron job's `isolated` target): the
-    /// message is never a reset command, and the run keeps a row of its
-    /// own, `<key>:run:<sessionId>`.
-    pub isolated_run: bool,
-    /// Text that only this run's message holds (a webhook run's id): when
-    /// the session's last message is an unanswered one holding it, the
-    /// run was cut off and is answered, not written again.
-    pub resume_marker: Option<String>,
-}
 
 /// Whether `history` ends with a user message holding `marker`.
 fn last_user_holds(history: &[Message], marker: &str) -> bool {
@@ -132,15 +31,6 @@ fn last_user_holds(history: &[Message], marker: &str) -> bool {
             .any(|b| matches!(b, Block::Text { text } if text.contains(marker))),
         _ => false,
     }
-}
-
-/// What makes a turn a heartbeat turn.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub(crate) struct HeartbeatTurn {
-    /// Only `HEARTBEAT.md` as workspace context, and no memory recall.
-    pub light_context: bool,
-    /// A new session for this turn (`isolatedSession`).
-    pub fresh_session: bool,
 }
 
 /// What `almanac agent` reports.
@@ -339,47 +229,6 @@ fn consume(
     Ok(())
 }
 
-/// The one agent this almanac runs.
-pub(crate) const AGENT_ID: &str = "main";
-
-/// A turn for an agent almanac does not run, or for a session key no
-/// session can have.
-#[derive(Debug, thiserror::Error)]
-pub(crate) enum BadTarget {
-    #[error("unknown agent `{0}`: almanac runs one agent, `main`")]
-    Agent(String),
-    #[error("a session key holds no control characters: {0:?}")]
-    SessionKey(String),
-}
-
-/// Refuses a request for any agent but `main` (by `agent` or by an
-/// `agent:<id>:…` session key), and a session key with control
-/// characters (it would be printed back to terminals).
-pub(crate) fn check_agent(req: &TurnRequest) -> Result<(), BadTarget> {
-    if let Some(agent) = req
-        .agent
-        .as_deref()
-        .map(str::trim)
-        .filter(|a| !a.is_empty())
-        && crate::session::key::normalize_id(agent, AGENT_ID) != AGENT_ID
-    {
-        return Err(BadTarget::Agent(agent.to_string()));
-    }
-    if let Some(key) = req.session_key.as_deref()
-        && key.chars().any(char::is_control)
-    {
-        return Err(BadTarget::SessionKey(key.to_string()));
-    }
-    if let Some(key) = req.session_key.as_deref()
-        && let Some(rest) = key.trim().strip_prefix("agent:")
-        && let Some((agent, _)) = rest.split_once(':')
-        && crate::session::key::normalize_id(agent, AGENT_ID) != AGENT_ID
-    {
-        return Err(BadTarget::Agent(agent.to_string()));
-    }
-    Ok(())
-}
-
 /// Where a turn's async work (its model calls) runs.
 pub(crate) enum Driver {
     /// A runtime driven elsewhere; the turn runs on one of its blocking
@@ -408,7 +257,7 @@ pub(crate) struct TurnContext {
     pub cancel: tokio_util::sync::CancellationToken,
     /// The gateway, for a turn in its own process (the `cron` tool reaches
     /// it directly instead of over its control API).
-    pub gateway: Option<std::sync::Arc<dyn super::gateway::GatewayHooks>>,
+    pub gateway: Option<std::sync::Arc<dyn crate::app::gateway::GatewayHooks>>,
 }
 
 /// Runs one turn in its session, holding the session's lock file for
@@ -425,7 +274,7 @@ pub(crate) fn run_turn(
     ctx: &TurnContext,
 ) -> anyhow::Result<TurnReport> {
     let started_at = std::time::Instant::now();
-    check_agent(req)?;
+    crate::trigger::check_agent(req)?;
     app.ensure_state_dir()?;
     app.paths.ensure_workspace()?;
     let sessions = app.sessions(req.agent.as_deref());
@@ -929,99 +778,7 @@ fn close_cancelled(
     Ok(())
 }
 
-/// `almanac sessions show`: the entry and the transcript's context.
-#[derive(Debug, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub(crate) struct SessionView {
-    pub key: String,
-    pub entry: Value,
-    pub transcript: PathBuf,
-    pub messages: Vec<Value>,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub diagnostics: Vec<String>,
-}
-
-pub(crate) fn session_view(
-    app: &App,
-    agent: Option<&str>,
-    key: &str,
-) -> anyhow::Result<Option<SessionView>> {
-    let sessions = app.sessions(agent);
-    let key = sessions.resolve_key(Some(key));
-    let (map, _) = sessions.store().load();
-    let Some(raw) = map.get(&key) else {
-        return Ok(None);
-    };
-    let Some(entry) = SessionEntry::from_value(raw) else {
-        return Ok(None);
-    };
-    let path = sessions.transcript_path(&entry);
-    let t = transcript::read(&path)?;
-    Ok(Some(SessionView {
-        key,
-        entry: raw.clone(),
-        transcript: path,
-        messages: t
-            .branch()
-            .iter()
-            .filter_map(|e| match &e.payload {
-                transcript::Payload::Message {
-                    message,
-                    meta,
-                    timestamp_ms,
-                } => Some(transcript::message_json(
-                    message,
-                    meta.as_ref(),
-                    *timestamp_ms,
-                )),
-                transcript::Payload::Compaction { summary, .. } => {
-                    Some(json!({"role": "compaction", "summary": summary}))
-                }
-                transcript::Payload::Other(_) => None,
-            })
-            .collect(),
-        diagnostics: t.diagnostics,
-    }))
-}
-
 #[cfg(test)]
 #[path = "cron_tool_tests.rs"]
 mod cron_tool_tests;
 
-#[cfg(test)]
-mod session_key_tests {
-    use crate::app::testing::test_app as app;
-
-    /// The shortcut the gateway takes per request gives the key the
-    /// agent's sessions give, under each scope and main key.
-    #[test]
-    fn the_session_key_shortcut_agrees_with_the_sessions() {
-        let dir = tempfile::tempdir().unwrap();
-        for config in [
-            "{}",
-            r#"{session: {mainKey: "Desk"}}"#,
-            r#"{session: {scope: "global"}}"#,
-        ] {
-            let app = app(dir.path(), config);
-            for agent in [None, Some("main"), Some(" MAIN ")] {
-                for request in [
-                    None,
-                    Some(""),
-                    Some("main"),
-                    Some("Ops"),
-                    Some("agent:main:main"),
-                    Some("agent:Main:telegram:dm:42"),
-                    Some("global"),
-                ] {
-                    assert_eq!(
-                        app.resolve_session_key(agent, request),
-                        app.sessions(agent).resolve_key(request),
-                        "{config} {agent:?} {request:?}"
-                    );
-                }
-            }
-        }
-        let app = app(dir.path(), r#"{session: {mainKey: "Desk"}}"#);
-        assert_eq!(app.resolve_session_key(None, None), "agent:main:desk");
-    }
-}

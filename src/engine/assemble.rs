@@ -14,10 +14,11 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use super::App;
-use super::agent::{HeartbeatTurn, Model, TurnShape};
-use super::memory::{self as app_memory, SearchRequest};
-use super::session_memory;
+use crate::app::App;
+use super::model::Model;
+use crate::trigger::{HeartbeatTurn, TurnShape};
+use crate::app::memory::{self as app_memory, SearchRequest};
+use crate::app::session_memory;
 use crate::agent::policy::{ExecPolicy, NoApprover, ToolPolicy};
 use crate::agent::prompt::{self, Parts};
 use crate::agent::shell::Allowlist;
@@ -275,7 +276,7 @@ pub(super) struct AppServices {
     /// written.
     pub(super) read_only: bool,
     /// The gateway, when the turn runs in its process.
-    pub(super) gateway: Option<std::sync::Arc<dyn super::gateway::GatewayHooks>>,
+    pub(super) gateway: Option<std::sync::Arc<dyn crate::app::gateway::GatewayHooks>>,
 }
 
 impl AppServices {
@@ -360,9 +361,9 @@ impl Services for AppServices {
     }
 
     fn prepare_skill(&self, skill: &str, args: &[String]) -> Result<SkillRun, String> {
-        match super::skills::prepare_run(&self.app, skill, args, crate::child::Input::Null) {
-            Ok(super::skills::Prepared::Print(text)) => Ok(SkillRun::Print(text)),
-            Ok(super::skills::Prepared::Exec(spec)) => Ok(SkillRun::Exec(spec)),
+        match crate::app::skills::prepare_run(&self.app, skill, args, crate::child::Input::Null) {
+            Ok(crate::app::skills::Prepared::Print(text)) => Ok(SkillRun::Print(text)),
+            Ok(crate::app::skills::Prepared::Exec(spec)) => Ok(SkillRun::Exec(spec)),
             Err(e) => Err(e.to_string()),
         }
     }
@@ -374,7 +375,7 @@ impl Services for AppServices {
         args: &'a Value,
     ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<Value, String>> + Send + 'a>>
     {
-        Box::pin(super::cron_tool::call(
+        Box::pin(crate::app::cron_tool::call(
             &self.app,
             self.gateway.as_ref(),
             caller,

@@ -8,7 +8,7 @@
 
 use std::time::Duration;
 
-use super::App;
+use crate::app::App;
 use crate::agent::models::Link;
 use crate::config::ModelRef;
 use crate::provider::{self, Api, Endpoint};
@@ -42,66 +42,6 @@ pub(crate) struct Model {
     pub endpoint: Endpoint,
 }
 
-/// Built-in endpoints: (provider, api, base URL, key variable, base URL
-/// variable, whether a key is required).
-const KNOWN: &[(&str, Api, &str, Option<&str>, Option<&str>, bool)] = &[
-    (
-        "openai",
-        Api::OpenAiCompletions,
-        "https://api.openai.com/v1",
-        Some("OPENAI_API_KEY"),
-        Some("OPENAI_BASE_URL"),
-        true,
-    ),
-    (
-        "anthropic",
-        Api::AnthropicMessages,
-        "https://api.anthropic.com",
-        Some("ANTHROPIC_API_KEY"),
-        Some("ANTHROPIC_BASE_URL"),
-        true,
-    ),
-    (
-        "openrouter",
-        Api::OpenAiCompletions,
-        "https://openrouter.ai/api/v1",
-        Some("OPENROUTER_API_KEY"),
-        None,
-        true,
-    ),
-    (
-        "ollama",
-        Api::OpenAiCompletions,
-        "http://127.0.0.1:11434/v1",
-        None,
-        Some("OLLAMA_BASE_URL"),
-        false,
-    ),
-    (
-        "lmstudio",
-        Api::OpenAiCompletions,
-        "http://127.0.0.1:1234/v1",
-        None,
-        None,
-        false,
-    ),
-    (
-        "vllm",
-        Api::OpenAiCompletions,
-        "http://127.0.0.1:8000/v1",
-        None,
-        None,
-        false,
-    ),
-    (
-        "llamacpp",
-        Api::OpenAiCompletions,
-        "http://127.0.0.1:8080/v1",
-        None,
-        None,
-        false,
-    ),
-];
 
 /// The limits of one model call: `agents.defaults.llm.connectTimeoutSeconds`
 /// (at least 1), `llm.idleTimeoutSeconds` (0: none) and `timeoutSeconds`
@@ -151,7 +91,7 @@ impl App {
             .ok_or_else(|| ModelError::BadRef(reference.to_string()))?;
         let provider = provider.to_lowercase();
         let cfg = self.config.config.models.providers.get(&provider);
-        let known = KNOWN.iter().find(|k| k.0 == provider);
+        let known = provider::known::KNOWN.iter().find(|k| k.0 == provider);
         let api = match cfg.and_then(|c| c.api.as_deref()) {
             Some(text) => Api::parse(text).ok_or_else(|| ModelError::BadApi {
                 provider: provider.clone(),
@@ -243,9 +183,3 @@ impl App {
     }
 }
 
-/// The variables model providers' keys are read from, which no child gets
-/// even when a skill names them (a skill is given a key through
-/// `skills.entries.<key>.apiKey` instead).
-pub(crate) fn provider_key_vars() -> impl Iterator<Item = &'static str> {
-    KNOWN.iter().filter_map(|k| k.3)
-}

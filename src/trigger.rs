@@ -1,0 +1,146 @@
+//! The values every trigger source builds: a request for one turn (its
+//! message, session, model and shape), and a trigger (where it came from,
+//! the request, how long it may take) that the gateway routes to a turn.
+//! Plain data: it imports nothing that runs.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::provider;
+pub(crate) use crate::provider::Thinking;
+
+/// The wake modes of a system event (`/hooks/wake`, `/v1/system/event`,
+/// `system event --mode`).
+pub(crate) const WAKE_MODES: &[&str] = &["now", "next-heartbeat"];
+
+/// A request for one turn.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase", deny_unknown_fields)]
+pub(crate) struct TurnRequest {
+    pub message: String,
+    pub session_key: Option<String>,
+    /// `agentId` as OpenClaw names it.
+    #[serde(alias = "agentId")]
+    pub agent: Option<String>,
+    pub model: Option<String>,
+    /// A heartbeat turn (never from a request body: the runner sets it).
+    #[serde(skip)]
+    pub heartbeat: Option<HeartbeatTurn>,
+    /// Where the message came from (`cli`, `api`), kept as the session's
+    /// last channel; none for turns nobody sent.
+    #[serde(skip)]
+    pub channel: Option<String>,
+    /// How an unattended run shapes the turn (never from a request body).
+    #[serde(skip)]
+    pub shape: TurnShape,
+}
+
+/// What a cron job (or a webhook's run) asks of its turn besides the
+/// message and the model.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct TurnShape {
+    /// Only these tools (names, `group:*` names or patterns, as in
+    /// `tools.allow`), and only those of them the tool policy keeps.
+    pub tools_allow: Option<Vec<String>>,
+    /// No workspace files in the prompt and no recalled notes.
+    pub light_context: bool,
+    pub thinking: Option<provider::Thinking>,
+    /// Replaces `agents.defaults.model.fallbacks` (`[]`: none).
+    pub fallbacks: Option<Vec<String>>,
+    /// A new session every run (a cron job's `isolated` target): the
+    /// message is never a reset command, and the run keeps a row of its
+    /// own, `<key>:run:<sessionId>`.
+    pub isolated_run: bool,
+    /// Text that only this run's message holds (a webhook run's id): when
+    /// the session's last message is an unanswered one holding it, the
+    /// run was cut off and is answered, not written again.
+    pub resume_marker: Option<String>,
+}
+
+/// What makes a turn a heartbeat turn.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct HeartbeatTurn {
+    /// Only `HEARTBEAT.md` as workspace context, and no memory recall.
+    pub light_context: bool,
+    /// A new session for this turn (`isolatedSession`).
+    pub fresh_session: bool,
+}
+
+/// The one agent this almanac runs.
+pub(crate) const AGENT_ID: &str = "main";
+
+/// A turn for an agent almanac does not run, or for a session key no
+/// session can have.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum BadTarget {
+    #[error("unknown agent `{0}`: almanac runs one agent, `main`")]
+    Agent(String),
+    #[error("a session key holds no control characters: {0:?}")]
+    SessionKey(String),
+}
+
+/// Refuses a request for any agent but `main` (by `agent` or by an
+/// `agent:<id>:…` session key), and a session key with control
+/// characters (it would be printed back to terminals).
+pub(crate) fn check_agent(req: &TurnRequest) -> Result<(), BadTarget> {
+    if let Some(agent) = req
+        .agent
+        .as_deref()
+        .map(str::trim)
+        .filter(|a| !a.is_empty())
+        && crate::session::key::normalize_id(agent, AGENT_ID) != AGENT_ID
+    {
+        return Err(BadTarget::Agent(agent.to_string()));
+    }
+    if let Some(key) = req.session_key.as_deref()
+        && key.chars().any(char::is_control)
+    {
+        return Err(BadTarget::SessionKey(key.to_string()));
+    }
+    if let Some(key) = req.session_key.as_deref()
+        && let Some(rest) = key.trim().strip_prefix("agent:")
+        && let Some((agent, _)) = rest.split_once(':')
+        && crate::session::key::normalize_id(agent, AGENT_ID) != AGENT_ID
+    {
+        return Err(BadTarget::Agent(agent.to_string()));
+    }
+    Ok(())
+}
+
+/// Where a turn came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Source {
+    /// `POST /v1/agent` (and `almanac agent` through the gateway).
+    Api,
+    /// An inbound webhook's run (`/hooks/agent`, a mapping).
+    Webhook,
+    /// A cron job's run.
+    Cron,
+    /// A heartbeat turn.
+    Heartbeat,
+    /// `BOOT.md` at start.
+    Boot,
+}
+
+/// One turn to run: where it came from, what it asks, how long it may take
+/// (`None`: no limit of its own), and the task that records it when one
+/// does (its start is recorded as the turn enters its lane).
+#[derive(Debug, Clone)]
+pub(crate) struct Trigger {
+    pub source: Source,
+    pub request: TurnRequest,
+    pub timeout: Option<Duration>,
+    pub task_id: Option<String>,
+}
+
+impl Trigger {
+    pub(crate) fn new(source: Source, request: TurnRequest) -> Trigger {
+        Trigger {
+            source,
+            request,
+            timeout: None,
+            task_id: None,
+        }
+    }
+}
