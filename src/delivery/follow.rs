@@ -9,11 +9,10 @@ use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 
 use super::outbox::{Announced, Appended, Entry, Reader};
-use crate::engine::Engine;
 
 /// A live stream's state.
 pub(super) struct Follow {
-    pub(super) engine: Engine,
+    pub(super) env: std::sync::Arc<dyn super::Env>,
     pub(super) stop: CancellationToken,
     pub(super) announced: broadcast::Receiver<Arc<Appended>>,
     /// `None` only while a read of the file is under way.
@@ -48,7 +47,7 @@ impl Follow {
             if read_file {
                 let mut reader = self.reader.take()?;
                 let (reader, polled) = self
-                    .engine
+                    .env
                     .blocking(move || {
                         let polled = reader.poll();
                         (reader, polled)

@@ -7,7 +7,8 @@
 //! (`deliveries.jsonl`, see [`webhook`]) of the webhook posts: results,
 //! and JSON documents in their receiver's own shape (a cron run's event,
 //! failure notices: [`Deliverer::post`]). One [`Deliverer`] per gateway
-//! holds both, the clients come from the engine, and the URL policy is
+//! holds both, its environment ([`Env`]: clock, settings, clients) is
+//! the engine's, and the URL policy is
 //! [`url`]'s.
 //!
 //! Invariants:
@@ -35,6 +36,7 @@
 //! * Waiting between attempts goes through an injected sleeper, and time
 //!   through the host's clock.
 
+mod env;
 mod follow;
 pub(crate) mod outbox;
 pub(crate) mod url;
@@ -51,8 +53,8 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::durable::{self, Journal};
-use crate::engine::Engine;
 use crate::provider::http::{Sleeper, TokioSleeper};
+pub(crate) use env::Env;
 use follow::Follow;
 use outbox::{Appended, Entry, Outbox, Reader};
 pub(crate) use url::UrlOrigin;
@@ -251,7 +253,7 @@ pub(crate) struct Deliverer {
 }
 
 struct Inner {
-    engine: Engine,
+    env: Arc<dyn Env>,
     outbox: Arc<Outbox>,
     deliveries: Arc<Journal>,
     /// Held while the deliveries journal is written or rewritten.
@@ -291,27 +293,27 @@ impl Deliverer {
     /// Opens the outbox and the deliveries journal in the app's state
     /// directory (creating `outbox/`), reads what is pending and starts
     /// the group-commit threads.
-    pub(crate) fn open(engine: Engine) -> std::io::Result<Deliverer> {
-        Deliverer::open_with(engine, Arc::new(TokioSleeper))
+    pub(crate) fn open(env: Arc<dyn Env>) -> std::io::Result<Deliverer> {
+        Deliverer::open_with(env, Arc::new(TokioSleeper))
     }
 
     /// [`Deliverer::open`] with the sleeper that waits between attempts.
     pub(crate) fn open_with(
-        engine: Engine,
+        env: Arc<dyn Env>,
         sleeper: Arc<dyn Sleeper>,
     ) -> std::io::Result<Deliverer> {
-        Deliverer::open_on(engine, sleeper, Default::default(), Default::default())
+        Deliverer::open_on(env, sleeper, Default::default(), Default::default())
     }
 
     /// [`Deliverer::open_with`] with the disks and retry waits of the
     /// outbox and of the deliveries journal.
     pub(crate) fn open_on(
-        engine: Engine,
+        env: Arc<dyn Env>,
         sleeper: Arc<dyn Sleeper>,
         outbox: durable::JournalOptions,
         deliveries: durable::JournalOptions,
     ) -> std::io::Result<Deliverer> {
-        let dir = engine.app().paths.outbox_dir();
+        let dir = env.outbox_dir();
         let outbox = Arc::new(Outbox::open_with(&dir, outbox)?);
         let journal_path = dir.join(webhook::FILE_NAME);
         let (records, unreadable) = durable::read_journal(&journal_path, webhook::parse_record)?;
@@ -344,7 +346,7 @@ impl Deliverer {
         }
         Ok(Deliverer {
             inner: Arc::new(Inner {
-                engine,
+                env,
                 outbox,
                 deliveries,
                 deliveries_lock: Mutex::new(()),
@@ -362,7 +364,7 @@ impl Deliverer {
     }
 
     fn now_ms(&self) -> i64 {
-        self.inner.engine.app().host.now_ms()
+        self.inner.env.now_ms()
     }
 
     /// How the syncs of the outbox and of the deliveries journal stand.
@@ -483,7 +485,7 @@ impl Deliverer {
         let this = self.clone();
         let path = self.inner.outbox.path().to_path_buf();
         self.inner
-            .engine
+            .env
             .blocking(move || {
                 let inner = &this.inner;
                 let now = this.now_ms();
@@ -509,7 +511,7 @@ impl Deliverer {
         let this = self.clone();
         let path = self.inner.deliveries.path().to_path_buf();
         self.inner
-            .engine
+            .env
             .blocking(move || {
                 let line = serde_json::to_vec(&record).expect("a record serialises");
                 let held = this
@@ -541,21 +543,21 @@ impl Deliverer {
         &self,
         mut job: Job,
     ) -> Result<(Job, DeliveryState, Option<Duration>), DeliveryError> {
-        let app = self.inner.engine.app();
-        let allow_private = app.config.config.delivery.webhook.allow_private_network;
+        let env = &self.inner.env;
+        let allow_private = env.allow_private_network();
         let outcome = match url::check_url(&job.url, job.origin, allow_private) {
             Err(refused) => Outcome::Permanent {
                 reason: refused.to_string(),
             },
             Ok(_) => match (
-                config_text(&app, job.secret_from.as_deref(), "signing secret"),
-                config_text(&app, job.bearer_from.as_deref(), "bearer token"),
+                config_text(env.as_ref(), job.secret_from.as_deref(), "signing secret"),
+                config_text(env.as_ref(), job.bearer_from.as_deref(), "bearer token"),
             ) {
                 (Err(reason), _) | (_, Err(reason)) => Outcome::Permanent { reason },
                 (Ok(secret), Ok(bearer)) => {
                     let guarded = job.origin == UrlOrigin::Model && !allow_private;
-                    let client = self.inner.engine.webhook_client(guarded);
-                    let unix_seconds = app.host.now_ts().as_second();
+                    let client = env.webhook_client(guarded);
+                    let unix_seconds = env.now_ms().div_euclid(1000);
                     let credentials = webhook::Credentials {
                         secret: secret.as_deref().map(str::as_bytes),
                         bearer: bearer.as_deref(),
@@ -714,7 +716,7 @@ impl Deliverer {
         let reading = path.clone();
         let (reader, replay) = self
             .inner
-            .engine
+            .env
             .blocking(move || {
                 let mut reader = Reader::new(reading, after);
                 let polled = reader.poll()?;
@@ -731,7 +733,7 @@ impl Deliverer {
         let mut check = tokio::time::interval(FILE_CHECK_EVERY);
         check.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let follow = Follow {
-            engine: self.inner.engine.clone(),
+            env: self.inner.env.clone(),
             stop: self.inner.stop.clone(),
             announced,
             reader: Some(reader),
@@ -748,7 +750,7 @@ impl Deliverer {
     /// (delivered, or on its way). Reads both files: for the rare look at
     /// start-up, not for a hot path. Blocking.
     pub(crate) fn tasks_with_results(&self) -> std::io::Result<std::collections::HashSet<String>> {
-        let (entries, _) = outbox::read_all(&self.inner.engine.app().paths.outbox_dir())?;
+        let (entries, _) = outbox::read_all(&self.inner.env.outbox_dir())?;
         let (records, _) =
             durable::read_journal(self.inner.deliveries.path(), webhook::parse_record)?;
         Ok(entries
@@ -818,14 +820,14 @@ impl Deliverer {
 /// `key`. A key named but not set fails the attempt: what was meant to be
 /// authenticated is never sent without it.
 fn config_text(
-    app: &crate::app::App,
+    env: &dyn Env,
     key: Option<&str>,
     what: &str,
 ) -> Result<Option<String>, String> {
     let Some(key) = key else {
         return Ok(None);
     };
-    match app.config.get(key) {
+    match env.config_value(key) {
         Some(serde_json::Value::String(s)) if !s.is_empty() => Ok(Some(s)),
         Some(_) => Err(format!("the {what} `{key}` is not a text")),
         None => Err(format!("the {what} `{key}` is not set")),

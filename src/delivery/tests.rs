@@ -2,6 +2,7 @@
 //! 127.0.0.1): retries with backoff, signatures, refusals, giving up,
 //! resuming after a restart. Waits are recorded, never slept.
 
+use crate::engine::Engine;
 use std::collections::VecDeque;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -90,7 +91,7 @@ async fn receive(State(r): State<Receiver>, headers: HeaderMap, body: Bytes) -> 
 
 fn deliverer(dir: &Path, config: &str, sleeper: Arc<dyn Sleeper>) -> Deliverer {
     Deliverer::open_with(
-        Engine::new(crate::app::testing::test_app(dir, config)),
+        Arc::new(Engine::new(crate::app::testing::test_app(dir, config))),
         sleeper,
     )
     .unwrap()
@@ -544,7 +545,7 @@ async fn a_heartbeat_alert_to_its_webhook_is_signed_with_the_heartbeat_secret() 
         "{{ agents: {{ defaults: {{ heartbeat: {{ target: 'webhook', to: '{url}', webhookSecret: 'beat-s3cret' }} }} }} }}"
     );
     let d = deliverer(dir.path(), &config, recorder.clone());
-    let app = d.inner.engine.app();
+    let app = crate::app::testing::test_app(dir.path(), &config);
     let destination = crate::app::heartbeat::Destination {
         channel: "webhook",
         to: Some(url.clone()),
@@ -576,7 +577,7 @@ async fn a_heartbeat_alert_whose_retries_run_out_is_no_longer_a_duplicate() {
     let always = (0..20).map(|_| (503, Vec::new(), "")).collect();
     let (url, _receiver) = Receiver::start(always).await;
     let d = deliverer(dir.path(), CONFIG, Arc::new(Recorder::default()));
-    let app = d.inner.engine.app();
+    let app = crate::app::testing::test_app(dir.path(), CONFIG);
     // The runner remembered the alert as sent when its delivery went
     // pending.
     let key = "agent:main:main";
@@ -640,7 +641,7 @@ fn deliverer_on(dir: &Path, disk: &Arc<durable::FaultyDisk>, outbox: bool) -> De
         (Default::default(), disk.options())
     };
     Deliverer::open_on(
-        Engine::new(crate::app::testing::test_app(dir, CONFIG)),
+        Arc::new(Engine::new(crate::app::testing::test_app(dir, CONFIG))),
         Arc::new(Recorder::default()),
         on_outbox,
         on_deliveries,

@@ -308,6 +308,38 @@ impl Engine {
     }
 }
 
+/// Deliveries run in the engine's process: its clock, its config as it is
+/// now, its webhook clients and its blocking boundary.
+impl crate::delivery::Env for Engine {
+    fn now_ms(&self) -> i64 {
+        self.app().host.now_ms()
+    }
+
+    fn outbox_dir(&self) -> std::path::PathBuf {
+        self.app().paths.outbox_dir()
+    }
+
+    fn allow_private_network(&self) -> bool {
+        self.app().config.config.delivery.webhook.allow_private_network
+    }
+
+    fn config_value(&self, key: &str) -> Option<serde_json::Value> {
+        self.app().config.get(key)
+    }
+
+    fn webhook_client(&self, guarded: bool) -> reqwest::Client {
+        Engine::webhook_client(self, guarded)
+    }
+
+    fn run_blocking(
+        &self,
+        work: Box<dyn FnOnce() + Send>,
+    ) -> futures_util::future::BoxFuture<'static, anyhow::Result<()>> {
+        let engine = self.clone();
+        Box::pin(async move { engine.blocking(work).await })
+    }
+}
+
 fn provider_for(
     cache: &Mutex<HashMap<String, Arc<dyn Provider>>>,
     endpoint: Endpoint,

@@ -407,7 +407,7 @@ async fn serve(
     let (bus, _) = broadcast::channel(256);
     let heartbeat_on = app.heartbeat_runs().enabled();
     let engine = Engine::new(app);
-    let deliverer = crate::delivery::Deliverer::open(engine.clone())?;
+    let deliverer = crate::delivery::Deliverer::open(Arc::new(engine.clone()))?;
     let shared = Arc::new(Shared {
         engine,
         host,
@@ -764,7 +764,7 @@ pub(crate) fn test_shared_on(
     // record their own rows in the same transactions as their tasks.
     let ledger = crate::tasks::Ledger::open(&app.paths.state_store()).expect("the ledger opens");
     let engine = Engine::new(app);
-    let deliverer = crate::delivery::Deliverer::open(engine.clone()).expect("the outbox opens");
+    let deliverer = crate::delivery::Deliverer::open(Arc::new(engine.clone())).expect("the outbox opens");
     let shared = Arc::new(Shared {
         engine,
         host,
