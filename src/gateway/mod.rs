@@ -793,6 +793,9 @@ pub(crate) fn test_shared_on(
 }
 
 #[cfg(test)]
+mod docs_tests;
+
+#[cfg(test)]
 mod give_back_tests {
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::time::Duration;

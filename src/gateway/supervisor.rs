@@ -34,7 +34,8 @@ use super::Shared;
 use crate::durable::SyncHealth;
 pub(crate) use crate::gateway_client::ComponentStatus;
 
-/// Every component the gateway runs: adding one is an edit here.
+/// Every component the gateway runs: adding one is an edit here, in
+/// [`ComponentKind::ALL`] and in `docs/gateway.md`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum ComponentKind {
     /// Serves the HTTP routes: control API, webhooks, health.
@@ -64,6 +65,22 @@ pub(crate) enum ComponentKind {
 }
 
 impl ComponentKind {
+    /// Every component a gateway supervises; `docs/gateway.md` names
+    /// each under its `## Components` section (tests check both).
+    #[cfg(test)]
+    pub(crate) const ALL: [ComponentKind; 10] = [
+        ComponentKind::ControlApi,
+        ComponentKind::IntakeFeeder,
+        ComponentKind::MemoryWatcher,
+        ComponentKind::MemoryEmbedder,
+        ComponentKind::SkillsWatcher,
+        ComponentKind::ConfigWatcher,
+        ComponentKind::TaskSweeper,
+        ComponentKind::HeartbeatRunner,
+        ComponentKind::CronRunner,
+        ComponentKind::Delivery,
+    ];
+
     pub(crate) fn name(self) -> &'static str {
         match self {
             ComponentKind::ControlApi => "control-api",

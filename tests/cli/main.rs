@@ -7,6 +7,7 @@ mod cron;
 mod cron_jobs;
 mod cron_store;
 mod cron_turns;
+mod docs;
 mod exit_codes;
 mod foundation;
 mod gateway;

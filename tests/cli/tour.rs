@@ -1,6 +1,6 @@
 //! The README's agent tour, run line by line as it is written, against the
-//! scripted model server, with no config file; and the model a session
-//! keeps.
+//! scripted model server, with no config file; the configuration page's
+//! examples; and the model a session keeps.
 
 use serde_json::Value;
 
@@ -9,6 +9,8 @@ use crate::common::{Run, Sandbox};
 use crate::scripted::ScriptedServer;
 
 const README: &str = include_str!("../../README.md");
+const AGENT_PAGE: &str = include_str!("../../docs/agent.md");
+const CONFIGURATION_PAGE: &str = include_str!("../../docs/configuration.md");
 
 /// The shell block of the README that shows `agent prompt`.
 fn tour_block() -> Vec<&'static str> {
@@ -127,6 +129,9 @@ fn the_readme_agent_tour_works_as_written() {
         show.stdout
     );
     assert_eq!(requests.len(), 3);
+    // The agent page shows the same commands.
+    let tour = tour_block().join("\n");
+    assert!(AGENT_PAGE.contains(&tour), "docs/agent.md shows the tour");
 }
 
 fn turn(sb: &Sandbox, server: &ScriptedServer, now: &str, args: &[&str]) -> Value {
@@ -207,14 +212,14 @@ fn agent_prompt_needs_no_key_and_sends_nothing() {
 }
 
 #[test]
-fn the_readme_config_examples_work_on_a_fresh_install() {
+fn the_configuration_page_examples_work_on_a_fresh_install() {
     let sb = Sandbox::new();
-    let block = README
+    let block = CONFIGURATION_PAGE
         .split("```sh\n")
         .skip(1)
         .map(|rest| rest.split("```").next().unwrap())
         .find(|b| b.contains("almanac config get"))
-        .expect("the README shows config commands");
+        .expect("docs/configuration.md shows config commands");
     let mut got = None;
     for line in block.lines().filter(|l| l.starts_with("almanac ")) {
         let words = words(line);
@@ -289,7 +294,9 @@ fn the_readme_says_how_to_install_which_rust_and_the_license() {
         .expect("a LICENSE file");
     assert!(license.starts_with("MIT License\n"), "{license}");
     assert!(license.contains("Copyright (c) 2026 The almanac developers"));
-    // The README still opens with build-and-run, then the test command.
+    // The README still opens with build-and-run, then the test command,
+    // an executable script that checks formatting and lints, fetches the
+    // local model and runs every test.
     let first_blocks: Vec<&str> = README
         .split("```sh\n")
         .skip(1)
@@ -297,5 +304,22 @@ fn the_readme_says_how_to_install_which_rust_and_the_license() {
         .map(|b| b.split("```").next().unwrap().trim())
         .collect();
     assert_eq!(first_blocks[0], "cargo run --release -- status");
-    assert!(first_blocks[1].starts_with("cargo fmt --all --check && "));
+    assert_eq!(first_blocks[1], "scripts/test");
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/test");
+    let mode = std::fs::metadata(&script)
+        .expect("scripts/test")
+        .permissions();
+    assert!(
+        std::os::unix::fs::PermissionsExt::mode(&mode) & 0o111 != 0,
+        "scripts/test is executable"
+    );
+    let script = std::fs::read_to_string(&script).unwrap();
+    for step in [
+        "cargo fmt --all --check",
+        "cargo clippy --workspace --all-targets -- -D warnings",
+        "bench/fetch_model.sh",
+        "cargo test --workspace",
+    ] {
+        assert!(script.contains(step), "scripts/test runs `{step}`");
+    }
 }
