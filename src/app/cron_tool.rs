@@ -9,7 +9,7 @@
 //!   `Recent context:` line, each cut at 220 characters and all of them
 //!   at 700, the newest kept first.
 //! * A change reaches a running gateway at once: in the gateway's own
-//!   process through its [`GatewayHooks`], elsewhere over its control
+//!   process through its [`GatewayPort`], elsewhere over its control
 //!   API, as the commands do. `run` needs a gateway (an error result
 //!   without one); `wake` queues its event in the main session's file
 //!   when none runs (the next turn carries it; nothing wakes).
@@ -25,7 +25,7 @@ use serde_json::{Map, Value, json};
 
 use super::App;
 use super::cron::{self as app_cron, JobChanged, Requester};
-use super::gateway::GatewayHooks;
+use super::gateway::GatewayPort;
 use crate::agent::tools::Caller;
 use crate::cron::job::{Job, PayloadKind};
 use crate::cron::runlog::{self, RunQuery};
@@ -47,7 +47,7 @@ const LIST_DEFAULT_LIMIT: usize = 50;
 /// One call of the tool.
 pub(crate) async fn call(
     app: &App,
-    gateway: Option<&Arc<dyn GatewayHooks>>,
+    gateway: Option<&Arc<dyn GatewayPort>>,
     caller: &Caller,
     action: &str,
     args: &Value,
@@ -285,7 +285,7 @@ fn attach_context(job: &mut Job, lines: &[String]) {
 /// `run`: through the gateway, which alone runs jobs.
 async fn run(
     app: &App,
-    gateway: Option<&Arc<dyn GatewayHooks>>,
+    gateway: Option<&Arc<dyn GatewayPort>>,
     args: &Value,
 ) -> Result<Value, String> {
     let lookup = job_id(args)?.to_string();
@@ -320,7 +320,7 @@ async fn run(
 /// mode `now`.
 async fn wake(
     app: &App,
-    gateway: Option<&Arc<dyn GatewayHooks>>,
+    gateway: Option<&Arc<dyn GatewayPort>>,
     args: &Value,
 ) -> Result<Value, String> {
     let text = match args.get("text") {
@@ -345,7 +345,7 @@ async fn wake(
 }
 
 /// Tells a running gateway that the store changed (`written`).
-async fn tell(app: &App, gateway: Option<&Arc<dyn GatewayHooks>>, written: bool) {
+async fn tell(app: &App, gateway: Option<&Arc<dyn GatewayPort>>, written: bool) {
     if !written {
         return;
     }

@@ -22,7 +22,7 @@ pub(crate) type LaterAnswer =
 /// The gateway gives its engine one when it starts
 /// ([`crate::engine::Engine::set_gateway`]), and the engine hands it to
 /// every turn it runs, so the app never imports the gateway's runners.
-pub(crate) trait GatewayHooks: Send + Sync {
+pub(crate) trait GatewayPort: Send + Sync {
     /// The job store changed: the cron runner reads it now.
     fn cron_changed(&self);
     /// Runs the job `job_id` now (`only_due`: only when it is due): the

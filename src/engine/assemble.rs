@@ -276,7 +276,7 @@ pub(super) struct AppServices {
     /// written.
     pub(super) read_only: bool,
     /// The gateway, when the turn runs in its process.
-    pub(super) gateway: Option<std::sync::Arc<dyn crate::app::gateway::GatewayHooks>>,
+    pub(super) gateway: Option<std::sync::Arc<dyn crate::app::gateway::GatewayPort>>,
 }
 
 impl AppServices {

@@ -16,7 +16,7 @@ use crate::engine::assemble::{AppServices, assemble};
 use crate::trigger::TurnShape;
 use crate::app::cron::{self as app_cron, JobFlags};
 use crate::app::cron_tool::{CONTEXT_MARKER, CONTEXT_PER_MESSAGE_MAX, CONTEXT_TOTAL_MAX};
-use crate::app::gateway::{GatewayHooks, LaterAnswer};
+use crate::app::gateway::{GatewayPort, LaterAnswer};
 use crate::cron::ListQuery;
 use crate::cron::job::Job;
 use crate::host::Host;
@@ -56,7 +56,7 @@ impl Turn {
         Turn::with_gateway(app, None)
     }
 
-    fn with_gateway(app: &App, gateway: Option<Arc<dyn GatewayHooks>>) -> Turn {
+    fn with_gateway(app: &App, gateway: Option<Arc<dyn GatewayPort>>) -> Turn {
         let model = app.model_without_key(Some("openai/test-model")).unwrap();
         let services = AppServices {
             app: app.clone(),
@@ -632,7 +632,7 @@ struct Recorded {
     asked: Mutex<Vec<String>>,
 }
 
-impl GatewayHooks for Recorded {
+impl GatewayPort for Recorded {
     fn cron_changed(&self) {
         self.asked.lock().unwrap().push("changed".into());
     }

@@ -4,9 +4,9 @@
 //! Owns the app (paths and config, replaced whole on a reload), the model
 //! clients (one per endpoint, built once and shared), the webhook
 //! clients of deliveries, the session lanes and the concurrency limit,
-//! the boundary for blocking work, and in the gateway's process the
-//! gateway's hooks ([`GatewayHooks`]) its turns reach it through (the
-//! model's `cron` tool: a changed job store, a run now, a wake).
+//! and the boundary for blocking work. A turn the gateway routes carries
+//! the gateway's port ([`GatewayPort`]: the model's `cron` tool reaches a
+//! changed job store, a run now and a wake through it).
 //!
 //! Invariants:
 //! * Blocking work (files, SQLite, child processes, a whole turn's
@@ -43,7 +43,7 @@ use crate::agent::policy::Approver;
 use crate::app::App;
 use crate::trigger::TurnRequest;
 use turn::{self as app_agent, Driver, TurnContext, TurnReport};
-use crate::app::gateway::GatewayHooks;
+use crate::app::gateway::GatewayPort;
 use crate::provider::{self, Endpoint, Provider, RetryPolicy, StreamSink};
 
 pub(crate) use lanes::{LaneError, Lanes, Ticket};
@@ -74,8 +74,6 @@ struct Inner {
     concurrency: Arc<Semaphore>,
     /// The webhook clients: open, and guarded (see [`Engine::webhook_client`]).
     webhook_clients: [OnceLock<reqwest::Client>; 2],
-    /// The gateway of this process, when it is the gateway's.
-    gateway: OnceLock<Arc<dyn GatewayHooks>>,
     /// The bookkeeping thread, started on first use.
     background: OnceLock<Mutex<std::sync::mpsc::Sender<BackgroundWork>>>,
 }
@@ -101,7 +99,6 @@ impl Engine {
                 lanes: Lanes::new(LANE_CAPACITY),
                 concurrency: Arc::new(Semaphore::new(max)),
                 webhook_clients: [OnceLock::new(), OnceLock::new()],
-                gateway: OnceLock::new(),
                 background: OnceLock::new(),
             }),
         }
@@ -148,12 +145,6 @@ impl Engine {
             )),
             Err(_) => Err(anyhow::anyhow!("the bookkeeping thread stopped")),
         }
-    }
-
-    /// The gateway of this process gives its hooks, once, as it starts;
-    /// every turn run after that reaches it through them.
-    pub(crate) fn set_gateway(&self, hooks: Arc<dyn GatewayHooks>) {
-        let _ = self.inner.gateway.set(hooks);
     }
 
     /// The app as it is now (a reload replaces it; holders of the old one
@@ -270,6 +261,7 @@ impl Engine {
         approver: Arc<dyn Approver>,
         cancel: CancellationToken,
         on_start: Box<dyn FnOnce() -> anyhow::Result<()> + Send>,
+        gateway: Option<Arc<dyn GatewayPort>>,
     ) -> anyhow::Result<TurnReport> {
         let lane = tokio::select! {
             lane = ticket.enter() => lane,
@@ -287,7 +279,6 @@ impl Engine {
                 let _lane = lane;
                 let _permit = permit;
                 on_start()?;
-                let gateway = engine.inner.gateway.get().cloned();
                 let ctx = TurnContext {
                     driver: Driver::Handle(handle),
                     connect: Arc::new(move |endpoint| engine.provider(endpoint)),

@@ -257,7 +257,7 @@ pub(crate) struct TurnContext {
     pub cancel: tokio_util::sync::CancellationToken,
     /// The gateway, for a turn in its own process (the `cron` tool reaches
     /// it directly instead of over its control API).
-    pub gateway: Option<std::sync::Arc<dyn crate::app::gateway::GatewayHooks>>,
+    pub gateway: Option<std::sync::Arc<dyn crate::app::gateway::GatewayPort>>,
 }
 
 /// Runs one turn in its session, holding the session's lock file for

@@ -282,34 +282,14 @@ async fn agent_turn(
         channel: results.channel().map(str::to_string),
         shape: turn_shape(job, target),
     };
-    let limit = match job.payload.timeout_seconds {
-        Some(0) => Duration::MAX,
-        Some(s) => Duration::from_secs(s),
-        None => TURN_TIMEOUT,
+    let mut trigger = crate::trigger::Trigger::new(crate::trigger::Source::Cron, request);
+    trigger.timeout = match job.payload.timeout_seconds {
+        Some(0) => None,
+        Some(s) => Some(Duration::from_secs(s)),
+        None => Some(TURN_TIMEOUT),
     };
-    let ticket = match shared.engine.lanes().enqueue(&key) {
-        Ok(t) => t,
-        Err(err) => {
-            return Outcome {
-                status: Ended::Error,
-                error: Some(err.to_string()),
-                summary: None,
-                session_key: Some(key),
-            };
-        }
-    };
-    let cancel = shared.turns_cancel.child_token();
-    let turn = shared.engine.turn_in_lane(
-        ticket,
-        request,
-        crate::engine::quiet(),
-        crate::engine::unattended(),
-        cancel.clone(),
-        Box::new(|| Ok(())),
-    );
-    let report = match tokio::time::timeout(limit, turn).await {
-        Err(_) => {
-            cancel.cancel();
+    let report = match super::route::route(shared, trigger).await {
+        Err(err) if err.is::<super::route::TimedOut>() => {
             return Outcome {
                 status: Ended::TimedOut,
                 error: Some("cron: job execution timed out".into()),
@@ -317,7 +297,7 @@ async fn agent_turn(
                 session_key: Some(key),
             };
         }
-        Ok(Err(err)) => {
+        Err(err) => {
             return Outcome {
                 status: Ended::Error,
                 error: Some(format!("{err:#}")),
@@ -325,7 +305,7 @@ async fn agent_turn(
                 session_key: Some(key),
             };
         }
-        Ok(Ok(report)) => report,
+        Ok(report) => report,
     };
     // A webhook gets the run's event with the reply as its summary, at
     // the run's end.

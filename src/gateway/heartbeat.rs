@@ -100,18 +100,16 @@ pub(crate) async fn run(
     } else {
         key
     };
-    let busy = !wait_in_lane && shared.engine.lanes().busy(&lane_key);
+    let busy = !wait_in_lane && super::route::busy(shared, &lane_key);
     let runner_shared = shared.clone();
     let reason = reason.to_string();
     let handle = tokio::runtime::Handle::current();
-    let cancel = shared.turns_cancel.child_token();
     shared
         .engine
         .blocking(move || {
             let mut runner = GatewayRunner {
                 shared: runner_shared,
                 handle,
-                cancel,
             };
             beat::run_once(&app, &reason, busy, record_busy, &mut runner)
         })
@@ -123,21 +121,14 @@ pub(crate) async fn run(
 struct GatewayRunner {
     shared: Arc<Shared>,
     handle: tokio::runtime::Handle,
-    cancel: CancellationToken,
 }
 
 impl Runner for GatewayRunner {
     fn turn(&mut self, request: TurnRequest) -> anyhow::Result<Reply> {
-        let key = request.session_key.clone().unwrap_or_default();
-        let ticket = self.shared.engine.lanes().enqueue(&key)?;
-        let report = self.handle.block_on(self.shared.engine.turn_in_lane(
-            ticket,
-            request,
-            crate::engine::quiet(),
-            crate::engine::unattended(),
-            self.cancel.clone(),
-            Box::new(|| Ok(())),
-        ))?;
+        let trigger = crate::trigger::Trigger::new(crate::trigger::Source::Heartbeat, request);
+        let report = self
+            .handle
+            .block_on(super::route::route(&self.shared, trigger))?;
         for w in &report.warnings {
             tracing::warn!("{w}");
         }

@@ -32,10 +32,10 @@ use serde_json::{Value, json};
 use tokio::time::Instant;
 
 use super::intake::{Record, SYSTEM_EVENT_KIND};
-use super::{Event, Shared};
+use super::{Event, Shared, route};
 use crate::gateway_client::discovery;
-use crate::trigger::TurnRequest;
-use crate::engine::{Cancelled, LaneError};
+use crate::trigger::{Source, Trigger, TurnRequest};
+use crate::engine::Cancelled;
 
 /// Largest request body accepted.
 pub(crate) const BODY_LIMIT: usize = 1024 * 1024;
@@ -575,53 +575,26 @@ async fn agent(
         .map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, e.to_string()))?;
     // The task is recorded and joins its lane as one step: the ledger's
     // lane order is the order the turns run in.
-    let (task, ticket) = {
-        let _admitted = shared.admission.lock().await;
-        let full = |e: LaneError| ApiError::new(StatusCode::TOO_MANY_REQUESTS, e.to_string());
-        shared.engine.lanes().room(&key).map_err(full)?;
-        let recording = shared.clone();
-        let request = serde_json::to_value(&req).map_err(ApiError::internal)?;
-        let (lane, message) = (key.clone(), req.message.clone());
-        let task = shared
-            .engine
-            .blocking(move || {
-                let now = recording.host.now_ms();
-                recording.tasks.record_turn(&lane, &message, request, now)
-            })
-            .await
-            .map_err(ApiError::internal)?
-            .map_err(ApiError::internal)?;
-        let ticket = shared.engine.lanes().enqueue(&key).map_err(full)?;
-        (task, ticket)
-    };
+    let request = serde_json::to_value(&req).map_err(ApiError::internal)?;
+    let (lane, message) = (key.clone(), req.message.clone());
+    let trigger = Trigger::new(Source::Api, req);
+    let (admitted, task) = route::admit_recorded(&shared, trigger, &key, move |recording| {
+        let now = recording.host.now_ms();
+        let task = recording.tasks.record_turn(&lane, &message, request, now)?;
+        Ok((task.task_id.clone(), task))
+    })
+    .await
+    .map_err(|e| match e {
+        route::Refused::Full(e) => ApiError::new(StatusCode::TOO_MANY_REQUESTS, e.to_string()),
+        route::Refused::Recording(e) => ApiError::internal(e),
+    })?;
     shared.intake.caught_up(FEED_WAIT).await;
-    let cancel = shared.turns_cancel.child_token();
-    let starting = shared.clone();
-    let (task_id, switch) = (task.task_id.clone(), cancel.clone());
-    let on_start = Box::new(move || {
-        let now = starting.host.now_ms();
-        if starting.tasks.start(&task_id, switch, now)? {
-            Ok(())
-        } else {
-            Err(Cancelled("before it started (tasks cancel)".into()).into())
-        }
-    });
     // The turn and its record run on their own: a client that goes away
     // does not stop them, and the ledger always learns how it ended.
     let running = shared.clone();
     let task_id = task.task_id.clone();
     let job = shared.turns.spawn(async move {
-        let result = running
-            .engine
-            .turn_in_lane(
-                ticket,
-                req,
-                crate::engine::quiet(),
-                crate::engine::unattended(),
-                cancel,
-                on_start,
-            )
-            .await;
+        let result = route::run(&running, admitted).await;
         let end = super::tasks::terminal_of(&result);
         let status = crate::tasks::Status::from(end.status).as_str().to_string();
         let finishing = running.clone();

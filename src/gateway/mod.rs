@@ -36,6 +36,7 @@ pub(crate) mod heartbeat;
 pub(crate) mod http;
 pub(crate) mod intake;
 pub(crate) mod resident;
+pub(crate) mod route;
 pub(crate) mod semantic;
 pub(crate) mod supervisor;
 pub(crate) mod tasks;
@@ -54,6 +55,7 @@ use crate::app::{App, GlobalOptions};
 use crate::config::GatewayBind;
 use crate::engine::Engine;
 use crate::host::Host;
+use crate::trigger::{Source, Trigger, TurnRequest};
 use crate::gateway_client::{GatewayInfo, GatewayStatus};
 use supervisor::{Component, Registry};
 
@@ -465,9 +467,6 @@ async fn serve(
         &tracker,
         components_stop.clone(),
     );
-    shared
-        .engine
-        .set_gateway(Arc::new(Hooks(Arc::downgrade(&shared))));
     crate::gateway_client::discovery::publish(&paths, &shared.info)?;
     shared.ready.store(true, Ordering::Release);
     on_ready(&shared.info);
@@ -575,50 +574,6 @@ impl Component for ControlApi {
     }
 }
 
-/// The gateway as a turn in its own process reaches it: the paths of
-/// `/v1/cron/reload`, `/v1/cron/jobs/{id}/run` and `/v1/system/event`
-/// without the HTTP. Held by the engine, so it holds the gateway weakly.
-pub(crate) struct Hooks(pub std::sync::Weak<Shared>);
-
-impl Hooks {
-    fn shared(&self) -> Result<Arc<Shared>, String> {
-        self.0
-            .upgrade()
-            .ok_or_else(|| "the gateway is stopping".to_string())
-    }
-}
-
-impl crate::app::gateway::GatewayHooks for Hooks {
-    fn cron_changed(&self) {
-        if let Ok(shared) = self.shared() {
-            shared.cron.nudge();
-        }
-    }
-
-    fn run_cron_job(&self, job_id: String, only_due: bool) -> crate::app::gateway::LaterAnswer {
-        let shared = self.shared();
-        Box::pin(async move {
-            let shared = shared?;
-            http::run_cron_job(&shared, job_id, only_due)
-                .await
-                .map_err(|e| e.message)
-        })
-    }
-
-    fn system_event(
-        &self,
-        text: String,
-        mode: String,
-        session_key: Option<String>,
-        trusted: bool,
-    ) -> Result<serde_json::Value, String> {
-        let shared = self.shared()?;
-        http::queue_system_event(&shared, &text, Some(&mode), session_key, trusted)
-            .map(|queued| serde_json::to_value(queued).expect("answers serialise"))
-            .map_err(|e| e.message)
-    }
-}
-
 /// Records in the task ledger how the delivery of each task's result
 /// stands, as the deliverer tells it.
 fn follow_task_deliveries(shared: &Arc<Shared>) {
@@ -644,35 +599,26 @@ fn boot_turn(shared: &Arc<Shared>, app: &App) {
     let Some(request) = app.boot_request() else {
         return;
     };
-    let ticket = match shared
-        .engine
-        .session_key(&request)
-        .map_err(|e| e.to_string())
-        .and_then(|key| {
-            shared
-                .engine
-                .lanes()
-                .enqueue(&key)
-                .map_err(|e| e.to_string())
-        }) {
-        Ok(ticket) => ticket,
+    let admitted = match shared.engine.session_key(&request) {
+        Ok(key) => {
+            let request = TurnRequest {
+                session_key: Some(key),
+                ..request
+            };
+            route::admit(shared, Trigger::new(Source::Boot, request)).map_err(|e| e.to_string())
+        }
+        Err(err) => Err(err.to_string()),
+    };
+    let admitted = match admitted {
+        Ok(admitted) => admitted,
         Err(err) => {
             tracing::warn!(%err, "BOOT.md not run");
             return;
         }
     };
-    let cancel = shared.turns_cancel.child_token();
-    let engine = shared.engine.clone();
+    let running = shared.clone();
     shared.turns.spawn(async move {
-        let turn = engine.turn_in_lane(
-            ticket,
-            request,
-            crate::engine::quiet(),
-            crate::engine::unattended(),
-            cancel,
-            Box::new(|| Ok(())),
-        );
-        match turn.await {
+        match route::run(&running, admitted).await {
             Ok(_) => tracing::info!("BOOT.md ran"),
             Err(err) => tracing::warn!(err = %format!("{err:#}"), "BOOT.md turn failed"),
         }

@@ -40,7 +40,7 @@ use super::super::intake::{HOOK_AGENT_KIND, Record};
 use super::super::{Event, Shared};
 use crate::gateway_client::discovery;
 use super::ApiError;
-use crate::trigger::TurnRequest;
+use crate::trigger::{Source, Trigger, TurnRequest};
 use crate::config::HooksConfig;
 use crate::durable;
 
@@ -1115,40 +1115,19 @@ async fn run_hook(shared: &Arc<Shared>, task: crate::tasks::Task, record: Record
             ..crate::trigger::TurnShape::default()
         },
     };
-    let result = match shared.engine.lanes().enqueue(&lane) {
-        Err(err) => Err(anyhow::Error::from(err)),
-        Ok(ticket) => {
-            let cancel = shared.turns_cancel.child_token();
-            let starting = shared.clone();
-            let (task_id, switch) = (task.task_id.clone(), cancel.clone());
-            let on_start = Box::new(move || {
-                let now = starting.host.now_ms();
-                if starting.tasks.start(&task_id, switch, now)? {
-                    Ok(())
-                } else {
-                    Err(crate::engine::Cancelled("before it started (tasks cancel)".into()).into())
-                }
-            });
-            let limit = run.timeout_seconds.map_or(RUN_TIMEOUT, Duration::from_secs);
-            let turn = shared.engine.turn_in_lane(
-                ticket,
-                request,
-                crate::engine::quiet(),
-                crate::engine::unattended(),
-                cancel.clone(),
-                on_start,
-            );
-            match tokio::time::timeout(limit, turn).await {
-                Ok(result) => result,
-                Err(_) => {
-                    cancel.cancel();
-                    Err(anyhow::anyhow!(
-                        "hook run timed out after {} s",
-                        limit.as_secs()
-                    ))
-                }
-            }
-        }
+    let limit = run.timeout_seconds.map_or(RUN_TIMEOUT, Duration::from_secs);
+    let trigger = Trigger {
+        source: Source::Webhook,
+        request,
+        timeout: Some(limit),
+        task_id: Some(task.task_id.clone()),
+    };
+    let result = match super::super::route::route(shared, trigger).await {
+        Err(err) if err.is::<super::super::route::TimedOut>() => Err(anyhow::anyhow!(
+            "hook run timed out after {} s",
+            limit.as_secs()
+        )),
+        result => result,
     };
     // The gateway is stopping: a webhook's run was acknowledged to its
     // sender, so it is not given up. Its task stays as it is (queued, or

@@ -383,10 +383,10 @@ async fn the_outbox_stream_sends_new_entries_and_replays_what_followed_the_last_
 /// same paths as the routes, without the HTTP.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_hooks_queue_an_event_as_the_route_does() {
-    use crate::app::gateway::GatewayHooks;
+    use crate::app::gateway::GatewayPort;
     let dir = tempfile::tempdir().unwrap();
     let shared = crate::gateway::test_shared(dir.path(), TOKEN);
-    let hooks = crate::gateway::Hooks(Arc::downgrade(&shared));
+    let hooks = crate::gateway::route::Port::of(&shared);
     let mut bus = shared.bus.subscribe();
     let answer = hooks
         .system_event("Check the oven".into(), "now".into(), None, true)
@@ -415,7 +415,7 @@ async fn the_hooks_queue_an_event_as_the_route_does() {
 
 #[tokio::test(flavor = "current_thread", start_paused = true)]
 async fn the_hooks_tell_the_cron_runner_of_a_change_and_run_a_job_now() {
-    use crate::app::gateway::GatewayHooks;
+    use crate::app::gateway::GatewayPort;
     use crate::gateway::supervisor::Component;
     use crate::host::TokioClock;
     let dir = tempfile::tempdir().unwrap();
@@ -423,7 +423,7 @@ async fn the_hooks_tell_the_cron_runner_of_a_change_and_run_a_job_now() {
     let clock = Arc::new(TokioClock::new(base));
     std::fs::create_dir_all(dir.path().join("state/workspace")).unwrap();
     let shared = crate::gateway::test_shared_with(dir.path(), TOKEN, Some(clock), 1);
-    let hooks = crate::gateway::Hooks(Arc::downgrade(&shared));
+    let hooks = crate::gateway::route::Port::of(&shared);
     let stop = tokio_util::sync::CancellationToken::new();
     let runner = tokio::spawn(
         Arc::new(crate::gateway::cron::CronRunner).start(shared.clone(), stop.clone()),
