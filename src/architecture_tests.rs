@@ -274,7 +274,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("par", &[]),
     ("provider", &[]),
     ("child", &[]),
-    ("trigger", &[]),
+    ("trigger", &["provider", "session"]),
     ("config", &["durable", "host"]),
     ("paths", &["config", "durable", "host"]),
     ("store", &["durable", "host", "paths"]),
@@ -291,7 +291,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("app", &["activity", "agent", "child", "config", "cron", "delivery", "durable", "gateway_client", "hooks", "host", "memory", "par", "paths", "provider", "session", "skills", "store", "tasks", "trigger"]),
     ("engine", &["activity", "agent", "app", "child", "config", "cron", "delivery", "durable", "gateway_client", "hooks", "host", "memory", "par", "paths", "provider", "session", "skills", "store", "tasks", "trigger"]),
     ("gateway", &["activity", "app", "config", "cron", "delivery", "durable", "engine", "gateway_client", "hooks", "host", "memory", "par", "paths", "session", "skills", "store", "tasks", "trigger"]),
-    ("entry", &["activity", "app", "config", "cron", "delivery", "durable", "engine", "gateway", "gateway_client", "hooks", "host", "memory", "paths", "session", "skills", "tasks", "trigger"]),
+    ("entry", &["activity", "agent", "app", "config", "cron", "delivery", "durable", "engine", "gateway", "gateway_client", "hooks", "host", "memory", "paths", "session", "skills", "tasks", "trigger"]),
     ("cli", &["activity", "agent", "app", "child", "config", "cron", "delivery", "durable", "entry", "gateway_client", "hooks", "host", "memory", "paths", "session", "skills", "tasks", "trigger"]),
 ];
 

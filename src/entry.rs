@@ -14,7 +14,7 @@ pub(crate) use crate::engine::model::ModelError;
 pub(crate) use crate::engine::turn::{PromptView, TurnReport};
 pub(crate) use crate::gateway::{GatewayError, RunOptions};
 use crate::gateway_client::GatewayInfo;
-use crate::provider::Quiet;
+
 use crate::trigger::TurnRequest;
 
 /// Runs the gateway in the foreground; `on_ready` is told where it
@@ -82,7 +82,6 @@ pub(crate) fn turn(
             json,
         });
     }
-    let report = crate::engine::run_one_turn(app.clone(), req, Box::new(Quiet), approver)?;
+    let report = crate::engine::run_one_turn(app.clone(), req, crate::engine::quiet(), approver)?;
     Ok(report.into())
 }
-

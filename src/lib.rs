@@ -9,6 +9,7 @@
 
 #![warn(unreachable_pub)]
 
+pub(crate) mod activity;
 pub(crate) mod agent;
 pub(crate) mod app;
 pub(crate) mod child;
@@ -19,9 +20,8 @@ pub(crate) mod delivery;
 pub(crate) mod durable;
 pub(crate) mod engine;
 pub(crate) mod entry;
-pub(crate) mod gateway_client;
 pub(crate) mod gateway;
-pub(crate) mod heartbeat;
+pub(crate) mod gateway_client;
 pub(crate) mod hooks;
 pub(crate) mod host;
 pub(crate) mod memory;

@@ -8,7 +8,7 @@
 use serde::Serialize;
 
 use super::App;
-use crate::heartbeat::{self, MemoryCounts, SecurityFlags, Snapshot, Tracker};
+use crate::activity::{self, MemoryCounts, SecurityFlags, Snapshot, Tracker};
 use crate::memory::context::{self, ContextBlock};
 use crate::memory::files::{FileKind, count_daily_files};
 use crate::memory::index::{Hit, Index, SyncMode, SyncReport};
@@ -88,11 +88,9 @@ impl App {
                 llm: sec.llm,
                 actions: sec.actions,
             },
-            routines_enabled: heartbeat::count_routines(
-                &self.paths.state_dir.join("routines.json"),
-            ),
+            routines_enabled: activity::count_routines(&self.paths.state_dir.join("routines.json")),
             memory: MemoryCounts {
-                json_entries: heartbeat::count_json_memory(
+                json_entries: activity::count_json_memory(
                     &self.paths.state_dir.join("memory.json"),
                 ),
                 session_daily: memory.daily_files as u64,
@@ -103,14 +101,14 @@ impl App {
 
     /// Records an activity event (`heartbeat ping`, and memory commands):
     /// the activity and source are one line each, of at most
-    /// [`heartbeat::MAX_NAME_CHARS`] characters.
+    /// [`activity::MAX_NAME_CHARS`] characters.
     pub(crate) fn ping(
         &self,
         activity: &str,
         source: &str,
-    ) -> anyhow::Result<heartbeat::PingOutcome> {
-        heartbeat::check_name("activity", activity)?;
-        heartbeat::check_name("source", source)?;
+    ) -> anyhow::Result<activity::PingOutcome> {
+        activity::check_name("activity", activity)?;
+        activity::check_name("source", source)?;
         self.ping_with_stats(activity, source, &self.memory().stats())
     }
 
@@ -119,7 +117,7 @@ impl App {
         activity: &str,
         source: &str,
         stats: &MemoryStats,
-    ) -> anyhow::Result<heartbeat::PingOutcome> {
+    ) -> anyhow::Result<activity::PingOutcome> {
         self.ensure_state_dir()?;
         let snapshot = self.activity_snapshot(stats);
         let size = self.config.config.activity.history_size as usize;
@@ -408,7 +406,7 @@ pub(crate) fn heartbeat_status(
         .get("channels")
         .filter(|v| v.is_object())
         .cloned()
-        .unwrap_or_else(heartbeat::no_channels);
+        .unwrap_or_else(activity::no_channels);
     state.entry("channels").or_insert_with(|| channels.clone());
     state.entry("hermes").or_insert(channels);
     state
@@ -421,9 +419,9 @@ pub(crate) fn heartbeat_status(
 pub(crate) fn heartbeat_history(
     app: &App,
     limit: usize,
-) -> anyhow::Result<(Vec<heartbeat::HistoryRow>, Vec<String>)> {
+) -> anyhow::Result<(Vec<activity::HistoryRow>, Vec<String>)> {
     let loaded = app.tracker().peek()?;
-    let rows = heartbeat::history_rows(&loaded.state);
+    let rows = activity::history_rows(&loaded.state);
     let skip = rows.len().saturating_sub(limit);
     Ok((
         rows.into_iter().skip(skip).collect(),

@@ -7,8 +7,8 @@ use serde_json::Value;
 
 use super::JsonFlag;
 use super::output::{print_json, warn};
+use crate::activity::history_rows;
 use crate::app::{App, session_memory};
-use crate::heartbeat::history_rows;
 
 #[derive(Debug, Subcommand)]
 pub(super) enum HeartbeatCommand {

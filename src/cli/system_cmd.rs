@@ -6,10 +6,10 @@ use std::process::ExitCode;
 use clap::{Args, Subcommand};
 
 use super::output::{print_json, warn};
+use crate::activity::runs::RunEvent;
 use crate::app::App;
 use crate::app::gateway;
 use crate::app::heartbeat;
-use crate::heartbeat::runs::RunEvent;
 
 #[derive(Debug, Subcommand)]
 pub(super) enum SystemCommand {

@@ -624,7 +624,7 @@ async fn a_heartbeat_alert_whose_retries_run_out_is_no_longer_a_duplicate() {
         "the rest of the entry stays"
     );
     let last = app.heartbeat_runs().last().unwrap().unwrap();
-    assert_eq!(last.status, crate::heartbeat::runs::RunStatus::Failed);
+    assert_eq!(last.status, crate::activity::runs::RunStatus::Failed);
     assert!(
         last.reason
             .as_deref()

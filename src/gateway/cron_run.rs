@@ -215,7 +215,7 @@ async fn execute(shared: &Arc<Shared>, job: &Job, run: &Claimed) -> Outcome {
                     session_key: Some(key),
                 },
                 Ok(Ok(event)) => {
-                    use crate::heartbeat::runs::RunStatus as Beat;
+                    use crate::activity::runs::RunStatus as Beat;
                     let status = match event.status {
                         Beat::Failed => Ended::Error,
                         Beat::Skipped => Ended::Skipped,

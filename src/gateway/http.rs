@@ -33,9 +33,9 @@ use tokio::time::Instant;
 
 use super::intake::{Record, SYSTEM_EVENT_KIND};
 use super::{Event, Shared, route};
+use crate::engine::Cancelled;
 use crate::gateway_client::discovery;
 use crate::trigger::{Source, Trigger, TurnRequest};
-use crate::engine::Cancelled;
 
 /// Largest request body accepted.
 pub(crate) const BODY_LIMIT: usize = 1024 * 1024;

@@ -54,9 +54,9 @@ use tokio_util::task::TaskTracker;
 use crate::app::{App, GlobalOptions};
 use crate::config::GatewayBind;
 use crate::engine::Engine;
+use crate::gateway_client::{GatewayInfo, GatewayStatus};
 use crate::host::Host;
 use crate::trigger::{Source, Trigger, TurnRequest};
-use crate::gateway_client::{GatewayInfo, GatewayStatus};
 use supervisor::{Component, Registry};
 
 /// How long shutdown may take in all.
@@ -305,7 +305,10 @@ pub(crate) fn run(
 ) -> anyhow::Result<()> {
     resident::limit_allocator_arenas();
     let (address, port, label) = bind_address(&app, &opts)?;
-    if !address.is_loopback() && crate::gateway_client::discovery::configured_token(&app.config.config, &app.host).is_none() {
+    if !address.is_loopback()
+        && crate::gateway_client::discovery::configured_token(&app.config.config, &app.host)
+            .is_none()
+    {
         return Err(GatewayError::TokenRequired(label).into());
     }
     use anyhow::Context as _;
@@ -334,14 +337,15 @@ pub(crate) fn run(
             }
         })?;
     listener.set_nonblocking(true)?;
-    let (token, source) = crate::gateway_client::discovery::token(&app.paths, &app.config.config, &app.host, true)
-        .with_context(|| {
-            format!(
-                "cannot read or write the gateway token {}",
-                app.paths.gateway_token_file().display()
-            )
-        })?
-        .expect("a token is created when missing");
+    let (token, source) =
+        crate::gateway_client::discovery::token(&app.paths, &app.config.config, &app.host, true)
+            .with_context(|| {
+                format!(
+                    "cannot read or write the gateway token {}",
+                    app.paths.gateway_token_file().display()
+                )
+            })?
+            .expect("a token is created when missing");
     http::hooks::settings(&app.config.config.hooks, &token)?;
     let intake = intake::Intake::open(&app.paths.gateway_dir()).with_context(|| {
         format!(
@@ -710,7 +714,8 @@ pub(crate) fn test_shared_on(
     // record their own rows in the same transactions as their tasks.
     let ledger = crate::tasks::Ledger::open(&app.paths.state_store()).expect("the ledger opens");
     let engine = Engine::new(app);
-    let deliverer = crate::delivery::Deliverer::open(Arc::new(engine.clone())).expect("the outbox opens");
+    let deliverer =
+        crate::delivery::Deliverer::open(Arc::new(engine.clone())).expect("the outbox opens");
     let shared = Arc::new(Shared {
         engine,
         host,

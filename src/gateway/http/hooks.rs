@@ -38,11 +38,11 @@ use tokio::time::Instant;
 
 use super::super::intake::{HOOK_AGENT_KIND, Record};
 use super::super::{Event, Shared};
-use crate::gateway_client::discovery;
 use super::ApiError;
-use crate::trigger::{Source, Trigger, TurnRequest};
 use crate::config::HooksConfig;
 use crate::durable;
+use crate::gateway_client::discovery;
+use crate::trigger::{Source, Trigger, TurnRequest};
 
 /// Failed authentications from one address within [`super::LOCKOUT_WINDOW`]
 /// after which it is locked out.

@@ -1,5 +1,5 @@
-//! The activity heartbeat: `heartbeat.json` in the state directory, in
-//! Arka's format (last activity, source, security flags, routine count,
+//! Arka's activity file (the activity heartbeat, not the heartbeat
+//! turn): `heartbeat.json` in the state directory, in Arka's format (last activity, source, security flags, routine count,
 //! memory stats, a bounded history ring), plus almanac's `events_total`
 //! counter and an `updated_at` timestamp with its UTC offset.
 //!
