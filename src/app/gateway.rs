@@ -19,9 +19,8 @@ pub(crate) type LaterAnswer =
 /// What a turn inside the gateway's own process asks of the gateway
 /// directly; outside it the same goes over the control API
 /// (`/v1/cron/reload`, `/v1/cron/jobs/{id}/run`, `/v1/system/event`).
-/// The gateway gives its engine one when it starts
-/// ([`crate::engine::Engine::set_gateway`]), and the engine hands it to
-/// every turn it runs, so the app never imports the gateway's runners.
+/// The gateway gives one with every turn it routes, and the engine hands
+/// it to the turn's tools, so the app never imports the gateway.
 pub(crate) trait GatewayPort: Send + Sync {
     /// The job store changed: the cron runner reads it now.
     fn cron_changed(&self);

@@ -363,8 +363,20 @@ impl Deliverer {
         })
     }
 
-    fn now_ms(&self) -> i64 {
+    pub(crate) fn now_ms(&self) -> i64 {
         self.inner.env.now_ms()
+    }
+
+    /// The outbox's journal (tests break its disk).
+    #[cfg(test)]
+    pub(crate) fn outbox_journal(&self) -> &Journal {
+        self.inner.outbox.journal()
+    }
+
+    /// The deliveries journal (tests break its disk).
+    #[cfg(test)]
+    pub(crate) fn deliveries_journal(&self) -> &Journal {
+        &self.inner.deliveries
     }
 
     /// How the syncs of the outbox and of the deliveries journal stand.
@@ -852,6 +864,3 @@ pub(crate) async fn resume_pending(deliverer: &Deliverer) -> usize {
     }
     count
 }
-
-#[cfg(test)]
-mod tests;

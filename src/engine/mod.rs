@@ -427,6 +427,10 @@ pub(crate) fn run_one_turn(
 }
 
 #[cfg(test)]
+#[path = "delivery_tests.rs"]
+mod delivery_tests;
+
+#[cfg(test)]
 mod tests {
     use super::*;
     use crate::app::GlobalOptions;

@@ -1,5 +1,5 @@
-//! The deliverer against a local webhook receiver (an axum server on
-//! 127.0.0.1): retries with backoff, signatures, refusals, giving up,
+//! The deliverer, in the engine's environment, against a local webhook
+//! receiver (an axum server on 127.0.0.1): retries with backoff, signatures, refusals, giving up,
 //! resuming after a restart. Waits are recorded, never slept.
 
 use crate::engine::Engine;
@@ -13,8 +13,12 @@ use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 
-use super::*;
+use crate::delivery::webhook::{Job, Outcome, Payload};
+use crate::delivery::*;
+use crate::delivery::{outbox, webhook};
+use crate::durable;
 use crate::provider::BoxFuture;
+use crate::provider::http::Sleeper;
 
 const SECRET: &str = "hook-signing-s3cret";
 const CONFIG: &str = "{ hooks: { signingSecret: 'hook-signing-s3cret' } }";
@@ -666,8 +670,8 @@ async fn a_result_is_not_reported_delivered_while_the_outbox_cannot_be_synced() 
     let mut health = d.journals().remove(0);
     d.deliver(item("before"), &Target::Outbox).await.unwrap();
     disk.fail_syncs(true);
-    assert!(d.inner.outbox.journal().sync().is_err());
-    let written = d.inner.outbox.journal().size_bytes().unwrap();
+    assert!(d.outbox_journal().sync().is_err());
+    let written = d.outbox_journal().size_bytes().unwrap();
     let refused = d
         .deliver(item("refused"), &Target::Outbox)
         .await
@@ -710,7 +714,7 @@ async fn a_webhook_result_is_not_posted_while_the_deliveries_journal_cannot_be_s
     let d = deliverer_on(dir.path(), &disk, false);
     let mut health = d.journals().remove(1);
     disk.fail_syncs(true);
-    assert!(d.inner.deliveries.sync().is_err());
+    assert!(d.deliveries_journal().sync().is_err());
     let target = webhook(&url, UrlOrigin::Config);
     let refused = d.deliver(item("refused"), &target).await.unwrap_err();
     assert!(
