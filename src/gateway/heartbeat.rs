@@ -484,9 +484,8 @@ mod tests {
         let (shared, clock) = gateway_at_ten(dir.path());
         let app = shared.engine.app();
         let key = app.sessions(Some(beat::AGENT_ID)).resolve_key(None);
-        let lanes = shared.engine.lanes().clone();
         // A turn holds the session's lane.
-        let held = lanes.enqueue(&key).unwrap().enter().await;
+        let held = super::super::route::hold(&shared, &key).await;
         let first_due = app.next_heartbeat_ms(clock.now().as_millisecond()).unwrap();
         let stop = CancellationToken::new();
         let runner = tokio::spawn(Arc::new(HeartbeatRunner).start(shared.clone(), stop.clone()));
@@ -498,7 +497,7 @@ mod tests {
         advance_until(|| tokio::time::Instant::now() >= five_seconds).await;
         // Retried, not queued in the lane, while its patience lasts; one
         // skip recorded for the streak; the schedule has not moved.
-        assert_eq!(lanes.waiting(&key), 0);
+        assert_eq!(super::super::route::waiting(&shared, &key), 0);
         let events = app.heartbeat_runs().newest(10).unwrap();
         assert_eq!(events.len(), 1, "{events:?}");
         assert_eq!(events[0].reason.as_deref(), Some("requests-in-flight"));
@@ -506,8 +505,8 @@ mod tests {
         // A retry a second: after BUSY_PATIENCE of them it waits in the
         // lane, and runs as soon as the turn ends.
         tokio::time::sleep(BUSY_RETRY * (BUSY_PATIENCE - 6)).await;
-        assert_eq!(lanes.waiting(&key), 0);
-        let waited = advance_until(|| lanes.waiting(&key) == 1).await;
+        assert_eq!(super::super::route::waiting(&shared, &key), 0);
+        let waited = advance_until(|| super::super::route::waiting(&shared, &key) == 1).await;
         // The 31st try, about BUSY_PATIENCE seconds after the first (the
         // clock moved by hand in steps lets each retry start a little
         // late).

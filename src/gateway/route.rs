@@ -29,6 +29,18 @@ pub(crate) fn busy(shared: &Shared, key: &str) -> bool {
     shared.engine.lanes().busy(key)
 }
 
+/// How many turns wait in `key`'s lane behind the running one.
+#[cfg(test)]
+pub(crate) fn waiting(shared: &Shared, key: &str) -> usize {
+    shared.engine.lanes().waiting(key)
+}
+
+/// Holds `key`'s lane as a running turn does, until dropped.
+#[cfg(test)]
+pub(crate) async fn hold(shared: &Shared, key: &str) -> crate::engine::lanes::LaneGuard {
+    shared.engine.lanes().enqueue(key).unwrap().enter().await
+}
+
 /// Admits `trigger` to the lane of its session key.
 pub(crate) fn admit(shared: &Shared, trigger: Trigger) -> Result<Admitted, LaneError> {
     let key = trigger.request.session_key.clone().unwrap_or_default();
