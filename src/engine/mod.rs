@@ -250,15 +250,15 @@ impl Engine {
     }
 
     /// A turn for a request that already holds its place in the
-    /// lane (the gateway records the place before waiting). `on_start`
+    /// lane (the gateway records the place before waiting): unattended
+    /// (nobody reads its text as it streams, and a command that needs a
+    /// person's approval is refused). `on_start`
     /// runs on the blocking boundary once the turn has its lane and slot,
     /// before anything else; an error from it ends the turn unrun.
     pub(crate) async fn turn_in_lane(
         &self,
         ticket: Ticket,
         req: TurnRequest,
-        mut sink: Box<dyn StreamSink>,
-        approver: Arc<dyn Approver>,
         cancel: CancellationToken,
         on_start: Box<dyn FnOnce() -> anyhow::Result<()> + Send>,
         gateway: Option<Arc<dyn GatewayPort>>,
@@ -289,8 +289,8 @@ impl Engine {
                     &app,
                     &req,
                     &RetryPolicy::default(),
-                    sink.as_mut(),
-                    approver.as_ref(),
+                    &mut crate::provider::Quiet,
+                    &crate::agent::policy::NoApprover,
                     &ctx,
                 )
             })
@@ -374,12 +374,6 @@ fn panic_text(panic: &(dyn std::any::Any + Send)) -> String {
         .map(|s| s.to_string())
         .or_else(|| panic.downcast_ref::<String>().cloned())
         .unwrap_or_else(|| "unknown panic".to_string())
-}
-
-/// The approver of a turn nobody watches (the gateway's): commands that
-/// need a person's approval are refused.
-pub(crate) fn unattended() -> Arc<dyn Approver> {
-    Arc::new(crate::agent::policy::NoApprover)
 }
 
 /// A sink for a turn whose text nobody reads as it streams.

@@ -262,9 +262,12 @@ pub(crate) struct TurnContext {
 
 /// Runs one turn in its session, holding the session's lock file for
 /// the whole turn. Call it from a blocking thread of `ctx.driver`'s
-/// runtime (the engine does), or the thread that owns it. `retry` is the retry policy (tests pass one
-/// that records its waits); `approver` is asked when a command needs a
-/// person's approval (`tools.exec.ask`).
+/// runtime (the engine does), or the thread that owns it. `retry` is the
+/// retry policy (tests pass one that records its waits); `approver` is
+/// asked when a command needs a person's approval (`tools.exec.ask`).
+///
+/// The phases, in order: [`resolve`], [`open`], [`prepare`], [`run`],
+/// [`commit`] and [`report`].
 pub(crate) fn run_turn(
     app: &App,
     req: &TurnRequest,
@@ -274,24 +277,45 @@ pub(crate) fn run_turn(
     ctx: &TurnContext,
 ) -> anyhow::Result<TurnReport> {
     let started_at = std::time::Instant::now();
+    let resolved = resolve(app, req)?;
+    let mut opened = open(app, req, resolved)?;
+    let prepared = prepare(app, req, ctx, &mut opened)?;
+    let answering = Answering {
+        retry,
+        sink,
+        approver,
+    };
+    let ran = run(app, req, answering, ctx, &opened, &prepared)?;
+    let ran = commit(app, req, &mut opened, prepared, ran)?;
+    Ok(report(opened, ran, started_at))
+}
+
+/// Resolve: the session key, what opens the turn (a reset, a model
+/// named), and the model with its fallbacks. Resolved before the session
+/// is touched: a turn that cannot call a model (a `/new` naming one that
+/// cannot be used included) leaves the session as it is.
+struct Resolved {
+    sessions: Sessions,
+    key: String,
+    opening: Opening,
+    now: jiff::Timestamp,
+    model: super::model::Model,
+    fallbacks: Vec<Link>,
+    warnings: Vec<String>,
+}
+
+fn resolve(app: &App, req: &TurnRequest) -> anyhow::Result<Resolved> {
     crate::trigger::check_agent(req)?;
     app.ensure_state_dir()?;
     app.paths.ensure_workspace()?;
     let sessions = app.sessions(req.agent.as_deref());
     let key = sessions.resolve_key(req.session_key.as_deref());
-    let Opening {
-        explicit,
-        typed,
-        model_choice,
-        message,
-    } = opening(app, req);
+    let opening = opening(app, req);
     let now = app.host.now_ts();
     // `/new provider/model` names the new session's model; then `--model`,
     // then the model the session keeps (as stored before a reset), then
-    // `agents.defaults.model`. Resolved before the session is touched: a
-    // turn that cannot call a model (a `/new` naming one that cannot be
-    // used included) leaves the session as it is.
-    let chosen = model_choice.as_deref().or(req.model.as_deref());
+    // `agents.defaults.model`.
+    let chosen = opening.model_choice.as_deref().or(req.model.as_deref());
     let kept = match chosen {
         Some(_) => None,
         None => stored_entry(&sessions, &key)
@@ -299,38 +323,100 @@ pub(crate) fn run_turn(
             .and_then(session_model),
     };
     let model = app.model(chosen.or(kept.as_deref()))?;
-    let mut fallback_warnings = Vec::new();
-    let fallbacks = app.fallback_models(
-        &model,
-        req.shape.fallbacks.as_deref(),
-        &mut fallback_warnings,
-    );
+    let mut warnings = Vec::new();
+    let fallbacks = app.fallback_models(&model, req.shape.fallbacks.as_deref(), &mut warnings);
+    Ok(Resolved {
+        sessions,
+        key,
+        opening,
+        now,
+        model,
+        fallbacks,
+        warnings,
+    })
+}
+
+/// Open: the session's turn lock (held until the turn ends), the current
+/// session (started or reset as the message or the policy says), the
+/// opening hooks, and the message the model gets.
+struct Opened {
+    _lock: crate::durable::HeldLock,
+    resolved: Resolved,
+    current: crate::session::Current,
+    message: String,
+}
+
+fn open(app: &App, req: &TurnRequest, resolved: Resolved) -> anyhow::Result<Opened> {
+    let Resolved {
+        sessions, key, now, ..
+    } = &resolved;
+    let Opening {
+        explicit,
+        typed,
+        model_choice,
+        message,
+    } = &resolved.opening;
     // From here the session is this turn's alone (a turn that cannot
     // call a model has created nothing).
-    let _turn_lock = crate::durable::lock_file(&sessions.turn_lock_path(&key))?;
+    let lock = crate::durable::lock_file(&sessions.turn_lock_path(key))?;
     let hooks_on = app.config.config.hooks.internal.enabled;
-    let previous = (hooks_on && explicit.is_some()).then(|| stored_entry(&sessions, &key));
-    let (current, mut warnings) =
-        sessions.current(&key, now, &app.paths.workspace, explicit, false)?;
-    warnings.extend(fallback_warnings);
+    let previous = (hooks_on && explicit.is_some()).then(|| stored_entry(sessions, key));
+    let (current, warnings) =
+        sessions.current(key, *now, &app.paths.workspace, *explicit, false)?;
     if req.heartbeat.is_none() {
         fire_opening_hooks(
             app,
-            &sessions,
-            &key,
+            sessions,
+            key,
             req,
             typed.then_some(previous).flatten(),
             &current,
         );
     }
-    if let Some(choice) = &model_choice {
-        sessions.record(&key, now, |e| e.model_override = Some(choice.clone()))?;
+    if let Some(choice) = model_choice {
+        sessions.record(key, *now, |e| e.model_override = Some(choice.clone()))?;
     }
     let message = if message.trim().is_empty() {
         "A new session was started. Greet the user briefly.".to_string()
     } else {
-        message
+        message.clone()
     };
+    let mut resolved = resolved;
+    resolved.warnings.extend(warnings);
+    Ok(Opened {
+        _lock: lock,
+        resolved,
+        current,
+        message,
+    })
+}
+
+/// Prepare: the prompt assembled (skills, recall, bootstrap files,
+/// tools) while the model's client is set up and the session's queued
+/// events and transcript are read; the model chain; a due memory scan
+/// started to run alongside the model.
+struct Prepared {
+    services: AppServices,
+    assembled: super::assemble::Assembled,
+    assemble_ms: f64,
+    stored: transcript::Transcript,
+    queue: events::Queue,
+    events: Vec<events::Event>,
+    settings: Settings,
+    models: Models,
+    scanning: Option<std::thread::JoinHandle<anyhow::Result<Vec<String>>>>,
+}
+
+fn prepare(
+    app: &App,
+    req: &TurnRequest,
+    ctx: &TurnContext,
+    opened: &mut Opened,
+) -> anyhow::Result<Prepared> {
+    let Opened {
+        resolved, current, ..
+    } = opened;
+    let (key, now, model) = (&resolved.key, resolved.now, &resolved.model);
     // The HTTP client (and for HTTPS the system's trust store) is set up
     // while the prompt is assembled.
     let endpoint = model.endpoint.clone();
@@ -342,30 +428,29 @@ pub(crate) fn run_turn(
         gateway: ctx.gateway.clone(),
     };
     let assembly_started = std::time::Instant::now();
-    // The session's queued events and its transcript are read while the
-    // turn is assembled. The events stay queued until the turn that
-    // carries them is synced to the transcript.
-    let queue = sessions.events();
+    // The events stay queued until the turn that carries them is synced
+    // to the transcript.
+    let queue = resolved.sessions.events();
     let (assembled, (pending, stored)) = assemble(
         app,
-        &model,
-        &message,
+        model,
+        &opened.message,
         req.heartbeat,
         &req.shape,
-        caller(&key),
+        caller(key),
         &services,
         || {
             (
-                queue.pending(&key, now),
+                queue.pending(key, now),
                 transcript::read(&current.transcript),
             )
         },
     );
     let assemble_ms = assembly_started.elapsed().as_secs_f64() * 1000.0;
     let stored = stored?;
+    let warnings = &mut resolved.warnings;
     warnings.extend(stored.diagnostics.iter().cloned());
-    let events = events_to_deliver(&queue, &key, pending, &stored, now, &mut warnings);
-    let lines = events::render(&events, |ts| event_time(app, ts));
+    let events = events_to_deliver(&queue, key, pending, &stored, now, warnings);
     let defaults = &app.config.config.agents.defaults;
     let settings = Settings {
         max_tokens: defaults.max_tokens,
@@ -375,16 +460,13 @@ pub(crate) fn run_turn(
     let client = connecting
         .join()
         .map_err(|_| anyhow::anyhow!("setting up the HTTP client failed"))?;
-    let models = Models::new(
-        Link::new(
-            model.reference.clone(),
-            model.name.clone(),
-            model.endpoint.clone(),
-        ),
-        client,
-        fallbacks,
-        ctx.connect.clone(),
+    let first = Link::new(
+        model.reference.clone(),
+        model.name.clone(),
+        model.endpoint.clone(),
     );
+    let fallbacks = std::mem::take(&mut resolved.fallbacks);
+    let models = Models::new(first, client, fallbacks, ctx.connect.clone());
     // A due full scan of the memory index runs while the model answers.
     let scanning = assembled.full_scan_due.then(|| {
         let app = app.clone();
@@ -392,8 +474,63 @@ pub(crate) fn run_turn(
             app.memory()
                 .synced_index(app.wall_ns())
                 .map(|(_, report)| report.warnings)
+                .map_err(anyhow::Error::from)
         })
     });
+    Ok(Prepared {
+        services,
+        assembled,
+        assemble_ms,
+        stored,
+        queue,
+        events,
+        settings,
+        models,
+        scanning,
+    })
+}
+
+/// A turn that ran and was committed: what [`report`] tells of it.
+struct Ran {
+    prepared: Prepared,
+    compaction: Option<Report>,
+    outcome: Outcome,
+}
+
+/// Run: compaction when the conversation nears the window, then the
+/// model and its tools; the delivered events recorded with the answer.
+/// A cancelled turn closes its message with an aborted answer. Gives the
+/// transcript file whose last writes are not yet synced.
+/// How the model is called and answered: the retry policy, where its
+/// text streams, who approves a command that needs a person.
+struct Answering<'a> {
+    retry: &'a RetryPolicy,
+    sink: &'a mut dyn StreamSink,
+    approver: &'a dyn Approver,
+}
+
+fn run(
+    app: &App,
+    req: &TurnRequest,
+    answering: Answering<'_>,
+    ctx: &TurnContext,
+    opened: &Opened,
+    prepared: &Prepared,
+) -> anyhow::Result<(Option<Report>, Outcome, Option<std::path::PathBuf>)> {
+    let (key, current) = (&opened.resolved.key, &opened.current);
+    let Prepared {
+        assembled,
+        stored,
+        models,
+        settings,
+        events,
+        ..
+    } = prepared;
+    let Answering {
+        retry,
+        sink,
+        approver,
+    } = answering;
     let host = app.host.clone();
     let clock = move || host.now_ts();
     let clock_now = app.host.now_ts();
@@ -406,22 +543,25 @@ pub(crate) fn run_turn(
     };
     let tools = Tools {
         settings: assembled.tools.clone(),
-        services: &services,
+        services: &prepared.services,
         approver,
     };
-    let user = Message::User(vec![Block::text(prompt::user_text(&message, &lines))]);
-    let cancel = ctx.cancel.clone();
+    let lines = events::render(events, |ts| event_time(app, ts));
+    let user = Message::User(vec![Block::text(prompt::user_text(
+        &opened.message,
+        &lines,
+    ))]);
     let work = async {
         let near = NearTheWindow {
             app,
-            key: &key,
+            key,
             system: &assembled.system,
-            message: &message,
+            message: &opened.message,
             memory_write: assembled.memory_write,
             transcript: &current.transcript,
         };
         let (history, compaction) = near
-            .compact(&models, retry, &settings, &stored, &tools, &mut log)
+            .compact(models, retry, settings, stored, &tools, &mut log)
             .await?;
         // A run started again after a crash answers the message its first
         // start wrote, instead of writing it twice.
@@ -429,20 +569,14 @@ pub(crate) fn run_turn(
             Some(marker) if last_user_holds(&history, marker) => None,
             _ => Some(user),
         };
+        let system = &assembled.system;
         let outcome = turn::run(
-            &models,
-            retry,
-            &settings,
-            &assembled.system,
-            &tools,
-            history,
-            user,
-            &mut log,
-            sink,
+            models, retry, settings, system, &tools, history, user, &mut log, sink,
         )
         .await?;
         Ok::<_, anyhow::Error>((compaction, outcome))
     };
+    let cancel = ctx.cancel.clone();
     let finished = ctx.driver.block_on(async {
         tokio::select! {
             done = work => Some(done),
@@ -452,7 +586,7 @@ pub(crate) fn run_turn(
     let Some(finished) = finished else {
         // The user's message may be in the transcript without its answer:
         // an aborted answer closes it, so the next turn sees a whole pair.
-        close_cancelled(&mut log, &current.transcript, &models)?;
+        close_cancelled(&mut log, &current.transcript, models)?;
         return Err(crate::engine::Cancelled("stopped while it ran".into()).into());
     };
     let (compaction, outcome) = finished?;
@@ -461,24 +595,38 @@ pub(crate) fn run_turn(
         // delivered even if the queue is not updated below.
         log.append_unsynced(vec![(
             crate::session::iso(clock_now),
-            events::delivery_record(&events),
+            events::delivery_record(events),
         )])?;
     }
+    Ok((compaction, outcome, log.take_pending_sync()))
+}
+
+/// Commit: the transcript synced and the session entry updated (both at
+/// once: different files), an isolated run's own row, the delivered
+/// events taken off the queue, the memory scan's warnings.
+fn commit(
+    app: &App,
+    req: &TurnRequest,
+    opened: &mut Opened,
+    prepared: Prepared,
+    (compaction, outcome, unsynced): (Option<Report>, Outcome, Option<std::path::PathBuf>),
+) -> anyhow::Result<Ran> {
+    let resolved = &mut opened.resolved;
+    let (sessions, key, now) = (&resolved.sessions, &resolved.key, resolved.now);
+    let warnings = &mut resolved.warnings;
+    let models = &prepared.models;
     let usage = outcome.usage;
     let compacted = compaction.is_some();
     let flushed = compaction
         .as_ref()
-        .is_some_and(|c| c.flushed_notes > 0 || assembled.memory_write);
-    // The transcript's last flush and the session entry's update go to
-    // different files: both at once.
-    let pending = log.take_pending_sync();
+        .is_some_and(|c| c.flushed_notes > 0 || prepared.assembled.memory_write);
     let (synced, recorded) = std::thread::scope(|scope| {
-        let syncing = scope.spawn(|| match pending {
+        let syncing = scope.spawn(|| match &unsynced {
             Some(path) => std::fs::File::open(path).and_then(|f| f.sync_data()),
             None => Ok(()),
         });
-        let recorded = sessions.record(&key, app.host.now_ts(), |e| {
-            after_turn(e, req, now, &models, usage, compacted.then_some(flushed));
+        let recorded = sessions.record(key, app.host.now_ts(), |e| {
+            after_turn(e, req, now, models, usage, compacted.then_some(flushed));
         });
         (syncing.join(), recorded)
     });
@@ -488,44 +636,59 @@ pub(crate) fn run_turn(
     warnings.extend(recorded?);
     if req.shape.isolated_run {
         let retention = app.config.config.cron.session_retention.ms();
-        warnings.extend(sessions.record_run(&key, app.host.now_ts(), retention)?);
+        warnings.extend(sessions.record_run(key, app.host.now_ts(), retention)?);
     }
     warnings.extend(models.fell_back());
     // The message carrying the events is synced: they leave the queue.
-    if !events.is_empty()
-        && let Err(err) = consume(&queue, &key, &events, now, &mut warnings)
+    if !prepared.events.is_empty()
+        && let Err(err) = consume(&prepared.queue, key, &prepared.events, now, warnings)
     {
         warnings.push(format!(
             "system events delivered but still queued ({err}); the next turn drops them"
         ));
     }
-    if let Some(scanning) = scanning {
+    let mut prepared = prepared;
+    if let Some(scanning) = prepared.scanning.take() {
         match scanning.join() {
             Ok(Ok(scan_warnings)) => warnings.extend(scan_warnings),
             Ok(Err(err)) => warnings.push(format!("memory index not rescanned: {err}")),
             Err(_) => warnings.push("memory index not rescanned".to_string()),
         }
     }
-    let outcome = reply_as_sent(app, req, &key, outcome);
+    let outcome = reply_as_sent(app, req, key, outcome);
+    Ok(Ran {
+        prepared,
+        compaction,
+        outcome,
+    })
+}
+
+/// Report: what the turn did and where its time went.
+fn report(opened: Opened, ran: Ran, started_at: std::time::Instant) -> TurnReport {
+    let Ran {
+        prepared,
+        compaction,
+        outcome,
+    } = ran;
     let total_ms = started_at.elapsed().as_secs_f64() * 1000.0;
     let timings = Timings {
-        assemble_ms,
-        skills: assembled.skills_from,
+        assemble_ms: prepared.assemble_ms,
+        skills: prepared.assembled.skills_from,
         model_ms: outcome.model_ms,
         tools_ms: outcome.tools_ms,
         overhead_ms: total_ms - outcome.model_ms - outcome.tools_ms,
         total_ms,
     };
-    Ok(TurnReport {
-        session_key: key,
-        session_id: current.entry.session_id,
-        started: current.started,
-        model: models.reference().to_string(),
+    TurnReport {
+        session_key: opened.resolved.key,
+        session_id: opened.current.entry.session_id,
+        started: opened.current.started,
+        model: prepared.models.reference().to_string(),
         outcome,
         compaction,
-        warnings,
+        warnings: opened.resolved.warnings,
         timings,
-    })
+    }
 }
 
 /// What compacting before a turn needs to know.

@@ -104,8 +104,6 @@ pub(crate) async fn run(shared: &Arc<Shared>, admitted: Admitted) -> anyhow::Res
     let turn = shared.engine.turn_in_lane(
         ticket,
         trigger.request,
-        crate::engine::quiet(),
-        crate::engine::unattended(),
         cancel.clone(),
         on_start,
         Some(port),
