@@ -57,7 +57,7 @@ fn a_hand_broken_store_is_restored_to_the_last_change_and_said() {
     sb.write(STORE, &good.replacen("\"jobs\": [", "\"jobs\": [,", 1));
     let (code, _) = gw.request("POST", "/v1/cron/reload", Some(&serde_json::json!({})));
     assert_eq!(code, 200);
-    let component = eventually(Duration::from_secs(10), || {
+    let component = eventually(Duration::from_secs(30), || {
         let c = cron_component(&gw);
         c["lastError"].is_string().then_some(c)
     });
