@@ -85,4 +85,3 @@ pub(crate) fn turn(
     let report = crate::engine::run_one_turn(app.clone(), req, Box::new(Quiet), approver)?;
     Ok(report.into())
 }
-

@@ -23,10 +23,10 @@ use serde::Serialize;
 use std::time::Duration;
 
 use super::App;
-use crate::trigger::{HeartbeatTurn, TurnRequest};
 use crate::config::{HeartbeatConfig, HeartbeatTarget, HeartbeatVisibility};
 use crate::heartbeat::runs::{self, RunEvent, RunRecord, RunStatus};
 use crate::session::store::SessionEntry;
+use crate::trigger::{HeartbeatTurn, TurnRequest};
 
 /// Alerts equal to the last one are not sent again within this window.
 const DUPLICATE_WINDOW_MS: i64 = 24 * 60 * 60 * 1000;

@@ -375,7 +375,8 @@ fn replies_follow_the_protocol_and_never_deliver_the_token() {
 fn an_alert_sent_to_the_webhook_makes_it_the_sessions_last_route() {
     let dir = tempfile::tempdir().unwrap();
     let clock = Arc::new(ManualClock::new("2026-12-01T12:00:00Z".parse().unwrap()));
-    let config = r#"{agents: {defaults: {heartbeat: {target: "last", to: "https://hooks.example/beat"}}}}"#;
+    let config =
+        r#"{agents: {defaults: {heartbeat: {target: "last", to: "https://hooks.example/beat"}}}}"#;
     let app = app_with(dir.path(), config, None, &clock);
     // Nothing delivered yet: `last` is the outbox.
     assert_eq!(last_route(&app).channel, "outbox");

@@ -12,7 +12,6 @@
 //! Start-up work stays minimal: one small file read (the config) and no
 //! database is opened until a command needs it.
 
-pub(crate) mod sessions;
 pub(crate) mod cron;
 pub(crate) mod cron_next;
 pub(crate) mod cron_tool;
@@ -23,6 +22,7 @@ pub(crate) mod hooks;
 pub(crate) mod memory;
 pub(crate) mod outbox;
 pub(crate) mod session_memory;
+pub(crate) mod sessions;
 pub(crate) mod skills;
 pub(crate) mod status;
 pub(crate) mod tasks;
@@ -143,7 +143,9 @@ impl App {
 
     /// Creates the state directory (0700) if needed.
     /// The gateway of this state directory, if one runs.
-    pub(crate) fn gateway_client(&self) -> anyhow::Result<Option<crate::gateway_client::client::Client>> {
+    pub(crate) fn gateway_client(
+        &self,
+    ) -> anyhow::Result<Option<crate::gateway_client::client::Client>> {
         crate::gateway_client::client::Client::find(&self.paths, &self.config.config, &self.host)
     }
 

@@ -46,10 +46,10 @@ fn refused<E: std::error::Error + 'static>(
 /// The one list of errors that exit 2, by type (never by message text).
 /// Every error not listed here exits 1. A new refusal is one more line.
 fn is_refusal(error: &(dyn std::error::Error + 'static)) -> bool {
-    use crate::entry::ModelError;
     use crate::app::memory::{BadRange, GetError};
     use crate::app::skills::RefusedRun;
     use crate::config::ConfigError;
+    use crate::entry::ModelError;
     use crate::gateway_client::install::InstallError;
     use crate::host::HostError;
     use crate::memory::write::AppendError;

@@ -21,7 +21,10 @@ pub(crate) trait Env: Send + Sync + 'static {
     /// gave (no proxy, public addresses only).
     fn webhook_client(&self, guarded: bool) -> reqwest::Client;
     /// Runs `work` off the async threads.
-    fn run_blocking(&self, work: Box<dyn FnOnce() + Send>) -> BoxFuture<'static, anyhow::Result<()>>;
+    fn run_blocking(
+        &self,
+        work: Box<dyn FnOnce() + Send>,
+    ) -> BoxFuture<'static, anyhow::Result<()>>;
 }
 
 impl dyn Env {

@@ -819,11 +819,7 @@ impl Deliverer {
 /// The `what` (a signing secret, a bearer token) under the config key
 /// `key`. A key named but not set fails the attempt: what was meant to be
 /// authenticated is never sent without it.
-fn config_text(
-    env: &dyn Env,
-    key: Option<&str>,
-    what: &str,
-) -> Result<Option<String>, String> {
+fn config_text(env: &dyn Env, key: Option<&str>, what: &str) -> Result<Option<String>, String> {
     let Some(key) = key else {
         return Ok(None);
     };

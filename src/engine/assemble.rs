@@ -14,18 +14,18 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use crate::app::App;
 use super::model::Model;
-use crate::trigger::{HeartbeatTurn, TurnShape};
-use crate::app::memory::{self as app_memory, SearchRequest};
-use crate::app::session_memory;
 use crate::agent::policy::{ExecPolicy, NoApprover, ToolPolicy};
 use crate::agent::prompt::{self, Parts};
 use crate::agent::shell::Allowlist;
 use crate::agent::tools::{Caller, Protected, Services, SkillRun, SkillTool, ToolSettings, Tools};
+use crate::app::App;
+use crate::app::memory::{self as app_memory, SearchRequest};
+use crate::app::session_memory;
 use crate::memory::write::AppendRequest;
 use crate::provider::ToolSpec;
 use crate::skills;
+use crate::trigger::{HeartbeatTurn, TurnShape};
 
 /// What a turn takes from the skills, kept between turns
 /// ([`skills::stored`]) while no skill file or gating input changes.

@@ -12,14 +12,14 @@ use crate::agent::policy::NoApprover;
 use crate::agent::tools::Output;
 use crate::agent::tools::ToolSettings;
 use crate::app::GlobalOptions;
-use crate::engine::assemble::{AppServices, assemble};
-use crate::trigger::TurnShape;
 use crate::app::cron::{self as app_cron, JobFlags};
 use crate::app::cron_tool::{CONTEXT_MARKER, CONTEXT_PER_MESSAGE_MAX, CONTEXT_TOTAL_MAX};
 use crate::app::gateway::{GatewayPort, LaterAnswer};
 use crate::cron::ListQuery;
 use crate::cron::job::Job;
+use crate::engine::assemble::{AppServices, assemble};
 use crate::host::Host;
+use crate::trigger::TurnShape;
 
 const NOW: &str = "2026-11-29T09:00:00+00:00[UTC]";
 const KEY: &str = "agent:main:main";

@@ -41,10 +41,10 @@ use tokio_util::sync::CancellationToken;
 
 use crate::agent::policy::Approver;
 use crate::app::App;
-use crate::trigger::TurnRequest;
-use turn::{self as app_agent, Driver, TurnContext, TurnReport};
 use crate::app::gateway::GatewayPort;
 use crate::provider::{self, Endpoint, Provider, RetryPolicy, StreamSink};
+use crate::trigger::TurnRequest;
+use turn::{self as app_agent, Driver, TurnContext, TurnReport};
 
 pub(crate) use lanes::{LaneError, Lanes, Ticket};
 
@@ -311,7 +311,12 @@ impl crate::delivery::Env for Engine {
     }
 
     fn allow_private_network(&self) -> bool {
-        self.app().config.config.delivery.webhook.allow_private_network
+        self.app()
+            .config
+            .config
+            .delivery
+            .webhook
+            .allow_private_network
     }
 
     fn config_value(&self, key: &str) -> Option<serde_json::Value> {

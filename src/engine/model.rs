@@ -8,8 +8,8 @@
 
 use std::time::Duration;
 
-use crate::app::App;
 use crate::agent::models::Link;
+use crate::app::App;
 use crate::config::ModelRef;
 use crate::provider::{self, Api, Endpoint};
 
@@ -41,7 +41,6 @@ pub(crate) struct Model {
     pub name: String,
     pub endpoint: Endpoint,
 }
-
 
 /// The limits of one model call: `agents.defaults.llm.connectTimeoutSeconds`
 /// (at least 1), `llm.idleTimeoutSeconds` (0: none) and `timeoutSeconds`
@@ -182,4 +181,3 @@ impl App {
         links
     }
 }
-

@@ -9,19 +9,19 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use super::assemble::{AppServices, assemble};
-use crate::app::App;
-use crate::app::sessions::{session_model, stored_entry};
-use crate::trigger::{AGENT_ID, TurnRequest};
 use crate::agent::compaction::{self, Report};
 use crate::agent::models::{Link, Models};
 use crate::agent::policy::Approver;
 use crate::agent::prompt;
 use crate::agent::tools::{Caller, Tools};
 use crate::agent::turn::{self, Log, Outcome, Settings};
+use crate::app::App;
+use crate::app::sessions::{session_model, stored_entry};
 use crate::provider::{self, Block, Endpoint, Message, RetryPolicy, StreamSink, ToolSpec};
 use crate::session::store::SessionEntry;
 use crate::session::{Sessions, Started, events, transcript};
 use crate::skills;
+use crate::trigger::{AGENT_ID, TurnRequest};
 
 /// Whether `history` ends with a user message holding `marker`.
 fn last_user_holds(history: &[Message], marker: &str) -> bool {
@@ -781,4 +781,3 @@ fn close_cancelled(
 #[cfg(test)]
 #[path = "cron_tool_tests.rs"]
 mod cron_tool_tests;
-

@@ -28,10 +28,10 @@ use tokio_util::sync::CancellationToken;
 
 use super::supervisor::{Component, ComponentKind};
 use super::{Event, Shared};
-use crate::trigger::TurnRequest;
 use crate::app::heartbeat::{self as beat, Delivered, Plan, Reply, Runner};
 use crate::delivery::{DeliveryState, GaveUp, Item, SecretRef, Source, Target, UrlOrigin};
 use crate::heartbeat::runs::{RunEvent, RunStatus};
+use crate::trigger::TurnRequest;
 
 /// Longest single sleep.
 const MAX_SLEEP: Duration = Duration::from_secs(60);

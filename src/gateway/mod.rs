@@ -54,9 +54,9 @@ use tokio_util::task::TaskTracker;
 use crate::app::{App, GlobalOptions};
 use crate::config::GatewayBind;
 use crate::engine::Engine;
+use crate::gateway_client::{GatewayInfo, GatewayStatus};
 use crate::host::Host;
 use crate::trigger::{Source, Trigger, TurnRequest};
-use crate::gateway_client::{GatewayInfo, GatewayStatus};
 use supervisor::{Component, Registry};
 
 /// How long shutdown may take in all.
@@ -180,7 +180,7 @@ pub(crate) struct Shared {
     pub token: String,
     pub lockout: http::Lockout,
     /// The webhooks' lockout and idempotency keys.
-    pub hooks: http::hooks::HookState,
+    pub webhooks: http::webhooks::WebhookState,
     /// Turns in flight (tracked, so shutdown can wait for them).
     pub turns: TaskTracker,
     /// Cancels every running turn.
@@ -305,7 +305,10 @@ pub(crate) fn run(
 ) -> anyhow::Result<()> {
     resident::limit_allocator_arenas();
     let (address, port, label) = bind_address(&app, &opts)?;
-    if !address.is_loopback() && crate::gateway_client::discovery::configured_token(&app.config.config, &app.host).is_none() {
+    if !address.is_loopback()
+        && crate::gateway_client::discovery::configured_token(&app.config.config, &app.host)
+            .is_none()
+    {
         return Err(GatewayError::TokenRequired(label).into());
     }
     use anyhow::Context as _;
@@ -334,15 +337,16 @@ pub(crate) fn run(
             }
         })?;
     listener.set_nonblocking(true)?;
-    let (token, source) = crate::gateway_client::discovery::token(&app.paths, &app.config.config, &app.host, true)
-        .with_context(|| {
-            format!(
-                "cannot read or write the gateway token {}",
-                app.paths.gateway_token_file().display()
-            )
-        })?
-        .expect("a token is created when missing");
-    http::hooks::settings(&app.config.config.hooks, &token)?;
+    let (token, source) =
+        crate::gateway_client::discovery::token(&app.paths, &app.config.config, &app.host, true)
+            .with_context(|| {
+                format!(
+                    "cannot read or write the gateway token {}",
+                    app.paths.gateway_token_file().display()
+                )
+            })?
+            .expect("a token is created when missing");
+    http::webhooks::settings(&app.config.config.hooks, &token)?;
     let intake = intake::Intake::open(&app.paths.gateway_dir()).with_context(|| {
         format!(
             "cannot open the intake log in {}",
@@ -420,7 +424,7 @@ async fn serve(
         info,
         token,
         lockout: http::Lockout::default(),
-        hooks: http::hooks::HookState::default(),
+        webhooks: http::webhooks::WebhookState::default(),
         turns: TaskTracker::new(),
         turns_cancel: CancellationToken::new(),
         ready: AtomicBool::new(false),
@@ -455,7 +459,7 @@ async fn serve(
             components_stop.clone(),
         );
     }
-    http::hooks::resume_runs(&shared).await;
+    http::webhook_runs::resume_runs(&shared).await;
     let server_stop = CancellationToken::new();
     supervisor::supervise(
         Arc::new(ControlApi {
@@ -710,7 +714,8 @@ pub(crate) fn test_shared_on(
     // record their own rows in the same transactions as their tasks.
     let ledger = crate::tasks::Ledger::open(&app.paths.state_store()).expect("the ledger opens");
     let engine = Engine::new(app);
-    let deliverer = crate::delivery::Deliverer::open(Arc::new(engine.clone())).expect("the outbox opens");
+    let deliverer =
+        crate::delivery::Deliverer::open(Arc::new(engine.clone())).expect("the outbox opens");
     let shared = Arc::new(Shared {
         engine,
         host,
@@ -721,7 +726,7 @@ pub(crate) fn test_shared_on(
         info,
         token: token.to_string(),
         lockout: http::Lockout::default(),
-        hooks: http::hooks::HookState::default(),
+        webhooks: http::webhooks::WebhookState::default(),
         turns: TaskTracker::new(),
         turns_cancel: CancellationToken::new(),
         ready: AtomicBool::new(true),

@@ -165,4 +165,3 @@ impl GatewayPort for Port {
             .map_err(|e| e.message)
     }
 }
-

@@ -34,10 +34,10 @@ use tokio::sync::Notify;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use crate::gateway_client::MemorySearchStatus;
 use super::supervisor::{Component, ComponentKind};
 use super::{Event, Shared};
 use crate::app::memory::{ResolvedSearch, SearchAnswer, SearchMismatch, Searched};
+use crate::gateway_client::MemorySearchStatus;
 use crate::memory::embed::{Choice, Embedder};
 use crate::memory::index::vectors::{EMBED_BATCH, VectorSet};
 use crate::memory::index::{Index, SyncMode};
@@ -174,7 +174,6 @@ pub(crate) struct SemanticState {
     /// Items without a vector after the last background run.
     pending: Mutex<Option<usize>>,
 }
-
 
 impl Default for SemanticState {
     fn default() -> Self {

@@ -115,7 +115,6 @@ pub(crate) trait Component: Send + Sync + 'static {
     }
 }
 
-
 /// The registry of component states.
 #[derive(Debug, Default)]
 pub(crate) struct Registry {

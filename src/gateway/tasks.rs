@@ -17,9 +17,9 @@ use std::time::Duration;
 use futures_util::future::BoxFuture;
 use tokio_util::sync::CancellationToken;
 
-use crate::gateway_client::discovery;
 use super::supervisor::{Component, ComponentKind};
 use super::{Event, Shared};
+use crate::gateway_client::discovery;
 use crate::tasks::{
     CancelOutcome, Ledger, NewTask, Runtime, Task, TaskError, Terminal, TerminalStatus,
 };

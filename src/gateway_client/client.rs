@@ -36,7 +36,11 @@ pub(crate) struct Client {
 
 impl Client {
     /// The gateway of the state directory of `paths`, if one runs.
-    pub(crate) fn find(paths: &Paths, config: &Config, host: &Host) -> anyhow::Result<Option<Client>> {
+    pub(crate) fn find(
+        paths: &Paths,
+        config: &Config,
+        host: &Host,
+    ) -> anyhow::Result<Option<Client>> {
         let Some(info) = discovery::running(paths) else {
             return Ok(None);
         };

@@ -38,7 +38,6 @@ impl GatewayStatus {
     }
 }
 
-
 /// What `gateway status` shows of a component.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(rename_all = "camelCase")]

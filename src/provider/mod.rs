@@ -18,9 +18,9 @@
 //! that is not an event stream (an HTML page from a captive portal or a
 //! wrong base URL).
 
-pub(crate) mod known;
 pub(crate) mod anthropic;
 pub(crate) mod http;
+pub(crate) mod known;
 pub(crate) mod openai;
 pub(crate) mod sse;
 
