@@ -3,6 +3,8 @@
 //! failure alerts, auto-disable after schedule errors.
 
 use super::*;
+use crate::cron::outcome;
+use crate::cron::slots::Ended;
 use crate::host::TokioClock;
 use serde_json::{Value, json};
 
