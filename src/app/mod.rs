@@ -13,6 +13,7 @@
 //! database is opened until a command needs it.
 
 pub(crate) mod cron;
+mod cron_flags;
 pub(crate) mod cron_next;
 pub(crate) mod cron_tool;
 pub(crate) mod gateway;
