@@ -19,6 +19,10 @@
 //!   `jobs.json` in batches.
 //! * Every run is a task in the ledger (`runtime: cron`) and a line in the
 //!   job's run log.
+//! * The slot ledger (SQLite, synced), the job store and the run logs are
+//!   reached only on the engine's blocking boundary, never on an async
+//!   worker: the tick only works out what is due ([`Ledger::lock`] and the
+//!   claim check it, [`crate::engine::assert_not_async`]).
 //!
 //! This file follows the store and finds what is due; starting runs is
 //! `cron_start.rs`, what follows their end `cron_settle.rs`, a run itself
@@ -169,10 +173,24 @@ pub(super) struct Due {
     pub(super) trigger: Trigger,
 }
 
+/// The slot ledger the runner claims and records slots in. It is SQLite
+/// with `synchronous=FULL` (each write waits for the disk), so it is
+/// reached only from blocking work: [`Ledger::lock`] checks it is not on
+/// an async worker ([`crate::engine::assert_not_async`]).
+#[derive(Clone)]
+struct Ledger(Arc<Mutex<SlotLedger>>);
+
+impl Ledger {
+    fn lock(&self) -> std::sync::MutexGuard<'_, SlotLedger> {
+        crate::engine::assert_not_async("the cron slot ledger");
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
 /// The runner's state between ticks.
 struct Runner {
     shared: Arc<Shared>,
-    ledger: Arc<Mutex<SlotLedger>>,
+    ledger: Ledger,
     followed: HashMap<String, Followed>,
     queue: BinaryHeap<Reverse<(i64, String)>>,
     fingerprint: Option<Option<Fingerprint>>,
@@ -355,7 +373,7 @@ impl Runner {
         let limit = app.config.config.cron.max_concurrent_runs.max(1) as usize;
         Ok(Runner {
             shared,
-            ledger: Arc::new(Mutex::new(ledger)),
+            ledger: Ledger(Arc::new(Mutex::new(ledger))),
             followed: HashMap::new(),
             queue: BinaryHeap::new(),
             fingerprint: None,
@@ -409,7 +427,7 @@ impl Runner {
                 self.check_broken().await;
             }
             let now = self.shared.host.now_ms();
-            let due = self.take_due(now);
+            let due = self.take_due(now).await;
             if !due.is_empty() {
                 handled_since_trim += due.len();
                 self.start_runs(due).await?;
@@ -425,12 +443,7 @@ impl Runner {
                 let trimmed = self
                     .shared
                     .engine
-                    .blocking(move || {
-                        ledger
-                            .lock()
-                            .unwrap_or_else(|p| p.into_inner())
-                            .trim(slots::Budget::DEFAULT)
-                    })
+                    .blocking(move || ledger.lock().trim(slots::Budget::DEFAULT))
                     .await?;
                 match trimmed {
                     Ok(n) if n > 0 => tracing::debug!(trimmed = n, "cron slot history trimmed"),
@@ -582,12 +595,7 @@ impl Runner {
             let ledger = self.ledger.clone();
             self.shared
                 .engine
-                .blocking(move || {
-                    ledger
-                        .lock()
-                        .unwrap_or_else(|p| p.into_inner())
-                        .latest_slots()
-                })
+                .blocking(move || ledger.lock().latest_slots())
                 .await??
         };
         let old = std::mem::take(&mut self.followed);
@@ -651,12 +659,7 @@ impl Runner {
             let count = missed.len();
             self.shared
                 .engine
-                .blocking(move || {
-                    ledger
-                        .lock()
-                        .unwrap_or_else(|p| p.into_inner())
-                        .record_missed(&missed, now)
-                })
+                .blocking(move || ledger.lock().record_missed(&missed, now))
                 .await??;
             tracing::info!(count, "missed cron slots recorded");
         }
@@ -668,8 +671,28 @@ impl Runner {
 
     /// The slots due at `now`, one per job (older due slots of a job the
     /// runner woke late for, and slots inside a job's error backoff, are
-    /// recorded missed).
-    fn take_due(&mut self, now: i64) -> Vec<Due> {
+    /// recorded missed, on the blocking boundary: the ledger syncs).
+    async fn take_due(&mut self, now: i64) -> Vec<Due> {
+        let (due, missed) = self.pick_due(now);
+        if !missed.is_empty() {
+            let ledger = self.ledger.clone();
+            let written = self
+                .shared
+                .engine
+                .blocking(move || ledger.lock().record_missed(&missed, now))
+                .await;
+            match written {
+                Ok(Ok(_)) => {}
+                Ok(Err(err)) => tracing::warn!(%err, "missed cron slots not recorded"),
+                Err(err) => tracing::warn!(%err, "missed cron slots not recorded"),
+            }
+        }
+        due
+    }
+
+    /// The slots due at `now` and those to record missed, taken off the
+    /// queue (no I/O).
+    fn pick_due(&mut self, now: i64) -> (Vec<Due>, Vec<(String, i64, String)>) {
         let mut due = Vec::new();
         let mut missed: Vec<(String, i64, String)> = Vec::new();
         while let Some(Reverse((at, _))) = self.queue.peek() {
@@ -722,18 +745,7 @@ impl Runner {
                 trigger,
             });
         }
-        if !missed.is_empty() {
-            // Small and rare: recorded inline.
-            let written = self
-                .ledger
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .record_missed(&missed, now);
-            if let Err(err) = written {
-                tracing::warn!(%err, "missed cron slots not recorded");
-            }
-        }
-        due
+        (due, missed)
     }
 
     /// Works out, while the runner waits for `deadline`, the slot after

@@ -130,16 +130,38 @@ impl Runner {
 
     /// Works out again the schedules that could not be: each failure
     /// counts ([`outcome::schedule_error`]); the third disables the job
-    /// and says so in a system event.
+    /// and says so in a system event. A schedule's zone comes from the
+    /// zone database (files), so they are worked out on the blocking
+    /// boundary.
     pub(super) async fn check_broken(&mut self) {
         self.broken_checked = Some(tokio::time::Instant::now());
         let host = self.shared.engine.app().host.time_zone().clone();
-        let ids: Vec<String> = self.broken.keys().cloned().collect();
-        for id in ids {
+        let jobs: Vec<(String, Job)> = self
+            .broken
+            .iter()
+            .map(|(id, job)| (id.clone(), job.clone()))
+            .collect();
+        let problems = self
+            .shared
+            .engine
+            .blocking(move || {
+                jobs.into_iter()
+                    .map(|(id, job)| (id, schedule_problem(&job, &host).err()))
+                    .collect::<Vec<_>>()
+            })
+            .await;
+        let problems = match problems {
+            Ok(problems) => problems,
+            Err(err) => {
+                tracing::warn!(%err, "cron schedules not worked out again");
+                return;
+            }
+        };
+        for (id, problem) in problems {
             let Some(job) = self.broken.get_mut(&id) else {
                 continue;
             };
-            let Err(problem) = schedule_problem(job, &host) else {
+            let Some(problem) = problem else {
                 // It works now (the zone database changed): follow it.
                 self.broken.remove(&id);
                 self.fingerprint = None;

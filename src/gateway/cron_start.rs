@@ -6,6 +6,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use super::super::Shared;
 use super::super::cron_run::{
     Claimed, Outcome, ended_slot, event_record, finished, queued, run_id, run_record, run_slot,
     run_task, takes_time, terminal, unreadable,
@@ -51,57 +52,7 @@ impl Runner {
         let claimed = self
             .shared
             .engine
-            .blocking(move || {
-                // The jobs, read from their text.
-                let jobs: Vec<Result<Arc<Job>, String>> = wanted
-                    .iter()
-                    .map(|d| {
-                        crate::cron::store::job_from_text(&d.text)
-                            .map(Arc::new)
-                            .map_err(|e| format!("the job cannot be read: {e}"))
-                    })
-                    .collect();
-                let claims: Vec<(String, i64, Trigger)> = wanted
-                    .iter()
-                    .map(|d| (d.id.clone(), d.slot_ms, d.trigger))
-                    .collect();
-                let mut tasks = shared.tasks.with(|ledger| {
-                    ledger.batch(|batch| {
-                        if !busy.is_empty() {
-                            slots::record_missed_in(batch.connection(), &busy, now)?;
-                        }
-                        let claimed =
-                            slots::claim_in(batch.connection(), &claims, generation, now)?;
-                        let by_id: HashMap<&str, Option<&Job>> = wanted
-                            .iter()
-                            .zip(&jobs)
-                            .map(|(d, job)| (d.id.as_str(), job.as_ref().ok().map(|j| &**j)))
-                            .collect();
-                        let mut tasks = HashMap::with_capacity(claimed.len());
-                        for (id, slot) in claimed {
-                            let job = by_id.get(id.as_str()).copied().flatten();
-                            let task = batch.create(run_task(&id, job, now, generation), now)?;
-                            tasks.insert((id, slot), task);
-                        }
-                        Ok(tasks)
-                    })
-                })?;
-                let runs: Vec<Claimed> = wanted
-                    .into_iter()
-                    .zip(jobs)
-                    .filter_map(|(due, job)| {
-                        let task_id = tasks.remove(&(due.id.clone(), due.slot_ms))?;
-                        Some(Claimed {
-                            run_id: run_id(&due.id, now),
-                            due,
-                            job,
-                            task_id,
-                            started_ms: now,
-                        })
-                    })
-                    .collect();
-                Ok::<_, crate::tasks::TaskError>(runs)
-            })
+            .blocking(move || claim(&shared, wanted, &busy, now, generation))
             .await??;
         let started: Vec<(String, String)> = claimed
             .iter()
@@ -150,87 +101,7 @@ impl Runner {
         let done = self
             .shared
             .engine
-            .blocking(move || {
-                let app = shared.engine.app();
-                let sessions = app.sessions(Some(crate::trigger::AGENT_ID));
-                // Every event of the batch in one write to the intake.
-                let mut outcomes: Vec<Option<Outcome>> = Vec::with_capacity(batch.len());
-                let mut records: Vec<Record> = Vec::new();
-                for run in &batch {
-                    match &run.job {
-                        Ok(job) => match event_record(&shared, &sessions, job) {
-                            Ok(record) => {
-                                records.push(record);
-                                outcomes.push(None);
-                            }
-                            Err(skipped) => outcomes.push(Some(skipped)),
-                        },
-                        Err(problem) => outcomes.push(Some(unreadable(problem))),
-                    }
-                }
-                let accepted = if records.is_empty() {
-                    Ok(())
-                } else {
-                    shared
-                        .intake
-                        .accept_all(&mut records)
-                        .map_err(|e| e.to_string())
-                };
-                let mut records = records.into_iter();
-                let done: Vec<(Claimed, Outcome)> = batch
-                    .into_iter()
-                    .zip(outcomes)
-                    .map(|(run, outcome)| {
-                        let outcome = outcome.unwrap_or_else(|| {
-                            let record = records.next().expect("a record per queued event");
-                            queued(&accepted, record)
-                        });
-                        (run, outcome)
-                    })
-                    .collect();
-                let ended = shared.host.now_ms();
-                let rows: Vec<slots::EndedSlot> = done
-                    .iter()
-                    .map(|(run, outcome)| ended_slot(run, outcome))
-                    .collect();
-                let written = shared.tasks.with(|ledger| {
-                    ledger.batch(|batch| {
-                        for (run, outcome) in &done {
-                            batch.finish(&run.task_id, terminal(outcome), ended)?;
-                            // A webhook post follows from a task of its own
-                            // and tells the task; until then nothing went.
-                            batch.settle_delivery(
-                                &run.task_id,
-                                crate::tasks::DeliveryStatus::NotApplicable,
-                                ended,
-                            )?;
-                        }
-                        slots::finish_in(batch.connection(), &rows, ended)?;
-                        Ok(())
-                    })
-                });
-                if let Err(err) = written {
-                    tracing::warn!(%err, "the end of cron runs was not recorded");
-                }
-                let records: Vec<RunRecord> = done
-                    .iter()
-                    .map(|(run, outcome)| run_record(run, outcome, ended))
-                    .collect();
-                let limits = runlog::Limits::from(&app.config.config.cron.run_log);
-                let logged = runlog::append_all(
-                    &shared.cron.store(&app).runs_dir(),
-                    &records,
-                    limits,
-                    false,
-                );
-                for err in logged.map_or_else(
-                    |err| vec![err],
-                    |each| each.into_iter().filter_map(Result::err).collect(),
-                ) {
-                    tracing::warn!(%err, "cron run log not written");
-                }
-                (done, ended)
-            })
+            .blocking(move || record_instant(&shared, batch))
             .await?;
         let (done, ended) = done;
         for (run, outcome) in &done {
@@ -305,4 +176,148 @@ impl Runner {
             Err(err) => serde_json::json!({"ok": false, "error": format!("{err:#}")}),
         }
     }
+}
+
+/// Claims the `wanted` slots (those of `busy` jobs recorded skipped) and
+/// creates each claimed slot's task, in one transaction: one sync of the
+/// state store, so blocking ([`crate::engine::assert_not_async`]). A slot
+/// claimed before (by the timer, or an earlier start) is left out.
+fn claim(
+    shared: &Shared,
+    wanted: Vec<Due>,
+    busy: &[(String, i64, String)],
+    now: i64,
+    generation: i64,
+) -> Result<Vec<Claimed>, crate::tasks::TaskError> {
+    crate::engine::assert_not_async("claiming cron slots");
+    // The jobs, read from their text.
+    let jobs: Vec<Result<Arc<Job>, String>> = wanted
+        .iter()
+        .map(|d| {
+            crate::cron::store::job_from_text(&d.text)
+                .map(Arc::new)
+                .map_err(|e| format!("the job cannot be read: {e}"))
+        })
+        .collect();
+    let claims: Vec<(String, i64, Trigger)> = wanted
+        .iter()
+        .map(|d| (d.id.clone(), d.slot_ms, d.trigger))
+        .collect();
+    let mut tasks = shared.tasks.with(|ledger| {
+        ledger.batch(|batch| {
+            if !busy.is_empty() {
+                slots::record_missed_in(batch.connection(), busy, now)?;
+            }
+            let claimed = slots::claim_in(batch.connection(), &claims, generation, now)?;
+            let by_id: HashMap<&str, Option<&Job>> = wanted
+                .iter()
+                .zip(&jobs)
+                .map(|(d, job)| (d.id.as_str(), job.as_ref().ok().map(|j| &**j)))
+                .collect();
+            let mut tasks = HashMap::with_capacity(claimed.len());
+            for (id, slot) in claimed {
+                let job = by_id.get(id.as_str()).copied().flatten();
+                let task = batch.create(run_task(&id, job, now, generation), now)?;
+                tasks.insert((id, slot), task);
+            }
+            Ok(tasks)
+        })
+    })?;
+    let runs: Vec<Claimed> = wanted
+        .into_iter()
+        .zip(jobs)
+        .filter_map(|(due, job)| {
+            let task_id = tasks.remove(&(due.id.clone(), due.slot_ms))?;
+            Some(Claimed {
+                run_id: run_id(&due.id, now),
+                due,
+                job,
+                task_id,
+                started_ms: now,
+            })
+        })
+        .collect();
+    Ok(runs)
+}
+
+/// Runs a batch of event-only slots: every event queued in one write to
+/// the intake, then every task and slot ended in one transaction and the
+/// run logs appended; blocking ([`crate::engine::assert_not_async`]).
+/// Returns each run's outcome and when they ended.
+fn record_instant(shared: &Shared, batch: Vec<Claimed>) -> (Vec<(Claimed, Outcome)>, i64) {
+    crate::engine::assert_not_async("recording event-only cron runs");
+    let app = shared.engine.app();
+    let sessions = app.sessions(Some(crate::trigger::AGENT_ID));
+    // Every event of the batch in one write to the intake.
+    let mut outcomes: Vec<Option<Outcome>> = Vec::with_capacity(batch.len());
+    let mut records: Vec<Record> = Vec::new();
+    for run in &batch {
+        match &run.job {
+            Ok(job) => match event_record(shared, &sessions, job) {
+                Ok(record) => {
+                    records.push(record);
+                    outcomes.push(None);
+                }
+                Err(skipped) => outcomes.push(Some(skipped)),
+            },
+            Err(problem) => outcomes.push(Some(unreadable(problem))),
+        }
+    }
+    let accepted = if records.is_empty() {
+        Ok(())
+    } else {
+        shared
+            .intake
+            .accept_all(&mut records)
+            .map_err(|e| e.to_string())
+    };
+    let mut records = records.into_iter();
+    let done: Vec<(Claimed, Outcome)> = batch
+        .into_iter()
+        .zip(outcomes)
+        .map(|(run, outcome)| {
+            let outcome = outcome.unwrap_or_else(|| {
+                let record = records.next().expect("a record per queued event");
+                queued(&accepted, record)
+            });
+            (run, outcome)
+        })
+        .collect();
+    let ended = shared.host.now_ms();
+    let rows: Vec<slots::EndedSlot> = done
+        .iter()
+        .map(|(run, outcome)| ended_slot(run, outcome))
+        .collect();
+    let written = shared.tasks.with(|ledger| {
+        ledger.batch(|batch| {
+            for (run, outcome) in &done {
+                batch.finish(&run.task_id, terminal(outcome), ended)?;
+                // A webhook post follows from a task of its own
+                // and tells the task; until then nothing went.
+                batch.settle_delivery(
+                    &run.task_id,
+                    crate::tasks::DeliveryStatus::NotApplicable,
+                    ended,
+                )?;
+            }
+            slots::finish_in(batch.connection(), &rows, ended)?;
+            Ok(())
+        })
+    });
+    if let Err(err) = written {
+        tracing::warn!(%err, "the end of cron runs was not recorded");
+    }
+    let records: Vec<RunRecord> = done
+        .iter()
+        .map(|(run, outcome)| run_record(run, outcome, ended))
+        .collect();
+    let limits = runlog::Limits::from(&app.config.config.cron.run_log);
+    let logged = runlog::append_all(&shared.cron.store(&app).runs_dir(), &records, limits, false);
+    for err in logged.map_or_else(
+        |err| vec![err],
+        |each| each.into_iter().filter_map(Result::err).collect(),
+    ) {
+        tracing::warn!(%err, "cron run log not written");
+    }
+    (done, ended)
 }
