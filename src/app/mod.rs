@@ -21,6 +21,7 @@ pub(crate) mod gateway_install;
 pub(crate) mod heartbeat;
 pub(crate) mod hooks;
 pub(crate) mod memory;
+mod memory_answer;
 pub(crate) mod outbox;
 pub(crate) mod session_memory;
 pub(crate) mod sessions;
