@@ -7,9 +7,10 @@
 //! watches this memory root (its model warm, its vectors in memory) and
 //! here otherwise: the command resolves everything that shapes the
 //! results (limits, floors, days, "today", the model) before it asks, so
-//! both answers are the same (the answer's shape: `memory_answer.rs`). Nothing here writes to the memory files.
-//! Every text returned has passed the read-time rule (`sanitize`): search
-//! hits, `get`, entity lines and facts, recall packs.
+//! both answers are the same (the answer's shape: `memory_answer.rs`).
+//! Nothing here writes to the memory files. Every text returned has
+//! passed the read-time rule (`sanitize`): search hits, `get`, entity
+//! lines and facts, recall packs.
 
 use std::path::{Path, PathBuf};
 
