@@ -13,6 +13,7 @@
 //! database is opened until a command needs it.
 
 pub(crate) mod cron;
+mod cron_flags;
 pub(crate) mod cron_next;
 pub(crate) mod cron_tool;
 pub(crate) mod gateway;
@@ -20,6 +21,7 @@ pub(crate) mod gateway_install;
 pub(crate) mod heartbeat;
 pub(crate) mod hooks;
 pub(crate) mod memory;
+mod memory_answer;
 pub(crate) mod outbox;
 pub(crate) mod session_memory;
 pub(crate) mod sessions;

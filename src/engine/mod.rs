@@ -202,12 +202,15 @@ impl Engine {
         &self,
         work: impl FnOnce() -> T + Send + 'static,
     ) -> anyhow::Result<T> {
-        tokio::task::spawn_blocking(work)
-            .await
-            .map_err(|e| match e.try_into_panic() {
-                Ok(panic) => anyhow::anyhow!("blocking work panicked: {}", panic_text(&*panic)),
-                Err(e) => anyhow::anyhow!("blocking work stopped: {e}"),
-            })
+        tokio::task::spawn_blocking(move || {
+            let _boundary = BlockingBoundary::enter();
+            work()
+        })
+        .await
+        .map_err(|e| match e.try_into_panic() {
+            Ok(panic) => anyhow::anyhow!("blocking work panicked: {}", panic_text(&*panic)),
+            Err(e) => anyhow::anyhow!("blocking work stopped: {e}"),
+        })
     }
 
     /// The client for `endpoint`, built once per endpoint.
@@ -366,6 +369,42 @@ fn endpoint_key(e: &Endpoint) -> String {
         e.headers,
         e.timeouts
     )
+}
+
+thread_local! {
+    /// Set while this thread runs work given to [`Engine::blocking`].
+    static ON_BLOCKING_BOUNDARY: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Marks the current thread as running blocking work for as long as it
+/// lives (the flag it found is put back when it drops).
+struct BlockingBoundary(bool);
+
+impl BlockingBoundary {
+    fn enter() -> BlockingBoundary {
+        BlockingBoundary(ON_BLOCKING_BOUNDARY.with(|on| on.replace(true)))
+    }
+}
+
+impl Drop for BlockingBoundary {
+    fn drop(&mut self) {
+        ON_BLOCKING_BOUNDARY.with(|on| on.set(self.0));
+    }
+}
+
+/// Panics, in debug builds and tests, when blocking work (SQLite, files)
+/// is about to run on an async worker: inside a tokio runtime but not in
+/// work given to [`Engine::blocking`]. A thread of no runtime (a
+/// command's, the bookkeeping thread of [`Engine::background`]) may
+/// block. Tokio enters its runtime on its blocking threads too, so the
+/// runtime alone cannot tell them apart: the boundary marks its own.
+pub(crate) fn assert_not_async(what: &str) {
+    if cfg!(any(debug_assertions, test))
+        && tokio::runtime::Handle::try_current().is_ok()
+        && !ON_BLOCKING_BOUNDARY.with(std::cell::Cell::get)
+    {
+        panic!("{what} blocks: it must run through Engine::blocking, not on an async worker");
+    }
 }
 
 fn panic_text(panic: &(dyn std::any::Any + Send)) -> String {

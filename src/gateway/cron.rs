@@ -19,6 +19,14 @@
 //!   `jobs.json` in batches.
 //! * Every run is a task in the ledger (`runtime: cron`) and a line in the
 //!   job's run log.
+//! * The slot ledger (SQLite, synced), the job store and the run logs are
+//!   reached only on the engine's blocking boundary, never on an async
+//!   worker: the tick only works out what is due ([`Ledger::lock`] and the
+//!   claim check it, [`crate::engine::assert_not_async`]).
+//!
+//! This file follows the store and finds what is due; starting runs is
+//! `cron_start.rs`, what follows their end `cron_settle.rs`, a run itself
+//! `cron_run.rs`.
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, HashSet};
@@ -32,18 +40,11 @@ use tokio_util::sync::CancellationToken;
 
 use super::Shared;
 use super::cron_follow::follow;
-use super::cron_run::{
-    Claimed, Finished, Outcome, backoff_note, carries_over, ended_slot, event_record, finished,
-    queued, run_id, run_record, run_slot, run_task, schedule_problem, status_of, takes_time,
-    terminal, unreadable,
-};
-use super::intake::Record;
+use super::cron_run::{Finished, backoff_note};
 use super::supervisor::{Component, ComponentKind};
 use crate::cron::job::{Job, JobState};
-use crate::cron::outcome::{self, AfterRun, RunEnd};
-use crate::cron::runlog::{self, RunRecord};
-use crate::cron::slots::{self, Ended, SlotLedger, Trigger};
-use crate::cron::store::{CronStore, Fingerprint, RuntimeUpdate};
+use crate::cron::slots::{self, SlotLedger, Trigger};
+use crate::cron::store::{CronStore, Fingerprint};
 
 /// Longest single sleep: a stopped clock or a missed wake-up costs at
 /// most this.
@@ -172,10 +173,24 @@ pub(super) struct Due {
     pub(super) trigger: Trigger,
 }
 
+/// The slot ledger the runner claims and records slots in. It is SQLite
+/// with `synchronous=FULL` (each write waits for the disk), so it is
+/// reached only from blocking work: [`Ledger::lock`] checks it is not on
+/// an async worker ([`crate::engine::assert_not_async`]).
+#[derive(Clone)]
+struct Ledger(Arc<Mutex<SlotLedger>>);
+
+impl Ledger {
+    fn lock(&self) -> std::sync::MutexGuard<'_, SlotLedger> {
+        crate::engine::assert_not_async("the cron slot ledger");
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
 /// The runner's state between ticks.
 struct Runner {
     shared: Arc<Shared>,
-    ledger: Arc<Mutex<SlotLedger>>,
+    ledger: Ledger,
     followed: HashMap<String, Followed>,
     queue: BinaryHeap<Reverse<(i64, String)>>,
     fingerprint: Option<Option<Fingerprint>>,
@@ -358,7 +373,7 @@ impl Runner {
         let limit = app.config.config.cron.max_concurrent_runs.max(1) as usize;
         Ok(Runner {
             shared,
-            ledger: Arc::new(Mutex::new(ledger)),
+            ledger: Ledger(Arc::new(Mutex::new(ledger))),
             followed: HashMap::new(),
             queue: BinaryHeap::new(),
             fingerprint: None,
@@ -412,7 +427,7 @@ impl Runner {
                 self.check_broken().await;
             }
             let now = self.shared.host.now_ms();
-            let due = self.take_due(now);
+            let due = self.take_due(now).await;
             if !due.is_empty() {
                 handled_since_trim += due.len();
                 self.start_runs(due).await?;
@@ -428,12 +443,7 @@ impl Runner {
                 let trimmed = self
                     .shared
                     .engine
-                    .blocking(move || {
-                        ledger
-                            .lock()
-                            .unwrap_or_else(|p| p.into_inner())
-                            .trim(slots::Budget::DEFAULT)
-                    })
+                    .blocking(move || ledger.lock().trim(slots::Budget::DEFAULT))
                     .await?;
                 match trimmed {
                     Ok(n) if n > 0 => tracing::debug!(trimmed = n, "cron slot history trimmed"),
@@ -585,12 +595,7 @@ impl Runner {
             let ledger = self.ledger.clone();
             self.shared
                 .engine
-                .blocking(move || {
-                    ledger
-                        .lock()
-                        .unwrap_or_else(|p| p.into_inner())
-                        .latest_slots()
-                })
+                .blocking(move || ledger.lock().latest_slots())
                 .await??
         };
         let old = std::mem::take(&mut self.followed);
@@ -654,12 +659,7 @@ impl Runner {
             let count = missed.len();
             self.shared
                 .engine
-                .blocking(move || {
-                    ledger
-                        .lock()
-                        .unwrap_or_else(|p| p.into_inner())
-                        .record_missed(&missed, now)
-                })
+                .blocking(move || ledger.lock().record_missed(&missed, now))
                 .await??;
             tracing::info!(count, "missed cron slots recorded");
         }
@@ -671,8 +671,28 @@ impl Runner {
 
     /// The slots due at `now`, one per job (older due slots of a job the
     /// runner woke late for, and slots inside a job's error backoff, are
-    /// recorded missed).
-    fn take_due(&mut self, now: i64) -> Vec<Due> {
+    /// recorded missed, on the blocking boundary: the ledger syncs).
+    async fn take_due(&mut self, now: i64) -> Vec<Due> {
+        let (due, missed) = self.pick_due(now);
+        if !missed.is_empty() {
+            let ledger = self.ledger.clone();
+            let written = self
+                .shared
+                .engine
+                .blocking(move || ledger.lock().record_missed(&missed, now))
+                .await;
+            match written {
+                Ok(Ok(_)) => {}
+                Ok(Err(err)) => tracing::warn!(%err, "missed cron slots not recorded"),
+                Err(err) => tracing::warn!(%err, "missed cron slots not recorded"),
+            }
+        }
+        due
+    }
+
+    /// The slots due at `now` and those to record missed, taken off the
+    /// queue (no I/O).
+    fn pick_due(&mut self, now: i64) -> (Vec<Due>, Vec<(String, i64, String)>) {
         let mut due = Vec::new();
         let mut missed: Vec<(String, i64, String)> = Vec::new();
         while let Some(Reverse((at, _))) = self.queue.peek() {
@@ -725,18 +745,7 @@ impl Runner {
                 trigger,
             });
         }
-        if !missed.is_empty() {
-            // Small and rare: recorded inline.
-            let written = self
-                .ledger
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .record_missed(&missed, now);
-            if let Err(err) = written {
-                tracing::warn!(%err, "missed cron slots not recorded");
-            }
-        }
-        due
+        (due, missed)
     }
 
     /// Works out, while the runner waits for `deadline`, the slot after
@@ -771,487 +780,13 @@ impl Runner {
         }
         self.prepared_until = done_until;
     }
-
-    /// Runs that ended on their own task since the last look.
-    fn take_finished(&self) -> Vec<Finished> {
-        std::mem::take(&mut *self.finished.lock().unwrap_or_else(|p| p.into_inner()))
-    }
-
-    /// What becomes of each job after its run ended
-    /// ([`outcome::apply`]): its new state waits for the next write-back;
-    /// a failed recurring job waits out its backoff, a one-shot that hit
-    /// a passing error gets its next attempt, a spent or failed one-shot
-    /// is disabled or removed, and a failure alert goes out when due.
-    fn settle(&mut self, finished: Vec<Finished>) {
-        let app = self.shared.engine.app();
-        let config = &app.config.config.cron;
-        for end in finished {
-            let natural = self
-                .followed
-                .get(&end.id)
-                .filter(|_| !self.retrying.contains(&end.id))
-                .and_then(|f| f.next);
-            let run_end = RunEnd {
-                status: status_of(end.status),
-                error: end.error.clone(),
-                started_ms: end.started_ms,
-                ended_ms: end.ended_ms,
-                manual: end.trigger == Trigger::Manual,
-                delivered: end.delivered,
-                delivery_requested: end
-                    .job
-                    .delivery
-                    .as_ref()
-                    .is_some_and(|d| d.mode != crate::cron::job::DeliveryMode::None),
-                delivery_error: end.delivery_error.clone(),
-                timed_out: end.status == Ended::TimedOut,
-            };
-            let mut applied = outcome::apply(&end.job, &run_end, natural, config);
-            if let Some(f) = self.followed.get_mut(&end.id) {
-                if let Some(until) = applied.not_before_ms {
-                    self.backoff.insert(end.id.clone(), until);
-                    // The slot it runs at next: the first one after the
-                    // backoff.
-                    if applied.state.next_run_at_ms.is_some() {
-                        applied.state.next_run_at_ms = f.slots.next_after(until - 1);
-                    }
-                }
-                if let Some(at) = applied.retry_at_ms {
-                    f.next = Some(at);
-                    self.retrying.insert(end.id.clone());
-                    self.queue.push(Reverse((at, end.id.clone())));
-                }
-                if carries_over(&end.job.state, &applied.state) {
-                    // What the next run counts from (consecutive errors,
-                    // the last alert) lives in the job's text.
-                    let mut job = (*end.job).clone();
-                    job.state = applied.state.clone();
-                    if let Ok(text) = serde_json::to_string(&job) {
-                        f.text = Arc::from(text);
-                    }
-                }
-            }
-            if let Some(alert) = applied.alert.take() {
-                self.raise_alert(&end.job, alert);
-            }
-            match applied.after {
-                AfterRun::Keep => {
-                    self.states.insert(end.id, (applied.state, false));
-                }
-                AfterRun::Disable => {
-                    self.followed.remove(&end.id);
-                    self.states.insert(end.id, (applied.state, true));
-                }
-                AfterRun::Delete => {
-                    self.followed.remove(&end.id);
-                    self.states.remove(&end.id);
-                    self.removals.push(end.id);
-                }
-            }
-        }
-    }
-
-    /// Sends a failure alert where the job's settings say (off the tick).
-    fn raise_alert(&self, job: &Arc<Job>, alert: outcome::Alert) {
-        tracing::warn!(job = %job.id, "{}", alert.text);
-        let shared = self.shared.clone();
-        let job = job.clone();
-        self.runs.spawn(async move {
-            super::cron_delivery::send_alert(&shared, &job, &alert).await;
-        });
-    }
-
-    /// Queues `text` as a system event on the main session, with a wake
-    /// (a notice from the runner itself): trusted unless `job_of_model`
-    /// (the job's name and fields are then the model's words).
-    fn queue_notice(&self, job_id: &str, text: String, job_of_model: bool) {
-        let shared = self.shared.clone();
-        let reason = format!("cron:{job_id}:disabled");
-        self.runs.spawn(async move {
-            let book = shared.clone();
-            let queued = shared
-                .engine
-                .blocking(move || {
-                    super::cron_delivery::queue_alert_event(&book, text, reason, !job_of_model)
-                })
-                .await;
-            if !matches!(queued, Ok(Ok(()))) {
-                tracing::warn!("a cron notice could not be queued");
-            }
-        });
-    }
-
-    /// Works out again the schedules that could not be: each failure
-    /// counts ([`outcome::schedule_error`]); the third disables the job
-    /// and says so in a system event.
-    async fn check_broken(&mut self) {
-        self.broken_checked = Some(tokio::time::Instant::now());
-        let host = self.shared.engine.app().host.time_zone().clone();
-        let ids: Vec<String> = self.broken.keys().cloned().collect();
-        for id in ids {
-            let Some(job) = self.broken.get_mut(&id) else {
-                continue;
-            };
-            let Err(problem) = schedule_problem(job, &host) else {
-                // It works now (the zone database changed): follow it.
-                self.broken.remove(&id);
-                self.fingerprint = None;
-                continue;
-            };
-            let (state, disable, notice) = outcome::schedule_error(job, &problem);
-            let job_of_model = job.created_by_agent();
-            job.state = state.clone();
-            self.states.insert(id.clone(), (state, disable));
-            if disable {
-                tracing::warn!(job = %id, "cron job disabled after repeated schedule errors: {problem}");
-                self.broken.remove(&id);
-            }
-            if let Some(text) = notice {
-                self.queue_notice(&id, text, job_of_model);
-            }
-        }
-    }
-
-    /// Claims `due` and creates each claimed slot's task in one
-    /// transaction (one sync), then runs them: a job that only queues an
-    /// event (`next-heartbeat`) runs in the tick itself, the whole batch
-    /// queued and recorded together; one that takes time (a turn, a
-    /// heartbeat run) gets its own task under the `maxConcurrentRuns`
-    /// limit. A job whose previous run is still going skips the slot,
-    /// recorded so.
-    /// Returns the run ids of the runs started, by job.
-    async fn start_runs(&mut self, due: Vec<Due>) -> anyhow::Result<Vec<(String, String)>> {
-        let now = self.shared.host.now_ms();
-        let generation = self.shared.tasks.generation;
-        let mut busy = Vec::new();
-        let mut wanted = Vec::new();
-        {
-            let running = self.running.lock().unwrap_or_else(|p| p.into_inner());
-            for d in due {
-                if running.contains(&d.id) {
-                    busy.push((
-                        d.id,
-                        d.slot_ms,
-                        "skipped: the previous run was still running".to_string(),
-                    ));
-                } else {
-                    wanted.push(d);
-                }
-            }
-        }
-        let shared = self.shared.clone();
-        let claimed = self
-            .shared
-            .engine
-            .blocking(move || {
-                // The jobs, read from their text.
-                let jobs: Vec<Result<Arc<Job>, String>> = wanted
-                    .iter()
-                    .map(|d| {
-                        crate::cron::store::job_from_text(&d.text)
-                            .map(Arc::new)
-                            .map_err(|e| format!("the job cannot be read: {e}"))
-                    })
-                    .collect();
-                let claims: Vec<(String, i64, Trigger)> = wanted
-                    .iter()
-                    .map(|d| (d.id.clone(), d.slot_ms, d.trigger))
-                    .collect();
-                let mut tasks = shared.tasks.with(|ledger| {
-                    ledger.batch(|batch| {
-                        if !busy.is_empty() {
-                            slots::record_missed_in(batch.connection(), &busy, now)?;
-                        }
-                        let claimed =
-                            slots::claim_in(batch.connection(), &claims, generation, now)?;
-                        let by_id: HashMap<&str, Option<&Job>> = wanted
-                            .iter()
-                            .zip(&jobs)
-                            .map(|(d, job)| (d.id.as_str(), job.as_ref().ok().map(|j| &**j)))
-                            .collect();
-                        let mut tasks = HashMap::with_capacity(claimed.len());
-                        for (id, slot) in claimed {
-                            let job = by_id.get(id.as_str()).copied().flatten();
-                            let task = batch.create(run_task(&id, job, now, generation), now)?;
-                            tasks.insert((id, slot), task);
-                        }
-                        Ok(tasks)
-                    })
-                })?;
-                let runs: Vec<Claimed> = wanted
-                    .into_iter()
-                    .zip(jobs)
-                    .filter_map(|(due, job)| {
-                        let task_id = tasks.remove(&(due.id.clone(), due.slot_ms))?;
-                        Some(Claimed {
-                            run_id: run_id(&due.id, now),
-                            due,
-                            job,
-                            task_id,
-                            started_ms: now,
-                        })
-                    })
-                    .collect();
-                Ok::<_, crate::tasks::TaskError>(runs)
-            })
-            .await??;
-        let started: Vec<(String, String)> = claimed
-            .iter()
-            .map(|run| (run.due.id.clone(), run.run_id.clone()))
-            .collect();
-        let mut instant = Vec::new();
-        for run in claimed {
-            let lasting = run.job.as_ref().is_ok_and(|job| takes_time(job));
-            if !lasting {
-                instant.push(run);
-                continue;
-            }
-            let job_id = run.due.id.clone();
-            self.running
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .insert(job_id.clone());
-            let shared = self.shared.clone();
-            let running = self.running.clone();
-            let finished = self.finished.clone();
-            let ended = self.ended.clone();
-            let permits = self.permits.clone();
-            self.runs.spawn(async move {
-                let _permit = permits.acquire_owned().await;
-                let end = run_slot(&shared, run).await;
-                running
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .remove(&job_id);
-                if let Some(end) = end {
-                    finished.lock().unwrap_or_else(|p| p.into_inner()).push(end);
-                    ended.notify_one();
-                }
-            });
-        }
-        if !instant.is_empty() {
-            self.run_instant(instant).await?;
-        }
-        Ok(started)
-    }
-
-    /// Runs a batch of event-only slots: every event queued, then every
-    /// task and slot ended in one transaction and the run logs appended.
-    async fn run_instant(&mut self, batch: Vec<Claimed>) -> anyhow::Result<()> {
-        let shared = self.shared.clone();
-        let done = self
-            .shared
-            .engine
-            .blocking(move || {
-                let app = shared.engine.app();
-                let sessions = app.sessions(Some(crate::trigger::AGENT_ID));
-                // Every event of the batch in one write to the intake.
-                let mut outcomes: Vec<Option<Outcome>> = Vec::with_capacity(batch.len());
-                let mut records: Vec<Record> = Vec::new();
-                for run in &batch {
-                    match &run.job {
-                        Ok(job) => match event_record(&shared, &sessions, job) {
-                            Ok(record) => {
-                                records.push(record);
-                                outcomes.push(None);
-                            }
-                            Err(skipped) => outcomes.push(Some(skipped)),
-                        },
-                        Err(problem) => outcomes.push(Some(unreadable(problem))),
-                    }
-                }
-                let accepted = if records.is_empty() {
-                    Ok(())
-                } else {
-                    shared
-                        .intake
-                        .accept_all(&mut records)
-                        .map_err(|e| e.to_string())
-                };
-                let mut records = records.into_iter();
-                let done: Vec<(Claimed, Outcome)> = batch
-                    .into_iter()
-                    .zip(outcomes)
-                    .map(|(run, outcome)| {
-                        let outcome = outcome.unwrap_or_else(|| {
-                            let record = records.next().expect("a record per queued event");
-                            queued(&accepted, record)
-                        });
-                        (run, outcome)
-                    })
-                    .collect();
-                let ended = shared.host.now_ms();
-                let rows: Vec<slots::EndedSlot> = done
-                    .iter()
-                    .map(|(run, outcome)| ended_slot(run, outcome))
-                    .collect();
-                let written = shared.tasks.with(|ledger| {
-                    ledger.batch(|batch| {
-                        for (run, outcome) in &done {
-                            batch.finish(&run.task_id, terminal(outcome), ended)?;
-                            // A webhook post follows from a task of its own
-                            // and tells the task; until then nothing went.
-                            batch.settle_delivery(
-                                &run.task_id,
-                                crate::tasks::DeliveryStatus::NotApplicable,
-                                ended,
-                            )?;
-                        }
-                        slots::finish_in(batch.connection(), &rows, ended)?;
-                        Ok(())
-                    })
-                });
-                if let Err(err) = written {
-                    tracing::warn!(%err, "the end of cron runs was not recorded");
-                }
-                let records: Vec<RunRecord> = done
-                    .iter()
-                    .map(|(run, outcome)| run_record(run, outcome, ended))
-                    .collect();
-                let limits = runlog::Limits::from(&app.config.config.cron.run_log);
-                let logged = runlog::append_all(
-                    &shared.cron.store(&app).runs_dir(),
-                    &records,
-                    limits,
-                    false,
-                );
-                for err in logged.map_or_else(
-                    |err| vec![err],
-                    |each| each.into_iter().filter_map(Result::err).collect(),
-                ) {
-                    tracing::warn!(%err, "cron run log not written");
-                }
-                (done, ended)
-            })
-            .await?;
-        let (done, ended) = done;
-        for (run, outcome) in &done {
-            super::cron_delivery::spawn_end(
-                &self.runs,
-                &self.shared,
-                run.job.as_ref().ok(),
-                run.due.slot_ms,
-                || run_record(run, outcome, ended),
-            );
-        }
-        let finished = done
-            .into_iter()
-            .filter_map(|(run, outcome)| finished(run, outcome, ended))
-            .collect();
-        self.settle(finished);
-        Ok(())
-    }
-
-    /// `cron run`: the job now (`force`), or only when a slot is due.
-    async fn manual(&mut self, lookup: &str, only_due: bool) -> serde_json::Value {
-        let now = self.shared.host.now_ms();
-        let id = match self.followed.keys().find(|id| id.as_str() == lookup) {
-            Some(id) => id.clone(),
-            None => {
-                let mut matches = self.followed.keys().filter(|id| id.starts_with(lookup));
-                match (matches.next(), matches.next()) {
-                    (Some(id), None) => id.clone(),
-                    (None, _) => {
-                        return serde_json::json!({"ok": false, "error": format!("no enabled cron job `{lookup}`")});
-                    }
-                    _ => {
-                        return serde_json::json!({"ok": false, "error": format!("`{lookup}` is the start of more than one job id")});
-                    }
-                }
-            }
-        };
-        if self
-            .running
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .contains(&id)
-        {
-            return serde_json::json!({"ok": true, "ran": false, "reason": "already-running", "jobId": id});
-        }
-        let f = &self.followed[&id];
-        if only_due && f.next.is_none_or(|next| next > now) {
-            return serde_json::json!({"ok": true, "ran": false, "reason": "not-due", "jobId": id});
-        }
-        // `--due` runs the slot that is due (the timer then finds it
-        // claimed); a forced run is a slot of its own, at now.
-        let due = Due {
-            id: id.clone(),
-            text: f.text.clone(),
-            slot_ms: if only_due { f.next.unwrap_or(now) } else { now },
-            trigger: if only_due {
-                Trigger::Due
-            } else {
-                Trigger::Manual
-            },
-        };
-        // The run id is the run's task's and its run-log line's.
-        match self.start_runs(vec![due]).await {
-            Ok(started) => match started.into_iter().find(|(job, _)| *job == id) {
-                Some((_, run_id)) => {
-                    serde_json::json!({"ok": true, "ran": true, "enqueued": true, "runId": run_id, "jobId": id})
-                }
-                None => {
-                    serde_json::json!({"ok": true, "ran": false, "reason": "already-running", "jobId": id})
-                }
-            },
-            Err(err) => serde_json::json!({"ok": false, "error": format!("{err:#}")}),
-        }
-    }
-
-    /// Writes waiting runtime state and removals back to `jobs.json` (one
-    /// rewrite for the states, one for the removals).
-    async fn flush_states(&mut self) {
-        let updates: Vec<RuntimeUpdate> = self
-            .states
-            .drain()
-            .map(|(id, (state, disable))| RuntimeUpdate { id, state, disable })
-            .collect();
-        let removals = std::mem::take(&mut self.removals);
-        if updates.is_empty() && removals.is_empty() {
-            return;
-        }
-        let app = self.shared.engine.app();
-        let store = self.shared.cron.store(&app);
-        let now = self.shared.host.now_ts();
-        let known = self.fingerprint;
-        let written = self
-            .shared
-            .engine
-            .blocking(
-                move || -> Result<Option<Fingerprint>, crate::cron::CronError> {
-                    // The file as the runner last read it, or changed since
-                    // by someone else (then it is read again at the next tick).
-                    let unchanged = known == Some(store.fingerprint()?);
-                    let mut last = None;
-                    if !updates.is_empty() {
-                        last = store.update_runtime(&updates, now)?.written.or(last);
-                    }
-                    if !removals.is_empty() {
-                        let changed = store.modify(now, |file| {
-                            for id in &removals {
-                                file.remove(id);
-                            }
-                            Ok(())
-                        })?;
-                        last = changed.written.or(last);
-                    }
-                    super::resident::release_free_memory();
-                    Ok(last.filter(|_| unchanged))
-                },
-            )
-            .await;
-        match written {
-            Ok(Ok(ours)) => {
-                // Our own write: no need to re-read it.
-                if let Some(fingerprint) = ours {
-                    self.fingerprint = Some(Some(fingerprint));
-                }
-            }
-            Ok(Err(err)) => tracing::warn!(%err, "cron runtime state not written back"),
-            Err(err) => tracing::warn!(%err, "cron runtime state not written back"),
-        }
-    }
 }
+
+#[path = "cron_start.rs"]
+mod start;
+
+#[path = "cron_settle.rs"]
+mod settle;
 
 #[cfg(test)]
 #[path = "cron_outcome_tests.rs"]

@@ -1,13 +1,15 @@
 //! The runner keeps the slot ledger small: a job's history is cut back
 //! while it runs and at each start, and a restart still catches up from
-//! the latest slot it handled, running no slot twice.
+//! the latest slot it handled, running no slot twice. The ledger is
+//! written only on the engine's blocking boundary, never on an async
+//! worker.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
-use super::CronRunner;
+use super::{CronRunner, Runner};
 use crate::gateway::supervisor::Component;
 use crate::host::TokioClock;
 
@@ -111,4 +113,66 @@ async fn the_history_is_cut_back_and_a_restart_catches_up_from_the_latest_slot()
     let logged = logged_slots(&state);
     let want: Vec<i64> = (1..=120).chain(130..=135).map(slot).collect();
     assert_eq!(logged, want);
+}
+
+/// The slot ledger is SQLite with `synchronous=FULL`: a slot claimed or
+/// recorded missed waits for a disk sync, which must never hold up an
+/// async worker. The runner is driven here from the test's own task on a
+/// current-thread runtime, its only worker: it wakes four minutes late,
+/// records the three slots it slept through as missed and claims and
+/// runs the latest. Had either write run inline on this worker, the
+/// ledger's check ([`crate::engine::assert_not_async`], reached by
+/// [`super::Ledger::lock`] and the claim) would panic this test.
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn slots_are_claimed_and_recorded_missed_off_the_async_worker() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    std::fs::create_dir_all(state.join("workspace")).unwrap();
+    let base: jiff::Timestamp = "2026-12-01T10:00:00.500Z".parse().unwrap();
+    let clock = Arc::new(TokioClock::new(base));
+    let start = base.as_millisecond() - 500;
+    write_job(&state, start);
+    let shared = crate::gateway::test_shared_with(dir.path(), "t", Some(clock.clone()), 1);
+    let mut runner = Runner::open(shared.clone()).await.unwrap();
+    runner.reload_if_changed().await.unwrap();
+
+    tokio::time::sleep(Duration::from_secs(4 * 60)).await;
+    let due = runner.take_due(shared.host.now_ms()).await;
+    let slot = |k: i64| start + k * MINUTE;
+    assert_eq!(due.iter().map(|d| d.slot_ms).collect::<Vec<_>>(), [slot(4)]);
+    runner.start_runs(due).await.unwrap();
+
+    let rows = ledger(&state);
+    let want: Vec<(i64, String, String)> = [
+        (slot(1), "missed", "catch-up"),
+        (slot(2), "missed", "catch-up"),
+        (slot(3), "missed", "catch-up"),
+        (slot(4), "ok", "due"),
+    ]
+    .into_iter()
+    .map(|(at, status, trigger)| (at, status.to_string(), trigger.to_string()))
+    .collect();
+    assert_eq!(rows, want);
+}
+
+/// The check the ledger relies on refuses an async worker and a tokio
+/// blocking thread running work the engine was not given (tokio enters
+/// its runtime there too, so the runtime alone cannot tell it from an
+/// async worker: the engine marks the threads of its own work, until
+/// that work ends), and lets work given to `Engine::blocking` and
+/// threads of no runtime through.
+#[tokio::test(flavor = "current_thread")]
+async fn the_blocking_check_refuses_async_workers_and_lets_the_boundary_through() {
+    let check = || crate::engine::assert_not_async("a test's ledger write");
+    assert!(std::panic::catch_unwind(check).is_err(), "on the worker");
+    let dir = tempfile::tempdir().unwrap();
+    let shared = crate::gateway::test_shared(dir.path(), "t");
+    shared.engine.blocking(check).await.unwrap();
+    // The blocking pool keeps the thread that ran it for the next work.
+    let plain = tokio::task::spawn_blocking(move || std::panic::catch_unwind(check).is_err());
+    assert!(
+        plain.await.unwrap(),
+        "on a blocking thread, not the engine's work"
+    );
+    std::thread::spawn(check).join().unwrap();
 }

@@ -3,6 +3,8 @@
 //! failure alerts, auto-disable after schedule errors.
 
 use super::*;
+use crate::cron::outcome;
+use crate::cron::slots::Ended;
 use crate::host::TokioClock;
 use serde_json::{Value, json};
 
@@ -264,9 +266,9 @@ async fn a_retry_waits_for_its_time_when_the_gateway_is_up() {
     assert_eq!(retry_at, slot + 30_000);
     // Nothing runs before it; it runs at its time, triggered `retry`.
     tokio::time::sleep(Duration::from_millis((retry_at - base_ms() - 1) as u64)).await;
-    assert!(runner.take_due(clock_ms(&clock)).is_empty());
+    assert!(runner.take_due(clock_ms(&clock)).await.is_empty());
     tokio::time::sleep(Duration::from_millis(1)).await;
-    let due = runner.take_due(clock_ms(&clock));
+    let due = runner.take_due(clock_ms(&clock)).await;
     assert_eq!(due.len(), 1);
     assert_eq!((due[0].slot_ms, due[0].trigger), (retry_at, Trigger::Retry));
     assert!(!runner.retrying.contains("remind-once"));

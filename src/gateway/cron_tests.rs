@@ -1,3 +1,4 @@
+use super::super::cron_run::event_record;
 use super::*;
 use crate::host::{Clock, TokioClock};
 

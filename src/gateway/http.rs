@@ -5,7 +5,7 @@
 //! |---|---|---|
 //! | `/v1/*` control API (`/v1/outbox/stream`: server-sent events) | gateway token (`Authorization: Bearer`) | yes |
 //! | `/healthz`, `/readyz` | none | never |
-//! | `<hooks.path>/*` webhooks ([`hooks`]), when `hooks.enabled` | hook token, or a mapping's signature | yes (its own) |
+//! | `<hooks.path>/*` webhooks ([`webhooks`]), when `hooks.enabled` | hook token, or a mapping's signature | yes (its own) |
 //!
 //! Every error is `{ok: false, error}` with a 4xx/5xx status: malformed
 //! JSON, a body over [`BODY_LIMIT`], a missing or wrong token, an unknown
@@ -144,7 +144,7 @@ fn full_path(req: &Request) -> String {
 /// The hooks live at a configured path (read per request, so a config
 /// reload moves them); anything else is unknown.
 async fn hooks_or_not_found(State(shared): State<Arc<Shared>>, req: Request) -> Response {
-    match hooks::handle(&shared, req).await {
+    match webhooks::handle(&shared, req).await {
         Ok(response) => response,
         Err(req) => not_found(req).await.into_response(),
     }
@@ -820,9 +820,11 @@ async fn outbox_stream(
 }
 
 pub(crate) mod external;
-pub(crate) mod hooks;
 pub(crate) mod mappings;
 pub(crate) mod serve;
+mod webhook_replay;
+pub(crate) mod webhook_runs;
+pub(crate) mod webhooks;
 
 #[cfg(test)]
 mod tests;

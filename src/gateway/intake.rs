@@ -427,7 +427,9 @@ async fn apply(shared: &Arc<Shared>, batch: Vec<Record>, through: u64) -> anyhow
                 let now_ms = app.host.now_ms();
                 let mut started = Vec::new();
                 for record in runs {
-                    if let Some(task) = super::http::hooks::record_run(&feeding, &record, now_ms)? {
+                    if let Some(task) =
+                        super::http::webhook_runs::record_run(&feeding, &record, now_ms)?
+                    {
                         started.push((task, record));
                     }
                 }
@@ -442,7 +444,7 @@ async fn apply(shared: &Arc<Shared>, batch: Vec<Record>, through: u64) -> anyhow
                 // replay cache was last saved: saved first, then emptied.
                 let rotated = if intake.rotation_due()? {
                     feeding
-                        .hooks
+                        .webhooks
                         .save_replay_then(&app.paths.gateway_dir(), now_ms, || {
                             intake.rotate_if_fed()
                         })?
@@ -454,7 +456,7 @@ async fn apply(shared: &Arc<Shared>, batch: Vec<Record>, through: u64) -> anyhow
         )
         .await??;
     for (task, record) in runs {
-        super::http::hooks::start_run(shared, task, record);
+        super::http::webhook_runs::start_run(shared, task, record);
     }
     for w in warnings {
         tracing::warn!("{w}");

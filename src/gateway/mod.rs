@@ -180,7 +180,7 @@ pub(crate) struct Shared {
     pub token: String,
     pub lockout: http::Lockout,
     /// The webhooks' lockout and idempotency keys.
-    pub hooks: http::hooks::HookState,
+    pub webhooks: http::webhooks::WebhookState,
     /// Turns in flight (tracked, so shutdown can wait for them).
     pub turns: TaskTracker,
     /// Cancels every running turn.
@@ -346,7 +346,7 @@ pub(crate) fn run(
                 )
             })?
             .expect("a token is created when missing");
-    http::hooks::settings(&app.config.config.hooks, &token)?;
+    http::webhooks::settings(&app.config.config.hooks, &token)?;
     let intake = intake::Intake::open(&app.paths.gateway_dir()).with_context(|| {
         format!(
             "cannot open the intake log in {}",
@@ -424,7 +424,7 @@ async fn serve(
         info,
         token,
         lockout: http::Lockout::default(),
-        hooks: http::hooks::HookState::default(),
+        webhooks: http::webhooks::WebhookState::default(),
         turns: TaskTracker::new(),
         turns_cancel: CancellationToken::new(),
         ready: AtomicBool::new(false),
@@ -459,7 +459,7 @@ async fn serve(
             components_stop.clone(),
         );
     }
-    http::hooks::resume_runs(&shared).await;
+    http::webhook_runs::resume_runs(&shared).await;
     let server_stop = CancellationToken::new();
     supervisor::supervise(
         Arc::new(ControlApi {
@@ -475,34 +475,8 @@ async fn serve(
     shared.ready.store(true, Ordering::Release);
     on_ready(&shared.info);
     tracing::info!(address = %local, "gateway ready");
-    {
-        let app = shared.engine.app();
-        app.fire_hook(
-            "gateway:startup",
-            "gateway:startup",
-            serde_json::json!({
-                "workspaceDir": app.paths.workspace,
-                "address": local.to_string(),
-            }),
-        );
-        boot_turn(&shared, &app);
-    }
-    {
-        let shared = shared.clone();
-        let stop = components_stop.clone();
-        tracker.spawn(async move {
-            give_back_when_quiet(&shared.periodic_work_ran, &stop, || async {
-                if let Ok(kb) = shared
-                    .engine
-                    .blocking(resident::release_unused_memory)
-                    .await
-                {
-                    tracing::debug!(kb, "code pages unmapped");
-                }
-            })
-            .await;
-        });
-    }
+    announce_startup(&shared, local);
+    spawn_memory_give_back(&shared, &tracker, &components_stop);
 
     wait_for_shutdown(&stop).await;
     tracing::info!("gateway stopping");
@@ -535,6 +509,41 @@ async fn serve(
     }
     crate::gateway_client::discovery::unpublish(&paths, std::process::id());
     Ok(())
+}
+
+/// Tells the internal hooks the gateway started (`gateway:startup`) and
+/// runs the boot turn.
+fn announce_startup(shared: &Arc<Shared>, local: std::net::SocketAddr) {
+    let app = shared.engine.app();
+    app.fire_hook(
+        "gateway:startup",
+        "gateway:startup",
+        serde_json::json!({
+            "workspaceDir": app.paths.workspace,
+            "address": local.to_string(),
+        }),
+    );
+    boot_turn(shared, &app);
+}
+
+/// Gives back what the gateway mapped once start-up has settled and
+/// after each burst of periodic work ([`give_back_when_quiet`]), until
+/// `stop`.
+fn spawn_memory_give_back(shared: &Arc<Shared>, tracker: &TaskTracker, stop: &CancellationToken) {
+    let shared = shared.clone();
+    let stop = stop.clone();
+    tracker.spawn(async move {
+        give_back_when_quiet(&shared.periodic_work_ran, &stop, || async {
+            if let Ok(kb) = shared
+                .engine
+                .blocking(resident::release_unused_memory)
+                .await
+            {
+                tracing::debug!(kb, "code pages unmapped");
+            }
+        })
+        .await;
+    });
 }
 
 /// Serves the HTTP routes on the gateway's socket, under the supervisor
@@ -726,7 +735,7 @@ pub(crate) fn test_shared_on(
         info,
         token: token.to_string(),
         lockout: http::Lockout::default(),
-        hooks: http::hooks::HookState::default(),
+        webhooks: http::webhooks::WebhookState::default(),
         turns: TaskTracker::new(),
         turns_cancel: CancellationToken::new(),
         ready: AtomicBool::new(true),

@@ -33,13 +33,11 @@ fn get(path: &str, token: Option<&str>) -> Request<Body> {
     b.body(Body::empty()).unwrap()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn bad_input_gets_a_4xx_with_a_json_error_and_never_a_crash() {
-    let dir = tempfile::tempdir().unwrap();
-    let shared = crate::gateway::test_shared(dir.path(), TOKEN);
-    let router = router(shared.clone());
+/// Bad requests, each with the status and the words of the error it
+/// gets: (what is wrong, the request, status, the error says).
+fn bad_requests() -> Vec<(&'static str, Request<Body>, StatusCode, &'static str)> {
     let huge = format!(r#"{{"text": "{}"}}"#, "x".repeat(BODY_LIMIT + 10));
-    let cases: Vec<(&str, Request<Body>, StatusCode, &str)> = vec![
+    vec![
         (
             "no token",
             post("/v1/system/event", None, r#"{"text":"hi"}"#),
@@ -175,8 +173,15 @@ async fn bad_input_gets_a_4xx_with_a_json_error_and_never_a_crash() {
             StatusCode::METHOD_NOT_ALLOWED,
             "GET is not allowed",
         ),
-    ];
-    for (name, req, want, says) in cases {
+    ]
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_input_gets_a_4xx_with_a_json_error_and_never_a_crash() {
+    let dir = tempfile::tempdir().unwrap();
+    let shared = crate::gateway::test_shared(dir.path(), TOKEN);
+    let router = router(shared.clone());
+    for (name, req, want, says) in bad_requests() {
         let (status, body) = call(&router, req).await;
         assert_eq!(status, want, "{name}: {body}");
         assert_eq!(body["ok"], false, "{name}: {body}");
