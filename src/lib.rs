@@ -127,9 +127,9 @@ pub mod testing {
             generation: i64,
             now_ms: i64,
         ) -> std::io::Result<usize> {
-            let slots: Vec<(String, i64, crate::cron::slots::Trigger)> = slots
+            let slots: Vec<(String, i64, crate::cron::slots::SlotTrigger)> = slots
                 .iter()
-                .map(|(job, slot)| (job.clone(), *slot, crate::cron::slots::Trigger::Due))
+                .map(|(job, slot)| (job.clone(), *slot, crate::cron::slots::SlotTrigger::Due))
                 .collect();
             self.0
                 .claim(&slots, generation, now_ms)

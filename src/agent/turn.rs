@@ -56,7 +56,7 @@ pub(crate) struct ToolCallRecord {
 /// What a turn did.
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub(crate) struct Outcome {
+pub(crate) struct TurnOutcome {
     pub reply: String,
     /// The final answer's reasoning (thinking blocks), when the model
     /// gave any.
@@ -200,14 +200,14 @@ pub(crate) async fn run(
     user: Option<Message>,
     log: &mut Log<'_>,
     sink: &mut dyn StreamSink,
-) -> Result<Outcome, TurnError> {
+) -> Result<TurnOutcome, TurnError> {
     let mut conversation = history;
     if let Some(user) = user {
         log.write_message(&user, None, false)?;
         conversation.push(user);
     }
     let specs = tools.specs();
-    let mut outcome = Outcome {
+    let mut outcome = TurnOutcome {
         reply: String::new(),
         reasoning: String::new(),
         silent: false,

@@ -5,7 +5,7 @@ use serde_json::Value;
 
 use super::App;
 use crate::hooks::discover::{HookRoot, HooksInputs};
-use crate::hooks::{self, Event, HookSource, HooksReport};
+use crate::hooks::{self, HookEvent, HookSource, HooksReport};
 
 impl App {
     /// The managed hooks folder (`<state dir>/hooks`).
@@ -50,7 +50,7 @@ impl App {
         if !self.config.config.hooks.internal.enabled {
             return;
         }
-        let event = Event::new(name, session_key, context, self.host.now_ts());
+        let event = HookEvent::new(name, session_key, context, self.host.now_ts());
         let inputs = self.hooks_inputs();
         let builtin = hooks::bundled::BuiltinContext {
             state_dir: self.paths.state_dir.clone(),

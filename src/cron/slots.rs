@@ -34,7 +34,7 @@ use super::job::CatchUp;
 
 /// How a slot came to be handled.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Trigger {
+pub(crate) enum SlotTrigger {
     Due,
     CatchUp,
     Manual,
@@ -42,13 +42,13 @@ pub(crate) enum Trigger {
     Retry,
 }
 
-impl Trigger {
+impl SlotTrigger {
     fn as_str(self) -> &'static str {
         match self {
-            Trigger::Due => "due",
-            Trigger::CatchUp => "catch-up",
-            Trigger::Manual => "manual",
-            Trigger::Retry => "retry",
+            SlotTrigger::Due => "due",
+            SlotTrigger::CatchUp => "catch-up",
+            SlotTrigger::Manual => "manual",
+            SlotTrigger::Retry => "retry",
         }
     }
 }
@@ -141,7 +141,7 @@ impl SlotLedger {
     /// the ones claimed ([`claim_in`]).
     pub(crate) fn claim(
         &mut self,
-        slots: &[(String, i64, Trigger)],
+        slots: &[(String, i64, SlotTrigger)],
         generation: i64,
         now_ms: i64,
     ) -> rusqlite::Result<Vec<(String, i64)>> {
@@ -244,7 +244,7 @@ pub(crate) type EndedSlot = (String, i64, Ended, Option<String>, Option<String>)
 /// scheduled slot in the ledger (handled, or passed over, already).
 pub(crate) fn claim_in(
     conn: &Connection,
-    slots: &[(String, i64, Trigger)],
+    slots: &[(String, i64, SlotTrigger)],
     generation: i64,
     now_ms: i64,
 ) -> rusqlite::Result<Vec<(String, i64)>> {

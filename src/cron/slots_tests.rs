@@ -14,7 +14,7 @@ fn slot(k: i64) -> i64 {
 }
 
 /// Claims `slot` of `job` as `trigger` and, unless `open`, ends it ok.
-fn handle(ledger: &mut SlotLedger, job: &str, slot: i64, trigger: Trigger, open: bool) -> bool {
+fn handle(ledger: &mut SlotLedger, job: &str, slot: i64, trigger: SlotTrigger, open: bool) -> bool {
     let claimed = ledger
         .claim(&[(job.to_string(), slot, trigger)], 1, slot + 5)
         .unwrap();
@@ -59,14 +59,14 @@ fn each_job_keeps_a_bounded_history_however_many_slots_it_ran() {
     // the runner would (hourly, or after many slots).
     for k in 1..=200 {
         for job in ["a", "b", "c"] {
-            assert!(handle(&mut ledger, job, slot(k), Trigger::Due, false));
+            assert!(handle(&mut ledger, job, slot(k), SlotTrigger::Due, false));
         }
         if k % 24 == 0 {
             ledger.trim(Budget::DEFAULT).unwrap();
         }
     }
     // One more slot of `a`, still running.
-    assert!(handle(&mut ledger, "a", slot(201), Trigger::Due, true));
+    assert!(handle(&mut ledger, "a", slot(201), SlotTrigger::Due, true));
     ledger.trim(Budget::DEFAULT).unwrap();
     for job in ["a", "b", "c"] {
         let rows = rows_of(&ledger, job);
@@ -98,9 +98,9 @@ fn jobs_share_the_total_and_each_keeps_at_least_its_latest_slot() {
     let mut ledger = ledger();
     let jobs: Vec<String> = (0..1_200).map(|i| format!("job-{i:04}")).collect();
     for k in 1..=3 {
-        let claims: Vec<(String, i64, Trigger)> = jobs
+        let claims: Vec<(String, i64, SlotTrigger)> = jobs
             .iter()
-            .map(|job| (job.clone(), slot(k), Trigger::Due))
+            .map(|job| (job.clone(), slot(k), SlotTrigger::Due))
             .collect();
         let claimed = ledger.claim(&claims, 1, slot(k)).unwrap();
         assert_eq!(claimed.len(), jobs.len());
@@ -122,17 +122,17 @@ fn jobs_share_the_total_and_each_keeps_at_least_its_latest_slot() {
 fn a_slot_the_history_let_go_is_never_claimed_again() {
     let mut ledger = ledger();
     for k in 1..=30 {
-        assert!(handle(&mut ledger, "x", slot(k), Trigger::Due, false));
+        assert!(handle(&mut ledger, "x", slot(k), SlotTrigger::Due, false));
     }
     ledger.trim(Budget::DEFAULT).unwrap();
     assert_eq!(rows_of(&ledger, "x")[0].0, slot(11), "slots 1 to 10 let go");
     // Whoever asks, however: on time, as a catch-up, as a retry.
     for (k, trigger) in [
-        (1, Trigger::Due),
-        (5, Trigger::CatchUp),
-        (10, Trigger::Retry),
-        (12, Trigger::Due),
-        (30, Trigger::Due),
+        (1, SlotTrigger::Due),
+        (5, SlotTrigger::CatchUp),
+        (10, SlotTrigger::Retry),
+        (12, SlotTrigger::Due),
+        (30, SlotTrigger::Due),
     ] {
         assert!(
             !handle(&mut ledger, "x", slot(k), trigger, false),
@@ -144,30 +144,30 @@ fn a_slot_the_history_let_go_is_never_claimed_again() {
         &mut ledger,
         "x",
         slot(30) + 1_234,
-        Trigger::Manual,
+        SlotTrigger::Manual,
         false
     ));
-    assert!(handle(&mut ledger, "x", slot(31), Trigger::Due, false));
+    assert!(handle(&mut ledger, "x", slot(31), SlotTrigger::Due, false));
     // A slot recorded missed counts as handled too.
     ledger
         .record_missed(&[("x".into(), slot(33), "skipped".into())], slot(33))
         .unwrap();
-    assert!(!handle(&mut ledger, "x", slot(32), Trigger::Due, false));
-    assert!(handle(&mut ledger, "x", slot(34), Trigger::Due, false));
+    assert!(!handle(&mut ledger, "x", slot(32), SlotTrigger::Due, false));
+    assert!(handle(&mut ledger, "x", slot(34), SlotTrigger::Due, false));
     // Another job is not held back by this one's slots.
-    assert!(handle(&mut ledger, "y", slot(1), Trigger::Due, false));
+    assert!(handle(&mut ledger, "y", slot(1), SlotTrigger::Due, false));
 }
 
 #[test]
 fn the_latest_scheduled_slot_outlives_manual_runs() {
     let mut ledger = ledger();
-    assert!(handle(&mut ledger, "m", slot(1), Trigger::Due, false));
+    assert!(handle(&mut ledger, "m", slot(1), SlotTrigger::Due, false));
     for i in 0..25 {
         assert!(handle(
             &mut ledger,
             "m",
             slot(2) + i,
-            Trigger::Manual,
+            SlotTrigger::Manual,
             false
         ));
     }
@@ -179,14 +179,20 @@ fn the_latest_scheduled_slot_outlives_manual_runs() {
     // The catch-up starts from the scheduled slot, and manual runs do not
     // hold the schedule back: a slot before them is still free.
     assert_eq!(ledger.latest_slots().unwrap()["m"], slot(1));
-    assert!(handle(&mut ledger, "m", slot(2) - 1, Trigger::Due, false));
+    assert!(handle(
+        &mut ledger,
+        "m",
+        slot(2) - 1,
+        SlotTrigger::Due,
+        false
+    ));
 }
 
 #[test]
 fn open_slots_outlive_trimming_and_are_interrupted_at_the_next_start() {
     let mut ledger = ledger();
     for k in 1..=30 {
-        assert!(handle(&mut ledger, "o", slot(k), Trigger::Due, k > 3));
+        assert!(handle(&mut ledger, "o", slot(k), SlotTrigger::Due, k > 3));
     }
     let removed = ledger
         .trim(Budget {

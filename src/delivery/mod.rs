@@ -58,7 +58,7 @@ pub(crate) use env::Env;
 use follow::Follow;
 use outbox::{Appended, Entry, Outbox, Reader};
 pub(crate) use url::UrlOrigin;
-use webhook::{Job, Outcome, Payload, State};
+use webhook::{AttemptOutcome, Payload, State, WebhookJob};
 
 /// What produced a result.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -268,7 +268,7 @@ struct Inner {
     retries: TaskTracker,
     stop: CancellationToken,
     /// What the journal left pending at open, for [`resume_pending`].
-    resumable: Mutex<Vec<Job>>,
+    resumable: Mutex<Vec<WebhookJob>>,
     syncers: Mutex<Vec<std::thread::JoinHandle<std::io::Result<()>>>>,
     /// Where task results' delivery steps are told (the task ledger).
     task_hook: Mutex<Option<TaskDeliveryHook>>,
@@ -427,7 +427,7 @@ impl Deliverer {
             } => {
                 let now = self.now_ms();
                 let id = self.next_id(now);
-                let job = Job {
+                let job = WebhookJob {
                     id: id.clone(),
                     url: url.clone(),
                     origin: *origin,
@@ -457,7 +457,7 @@ impl Deliverer {
     // The cron runner's: a run's event, a failure notice or alert.
     pub(crate) async fn post(&self, post: Post) -> Result<Delivery, DeliveryError> {
         let id = self.next_id(self.now_ms());
-        let job = Job {
+        let job = WebhookJob {
             id,
             url: post.url,
             origin: post.origin,
@@ -476,7 +476,7 @@ impl Deliverer {
 
     /// Journals `job` pending, makes its first attempt and leaves the
     /// retries, if any, to a tracked task.
-    async fn start_webhook(&self, job: Job) -> Result<Delivery, DeliveryError> {
+    async fn start_webhook(&self, job: WebhookJob) -> Result<Delivery, DeliveryError> {
         self.journal(job.record(State::Pending, self.now_ms(), None))
             .await?;
         let (job, state, wait) = self.attempt(job).await?;
@@ -553,19 +553,19 @@ impl Deliverer {
     /// the next attempt when one is due.
     async fn attempt(
         &self,
-        mut job: Job,
-    ) -> Result<(Job, DeliveryState, Option<Duration>), DeliveryError> {
+        mut job: WebhookJob,
+    ) -> Result<(WebhookJob, DeliveryState, Option<Duration>), DeliveryError> {
         let env = &self.inner.env;
         let allow_private = env.allow_private_network();
         let outcome = match url::check_url(&job.url, job.origin, allow_private) {
-            Err(refused) => Outcome::Permanent {
+            Err(refused) => AttemptOutcome::Permanent {
                 reason: refused.to_string(),
             },
             Ok(_) => match (
                 config_text(env.as_ref(), job.secret_from.as_deref(), "signing secret"),
                 config_text(env.as_ref(), job.bearer_from.as_deref(), "bearer token"),
             ) {
-                (Err(reason), _) | (_, Err(reason)) => Outcome::Permanent { reason },
+                (Err(reason), _) | (_, Err(reason)) => AttemptOutcome::Permanent { reason },
                 (Ok(secret), Ok(bearer)) => {
                     let guarded = job.origin == UrlOrigin::Model && !allow_private;
                     let client = env.webhook_client(guarded);
@@ -581,19 +581,19 @@ impl Deliverer {
         job.attempts += 1;
         let now = self.now_ms();
         let (state, wait, record) = match outcome {
-            Outcome::Delivered => (
+            AttemptOutcome::Delivered => (
                 DeliveryState::Delivered,
                 None,
                 job.record(State::Delivered, now, None),
             ),
-            Outcome::Permanent { reason } => (
+            AttemptOutcome::Permanent { reason } => (
                 DeliveryState::Failed {
                     reason: reason.clone(),
                 },
                 None,
                 job.record(State::Failed, now, Some(reason)),
             ),
-            Outcome::Retry {
+            AttemptOutcome::Retry {
                 reason,
                 retry_after,
             } => match webhook::next_wait(job.attempts, retry_after) {
@@ -638,7 +638,7 @@ impl Deliverer {
     /// Retries `job` after `wait`, and again while it stays pending, in a
     /// tracked task that ends when the deliverer stops (the journal keeps
     /// the job pending for the next start).
-    fn spawn_retries(&self, mut job: Job, mut wait: Duration) {
+    fn spawn_retries(&self, mut job: WebhookJob, mut wait: Duration) {
         if self.inner.stop.is_cancelled() {
             return;
         }

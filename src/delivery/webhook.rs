@@ -139,7 +139,7 @@ pub(crate) fn parse_record(line: &[u8]) -> Option<Record> {
 
 /// A delivery under way.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Job {
+pub(crate) struct WebhookJob {
     pub id: String,
     pub url: String,
     pub origin: UrlOrigin,
@@ -156,7 +156,7 @@ pub(crate) struct Job {
     pub task_id: Option<String>,
 }
 
-impl Job {
+impl WebhookJob {
     /// The journal's record of this job now in `state`.
     pub(crate) fn record(&self, state: State, ts: i64, reason: Option<String>) -> Record {
         let mut record = Record {
@@ -199,7 +199,7 @@ impl Job {
 
 /// The deliveries the journal's records leave pending, oldest first, and
 /// the highest id it holds.
-pub(crate) fn pending(records: Vec<Record>) -> (Vec<Job>, u64) {
+pub(crate) fn pending(records: Vec<Record>) -> (Vec<WebhookJob>, u64) {
     let mut last_id = 0;
     let mut jobs: BTreeMap<u64, (Record, Option<Payload>)> = BTreeMap::new();
     for record in records {
@@ -214,7 +214,7 @@ pub(crate) fn pending(records: Vec<Record>) -> (Vec<Job>, u64) {
         .into_values()
         .filter_map(|(r, payload)| {
             let payload = payload?;
-            (r.state == State::Pending).then_some(Job {
+            (r.state == State::Pending).then_some(WebhookJob {
                 id: r.id,
                 url: r.url,
                 origin: r.origin,
@@ -233,7 +233,7 @@ pub(crate) fn pending(records: Vec<Record>) -> (Vec<Job>, u64) {
 
 /// What one attempt came to.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Outcome {
+pub(crate) enum AttemptOutcome {
     Delivered,
     /// Worth another attempt (at least `retry_after` later, when given).
     Retry {
@@ -285,10 +285,10 @@ pub(crate) struct Credentials<'a> {
 /// `credentials` say, at `unix_seconds`.
 pub(crate) async fn attempt(
     client: &reqwest::Client,
-    job: &Job,
+    job: &WebhookJob,
     credentials: Credentials<'_>,
     unix_seconds: i64,
-) -> Outcome {
+) -> AttemptOutcome {
     let body = job.body_bytes();
     let mut request = client
         .post(&job.url)
@@ -314,10 +314,10 @@ pub(crate) async fn attempt(
 }
 
 /// What an answer means.
-async fn judge(mut response: reqwest::Response) -> Outcome {
+async fn judge(mut response: reqwest::Response) -> AttemptOutcome {
     let status = response.status();
     if status.is_success() {
-        return Outcome::Delivered;
+        return AttemptOutcome::Delivered;
     }
     let header = |name: &str| {
         response
@@ -345,29 +345,29 @@ async fn judge(mut response: reqwest::Response) -> Outcome {
     };
     let reason = format!("HTTP {}{said}", status.as_u16());
     match status.as_u16() {
-        408 | 429 | 500..=599 => Outcome::Retry {
+        408 | 429 | 500..=599 => AttemptOutcome::Retry {
             reason,
             retry_after,
         },
-        300..=399 => Outcome::Permanent {
+        300..=399 => AttemptOutcome::Permanent {
             reason: format!(
                 "{reason} (redirects are not followed{})",
                 location.map(|l| format!("; to {l}")).unwrap_or_default()
             ),
         },
-        _ => Outcome::Permanent { reason },
+        _ => AttemptOutcome::Permanent { reason },
     }
 }
 
 /// What a failed request means: a refused address is final, the rest
 /// (no connection, a timeout, a dropped answer) is worth another try. The
 /// reason is the deepest cause (the outer ones repeat the URL).
-fn judge_error(err: &reqwest::Error) -> Outcome {
+fn judge_error(err: &reqwest::Error) -> AttemptOutcome {
     let mut source: Option<&(dyn std::error::Error + 'static)> = Some(err);
     let mut deepest = err.to_string();
     while let Some(cause) = source {
         if let Some(refused) = cause.downcast_ref::<UrlRefused>() {
-            return Outcome::Permanent {
+            return AttemptOutcome::Permanent {
                 reason: refused.to_string(),
             };
         }
@@ -381,7 +381,7 @@ fn judge_error(err: &reqwest::Error) -> Outcome {
     } else {
         "request failed"
     };
-    Outcome::Retry {
+    AttemptOutcome::Retry {
         reason: format!("{what}: {}", crate::memory::snippet(&deepest, 300)),
         retry_after: None,
     }
@@ -451,8 +451,8 @@ fn first_line(path: &std::path::Path) -> std::io::Result<Option<Vec<u8>>> {
 mod tests {
     use super::*;
 
-    fn job() -> Job {
-        Job {
+    fn job() -> WebhookJob {
+        WebhookJob {
             id: "42".into(),
             url: "http://127.0.0.1:9/hook".into(),
             origin: UrlOrigin::Config,

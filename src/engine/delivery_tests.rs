@@ -13,7 +13,7 @@ use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 
-use crate::delivery::webhook::{Job, Outcome, Payload};
+use crate::delivery::webhook::{AttemptOutcome, Payload, WebhookJob};
 use crate::delivery::*;
 use crate::delivery::{outbox, webhook};
 use crate::durable;
@@ -502,7 +502,7 @@ async fn the_guarded_client_refuses_a_name_resolving_to_this_machine_when_it_con
     let (url, receiver) = Receiver::start(Vec::new()).await;
     let engine = Engine::new(crate::app::testing::test_app(dir.path(), "{}"));
     let by_name = url.replace("127.0.0.1", "localhost");
-    let job = Job {
+    let job = WebhookJob {
         id: "1".into(),
         url: by_name,
         origin: UrlOrigin::Model,
@@ -523,7 +523,7 @@ async fn the_guarded_client_refuses_a_name_resolving_to_this_machine_when_it_con
     };
     // The name check is skipped here: the resolver alone must refuse.
     let outcome = webhook::attempt(&engine.webhook_client(true), &job, Default::default(), 0).await;
-    let Outcome::Permanent { reason } = &outcome else {
+    let AttemptOutcome::Permanent { reason } = &outcome else {
         panic!("{outcome:?}");
     };
     assert!(reason.starts_with("localhost resolves to "), "{reason}");
@@ -531,7 +531,7 @@ async fn the_guarded_client_refuses_a_name_resolving_to_this_machine_when_it_con
     // The open client (URLs from the config) connects.
     let outcome =
         webhook::attempt(&engine.webhook_client(false), &job, Default::default(), 0).await;
-    assert_eq!(outcome, Outcome::Delivered);
+    assert_eq!(outcome, AttemptOutcome::Delivered);
     assert_eq!(receiver.got().len(), 1);
 }
 

@@ -14,7 +14,7 @@ use crate::agent::models::{Link, Models};
 use crate::agent::policy::Approver;
 use crate::agent::prompt;
 use crate::agent::tools::{Caller, Tools};
-use crate::agent::turn::{self, Log, Outcome, Settings};
+use crate::agent::turn::{self, Log, Settings, TurnOutcome};
 use crate::app::App;
 use crate::app::sessions::{session_model, stored_entry};
 use crate::provider::{self, Block, Endpoint, Message, RetryPolicy, StreamSink, ToolSpec};
@@ -43,7 +43,7 @@ pub(crate) struct TurnReport {
     pub started: Option<Started>,
     pub model: String,
     #[serde(flatten)]
-    pub outcome: Outcome,
+    pub outcome: TurnOutcome,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub compaction: Option<Report>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -494,7 +494,7 @@ fn prepare(
 struct Ran {
     prepared: Prepared,
     compaction: Option<Report>,
-    outcome: Outcome,
+    outcome: TurnOutcome,
 }
 
 /// Run: compaction when the conversation nears the window, then the
@@ -516,7 +516,7 @@ fn run(
     ctx: &TurnContext,
     opened: &Opened,
     prepared: &Prepared,
-) -> anyhow::Result<(Option<Report>, Outcome, Option<std::path::PathBuf>)> {
+) -> anyhow::Result<(Option<Report>, TurnOutcome, Option<std::path::PathBuf>)> {
     let (key, current) = (&opened.resolved.key, &opened.current);
     let Prepared {
         assembled,
@@ -609,7 +609,7 @@ fn commit(
     req: &TurnRequest,
     opened: &mut Opened,
     prepared: Prepared,
-    (compaction, outcome, unsynced): (Option<Report>, Outcome, Option<std::path::PathBuf>),
+    (compaction, outcome, unsynced): (Option<Report>, TurnOutcome, Option<std::path::PathBuf>),
 ) -> anyhow::Result<Ran> {
     let resolved = &mut opened.resolved;
     let (sessions, key, now) = (&resolved.sessions, &resolved.key, resolved.now);
@@ -883,7 +883,7 @@ fn after_turn(
 /// heartbeat runner, removed from an ordinary reply wherever it stands
 /// unless the channel shows acknowledgements (the transcript keeps the
 /// model's words); `message:sent` fired for a turn someone sent.
-fn reply_as_sent(app: &App, req: &TurnRequest, key: &str, mut outcome: Outcome) -> Outcome {
+fn reply_as_sent(app: &App, req: &TurnRequest, key: &str, mut outcome: TurnOutcome) -> TurnOutcome {
     if req.heartbeat.is_some() {
         return outcome;
     }

@@ -43,7 +43,7 @@ use super::cron_follow::follow;
 use super::cron_run::{Finished, backoff_note};
 use super::supervisor::{Component, ComponentKind};
 use crate::cron::job::{Job, JobState};
-use crate::cron::slots::{self, SlotLedger, Trigger};
+use crate::cron::slots::{self, SlotLedger, SlotTrigger};
 use crate::cron::store::{CronStore, Fingerprint};
 
 /// Longest single sleep: a stopped clock or a missed wake-up costs at
@@ -170,7 +170,7 @@ pub(super) struct Due {
     pub(super) id: String,
     pub(super) text: Arc<str>,
     pub(super) slot_ms: i64,
-    pub(super) trigger: Trigger,
+    pub(super) trigger: SlotTrigger,
 }
 
 /// The slot ledger the runner claims and records slots in. It is SQLite
@@ -287,7 +287,7 @@ enum Stopped {
 async fn wait_until_enabled(
     shared: &Arc<Shared>,
     stop: &CancellationToken,
-    bus: &mut tokio::sync::broadcast::Receiver<super::Event>,
+    bus: &mut tokio::sync::broadcast::Receiver<super::GatewayEvent>,
 ) -> bool {
     let mut manual = shared.cron.manual_rx.lock().await;
     loop {
@@ -315,11 +315,12 @@ async fn wait_until_enabled(
 /// Whether a bus message may mean the config changed (a reload, or
 /// messages missed).
 fn config_may_have_changed(
-    got: &Result<super::Event, tokio::sync::broadcast::error::RecvError>,
+    got: &Result<super::GatewayEvent, tokio::sync::broadcast::error::RecvError>,
 ) -> bool {
     matches!(
         got,
-        Ok(super::Event::ConfigReloaded) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_))
+        Ok(super::GatewayEvent::ConfigReloaded)
+            | Err(tokio::sync::broadcast::error::RecvError::Lagged(_))
     )
 }
 
@@ -398,7 +399,7 @@ impl Runner {
     async fn run(
         &mut self,
         stop: &CancellationToken,
-        bus: &mut tokio::sync::broadcast::Receiver<super::Event>,
+        bus: &mut tokio::sync::broadcast::Receiver<super::GatewayEvent>,
     ) -> anyhow::Result<Stopped> {
         let mut last_flush = tokio::time::Instant::now();
         let mut last_trim: Option<tokio::time::Instant> = None;
@@ -708,9 +709,9 @@ impl Runner {
                 continue;
             }
             let trigger = if self.retrying.remove(&id) {
-                Trigger::Retry
+                SlotTrigger::Retry
             } else {
-                Trigger::Due
+                SlotTrigger::Due
             };
             // The latest slot due; the runner was asleep for the others.
             let mut slot = at;

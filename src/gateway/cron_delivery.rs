@@ -41,7 +41,7 @@ use serde_json::{Map, Value, json};
 use tokio_util::task::TaskTracker;
 
 use super::intake::Record;
-use super::{Event, Shared};
+use super::{GatewayEvent, Shared};
 use crate::config::{CronAlertMode, CronConfig};
 use crate::cron::job::{DeliveryMode, FailureAlert, Job, RunStatus, SessionTarget};
 use crate::cron::outcome::{self, Alert};
@@ -574,7 +574,7 @@ pub(crate) fn queue_alert_event(
         hook: None,
         replay: None,
     })?;
-    let _ = shared.bus.send(Event::Wake {
+    let _ = shared.bus.send(GatewayEvent::Wake {
         reason,
         session_key,
     });

@@ -517,7 +517,7 @@ async fn failure_alerts_go_to_their_webhook_the_outbox_or_the_main_session() {
     assert_eq!(queued["kind"], "cron");
     assert_eq!(
         bus.recv().await.unwrap(),
-        Event::Wake {
+        GatewayEvent::Wake {
             reason: "cron:stretch:failure-alert".into(),
             session_key: "agent:main:main".into(),
         }

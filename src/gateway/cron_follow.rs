@@ -13,7 +13,7 @@ use super::cron::{CATCH_UP_LIMIT, Due, Followed, MISSED_LIST_LIMIT};
 use super::cron_run::{backoff_note, schedule_problem};
 use crate::cron::job::{Job, RunStatus, ScheduleKind};
 use crate::cron::outcome;
-use crate::cron::slots::{self, Trigger};
+use crate::cron::slots::{self, SlotTrigger};
 use crate::cron::store::Fingerprint;
 
 /// What a reading of the store gave the runner.
@@ -166,7 +166,7 @@ impl Follower<'_> {
                     id: job.id.clone(),
                     text: text.clone(),
                     slot_ms: retry,
-                    trigger: Trigger::Retry,
+                    trigger: SlotTrigger::Retry,
                 });
                 None
             } else {
@@ -218,7 +218,7 @@ impl Follower<'_> {
                     id: job.id.clone(),
                     text: text.clone(),
                     slot_ms: slot,
-                    trigger: Trigger::CatchUp,
+                    trigger: SlotTrigger::CatchUp,
                 }),
             }
         }

@@ -16,7 +16,7 @@ use std::collections::HashMap;
 use super::cron::{Due, Followed};
 use crate::cron::job::{CatchUp, JobState, RunStatus, ScheduleKind};
 use crate::cron::runlog::{self, RunRecord};
-use crate::cron::slots::{Interrupted, Trigger};
+use crate::cron::slots::{Interrupted, SlotTrigger};
 
 /// The error of a run a crash cut off.
 pub(super) const INTERRUPTED: &str = "interrupted: the gateway stopped while it ran";
@@ -85,7 +85,7 @@ pub(super) fn plan(
                         id: job.id.clone(),
                         text: f.text.clone(),
                         slot_ms: now_ms,
-                        trigger: Trigger::CatchUp,
+                        trigger: SlotTrigger::CatchUp,
                     });
                 }
             }

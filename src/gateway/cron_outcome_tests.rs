@@ -194,7 +194,7 @@ async fn a_one_shot_hit_by_a_passing_error_is_retried_across_a_restart_then_disa
         let job = Arc::new(crate::cron::store::job_from_text(&text).unwrap());
         runner.settle(vec![Finished {
             id: "remind-once".into(),
-            trigger: Trigger::Due,
+            trigger: SlotTrigger::Due,
             job,
             status: Ended::Error,
             error: Some("openai answered 503 Service Unavailable".into()),
@@ -252,7 +252,7 @@ async fn a_retry_waits_for_its_time_when_the_gateway_is_up() {
     runner.followed.get_mut("remind-once").unwrap().next = None;
     runner.settle(vec![Finished {
         id: "remind-once".into(),
-        trigger: Trigger::Due,
+        trigger: SlotTrigger::Due,
         job,
         status: Ended::Error,
         error: Some("429 Too Many Requests".into()),
@@ -270,7 +270,10 @@ async fn a_retry_waits_for_its_time_when_the_gateway_is_up() {
     tokio::time::sleep(Duration::from_millis(1)).await;
     let due = runner.take_due(clock_ms(&clock)).await;
     assert_eq!(due.len(), 1);
-    assert_eq!((due[0].slot_ms, due[0].trigger), (retry_at, Trigger::Retry));
+    assert_eq!(
+        (due[0].slot_ms, due[0].trigger),
+        (retry_at, SlotTrigger::Retry)
+    );
     assert!(!runner.retrying.contains("remind-once"));
     assert!(state.join("cron/jobs.json").exists());
 }

@@ -21,7 +21,7 @@ use almanac_cron::Slots;
 
 use crate::cron::job::{Job, JobState, PayloadKind, RunStatus, SessionTarget, WakeMode};
 use crate::cron::runlog::{self, RunRecord};
-use crate::cron::slots::{self, Ended, Trigger};
+use crate::cron::slots::{self, Ended, SlotTrigger};
 use crate::tasks::record::Lease;
 use crate::tasks::{DeliveryStatus, NewTask, Runtime, Terminal, TerminalStatus};
 
@@ -87,7 +87,7 @@ pub(super) fn settled_delivery(record: &RunRecord) -> Option<DeliveryStatus> {
 
 /// A `main` job's event, queued on its session (blocking: the intake
 /// writes). Empty text is a skipped run.
-fn queue_event(shared: &Shared, sessions: &crate::session::Sessions, job: &Job) -> Outcome {
+fn queue_event(shared: &Shared, sessions: &crate::session::Sessions, job: &Job) -> RunOutcome {
     match event_record(shared, sessions, job) {
         Ok(record) => {
             let mut records = [record];
@@ -108,12 +108,12 @@ pub(super) fn event_record(
     shared: &Shared,
     sessions: &crate::session::Sessions,
     job: &Job,
-) -> Result<Record, Outcome> {
+) -> Result<Record, RunOutcome> {
     if !matches!(
         (&job.session_target, job.payload.kind),
         (SessionTarget::Main, PayloadKind::SystemEvent)
     ) {
-        return Err(Outcome {
+        return Err(RunOutcome {
             status: Ended::Skipped,
             error: Some("the job's payload does not fit its session target".into()),
             summary: None,
@@ -122,7 +122,7 @@ pub(super) fn event_record(
     }
     let text = job.payload.text.as_deref().unwrap_or("").trim().to_string();
     if text.is_empty() {
-        return Err(Outcome {
+        return Err(RunOutcome {
             status: Ended::Skipped,
             error: Some("main job requires non-empty systemEvent text".into()),
             summary: None,
@@ -148,15 +148,15 @@ pub(super) fn event_record(
 }
 
 /// The outcome of queueing `record`'s event.
-pub(super) fn queued(accepted: &Result<(), String>, record: Record) -> Outcome {
+pub(super) fn queued(accepted: &Result<(), String>, record: Record) -> RunOutcome {
     match accepted {
-        Ok(()) => Outcome {
+        Ok(()) => RunOutcome {
             status: Ended::Ok,
             error: None,
             summary: Some(record.text),
             session_key: Some(record.session_key),
         },
-        Err(err) => Outcome {
+        Err(err) => RunOutcome {
             status: Ended::Error,
             error: Some(format!("the event was not queued: {err}")),
             summary: None,
@@ -167,7 +167,7 @@ pub(super) fn queued(accepted: &Result<(), String>, record: Record) -> Outcome {
 
 /// Runs the payload of a job whose run takes time ([`takes_time`]), for
 /// the slot `slot_ms`, started at `started_ms`.
-async fn execute(shared: &Arc<Shared>, job: &Job, run: &Claimed) -> Outcome {
+async fn execute(shared: &Arc<Shared>, job: &Job, run: &Claimed) -> RunOutcome {
     let (slot_ms, started_ms) = (run.due.slot_ms, run.started_ms);
     let app = shared.engine.app();
     match (&job.session_target, job.payload.kind) {
@@ -184,7 +184,7 @@ async fn execute(shared: &Arc<Shared>, job: &Job, run: &Claimed) -> Outcome {
             };
             let queued = match queued {
                 Ok(outcome) => outcome,
-                Err(err) => Outcome {
+                Err(err) => RunOutcome {
                     status: Ended::Error,
                     error: Some(format!("the event was not queued: {err}")),
                     summary: None,
@@ -202,13 +202,13 @@ async fn execute(shared: &Arc<Shared>, job: &Job, run: &Claimed) -> Outcome {
             )
             .await;
             match event {
-                Err(_) => Outcome {
+                Err(_) => RunOutcome {
                     status: Ended::TimedOut,
                     error: Some("cron: job execution timed out".into()),
                     summary: None,
                     session_key: Some(key),
                 },
-                Ok(Err(err)) => Outcome {
+                Ok(Err(err)) => RunOutcome {
                     status: Ended::Error,
                     error: Some(format!("{err:#}")),
                     summary: None,
@@ -221,7 +221,7 @@ async fn execute(shared: &Arc<Shared>, job: &Job, run: &Claimed) -> Outcome {
                         Beat::Skipped => Ended::Skipped,
                         _ => Ended::Ok,
                     };
-                    Outcome {
+                    RunOutcome {
                         status,
                         error: event.reason.clone().filter(|_| status != Ended::Ok),
                         summary: event.preview,
@@ -230,7 +230,7 @@ async fn execute(shared: &Arc<Shared>, job: &Job, run: &Claimed) -> Outcome {
                 }
             }
         }
-        (SessionTarget::Main, _) | (_, PayloadKind::SystemEvent) => Outcome {
+        (SessionTarget::Main, _) | (_, PayloadKind::SystemEvent) => RunOutcome {
             status: Ended::Skipped,
             error: Some("the job's payload does not fit its session target".into()),
             summary: None,
@@ -253,14 +253,14 @@ async fn agent_turn(
     target: &SessionTarget,
     stale: bool,
     task_id: &str,
-) -> Outcome {
+) -> RunOutcome {
     let key = match target {
         SessionTarget::Session(id) => id.clone(),
         _ => format!("agent:main:cron:{}", job.id),
     };
     let message = job.payload.message.as_deref().unwrap_or("").trim();
     if message.is_empty() {
-        return Outcome {
+        return RunOutcome {
             status: Ended::Skipped,
             error: Some("agentTurn job requires a message".into()),
             summary: None,
@@ -290,7 +290,7 @@ async fn agent_turn(
     };
     let report = match super::route::route(shared, trigger).await {
         Err(err) if err.is::<super::route::TimedOut>() => {
-            return Outcome {
+            return RunOutcome {
                 status: Ended::TimedOut,
                 error: Some("cron: job execution timed out".into()),
                 summary: None,
@@ -298,7 +298,7 @@ async fn agent_turn(
             };
         }
         Err(err) => {
-            return Outcome {
+            return RunOutcome {
                 status: Ended::Error,
                 error: Some(format!("{err:#}")),
                 summary: None,
@@ -318,7 +318,7 @@ async fn agent_turn(
     } else {
         key.clone()
     };
-    let ok = Outcome {
+    let ok = RunOutcome {
         status: Ended::Ok,
         error: None,
         summary,
@@ -366,7 +366,7 @@ async fn agent_turn(
         // A failed delivery fails the run unless the job says it is
         // best-effort.
         Some(reason) if job.delivery.as_ref().and_then(|d| d.best_effort) != Some(true) => {
-            Outcome {
+            RunOutcome {
                 status: Ended::Error,
                 error: Some(format!("delivery failed: {reason}")),
                 ..ok
@@ -435,7 +435,7 @@ fn job_message(job: &Job, message: &str, now: jiff::Timestamp) -> String {
 }
 
 /// How one run ended.
-pub(super) struct Outcome {
+pub(super) struct RunOutcome {
     pub(super) status: Ended,
     pub(super) error: Option<String>,
     pub(super) summary: Option<String>,
@@ -445,7 +445,7 @@ pub(super) struct Outcome {
 /// A run that ended, for the runner to settle.
 pub(super) struct Finished {
     pub(super) id: String,
-    pub(super) trigger: Trigger,
+    pub(super) trigger: SlotTrigger,
     pub(super) job: Arc<Job>,
     pub(super) status: Ended,
     pub(super) error: Option<String>,
@@ -507,7 +507,7 @@ pub(super) fn run_task(job_id: &str, job: Option<&Job>, started: i64, generation
     new
 }
 
-pub(super) fn terminal(outcome: &Outcome) -> Terminal {
+pub(super) fn terminal(outcome: &RunOutcome) -> Terminal {
     Terminal {
         status: match outcome.status {
             Ended::Ok | Ended::Skipped => TerminalStatus::Succeeded,
@@ -520,7 +520,7 @@ pub(super) fn terminal(outcome: &Outcome) -> Terminal {
     }
 }
 
-pub(super) fn ended_slot(run: &Claimed, outcome: &Outcome) -> slots::EndedSlot {
+pub(super) fn ended_slot(run: &Claimed, outcome: &RunOutcome) -> slots::EndedSlot {
     (
         run.due.id.clone(),
         run.due.slot_ms,
@@ -530,7 +530,7 @@ pub(super) fn ended_slot(run: &Claimed, outcome: &Outcome) -> slots::EndedSlot {
     )
 }
 
-pub(super) fn run_status(outcome: &Outcome) -> RunStatus {
+pub(super) fn run_status(outcome: &RunOutcome) -> RunStatus {
     status_of(outcome.status)
 }
 
@@ -544,7 +544,7 @@ pub(super) fn status_of(ended: Ended) -> RunStatus {
 }
 
 /// The run log line of one run.
-pub(super) fn run_record(run: &Claimed, outcome: &Outcome, ended: i64) -> RunRecord {
+pub(super) fn run_record(run: &Claimed, outcome: &RunOutcome, ended: i64) -> RunRecord {
     let mut record = RunRecord::finished(&run.due.id, ended);
     record.status = Some(run_status(outcome));
     record.error = outcome.error.clone();
@@ -565,8 +565,8 @@ pub(super) fn run_record(run: &Claimed, outcome: &Outcome, ended: i64) -> RunRec
 }
 
 /// The outcome of a run whose job could no longer be read.
-pub(super) fn unreadable(problem: &str) -> Outcome {
-    Outcome {
+pub(super) fn unreadable(problem: &str) -> RunOutcome {
+    RunOutcome {
         status: Ended::Error,
         error: Some(problem.to_string()),
         summary: None,
@@ -576,7 +576,7 @@ pub(super) fn unreadable(problem: &str) -> Outcome {
 
 /// What the runner settles after `run` ended with `outcome` (nothing for
 /// a job that could not be read).
-pub(super) fn finished(run: Claimed, outcome: Outcome, ended_ms: i64) -> Option<Finished> {
+pub(super) fn finished(run: Claimed, outcome: RunOutcome, ended_ms: i64) -> Option<Finished> {
     let job = run.job.ok()?;
     Some(Finished {
         id: run.due.id,

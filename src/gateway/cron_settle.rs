@@ -10,7 +10,7 @@ use super::super::cron_run::{Finished, carries_over, schedule_problem, status_of
 use super::Runner;
 use crate::cron::job::Job;
 use crate::cron::outcome::{self, AfterRun, RunEnd};
-use crate::cron::slots::{Ended, Trigger};
+use crate::cron::slots::{Ended, SlotTrigger};
 use crate::cron::store::{Fingerprint, RuntimeUpdate};
 
 impl Runner {
@@ -38,7 +38,7 @@ impl Runner {
                 error: end.error.clone(),
                 started_ms: end.started_ms,
                 ended_ms: end.ended_ms,
-                manual: end.trigger == Trigger::Manual,
+                manual: end.trigger == SlotTrigger::Manual,
                 delivered: end.delivered,
                 delivery_requested: end
                     .job

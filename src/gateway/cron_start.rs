@@ -8,14 +8,14 @@ use std::sync::Arc;
 
 use super::super::Shared;
 use super::super::cron_run::{
-    Claimed, Outcome, ended_slot, event_record, finished, queued, run_id, run_record, run_slot,
+    Claimed, RunOutcome, ended_slot, event_record, finished, queued, run_id, run_record, run_slot,
     run_task, takes_time, terminal, unreadable,
 };
 use super::super::intake::Record;
 use super::{Due, Runner};
 use crate::cron::job::Job;
 use crate::cron::runlog::{self, RunRecord};
-use crate::cron::slots::{self, Trigger};
+use crate::cron::slots::{self, SlotTrigger};
 
 impl Runner {
     /// Claims `due` and creates each claimed slot's task in one
@@ -158,9 +158,9 @@ impl Runner {
             text: f.text.clone(),
             slot_ms: if only_due { f.next.unwrap_or(now) } else { now },
             trigger: if only_due {
-                Trigger::Due
+                SlotTrigger::Due
             } else {
-                Trigger::Manual
+                SlotTrigger::Manual
             },
         };
         // The run id is the run's task's and its run-log line's.
@@ -199,7 +199,7 @@ fn claim(
                 .map_err(|e| format!("the job cannot be read: {e}"))
         })
         .collect();
-    let claims: Vec<(String, i64, Trigger)> = wanted
+    let claims: Vec<(String, i64, SlotTrigger)> = wanted
         .iter()
         .map(|d| (d.id.clone(), d.slot_ms, d.trigger))
         .collect();
@@ -244,12 +244,12 @@ fn claim(
 /// the intake, then every task and slot ended in one transaction and the
 /// run logs appended; blocking ([`crate::engine::assert_not_async`]).
 /// Returns each run's outcome and when they ended.
-fn record_instant(shared: &Shared, batch: Vec<Claimed>) -> (Vec<(Claimed, Outcome)>, i64) {
+fn record_instant(shared: &Shared, batch: Vec<Claimed>) -> (Vec<(Claimed, RunOutcome)>, i64) {
     crate::engine::assert_not_async("recording event-only cron runs");
     let app = shared.engine.app();
     let sessions = app.sessions(Some(crate::trigger::AGENT_ID));
     // Every event of the batch in one write to the intake.
-    let mut outcomes: Vec<Option<Outcome>> = Vec::with_capacity(batch.len());
+    let mut outcomes: Vec<Option<RunOutcome>> = Vec::with_capacity(batch.len());
     let mut records: Vec<Record> = Vec::new();
     for run in &batch {
         match &run.job {
@@ -272,7 +272,7 @@ fn record_instant(shared: &Shared, batch: Vec<Claimed>) -> (Vec<(Claimed, Outcom
             .map_err(|e| e.to_string())
     };
     let mut records = records.into_iter();
-    let done: Vec<(Claimed, Outcome)> = batch
+    let done: Vec<(Claimed, RunOutcome)> = batch
         .into_iter()
         .zip(outcomes)
         .map(|(run, outcome)| {

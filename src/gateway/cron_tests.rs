@@ -125,7 +125,9 @@ fn reload_config(shared: &Arc<crate::gateway::Shared>, config: &str) {
     std::fs::write(&path, config).unwrap();
     let app = crate::app::App::load(&shared.options, shared.host.clone()).unwrap();
     shared.engine.reload(app);
-    let _ = shared.bus.send(crate::gateway::Event::ConfigReloaded);
+    let _ = shared
+        .bus
+        .send(crate::gateway::GatewayEvent::ConfigReloaded);
 }
 
 fn ran(state: &std::path::Path) -> usize {

@@ -27,7 +27,7 @@ use futures_util::future::BoxFuture;
 use tokio_util::sync::CancellationToken;
 
 use super::supervisor::{Component, ComponentKind};
-use super::{Event, Shared};
+use super::{GatewayEvent, Shared};
 use crate::activity::runs::{RunEvent, RunStatus};
 use crate::app::heartbeat::{self as beat, Delivered, Plan, Reply, Runner};
 use crate::delivery::{DeliveryState, GaveUp, Item, SecretRef, Source, Target, UrlOrigin};
@@ -260,13 +260,13 @@ impl Component for HeartbeatRunner {
                         None
                     }
                     event = bus.recv() => match event {
-                        Ok(Event::Wake { reason, .. }) => {
+                        Ok(GatewayEvent::Wake { reason, .. }) => {
                             // Wakes close together are one run; a config
                             // reload among them still counts.
                             let _ = tokio::time::timeout(COALESCE, async {
                                 loop {
                                     match bus.recv().await {
-                                        Ok(Event::ConfigReloaded) => reloaded = true,
+                                        Ok(GatewayEvent::ConfigReloaded) => reloaded = true,
                                         Ok(_) => continue,
                                         Err(_) => break,
                                     }
@@ -275,7 +275,7 @@ impl Component for HeartbeatRunner {
                             .await;
                             Some(reason)
                         }
-                        Ok(Event::ConfigReloaded) => {
+                        Ok(GatewayEvent::ConfigReloaded) => {
                             next_due = None;
                             None
                         }
@@ -415,7 +415,7 @@ mod tests {
         );
         // Three wakes within the coalescing window: one run.
         for _ in 0..3 {
-            let _ = shared.bus.send(Event::Wake {
+            let _ = shared.bus.send(GatewayEvent::Wake {
                 reason: "wake".into(),
                 session_key: "agent:main:main".into(),
             });
@@ -440,7 +440,7 @@ mod tests {
         let runner = tokio::spawn(Arc::new(HeartbeatRunner).start(shared.clone(), stop.clone()));
         tokio::time::sleep(Duration::from_millis(10)).await;
         // A wake, then, while wakes are gathered, the interval changes.
-        let _ = shared.bus.send(Event::Wake {
+        let _ = shared.bus.send(GatewayEvent::Wake {
             reason: "wake".into(),
             session_key: "agent:main:main".into(),
         });
@@ -452,7 +452,7 @@ mod tests {
         .unwrap();
         let app = crate::app::App::load(&shared.options, shared.host.clone()).unwrap();
         shared.engine.reload(app);
-        let _ = shared.bus.send(Event::ConfigReloaded);
+        let _ = shared.bus.send(GatewayEvent::ConfigReloaded);
         tokio::time::sleep(Duration::from_secs(5)).await;
         let events = shared.engine.app().heartbeat_runs().newest(10).unwrap();
         assert_eq!(events.len(), 1, "{events:?}");

@@ -32,7 +32,7 @@ use serde_json::{Value, json};
 use tokio::time::Instant;
 
 use super::intake::{Record, SYSTEM_EVENT_KIND};
-use super::{Event, Shared, route};
+use super::{GatewayEvent, Shared, route};
 use crate::engine::Cancelled;
 use crate::gateway_client::discovery;
 use crate::trigger::{Source, Trigger, TurnRequest};
@@ -424,7 +424,7 @@ pub(crate) fn queue_system_event(
     // refuses the record before writing it (503).
     shared.intake.accept(record).map_err(ApiError::intake)?;
     if mode == "now" {
-        let _ = shared.bus.send(Event::Wake {
+        let _ = shared.bus.send(GatewayEvent::Wake {
             reason: "wake".into(),
             session_key: session_key.clone(),
         });
@@ -613,7 +613,9 @@ async fn agent(
             }
             Err(err) => tracing::error!(task = %task_id, %err, "cannot record how a task ended"),
         }
-        let _ = running.bus.send(Event::TaskChanged { task_id, status });
+        let _ = running
+            .bus
+            .send(GatewayEvent::TaskChanged { task_id, status });
         result
     });
     let result = job.await.map_err(ApiError::internal)?;
@@ -776,7 +778,7 @@ struct OutboxStreamQuery {
 }
 
 /// `GET /v1/outbox/stream`: server-sent events, one `outbox` event per
-/// entry (`id:` its id, `data:` the entry's JSON). With `Last-Event-ID`
+/// entry (`id:` its id, `data:` the entry's JSON). With `Last-GatewayEvent-ID`
 /// (or `?after=`), the entries after that id first, then new ones.
 async fn outbox_stream(
     State(shared): State<Arc<Shared>>,

@@ -33,7 +33,7 @@ use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
 use super::supervisor::{Component, ComponentKind};
-use super::{Event, Shared};
+use super::{GatewayEvent, Shared};
 use crate::durable::{self, Journal};
 
 /// One accepted trigger.
@@ -465,7 +465,9 @@ async fn apply(shared: &Arc<Shared>, batch: Vec<Record>, through: u64) -> anyhow
         tracing::debug!("intake log emptied: every record in it was fed");
     }
     for key in keys {
-        let _ = shared.bus.send(Event::EventsQueued { session_key: key });
+        let _ = shared
+            .bus
+            .send(GatewayEvent::EventsQueued { session_key: key });
     }
     Ok(())
 }

@@ -21,7 +21,7 @@
 //!   `/healthz` and `/readyz` need nothing; every error is JSON
 //!   `{ok: false, error}`.
 //! * Schedulers and webhooks never import the agent: they put events on
-//!   the [`Event`] bus or ask the engine for a turn. What a turn in this
+//!   the [`GatewayEvent`] bus or ask the engine for a turn. What a turn in this
 //!   process asks of the gateway (the `cron` tool: a changed job store, a
 //!   run now, a wake) comes through the [`Hooks`] the gateway gives the
 //!   engine, the same paths as the control API's routes.
@@ -115,7 +115,7 @@ async fn give_back_when_quiet<F, Fut>(
 /// What moves between components. Grouped: external commands, files,
 /// tasks. Shutdown is the stop token, not an event.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) enum Event {
+pub(crate) enum GatewayEvent {
     // External commands
     /// System events were queued for a session.
     EventsQueued { session_key: String },
@@ -173,7 +173,7 @@ pub(crate) struct Shared {
     pub engine: Engine,
     pub host: Host,
     pub options: GlobalOptions,
-    pub bus: broadcast::Sender<Event>,
+    pub bus: broadcast::Sender<GatewayEvent>,
     pub registry: Arc<Registry>,
     pub intake: intake::Intake,
     pub info: GatewayInfo,

@@ -35,7 +35,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::supervisor::{Component, ComponentKind};
-use super::{Event, Shared};
+use super::{GatewayEvent, Shared};
 use crate::app::memory::{ResolvedSearch, SearchAnswer, SearchMismatch, Searched};
 use crate::gateway_client::MemorySearchStatus;
 use crate::memory::embed::{Choice, Embedder};
@@ -334,9 +334,9 @@ impl Component for MemoryEmbedder {
             loop {
                 tokio::select! {
                     event = bus.recv() => match event {
-                        Ok(Event::MemoryIndexed
-                            | Event::MemoryRefreshed { .. }
-                            | Event::ConfigReloaded)
+                        Ok(GatewayEvent::MemoryIndexed
+                            | GatewayEvent::MemoryRefreshed { .. }
+                            | GatewayEvent::ConfigReloaded)
                         | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
                             embed_missing(&shared, &stop).await?;
                         }

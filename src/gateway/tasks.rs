@@ -18,7 +18,7 @@ use futures_util::future::BoxFuture;
 use tokio_util::sync::CancellationToken;
 
 use super::supervisor::{Component, ComponentKind};
-use super::{Event, Shared};
+use super::{GatewayEvent, Shared};
 use crate::gateway_client::discovery;
 use crate::tasks::{
     CancelOutcome, Ledger, NewTask, Runtime, Task, TaskError, Terminal, TerminalStatus,
@@ -193,7 +193,7 @@ impl Component for TaskSweeper {
                 shared.periodic_work_ran.notify_one();
                 for id in &swept.lost {
                     tracing::warn!(task = %id, "task lost: the gateway that ran it is gone");
-                    let _ = shared.bus.send(Event::TaskChanged {
+                    let _ = shared.bus.send(GatewayEvent::TaskChanged {
                         task_id: id.clone(),
                         status: "lost".into(),
                     });

@@ -23,7 +23,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::supervisor::{Component, ComponentKind};
-use super::{Event, Shared};
+use super::{GatewayEvent, Shared};
 use crate::app::App;
 use crate::memory::index::SyncMode;
 
@@ -199,7 +199,7 @@ async fn watch_memory(shared: &Arc<Shared>, stop: &CancellationToken) -> anyhow:
     // Building an index frees most of what it took; hand it back to the
     // OS so an idle gateway stays small.
     super::resident::release_free_memory();
-    let _ = shared.bus.send(Event::MemoryIndexed);
+    let _ = shared.bus.send(GatewayEvent::MemoryIndexed);
     let index = Arc::new(Mutex::new(index));
     let relevant = {
         let layout = layout.clone();
@@ -276,7 +276,7 @@ async fn watch_memory(shared: &Arc<Shared>, stop: &CancellationToken) -> anyhow:
             }
         };
         let files = sync_memory(shared, &index, look).await?;
-        let _ = shared.bus.send(Event::MemoryRefreshed { files });
+        let _ = shared.bus.send(GatewayEvent::MemoryRefreshed { files });
     }
 }
 
@@ -468,7 +468,7 @@ impl Component for SkillsWatcher {
                     || paths.iter().any(|p| crate::skills::snapshot::relevant(p))
                 {
                     refresh_skills(&shared).await?;
-                    let _ = shared.bus.send(Event::SkillsChanged);
+                    let _ = shared.bus.send(GatewayEvent::SkillsChanged);
                     again_at = Some(
                         tokio::time::Instant::now() + crate::skills::stored::RACY_WINDOW + DEBOUNCE,
                     );
@@ -552,7 +552,7 @@ impl Component for ConfigWatcher {
                         if memory_moved {
                             shared.memory_paths_changed.notify_one();
                         }
-                        let _ = shared.bus.send(Event::ConfigReloaded);
+                        let _ = shared.bus.send(GatewayEvent::ConfigReloaded);
                     }
                     // A half-written or broken file: keep the config in
                     // use and say why, in the log and in `gateway status`,

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
-use super::{Event, Handler, Hook, HookSource};
+use super::{Handler, Hook, HookEvent, HookSource};
 
 /// The built-in hooks: name and `HOOK.md` text.
 const BUNDLED: &[(&str, &str)] = &[
@@ -82,7 +82,7 @@ pub(crate) fn hooks() -> Vec<Hook> {
 }
 
 /// Runs the built-in handler `name` for `event`.
-pub(crate) fn run(name: &str, event: &Event, ctx: &BuiltinContext) -> Result<(), String> {
+pub(crate) fn run(name: &str, event: &HookEvent, ctx: &BuiltinContext) -> Result<(), String> {
     match name {
         "command-logger" => log_command(event, &ctx.state_dir),
         "session-memory" => save_session(event, ctx).map(|_| ()),
@@ -94,7 +94,7 @@ pub(crate) fn run(name: &str, event: &Event, ctx: &BuiltinContext) -> Result<(),
 }
 
 /// One line of `<state>/logs/commands.log`.
-pub(crate) fn command_log_line(event: &Event) -> Value {
+pub(crate) fn command_log_line(event: &HookEvent) -> Value {
     let text = |key: &str| {
         event
             .context
@@ -113,7 +113,7 @@ pub(crate) fn command_log_line(event: &Event) -> Value {
     })
 }
 
-fn log_command(event: &Event, state_dir: &Path) -> Result<(), String> {
+fn log_command(event: &HookEvent, state_dir: &Path) -> Result<(), String> {
     if event.kind != "command" {
         return Ok(());
     }
@@ -133,7 +133,10 @@ fn log_command(event: &Event, state_dir: &Path) -> Result<(), String> {
 /// `<workspace>/memory/YYYY-MM-DD-HHMM.md` (`-2`, `-3`, … when taken).
 /// The transcript is read first: a session without messages writes
 /// nothing, never a file with a header alone. Returns the file written.
-pub(crate) fn save_session(event: &Event, ctx: &BuiltinContext) -> Result<Option<PathBuf>, String> {
+pub(crate) fn save_session(
+    event: &HookEvent,
+    ctx: &BuiltinContext,
+) -> Result<Option<PathBuf>, String> {
     if event.kind != "command" || !matches!(event.action.as_str(), "new" | "reset") {
         return Ok(None);
     }

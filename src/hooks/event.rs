@@ -7,7 +7,7 @@ use serde_json::Value;
 /// One event, as OpenClaw's hooks receive it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub(crate) struct Event {
+pub(crate) struct HookEvent {
     /// `command`, `session`, `agent`, `gateway` or `message`.
     #[serde(rename = "type")]
     pub kind: String,
@@ -21,7 +21,7 @@ pub(crate) struct Event {
     pub messages: Vec<String>,
 }
 
-impl Event {
+impl HookEvent {
     /// An event named `type:action` (`session:compact:before` is type
     /// `session`, action `compact:before`).
     pub(crate) fn new(
@@ -29,9 +29,9 @@ impl Event {
         session_key: &str,
         context: Value,
         now: jiff::Timestamp,
-    ) -> Event {
+    ) -> HookEvent {
         let (kind, action) = name.split_once(':').unwrap_or((name, ""));
-        Event {
+        HookEvent {
             kind: kind.to_string(),
             action: action.to_string(),
             session_key: session_key.to_string(),

@@ -45,7 +45,7 @@ use std::path::PathBuf;
 
 use serde::Serialize;
 
-pub(crate) use event::Event;
+pub(crate) use event::HookEvent;
 
 /// Where a hook was found, lowest precedence first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]

@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use super::{Event, Handler, Hook};
+use super::{Handler, Hook, HookEvent};
 use crate::child;
 use crate::config::InternalHooksConfig;
 
@@ -22,7 +22,7 @@ pub(crate) fn timeout(config: &InternalHooksConfig) -> Duration {
 /// handler almanac can run.
 pub(crate) fn spec(
     hook: &Hook,
-    event: &Event,
+    event: &HookEvent,
     process_env: &BTreeMap<String, String>,
     config: &InternalHooksConfig,
 ) -> Option<child::Spec> {
@@ -57,7 +57,7 @@ pub(crate) fn spec(
 /// logged and the next one runs. Returns how each ended.
 pub(crate) async fn run_handlers(
     hooks: &[&Hook],
-    event: &Event,
+    event: &HookEvent,
     process_env: &BTreeMap<String, String>,
     config: &InternalHooksConfig,
     builtin: &super::bundled::BuiltinContext,

@@ -334,7 +334,7 @@ fn a_handler_gets_the_event_on_stdin_and_only_the_allowlisted_environment() {
         &[("OPENAI_API_KEY", "secret"), ("ALMANAC_STATE_DIR", "/x")],
     );
     let r = report(&inputs);
-    let event = Event::new(
+    let event = HookEvent::new(
         "command:new",
         "agent:main:main",
         serde_json::json!({"commandSource": "cli"}),
@@ -438,14 +438,14 @@ fn the_command_logger_appends_one_line_per_command() {
         notes: bundled::NoteRules::in_root(&state.path().join("ws")),
     };
     let at = "2026-11-29T09:00:00Z".parse().unwrap();
-    let new = Event::new(
+    let new = HookEvent::new(
         "command:new",
         "agent:main:main",
         serde_json::json!({"senderId": "cli", "commandSource": "cli"}),
         at,
     );
-    let reset = Event::new("command:reset", "agent:main:x", serde_json::json!({}), at);
-    let message = Event::new("message:sent", "agent:main:x", serde_json::json!({}), at);
+    let reset = HookEvent::new("command:reset", "agent:main:x", serde_json::json!({}), at);
+    let message = HookEvent::new("message:sent", "agent:main:x", serde_json::json!({}), at);
     for event in [&new, &reset, &message] {
         bundled::run("command-logger", event, &ctx).unwrap();
     }
@@ -471,7 +471,7 @@ fn session_memory_writes_nothing_for_a_session_without_messages() {
         session_memory_messages: None,
         notes: bundled::NoteRules::in_root(&dir.path().join("ws")),
     };
-    let event = Event::new(
+    let event = HookEvent::new(
         "command:new",
         "agent:main:main",
         serde_json::json!({"previousSessionFile": dir.path().join("missing.jsonl")}),

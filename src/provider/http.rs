@@ -395,7 +395,7 @@ pub(crate) const MAX_ANSWER_BYTES: usize = 64 * 1024 * 1024;
 pub(crate) async fn read_events(
     endpoint: &Endpoint,
     answer: Answer,
-    mut on_event: impl FnMut(sse::Event) -> Result<bool, ProviderError>,
+    mut on_event: impl FnMut(sse::SseEvent) -> Result<bool, ProviderError>,
 ) -> Result<(), ProviderError> {
     let Answer { response, clock } = answer;
     let mut parser = sse::Parser::default();

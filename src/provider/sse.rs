@@ -4,7 +4,7 @@
 
 /// One event.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Event {
+pub(crate) struct SseEvent {
     /// The `event:` field, if any.
     pub event: Option<String>,
     /// The `data:` lines joined with `\n`.
@@ -33,7 +33,7 @@ pub(crate) struct Parser {
 
 impl Parser {
     /// Feeds bytes; returns the events they complete.
-    pub(crate) fn push(&mut self, chunk: &[u8]) -> Vec<Event> {
+    pub(crate) fn push(&mut self, chunk: &[u8]) -> Vec<SseEvent> {
         let mut out = Vec::new();
         let mut start = 0;
         let mut bytes = chunk;
@@ -83,7 +83,7 @@ impl Parser {
 
     /// The end of the stream: an event still being collected is returned
     /// (a server may close without the final blank line).
-    pub(crate) fn finish(&mut self) -> Option<Event> {
+    pub(crate) fn finish(&mut self) -> Option<SseEvent> {
         let mut out = Vec::new();
         if !self.pending.is_empty() {
             let line = std::mem::take(&mut self.pending);
@@ -93,10 +93,10 @@ impl Parser {
         out.pop()
     }
 
-    fn line(&mut self, line: &[u8], out: &mut Vec<Event>) {
+    fn line(&mut self, line: &[u8], out: &mut Vec<SseEvent>) {
         if line.is_empty() {
             if !self.data.is_empty() {
-                out.push(Event {
+                out.push(SseEvent {
                     event: self.event.take(),
                     data: std::mem::take(&mut self.data).join("\n"),
                 });
@@ -130,7 +130,7 @@ impl Parser {
 mod tests {
     use super::*;
 
-    fn all(text: &str) -> Vec<Event> {
+    fn all(text: &str) -> Vec<SseEvent> {
         let mut p = Parser::default();
         let mut out = p.push(text.as_bytes());
         out.extend(p.finish());
@@ -145,15 +145,15 @@ mod tests {
         assert_eq!(
             events,
             vec![
-                Event {
+                SseEvent {
                     event: Some("message_start".into()),
                     data: "{\"a\":1}".into()
                 },
-                Event {
+                SseEvent {
                     event: None,
                     data: "one\ntwo".into()
                 },
-                Event {
+                SseEvent {
                     event: None,
                     data: "[DONE]".into()
                 },
@@ -169,7 +169,7 @@ mod tests {
         got.extend(p.push(b"\ndata: x\r\n\r\n"));
         assert_eq!(
             got,
-            vec![Event {
+            vec![SseEvent {
                 event: Some("a".into()),
                 data: "x".into()
             }]

@@ -402,7 +402,7 @@ async fn the_hooks_queue_an_event_as_the_route_does() {
     );
     assert_eq!(shared.intake.last_accepted(), 1, "in the intake log");
     match bus.recv().await.unwrap() {
-        Event::Wake { session_key, .. } => assert_eq!(session_key, "agent:main:main"),
+        GatewayEvent::Wake { session_key, .. } => assert_eq!(session_key, "agent:main:main"),
         other => panic!("{other:?}"),
     }
     let refused = hooks

@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::super::intake::Record;
-use super::super::{Event, Shared};
+use super::super::{GatewayEvent, Shared};
 use super::ApiError;
 use super::webhooks::{WebhookState, sha256_hex};
 use crate::durable;
@@ -206,7 +206,7 @@ pub(super) async fn accept_once(
     shared: &Arc<Shared>,
     replay: Option<String>,
     mut records: Vec<Record>,
-    wake: Option<Event>,
+    wake: Option<GatewayEvent>,
     answer: Value,
 ) -> Result<Value, ApiError> {
     // One keyed acceptance at a time, so two copies of one request

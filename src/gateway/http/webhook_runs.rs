@@ -22,7 +22,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::super::intake::{HOOK_AGENT_KIND, Record};
-use super::super::{Event, Shared};
+use super::super::{GatewayEvent, Shared};
 use super::ApiError;
 use super::webhook_replay::{accept_once, replay_key};
 use super::webhooks::{bad, wake_mode_in};
@@ -488,7 +488,7 @@ async fn finish(shared: &Arc<Shared>, task_id: &str, end: crate::tasks::Terminal
     if !matches!(recorded, Ok(Ok(()))) {
         tracing::error!(task = %task_id, "cannot record how a hook run ended");
     }
-    let _ = shared.bus.send(Event::TaskChanged {
+    let _ = shared.bus.send(GatewayEvent::TaskChanged {
         task_id: task_id.to_string(),
         status,
     });
@@ -564,7 +564,7 @@ async fn tell(
     }
     set_delivery(shared, &task.task_id, told).await;
     if run.wake_mode == "now" {
-        let _ = shared.bus.send(Event::Wake {
+        let _ = shared.bus.send(GatewayEvent::Wake {
             reason: format!("hook:{}", run.run_id),
             session_key: main,
         });

@@ -35,7 +35,7 @@ use serde_json::{Value, json};
 use tokio::time::Instant;
 
 use super::super::intake::Record;
-use super::super::{Event, Shared};
+use super::super::{GatewayEvent, Shared};
 use super::ApiError;
 use super::webhook_replay::{ReplayCache, accept_once, replay_key};
 use crate::config::HooksConfig;
@@ -541,7 +541,7 @@ async fn wake(
         hook: None,
         replay: None,
     };
-    let wake = (mode == "now").then(|| Event::Wake {
+    let wake = (mode == "now").then(|| GatewayEvent::Wake {
         reason: "hook:wake".into(),
         session_key,
     });
