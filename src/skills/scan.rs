@@ -156,294 +156,353 @@ fn scan_text(text: &str, lang: Lang, rel: &Path) -> Vec<Finding> {
         Lang::Python | Lang::Shell => strip_hash_comments(text),
         Lang::Markdown => text.to_string(),
     };
-    let lines: Vec<&str> = code.lines().collect();
-    let raw_lines: Vec<&str> = text.lines().collect();
-    let lower = code.to_lowercase();
-    let mut findings = Vec::new();
-    let mut add =
-        |rule_id: &'static str, severity: Severity, line: usize, message: &'static str| {
-            if findings.iter().any(|f: &Finding| f.rule_id == rule_id) {
-                return;
-            }
-            let evidence_line = raw_lines
-                .get(line.saturating_sub(1))
-                .copied()
-                .unwrap_or("")
-                .trim();
-            findings.push(Finding {
-                rule_id,
-                severity,
-                file: rel.to_path_buf(),
-                line,
-                message,
-                evidence: evidence(evidence_line),
-            });
-        };
-    let find_line = |pred: &dyn Fn(&str) -> bool| lines.iter().position(|l| pred(l)).map(|i| i + 1);
-    let network_send = |l: &str| {
-        let l = l.to_lowercase();
-        [
-            "fetch(",
-            ".post(",
-            "post(",
-            "http.request(",
-            "https.request(",
-            "requests.post(",
-            "requests.get(",
-            "urlopen(",
-            "axios",
-            "curl ",
-            "wget ",
-        ]
-        .iter()
-        .any(|p| l.contains(p))
+    let mut scan = FileScan {
+        lang,
+        rel,
+        code: &code,
+        lines: code.lines().collect(),
+        raw_lines: text.lines().collect(),
+        findings: Vec::new(),
     };
+    scan.code_rules();
+    scan.shell_rules();
+    if lang == Lang::Markdown {
+        scan.markdown_rules();
+    }
+    let mut findings = scan.findings;
+    findings.sort_by_key(|f| f.line);
+    findings
+}
 
-    if lang == Lang::Js && code.contains("child_process") {
-        let exec_call = |l: &str| {
-            [
-                "exec(",
-                "execSync(",
-                "spawn(",
-                "spawnSync(",
-                "execFile(",
-                "execFileSync(",
-            ]
-            .iter()
-            .any(|c| {
-                l.match_indices(c).any(|(i, _)| {
-                    let before = &l[..i];
-                    !before.ends_with('.')
-                        || before.ends_with("cp.")
-                        || before.ends_with("childProcess.")
-                        || before.ends_with("child_process.")
+/// One file being scanned: its text with and without comments, and the
+/// findings so far (one per rule).
+struct FileScan<'a> {
+    lang: Lang,
+    rel: &'a Path,
+    /// The text with comments removed (source code) or as it is.
+    code: &'a str,
+    lines: Vec<&'a str>,
+    /// The text as it is, for evidence.
+    raw_lines: Vec<&'a str>,
+    findings: Vec<Finding>,
+}
+
+impl FileScan<'_> {
+    /// Records a finding of `rule_id` at `line` (1-based) unless the rule
+    /// already fired in this file.
+    fn add(
+        &mut self,
+        rule_id: &'static str,
+        severity: Severity,
+        line: usize,
+        message: &'static str,
+    ) {
+        if self.findings.iter().any(|f: &Finding| f.rule_id == rule_id) {
+            return;
+        }
+        let evidence_line = self
+            .raw_lines
+            .get(line.saturating_sub(1))
+            .copied()
+            .unwrap_or("")
+            .trim();
+        self.findings.push(Finding {
+            rule_id,
+            severity,
+            file: self.rel.to_path_buf(),
+            line,
+            message,
+            evidence: evidence(evidence_line),
+        });
+    }
+
+    /// The first line (1-based) `pred` holds for.
+    fn find_line(&self, pred: &dyn Fn(&str) -> bool) -> Option<usize> {
+        self.lines.iter().position(|l| pred(l)).map(|i| i + 1)
+    }
+
+    /// OpenClaw's rules on source code: execution, dynamic code, mining,
+    /// odd sockets, file reads sent out, obfuscation, the environment
+    /// harvested.
+    fn code_rules(&mut self) {
+        let lang = self.lang;
+        if lang == Lang::Js && self.code.contains("child_process") {
+            let exec_call = |l: &str| {
+                [
+                    "exec(",
+                    "execSync(",
+                    "spawn(",
+                    "spawnSync(",
+                    "execFile(",
+                    "execFileSync(",
+                ]
+                .iter()
+                .any(|c| {
+                    l.match_indices(c).any(|(i, _)| {
+                        let before = &l[..i];
+                        !before.ends_with('.')
+                            || before.ends_with("cp.")
+                            || before.ends_with("childProcess.")
+                            || before.ends_with("child_process.")
+                    })
                 })
+            };
+            if let Some(n) = self.find_line(&exec_call) {
+                self.add(
+                    "dangerous-exec",
+                    Severity::Critical,
+                    n,
+                    "Shell command execution detected (child_process)",
+                );
+            }
+        }
+        if lang == Lang::Python
+            && let Some(n) = self.find_line(&|l: &str| {
+                l.contains("os.system(")
+                    || l.contains("os.popen(")
+                    || (l.contains("subprocess.") && l.contains("shell=True"))
             })
-        };
-        if let Some(n) = find_line(&exec_call) {
-            add(
+        {
+            self.add(
                 "dangerous-exec",
                 Severity::Critical,
                 n,
-                "Shell command execution detected (child_process)",
+                "Shell command execution detected (os.system / shell=True)",
             );
         }
-    }
-    if lang == Lang::Python
-        && let Some(n) = find_line(&|l: &str| {
-            l.contains("os.system(")
-                || l.contains("os.popen(")
-                || (l.contains("subprocess.") && l.contains("shell=True"))
-        })
-    {
-        add(
-            "dangerous-exec",
-            Severity::Critical,
-            n,
-            "Shell command execution detected (os.system / shell=True)",
-        );
-    }
-    let dynamic = |l: &str| match lang {
-        Lang::Js => contains_call(l, "eval(") || l.contains("new Function("),
-        Lang::Python => contains_call(l, "eval(") || contains_call(l, "exec("),
-        _ => false,
-    };
-    if let Some(n) = find_line(&dynamic) {
-        add(
-            "dynamic-code-execution",
-            Severity::Critical,
-            n,
-            "Dynamic code execution detected",
-        );
-    }
-    if let Some(n) = find_line(&|l: &str| {
-        let l = l.to_lowercase();
-        [
-            "stratum+tcp",
-            "stratum+ssl",
-            "coinhive",
-            "cryptonight",
-            "xmrig",
-        ]
-        .iter()
-        .any(|p| l.contains(p))
-    }) {
-        add(
-            "crypto-mining",
-            Severity::Critical,
-            n,
-            "Possible crypto-mining reference detected",
-        );
-    }
-    if lang == Lang::Js
-        && let Some(n) = find_line(&suspicious_websocket)
-    {
-        add(
-            "suspicious-network",
-            Severity::Warn,
-            n,
-            "WebSocket connection to a non-standard port",
-        );
-    }
-    let reads_files = match lang {
-        Lang::Js => code.contains("readFile"),
-        Lang::Python => code.contains("open(") || code.contains("read_text("),
-        _ => false,
-    };
-    if reads_files && let Some(n) = find_line(&network_send) {
-        add(
-            "potential-exfiltration",
-            Severity::Warn,
-            n,
-            "File read combined with a network send (possible exfiltration)",
-        );
-    }
-    if let Some(n) = find_line(&obfuscated) {
-        add(
-            "obfuscated-code",
-            Severity::Warn,
-            n,
-            "Obfuscated code (hex escapes or a long base64 payload)",
-        );
-    }
-    let env_marker = match lang {
-        Lang::Js => Some("process.env"),
-        Lang::Python => Some("os.environ"),
-        _ => None,
-    };
-    if let Some(marker) = env_marker {
-        for (i, l) in lines.iter().enumerate() {
-            if !l.contains(marker) {
-                continue;
-            }
-            let from = i.saturating_sub(8);
-            let to = (i + 8).min(lines.len().saturating_sub(1));
-            if lines[from..=to].iter().any(|l| network_send(l)) {
-                add(
-                    "env-harvesting",
-                    Severity::Critical,
-                    i + 1,
-                    "Environment variables read near a network send (possible credential harvesting)",
-                );
-                break;
-            }
+        let dynamic = |l: &str| match lang {
+            Lang::Js => contains_call(l, "eval(") || l.contains("new Function("),
+            Lang::Python => contains_call(l, "eval(") || contains_call(l, "exec("),
+            _ => false,
+        };
+        if let Some(n) = self.find_line(&dynamic) {
+            self.add(
+                "dynamic-code-execution",
+                Severity::Critical,
+                n,
+                "Dynamic code execution detected",
+            );
         }
+        if let Some(n) = self.find_line(&|l: &str| {
+            let l = l.to_lowercase();
+            [
+                "stratum+tcp",
+                "stratum+ssl",
+                "coinhive",
+                "cryptonight",
+                "xmrig",
+            ]
+            .iter()
+            .any(|p| l.contains(p))
+        }) {
+            self.add(
+                "crypto-mining",
+                Severity::Critical,
+                n,
+                "Possible crypto-mining reference detected",
+            );
+        }
+        if lang == Lang::Js
+            && let Some(n) = self.find_line(&suspicious_websocket)
+        {
+            self.add(
+                "suspicious-network",
+                Severity::Warn,
+                n,
+                "WebSocket connection to a non-standard port",
+            );
+        }
+        let reads_files = match lang {
+            Lang::Js => self.code.contains("readFile"),
+            Lang::Python => self.code.contains("open(") || self.code.contains("read_text("),
+            _ => false,
+        };
+        if reads_files && let Some(n) = self.find_line(&network_send) {
+            self.add(
+                "potential-exfiltration",
+                Severity::Warn,
+                n,
+                "File read combined with a network send (possible exfiltration)",
+            );
+        }
+        if let Some(n) = self.find_line(&obfuscated) {
+            self.add(
+                "obfuscated-code",
+                Severity::Warn,
+                n,
+                "Obfuscated code (hex escapes or a long base64 payload)",
+            );
+        }
+        self.env_harvesting();
     }
-    if let Some(n) = find_line(&|l: &str| literal_secret(l).is_some()) {
-        add(
-            "literal-secret",
-            Severity::Critical,
-            n,
-            "A credential is written in the skill",
-        );
-    }
-    if let Some(n) = find_line(&pipe_to_shell) {
-        add(
-            "shell-pipe-to-shell",
-            Severity::Critical,
-            n,
-            "Downloads piped straight into a shell",
-        );
-    }
-    // Credential files and stores sent over the network: the shell forms
-    // (`cat ~/.aws/credentials | curl -d @- …`, `curl -F f=@~/.ssh/id_rsa`,
-    // `tar ~/.ssh | nc …`) as well as the code forms.
-    let exfiltration = find_line(&|l: &str| mentions_secret(l) && network(l)).or_else(|| {
-        lines.iter().enumerate().find_map(|(i, l)| {
-            if !reads_secret(l) {
+
+    /// The environment read within eight lines of a network send.
+    fn env_harvesting(&mut self) {
+        let env_marker = match self.lang {
+            Lang::Js => "process.env",
+            Lang::Python => "os.environ",
+            _ => return,
+        };
+        let lines = &self.lines;
+        let harvested = lines.iter().enumerate().find_map(|(i, l)| {
+            if !l.contains(env_marker) {
                 return None;
             }
             let from = i.saturating_sub(8);
             let to = (i + 8).min(lines.len().saturating_sub(1));
             lines[from..=to]
                 .iter()
-                .any(|l| sends_data(l))
+                .any(|l| network_send(l))
                 .then_some(i + 1)
-        })
-    });
-    if let Some(n) = exfiltration {
-        add(
-            "credential-exfiltration",
-            Severity::Critical,
-            n,
-            "A credential file or store is read and sent over the network",
-        );
-    } else if let Some(n) = find_line(&reads_secret) {
-        add(
-            "credential-access",
-            Severity::Warn,
-            n,
-            "A credential file or store is read (keys, cloud credentials, .env, browser or keychain stores)",
-        );
+        });
+        if let Some(n) = harvested {
+            self.add(
+                "env-harvesting",
+                Severity::Critical,
+                n,
+                "Environment variables read near a network send (possible credential harvesting)",
+            );
+        }
     }
-    if let Some(n) = find_line(&decode_and_run) {
-        add(
-            "shell-decode-exec",
-            Severity::Critical,
-            n,
-            "Encoded text decoded and run (eval or a shell of base64-decoded data)",
-        );
+
+    /// Rules for every file, `SKILL.md` prose included: secrets written
+    /// in, downloads run, credentials read and sent, encoded text run,
+    /// uploads, the environment sent out, destructive deletes, open
+    /// permissions.
+    fn shell_rules(&mut self) {
+        if let Some(n) = self.find_line(&|l: &str| literal_secret(l).is_some()) {
+            self.add(
+                "literal-secret",
+                Severity::Critical,
+                n,
+                "A credential is written in the skill",
+            );
+        }
+        if let Some(n) = self.find_line(&pipe_to_shell) {
+            self.add(
+                "shell-pipe-to-shell",
+                Severity::Critical,
+                n,
+                "Downloads piped straight into a shell",
+            );
+        }
+        self.credential_rules();
+        if let Some(n) = self.find_line(&decode_and_run) {
+            self.add(
+                "shell-decode-exec",
+                Severity::Critical,
+                n,
+                "Encoded text decoded and run (eval or a shell of base64-decoded data)",
+            );
+        }
+        if let Some(n) = self.find_line(&uploads_file_or_stdin) {
+            self.add(
+                "data-upload",
+                Severity::Info,
+                n,
+                "A file or standard input is posted over the network",
+            );
+        }
+        self.secret_exfiltration();
+        if let Some(n) = self.find_line(&destructive_delete) {
+            self.add(
+                "destructive-delete",
+                Severity::Warn,
+                n,
+                "Recursive delete of a root, home or current folder",
+            );
+        }
+        if let Some(n) = self.find_line(&|l: &str| {
+            let l = l.split_whitespace().collect::<Vec<_>>().join(" ");
+            l.contains("chmod 777") || l.contains("chmod -R 777")
+        }) {
+            self.add(
+                "unsafe-permissions",
+                Severity::Warn,
+                n,
+                "World-writable permissions (chmod 777)",
+            );
+        }
     }
-    if let Some(n) = find_line(&uploads_file_or_stdin) {
-        add(
-            "data-upload",
-            Severity::Info,
-            n,
-            "A file or standard input is posted over the network",
-        );
+
+    /// Credential files and stores sent over the network: the shell forms
+    /// (`cat ~/.aws/credentials | curl -d @- …`, `curl -F f=@~/.ssh/id_rsa`,
+    /// `tar ~/.ssh | nc …`) as well as the code forms; read without a
+    /// send, a warning.
+    fn credential_rules(&mut self) {
+        let lines = &self.lines;
+        let exfiltration = self
+            .find_line(&|l: &str| mentions_secret(l) && network(l))
+            .or_else(|| {
+                lines.iter().enumerate().find_map(|(i, l)| {
+                    if !reads_secret(l) {
+                        return None;
+                    }
+                    let from = i.saturating_sub(8);
+                    let to = (i + 8).min(lines.len().saturating_sub(1));
+                    lines[from..=to]
+                        .iter()
+                        .any(|l| sends_data(l))
+                        .then_some(i + 1)
+                })
+            });
+        if let Some(n) = exfiltration {
+            self.add(
+                "credential-exfiltration",
+                Severity::Critical,
+                n,
+                "A credential file or store is read and sent over the network",
+            );
+        } else if let Some(n) = self.find_line(&reads_secret) {
+            self.add(
+                "credential-access",
+                Severity::Warn,
+                n,
+                "A credential file or store is read (keys, cloud credentials, .env, browser or keychain stores)",
+            );
+        }
     }
-    let padded = format!("\n{lower}");
-    if let Some(pos) = [
-        "process.env",
-        "$env",
-        "${env",
-        "os.environ",
-        " env |",
-        " env>",
-        "\nenv |",
-        "\nenv>",
-        "printenv",
-    ]
-    .iter()
-    .filter_map(|m| padded.find(m))
-    .find(|&p| {
-        let window: String = padded[p..].chars().take(80).collect();
-        [
-            "fetch", "curl", "wget", "http", "nc ", "ncat", "netcat", "socat", "/dev/tcp",
+
+    /// The environment piped or interpolated into a network command.
+    fn secret_exfiltration(&mut self) {
+        let padded = format!("\n{}", self.code.to_lowercase());
+        if let Some(pos) = [
+            "process.env",
+            "$env",
+            "${env",
+            "os.environ",
+            " env |",
+            " env>",
+            "\nenv |",
+            "\nenv>",
+            "printenv",
         ]
         .iter()
-        .any(|n| window.contains(n))
-    }) {
-        let n = padded[..=pos].matches('\n').count();
-        add(
-            "secret-exfiltration",
-            Severity::Critical,
-            n.max(1),
-            "Environment values sent over the network",
-        );
+        .filter_map(|m| padded.find(m))
+        .find(|&p| {
+            let window: String = padded[p..].chars().take(80).collect();
+            [
+                "fetch", "curl", "wget", "http", "nc ", "ncat", "netcat", "socat", "/dev/tcp",
+            ]
+            .iter()
+            .any(|n| window.contains(n))
+        }) {
+            let n = padded[..=pos].matches('\n').count();
+            self.add(
+                "secret-exfiltration",
+                Severity::Critical,
+                n.max(1),
+                "Environment values sent over the network",
+            );
+        }
     }
-    if let Some(n) = find_line(&destructive_delete) {
-        add(
-            "destructive-delete",
-            Severity::Warn,
-            n,
-            "Recursive delete of a root, home or current folder",
-        );
-    }
-    if let Some(n) = find_line(&|l: &str| {
-        let l = l.split_whitespace().collect::<Vec<_>>().join(" ");
-        l.contains("chmod 777") || l.contains("chmod -R 777")
-    }) {
-        add(
-            "unsafe-permissions",
-            Severity::Warn,
-            n,
-            "World-writable permissions (chmod 777)",
-        );
-    }
-    if lang == Lang::Markdown {
+
+    /// `SKILL.md` prose (outside code blocks) that steers the model:
+    /// ignore your instructions, pose as the system, use tools unasked.
+    fn markdown_rules(&mut self) {
         let mut in_code = false;
-        for (i, l) in raw_lines.iter().enumerate() {
+        for i in 0..self.raw_lines.len() {
+            let l = self.raw_lines[i];
             if l.trim_start().starts_with("```") {
                 in_code = !in_code;
                 continue;
@@ -452,7 +511,7 @@ fn scan_text(text: &str, lang: Lang, rel: &Path) -> Vec<Finding> {
                 continue;
             }
             match sanitize::scan(l).map(|f| f.label) {
-                Some(sanitize::IGNORE_PREVIOUS | sanitize::DISREGARD_RULES) => add(
+                Some(sanitize::IGNORE_PREVIOUS | sanitize::DISREGARD_RULES) => self.add(
                     "prompt-injection-ignore-instructions",
                     Severity::Critical,
                     i + 1,
@@ -462,7 +521,7 @@ fn scan_text(text: &str, lang: Lang, rel: &Path) -> Vec<Finding> {
                     sanitize::PROMPT_EXTRACTION
                     | sanitize::EMBEDDED_SYSTEM
                     | sanitize::TEMPLATE_MARKER,
-                ) => add(
+                ) => self.add(
                     "prompt-injection-system",
                     Severity::Critical,
                     i + 1,
@@ -471,7 +530,7 @@ fn scan_text(text: &str, lang: Lang, rel: &Path) -> Vec<Finding> {
                 _ => {}
             }
             if tool_without_permission(l) {
-                add(
+                self.add(
                     "prompt-injection-tool",
                     Severity::Critical,
                     i + 1,
@@ -480,8 +539,26 @@ fn scan_text(text: &str, lang: Lang, rel: &Path) -> Vec<Finding> {
             }
         }
     }
-    findings.sort_by_key(|f| f.line);
-    findings
+}
+
+/// Whether the line sends a request (code or shell).
+fn network_send(l: &str) -> bool {
+    let l = l.to_lowercase();
+    [
+        "fetch(",
+        ".post(",
+        "post(",
+        "http.request(",
+        "https.request(",
+        "requests.post(",
+        "requests.get(",
+        "urlopen(",
+        "axios",
+        "curl ",
+        "wget ",
+    ]
+    .iter()
+    .any(|p| l.contains(p))
 }
 
 fn contains_call(line: &str, call: &str) -> bool {

@@ -246,18 +246,7 @@ impl Index {
         if !range.is_open() {
             outcome.time_range = Some(range);
         }
-        let mut query_terms = terms::query_terms(text);
-        // With a time range, words memory never uses ("what happened in
-        // March") only ask for the range.
-        if !range.is_open() {
-            let mut known = Vec::with_capacity(query_terms.len());
-            for term in query_terms {
-                if self.has_term("items_fts", &term)? || self.has_term("headings_fts", &term)? {
-                    known.push(term);
-                }
-            }
-            query_terms = known;
-        }
+        let query_terms = self.known_terms(text, range)?;
         if query_terms.is_empty() && q.vector.is_none() {
             if range.is_open() {
                 return Ok(outcome);
@@ -269,88 +258,7 @@ impl Index {
 
         // Candidates by the IDF of the terms they contain.
         let corpus = self.corpus()?;
-        let mut idf = vec![0.0; query_terms.len()];
-        let mut coordination: IdMap<f64> = IdMap::default();
-        // Very common words (held by more than `cap` items, in no heading)
-        // are read last and in part; the others in full.
-        let fill = candidate_window(q.limit) * 4;
-        let cap = (fill * 2).max(COMMON_POSTINGS);
-        let common = if range.is_open() && !q.exhaustive {
-            self.common_terms(&query_terms, cap)?
-        } else {
-            Vec::new()
-        };
-        for (i, term) in query_terms.iter().enumerate() {
-            if common.iter().any(|(c, _)| *c == i) {
-                continue;
-            }
-            let body = self.postings("items_fts", term)?;
-            let heading = self.postings("headings_fts", term)?;
-            let df = if heading.is_empty() {
-                body.len()
-            } else {
-                body.iter().chain(&heading).collect::<HashSet<_>>().len()
-            };
-            let weight = bm25_idf(corpus.items, df);
-            idf[i] = weight;
-            for id in body {
-                *coordination.entry(id).or_default() += weight;
-            }
-            for id in heading {
-                *coordination.entry(id).or_default() += HEADING_WEIGHT * weight;
-            }
-        }
-        if !common.is_empty() {
-            // What can reach the window: the candidates of the rarer words
-            // (their stored terms say which common words they hold; when
-            // they are many, the inverted index says which hold them all),
-            // the newest `cap` items holding all the common words, and the
-            // newest `cap` items of each. No list of a common word is read
-            // whole. Items holding only common words tie by recency, so for
-            // one common word this is exactly the window a full read gives;
-            // with several, an old item holding some but not all of them
-            // (or all of them, behind `cap` newer ones) may be left out.
-            let seen: Vec<i64> = coordination.keys().copied().collect();
-            let seen_terms = if seen.len() <= fill {
-                self.stored_terms(&seen)?
-            } else {
-                HashMap::new()
-            };
-            let common_words: Vec<&str> = common
-                .iter()
-                .map(|(i, _)| query_terms[*i].as_str())
-                .collect();
-            let mut holds_all: HashSet<i64> = HashSet::new();
-            if common.len() >= 2 {
-                holds_all.extend(self.newest_with_all(&common_words, &[], cap)?);
-            }
-            if seen.len() > fill {
-                let rare: Vec<&str> = query_terms
-                    .iter()
-                    .enumerate()
-                    .filter(|(i, _)| !common.iter().any(|(c, _)| c == i))
-                    .map(|(_, t)| t.as_str())
-                    .collect();
-                holds_all.extend(self.newest_with_all(&common_words, &rare, usize::MAX)?);
-            }
-            for (i, df) in &common {
-                let term = &query_terms[*i];
-                let weight = bm25_idf(corpus.items, *df);
-                idf[*i] = weight;
-                let mut credited: HashSet<i64> =
-                    self.newest_postings(term, cap)?.into_iter().collect();
-                credited.extend(holds_all.iter().copied());
-                credited.extend(
-                    seen_terms
-                        .iter()
-                        .filter(|(_, t)| t.split(' ').any(|w| w == term))
-                        .map(|(id, _)| *id),
-                );
-                for id in credited {
-                    *coordination.entry(id).or_default() += weight;
-                }
-            }
-        }
+        let (idf, coordination) = self.coordination(q, &query_terms, range, corpus)?;
         let mut candidates: Vec<(i64, f64)> = coordination.into_iter().collect();
         candidates.sort_unstable_by(|a, b| b.1.total_cmp(&a.1).then(b.0.cmp(&a.0)));
 
@@ -386,73 +294,12 @@ impl Index {
         };
         // The nearest items that pass the filter, best first, ranked; the
         // ones no word found join the candidates.
-        let mut by_vector: HashSet<i64> = HashSet::new();
-        let mut vector_rank: HashMap<i64, usize> = HashMap::new();
-        if !similarity.is_empty() {
-            let want = VECTOR_LIST.max(q.limit);
-            // A filter (a time range, file kinds) may turn some away: a
-            // few windows are looked at, best first.
-            let nearest = similarity.nearest(want * VECTOR_WINDOWS);
-            'windows: for window in nearest.chunks(want) {
-                let mut rows = self.scoring_rows(
-                    window
-                        .iter()
-                        .map(|(id, _)| *id)
-                        .filter(|id| !scored.contains_key(id)),
-                )?;
-                for (id, _) in window {
-                    if !scored.contains_key(id) {
-                        let Some((hit, item_terms)) = rows.remove(id) else {
-                            continue;
-                        };
-                        if !filter.admits(&hit) {
-                            continue;
-                        }
-                        let base = scorer.score(&hit, &item_terms);
-                        scored.insert(*id, Scored { hit, base });
-                        by_vector.insert(*id);
-                    }
-                    vector_rank.insert(*id, vector_rank.len());
-                    if vector_rank.len() >= want {
-                        break 'windows;
-                    }
-                }
-            }
-        }
+        let (by_vector, vector_rank) =
+            self.join_nearest(q, &similarity, &filter, &mut scorer, &mut scored)?;
 
         // Context: the best items lend a share of their score to their
         // neighbours, which are scored too if they were not candidates.
-        let mut sources: Vec<(i64, f64)> = scored.values().map(|s| (s.hit.id, s.base)).collect();
-        sources.sort_unstable_by(|a, b| b.1.total_cmp(&a.1).then(b.0.cmp(&a.0)));
-        sources.truncate(if q.lend {
-            (q.limit + 8).clamp(16, NEIGHBOR_SOURCES)
-        } else {
-            0
-        });
-        let mut lent: HashMap<i64, f64> = HashMap::new();
-        let mut missing: Vec<i64> = Vec::new();
-        for &(id, base) in &sources {
-            let hit = &scored[&id].hit;
-            for neighbor in self.neighbors(hit, NEIGHBOR_SPAN)? {
-                let share = lent.entry(neighbor).or_default();
-                *share = share.max(NEIGHBOR_SHARE * base);
-                // Without context hits, only candidates can gain: an item
-                // outside the window is not read for a share it could not
-                // use.
-                if q.context_hits && !scored.contains_key(&neighbor) {
-                    missing.push(neighbor);
-                }
-            }
-        }
-        missing.sort_unstable();
-        missing.dedup();
-        for (hit, item_terms) in self.scoring_rows(missing.into_iter())?.into_values() {
-            if !filter.admits(&hit) {
-                continue;
-            }
-            let base = scorer.score(&hit, &item_terms);
-            scored.insert(hit.id, Scored { hit, base });
-        }
+        let lent = self.lend_to_neighbors(q, &filter, &mut scorer, &mut scored)?;
 
         let boosted = self.mentioning(&outcome.entities, scored.keys().copied())?;
         let mut hits: Vec<Hit> = Vec::with_capacity(scored.len());
@@ -528,6 +375,207 @@ impl Index {
         }
         outcome.hits = hits;
         Ok(outcome)
+    }
+
+    /// The query's terms; with a time range, only those memory uses
+    /// ("what happened in March" only asks for the range).
+    fn known_terms(&self, text: &str, range: DayRange) -> Result<Vec<String>, StoreError> {
+        let mut query_terms = terms::query_terms(text);
+        if !range.is_open() {
+            let mut known = Vec::with_capacity(query_terms.len());
+            for term in query_terms {
+                if self.has_term("items_fts", &term)? || self.has_term("headings_fts", &term)? {
+                    known.push(term);
+                }
+            }
+            query_terms = known;
+        }
+        Ok(query_terms)
+    }
+
+    /// Each candidate's coordination score (the IDF of the query terms it
+    /// holds, a heading match weighted less) and each term's IDF.
+    fn coordination(
+        &self,
+        q: &Query<'_>,
+        query_terms: &[String],
+        range: DayRange,
+        corpus: Corpus,
+    ) -> Result<(Vec<f64>, IdMap<f64>), StoreError> {
+        let mut idf = vec![0.0; query_terms.len()];
+        let mut coordination: IdMap<f64> = IdMap::default();
+        // Very common words (held by more than `cap` items, in no heading)
+        // are read last and in part; the others in full.
+        let fill = candidate_window(q.limit) * 4;
+        let cap = (fill * 2).max(COMMON_POSTINGS);
+        let common = if range.is_open() && !q.exhaustive {
+            self.common_terms(query_terms, cap)?
+        } else {
+            Vec::new()
+        };
+        for (i, term) in query_terms.iter().enumerate() {
+            if common.iter().any(|(c, _)| *c == i) {
+                continue;
+            }
+            let body = self.postings("items_fts", term)?;
+            let heading = self.postings("headings_fts", term)?;
+            let df = if heading.is_empty() {
+                body.len()
+            } else {
+                body.iter().chain(&heading).collect::<HashSet<_>>().len()
+            };
+            let weight = bm25_idf(corpus.items, df);
+            idf[i] = weight;
+            for id in body {
+                *coordination.entry(id).or_default() += weight;
+            }
+            for id in heading {
+                *coordination.entry(id).or_default() += HEADING_WEIGHT * weight;
+            }
+        }
+        if !common.is_empty() {
+            // What can reach the window: the candidates of the rarer words
+            // (their stored terms say which common words they hold; when
+            // they are many, the inverted index says which hold them all),
+            // the newest `cap` items holding all the common words, and the
+            // newest `cap` items of each. No list of a common word is read
+            // whole. Items holding only common words tie by recency, so for
+            // one common word this is exactly the window a full read gives;
+            // with several, an old item holding some but not all of them
+            // (or all of them, behind `cap` newer ones) may be left out.
+            let seen: Vec<i64> = coordination.keys().copied().collect();
+            let seen_terms = if seen.len() <= fill {
+                self.stored_terms(&seen)?
+            } else {
+                HashMap::new()
+            };
+            let common_words: Vec<&str> = common
+                .iter()
+                .map(|(i, _)| query_terms[*i].as_str())
+                .collect();
+            let mut holds_all: HashSet<i64> = HashSet::new();
+            if common.len() >= 2 {
+                holds_all.extend(self.newest_with_all(&common_words, &[], cap)?);
+            }
+            if seen.len() > fill {
+                let rare: Vec<&str> = query_terms
+                    .iter()
+                    .enumerate()
+                    .filter(|(i, _)| !common.iter().any(|(c, _)| c == i))
+                    .map(|(_, t)| t.as_str())
+                    .collect();
+                holds_all.extend(self.newest_with_all(&common_words, &rare, usize::MAX)?);
+            }
+            for (i, df) in &common {
+                let term = &query_terms[*i];
+                let weight = bm25_idf(corpus.items, *df);
+                idf[*i] = weight;
+                let mut credited: HashSet<i64> =
+                    self.newest_postings(term, cap)?.into_iter().collect();
+                credited.extend(holds_all.iter().copied());
+                credited.extend(
+                    seen_terms
+                        .iter()
+                        .filter(|(_, t)| t.split(' ').any(|w| w == term))
+                        .map(|(id, _)| *id),
+                );
+                for id in credited {
+                    *coordination.entry(id).or_default() += weight;
+                }
+            }
+        }
+        Ok((idf, coordination))
+    }
+
+    /// The nearest items that pass the filter, best first, ranked: those
+    /// no word found join `scored`. Returns the items found only so and
+    /// every nearest item's rank.
+    fn join_nearest(
+        &self,
+        q: &Query<'_>,
+        similarity: &super::vectors::Similarities<'_>,
+        filter: &Filter,
+        scorer: &mut Scorer<'_>,
+        scored: &mut HashMap<i64, Scored>,
+    ) -> Result<(HashSet<i64>, HashMap<i64, usize>), StoreError> {
+        let mut by_vector: HashSet<i64> = HashSet::new();
+        let mut vector_rank: HashMap<i64, usize> = HashMap::new();
+        if !similarity.is_empty() {
+            let want = VECTOR_LIST.max(q.limit);
+            // A filter (a time range, file kinds) may turn some away: a
+            // few windows are looked at, best first.
+            let nearest = similarity.nearest(want * VECTOR_WINDOWS);
+            'windows: for window in nearest.chunks(want) {
+                let mut rows = self.scoring_rows(
+                    window
+                        .iter()
+                        .map(|(id, _)| *id)
+                        .filter(|id| !scored.contains_key(id)),
+                )?;
+                for (id, _) in window {
+                    if !scored.contains_key(id) {
+                        let Some((hit, item_terms)) = rows.remove(id) else {
+                            continue;
+                        };
+                        if !filter.admits(&hit) {
+                            continue;
+                        }
+                        let base = scorer.score(&hit, &item_terms);
+                        scored.insert(*id, Scored { hit, base });
+                        by_vector.insert(*id);
+                    }
+                    vector_rank.insert(*id, vector_rank.len());
+                    if vector_rank.len() >= want {
+                        break 'windows;
+                    }
+                }
+            }
+        }
+        Ok((by_vector, vector_rank))
+    }
+
+    /// The share of their score the best items lend their neighbours, by
+    /// neighbour; with context hits, neighbours that were no candidates
+    /// join `scored`.
+    fn lend_to_neighbors(
+        &self,
+        q: &Query<'_>,
+        filter: &Filter,
+        scorer: &mut Scorer<'_>,
+        scored: &mut HashMap<i64, Scored>,
+    ) -> Result<HashMap<i64, f64>, StoreError> {
+        let mut sources: Vec<(i64, f64)> = scored.values().map(|s| (s.hit.id, s.base)).collect();
+        sources.sort_unstable_by(|a, b| b.1.total_cmp(&a.1).then(b.0.cmp(&a.0)));
+        sources.truncate(if q.lend {
+            (q.limit + 8).clamp(16, NEIGHBOR_SOURCES)
+        } else {
+            0
+        });
+        let mut lent: HashMap<i64, f64> = HashMap::new();
+        let mut missing: Vec<i64> = Vec::new();
+        for &(id, base) in &sources {
+            let hit = &scored[&id].hit;
+            for neighbor in self.neighbors(hit, NEIGHBOR_SPAN)? {
+                let share = lent.entry(neighbor).or_default();
+                *share = share.max(NEIGHBOR_SHARE * base);
+                // Without context hits, only candidates can gain: an item
+                // outside the window is not read for a share it could not
+                // use.
+                if q.context_hits && !scored.contains_key(&neighbor) {
+                    missing.push(neighbor);
+                }
+            }
+        }
+        missing.sort_unstable();
+        missing.dedup();
+        for (hit, item_terms) in self.scoring_rows(missing.into_iter())?.into_values() {
+            if !filter.admits(&hit) {
+                continue;
+            }
+            let base = scorer.score(&hit, &item_terms);
+            scored.insert(hit.id, Scored { hit, base });
+        }
+        Ok(lent)
     }
 
     /// The best `window` distinct texts among `candidates` (best first)
