@@ -14,10 +14,9 @@
 use std::collections::HashMap;
 use std::sync::OnceLock;
 
+use super::instructions::EarlierText;
 use super::normalize::{Normalized, Word, fold};
-use super::{
-    DISREGARD_RULES, EarlierText, IGNORE_PREVIOUS, any_in, before, is, negated_by, within,
-};
+use super::{DISREGARD_RULES, IGNORE_PREVIOUS, any_in, before, is, negated_by, within};
 
 /// A language read word by word.
 struct Spaced {

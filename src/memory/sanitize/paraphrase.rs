@@ -30,12 +30,12 @@
 //! A report is not an order: `we stopped following the old rules in
 //! March`, `I set aside the earlier instructions`.
 
-use super::normalize::{Normalized, Word};
-use super::{
-    DISREGARD_RULES, IGNORE_PREVIOUS, IGNORE_VERBS, INSTRUCTION_NOUNS, OVERRIDE_QUALIFIERS,
-    OVERRIDE_VERBS, any_in, earlier_text_then_order, guards_against_untrusted_text, imperative_at,
-    is, negated, within,
+use super::instructions::{
+    IGNORE_VERBS, INSTRUCTION_NOUNS, OVERRIDE_QUALIFIERS, OVERRIDE_VERBS, earlier_text_then_order,
+    guards_against_untrusted_text, imperative_at,
 };
+use super::normalize::{Normalized, Word};
+use super::{DISREGARD_RULES, IGNORE_PREVIOUS, any_in, is, negated, within};
 
 /// Which qualifiers a phrase's object needs (see the module doc).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
