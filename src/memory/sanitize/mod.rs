@@ -35,8 +35,8 @@
 //!
 //! This file holds the labels, the check order and the word-set helpers;
 //! the classes live in [`instructions`] (aimed at the model's
-//! instructions), [`commands`] (commands in a note) and [`exfiltration`]
-//! (secrets leaving), and [`segment`] splits letters that ran together
+//! instructions), [`commands`] (commands in a note) and [`exfiltration`](mod@exfiltration)
+//! (secrets leaving), and [`segment`](mod@segment) splits letters that ran together
 //! into known words.
 
 mod commands;

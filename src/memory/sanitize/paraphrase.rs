@@ -65,8 +65,8 @@ const DROP_VERBS: &[&str] = &[
     "drop", "scrap", "ditch", "dismiss", "erase", "wipe", "trash", "toss",
 ];
 
-/// The single verbs of [`super::english_override`] again, for objects
-/// behind longer fillers (`ignore each and every one of the previous
+/// The single verbs of the English override ([`super::instructions`])
+/// again, for objects behind longer fillers (`ignore each and every one of the previous
 /// instructions`). Their words are anchors and vocabulary already.
 const SINGLE_VERBS: &[Phrase] = &[
     Phrase {
