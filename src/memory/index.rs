@@ -18,12 +18,12 @@
 //!   before them, compared by hash) are read, so appending to a long daily
 //!   file costs the same however long it is. Its hash is then extended
 //!   without reading the old part again: the next full scan reads such a
-//!   file whole and re-indexes it if it differs (see [`read_appended`] for
-//!   the in-place edit this catches only then).
+//!   file whole and re-indexes it if it differs (see `read_appended` in
+//!   [`indexing`] for the in-place edit this catches only then).
 //! * Every lookup reads every segment of the inverted indexes and each
 //!   write adds one: small writes merge segments, full scans fold them
-//!   (see [`merge_small_segments`]), so lookups cost what they cost after a
-//!   build however many notes were appended.
+//!   (see [`indexing::merge_small_segments`]), so lookups cost what they
+//!   cost after a build however many notes were appended.
 //! * `term_docs` holds exact counts of the very common terms searches
 //!   asked about (every item added or removed updates them), so no search
 //!   reads such a term's whole list to count it.
