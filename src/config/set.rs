@@ -86,8 +86,7 @@ fn edit_file(
     if let Some(parent) = path.parent() {
         durable::create_private_dir_all(parent).map_err(write_err)?;
     }
-    let lock_path = lock_path_for(path);
-    durable::with_file_lock(&lock_path, || {
+    durable::with_file_lock(&durable::lock_path_for(path), || {
         let (text, exists) = match std::fs::read(path) {
             Ok(bytes) => (
                 String::from_utf8(bytes).map_err(|_| ConfigError::NotUtf8 {
@@ -134,10 +133,4 @@ fn only_comments(text: &str) -> bool {
         && text
             .lines()
             .all(|l| l.trim().is_empty() || l.trim().starts_with("//"))
-}
-
-fn lock_path_for(path: &Path) -> PathBuf {
-    let mut name = path.file_name().unwrap_or_default().to_os_string();
-    name.push(".lock");
-    path.with_file_name(name)
 }

@@ -261,7 +261,7 @@ impl CronStore {
     }
 
     fn lock_path(&self) -> PathBuf {
-        sibling(&self.path, ".lock")
+        durable::lock_path_for(&self.path)
     }
 
     /// OpenClaw's later runtime-state sidecar: `jobs.json` →
