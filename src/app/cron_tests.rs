@@ -5,6 +5,7 @@ use serde_json::json;
 
 use super::*;
 use crate::app::GlobalOptions;
+use crate::cron::job::FailureAlert;
 use crate::host::Host;
 
 const NOW: &str = "2026-11-29T09:00:00+00:00[UTC]";
