@@ -8,6 +8,7 @@
 //! compiler sees which code nothing calls.
 
 #![warn(unreachable_pub)]
+#![warn(clippy::too_many_lines)]
 
 pub(crate) mod activity;
 pub(crate) mod agent;

@@ -1,3 +1,5 @@
+#![warn(clippy::too_many_lines)]
+
 fn main() -> std::process::ExitCode {
     almanac::cli::main()
 }

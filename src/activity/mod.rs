@@ -144,9 +144,10 @@ pub(crate) struct PingOutcome {
 
 impl Tracker {
     pub(crate) fn new(state_dir: &Path) -> Tracker {
+        let path = state_dir.join("heartbeat.json");
         Tracker {
-            path: state_dir.join("heartbeat.json"),
-            lock: state_dir.join("heartbeat.json.lock"),
+            lock: durable::lock_path_for(&path),
+            path,
         }
     }
 

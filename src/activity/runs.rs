@@ -114,7 +114,7 @@ impl RunRecord {
     }
 
     fn lock_path(&self) -> PathBuf {
-        self.dir.join("runs.jsonl.lock")
+        durable::lock_path_for(&self.log_path())
     }
 
     fn switch_path(&self) -> PathBuf {

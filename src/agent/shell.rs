@@ -15,6 +15,8 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
+use std::iter::Peekable;
+use std::str::Chars;
 
 /// How two simple commands are joined.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -135,49 +137,12 @@ pub(crate) fn parse(command: &str) -> Result<Vec<Simple>, Refusal> {
             '\'' => {
                 in_word = true;
                 plain = false;
-                loop {
-                    match chars.next() {
-                        Some('\'') => break,
-                        Some('\0') => {
-                            return Err(Refusal::Syntax("a NUL character is not allowed".into()));
-                        }
-                        Some(c) => word.push(c),
-                        None => return Err(Refusal::Syntax("a quote is not closed".into())),
-                    }
-                }
+                single_quoted(&mut chars, &mut word)?;
             }
             '"' => {
                 in_word = true;
                 plain = false;
-                loop {
-                    match chars.next() {
-                        Some('"') => break,
-                        Some('\\') => match chars.next() {
-                            Some(c @ ('"' | '\\' | '$' | '`')) => word.push(c),
-                            Some('\n') => {}
-                            Some(c) => {
-                                word.push('\\');
-                                word.push(c);
-                            }
-                            None => return Err(Refusal::Syntax("a quote is not closed".into())),
-                        },
-                        Some('$') => {
-                            return Err(Refusal::Syntax(
-                                "`$` (expansion) is not allowed, even in double quotes; use single quotes for a literal `$`".into(),
-                            ));
-                        }
-                        Some('`') => {
-                            return Err(Refusal::Syntax(
-                                "a backtick (command substitution) is not allowed, even in double quotes; use single quotes".into(),
-                            ));
-                        }
-                        Some('\0') => {
-                            return Err(Refusal::Syntax("a NUL character is not allowed".into()));
-                        }
-                        Some(c) => word.push(c),
-                        None => return Err(Refusal::Syntax("a quote is not closed".into())),
-                    }
-                }
+                double_quoted(&mut chars, &mut word)?;
             }
             '\\' => match chars.next() {
                 Some('\n') => {}
@@ -232,6 +197,55 @@ pub(crate) fn parse(command: &str) -> Result<Vec<Simple>, Refusal> {
         out.push(Simple { words, then: None });
     }
     Ok(out)
+}
+
+/// Reads a single-quoted string (the opening quote read) into `word`:
+/// every character literal up to the closing quote.
+fn single_quoted(chars: &mut Peekable<Chars<'_>>, word: &mut String) -> Result<(), Refusal> {
+    loop {
+        match chars.next() {
+            Some('\'') => return Ok(()),
+            Some('\0') => {
+                return Err(Refusal::Syntax("a NUL character is not allowed".into()));
+            }
+            Some(c) => word.push(c),
+            None => return Err(Refusal::Syntax("a quote is not closed".into())),
+        }
+    }
+}
+
+/// Reads a double-quoted string (the opening quote read) into `word`,
+/// refusing the expansions the shell would make inside it.
+fn double_quoted(chars: &mut Peekable<Chars<'_>>, word: &mut String) -> Result<(), Refusal> {
+    loop {
+        match chars.next() {
+            Some('"') => return Ok(()),
+            Some('\\') => match chars.next() {
+                Some(c @ ('"' | '\\' | '$' | '`')) => word.push(c),
+                Some('\n') => {}
+                Some(c) => {
+                    word.push('\\');
+                    word.push(c);
+                }
+                None => return Err(Refusal::Syntax("a quote is not closed".into())),
+            },
+            Some('$') => {
+                return Err(Refusal::Syntax(
+                    "`$` (expansion) is not allowed, even in double quotes; use single quotes for a literal `$`".into(),
+                ));
+            }
+            Some('`') => {
+                return Err(Refusal::Syntax(
+                    "a backtick (command substitution) is not allowed, even in double quotes; use single quotes".into(),
+                ));
+            }
+            Some('\0') => {
+                return Err(Refusal::Syntax("a NUL character is not allowed".into()));
+            }
+            Some(c) => word.push(c),
+            None => return Err(Refusal::Syntax("a quote is not closed".into())),
+        }
+    }
 }
 
 fn is_name(text: &str) -> bool {

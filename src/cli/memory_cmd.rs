@@ -11,7 +11,7 @@ use super::values;
 use crate::app::App;
 use crate::app::memory::{self as app_memory, GetError, RecallRequest, SearchRequest};
 use crate::memory::index::Hit;
-use crate::memory::index::recall::ENTITY_LINES;
+use crate::memory::index::recall::{ENTITY_LINES, EntitySummary};
 use crate::memory::snippet;
 
 #[derive(Debug, Subcommand)]
@@ -178,102 +178,10 @@ fn round4(x: f64) -> f64 {
 pub(super) fn run(cmd: MemoryCommand, app: &App) -> anyhow::Result<ExitCode> {
     match cmd {
         MemoryCommand::Model(ModelCommand::Install { from, json }) => {
-            let installed = app_memory::install_model(app, &from)?;
-            if json.json {
-                print_json(&installed)?;
-            } else {
-                println!(
-                    "Installed {} in {} ({} files, SHA-256 checked, and compact weights for searches: {}); memory search is hybrid from now on.",
-                    installed.model,
-                    app.host.tilde(&installed.dir),
-                    installed.files.len(),
-                    installed.compact.name
-                );
-                println!("Run `almanac memory index` to embed the notes already indexed.");
-            }
+            install_model(app, &from, json)
         }
-        MemoryCommand::Index { force, json } => {
-            let mut bar = super::output::Progress::new("embedding");
-            let done = app_memory::index(app, force, |n, of| bar.show(n, of))?;
-            bar.finish();
-            done.sync.warnings.iter().for_each(warn);
-            if json.json {
-                print_json(&done)?;
-            } else {
-                println!(
-                    "{} sync: {} file(s) indexed, {} removed, {} item(s) added in {:.0} ms; the index holds {} file(s), {} item(s)",
-                    done.sync.mode,
-                    done.sync.files_indexed,
-                    done.sync.files_removed,
-                    done.sync.items_indexed,
-                    done.elapsed_ms,
-                    done.stats.files,
-                    done.stats.items
-                );
-                let v = &done.vectors;
-                match (&v.lexical_because, &v.model) {
-                    (None, Some(model)) => println!(
-                        "vectors ({} {model}): {} item(s) embedded in {:.1} s; {} of {} item(s) have one",
-                        v.provider,
-                        v.embedded,
-                        v.elapsed_ms / 1000.0,
-                        v.with_vector,
-                        done.stats.items
-                    ),
-                    (Some(reason), _) => println!("vectors: none ({reason})"),
-                    (None, None) => {}
-                }
-            }
-        }
-        MemoryCommand::Status(json) => {
-            let status = app_memory::status(app)?;
-            status.warnings.iter().for_each(warn);
-            if json.json {
-                print_json(&status)?;
-            } else {
-                println!(
-                    "Memory search: {}",
-                    if status.enabled { "on" } else { "off" }
-                );
-                println!("Root: {}", app.host.tilde(&status.root));
-                println!(
-                    "Index: {} ({} KiB)",
-                    app.host.tilde(&status.index_path),
-                    status.index_bytes / 1024
-                );
-                println!("Files: {}", status.files);
-                println!("Chunks: {}", status.chunks);
-                println!("Entities: {}", status.entities);
-                println!("Facts: {}", status.facts);
-                match &status.model {
-                    Some(model) => println!(
-                        "Vectors: {} {model}, {} item(s) embedded, {} to do",
-                        status.provider, status.vectors.with_vector, status.vectors.without_vector
-                    ),
-                    None => println!(
-                        "Vectors: none, search is lexical ({})",
-                        status.lexical_because.as_deref().unwrap_or("no provider")
-                    ),
-                }
-                if let Some(compact) = &status.compact_weights {
-                    println!("Compact weights: {compact}");
-                }
-                println!(
-                    "Last full sync: {}",
-                    status.last_sync.as_deref().unwrap_or("never")
-                );
-                for extra in &status.extra_paths {
-                    println!("Extra path: {}", app.host.tilde(extra));
-                }
-                println!("Changed since indexed: {}", status.dirty.len());
-                for rel in status.dirty.iter().take(20) {
-                    println!("  {rel}");
-                }
-                if status.dirty.len() > 20 {
-                    println!("  … and {} more", status.dirty.len() - 20);
-                }
-            }
-        }
+        MemoryCommand::Index { force, json } => index(app, force, json),
+        MemoryCommand::Status(json) => status(app, json),
         MemoryCommand::Search {
             query,
             max_results,
@@ -291,170 +199,15 @@ pub(super) fn run(cmd: MemoryCommand, app: &App) -> anyhow::Result<ExitCode> {
                 until,
                 context,
             };
-            let searched = app_memory::search_command(app, &req)?;
-            searched.sync.warnings.iter().for_each(warn);
-            if let Some(notice) = &searched.semantic.notice {
-                warn(notice);
-            }
-            if json.json {
-                if searched.disabled {
-                    print_json(&serde_json::json!({
-                        "results": [],
-                        "disabled": true,
-                        "error": "memory search is off (agents.defaults.memorySearch.enabled)"
-                    }))?;
-                    return Ok(ExitCode::SUCCESS);
-                }
-                let results: Vec<JsonHit> = searched
-                    .outcome
-                    .hits
-                    .iter()
-                    .map(|hit| JsonHit::of(hit, SNIPPET_CHARS))
-                    .collect();
-                let mut doc = serde_json::json!({
-                    "results": results,
-                    "provider": searched.semantic.provider,
-                    "model": searched.semantic.model,
-                    "mode": searched.semantic.mode,
-                    "citations": "auto",
-                });
-                let extra = serde_json::to_value(&searched.outcome)?;
-                if let (Some(doc), Some(extra)) = (doc.as_object_mut(), extra.as_object()) {
-                    for (k, v) in extra {
-                        if k != "hits" {
-                            doc.insert(k.clone(), v.clone());
-                        }
-                    }
-                }
-                print_json(&doc)?;
-                return Ok(ExitCode::SUCCESS);
-            }
-            if searched.disabled {
-                println!("Memory search is off (agents.defaults.memorySearch.enabled).");
-                return Ok(ExitCode::SUCCESS);
-            }
-            if let Some(range) = &searched.outcome.time_range {
-                let show =
-                    |d: Option<jiff::civil::Date>| d.map_or("…".to_string(), |d| d.to_string());
-                println!("Notes from {} to {}", show(range.since), show(range.until));
-            }
-            if let Some(phrase) = &searched.outcome.unmatched_time_phrase {
-                println!("Nothing from \"{phrase}\"; searched all dates.");
-            }
-            if searched.outcome.hits.is_empty() {
-                println!("No matching memory.");
-            }
-            // A hit already shown as the context of a better one is not
-            // repeated.
-            let mut shown: std::collections::HashSet<(&str, usize)> =
-                std::collections::HashSet::new();
-            for hit in &searched.outcome.hits {
-                if !shown.insert((hit.path.as_str(), hit.start_line)) {
-                    continue;
-                }
-                for n in hit.before.iter().chain(&hit.after) {
-                    shown.insert((hit.path.as_str(), n.start_line));
-                }
-                let lines = if hit.start_line == hit.end_line {
-                    format!("{}", hit.start_line)
-                } else {
-                    format!("{}-{}", hit.start_line, hit.end_line)
-                };
-                let heading = if hit.heading.is_empty() {
-                    String::new()
-                } else {
-                    format!("  ({})", hit.heading)
-                };
-                println!("{}:{lines}  {:.2}{heading}", hit.path, hit.score);
-                for n in &hit.before {
-                    println!("    {}", snippet(&n.body, 160));
-                }
-                println!("  > {}", snippet(&hit.body, 400));
-                for n in &hit.after {
-                    println!("    {}", snippet(&n.body, 160));
-                }
-            }
+            search(app, &req, json)
         }
         MemoryCommand::Get {
             path,
             from,
             lines,
             json,
-        } => match app_memory::get(app, &path, from, lines) {
-            Ok(got) => {
-                if json.json {
-                    print_json(&got)?;
-                } else {
-                    println!("{}", got.text);
-                }
-            }
-            Err(err @ (GetError::NotMemory(_) | GetError::Outside(_))) => {
-                if json.json {
-                    print_json(
-                        &serde_json::json!({"path": path, "text": "", "disabled": true, "error": err.to_string()}),
-                    )?;
-                }
-                return Err(err.into());
-            }
-            Err(err) => return Err(err.into()),
-        },
-        MemoryCommand::Entity { name, lines, json } => {
-            let name = name.join(" ");
-            let summary = app_memory::entity(app, &name, lines)?;
-            if json.json {
-                match &summary {
-                    Some(s) => print_json(s)?,
-                    None => print_json(&serde_json::json!({"entity": name, "mentions": 0}))?,
-                }
-            } else {
-                match &summary {
-                    None => println!("Nothing in memory mentions {name}."),
-                    Some(s) => {
-                        let span = match (&s.first_seen, &s.last_seen) {
-                            (Some(a), Some(b)) if a == b => format!(", on {a}"),
-                            (Some(a), Some(b)) => format!(", first seen {a}, last seen {b}"),
-                            _ => String::new(),
-                        };
-                        println!(
-                            "{}: {} mention(s) in {} file(s){span}",
-                            s.display, s.mentions, s.files
-                        );
-                        if !s.facts.is_empty() {
-                            println!("Facts:");
-                            for f in &s.facts {
-                                let c = f.confidence.map(|c| format!(" c={c}")).unwrap_or_default();
-                                println!(
-                                    "  [{}{c}] {} ({}#L{})",
-                                    f.kind, f.content, f.path, f.line
-                                );
-                            }
-                        }
-                        if !s.lines.is_empty() {
-                            println!("Lines:");
-                            for l in &s.lines {
-                                println!(
-                                    "  {}:{}  {}",
-                                    l.path,
-                                    l.start_line,
-                                    snippet(&l.text, 200)
-                                );
-                            }
-                        }
-                        if !s.related.is_empty() {
-                            let related: Vec<String> = s
-                                .related
-                                .iter()
-                                .map(|r| format!("{} ({})", r.display, r.together))
-                                .collect();
-                            println!("Mentioned with: {}", related.join(", "));
-                        }
-                    }
-                }
-            }
-            if summary.is_none() {
-                return Ok(ExitCode::FAILURE);
-            }
-        }
+        } => get(app, &path, from, lines, json),
+        MemoryCommand::Entity { name, lines, json } => entity(app, &name.join(" "), lines, json),
         MemoryCommand::Recall {
             query,
             budget,
@@ -468,34 +221,325 @@ pub(super) fn run(cmd: MemoryCommand, app: &App) -> anyhow::Result<ExitCode> {
                 since,
                 until,
             };
-            let pack = app_memory::recall(app, &req)?;
-            if json.json {
-                print_json(&pack)?;
-            } else {
-                println!(
-                    "Recall for \"{}\" ({}/{} tokens):",
-                    pack.query, pack.used_tokens, pack.budget_tokens
-                );
-                for item in &pack.items {
-                    let c = item
-                        .confidence
-                        .map(|c| format!(" c={c}"))
-                        .unwrap_or_default();
-                    println!(
-                        "- [{}{c}] {} ({})",
-                        item.kind,
-                        item.content.replace('\n', " "),
-                        item.source
-                    );
-                }
-                if pack.items.is_empty() {
-                    println!("Nothing relevant in memory.");
-                }
-                if pack.omitted > 0 {
-                    println!("({} more left out for the budget)", pack.omitted);
-                }
+            recall(app, &req, json)
+        }
+    }
+}
+
+/// `memory model install`.
+fn install_model(app: &App, from: &std::path::Path, json: JsonFlag) -> anyhow::Result<ExitCode> {
+    let installed = app_memory::install_model(app, from)?;
+    if json.json {
+        print_json(&installed)?;
+    } else {
+        println!(
+            "Installed {} in {} ({} files, SHA-256 checked, and compact weights for searches: {}); memory search is hybrid from now on.",
+            installed.model,
+            app.host.tilde(&installed.dir),
+            installed.files.len(),
+            installed.compact.name
+        );
+        println!("Run `almanac memory index` to embed the notes already indexed.");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `memory index`.
+fn index(app: &App, force: bool, json: JsonFlag) -> anyhow::Result<ExitCode> {
+    let mut bar = super::output::Progress::new("embedding");
+    let done = app_memory::index(app, force, |n, of| bar.show(n, of))?;
+    bar.finish();
+    done.sync.warnings.iter().for_each(warn);
+    if json.json {
+        print_json(&done)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!(
+        "{} sync: {} file(s) indexed, {} removed, {} item(s) added in {:.0} ms; the index holds {} file(s), {} item(s)",
+        done.sync.mode,
+        done.sync.files_indexed,
+        done.sync.files_removed,
+        done.sync.items_indexed,
+        done.elapsed_ms,
+        done.stats.files,
+        done.stats.items
+    );
+    let v = &done.vectors;
+    match (&v.lexical_because, &v.model) {
+        (None, Some(model)) => println!(
+            "vectors ({} {model}): {} item(s) embedded in {:.1} s; {} of {} item(s) have one",
+            v.provider,
+            v.embedded,
+            v.elapsed_ms / 1000.0,
+            v.with_vector,
+            done.stats.items
+        ),
+        (Some(reason), _) => println!("vectors: none ({reason})"),
+        (None, None) => {}
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `memory status`.
+fn status(app: &App, json: JsonFlag) -> anyhow::Result<ExitCode> {
+    let status = app_memory::status(app)?;
+    status.warnings.iter().for_each(warn);
+    if json.json {
+        print_json(&status)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!(
+        "Memory search: {}",
+        if status.enabled { "on" } else { "off" }
+    );
+    println!("Root: {}", app.host.tilde(&status.root));
+    println!(
+        "Index: {} ({} KiB)",
+        app.host.tilde(&status.index_path),
+        status.index_bytes / 1024
+    );
+    println!("Files: {}", status.files);
+    println!("Chunks: {}", status.chunks);
+    println!("Entities: {}", status.entities);
+    println!("Facts: {}", status.facts);
+    match &status.model {
+        Some(model) => println!(
+            "Vectors: {} {model}, {} item(s) embedded, {} to do",
+            status.provider, status.vectors.with_vector, status.vectors.without_vector
+        ),
+        None => println!(
+            "Vectors: none, search is lexical ({})",
+            status.lexical_because.as_deref().unwrap_or("no provider")
+        ),
+    }
+    if let Some(compact) = &status.compact_weights {
+        println!("Compact weights: {compact}");
+    }
+    println!(
+        "Last full sync: {}",
+        status.last_sync.as_deref().unwrap_or("never")
+    );
+    for extra in &status.extra_paths {
+        println!("Extra path: {}", app.host.tilde(extra));
+    }
+    println!("Changed since indexed: {}", status.dirty.len());
+    for rel in status.dirty.iter().take(20) {
+        println!("  {rel}");
+    }
+    if status.dirty.len() > 20 {
+        println!("  … and {} more", status.dirty.len() - 20);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `memory search`.
+fn search(app: &App, req: &SearchRequest, json: JsonFlag) -> anyhow::Result<ExitCode> {
+    let searched = app_memory::search_command(app, req)?;
+    searched.sync.warnings.iter().for_each(warn);
+    if let Some(notice) = &searched.semantic.notice {
+        warn(notice);
+    }
+    if json.json {
+        print_search_json(&searched)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    if searched.disabled {
+        println!("Memory search is off (agents.defaults.memorySearch.enabled).");
+        return Ok(ExitCode::SUCCESS);
+    }
+    if let Some(range) = &searched.outcome.time_range {
+        let show = |d: Option<jiff::civil::Date>| d.map_or("…".to_string(), |d| d.to_string());
+        println!("Notes from {} to {}", show(range.since), show(range.until));
+    }
+    if let Some(phrase) = &searched.outcome.unmatched_time_phrase {
+        println!("Nothing from \"{phrase}\"; searched all dates.");
+    }
+    if searched.outcome.hits.is_empty() {
+        println!("No matching memory.");
+    }
+    print_search_hits(&searched.outcome.hits);
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `memory search --json`: OpenClaw's `memory_search` result plus the
+/// outcome's own fields.
+fn print_search_json(searched: &app_memory::Searched) -> anyhow::Result<()> {
+    if searched.disabled {
+        return print_json(&serde_json::json!({
+            "results": [],
+            "disabled": true,
+            "error": "memory search is off (agents.defaults.memorySearch.enabled)"
+        }));
+    }
+    let results: Vec<JsonHit> = searched
+        .outcome
+        .hits
+        .iter()
+        .map(|hit| JsonHit::of(hit, SNIPPET_CHARS))
+        .collect();
+    let mut doc = serde_json::json!({
+        "results": results,
+        "provider": searched.semantic.provider,
+        "model": searched.semantic.model,
+        "mode": searched.semantic.mode,
+        "citations": "auto",
+    });
+    let extra = serde_json::to_value(&searched.outcome)?;
+    if let (Some(doc), Some(extra)) = (doc.as_object_mut(), extra.as_object()) {
+        for (k, v) in extra {
+            if k != "hits" {
+                doc.insert(k.clone(), v.clone());
             }
         }
+    }
+    print_json(&doc)
+}
+
+/// The hits as text, each with its neighbouring lines.
+fn print_search_hits(hits: &[Hit]) {
+    // A hit already shown as the context of a better one is not
+    // repeated.
+    let mut shown: std::collections::HashSet<(&str, usize)> = std::collections::HashSet::new();
+    for hit in hits {
+        if !shown.insert((hit.path.as_str(), hit.start_line)) {
+            continue;
+        }
+        for n in hit.before.iter().chain(&hit.after) {
+            shown.insert((hit.path.as_str(), n.start_line));
+        }
+        let lines = if hit.start_line == hit.end_line {
+            format!("{}", hit.start_line)
+        } else {
+            format!("{}-{}", hit.start_line, hit.end_line)
+        };
+        let heading = if hit.heading.is_empty() {
+            String::new()
+        } else {
+            format!("  ({})", hit.heading)
+        };
+        println!("{}:{lines}  {:.2}{heading}", hit.path, hit.score);
+        for n in &hit.before {
+            println!("    {}", snippet(&n.body, 160));
+        }
+        println!("  > {}", snippet(&hit.body, 400));
+        for n in &hit.after {
+            println!("    {}", snippet(&n.body, 160));
+        }
+    }
+}
+
+/// `memory get`.
+fn get(
+    app: &App,
+    path: &str,
+    from: Option<usize>,
+    lines: Option<usize>,
+    json: JsonFlag,
+) -> anyhow::Result<ExitCode> {
+    match app_memory::get(app, path, from, lines) {
+        Ok(got) => {
+            if json.json {
+                print_json(&got)?;
+            } else {
+                println!("{}", got.text);
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(err @ (GetError::NotMemory(_) | GetError::Outside(_))) => {
+            if json.json {
+                print_json(
+                    &serde_json::json!({"path": path, "text": "", "disabled": true, "error": err.to_string()}),
+                )?;
+            }
+            Err(err.into())
+        }
+        Err(err) => Err(err.into()),
+    }
+}
+
+/// `memory entity`: fails when nothing mentions the name.
+fn entity(app: &App, name: &str, lines: usize, json: JsonFlag) -> anyhow::Result<ExitCode> {
+    let summary = app_memory::entity(app, name, lines)?;
+    if json.json {
+        match &summary {
+            Some(s) => print_json(s)?,
+            None => print_json(&serde_json::json!({"entity": name, "mentions": 0}))?,
+        }
+    } else {
+        match &summary {
+            None => println!("Nothing in memory mentions {name}."),
+            Some(s) => print_entity(s),
+        }
+    }
+    Ok(if summary.is_none() {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// An entity's summary as text.
+fn print_entity(s: &EntitySummary) {
+    let span = match (&s.first_seen, &s.last_seen) {
+        (Some(a), Some(b)) if a == b => format!(", on {a}"),
+        (Some(a), Some(b)) => format!(", first seen {a}, last seen {b}"),
+        _ => String::new(),
+    };
+    println!(
+        "{}: {} mention(s) in {} file(s){span}",
+        s.display, s.mentions, s.files
+    );
+    if !s.facts.is_empty() {
+        println!("Facts:");
+        for f in &s.facts {
+            let c = f.confidence.map(|c| format!(" c={c}")).unwrap_or_default();
+            println!("  [{}{c}] {} ({}#L{})", f.kind, f.content, f.path, f.line);
+        }
+    }
+    if !s.lines.is_empty() {
+        println!("Lines:");
+        for l in &s.lines {
+            println!("  {}:{}  {}", l.path, l.start_line, snippet(&l.text, 200));
+        }
+    }
+    if !s.related.is_empty() {
+        let related: Vec<String> = s
+            .related
+            .iter()
+            .map(|r| format!("{} ({})", r.display, r.together))
+            .collect();
+        println!("Mentioned with: {}", related.join(", "));
+    }
+}
+
+/// `memory recall`.
+fn recall(app: &App, req: &RecallRequest, json: JsonFlag) -> anyhow::Result<ExitCode> {
+    let pack = app_memory::recall(app, req)?;
+    if json.json {
+        print_json(&pack)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!(
+        "Recall for \"{}\" ({}/{} tokens):",
+        pack.query, pack.used_tokens, pack.budget_tokens
+    );
+    for item in &pack.items {
+        let c = item
+            .confidence
+            .map(|c| format!(" c={c}"))
+            .unwrap_or_default();
+        println!(
+            "- [{}{c}] {} ({})",
+            item.kind,
+            item.content.replace('\n', " "),
+            item.source
+        );
+    }
+    if pack.items.is_empty() {
+        println!("Nothing relevant in memory.");
+    }
+    if pack.omitted > 0 {
+        println!("({} more left out for the budget)", pack.omitted);
     }
     Ok(ExitCode::SUCCESS)
 }

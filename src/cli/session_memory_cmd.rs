@@ -94,157 +94,198 @@ pub(super) fn run(cmd: SessionMemoryCommand, app: &App) -> anyhow::Result<ExitCo
             daily,
             force,
             json,
-        } => {
-            let text = if text.len() == 1 && text[0] == "-" {
-                let mut buf = String::new();
-                std::io::stdin().read_to_string(&mut buf)?;
-                buf
-            } else {
-                text.join(" ")
-            };
-            let req = AppendRequest {
-                text: &text,
-                long_term,
-                also_daily: daily,
-                force,
-            };
-            let appended = session_memory::append(app, &req)?;
-            for w in &appended.warnings {
-                warn(w);
-            }
-            if let Some(label) = appended.outcome.forced_past {
-                warn(format!(
-                    "stored despite a prompt-injection pattern ({label}); it is withheld wherever memory is read back"
-                ));
-            }
-            if json.json {
-                print_json(&appended)?;
-            } else {
-                println!("Stored: {}", appended.outcome.preview);
-                for line in appended.outcome.pruned.iter().flat_map(|p| p.moved_lines()) {
-                    println!("{line}");
-                }
-            }
-            Ok(ExitCode::SUCCESS)
-        }
+        } => append(app, &text, long_term, daily, force, json),
         SessionMemoryCommand::Search {
             query,
             limit,
             exit_code,
             json,
-        } => {
-            let query = query.join(" ");
-            let outcome = session_memory::search(app, &query, limit)?;
-            for w in &outcome.sync.warnings {
-                warn(w);
-            }
-            if json.json {
-                let results: Vec<JsonHit> = outcome
-                    .hits
-                    .iter()
-                    .map(|hit| JsonHit::of(hit, SNIPPET_CHARS))
-                    .collect();
-                print_json(&json!({ "query": query, "results": results }))?;
-            } else if outcome.hits.is_empty() {
-                println!("No matching session notes.");
-            } else {
-                for hit in &outcome.hits {
-                    println!("{}", hit_line(hit));
-                }
-            }
-            Ok(if exit_code && outcome.hits.is_empty() {
-                ExitCode::FAILURE
-            } else {
-                ExitCode::SUCCESS
-            })
-        }
+        } => search(app, &query.join(" "), limit, exit_code, json),
         SessionMemoryCommand::Context { goal, budget, json } => {
-            let block = session_memory::context(app, &goal.join(" "), budget)?;
-            if json.json {
-                print_json(&block)?;
-            } else if block.text.is_empty() {
-                println!("(no session memory context)");
-            } else {
-                println!("{}", block.text);
-            }
-            Ok(ExitCode::SUCCESS)
+            context(app, &goal.join(" "), budget, json)
         }
-        SessionMemoryCommand::Status(flag) => {
-            let status = session_memory::status(app);
-            if flag.json {
-                print_json(&status)?;
-            } else {
-                println!(
-                    "Session memory: {}",
-                    if status.enabled { "on" } else { "off" }
-                );
-                println!("  Root: {}", status.root.display());
-                println!(
-                    "  {} lines: {} (max {})",
-                    status
-                        .stats
-                        .long_term_path
-                        .file_name()
-                        .unwrap_or_default()
-                        .to_string_lossy(),
-                    status.stats.long_term_lines,
-                    status.stats.long_term_max_lines
-                );
-                println!("  Daily note files: {}", status.stats.daily_files);
-                match status.index_files {
-                    Some(n) => println!("  Index: {n} files ({})", status.index_path.display()),
-                    None => println!("  Index: not built yet (built by the first search)"),
-                }
-            }
-            Ok(ExitCode::SUCCESS)
-        }
+        SessionMemoryCommand::Status(flag) => status(app, flag),
         SessionMemoryCommand::Clear {
             long_term,
             all,
             scope,
             older_than,
             json,
-        } => {
-            let scope = if all {
-                ClearScope::All
-            } else if long_term {
-                ClearScope::LongTerm
-            } else {
-                scope.unwrap_or(ClearScope::Daily)
-            };
-            if older_than.is_some() && scope != ClearScope::Daily {
-                return Err(super::UsageError::wrap(
-                    "--older-than applies to daily files only",
-                ));
-            }
-            let cleared = session_memory::clear(app, scope, older_than)?;
-            for w in &cleared.warnings {
-                warn(w);
-            }
-            if json.json {
-                print_json(&cleared)?;
-            } else {
-                let o = &cleared.outcome;
-                println!(
-                    "Cleared session memory ({}): daily={} long_term={}",
-                    scope.as_str(),
-                    o.daily,
-                    if o.long_term { "True" } else { "False" }
-                );
-                if let Some(trash) = &o.trash {
-                    println!("Moved {} file(s) to {}:", o.moved.len(), trash.display());
-                    for rel in &o.moved {
-                        println!("  {rel}");
-                    }
-                    println!("To restore them:");
-                    for r in &o.restore {
-                        println!("  mv {} {}", shell_word(&r.from), shell_word(&r.to));
-                    }
-                }
-            }
-            Ok(ExitCode::SUCCESS)
+        } => clear(app, long_term, all, scope, older_than, json),
+    }
+}
+
+/// `session-memory append`: the words joined, or stdin for a lone `-`.
+fn append(
+    app: &App,
+    text: &[String],
+    long_term: bool,
+    daily: bool,
+    force: bool,
+    json: JsonFlag,
+) -> anyhow::Result<ExitCode> {
+    let text = if text.len() == 1 && text[0] == "-" {
+        let mut buf = String::new();
+        std::io::stdin().read_to_string(&mut buf)?;
+        buf
+    } else {
+        text.join(" ")
+    };
+    let req = AppendRequest {
+        text: &text,
+        long_term,
+        also_daily: daily,
+        force,
+    };
+    let appended = session_memory::append(app, &req)?;
+    for w in &appended.warnings {
+        warn(w);
+    }
+    if let Some(label) = appended.outcome.forced_past {
+        warn(format!(
+            "stored despite a prompt-injection pattern ({label}); it is withheld wherever memory is read back"
+        ));
+    }
+    if json.json {
+        print_json(&appended)?;
+    } else {
+        println!("Stored: {}", appended.outcome.preview);
+        for line in appended.outcome.pruned.iter().flat_map(|p| p.moved_lines()) {
+            println!("{line}");
         }
     }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `session-memory search`.
+fn search(
+    app: &App,
+    query: &str,
+    limit: usize,
+    exit_code: bool,
+    json: JsonFlag,
+) -> anyhow::Result<ExitCode> {
+    let outcome = session_memory::search(app, query, limit)?;
+    for w in &outcome.sync.warnings {
+        warn(w);
+    }
+    if json.json {
+        let results: Vec<JsonHit> = outcome
+            .hits
+            .iter()
+            .map(|hit| JsonHit::of(hit, SNIPPET_CHARS))
+            .collect();
+        print_json(&json!({ "query": query, "results": results }))?;
+    } else if outcome.hits.is_empty() {
+        println!("No matching session notes.");
+    } else {
+        for hit in &outcome.hits {
+            println!("{}", hit_line(hit));
+        }
+    }
+    Ok(if exit_code && outcome.hits.is_empty() {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// `session-memory context`.
+fn context(
+    app: &App,
+    goal: &str,
+    budget: Option<usize>,
+    json: JsonFlag,
+) -> anyhow::Result<ExitCode> {
+    let block = session_memory::context(app, goal, budget)?;
+    if json.json {
+        print_json(&block)?;
+    } else if block.text.is_empty() {
+        println!("(no session memory context)");
+    } else {
+        println!("{}", block.text);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `session-memory status`.
+fn status(app: &App, flag: JsonFlag) -> anyhow::Result<ExitCode> {
+    let status = session_memory::status(app);
+    if flag.json {
+        print_json(&status)?;
+    } else {
+        println!(
+            "Session memory: {}",
+            if status.enabled { "on" } else { "off" }
+        );
+        println!("  Root: {}", status.root.display());
+        println!(
+            "  {} lines: {} (max {})",
+            status
+                .stats
+                .long_term_path
+                .file_name()
+                .unwrap_or_default()
+                .to_string_lossy(),
+            status.stats.long_term_lines,
+            status.stats.long_term_max_lines
+        );
+        println!("  Daily note files: {}", status.stats.daily_files);
+        match status.index_files {
+            Some(n) => println!("  Index: {n} files ({})", status.index_path.display()),
+            None => println!("  Index: not built yet (built by the first search)"),
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `session-memory clear`: `--all` and `--long-term` win over `--scope`.
+fn clear(
+    app: &App,
+    long_term: bool,
+    all: bool,
+    scope: Option<ClearScope>,
+    older_than: Option<u32>,
+    json: JsonFlag,
+) -> anyhow::Result<ExitCode> {
+    let scope = if all {
+        ClearScope::All
+    } else if long_term {
+        ClearScope::LongTerm
+    } else {
+        scope.unwrap_or(ClearScope::Daily)
+    };
+    if older_than.is_some() && scope != ClearScope::Daily {
+        return Err(super::UsageError::wrap(
+            "--older-than applies to daily files only",
+        ));
+    }
+    let cleared = session_memory::clear(app, scope, older_than)?;
+    for w in &cleared.warnings {
+        warn(w);
+    }
+    if json.json {
+        print_json(&cleared)?;
+    } else {
+        let o = &cleared.outcome;
+        println!(
+            "Cleared session memory ({}): daily={} long_term={}",
+            scope.as_str(),
+            o.daily,
+            if o.long_term { "True" } else { "False" }
+        );
+        if let Some(trash) = &o.trash {
+            println!("Moved {} file(s) to {}:", o.moved.len(), trash.display());
+            for rel in &o.moved {
+                println!("  {rel}");
+            }
+            println!("To restore them:");
+            for r in &o.restore {
+                println!("  mv {} {}", shell_word(&r.from), shell_word(&r.to));
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 /// `path` as one shell word: as it is when that is safe, else in single

@@ -1,5 +1,10 @@
-use super::*;
 use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+
+use serde_json::Value;
+
+use super::*;
+use crate::host::Host;
 
 fn host(vars: &[(&str, &str)]) -> Host {
     Host::with_vars(

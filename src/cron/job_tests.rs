@@ -52,19 +52,24 @@ fn with(mut value: Value, path: &[&str], new: Value) -> Value {
     value
 }
 
-#[test]
-fn validation_table() {
-    let main_event = || {
-        let v = with(base(), &["sessionTarget"], json!("main"));
-        let v = with(v, &["delivery"], Value::Null);
-        with(
-            v,
-            &["payload"],
-            json!({"kind": "systemEvent", "text": "Stand up"}),
-        )
-    };
-    // (what is varied, the job, the field named in the error or None)
-    let cases: Vec<(&str, Value, Option<&str>)> = vec![
+/// A main-session job with a system event and no delivery.
+fn main_event() -> Value {
+    let v = with(base(), &["sessionTarget"], json!("main"));
+    let v = with(v, &["delivery"], Value::Null);
+    with(
+        v,
+        &["payload"],
+        json!({"kind": "systemEvent", "text": "Stand up"}),
+    )
+}
+
+/// A validation case: what is varied, the job, the field named in the
+/// error or None.
+type ValidationCase = (&'static str, Value, Option<&'static str>);
+
+/// Where a job runs, for which agent, and where its result goes.
+fn target_and_delivery_cases() -> Vec<ValidationCase> {
+    vec![
         ("the base job", base(), None),
         ("a main system event", main_event(), None),
         (
@@ -180,6 +185,12 @@ fn validation_table() {
             ),
             Some("delivery.failureDestination.to"),
         ),
+    ]
+}
+
+/// What a job says and when it runs.
+fn payload_and_schedule_cases() -> Vec<ValidationCase> {
+    vec![
         (
             "empty message",
             with(base(), &["payload", "message"], json!(" ")),
@@ -227,7 +238,13 @@ fn validation_table() {
             ),
             Some("schedule.at"),
         ),
-    ];
+    ]
+}
+
+#[test]
+fn validation_table() {
+    let mut cases = target_and_delivery_cases();
+    cases.extend(payload_and_schedule_cases());
     let mut failures = Vec::new();
     for (what, value, field) in cases {
         let result = job(value).validate(&check(false));

@@ -302,31 +302,29 @@ fn failures_count_and_anything_else_resets_the_count_and_the_alert_time() {
     }
 }
 
-#[test]
-fn one_shot_rules() {
-    let retry_cfg = |max: u32, backoff: &[u64], on: &[TransientClass]| {
-        let mut c = config();
-        c.retry.max_attempts = max;
-        c.retry.backoff_ms = backoff.to_vec();
-        c.retry.retry_on = on.to_vec();
-        c
-    };
-    let all = &TransientClass::ALL;
-    struct Case {
-        name: &'static str,
-        job: Value,
-        run: RunEnd,
-        config: CronConfig,
-        after: AfterRun,
-        retry_at: Option<i64>,
-    }
-    let timed_out = {
-        let mut r = failed("request timeout");
-        r.timed_out = true;
-        r
-    };
-    let cases = vec![
-        Case {
+/// A one-shot job's run and what follows it.
+struct OneShotCase {
+    name: &'static str,
+    job: Value,
+    run: RunEnd,
+    config: CronConfig,
+    after: AfterRun,
+    retry_at: Option<i64>,
+}
+
+/// The default config with these retry settings.
+fn retry_cfg(max: u32, backoff: &[u64], on: &[TransientClass]) -> CronConfig {
+    let mut c = config();
+    c.retry.max_attempts = max;
+    c.retry.backoff_ms = backoff.to_vec();
+    c.retry.retry_on = on.to_vec();
+    c
+}
+
+/// Runs that end well or are skipped.
+fn one_shot_completions() -> Vec<OneShotCase> {
+    vec![
+        OneShotCase {
             name: "ok removes it (deleteAfterRun unset)",
             job: json!({}),
             run: ok(),
@@ -334,7 +332,7 @@ fn one_shot_rules() {
             after: AfterRun::Delete,
             retry_at: None,
         },
-        Case {
+        OneShotCase {
             name: "ok keeps it disabled with deleteAfterRun false",
             job: json!({"deleteAfterRun": false}),
             run: ok(),
@@ -342,7 +340,7 @@ fn one_shot_rules() {
             after: AfterRun::Disable,
             retry_at: None,
         },
-        Case {
+        OneShotCase {
             name: "skipped disables, never removes",
             job: json!({"deleteAfterRun": true}),
             run: end(RunStatus::Skipped, Some("nothing to do")),
@@ -350,7 +348,19 @@ fn one_shot_rules() {
             after: AfterRun::Disable,
             retry_at: None,
         },
-        Case {
+    ]
+}
+
+/// Runs that fail: retried after a delay, or given up.
+fn one_shot_failures() -> Vec<OneShotCase> {
+    let all = &TransientClass::ALL;
+    let timed_out = {
+        let mut r = failed("request timeout");
+        r.timed_out = true;
+        r
+    };
+    vec![
+        OneShotCase {
             name: "first transient error: retry after 30 s",
             job: json!({}),
             run: failed("HTTP 503"),
@@ -358,7 +368,7 @@ fn one_shot_rules() {
             after: AfterRun::Keep,
             retry_at: Some(ENDED + 30_000),
         },
-        Case {
+        OneShotCase {
             name: "second: 1 min",
             job: json!({"state": {"consecutiveErrors": 1}}),
             run: failed("rate limit"),
@@ -366,7 +376,7 @@ fn one_shot_rules() {
             after: AfterRun::Keep,
             retry_at: Some(ENDED + 60_000),
         },
-        Case {
+        OneShotCase {
             name: "third: 5 min",
             job: json!({"state": {"consecutiveErrors": 2}}),
             run: failed("fetch failed"),
@@ -374,7 +384,7 @@ fn one_shot_rules() {
             after: AfterRun::Keep,
             retry_at: Some(ENDED + 300_000),
         },
-        Case {
+        OneShotCase {
             name: "fourth: attempts used up",
             job: json!({"state": {"consecutiveErrors": 3}}),
             run: failed("fetch failed"),
@@ -382,7 +392,7 @@ fn one_shot_rules() {
             after: AfterRun::Disable,
             retry_at: None,
         },
-        Case {
+        OneShotCase {
             name: "the last delay repeats",
             job: json!({"state": {"consecutiveErrors": 3}}),
             run: failed("overloaded"),
@@ -390,7 +400,7 @@ fn one_shot_rules() {
             after: AfterRun::Keep,
             retry_at: Some(ENDED + 2_000),
         },
-        Case {
+        OneShotCase {
             name: "an empty delay list is the default one",
             job: json!({}),
             run: failed("overloaded"),
@@ -398,7 +408,7 @@ fn one_shot_rules() {
             after: AfterRun::Keep,
             retry_at: Some(ENDED + 30_000),
         },
-        Case {
+        OneShotCase {
             name: "permanent error",
             job: json!({}),
             run: failed("invalid api key"),
@@ -406,7 +416,7 @@ fn one_shot_rules() {
             after: AfterRun::Disable,
             retry_at: None,
         },
-        Case {
+        OneShotCase {
             name: "a class not in retryOn",
             job: json!({}),
             run: failed("HTTP 503"),
@@ -414,7 +424,7 @@ fn one_shot_rules() {
             after: AfterRun::Disable,
             retry_at: None,
         },
-        Case {
+        OneShotCase {
             name: "maxAttempts 0",
             job: json!({}),
             run: failed("HTTP 503"),
@@ -422,7 +432,7 @@ fn one_shot_rules() {
             after: AfterRun::Disable,
             retry_at: None,
         },
-        Case {
+        OneShotCase {
             name: "stopped at its time limit",
             job: json!({}),
             run: timed_out,
@@ -430,7 +440,7 @@ fn one_shot_rules() {
             after: AfterRun::Disable,
             retry_at: None,
         },
-        Case {
+        OneShotCase {
             name: "disabled while it ran",
             job: json!({"enabled": false}),
             run: failed("HTTP 503"),
@@ -438,7 +448,7 @@ fn one_shot_rules() {
             after: AfterRun::Disable,
             retry_at: None,
         },
-        Case {
+        OneShotCase {
             name: "an error without text is permanent",
             job: json!({}),
             run: end(RunStatus::Error, None),
@@ -446,7 +456,13 @@ fn one_shot_rules() {
             after: AfterRun::Disable,
             retry_at: None,
         },
-    ];
+    ]
+}
+
+#[test]
+fn one_shot_rules() {
+    let mut cases = one_shot_completions();
+    cases.extend(one_shot_failures());
     for case in cases {
         let job = at_job(case.job);
         let applied = apply(&job, &case.run, Some(ENDED + 999_999), &case.config);

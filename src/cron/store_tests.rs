@@ -3,7 +3,7 @@ use std::path::Path;
 use serde_json::json;
 
 use super::*;
-use crate::cron::job::{Payload, ScheduleSpec, SessionTarget, WakeMode};
+use crate::cron::job::{Job, Payload, ScheduleSpec, SessionTarget, WakeMode};
 
 const NOW_MS: i64 = 1_795_000_000_000;
 

@@ -25,6 +25,8 @@
 //!   dropped uncommitted is removed. [`scratch_file`] is an unlinked
 //!   read-write file for data too large for memory: it never outlives its
 //!   handle under a name a reader would take.
+//! * A whole file's read-modify-write holds its lock file, named by
+//!   [`lock_path_for`] (`<file>.lock`), through [`with_file_lock`].
 //! * Directories created here are private (0700); files are created 0600
 //!   unless the caller asks otherwise.
 //!
@@ -443,6 +445,16 @@ fn append_on_fresh_line(file: &mut File, bytes: &[u8]) -> io::Result<()> {
     } else {
         file.write_all(bytes)
     }
+}
+
+/// The lock file of the file at `path`: `<path>.lock` beside it
+/// (`jobs.json` → `jobs.json.lock`), its name the file's name as bytes
+/// with `.lock` appended. Every read-modify-write of a whole file holds
+/// this lock ([`with_file_lock`]) unless it guards a folder of files.
+pub(crate) fn lock_path_for(path: &Path) -> PathBuf {
+    let mut name = path.as_os_str().to_os_string();
+    name.push(".lock");
+    PathBuf::from(name)
 }
 
 /// Runs `f` while holding an exclusive lock on `lock_path` (created 0600 if

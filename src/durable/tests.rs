@@ -527,3 +527,41 @@ fn a_copy_replaces_its_target_whole_and_private() {
         .collect();
     assert_eq!(names.len(), 2, "{names:?}");
 }
+
+/// The lock file of a whole file is `<file>.lock` beside it, the same
+/// bytes every store has always used (a lock under another name would
+/// not exclude a process still using the old one).
+#[test]
+fn a_file_s_lock_is_its_name_with_lock_appended() {
+    use std::ffi::OsStr;
+    use std::os::unix::ffi::OsStrExt;
+
+    let state = Path::new("/home/u/.almanac");
+    for (file, lock) in [
+        ("cron/jobs.json", "cron/jobs.json.lock"),
+        ("heartbeat.json", "heartbeat.json.lock"),
+        (
+            "agents/main/heartbeat/runs.jsonl",
+            "agents/main/heartbeat/runs.jsonl.lock",
+        ),
+        (
+            "agents/main/sessions/sessions.json",
+            "agents/main/sessions/sessions.json.lock",
+        ),
+        ("memory.sqlite", "memory.sqlite.lock"),
+        ("config.json5", "config.json5.lock"),
+    ] {
+        assert_eq!(lock_path_for(&state.join(file)), state.join(lock), "{file}");
+    }
+    // The config's lock was named from its file name: the same path.
+    let config = state.join("config.json5");
+    let mut name = config.file_name().unwrap().to_os_string();
+    name.push(".lock");
+    assert_eq!(lock_path_for(&config), config.with_file_name(name));
+    // A name that is not UTF-8 keeps its bytes.
+    let odd = Path::new(OsStr::from_bytes(b"/tmp/caf\xe9.json"));
+    assert_eq!(
+        lock_path_for(odd).as_os_str().as_bytes(),
+        b"/tmp/caf\xe9.json.lock"
+    );
+}

@@ -140,9 +140,7 @@ impl Queue {
     }
 
     fn lock_path(&self) -> PathBuf {
-        let mut p = self.path.clone().into_os_string();
-        p.push(".lock");
-        PathBuf::from(p)
+        durable::lock_path_for(&self.path)
     }
 
     /// Queues `text` for `key`; `false` when it was dropped (empty, or the

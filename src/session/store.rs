@@ -136,9 +136,7 @@ impl Store {
     }
 
     fn lock_path(&self) -> PathBuf {
-        let mut p = self.path.clone().into_os_string();
-        p.push(".lock");
-        PathBuf::from(p)
+        durable::lock_path_for(&self.path)
     }
 
     /// Reads the store (not locked: a snapshot), with warnings. A file

@@ -18,12 +18,19 @@
 //! (`shell-pipe-to-shell`, critical), the environment piped out
 //! (`secret-exfiltration`, critical), and a file or stdin posted
 //! (`data-upload`, info).
+//!
+//! The rules are made of line predicates ([`lines`]).
 
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
 use crate::memory::sanitize;
+use lines::{
+    contains_call, decode_and_run, destructive_delete, literal_secret, mentions_secret, network,
+    network_send, obfuscated, pipe_to_shell, reads_secret, sends_data, suspicious_websocket,
+    tool_without_permission, uploads_file_or_stdin,
+};
 
 const MAX_FILES: usize = 500;
 const MAX_FILE_BYTES: u64 = 1024 * 1024;
@@ -156,294 +163,353 @@ fn scan_text(text: &str, lang: Lang, rel: &Path) -> Vec<Finding> {
         Lang::Python | Lang::Shell => strip_hash_comments(text),
         Lang::Markdown => text.to_string(),
     };
-    let lines: Vec<&str> = code.lines().collect();
-    let raw_lines: Vec<&str> = text.lines().collect();
-    let lower = code.to_lowercase();
-    let mut findings = Vec::new();
-    let mut add =
-        |rule_id: &'static str, severity: Severity, line: usize, message: &'static str| {
-            if findings.iter().any(|f: &Finding| f.rule_id == rule_id) {
-                return;
-            }
-            let evidence_line = raw_lines
-                .get(line.saturating_sub(1))
-                .copied()
-                .unwrap_or("")
-                .trim();
-            findings.push(Finding {
-                rule_id,
-                severity,
-                file: rel.to_path_buf(),
-                line,
-                message,
-                evidence: evidence(evidence_line),
-            });
-        };
-    let find_line = |pred: &dyn Fn(&str) -> bool| lines.iter().position(|l| pred(l)).map(|i| i + 1);
-    let network_send = |l: &str| {
-        let l = l.to_lowercase();
-        [
-            "fetch(",
-            ".post(",
-            "post(",
-            "http.request(",
-            "https.request(",
-            "requests.post(",
-            "requests.get(",
-            "urlopen(",
-            "axios",
-            "curl ",
-            "wget ",
-        ]
-        .iter()
-        .any(|p| l.contains(p))
+    let mut scan = FileScan {
+        lang,
+        rel,
+        code: &code,
+        lines: code.lines().collect(),
+        raw_lines: text.lines().collect(),
+        findings: Vec::new(),
     };
+    scan.code_rules();
+    scan.shell_rules();
+    if lang == Lang::Markdown {
+        scan.markdown_rules();
+    }
+    let mut findings = scan.findings;
+    findings.sort_by_key(|f| f.line);
+    findings
+}
 
-    if lang == Lang::Js && code.contains("child_process") {
-        let exec_call = |l: &str| {
-            [
-                "exec(",
-                "execSync(",
-                "spawn(",
-                "spawnSync(",
-                "execFile(",
-                "execFileSync(",
-            ]
-            .iter()
-            .any(|c| {
-                l.match_indices(c).any(|(i, _)| {
-                    let before = &l[..i];
-                    !before.ends_with('.')
-                        || before.ends_with("cp.")
-                        || before.ends_with("childProcess.")
-                        || before.ends_with("child_process.")
+/// One file being scanned: its text with and without comments, and the
+/// findings so far (one per rule).
+struct FileScan<'a> {
+    lang: Lang,
+    rel: &'a Path,
+    /// The text with comments removed (source code) or as it is.
+    code: &'a str,
+    lines: Vec<&'a str>,
+    /// The text as it is, for evidence.
+    raw_lines: Vec<&'a str>,
+    findings: Vec<Finding>,
+}
+
+impl FileScan<'_> {
+    /// Records a finding of `rule_id` at `line` (1-based) unless the rule
+    /// already fired in this file.
+    fn add(
+        &mut self,
+        rule_id: &'static str,
+        severity: Severity,
+        line: usize,
+        message: &'static str,
+    ) {
+        if self.findings.iter().any(|f: &Finding| f.rule_id == rule_id) {
+            return;
+        }
+        let evidence_line = self
+            .raw_lines
+            .get(line.saturating_sub(1))
+            .copied()
+            .unwrap_or("")
+            .trim();
+        self.findings.push(Finding {
+            rule_id,
+            severity,
+            file: self.rel.to_path_buf(),
+            line,
+            message,
+            evidence: evidence(evidence_line),
+        });
+    }
+
+    /// The first line (1-based) `pred` holds for.
+    fn find_line(&self, pred: &dyn Fn(&str) -> bool) -> Option<usize> {
+        self.lines.iter().position(|l| pred(l)).map(|i| i + 1)
+    }
+
+    /// OpenClaw's rules on source code: execution, dynamic code, mining,
+    /// odd sockets, file reads sent out, obfuscation, the environment
+    /// harvested.
+    fn code_rules(&mut self) {
+        let lang = self.lang;
+        if lang == Lang::Js && self.code.contains("child_process") {
+            let exec_call = |l: &str| {
+                [
+                    "exec(",
+                    "execSync(",
+                    "spawn(",
+                    "spawnSync(",
+                    "execFile(",
+                    "execFileSync(",
+                ]
+                .iter()
+                .any(|c| {
+                    l.match_indices(c).any(|(i, _)| {
+                        let before = &l[..i];
+                        !before.ends_with('.')
+                            || before.ends_with("cp.")
+                            || before.ends_with("childProcess.")
+                            || before.ends_with("child_process.")
+                    })
                 })
+            };
+            if let Some(n) = self.find_line(&exec_call) {
+                self.add(
+                    "dangerous-exec",
+                    Severity::Critical,
+                    n,
+                    "Shell command execution detected (child_process)",
+                );
+            }
+        }
+        if lang == Lang::Python
+            && let Some(n) = self.find_line(&|l: &str| {
+                l.contains("os.system(")
+                    || l.contains("os.popen(")
+                    || (l.contains("subprocess.") && l.contains("shell=True"))
             })
-        };
-        if let Some(n) = find_line(&exec_call) {
-            add(
+        {
+            self.add(
                 "dangerous-exec",
                 Severity::Critical,
                 n,
-                "Shell command execution detected (child_process)",
+                "Shell command execution detected (os.system / shell=True)",
             );
         }
-    }
-    if lang == Lang::Python
-        && let Some(n) = find_line(&|l: &str| {
-            l.contains("os.system(")
-                || l.contains("os.popen(")
-                || (l.contains("subprocess.") && l.contains("shell=True"))
-        })
-    {
-        add(
-            "dangerous-exec",
-            Severity::Critical,
-            n,
-            "Shell command execution detected (os.system / shell=True)",
-        );
-    }
-    let dynamic = |l: &str| match lang {
-        Lang::Js => contains_call(l, "eval(") || l.contains("new Function("),
-        Lang::Python => contains_call(l, "eval(") || contains_call(l, "exec("),
-        _ => false,
-    };
-    if let Some(n) = find_line(&dynamic) {
-        add(
-            "dynamic-code-execution",
-            Severity::Critical,
-            n,
-            "Dynamic code execution detected",
-        );
-    }
-    if let Some(n) = find_line(&|l: &str| {
-        let l = l.to_lowercase();
-        [
-            "stratum+tcp",
-            "stratum+ssl",
-            "coinhive",
-            "cryptonight",
-            "xmrig",
-        ]
-        .iter()
-        .any(|p| l.contains(p))
-    }) {
-        add(
-            "crypto-mining",
-            Severity::Critical,
-            n,
-            "Possible crypto-mining reference detected",
-        );
-    }
-    if lang == Lang::Js
-        && let Some(n) = find_line(&suspicious_websocket)
-    {
-        add(
-            "suspicious-network",
-            Severity::Warn,
-            n,
-            "WebSocket connection to a non-standard port",
-        );
-    }
-    let reads_files = match lang {
-        Lang::Js => code.contains("readFile"),
-        Lang::Python => code.contains("open(") || code.contains("read_text("),
-        _ => false,
-    };
-    if reads_files && let Some(n) = find_line(&network_send) {
-        add(
-            "potential-exfiltration",
-            Severity::Warn,
-            n,
-            "File read combined with a network send (possible exfiltration)",
-        );
-    }
-    if let Some(n) = find_line(&obfuscated) {
-        add(
-            "obfuscated-code",
-            Severity::Warn,
-            n,
-            "Obfuscated code (hex escapes or a long base64 payload)",
-        );
-    }
-    let env_marker = match lang {
-        Lang::Js => Some("process.env"),
-        Lang::Python => Some("os.environ"),
-        _ => None,
-    };
-    if let Some(marker) = env_marker {
-        for (i, l) in lines.iter().enumerate() {
-            if !l.contains(marker) {
-                continue;
-            }
-            let from = i.saturating_sub(8);
-            let to = (i + 8).min(lines.len().saturating_sub(1));
-            if lines[from..=to].iter().any(|l| network_send(l)) {
-                add(
-                    "env-harvesting",
-                    Severity::Critical,
-                    i + 1,
-                    "Environment variables read near a network send (possible credential harvesting)",
-                );
-                break;
-            }
+        let dynamic = |l: &str| match lang {
+            Lang::Js => contains_call(l, "eval(") || l.contains("new Function("),
+            Lang::Python => contains_call(l, "eval(") || contains_call(l, "exec("),
+            _ => false,
+        };
+        if let Some(n) = self.find_line(&dynamic) {
+            self.add(
+                "dynamic-code-execution",
+                Severity::Critical,
+                n,
+                "Dynamic code execution detected",
+            );
         }
+        if let Some(n) = self.find_line(&|l: &str| {
+            let l = l.to_lowercase();
+            [
+                "stratum+tcp",
+                "stratum+ssl",
+                "coinhive",
+                "cryptonight",
+                "xmrig",
+            ]
+            .iter()
+            .any(|p| l.contains(p))
+        }) {
+            self.add(
+                "crypto-mining",
+                Severity::Critical,
+                n,
+                "Possible crypto-mining reference detected",
+            );
+        }
+        if lang == Lang::Js
+            && let Some(n) = self.find_line(&suspicious_websocket)
+        {
+            self.add(
+                "suspicious-network",
+                Severity::Warn,
+                n,
+                "WebSocket connection to a non-standard port",
+            );
+        }
+        let reads_files = match lang {
+            Lang::Js => self.code.contains("readFile"),
+            Lang::Python => self.code.contains("open(") || self.code.contains("read_text("),
+            _ => false,
+        };
+        if reads_files && let Some(n) = self.find_line(&network_send) {
+            self.add(
+                "potential-exfiltration",
+                Severity::Warn,
+                n,
+                "File read combined with a network send (possible exfiltration)",
+            );
+        }
+        if let Some(n) = self.find_line(&obfuscated) {
+            self.add(
+                "obfuscated-code",
+                Severity::Warn,
+                n,
+                "Obfuscated code (hex escapes or a long base64 payload)",
+            );
+        }
+        self.env_harvesting();
     }
-    if let Some(n) = find_line(&|l: &str| literal_secret(l).is_some()) {
-        add(
-            "literal-secret",
-            Severity::Critical,
-            n,
-            "A credential is written in the skill",
-        );
-    }
-    if let Some(n) = find_line(&pipe_to_shell) {
-        add(
-            "shell-pipe-to-shell",
-            Severity::Critical,
-            n,
-            "Downloads piped straight into a shell",
-        );
-    }
-    // Credential files and stores sent over the network: the shell forms
-    // (`cat ~/.aws/credentials | curl -d @- …`, `curl -F f=@~/.ssh/id_rsa`,
-    // `tar ~/.ssh | nc …`) as well as the code forms.
-    let exfiltration = find_line(&|l: &str| mentions_secret(l) && network(l)).or_else(|| {
-        lines.iter().enumerate().find_map(|(i, l)| {
-            if !reads_secret(l) {
+
+    /// The environment read within eight lines of a network send.
+    fn env_harvesting(&mut self) {
+        let env_marker = match self.lang {
+            Lang::Js => "process.env",
+            Lang::Python => "os.environ",
+            _ => return,
+        };
+        let lines = &self.lines;
+        let harvested = lines.iter().enumerate().find_map(|(i, l)| {
+            if !l.contains(env_marker) {
                 return None;
             }
             let from = i.saturating_sub(8);
             let to = (i + 8).min(lines.len().saturating_sub(1));
             lines[from..=to]
                 .iter()
-                .any(|l| sends_data(l))
+                .any(|l| network_send(l))
                 .then_some(i + 1)
-        })
-    });
-    if let Some(n) = exfiltration {
-        add(
-            "credential-exfiltration",
-            Severity::Critical,
-            n,
-            "A credential file or store is read and sent over the network",
-        );
-    } else if let Some(n) = find_line(&reads_secret) {
-        add(
-            "credential-access",
-            Severity::Warn,
-            n,
-            "A credential file or store is read (keys, cloud credentials, .env, browser or keychain stores)",
-        );
+        });
+        if let Some(n) = harvested {
+            self.add(
+                "env-harvesting",
+                Severity::Critical,
+                n,
+                "Environment variables read near a network send (possible credential harvesting)",
+            );
+        }
     }
-    if let Some(n) = find_line(&decode_and_run) {
-        add(
-            "shell-decode-exec",
-            Severity::Critical,
-            n,
-            "Encoded text decoded and run (eval or a shell of base64-decoded data)",
-        );
+
+    /// Rules for every file, `SKILL.md` prose included: secrets written
+    /// in, downloads run, credentials read and sent, encoded text run,
+    /// uploads, the environment sent out, destructive deletes, open
+    /// permissions.
+    fn shell_rules(&mut self) {
+        if let Some(n) = self.find_line(&|l: &str| literal_secret(l).is_some()) {
+            self.add(
+                "literal-secret",
+                Severity::Critical,
+                n,
+                "A credential is written in the skill",
+            );
+        }
+        if let Some(n) = self.find_line(&pipe_to_shell) {
+            self.add(
+                "shell-pipe-to-shell",
+                Severity::Critical,
+                n,
+                "Downloads piped straight into a shell",
+            );
+        }
+        self.credential_rules();
+        if let Some(n) = self.find_line(&decode_and_run) {
+            self.add(
+                "shell-decode-exec",
+                Severity::Critical,
+                n,
+                "Encoded text decoded and run (eval or a shell of base64-decoded data)",
+            );
+        }
+        if let Some(n) = self.find_line(&uploads_file_or_stdin) {
+            self.add(
+                "data-upload",
+                Severity::Info,
+                n,
+                "A file or standard input is posted over the network",
+            );
+        }
+        self.secret_exfiltration();
+        if let Some(n) = self.find_line(&destructive_delete) {
+            self.add(
+                "destructive-delete",
+                Severity::Warn,
+                n,
+                "Recursive delete of a root, home or current folder",
+            );
+        }
+        if let Some(n) = self.find_line(&|l: &str| {
+            let l = l.split_whitespace().collect::<Vec<_>>().join(" ");
+            l.contains("chmod 777") || l.contains("chmod -R 777")
+        }) {
+            self.add(
+                "unsafe-permissions",
+                Severity::Warn,
+                n,
+                "World-writable permissions (chmod 777)",
+            );
+        }
     }
-    if let Some(n) = find_line(&uploads_file_or_stdin) {
-        add(
-            "data-upload",
-            Severity::Info,
-            n,
-            "A file or standard input is posted over the network",
-        );
+
+    /// Credential files and stores sent over the network: the shell forms
+    /// (`cat ~/.aws/credentials | curl -d @- …`, `curl -F f=@~/.ssh/id_rsa`,
+    /// `tar ~/.ssh | nc …`) as well as the code forms; read without a
+    /// send, a warning.
+    fn credential_rules(&mut self) {
+        let lines = &self.lines;
+        let exfiltration = self
+            .find_line(&|l: &str| mentions_secret(l) && network(l))
+            .or_else(|| {
+                lines.iter().enumerate().find_map(|(i, l)| {
+                    if !reads_secret(l) {
+                        return None;
+                    }
+                    let from = i.saturating_sub(8);
+                    let to = (i + 8).min(lines.len().saturating_sub(1));
+                    lines[from..=to]
+                        .iter()
+                        .any(|l| sends_data(l))
+                        .then_some(i + 1)
+                })
+            });
+        if let Some(n) = exfiltration {
+            self.add(
+                "credential-exfiltration",
+                Severity::Critical,
+                n,
+                "A credential file or store is read and sent over the network",
+            );
+        } else if let Some(n) = self.find_line(&reads_secret) {
+            self.add(
+                "credential-access",
+                Severity::Warn,
+                n,
+                "A credential file or store is read (keys, cloud credentials, .env, browser or keychain stores)",
+            );
+        }
     }
-    let padded = format!("\n{lower}");
-    if let Some(pos) = [
-        "process.env",
-        "$env",
-        "${env",
-        "os.environ",
-        " env |",
-        " env>",
-        "\nenv |",
-        "\nenv>",
-        "printenv",
-    ]
-    .iter()
-    .filter_map(|m| padded.find(m))
-    .find(|&p| {
-        let window: String = padded[p..].chars().take(80).collect();
-        [
-            "fetch", "curl", "wget", "http", "nc ", "ncat", "netcat", "socat", "/dev/tcp",
+
+    /// The environment piped or interpolated into a network command.
+    fn secret_exfiltration(&mut self) {
+        let padded = format!("\n{}", self.code.to_lowercase());
+        if let Some(pos) = [
+            "process.env",
+            "$env",
+            "${env",
+            "os.environ",
+            " env |",
+            " env>",
+            "\nenv |",
+            "\nenv>",
+            "printenv",
         ]
         .iter()
-        .any(|n| window.contains(n))
-    }) {
-        let n = padded[..=pos].matches('\n').count();
-        add(
-            "secret-exfiltration",
-            Severity::Critical,
-            n.max(1),
-            "Environment values sent over the network",
-        );
+        .filter_map(|m| padded.find(m))
+        .find(|&p| {
+            let window: String = padded[p..].chars().take(80).collect();
+            [
+                "fetch", "curl", "wget", "http", "nc ", "ncat", "netcat", "socat", "/dev/tcp",
+            ]
+            .iter()
+            .any(|n| window.contains(n))
+        }) {
+            let n = padded[..=pos].matches('\n').count();
+            self.add(
+                "secret-exfiltration",
+                Severity::Critical,
+                n.max(1),
+                "Environment values sent over the network",
+            );
+        }
     }
-    if let Some(n) = find_line(&destructive_delete) {
-        add(
-            "destructive-delete",
-            Severity::Warn,
-            n,
-            "Recursive delete of a root, home or current folder",
-        );
-    }
-    if let Some(n) = find_line(&|l: &str| {
-        let l = l.split_whitespace().collect::<Vec<_>>().join(" ");
-        l.contains("chmod 777") || l.contains("chmod -R 777")
-    }) {
-        add(
-            "unsafe-permissions",
-            Severity::Warn,
-            n,
-            "World-writable permissions (chmod 777)",
-        );
-    }
-    if lang == Lang::Markdown {
+
+    /// `SKILL.md` prose (outside code blocks) that steers the model:
+    /// ignore your instructions, pose as the system, use tools unasked.
+    fn markdown_rules(&mut self) {
         let mut in_code = false;
-        for (i, l) in raw_lines.iter().enumerate() {
+        for i in 0..self.raw_lines.len() {
+            let l = self.raw_lines[i];
             if l.trim_start().starts_with("```") {
                 in_code = !in_code;
                 continue;
@@ -452,7 +518,7 @@ fn scan_text(text: &str, lang: Lang, rel: &Path) -> Vec<Finding> {
                 continue;
             }
             match sanitize::scan(l).map(|f| f.label) {
-                Some(sanitize::IGNORE_PREVIOUS | sanitize::DISREGARD_RULES) => add(
+                Some(sanitize::IGNORE_PREVIOUS | sanitize::DISREGARD_RULES) => self.add(
                     "prompt-injection-ignore-instructions",
                     Severity::Critical,
                     i + 1,
@@ -462,7 +528,7 @@ fn scan_text(text: &str, lang: Lang, rel: &Path) -> Vec<Finding> {
                     sanitize::PROMPT_EXTRACTION
                     | sanitize::EMBEDDED_SYSTEM
                     | sanitize::TEMPLATE_MARKER,
-                ) => add(
+                ) => self.add(
                     "prompt-injection-system",
                     Severity::Critical,
                     i + 1,
@@ -471,7 +537,7 @@ fn scan_text(text: &str, lang: Lang, rel: &Path) -> Vec<Finding> {
                 _ => {}
             }
             if tool_without_permission(l) {
-                add(
+                self.add(
                     "prompt-injection-tool",
                     Severity::Critical,
                     i + 1,
@@ -480,447 +546,6 @@ fn scan_text(text: &str, lang: Lang, rel: &Path) -> Vec<Finding> {
             }
         }
     }
-    findings.sort_by_key(|f| f.line);
-    findings
-}
-
-fn contains_call(line: &str, call: &str) -> bool {
-    line.match_indices(call).any(|(i, _)| {
-        let before = line[..i].chars().last();
-        !before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == '.')
-    })
-}
-
-fn suspicious_websocket(line: &str) -> bool {
-    let Some(pos) = line.find("new WebSocket(") else {
-        return false;
-    };
-    let rest = &line[pos..];
-    let Some(url_start) = rest.find("ws") else {
-        return false;
-    };
-    let url: String = rest[url_start..]
-        .chars()
-        .take_while(|c| !matches!(c, '"' | '\'' | '`' | ')'))
-        .collect();
-    let Some(after_scheme) = url.split_once("://").map(|(_, r)| r) else {
-        return false;
-    };
-    let host_port = after_scheme.split('/').next().unwrap_or("");
-    match host_port.rsplit_once(':') {
-        Some((_, port)) => !matches!(port, "80" | "443" | "8080" | "8443" | "3000"),
-        None => false,
-    }
-}
-
-fn obfuscated(line: &str) -> bool {
-    let mut run = 0;
-    let bytes = line.as_bytes();
-    let mut i = 0;
-    while i + 3 < bytes.len() {
-        if bytes[i] == b'\\'
-            && bytes[i + 1] == b'x'
-            && bytes[i + 2].is_ascii_hexdigit()
-            && bytes[i + 3].is_ascii_hexdigit()
-        {
-            run += 1;
-            if run >= 6 {
-                return true;
-            }
-            i += 4;
-        } else {
-            run = 0;
-            i += 1;
-        }
-    }
-    if ["atob(", "Buffer.from(", "b64decode(", "base64.b64decode("]
-        .iter()
-        .any(|p| line.contains(p))
-    {
-        return line.split(['"', '\'', '`']).any(|s| {
-            s.len() >= 200
-                && s.chars()
-                    .all(|c| c.is_ascii_alphanumeric() || c == '+' || c == '/' || c == '=')
-        });
-    }
-    false
-}
-
-/// The kind of credential written on `line`, if any.
-fn literal_secret(line: &str) -> Option<&'static str> {
-    let tokens = line.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '-'));
-    for t in tokens {
-        if t.starts_with("sk-") && t.len() >= 35 {
-            return Some("api key");
-        }
-        if ["ghp_", "gho_", "ghu_", "ghs_", "ghr_"]
-            .iter()
-            .any(|p| t.starts_with(p))
-            && t.len() >= 36
-        {
-            return Some("github token");
-        }
-        if t.starts_with("github_pat_") && t.len() >= 40 {
-            return Some("github token");
-        }
-        if ["xoxb-", "xoxa-", "xoxp-", "xoxr-", "xoxs-"]
-            .iter()
-            .any(|p| t.starts_with(p))
-            && t.len() >= 20
-        {
-            return Some("slack token");
-        }
-        if t.starts_with("AIza") && t.len() == 39 {
-            return Some("google key");
-        }
-    }
-    if line.contains("-----BEGIN") && line.contains("PRIVATE KEY-----") {
-        return Some("private key");
-    }
-    None
-}
-
-fn pipe_to_shell(line: &str) -> bool {
-    let compact = compact_lower(line);
-    let fetch = sanitize::REMOTE_FETCHERS
-        .iter()
-        .filter_map(|f| compact.find(f))
-        .min();
-    let piped = fetch.is_some_and(|pos| {
-        sanitize::PIPED_INTERPRETERS
-            .iter()
-            .any(|s| compact[pos..].contains(s))
-    });
-    // `bash <(curl …)`, `sh -c "$(curl …)"`, `eval "$(wget -O- …)"`.
-    let substituted = ["bash<(", "sh<(", "zsh<(", "source<(", ".<("]
-        .iter()
-        .any(|p| compact.contains(&format!("{p}curl")) || compact.contains(&format!("{p}wget")))
-        || (["$(curl", "$(wget", "`curl", "`wget"]
-            .iter()
-            .any(|p| compact.contains(p))
-            && [
-                "sh-c",
-                "bash-c",
-                "zsh-c",
-                "eval",
-                "python-c",
-                "python3-c",
-                "source",
-                "exec",
-            ]
-            .iter()
-            .any(|r| compact.contains(r)));
-    piped || substituted
-}
-
-fn compact_lower(line: &str) -> String {
-    line.to_lowercase()
-        .chars()
-        .filter(|c| !c.is_whitespace())
-        .collect()
-}
-
-/// Files and stores that hold credentials, as they appear in paths.
-const SECRET_PATHS: &[&str] = &[
-    "~/.ssh",
-    "/.ssh",
-    "id_rsa",
-    "id_dsa",
-    "id_ecdsa",
-    "id_ed25519",
-    ".aws/credentials",
-    ".netrc",
-    ".git-credentials",
-    ".npmrc",
-    ".pypirc",
-    ".pgpass",
-    ".docker/config.json",
-    ".kube/config",
-    "gh/hosts.yml",
-    ".gnupg",
-    "/etc/shadow",
-    "wallet.dat",
-    // Browsers
-    "google/chrome",
-    "google-chrome",
-    "chromium",
-    "bravesoftware",
-    ".mozilla/firefox",
-    "firefox/profiles",
-    "login data",
-    "login\\ data",
-    "logins.json",
-    "key4.db",
-    "cookies.sqlite",
-    // Keychains
-    "library/keychains",
-    ".keychain",
-];
-/// Commands that print a stored secret.
-const SECRET_COMMANDS: &[&str] = &[
-    "security find-generic-password",
-    "security find-internet-password",
-    "security dump-keychain",
-    "secret-tool lookup",
-];
-
-/// Whether the line names a credential file or store (or a `.env` file).
-fn mentions_secret(line: &str) -> bool {
-    let l = line.to_lowercase();
-    SECRET_PATHS.iter().any(|p| l.contains(p))
-        || SECRET_COMMANDS.iter().any(|c| l.contains(c))
-        || names_env_file(&l)
-}
-
-/// `.env`, `~/.env`, `.env.local`, but not `process.env` or `os.environ`.
-fn names_env_file(lower: &str) -> bool {
-    lower.match_indices(".env").any(|(i, _)| {
-        let before = lower[..i].chars().last();
-        let after = lower[i + 4..].chars().next();
-        !before.is_some_and(|c| c.is_alphanumeric() || c == '_')
-            && !after.is_some_and(|c| c.is_alphanumeric() || c == '_')
-    })
-}
-
-/// The words of a shell line (split at blanks, quotes and operators).
-fn command_words(line: &str) -> impl Iterator<Item = &str> {
-    line.split(|c: char| c.is_whitespace() || "|;&()`'\"<>".contains(c))
-        .filter(|w| !w.is_empty())
-}
-
-/// Whether the line talks to the network at all.
-fn network(line: &str) -> bool {
-    let l = line.to_lowercase();
-    [
-        "curl ",
-        "wget ",
-        "fetch(",
-        "requests.",
-        "httpx.",
-        "urlopen(",
-        "http.request(",
-        "https.request(",
-        "axios",
-        "invoke-webrequest",
-        "invoke-restmethod",
-        "/dev/tcp/",
-        "/dev/udp/",
-        "urllib",
-    ]
-    .iter()
-    .any(|p| l.contains(p))
-        || command_words(&l).any(|w| {
-            matches!(
-                w,
-                "nc" | "ncat" | "netcat" | "socat" | "telnet" | "iwr" | "irm" | "curl" | "wget"
-            )
-        })
-        || (command_words(&l).any(|w| matches!(w, "scp" | "rsync" | "sftp")) && l.contains(':'))
-}
-
-/// Whether the line reads a credential file or store (rather than only
-/// naming it, as `ssh -i ~/.ssh/id_ed25519` does).
-fn reads_secret(line: &str) -> bool {
-    if !mentions_secret(line) {
-        return false;
-    }
-    let l = line.to_lowercase();
-    SECRET_COMMANDS.iter().any(|c| l.contains(c))
-        || [
-            "$(<",
-            "<~",
-            "< ~",
-            "<$home",
-            "< $home",
-            "@~",
-            "@$home",
-            "@/",
-            "open(",
-            "readfile",
-            "read_text(",
-            "read_bytes(",
-            "get-content",
-            "fs.read",
-            "readfilesync",
-        ]
-        .iter()
-        .any(|p| l.contains(p))
-        || command_words(&l).any(|w| {
-            matches!(
-                w,
-                "cat"
-                    | "head"
-                    | "tail"
-                    | "less"
-                    | "more"
-                    | "base64"
-                    | "xxd"
-                    | "od"
-                    | "strings"
-                    | "tar"
-                    | "zip"
-                    | "7z"
-                    | "cp"
-                    | "scp"
-                    | "rsync"
-                    | "gpg"
-                    | "openssl"
-                    | "dd"
-                    | "tee"
-            )
-        })
-}
-
-/// Whether the line sends data (not just a request) over the network.
-fn sends_data(line: &str) -> bool {
-    let l = line.to_lowercase();
-    let words: Vec<&str> = command_words(line).collect();
-    let curl = words.contains(&"curl")
-        && words.iter().any(|w| {
-            matches!(
-                *w,
-                "-d" | "-F"
-                    | "-T"
-                    | "--data"
-                    | "--data-binary"
-                    | "--data-raw"
-                    | "--data-urlencode"
-                    | "--form"
-                    | "--upload-file"
-                    | "--json"
-                    | "POST"
-                    | "PUT"
-            ) || w.starts_with("-d@")
-                || w.starts_with("--data=")
-                || w.starts_with("-F")
-                || w.starts_with("-XPOST")
-                || w.starts_with("-XPUT")
-        });
-    let wget = words.contains(&"wget")
-        && ["--post-file", "--post-data", "--body-file", "--body-data"]
-            .iter()
-            .any(|f| l.contains(f));
-    let raw = words
-        .iter()
-        .any(|w| matches!(*w, "nc" | "ncat" | "netcat" | "socat" | "telnet"))
-        || l.contains("/dev/tcp/")
-        || l.contains("/dev/udp/");
-    let copy = words.iter().any(|w| matches!(*w, "scp" | "rsync" | "sftp")) && l.contains(':');
-    let code = [
-        "requests.post(",
-        "requests.put(",
-        "requests.patch(",
-        "httpx.post(",
-        "httpx.put(",
-        "axios.post(",
-        "axios.put(",
-        "method: 'post'",
-        "method: \"post\"",
-        "method:'post'",
-        "method:\"post\"",
-        "body:",
-        "-method post",
-        "-infile",
-    ]
-    .iter()
-    .any(|p| l.contains(p));
-    curl || wget || raw || copy || code
-}
-
-/// Posting a file or standard input: `curl -d @file`, `--data-binary @-`,
-/// `-T`, `--upload-file`, `-F x=@file`, `wget --post-file`, `… | nc host`.
-fn uploads_file_or_stdin(line: &str) -> bool {
-    let words: Vec<&str> = command_words(line).collect();
-    let curl = words.contains(&"curl")
-        && (words.iter().any(|w| {
-            matches!(*w, "-T" | "--upload-file")
-                || w.starts_with('@')
-                || w.contains("=@")
-                || w.starts_with("-d@")
-        }));
-    let wget =
-        words.contains(&"wget") && (line.contains("--post-file") || line.contains("--body-file"));
-    let nc = words
-        .iter()
-        .any(|w| matches!(*w, "nc" | "ncat" | "netcat" | "socat"))
-        && (line.contains('<') || line.contains('|'));
-    curl || wget || nc
-}
-
-/// Encoded text decoded and run: `eval "$(echo … | base64 -d)"`,
-/// `echo … | base64 --decode | bash`, `exec(base64.b64decode(…))`.
-fn decode_and_run(line: &str) -> bool {
-    let c = compact_lower(line);
-    let decode = [
-        "base64-d",
-        "base64--decode",
-        "base64-i-d",
-        "base32-d",
-        "opensslbase64-d",
-        "opensslenc-base64-d",
-        "xxd-r",
-        "b64decode",
-        "frombase64string",
-        "atob(",
-    ]
-    .iter()
-    .any(|d| c.contains(d));
-    let run = [
-        "eval",
-        "|sh",
-        "|bash",
-        "|zsh",
-        "|python",
-        "|perl",
-        "|ruby",
-        "|node",
-        "sh-c",
-        "bash-c",
-        "exec(",
-        "|iex",
-        "invoke-expression",
-        "source<(",
-        ".<(",
-        "|source",
-    ]
-    .iter()
-    .any(|r| c.contains(r));
-    decode && run
-}
-
-fn destructive_delete(line: &str) -> bool {
-    let l = line.split_whitespace().collect::<Vec<_>>().join(" ");
-    for rm in ["rm -rf ", "rm -fr "] {
-        let mut from = 0;
-        while let Some(p) = l[from..].find(rm) {
-            let target = &l[from + p + rm.len()..];
-            let word = target
-                .split_whitespace()
-                .next()
-                .unwrap_or("")
-                .trim_matches(['"', '\'']);
-            if matches!(
-                word,
-                "/" | "/*" | "~" | "~/" | "~/*" | "$HOME" | "${HOME}" | "$HOME/" | "." | "./" | "*"
-            ) {
-                return true;
-            }
-            from += p + rm.len();
-        }
-    }
-    false
-}
-
-fn tool_without_permission(line: &str) -> bool {
-    let l = line.to_lowercase();
-    let verb = ["run ", "execute ", "invoke ", "call "]
-        .iter()
-        .any(|v| l.contains(v));
-    verb && l.contains("tool")
-        && l.contains("without")
-        && ["permission", "approval", "asking", "confirmation"]
-            .iter()
-            .any(|p| l.contains(p))
 }
 
 /// The line as evidence: trimmed, at most 120 characters, credentials
@@ -1006,6 +631,8 @@ fn strip_hash_comments(text: &str) -> String {
         .collect::<Vec<_>>()
         .join("\n")
 }
+
+mod lines;
 
 #[cfg(test)]
 mod tests;

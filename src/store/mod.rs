@@ -218,7 +218,9 @@ impl Store {
         match Self::open_once(path, kind, busy) {
             Ok(store) => Ok(store),
             Err(err) if kind == StoreKind::Index && err.is_damage() => {
-                let lock = lock_path(path);
+                // The lock file is held while a derived database is
+                // deleted and rebuilt.
+                let lock = durable::lock_path_for(path);
                 durable::with_file_lock(&lock, || {
                     // Another process may have rebuilt it while this one
                     // waited for the lock.
@@ -526,13 +528,6 @@ fn sqlite_damage(err: &rusqlite::Error) -> bool {
     }
 }
 
-/// The lock file held while a derived database is deleted and rebuilt.
-fn lock_path(path: &Path) -> PathBuf {
-    let mut name = path.as_os_str().to_os_string();
-    name.push(".lock");
-    PathBuf::from(name)
-}
-
 /// Deletes a database and its WAL/SHM side files.
 pub(crate) fn remove_database_files(path: &Path) {
     for suffix in ["", "-wal", "-shm", "-journal"] {
@@ -821,7 +816,7 @@ mod tests {
         let path = dir.path().join("ws.sqlite");
         let junk = b"this is not a sqlite database at all, just junk bytes....";
         std::fs::write(&path, junk).unwrap();
-        let lock = std::fs::File::create(lock_path(&path)).unwrap();
+        let lock = std::fs::File::create(durable::lock_path_for(&path)).unwrap();
         lock.lock().unwrap();
         let opener = {
             let path = path.clone();

@@ -170,6 +170,48 @@ fn one_gateway_per_state_dir_found_through_its_file_and_stopped_cleanly() {
     assert_eq!(info["address"], "127.0.0.1");
     assert_eq!(info["tokenSource"], "file");
 
+    assert_status_lists_running_components(&sb, &gw);
+    assert_malformed_requests_are_refused(&gw);
+    assert_a_second_gateway_and_a_taken_port_are_refused(&sb, &gw);
+
+    // System events go through it.
+    let queued = sb
+        .run(&[
+            "system",
+            "event",
+            "--text",
+            "backup done",
+            "--mode",
+            "now",
+            "--json",
+        ])
+        .ok()
+        .json();
+    assert_eq!(
+        queued,
+        json!({"ok": true, "queued": true, "mode": "now", "sessionKey": "agent:main:main"})
+    );
+    let queue_path = sb.path(".almanac/agents/main/sessions/system-events.json");
+    let queue: Value = eventually(Duration::from_secs(5), || {
+        let v: Value = serde_json::from_str(&std::fs::read_to_string(&queue_path).ok()?).ok()?;
+        v.get("agent:main:main").cloned()
+    });
+    assert_eq!(queue[0]["text"], "backup done");
+
+    let stopped = sb.run(&["gateway", "stop"]).ok();
+    assert!(
+        stopped.stdout.contains("gateway stopped"),
+        "{}",
+        stopped.stdout
+    );
+    assert!(!sb.path(".almanac/gateway.json").exists());
+    let status = sb.run(&["gateway", "status", "--json"]).ok().json();
+    assert_eq!(status["running"], false);
+}
+
+/// `gateway status` of a running gateway: its process, port, uptime and
+/// every component running, none restarted.
+fn assert_status_lists_running_components(sb: &Sandbox, gw: &Gateway) {
     let status = sb.run(&["gateway", "status", "--json"]).ok().json();
     assert_eq!(status["running"], true);
     assert_eq!(status["pid"], gw.child.id());
@@ -201,9 +243,11 @@ fn one_gateway_per_state_dir_found_through_its_file_and_stopped_cleanly() {
             .all(|c| c["restarts"] == 0 && c["state"] == "running"),
         "{status}"
     );
+}
 
-    // Garbage on the socket, a huge header, a body over the limit: each
-    // refused, the gateway still serves.
+/// Garbage on the socket, a huge header, a body over the limit, a body of
+/// the wrong shape: each refused, the gateway still serves.
+fn assert_malformed_requests_are_refused(gw: &Gateway) {
     let oversized = format!(
         "POST /v1/system/event HTTP/1.1\r\nauthorization: Bearer {}\r\ncontent-type: application/json\r\ncontent-length: 5000000\r\n\r\n{{\"text\": \"{}",
         gw.token,
@@ -244,7 +288,11 @@ fn one_gateway_per_state_dir_found_through_its_file_and_stopped_cleanly() {
     assert_eq!(code, 422, "{body}");
     assert_eq!(body["ok"], false);
     assert_eq!(http(gw.port, "GET", "/readyz", None, None).0, 200);
+}
 
+/// A second gateway on the same state directory, one on a port in use
+/// and one on the LAN without a token each exit at once with one line.
+fn assert_a_second_gateway_and_a_taken_port_are_refused(sb: &Sandbox, gw: &Gateway) {
     // A second gateway on the same state directory exits 1 at once.
     let began = Instant::now();
     let second = sb.run(&["gateway", "run", "--port", "0"]).code(1);
@@ -282,40 +330,6 @@ fn one_gateway_per_state_dir_found_through_its_file_and_stopped_cleanly() {
         .run(&["gateway", "run", "--port", "0", "--bind", "lan"])
         .code(2);
     assert!(lan.stderr.contains("gateway.auth.token"), "{}", lan.stderr);
-
-    // System events go through it.
-    let queued = sb
-        .run(&[
-            "system",
-            "event",
-            "--text",
-            "backup done",
-            "--mode",
-            "now",
-            "--json",
-        ])
-        .ok()
-        .json();
-    assert_eq!(
-        queued,
-        json!({"ok": true, "queued": true, "mode": "now", "sessionKey": "agent:main:main"})
-    );
-    let queue_path = sb.path(".almanac/agents/main/sessions/system-events.json");
-    let queue: Value = eventually(Duration::from_secs(5), || {
-        let v: Value = serde_json::from_str(&std::fs::read_to_string(&queue_path).ok()?).ok()?;
-        v.get("agent:main:main").cloned()
-    });
-    assert_eq!(queue[0]["text"], "backup done");
-
-    let stopped = sb.run(&["gateway", "stop"]).ok();
-    assert!(
-        stopped.stdout.contains("gateway stopped"),
-        "{}",
-        stopped.stdout
-    );
-    assert!(!sb.path(".almanac/gateway.json").exists());
-    let status = sb.run(&["gateway", "status", "--json"]).ok().json();
-    assert_eq!(status["running"], false);
 }
 
 #[test]

@@ -76,11 +76,9 @@ fn record_task(sb: &Sandbox) -> String {
     ledger.create(new, now - 20 * 60_000).unwrap().task_id
 }
 
-#[test]
-fn every_json_output_speaks_camel_case() {
-    let sb = Sandbox::new();
-    setup(&sb);
-    let task_id = record_task(&sb);
+/// A cron job (its id returned) with one run in its log, and one
+/// delivery in the outbox.
+fn record_cron_run_and_outbox(sb: &Sandbox) -> String {
     let cron_job = sb
         .run(&[
             "--now",
@@ -104,6 +102,53 @@ fn every_json_output_speaks_camel_case() {
     let now = NOW.parse::<jiff::Timestamp>().unwrap().as_millisecond();
     almanac::testing::append_outbox(&sb.path(".almanac"), "cron", "cron:daily", "Done.", now)
         .unwrap();
+    cron_job
+}
+
+/// A command (without `--now` and `--json`), its environment, and which
+/// key paths are data rather than almanac's field names.
+type JsonCase<'a> = (
+    Vec<&'a str>,
+    &'a [(&'a str, &'a str)],
+    &'a dyn Fn(&str) -> bool,
+);
+
+/// Runs each case with `--json` (`skills scan` of a risky folder exits
+/// 1, the others 0) and returns the keys of its output not in camelCase,
+/// each after its command.
+fn odd_keys_of_each(sb: &Sandbox, cases: &[JsonCase]) -> Vec<String> {
+    let mut odd = Vec::new();
+    for (args, env, skip) in cases {
+        let mut all = vec!["--now", NOW];
+        all.extend_from_slice(args);
+        all.push("--json");
+        let run = sb.run_env(&all, env);
+        let expected = if args.starts_with(&["skills", "scan"]) {
+            1
+        } else {
+            0
+        };
+        assert_eq!(
+            run.code, expected,
+            "{args:?}: {}\n{}",
+            run.stdout, run.stderr
+        );
+        let v: Value = serde_json::from_str(&run.stdout).unwrap_or_else(|e| {
+            panic!("{args:?}: not JSON ({e}):\n{}\n{}", run.stdout, run.stderr)
+        });
+        let mut keys = Vec::new();
+        odd_keys(&v, "", skip, &mut keys);
+        odd.extend(keys.into_iter().map(|k| format!("{}: {k}", args.join(" "))));
+    }
+    odd
+}
+
+#[test]
+fn every_json_output_speaks_camel_case() {
+    let sb = Sandbox::new();
+    setup(&sb);
+    let task_id = record_task(&sb);
+    let cron_job = record_cron_run_and_outbox(&sb);
     let server = ScriptedServer::start(vec![text("Hello.")]);
     let url = server.url.as_str();
     let agent_env = [("OPENAI_BASE_URL", url)];
@@ -112,7 +157,7 @@ fn every_json_output_speaks_camel_case() {
     let none = |_: &str| false;
     // Data: audit codes counted by code, and the opaque request of a task.
     let task_data = |p: &str| p.ends_with(".byCode") || p.ends_with(".request");
-    let cases: Vec<(Vec<&str>, &[(&str, &str)], &dyn Fn(&str) -> bool)> = vec![
+    let cases: Vec<JsonCase> = vec![
         (vec!["status"], &[], &none),
         (vec!["config", "path"], &[], &none),
         (vec!["config", "set", "logging.level", "warn"], &[], &none),
@@ -207,29 +252,7 @@ fn every_json_output_speaks_camel_case() {
         (vec!["cron", "runs", "--id", &cron_job], &[], &none),
         (vec!["cron", "rm", &cron_job], &[], &none),
     ];
-    let mut odd = Vec::new();
-    for (args, env, skip) in &cases {
-        let mut all = vec!["--now", NOW];
-        all.extend_from_slice(args);
-        all.push("--json");
-        let run = sb.run_env(&all, env);
-        let expected = if args.starts_with(&["skills", "scan"]) {
-            1
-        } else {
-            0
-        };
-        assert_eq!(
-            run.code, expected,
-            "{args:?}: {}\n{}",
-            run.stdout, run.stderr
-        );
-        let v: Value = serde_json::from_str(&run.stdout).unwrap_or_else(|e| {
-            panic!("{args:?}: not JSON ({e}):\n{}\n{}", run.stdout, run.stderr)
-        });
-        let mut keys = Vec::new();
-        odd_keys(&v, "", skip, &mut keys);
-        odd.extend(keys.into_iter().map(|k| format!("{}: {k}", args.join(" "))));
-    }
+    let odd = odd_keys_of_each(&sb, &cases);
     assert!(odd.is_empty(), "keys not in camelCase:\n{}", odd.join("\n"));
 }
 

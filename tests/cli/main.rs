@@ -1,6 +1,8 @@
 //! The one integration test binary: runs the real `almanac` executable in a
 //! temporary home directory with a clean environment.
 
+#![warn(clippy::too_many_lines)]
+
 mod agent;
 mod common;
 mod cron;

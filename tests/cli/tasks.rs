@@ -60,9 +60,21 @@ fn reading_an_empty_ledger_creates_nothing() {
     assert!(!sb.path(".almanac").exists(), "no state directory either");
 }
 
-#[test]
-fn the_commands_read_audit_and_maintain_what_the_gateway_recorded() {
-    let sb = Sandbox::new();
+/// The tasks `the_commands_read_audit_and_maintain_what_the_gateway_recorded`
+/// reads, recorded as the gateway records them.
+struct Recorded {
+    generation: i64,
+    /// Queued 20 minutes ago and still waiting: stale.
+    waiting: String,
+    /// Running under a lease that expired: lost at the next maintenance.
+    stuck: String,
+    /// A cron run that ended nine days ago: past its cleanup time.
+    old: String,
+    /// Finished an hour ago, its result undelivered.
+    undelivered: String,
+}
+
+fn record_tasks(sb: &Sandbox) -> Recorded {
     let store = sb.path(".almanac/almanac.sqlite");
     let now = now_ms();
     let mut ledger = Ledger::open(&store).unwrap();
@@ -113,7 +125,25 @@ fn the_commands_read_audit_and_maintain_what_the_gateway_recorded() {
     ledger
         .set_delivery(&undelivered.task_id, DeliveryStatus::Failed, now - 60 * MIN)
         .unwrap();
-    drop(ledger);
+    Recorded {
+        generation,
+        waiting: waiting.task_id,
+        stuck: stuck.task_id,
+        old: old.task_id,
+        undelivered: undelivered.task_id,
+    }
+}
+
+#[test]
+fn the_commands_read_audit_and_maintain_what_the_gateway_recorded() {
+    let sb = Sandbox::new();
+    let Recorded {
+        generation,
+        waiting,
+        stuck,
+        old,
+        undelivered,
+    } = record_tasks(&sb);
 
     let at = ["--now", NOW];
     let run = |args: &[&str]| sb.run(&[&at[..], args].concat());
@@ -123,10 +153,10 @@ fn the_commands_read_audit_and_maintain_what_the_gateway_recorded() {
     assert_eq!(
         tasks_of(&list),
         [
-            stuck.task_id.as_str(),
-            waiting.task_id.as_str(),
-            undelivered.task_id.as_str(),
-            old.task_id.as_str()
+            stuck.as_str(),
+            waiting.as_str(),
+            undelivered.as_str(),
+            old.as_str()
         ]
     );
     let first = &list["tasks"][0];
@@ -141,36 +171,34 @@ fn the_commands_read_audit_and_maintain_what_the_gateway_recorded() {
     let running = run(&["tasks", "list", "--status", "running", "--json"])
         .ok()
         .json();
-    assert_eq!(tasks_of(&running), [stuck.task_id.as_str()]);
+    assert_eq!(tasks_of(&running), [stuck.as_str()]);
     let crons = run(&["tasks", "--runtime", "cron", "--json"]).ok().json();
-    assert_eq!(tasks_of(&crons), [old.task_id.as_str()]);
+    assert_eq!(tasks_of(&crons), [old.as_str()]);
     let table = run(&["tasks", "list"]).ok().stdout;
     let lines: Vec<&str> = table.lines().collect();
     assert_eq!(lines.len(), 5, "{table}");
     for column in ["Task", "Kind", "Status", "Delivery", "Run", "Summary"] {
         assert!(lines[0].contains(column), "{table}");
     }
-    assert!(lines[1].starts_with(&stuck.task_id[..8]), "{table}");
+    assert!(lines[1].starts_with(&stuck[..8]), "{table}");
     assert!(lines[1].contains("subagent/agent_turn"), "{table}");
     assert!(lines[3].contains("3 threads need an answer"), "{table}");
     assert!(lines[4].contains("cron:digest:1"), "{table}");
 
     // show: by id prefix, run id or session key.
-    let shown = run(&["tasks", "show", &old.task_id[..8], "--json"])
-        .ok()
-        .json();
-    assert_eq!(shown["taskId"], old.task_id.as_str());
+    let shown = run(&["tasks", "show", &old[..8], "--json"]).ok().json();
+    assert_eq!(shown["taskId"], old.as_str());
     let by_run = run(&["tasks", "show", "cron:digest:1", "--json"])
         .ok()
         .json();
-    assert_eq!(by_run["taskId"], old.task_id.as_str());
+    assert_eq!(by_run["taskId"], old.as_str());
     let by_session = run(&["tasks", "show", "agent:main:main", "--json"])
         .ok()
         .json();
-    assert_eq!(by_session["taskId"], stuck.task_id.as_str(), "most recent");
-    let text = run(&["tasks", "show", &undelivered.task_id]).ok().stdout;
+    assert_eq!(by_session["taskId"], stuck.as_str(), "most recent");
+    let text = run(&["tasks", "show", &undelivered]).ok().stdout;
     for expected in [
-        undelivered.task_id.as_str(),
+        undelivered.as_str(),
         "succeeded",
         "failed (notify done_only)",
         "3 threads need an answer",
@@ -190,8 +218,8 @@ fn the_commands_read_audit_and_maintain_what_the_gateway_recorded() {
     assert_eq!(
         codes,
         [
-            ("delivery_failed", undelivered.task_id.as_str()),
-            ("stale_queued", waiting.task_id.as_str()),
+            ("delivery_failed", undelivered.as_str()),
+            ("stale_queued", waiting.as_str()),
         ],
         "{audit}"
     );
@@ -222,7 +250,20 @@ fn the_commands_read_audit_and_maintain_what_the_gateway_recorded() {
     assert!(one.contains("queued for 20m"), "{one}");
     assert!(one.ends_with("1 finding: 0 errors, 1 warning\n"), "{one}");
 
-    // maintenance: the preview changes nothing, --apply does what it said.
+    assert_maintenance_previews_then_applies(&sb, &waiting, &stuck, &undelivered);
+}
+
+/// `tasks maintenance`: the preview changes nothing, `--apply` marks the
+/// task whose lease expired lost and prunes the one past its cleanup
+/// time, and then there is nothing to do.
+fn assert_maintenance_previews_then_applies(
+    sb: &Sandbox,
+    waiting: &str,
+    stuck: &str,
+    undelivered: &str,
+) {
+    let at = ["--now", NOW];
+    let run = |args: &[&str]| sb.run(&[&at[..], args].concat());
     let before = run(&["tasks", "list", "--json"]).ok().json();
     let preview = run(&["tasks", "maintenance", "--json"]).ok().json();
     assert_eq!(
@@ -243,14 +284,7 @@ fn the_commands_read_audit_and_maintain_what_the_gateway_recorded() {
         serde_json::json!({"reconciled": 1, "cleanupStamped": 0, "pruned": 1, "applied": true})
     );
     let after = run(&["tasks", "list", "--json"]).ok().json();
-    assert_eq!(
-        tasks_of(&after),
-        [
-            stuck.task_id.as_str(),
-            waiting.task_id.as_str(),
-            undelivered.task_id.as_str()
-        ]
-    );
+    assert_eq!(tasks_of(&after), [stuck, waiting, undelivered]);
     assert_eq!(after["tasks"][0]["status"], "lost");
     let lost_audit = run(&["tasks", "audit", "--severity", "error", "--json"])
         .ok()

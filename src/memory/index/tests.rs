@@ -1,3 +1,4 @@
+use super::indexing::{FTS_TABLES, MAX_SEGMENTS, segments};
 use super::*;
 use crate::durable::atomic_replace;
 use std::path::PathBuf;

@@ -350,7 +350,11 @@ fn flush_run(run: &mut Vec<Word>, out: &mut Vec<Word>) {
             continue;
         }
         let joined: String = piece.iter().map(|w| w.text.as_str()).collect();
-        let split = if even { super::segment(&joined) } else { None };
+        let split = if even {
+            super::segment::segment(&joined)
+        } else {
+            None
+        };
         match split {
             Some(parts) => {
                 let mut at = 0;
@@ -392,7 +396,7 @@ pub(super) fn run_together(word: &str, hid_gaps: bool) -> Option<Vec<String>> {
     if word.len() < RUN_TOGETHER_MIN_LEN || !word.bytes().all(|b| b.is_ascii_lowercase()) {
         return None;
     }
-    let parts = super::segment(word)?;
+    let parts = super::segment::segment(word)?;
     let least = if hid_gaps { 2 } else { RUN_TOGETHER_PARTS };
     (parts.len() >= least).then_some(parts)
 }

@@ -30,12 +30,12 @@
 //! A report is not an order: `we stopped following the old rules in
 //! March`, `I set aside the earlier instructions`.
 
-use super::normalize::{Normalized, Word};
-use super::{
-    DISREGARD_RULES, IGNORE_PREVIOUS, IGNORE_VERBS, INSTRUCTION_NOUNS, OVERRIDE_QUALIFIERS,
-    OVERRIDE_VERBS, any_in, earlier_text_then_order, guards_against_untrusted_text, imperative_at,
-    is, negated, within,
+use super::instructions::{
+    IGNORE_VERBS, INSTRUCTION_NOUNS, OVERRIDE_QUALIFIERS, OVERRIDE_VERBS, earlier_text_then_order,
+    guards_against_untrusted_text, imperative_at,
 };
+use super::normalize::{Normalized, Word};
+use super::{DISREGARD_RULES, IGNORE_PREVIOUS, any_in, is, negated, within};
 
 /// Which qualifiers a phrase's object needs (see the module doc).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -65,8 +65,8 @@ const DROP_VERBS: &[&str] = &[
     "drop", "scrap", "ditch", "dismiss", "erase", "wipe", "trash", "toss",
 ];
 
-/// The single verbs of [`super::english_override`] again, for objects
-/// behind longer fillers (`ignore each and every one of the previous
+/// The single verbs of the English override ([`super::instructions`])
+/// again, for objects behind longer fillers (`ignore each and every one of the previous
 /// instructions`). Their words are anchors and vocabulary already.
 const SINGLE_VERBS: &[Phrase] = &[
     Phrase {

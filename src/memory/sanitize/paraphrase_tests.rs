@@ -1,4 +1,5 @@
-use super::super::{DISREGARD_RULES, IGNORE_PREVIOUS, OVERRIDE_QUALIFIERS, scan};
+use super::super::instructions::OVERRIDE_QUALIFIERS;
+use super::super::{DISREGARD_RULES, IGNORE_PREVIOUS, scan};
 use super::EARLIER_QUALIFIERS;
 
 const OVERRIDES: &[&str] = &[IGNORE_PREVIOUS, DISREGARD_RULES];

@@ -17,9 +17,10 @@
 use std::collections::HashSet;
 use std::sync::OnceLock;
 
+use super::instructions::{OVERRIDE_VERBS, STRONG_PERSONA};
 use super::{
     BYPASS_VERBS, EXECUTION_VERBS, EXFILTRATION_VERBS, EXTRACTION_VERBS, HARVESTING_VERBS,
-    OVERRIDE_VERBS, STRONG_PERSONA, languages, paraphrase, secret_files,
+    languages, paraphrase, secret_files,
 };
 
 /// Words that make a persona request (after a trigger such as "you are
