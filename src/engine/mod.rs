@@ -31,6 +31,7 @@ pub(crate) mod assemble;
 pub(crate) mod lanes;
 pub(crate) mod model;
 pub(crate) mod turn;
+mod turn_session;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
