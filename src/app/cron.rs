@@ -13,7 +13,7 @@
 //! command's flags and one the tool gives as JSON both go through
 //! [`add_job`], and every change through [`change_job`] (the defaults of
 //! a new or changed schedule, the [`Requester`]'s rules, the job rules of
-//! [`Job::validate`], the next run, one write under the lock). What the
+//! [`CronJob::validate`], the next run, one write under the lock). What the
 //! flags of `cron add` and `cron edit` say is read in `cron_flags.rs`.
 
 use std::path::PathBuf;
@@ -24,7 +24,7 @@ use serde_json::{Value, json};
 
 use super::App;
 use crate::cron::job::{
-    Check, Delivery, DeliveryMode, Job, JobError, JobState, PayloadKind, ScheduleKind,
+    Check, Delivery, DeliveryMode, CronJob, JobError, JobState, PayloadKind, ScheduleKind,
     ScheduleSpec, SessionTarget,
 };
 use crate::cron::runlog::{self, RunPage, RunQuery};
@@ -70,7 +70,7 @@ impl App {
 #[serde(rename_all = "camelCase")]
 pub(crate) struct JobChanged {
     pub ok: bool,
-    pub job: Job,
+    pub job: CronJob,
     /// What was done besides what was asked.
     #[serde(skip)]
     pub notes: Vec<String>,
@@ -157,7 +157,7 @@ pub(crate) fn add_from_json(
     app: &App,
     value: &Value,
     requester: &Requester,
-    prepare: impl FnOnce(&mut Job),
+    prepare: impl FnOnce(&mut CronJob),
 ) -> anyhow::Result<JobChanged> {
     let Value::Object(given) = value else {
         return Err(invalid("job", "a job is a JSON object").into());
@@ -167,7 +167,7 @@ pub(crate) fn add_from_json(
         map.shift_remove(*field);
     }
     map.insert("id".into(), json!(uuid::Uuid::new_v4().to_string()));
-    let mut job = Job::from_json(&Value::Object(map))?;
+    let mut job = CronJob::from_json(&Value::Object(map))?;
     prepare(&mut job);
     add_job(app, job, requester)
 }
@@ -193,7 +193,7 @@ const SET_BY_ALMANAC: &[&str] = &[
 /// gateway is not told: the caller does that, as it can.
 pub(crate) fn add_job(
     app: &App,
-    mut job: Job,
+    mut job: CronJob,
     requester: &Requester,
 ) -> anyhow::Result<JobChanged> {
     let now = app.host.now_ts();
@@ -269,7 +269,7 @@ fn complete_schedule(schedule: &mut ScheduleSpec, previous: Option<&ScheduleSpec
 
 /// `current` is resolved when a job is created or changed: the session
 /// it was asked from (`session:<key>`), else a fresh one each run.
-pub(super) fn resolve_current(job: &mut Job) {
+pub(super) fn resolve_current(job: &mut CronJob) {
     if job.session_target == SessionTarget::Current {
         job.session_target = match &job.session_key {
             Some(key) => SessionTarget::Session(key.clone()),
@@ -285,8 +285,8 @@ pub(super) fn resolve_current(job: &mut Job) {
 /// before a change.
 fn check_requester(
     app: &App,
-    previous: Option<&Job>,
-    job: &Job,
+    previous: Option<&CronJob>,
+    job: &CronJob,
     requester: &Requester,
 ) -> Result<(), CronError> {
     let Requester::Agent { agent_id, .. } = requester else {
@@ -320,7 +320,7 @@ fn check_requester(
         ));
     }
     let allow_private = app.config.config.delivery.webhook.allow_private_network;
-    let before = previous.map(Job::webhook_urls).unwrap_or_default();
+    let before = previous.map(CronJob::webhook_urls).unwrap_or_default();
     for (field, url) in job.webhook_urls() {
         if before.contains(&(field, url)) {
             continue;
@@ -433,7 +433,7 @@ pub(crate) fn update_from_json(
             map.shift_remove("sessionTarget");
         }
         let before = job.clone();
-        let mut changed = Job::from_json(&Value::Object(map))?;
+        let mut changed = CronJob::from_json(&Value::Object(map))?;
         if changed.session_target == SessionTarget::Main
             && before.session_target != SessionTarget::Main
             && changed
@@ -493,7 +493,7 @@ pub(crate) fn change_job(
     app: &App,
     lookup: &str,
     requester: &Requester,
-    change: impl FnOnce(&mut Job, i64, &mut Vec<String>) -> Result<(), CronError>,
+    change: impl FnOnce(&mut CronJob, i64, &mut Vec<String>) -> Result<(), CronError>,
 ) -> anyhow::Result<JobChanged> {
     let now = app.host.now_ts();
     let now_ms = now.as_millisecond();
@@ -727,7 +727,7 @@ pub(super) fn normalize_agent_id(text: &str) -> String {
 
 /// Fills the job's next run when it has none (and clears it while the job
 /// is disabled): what `cron list` shows before a gateway has run it.
-fn plan_next_run(app: &App, job: &mut Job, now_ms: i64) {
+fn plan_next_run(app: &App, job: &mut CronJob, now_ms: i64) {
     if !job.enabled {
         job.state.next_run_at_ms = None;
         job.state.running_at_ms = None;

@@ -6,7 +6,7 @@
 
 use super::cron::{default_target, invalid, normalize_agent_id, resolve_current};
 use crate::cron::job::{
-    CatchUp, Delivery, DeliveryMode, FailureAlert, FailureAlertConfig, Job, JobError, JobState,
+    CatchUp, Delivery, DeliveryMode, FailureAlert, FailureAlertConfig, CronJob, JobError, JobState,
     Payload, PayloadKind, ScheduleKind, ScheduleSpec, SessionTarget, WakeMode,
 };
 use crate::cron::{CronError, schedule};
@@ -70,7 +70,7 @@ pub(super) fn job_from_flags(
     flags: &JobFlags,
     now_ms: i64,
     notes: &mut Vec<String>,
-) -> anyhow::Result<Job> {
+) -> anyhow::Result<CronJob> {
     let name = flags
         .name
         .as_deref()
@@ -91,7 +91,7 @@ pub(super) fn job_from_flags(
             .into());
         }
     };
-    let mut job = Job {
+    let mut job = CronJob {
         id: String::new(),
         agent_id: None,
         session_key: None,
@@ -238,7 +238,7 @@ pub(super) fn check_schedule_only_flags(
 
 /// Applies the flags other than the schedule's to `job`.
 pub(super) fn apply(
-    job: &mut Job,
+    job: &mut CronJob,
     flags: &JobFlags,
     adding: bool,
     notes: &mut Vec<String>,
@@ -319,7 +319,7 @@ pub(super) fn apply(
     Ok(())
 }
 
-fn apply_payload(job: &mut Job, flags: &JobFlags, adding: bool) -> Result<(), CronError> {
+fn apply_payload(job: &mut CronJob, flags: &JobFlags, adding: bool) -> Result<(), CronError> {
     if flags.system_event.is_some() && flags.message.is_some() {
         return Err(invalid(
             "payload",
@@ -381,7 +381,7 @@ fn apply_payload(job: &mut Job, flags: &JobFlags, adding: bool) -> Result<(), Cr
     Ok(())
 }
 
-fn apply_delivery(job: &mut Job, flags: &JobFlags) -> Result<(), CronError> {
+fn apply_delivery(job: &mut CronJob, flags: &JobFlags) -> Result<(), CronError> {
     match &flags.delivery {
         Some(DeliveryChoice::Announce { .. }) => {
             let mut delivery = job
@@ -436,7 +436,7 @@ fn apply_delivery(job: &mut Job, flags: &JobFlags) -> Result<(), CronError> {
     Ok(())
 }
 
-fn apply_failure_alert(job: &mut Job, flags: &JobFlags) -> Result<(), CronError> {
+fn apply_failure_alert(job: &mut CronJob, flags: &JobFlags) -> Result<(), CronError> {
     let details = flags.failure_alert_after.is_some()
         || flags.failure_alert_channel.is_some()
         || flags.failure_alert_to.is_some()

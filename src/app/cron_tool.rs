@@ -27,7 +27,7 @@ use super::App;
 use super::cron::{self as app_cron, JobChanged, Requester};
 use super::gateway::GatewayPort;
 use crate::agent::tools::Caller;
-use crate::cron::job::{Job, PayloadKind};
+use crate::cron::job::{CronJob, PayloadKind};
 use crate::cron::runlog::{self, RunQuery};
 use crate::cron::{EnabledFilter, ListQuery, SortBy, SortDir, index};
 use crate::provider::{Block, Message};
@@ -267,7 +267,7 @@ fn cut(text: &str, max: usize) -> String {
 
 /// Adds the context lines to the job's text (a system event's text, an
 /// agent turn's message), replacing any it had.
-fn attach_context(job: &mut Job, lines: &[String]) {
+fn attach_context(job: &mut CronJob, lines: &[String]) {
     if lines.is_empty() {
         return;
     }

@@ -14,7 +14,7 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use super::CronError;
-use super::job::{Job, ScheduleSpec};
+use super::job::{CronJob, ScheduleSpec};
 use super::schedule;
 use super::store::{Fingerprint, JobFile, zone_name};
 use crate::store::{Store, StoreKind};
@@ -149,7 +149,7 @@ struct Row {
 }
 
 impl Row {
-    fn of(position: usize, job: &Job, zone: &TimeZone, now_ms: i64) -> Row {
+    fn of(position: usize, job: &CronJob, zone: &TimeZone, now_ms: i64) -> Row {
         let next_run_at_ms = if job.enabled {
             job.state
                 .next_run_at_ms
@@ -336,7 +336,7 @@ impl CronIndex {
         store_path: &std::path::Path,
         host_zone: &jiff::tz::TimeZone,
         now_ms: i64,
-        stream: &mut dyn FnMut(&mut dyn FnMut(&Job)) -> Result<Option<Fingerprint>, CronError>,
+        stream: &mut dyn FnMut(&mut dyn FnMut(&CronJob)) -> Result<Option<Fingerprint>, CronError>,
     ) -> Result<bool, CronError> {
         let tx = self
             .conn
@@ -350,7 +350,7 @@ impl CronIndex {
             let mut seen = std::collections::HashSet::new();
             let mut position = 0usize;
             let mut failed: Option<CronError> = None;
-            let read_as = stream(&mut |job: &Job| {
+            let read_as = stream(&mut |job: &CronJob| {
                 if failed.is_some() || !clean {
                     return;
                 }
@@ -423,7 +423,7 @@ impl CronIndex {
         source: &Source<'_>,
         warnings: &[String],
         removed: impl IntoIterator<Item = &'j String>,
-        rows: impl IntoIterator<Item = (usize, &'j Job)>,
+        rows: impl IntoIterator<Item = (usize, &'j CronJob)>,
     ) -> Result<(), CronError> {
         let mut counts = self.recorded()?.map(|r| r.counts).unwrap_or_default();
         let tx = self
@@ -469,7 +469,7 @@ impl CronIndex {
         &mut self,
         source: &Source<'_>,
         read_as: Fingerprint,
-        changed: &[(usize, Job)],
+        changed: &[(usize, CronJob)],
         removed: &[String],
     ) -> Result<bool, CronError> {
         let zone = zone_name(source.host_zone);

@@ -5,7 +5,7 @@
 //! Every object keeps the fields it does not know (`extra`), so a job
 //! written by a newer OpenClaw, or by hand, goes back to the file with
 //! them. Reading is lenient (a job in the file that breaks a rule is still
-//! read; the runner decides what to do with it); [`Job::validate`] is what
+//! read; the runner decides what to do with it); [`CronJob::validate`] is what
 //! `cron add` and `cron edit` apply.
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
@@ -36,7 +36,7 @@ pub(crate) const USER_WEBHOOKS: &str = "userWebhooks";
 /// One job.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub(crate) struct Job {
+pub(crate) struct CronJob {
     pub id: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent_id: Option<String>,
@@ -49,7 +49,7 @@ pub(crate) struct Job {
     pub description: Option<String>,
     #[serde(default = "yes")]
     pub enabled: bool,
-    /// Unset means true for `at` jobs ([`Job::deletes_after_run`]).
+    /// Unset means true for `at` jobs ([`CronJob::deletes_after_run`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub delete_after_run: Option<bool>,
     #[serde(default)]
@@ -78,7 +78,7 @@ fn yes() -> bool {
     true
 }
 
-impl Job {
+impl CronJob {
     /// Whether a successful run of this job removes it: `deleteAfterRun`,
     /// true by default for `at` jobs, and honoured only for them.
     pub(crate) fn deletes_after_run(&self) -> bool {
@@ -98,15 +98,15 @@ impl Job {
     /// A job given as JSON (a tool call), in today's shape or an older
     /// spelling (kinds inferred, legacy fields folded in, a missing
     /// `sessionTarget` taken from the payload); read as leniently as the
-    /// store reads, the rules are [`Job::validate`]'s.
-    pub(crate) fn from_json(value: &Value) -> Result<Job, JobError> {
+    /// store reads, the rules are [`CronJob::validate`]'s.
+    pub(crate) fn from_json(value: &Value) -> Result<CronJob, JobError> {
         let Value::Object(map) = value else {
             return Err(JobError::Invalid {
                 field: "job".into(),
                 message: "a job is a JSON object".into(),
             });
         };
-        Job::deserialize(Value::Object(super::legacy::normalize(map))).map_err(|e| {
+        CronJob::deserialize(Value::Object(super::legacy::normalize(map))).map_err(|e| {
             JobError::Invalid {
                 field: "job".into(),
                 message: e.to_string(),
@@ -226,7 +226,7 @@ fn blank(text: &str) -> bool {
     text.trim().is_empty()
 }
 
-/// What [`Job::validate`] needs besides the job.
+/// What [`CronJob::validate`] needs besides the job.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Check<'a> {
     pub now_ms: i64,

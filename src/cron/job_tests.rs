@@ -15,7 +15,7 @@ fn check(at_is_new: bool) -> Check<'static> {
     }
 }
 
-fn job(value: Value) -> Job {
+fn job(value: Value) -> CronJob {
     serde_json::from_value(value).expect("a job")
 }
 
@@ -364,7 +364,7 @@ fn catch_up_is_kept_in_the_file() {
     let parsed = job(value);
     assert_eq!(parsed.catch_up(), CatchUp::Skip);
     assert_eq!(serde_json::to_value(&parsed).unwrap()["catchUp"], "skip");
-    assert!(serde_json::from_value::<Job>(with(base(), &["catchUp"], json!("sometimes"))).is_err());
+    assert!(serde_json::from_value::<CronJob>(with(base(), &["catchUp"], json!("sometimes"))).is_err());
 }
 
 #[test]
@@ -392,7 +392,7 @@ fn legacy_jobs_are_read_into_todays_shape() {
         "state": {}
     });
     let normalized = legacy::normalize(old.as_object().unwrap());
-    let job: Job = serde_json::from_value(Value::Object(normalized.clone())).unwrap();
+    let job: CronJob = serde_json::from_value(Value::Object(normalized.clone())).unwrap();
     assert_eq!(job.id, "legacy-1");
     assert!(!job.enabled);
     assert_eq!(job.schedule.kind, ScheduleKind::At);
@@ -430,7 +430,7 @@ fn legacy_jobs_are_read_into_todays_shape() {
         "delivery": {"mode": "deliver"}
     });
     let normalized = legacy::normalize(old.as_object().unwrap());
-    let job: Job = serde_json::from_value(Value::Object(normalized.clone())).unwrap();
+    let job: CronJob = serde_json::from_value(Value::Object(normalized.clone())).unwrap();
     assert_eq!(job.schedule.kind, ScheduleKind::Cron);
     assert_eq!(job.schedule.expr.as_deref(), Some("*/5 * * * *"));
     assert_eq!(job.payload.kind, PayloadKind::SystemEvent);
@@ -451,7 +451,7 @@ fn legacy_jobs_are_read_into_todays_shape() {
 
     // `every` inferred; a job written today is left as it is.
     let old = json!({"id": "x", "schedule": {"everyMs": 60000.7}, "payload": {"kind": "systemEvent", "text": "t"}, "sessionTarget": "main"});
-    let job: Job =
+    let job: CronJob =
         serde_json::from_value(Value::Object(legacy::normalize(old.as_object().unwrap()))).unwrap();
     assert_eq!(job.schedule.kind, ScheduleKind::Every);
     assert_eq!(job.schedule.every_ms, Some(60_000), "floored");

@@ -6,9 +6,9 @@
 
 use serde_json::Value;
 
-use super::job::{CREATED_BY, CREATED_BY_AGENT, DeliveryMode, FailureAlert, Job, USER_WEBHOOKS};
+use super::job::{CREATED_BY, CREATED_BY_AGENT, DeliveryMode, FailureAlert, CronJob, USER_WEBHOOKS};
 
-impl Job {
+impl CronJob {
     /// Whether the model created this job (`"createdBy": "agent"`): the
     /// webhook URLs in it are then the model's, not the user's.
     pub(crate) fn created_by_agent(&self) -> bool {

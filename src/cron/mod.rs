@@ -5,7 +5,7 @@
 //!
 //! * `job.rs`: the job schema (OpenClaw's fields, almanac's `catchUp`,
 //!   unknown fields kept at every level) and the rules checked when a job
-//!   is added or changed ([`job::Job::validate`]);
+//!   is added or changed ([`job::CronJob::validate`]);
 //! * `legacy.rs`: older spellings read into today's shape;
 //! * `store.rs`: reading (JSON, then JSON5; shapes coerced; a damaged file
 //!   moved aside and its backup used, never an empty schedule in silence)
@@ -64,8 +64,8 @@
 //! * [`runlog::append`]`(&store.runs_dir(), &RunRecord, Limits)` after
 //!   every run, `Limits::from(&config.cron.run_log)`;
 //! * [`schedule::to_schedule`] and [`schedule::next_run`] put a job's
-//!   `schedule` into `almanac-cron`'s terms; [`job::Job::deletes_after_run`]
-//!   and [`job::Job::catch_up`] are the one-shot and missed-slot policies;
+//!   `schedule` into `almanac-cron`'s terms; [`job::CronJob::deletes_after_run`]
+//!   and [`job::CronJob::catch_up`] are the one-shot and missed-slot policies;
 //! * [`outcome::apply`]`(&job, &RunEnd, natural_next, &config.cron)` after
 //!   every run → [`outcome::Applied`] `{state, after, not_before_ms,
 //!   retry_at_ms, alert}`: the state to write, whether to keep, disable or

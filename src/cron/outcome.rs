@@ -11,7 +11,7 @@
 
 use crate::config::{CronAlertMode, CronConfig, DEFAULT_RETRY_BACKOFF_MS};
 
-use super::job::{DeliveryMode, FailureAlert, Job, JobState, RunStatus, ScheduleKind};
+use super::job::{DeliveryMode, FailureAlert, CronJob, JobState, RunStatus, ScheduleKind};
 
 pub(crate) use crate::config::TransientClass;
 
@@ -124,7 +124,7 @@ pub(crate) struct Alert {
 ///   least end + 2 s;
 /// * a job disabled while it ran stays disabled: no next run, no retry.
 pub(crate) fn apply(
-    job: &Job,
+    job: &CronJob,
     end: &RunEnd,
     natural_next_ms: Option<i64>,
     config: &CronConfig,
@@ -250,7 +250,7 @@ pub(crate) fn retry_backoff_ms(consecutive_errors: u32, config: &CronConfig) -> 
 /// The end of the backoff window of a recurring job whose last run
 /// failed, while `now_ms` is inside it: a slot reached before then (a
 /// missed one caught up at start, say) is not run.
-pub(crate) fn in_backoff(job: &Job, now_ms: i64) -> Option<i64> {
+pub(crate) fn in_backoff(job: &CronJob, now_ms: i64) -> Option<i64> {
     if job.schedule.kind == ScheduleKind::At || job.state.last() != Some(&RunStatus::Error) {
         return None;
     }
@@ -272,7 +272,7 @@ pub(crate) fn is_stale(slot_ms: i64, started_ms: i64) -> bool {
 /// The job's state after its schedule could not be computed (`error`
 /// says why), whether the job is now to be disabled, and the text of the
 /// system event that says so.
-pub(crate) fn schedule_error(job: &Job, error: &str) -> (JobState, bool, Option<String>) {
+pub(crate) fn schedule_error(job: &CronJob, error: &str) -> (JobState, bool, Option<String>) {
     let mut state = job.state.clone();
     let count = state.schedule_error_count.unwrap_or(0).saturating_add(1);
     state.schedule_error_count = Some(count);
@@ -441,7 +441,7 @@ pub(crate) fn error_reason(error: Option<&str>, timed_out: bool) -> &'static str
 /// false` opts out), at least `after` failures, results not delivered
 /// best-effort, and the last alert older than the cooldown.
 fn alert_due(
-    job: &Job,
+    job: &CronJob,
     errors: u32,
     error: Option<&str>,
     now_ms: i64,

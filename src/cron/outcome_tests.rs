@@ -8,7 +8,7 @@ const STARTED: i64 = 1_795_000_000_000;
 const ENDED: i64 = STARTED + 5_000;
 const MIN: i64 = 60_000;
 
-fn job_with(schedule: Value, extra: Value) -> Job {
+fn job_with(schedule: Value, extra: Value) -> CronJob {
     let mut value = json!({
         "id": "3f2a9c1e-0000-4000-8000-000000000001",
         "name": "daily brief",
@@ -27,18 +27,18 @@ fn job_with(schedule: Value, extra: Value) -> Job {
     serde_json::from_value(value).expect("a job")
 }
 
-fn at_job(extra: Value) -> Job {
+fn at_job(extra: Value) -> CronJob {
     job_with(
         json!({"kind": "at", "at": "2026-11-19T09:00:00.000Z"}),
         extra,
     )
 }
 
-fn every_job(extra: Value) -> Job {
+fn every_job(extra: Value) -> CronJob {
     job_with(json!({"kind": "every", "everyMs": 3_600_000}), extra)
 }
 
-fn cron_job(extra: Value) -> Job {
+fn cron_job(extra: Value) -> CronJob {
     job_with(
         json!({"kind": "cron", "expr": "0 7 * * *", "tz": "UTC"}),
         extra,
@@ -481,7 +481,7 @@ fn one_shot_rules() {
 fn recurring_rules() {
     struct Case {
         name: &'static str,
-        job: Job,
+        job: CronJob,
         run: RunEnd,
         natural: Option<i64>,
         next: Option<i64>,
@@ -651,7 +651,7 @@ fn backoff_steps() {
 fn failure_alert_rules() {
     struct Case {
         name: &'static str,
-        job: Job,
+        job: CronJob,
         config: CronConfig,
         alert: bool,
     }
@@ -882,7 +882,7 @@ fn backoff_window_before_a_run() {
         }
         json!({ "state": state })
     };
-    let cases: Vec<(&str, Job, i64, Option<i64>)> = vec![
+    let cases: Vec<(&str, CronJob, i64, Option<i64>)> = vec![
         (
             "inside, first error",
             every_job(errored(Some(1))),

@@ -4,7 +4,7 @@
 use almanac_cron::Schedule;
 use jiff::tz::TimeZone;
 
-use super::job::{Job, JobError, RunStatus, ScheduleKind, ScheduleSpec};
+use super::job::{CronJob, JobError, RunStatus, ScheduleKind, ScheduleSpec};
 
 /// A stored `at` time (ISO-8601; without an offset it is UTC; all digits
 /// are epoch ms) in epoch ms. Durations, which only mean something when
@@ -58,7 +58,7 @@ pub(crate) fn to_schedule(spec: &ScheduleSpec) -> Result<Schedule, JobError> {
 
 /// The next run of `job` after `now_ms` as the runner plans it, from its
 /// last run; `None` when it has none (or its schedule cannot be used).
-pub(crate) fn next_run(job: &Job, now_ms: i64, host: &TimeZone) -> Option<i64> {
+pub(crate) fn next_run(job: &CronJob, now_ms: i64, host: &TimeZone) -> Option<i64> {
     let schedule = to_schedule(&job.schedule).ok()?;
     let last_ok = job.state.last() == Some(&RunStatus::Ok);
     almanac_cron::next_run_ms(

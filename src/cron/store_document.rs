@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize, Serializer};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
-use super::super::job::Job;
+use super::super::job::CronJob;
 use super::super::legacy;
 
 /// The store's format version.
@@ -34,13 +34,13 @@ pub(super) fn parse_document(bytes: &[u8]) -> Result<Value, String> {
 
 /// A job from its text in the store, as the full read gives it (older
 /// spellings in today's shape).
-pub(crate) fn job_from_text(text: &str) -> Result<Job, String> {
+pub(crate) fn job_from_text(text: &str) -> Result<CronJob, String> {
     let raw: Value = serde_json::from_str(text).map_err(|e| e.to_string())?;
     match &raw {
         Value::Object(map) if needs_normalizing(map) => {
-            Job::deserialize(&Value::Object(legacy::normalize(map))).map_err(|e| e.to_string())
+            CronJob::deserialize(&Value::Object(legacy::normalize(map))).map_err(|e| e.to_string())
         }
-        Value::Object(_) => Job::deserialize(&raw).map_err(|e| e.to_string()),
+        Value::Object(_) => CronJob::deserialize(&raw).map_err(|e| e.to_string()),
         other => Err(format!("a job is an object, not {}", kind_of(other))),
     }
 }
@@ -53,9 +53,9 @@ pub(crate) struct Entry {
     /// Its text as read, written back as it was while nothing changes it.
     text: Option<Box<RawValue>>,
     /// The job in today's shape; `None` when it cannot be read.
-    pub(super) job: Option<Job>,
+    pub(super) job: Option<CronJob>,
     /// The job as read, once a change touched it.
-    original: Option<Job>,
+    original: Option<CronJob>,
     /// Why `job` is `None`.
     problem: Option<String>,
     /// Touched by a change: written from `job`, in `raw`'s key order.
@@ -66,9 +66,9 @@ impl Entry {
     fn read(raw: Value, text: Option<Box<RawValue>>) -> Entry {
         let parsed = match &raw {
             Value::Object(map) if needs_normalizing(map) => {
-                Job::deserialize(&Value::Object(legacy::normalize(map))).map_err(|e| e.to_string())
+                CronJob::deserialize(&Value::Object(legacy::normalize(map))).map_err(|e| e.to_string())
             }
-            Value::Object(_) => Job::deserialize(&raw).map_err(|e| e.to_string()),
+            Value::Object(_) => CronJob::deserialize(&raw).map_err(|e| e.to_string()),
             other => Err(format!("a job is an object, not {}", kind_of(other))),
         };
         match parsed {
@@ -372,12 +372,12 @@ impl JobFile {
     }
 
     /// The jobs that can be read, in file order.
-    pub(crate) fn jobs(&self) -> impl Iterator<Item = &Job> {
+    pub(crate) fn jobs(&self) -> impl Iterator<Item = &CronJob> {
         self.entries.iter().filter_map(|e| e.job.as_ref())
     }
 
     /// The readable jobs with their place in the file.
-    pub(crate) fn positioned(&self) -> impl Iterator<Item = (usize, &Job)> {
+    pub(crate) fn positioned(&self) -> impl Iterator<Item = (usize, &CronJob)> {
         self.entries
             .iter()
             .enumerate()
@@ -385,12 +385,12 @@ impl JobFile {
     }
 
     #[cfg(test)]
-    pub(crate) fn get(&self, id: &str) -> Option<&Job> {
+    pub(crate) fn get(&self, id: &str) -> Option<&CronJob> {
         self.jobs().find(|j| j.id == id)
     }
 
     /// The job `id`, to change: it is written back from its fields.
-    pub(crate) fn get_mut(&mut self, id: &str) -> Option<&mut Job> {
+    pub(crate) fn get_mut(&mut self, id: &str) -> Option<&mut CronJob> {
         let entry = self
             .entries
             .iter_mut()
@@ -404,7 +404,7 @@ impl JobFile {
     }
 
     /// Adds a job at the end.
-    pub(crate) fn push(&mut self, job: Job) {
+    pub(crate) fn push(&mut self, job: CronJob) {
         self.changed.insert(job.id.clone());
         self.removed.remove(&job.id);
         self.reshaped = true;
@@ -419,7 +419,7 @@ impl JobFile {
     }
 
     /// Removes the job `id` (the first with that id).
-    pub(crate) fn remove(&mut self, id: &str) -> Option<Job> {
+    pub(crate) fn remove(&mut self, id: &str) -> Option<CronJob> {
         let at = self
             .entries
             .iter()

@@ -34,7 +34,7 @@ use super::{
 };
 use crate::cron::CronError;
 use crate::cron::index::{self, CronIndex};
-use crate::cron::job::{Job, JobState};
+use crate::cron::job::{CronJob, JobState};
 use crate::cron::stream::{self, Element};
 use crate::durable;
 
@@ -45,7 +45,7 @@ enum Edit {
     /// index), and whether more than runtime fields changed.
     Replace {
         out: Value,
-        job: Box<Job>,
+        job: Box<CronJob>,
         definition: bool,
     },
     /// Left out (the job of this id removed).
@@ -101,7 +101,7 @@ impl<'i> IdFinder<'i> {
 /// job added at the end.
 struct Plan<'p> {
     edit: &'p mut dyn FnMut(&JobText<'_>) -> Result<Edit, Stop>,
-    append: Option<&'p Job>,
+    append: Option<&'p CronJob>,
     warnings: Warnings,
     /// Read the file into memory first (a command), rather than as a
     /// stream (the runner, which must stay small).
@@ -139,7 +139,7 @@ impl CronStore {
     /// there; `each` may have seen part of it.
     pub(crate) fn stream_jobs(
         &self,
-        each: &mut dyn FnMut(&str, Result<Job, String>),
+        each: &mut dyn FnMut(&str, Result<CronJob, String>),
     ) -> Result<Option<Option<Fingerprint>>, CronError> {
         if self.sidecar_path().exists() {
             return Ok(None);
@@ -229,12 +229,12 @@ impl CronStore {
         &self,
         id: &str,
         now: jiff::Timestamp,
-        change: impl FnOnce(&mut Job) -> Result<T, CronError>,
+        change: impl FnOnce(&mut CronJob) -> Result<T, CronError>,
     ) -> Result<Changed<T>, CronError> {
         let mut change = Some(change);
         // The change's outcome, once it ran on the stream: what the full
         // path writes if the stream gives way after it.
-        let mut outcome: Option<(T, Job)> = None;
+        let mut outcome: Option<(T, CronJob)> = None;
         let target = IdFinder::new(id);
         let mut edit = |read: &JobText<'_>| {
             if !target.is_in(read) {
@@ -294,7 +294,7 @@ impl CronStore {
 
     /// Adds `job` at the end of the store (a store that does not stream,
     /// or holds its id already, takes the full path).
-    pub(crate) fn add(&self, job: &Job, now: jiff::Timestamp) -> Result<Changed<()>, CronError> {
+    pub(crate) fn add(&self, job: &CronJob, now: jiff::Timestamp) -> Result<Changed<()>, CronError> {
         let existing = IdFinder::new(&job.id);
         let mut edit = |read: &JobText<'_>| {
             if existing.is_in(read) {
@@ -651,7 +651,7 @@ enum Source {
 #[derive(Default)]
 struct Copied {
     /// Jobs replaced or added, with their place in the new file.
-    changed: Vec<(usize, Job)>,
+    changed: Vec<(usize, CronJob)>,
     removed: Vec<String>,
 }
 
@@ -665,14 +665,14 @@ impl Copied {
 /// when the stream can write it as the full path would: `None` when it
 /// cannot be read (the full path leaves it as it is); an older spelling
 /// needs the full path.
-fn readable(text: &str) -> Result<Option<(serde_json::Map<String, Value>, Job)>, Stop> {
+fn readable(text: &str) -> Result<Option<(serde_json::Map<String, Value>, CronJob)>, Stop> {
     let Ok(Value::Object(map)) = serde_json::from_str::<Value>(text) else {
         return Ok(None);
     };
     if needs_normalizing(&map) {
         return Err(Stop::FullPath);
     }
-    let Ok(job) = Job::deserialize(&Value::Object(map.clone())) else {
+    let Ok(job) = CronJob::deserialize(&Value::Object(map.clone())) else {
         return Ok(None);
     };
     Ok(Some((map, job)))

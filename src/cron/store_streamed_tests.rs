@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use super::super::{Changed, CronStore};
 use crate::cron::CronError;
 use crate::cron::index::ListQuery;
-use crate::cron::job::{Job, JobState, RunStatus};
+use crate::cron::job::{CronJob, JobState, RunStatus};
 
 const NOW_MS: i64 = 1_795_000_000_000;
 
@@ -186,7 +186,7 @@ fn index_rows(store: &CronStore) -> Vec<String> {
 fn change_both<T: std::fmt::Debug>(
     source: &str,
     id: &str,
-    change: impl Fn(&mut Job) -> Result<T, CronError>,
+    change: impl Fn(&mut CronJob) -> Result<T, CronError>,
 ) -> Twins {
     let twins = twins(source);
     let streamed = twins.streamed.modify_job(id, now(), &change);
@@ -414,6 +414,6 @@ fn the_index_follows_a_streamed_change_row_by_row() {
     );
 }
 
-fn job_of(value: Value) -> Job {
+fn job_of(value: Value) -> CronJob {
     serde::Deserialize::deserialize(value).unwrap()
 }

@@ -3,7 +3,7 @@ use std::path::Path;
 use serde_json::json;
 
 use super::*;
-use crate::cron::job::{Job, Payload, ScheduleSpec, SessionTarget, WakeMode};
+use crate::cron::job::{CronJob, Payload, ScheduleSpec, SessionTarget, WakeMode};
 
 const NOW_MS: i64 = 1_795_000_000_000;
 
@@ -50,8 +50,8 @@ impl Fixture {
     }
 }
 
-fn new_job(id: &str, name: &str) -> Job {
-    Job {
+fn new_job(id: &str, name: &str) -> CronJob {
+    CronJob {
         id: id.to_string(),
         agent_id: None,
         session_key: None,

@@ -16,7 +16,7 @@ use crate::app::cron::{self as app_cron, JobFlags};
 use crate::app::cron_tool::{CONTEXT_MARKER, CONTEXT_PER_MESSAGE_MAX, CONTEXT_TOTAL_MAX};
 use crate::app::gateway::{GatewayPort, LaterAnswer};
 use crate::cron::ListQuery;
-use crate::cron::job::Job;
+use crate::cron::job::CronJob;
 use crate::engine::assemble::{AppServices, assemble};
 use crate::host::Host;
 use crate::trigger::TurnShape;
@@ -121,7 +121,7 @@ impl Turn {
         app_cron::list(&self.app, &query).unwrap().jobs
     }
 
-    fn stored(&self) -> Vec<Job> {
+    fn stored(&self) -> Vec<CronJob> {
         let loaded = self.app.cron_store().read().unwrap();
         loaded.file.jobs().cloned().collect()
     }

@@ -42,7 +42,7 @@ use super::Shared;
 use super::cron_follow::follow;
 use super::cron_run::{Finished, backoff_note};
 use super::supervisor::{Component, ComponentKind};
-use crate::cron::job::{Job, JobState};
+use crate::cron::job::{CronJob, JobState};
 use crate::cron::slots::{self, SlotLedger, SlotTrigger};
 use crate::cron::store::{CronStore, Fingerprint};
 
@@ -207,7 +207,7 @@ struct Runner {
     removals: Vec<String>,
     /// Jobs whose schedule cannot be worked out: tried again every
     /// [`MAX_SLEEP`], each failure counted, until they are disabled.
-    broken: HashMap<String, Job>,
+    broken: HashMap<String, CronJob>,
     broken_checked: Option<tokio::time::Instant>,
     /// Slots up to this time have their following slot worked out.
     prepared_until: i64,

@@ -43,7 +43,7 @@ use tokio_util::task::TaskTracker;
 use super::intake::Record;
 use super::{GatewayEvent, Shared};
 use crate::config::{CronAlertMode, CronConfig};
-use crate::cron::job::{DeliveryMode, FailureAlert, Job, RunStatus, SessionTarget};
+use crate::cron::job::{DeliveryMode, FailureAlert, CronJob, RunStatus, SessionTarget};
 use crate::cron::outcome::{self, Alert};
 use crate::cron::runlog::RunRecord;
 use crate::delivery::{
@@ -82,7 +82,7 @@ impl ResultTarget {
 /// Where `job`'s results go: its `delivery`, else `announce` for an
 /// isolated-like job and nowhere for a `main` one (whose result is the
 /// heartbeat's; only a webhook takes it further).
-pub(crate) fn result_target(job: &Job) -> ResultTarget {
+pub(crate) fn result_target(job: &CronJob) -> ResultTarget {
     let main = job.session_target == SessionTarget::Main;
     let mode = match &job.delivery {
         Some(delivery) => delivery.mode,
@@ -108,7 +108,7 @@ pub(crate) fn result_target(job: &Job) -> ResultTarget {
 
 /// Who gave `url`, written in `job`: the model for a job it created,
 /// unless the user set that URL since.
-fn origin_of(job: &Job, url: Option<&str>) -> UrlOrigin {
+fn origin_of(job: &CronJob, url: Option<&str>) -> UrlOrigin {
     let models = match url {
         Some(url) => job.url_is_models(url),
         None => job.created_by_agent(),
@@ -132,7 +132,7 @@ enum Destination {
 /// unset in webhook mode: the delivery's), else `cron.failureDestination`
 /// (mode unset: `announce`), else where the job's results go. `None`:
 /// nowhere (a webhook without a URL included).
-fn failure_destination(job: &Job, config: &CronConfig) -> Option<Destination> {
+fn failure_destination(job: &CronJob, config: &CronConfig) -> Option<Destination> {
     let delivery = job.delivery.as_ref();
     let own = delivery.and_then(|d| d.failure_destination.as_ref());
     let (mode, url, origin) = if let (Some(delivery), Some(own)) = (delivery, own) {
@@ -176,7 +176,7 @@ fn webhook_destination(url: Option<String>, origin: UrlOrigin) -> Option<Destina
 /// Where a failure alert of `job` goes: its mode (unset: where the job's
 /// results go), its URL in webhook mode (unset: the job's webhook).
 /// `None`: nowhere usable.
-fn alert_destination(job: &Job, alert: &Alert, config: &CronConfig) -> Option<Destination> {
+fn alert_destination(job: &CronJob, alert: &Alert, config: &CronConfig) -> Option<Destination> {
     let results = result_target(job);
     match alert.mode {
         None => match results {
@@ -238,7 +238,7 @@ fn post_for(
 const UNSIGNED_NOTE: &str = "sent without cron.webhookToken: the model chose this address";
 
 /// An outbox entry about `job`.
-fn outbox_item(job: &Job, session_key: Option<&str>, text: String) -> Item {
+fn outbox_item(job: &CronJob, session_key: Option<&str>, text: String) -> Item {
     Item {
         source: Source::Cron,
         session_key: session_key
@@ -288,7 +288,7 @@ impl EndPlan {
 
 /// Whether a run of `job` may have something to send at its end (cheap:
 /// the run's record is not needed).
-fn may_send(job: &Job, config: &CronConfig) -> bool {
+fn may_send(job: &CronJob, config: &CronConfig) -> bool {
     matches!(result_target(job), ResultTarget::Webhook { .. })
         || (job.delivery.as_ref().and_then(|d| d.best_effort) != Some(true)
             && failure_destination(job, config).is_some())
@@ -296,7 +296,7 @@ fn may_send(job: &Job, config: &CronConfig) -> bool {
 
 /// What the end of the run `record` of `job`, for the slot `slot_ms`,
 /// sends.
-fn plan_end(shared: &Shared, job: &Job, slot_ms: i64, record: &RunRecord) -> EndPlan {
+fn plan_end(shared: &Shared, job: &CronJob, slot_ms: i64, record: &RunRecord) -> EndPlan {
     let app = shared.engine.app();
     let config = &app.config.config.cron;
     let started = record.run_at_ms.unwrap_or(slot_ms);
@@ -370,7 +370,7 @@ async fn send(shared: &Shared, what: Outgoing) -> Result<Delivery, DeliveryError
 }
 
 /// Logs what became of a cron send.
-fn log_sent(job: &Job, what: &str, sent: &Result<Delivery, DeliveryError>) {
+fn log_sent(job: &CronJob, what: &str, sent: &Result<Delivery, DeliveryError>) {
     match sent {
         Ok(Delivery {
             state: DeliveryState::Delivered,
@@ -395,7 +395,7 @@ fn log_sent(job: &Job, what: &str, sent: &Result<Delivery, DeliveryError>) {
 /// Sends `plan`; what became of the event, when one was posted.
 async fn send_plan(
     shared: &Shared,
-    job: &Job,
+    job: &CronJob,
     plan: EndPlan,
 ) -> Option<Result<Delivery, DeliveryError>> {
     let event = async {
@@ -422,7 +422,7 @@ async fn send_plan(
 /// deliverer's. For a run that takes time, in its own task.
 pub(crate) async fn deliver_end(
     shared: &Arc<Shared>,
-    job: Option<&Arc<Job>>,
+    job: Option<&Arc<CronJob>>,
     slot_ms: i64,
     mut record: RunRecord,
 ) -> RunRecord {
@@ -486,7 +486,7 @@ pub(crate) async fn deliver_end(
 pub(crate) fn spawn_end(
     tracker: &TaskTracker,
     shared: &Arc<Shared>,
-    job: Option<&Arc<Job>>,
+    job: Option<&Arc<CronJob>>,
     slot_ms: i64,
     record: impl FnOnce() -> RunRecord,
 ) {
@@ -511,7 +511,7 @@ pub(crate) fn spawn_end(
 /// gets `{jobId, jobName, message}`, the outbox the alert's text; with no
 /// usable destination the text is queued as a system event for the main
 /// session, which is woken. What happens is logged.
-pub(crate) async fn send_alert(shared: &Arc<Shared>, job: &Job, alert: &Alert) {
+pub(crate) async fn send_alert(shared: &Arc<Shared>, job: &CronJob, alert: &Alert) {
     let app = shared.engine.app();
     let what = match alert_destination(job, alert, &app.config.config.cron) {
         Some(Destination::Webhook { url, origin }) => Outgoing::Post(post(

@@ -72,7 +72,7 @@ fn shared(dir: &Path, config: &str) -> Arc<Shared> {
     crate::gateway::test_shared(dir, "t")
 }
 
-fn job(value: Value) -> Arc<Job> {
+fn job(value: Value) -> Arc<CronJob> {
     let mut value = value;
     let defaults = json!({
         "enabled": true,
@@ -87,11 +87,11 @@ fn job(value: Value) -> Arc<Job> {
             .entry(k.clone())
             .or_insert(v.clone());
     }
-    Arc::new(Job::from_json(&value).unwrap())
+    Arc::new(CronJob::from_json(&value).unwrap())
 }
 
 /// A `main` job whose results go to `url`.
-fn event_job(url: &str) -> Arc<Job> {
+fn event_job(url: &str) -> Arc<CronJob> {
     job(json!({
         "id": "stretch", "name": "Stretch",
         "sessionTarget": "main", "wakeMode": "next-heartbeat",
@@ -101,7 +101,7 @@ fn event_job(url: &str) -> Arc<Job> {
 }
 
 /// An isolated job announcing its results, with more `fields`.
-fn turn_job(fields: Value) -> Arc<Job> {
+fn turn_job(fields: Value) -> Arc<CronJob> {
     let mut value = json!({
         "id": "brief", "name": "Morning brief",
         "sessionTarget": "isolated",
@@ -573,7 +573,7 @@ fn answer(text: &str) -> Reply {
 }
 
 /// Writes `jobs` as the job store.
-fn write_jobs(dir: &Path, jobs: &[Arc<Job>]) {
+fn write_jobs(dir: &Path, jobs: &[Arc<CronJob>]) {
     let state = dir.join("state");
     std::fs::create_dir_all(state.join("cron")).unwrap();
     let jobs: Vec<Value> = jobs

@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use super::cron::{CATCH_UP_LIMIT, Due, Followed, MISSED_LIST_LIMIT};
 use super::cron_run::{backoff_note, schedule_problem};
-use crate::cron::job::{Job, RunStatus, ScheduleKind};
+use crate::cron::job::{CronJob, RunStatus, ScheduleKind};
 use crate::cron::outcome;
 use crate::cron::slots::{self, SlotTrigger};
 use crate::cron::store::Fingerprint;
@@ -24,7 +24,7 @@ pub(super) struct Reloaded {
     pub(super) catch_up: Vec<Due>,
     pub(super) missed: Vec<(String, i64, String)>,
     /// Enabled jobs whose schedule cannot be worked out.
-    pub(super) broken: HashMap<String, Job>,
+    pub(super) broken: HashMap<String, CronJob>,
     /// Jobs read inside their error backoff, and until when.
     pub(super) backoff: Vec<(String, i64)>,
     /// One-shots whose next slot is an attempt after a passing error.
@@ -36,7 +36,7 @@ pub(super) struct Reloaded {
 }
 
 /// What decides a job's slots, hashed.
-pub(super) fn slots_version(job: &Job) -> u64 {
+pub(super) fn slots_version(job: &CronJob) -> u64 {
     use std::hash::{Hash, Hasher};
     let mut hasher = std::collections::hash_map::DefaultHasher::new();
     serde_json::to_string(&job.schedule)
@@ -125,7 +125,7 @@ struct Follower<'a> {
 }
 
 impl Follower<'_> {
-    fn take(&mut self, text: &str, job: Result<Job, String>) {
+    fn take(&mut self, text: &str, job: Result<CronJob, String>) {
         let now = self.now;
         let read = &mut self.read;
         let Ok(job) = job else {
@@ -246,7 +246,7 @@ impl Follower<'_> {
 
 /// The next attempt of a one-shot that failed with a passing error and
 /// is to be tried again (its `nextRunAtMs`, after its last run).
-fn pending_retry(job: &Job) -> Option<i64> {
+fn pending_retry(job: &CronJob) -> Option<i64> {
     if job.schedule.kind != ScheduleKind::At || job.state.last() != Some(&RunStatus::Error) {
         return None;
     }

@@ -19,7 +19,7 @@ use super::intake::Record;
 use crate::app::App;
 use almanac_cron::Slots;
 
-use crate::cron::job::{Job, JobState, PayloadKind, RunStatus, SessionTarget, WakeMode};
+use crate::cron::job::{CronJob, JobState, PayloadKind, RunStatus, SessionTarget, WakeMode};
 use crate::cron::runlog::{self, RunRecord};
 use crate::cron::slots::{self, Ended, SlotTrigger};
 use crate::tasks::record::Lease;
@@ -87,7 +87,7 @@ pub(super) fn settled_delivery(record: &RunRecord) -> Option<DeliveryStatus> {
 
 /// A `main` job's event, queued on its session (blocking: the intake
 /// writes). Empty text is a skipped run.
-fn queue_event(shared: &Shared, sessions: &crate::session::Sessions, job: &Job) -> RunOutcome {
+fn queue_event(shared: &Shared, sessions: &crate::session::Sessions, job: &CronJob) -> RunOutcome {
     match event_record(shared, sessions, job) {
         Ok(record) => {
             let mut records = [record];
@@ -107,7 +107,7 @@ fn queue_event(shared: &Shared, sessions: &crate::session::Sessions, job: &Job) 
 pub(super) fn event_record(
     shared: &Shared,
     sessions: &crate::session::Sessions,
-    job: &Job,
+    job: &CronJob,
 ) -> Result<Record, RunOutcome> {
     if !matches!(
         (&job.session_target, job.payload.kind),
@@ -167,7 +167,7 @@ pub(super) fn queued(accepted: &Result<(), String>, record: Record) -> RunOutcom
 
 /// Runs the payload of a job whose run takes time ([`takes_time`]), for
 /// the slot `slot_ms`, started at `started_ms`.
-async fn execute(shared: &Arc<Shared>, job: &Job, run: &Claimed) -> RunOutcome {
+async fn execute(shared: &Arc<Shared>, job: &CronJob, run: &Claimed) -> RunOutcome {
     let (slot_ms, started_ms) = (run.due.slot_ms, run.started_ms);
     let app = shared.engine.app();
     match (&job.session_target, job.payload.kind) {
@@ -249,7 +249,7 @@ async fn execute(shared: &Arc<Shared>, job: &Job, run: &Claimed) -> RunOutcome {
 async fn agent_turn(
     shared: &Arc<Shared>,
     app: &App,
-    job: &Job,
+    job: &CronJob,
     target: &SessionTarget,
     stale: bool,
     task_id: &str,
@@ -383,7 +383,7 @@ async fn agent_turn(
 /// What a job's payload asks of its turn: its tools, light context,
 /// thinking level and fallback models; an `isolated` job a new session
 /// every run.
-fn turn_shape(job: &Job, target: &SessionTarget) -> crate::trigger::TurnShape {
+fn turn_shape(job: &CronJob, target: &SessionTarget) -> crate::trigger::TurnShape {
     let payload = &job.payload;
     crate::trigger::TurnShape {
         tools_allow: payload.tools_allow.clone(),
@@ -408,7 +408,7 @@ fn turn_shape(job: &Job, target: &SessionTarget) -> crate::trigger::TurnShape {
 
 /// Where a job's message came from when it reaches the model as untrusted
 /// data: its `externalContentSource`, unless `allowUnsafeExternalContent`.
-fn external_source(job: &Job) -> Option<&str> {
+fn external_source(job: &CronJob) -> Option<&str> {
     let payload = &job.payload;
     payload
         .external_content_source
@@ -421,7 +421,7 @@ fn external_source(job: &Job) -> Option<&str> {
 /// The message of a job's turn: `[cron:<id> <name>] <message>`; a message
 /// that came from outside (`externalContentSource`) is untrusted data
 /// inside markers unless the job says `allowUnsafeExternalContent`.
-fn job_message(job: &Job, message: &str, now: jiff::Timestamp) -> String {
+fn job_message(job: &CronJob, message: &str, now: jiff::Timestamp) -> String {
     match external_source(job) {
         Some(source) => super::http::external::wrap(
             message,
@@ -446,7 +446,7 @@ pub(super) struct RunOutcome {
 pub(super) struct Finished {
     pub(super) id: String,
     pub(super) trigger: SlotTrigger,
-    pub(super) job: Arc<Job>,
+    pub(super) job: Arc<CronJob>,
     pub(super) status: Ended,
     pub(super) error: Option<String>,
     pub(super) started_ms: i64,
@@ -462,7 +462,7 @@ pub(super) struct Claimed {
     /// `cron:<jobId>:<startedMs>`: the task's run id and the run log's.
     pub(super) run_id: String,
     /// The job as its text reads (an error when it no longer does).
-    pub(super) job: Result<Arc<Job>, String>,
+    pub(super) job: Result<Arc<CronJob>, String>,
     pub(super) task_id: String,
     pub(super) started_ms: i64,
 }
@@ -470,7 +470,7 @@ pub(super) struct Claimed {
 /// Whether a run of `job` takes time (a turn, a heartbeat run), so it
 /// runs on its own under the concurrency limit; the rest only queue an
 /// event (or are skipped) and run in the tick.
-pub(super) fn takes_time(job: &Job) -> bool {
+pub(super) fn takes_time(job: &CronJob) -> bool {
     match (&job.session_target, job.payload.kind) {
         (SessionTarget::Main, PayloadKind::SystemEvent) => job.wake_mode == WakeMode::Now,
         (SessionTarget::Main, _) | (_, PayloadKind::SystemEvent) => false,
@@ -484,7 +484,7 @@ pub(super) fn run_id(job_id: &str, started: i64) -> String {
 }
 
 /// The task of one run (`runtime: cron`, run id `cron:<job>:<started>`).
-pub(super) fn run_task(job_id: &str, job: Option<&Job>, started: i64, generation: i64) -> NewTask {
+pub(super) fn run_task(job_id: &str, job: Option<&CronJob>, started: i64, generation: i64) -> NewTask {
     let name = job.map_or("", |j| j.name.as_str());
     let mut new = NewTask::new(
         Runtime::Cron,
@@ -608,7 +608,7 @@ pub(super) fn backoff_note(until_ms: i64) -> String {
 }
 
 /// Why `job`'s schedule cannot be worked out, if it cannot.
-pub(super) fn schedule_problem(job: &Job, host: &jiff::tz::TimeZone) -> Result<Slots, String> {
+pub(super) fn schedule_problem(job: &CronJob, host: &jiff::tz::TimeZone) -> Result<Slots, String> {
     let schedule = crate::cron::schedule::to_schedule(&job.schedule).map_err(|e| e.to_string())?;
     Slots::new(&schedule, &job.id, job.created_at_ms, host).map_err(|e| e.to_string())
 }

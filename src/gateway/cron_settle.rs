@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use super::super::cron_run::{Finished, carries_over, schedule_problem, status_of};
 use super::Runner;
-use crate::cron::job::Job;
+use crate::cron::job::CronJob;
 use crate::cron::outcome::{self, AfterRun, RunEnd};
 use crate::cron::slots::{Ended, SlotTrigger};
 use crate::cron::store::{Fingerprint, RuntimeUpdate};
@@ -94,7 +94,7 @@ impl Runner {
     }
 
     /// Sends a failure alert where the job's settings say (off the tick).
-    fn raise_alert(&self, job: &Arc<Job>, alert: outcome::Alert) {
+    fn raise_alert(&self, job: &Arc<CronJob>, alert: outcome::Alert) {
         tracing::warn!(job = %job.id, "{}", alert.text);
         let shared = self.shared.clone();
         let job = job.clone();
@@ -136,7 +136,7 @@ impl Runner {
     pub(super) async fn check_broken(&mut self) {
         self.broken_checked = Some(tokio::time::Instant::now());
         let host = self.shared.engine.app().host.time_zone().clone();
-        let jobs: Vec<(String, Job)> = self
+        let jobs: Vec<(String, CronJob)> = self
             .broken
             .iter()
             .map(|(id, job)| (id.clone(), job.clone()))

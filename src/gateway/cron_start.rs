@@ -13,7 +13,7 @@ use super::super::cron_run::{
 };
 use super::super::intake::Record;
 use super::{Due, Runner};
-use crate::cron::job::Job;
+use crate::cron::job::CronJob;
 use crate::cron::runlog::{self, RunRecord};
 use crate::cron::slots::{self, SlotTrigger};
 
@@ -191,7 +191,7 @@ fn claim(
 ) -> Result<Vec<Claimed>, crate::tasks::TaskError> {
     crate::engine::assert_not_async("claiming cron slots");
     // The jobs, read from their text.
-    let jobs: Vec<Result<Arc<Job>, String>> = wanted
+    let jobs: Vec<Result<Arc<CronJob>, String>> = wanted
         .iter()
         .map(|d| {
             crate::cron::store::job_from_text(&d.text)
@@ -209,7 +209,7 @@ fn claim(
                 slots::record_missed_in(batch.connection(), busy, now)?;
             }
             let claimed = slots::claim_in(batch.connection(), &claims, generation, now)?;
-            let by_id: HashMap<&str, Option<&Job>> = wanted
+            let by_id: HashMap<&str, Option<&CronJob>> = wanted
                 .iter()
                 .zip(&jobs)
                 .map(|(d, job)| (d.id.as_str(), job.as_ref().ok().map(|j| &**j)))

@@ -9,7 +9,7 @@ async fn a_reminder_the_model_scheduled_is_not_trusted() {
     let dir = tempfile::tempdir().unwrap();
     let shared = crate::gateway::test_shared(dir.path(), "t0ken");
     let sessions = shared.engine.app().sessions(None);
-    let mut job = crate::cron::job::Job::from_json(&serde_json::json!({
+    let mut job = crate::cron::job::CronJob::from_json(&serde_json::json!({
         "id": "r", "name": "Call", "schedule": {"kind": "every", "everyMs": 60_000},
         "sessionTarget": "main", "payload": {"kind": "systemEvent", "text": "Call Ana"},
     }))

@@ -778,7 +778,7 @@ struct OutboxStreamQuery {
 }
 
 /// `GET /v1/outbox/stream`: server-sent events, one `outbox` event per
-/// entry (`id:` its id, `data:` the entry's JSON). With `Last-GatewayEvent-ID`
+/// entry (`id:` its id, `data:` the entry's JSON). With `Last-Event-ID`
 /// (or `?after=`), the entries after that id first, then new ones.
 async fn outbox_stream(
     State(shared): State<Arc<Shared>>,
