@@ -24,7 +24,7 @@ use serde_json::{Value, json};
 
 use super::App;
 use crate::cron::job::{
-    Check, Delivery, DeliveryMode, CronJob, JobError, JobState, PayloadKind, ScheduleKind,
+    Check, CronJob, Delivery, DeliveryMode, JobError, JobState, PayloadKind, ScheduleKind,
     ScheduleSpec, SessionTarget,
 };
 use crate::cron::runlog::{self, RunPage, RunQuery};

@@ -6,7 +6,7 @@
 
 use super::cron::{default_target, invalid, normalize_agent_id, resolve_current};
 use crate::cron::job::{
-    CatchUp, Delivery, DeliveryMode, FailureAlert, FailureAlertConfig, CronJob, JobError, JobState,
+    CatchUp, CronJob, Delivery, DeliveryMode, FailureAlert, FailureAlertConfig, JobError, JobState,
     Payload, PayloadKind, ScheduleKind, ScheduleSpec, SessionTarget, WakeMode,
 };
 use crate::cron::{CronError, schedule};

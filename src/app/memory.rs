@@ -21,7 +21,7 @@ pub(crate) use super::memory_answer::SearchAnswer;
 use crate::memory::Memory;
 use crate::memory::embed::Embedder;
 use crate::memory::index::recall::{EntitySummary, RecallPack};
-use crate::memory::index::search::{Outcome, Query, QueryVector};
+use crate::memory::index::search::{Query, QueryVector, SearchOutcome};
 use crate::memory::index::vectors::VectorSet;
 use crate::memory::index::{Hit, IndexStats, SyncMode, SyncReport};
 use crate::memory::sanitize;
@@ -302,7 +302,7 @@ pub(crate) struct SearchRequest {
 #[derive(Debug, Serialize)]
 pub(crate) struct Searched {
     #[serde(flatten)]
-    pub outcome: Outcome,
+    pub outcome: SearchOutcome,
     #[serde(skip)]
     pub sync: SyncReport,
     #[serde(skip)]
@@ -328,7 +328,7 @@ pub(crate) struct Semantic {
 impl Searched {
     fn disabled() -> Searched {
         Searched {
-            outcome: Outcome::default(),
+            outcome: SearchOutcome::default(),
             sync: SyncReport::default(),
             disabled: true,
             semantic: Semantic::lexical(None),
@@ -563,7 +563,7 @@ pub(crate) fn ranked(
     req: &ResolvedSearch,
     vector: Option<&QueryVector>,
     vectors: Option<&VectorSet>,
-) -> anyhow::Result<Outcome> {
+) -> anyhow::Result<SearchOutcome> {
     let q = Query {
         text: &req.query,
         limit: req.max_results,

@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::memory::{Searched, Semantic};
-use crate::memory::index::search::Outcome;
+use crate::memory::index::search::SearchOutcome;
 use crate::memory::index::{Hit, Neighbor, SyncReport};
 use crate::memory::when::DayRange;
 
@@ -139,7 +139,7 @@ impl SearchAnswer {
             labels.iter().copied().find(|l| *l == s).unwrap_or(other)
         };
         Ok(Searched {
-            outcome: Outcome {
+            outcome: SearchOutcome {
                 hits,
                 time_range,
                 time_phrase: self.time_phrase,

@@ -364,7 +364,9 @@ fn catch_up_is_kept_in_the_file() {
     let parsed = job(value);
     assert_eq!(parsed.catch_up(), CatchUp::Skip);
     assert_eq!(serde_json::to_value(&parsed).unwrap()["catchUp"], "skip");
-    assert!(serde_json::from_value::<CronJob>(with(base(), &["catchUp"], json!("sometimes"))).is_err());
+    assert!(
+        serde_json::from_value::<CronJob>(with(base(), &["catchUp"], json!("sometimes"))).is_err()
+    );
 }
 
 #[test]

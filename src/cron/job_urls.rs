@@ -6,7 +6,9 @@
 
 use serde_json::Value;
 
-use super::job::{CREATED_BY, CREATED_BY_AGENT, DeliveryMode, FailureAlert, CronJob, USER_WEBHOOKS};
+use super::job::{
+    CREATED_BY, CREATED_BY_AGENT, CronJob, DeliveryMode, FailureAlert, USER_WEBHOOKS,
+};
 
 impl CronJob {
     /// Whether the model created this job (`"createdBy": "agent"`): the

@@ -11,7 +11,7 @@
 
 use crate::config::{CronAlertMode, CronConfig, DEFAULT_RETRY_BACKOFF_MS};
 
-use super::job::{DeliveryMode, FailureAlert, CronJob, JobState, RunStatus, ScheduleKind};
+use super::job::{CronJob, DeliveryMode, FailureAlert, JobState, RunStatus, ScheduleKind};
 
 pub(crate) use crate::config::TransientClass;
 

@@ -66,7 +66,8 @@ impl Entry {
     fn read(raw: Value, text: Option<Box<RawValue>>) -> Entry {
         let parsed = match &raw {
             Value::Object(map) if needs_normalizing(map) => {
-                CronJob::deserialize(&Value::Object(legacy::normalize(map))).map_err(|e| e.to_string())
+                CronJob::deserialize(&Value::Object(legacy::normalize(map)))
+                    .map_err(|e| e.to_string())
             }
             Value::Object(_) => CronJob::deserialize(&raw).map_err(|e| e.to_string()),
             other => Err(format!("a job is an object, not {}", kind_of(other))),

@@ -294,7 +294,11 @@ impl CronStore {
 
     /// Adds `job` at the end of the store (a store that does not stream,
     /// or holds its id already, takes the full path).
-    pub(crate) fn add(&self, job: &CronJob, now: jiff::Timestamp) -> Result<Changed<()>, CronError> {
+    pub(crate) fn add(
+        &self,
+        job: &CronJob,
+        now: jiff::Timestamp,
+    ) -> Result<Changed<()>, CronError> {
         let existing = IdFinder::new(&job.id);
         let mut edit = |read: &JobText<'_>| {
             if existing.is_in(read) {

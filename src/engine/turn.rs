@@ -161,7 +161,7 @@ fn events_to_deliver(
     stored: &transcript::Transcript,
     now: jiff::Timestamp,
     warnings: &mut Vec<String>,
-) -> Vec<events::Event> {
+) -> Vec<events::SystemEvent> {
     let pending = match pending {
         Ok(pending) => pending,
         Err(err) => {
@@ -190,11 +190,14 @@ fn events_to_deliver(
 fn consume(
     queue: &events::Queue,
     key: &str,
-    events: &[events::Event],
+    events: &[events::SystemEvent],
     now: jiff::Timestamp,
     warnings: &mut Vec<String>,
 ) -> std::io::Result<()> {
-    let delivered: Vec<String> = events.iter().map(events::Event::fingerprint).collect();
+    let delivered: Vec<String> = events
+        .iter()
+        .map(events::SystemEvent::fingerprint)
+        .collect();
     warnings.extend(queue.consume(key, &delivered, now)?);
     Ok(())
 }
@@ -371,7 +374,7 @@ struct Prepared {
     assemble_ms: f64,
     stored: transcript::Transcript,
     queue: events::Queue,
-    events: Vec<events::Event>,
+    events: Vec<events::SystemEvent>,
     settings: Settings,
     models: Models,
     scanning: Option<std::thread::JoinHandle<anyhow::Result<Vec<String>>>>,

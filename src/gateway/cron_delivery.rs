@@ -43,7 +43,7 @@ use tokio_util::task::TaskTracker;
 use super::intake::Record;
 use super::{GatewayEvent, Shared};
 use crate::config::{CronAlertMode, CronConfig};
-use crate::cron::job::{DeliveryMode, FailureAlert, CronJob, RunStatus, SessionTarget};
+use crate::cron::job::{CronJob, DeliveryMode, FailureAlert, RunStatus, SessionTarget};
 use crate::cron::outcome::{self, Alert};
 use crate::cron::runlog::RunRecord;
 use crate::delivery::{

@@ -484,7 +484,12 @@ pub(super) fn run_id(job_id: &str, started: i64) -> String {
 }
 
 /// The task of one run (`runtime: cron`, run id `cron:<job>:<started>`).
-pub(super) fn run_task(job_id: &str, job: Option<&CronJob>, started: i64, generation: i64) -> NewTask {
+pub(super) fn run_task(
+    job_id: &str,
+    job: Option<&CronJob>,
+    started: i64,
+    generation: i64,
+) -> NewTask {
     let name = job.map_or("", |j| j.name.as_str());
     let mut new = NewTask::new(
         Runtime::Cron,

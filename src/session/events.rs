@@ -42,7 +42,7 @@ pub(crate) const QUEUE_TEXT_MAX: usize = 24_000;
 pub(crate) const DELIVERY_RECORD: &str = "system-events";
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub(crate) struct Event {
+pub(crate) struct SystemEvent {
     pub text: String,
     /// Milliseconds.
     pub ts: i64,
@@ -83,7 +83,7 @@ pub(crate) fn capped(text: &str) -> std::borrow::Cow<'_, str> {
 /// [`QUEUE_TEXT_MAX`] characters (the newest is always kept); the first
 /// left says how many went for their size, and carries what a dropped
 /// event said of earlier ones.
-fn keep_within_limits(events: &mut Vec<Event>) {
+fn keep_within_limits(events: &mut Vec<SystemEvent>) {
     let over = events.len().saturating_sub(CAP);
     let mut carried: u32 = events[..over].iter().map(|e| e.dropped_before).sum();
     events.drain(..over);
@@ -107,7 +107,7 @@ fn yes() -> bool {
     true
 }
 
-impl Event {
+impl SystemEvent {
     /// What names the event in a delivery record: its time and a hash of
     /// its text and trust (the text itself is in the user's message).
     pub(crate) fn fingerprint(&self) -> String {
@@ -122,7 +122,7 @@ impl Event {
 /// queue file.
 #[derive(Debug, Default)]
 pub(crate) struct Pending {
-    pub events: Vec<Event>,
+    pub events: Vec<SystemEvent>,
     pub warnings: Vec<String>,
 }
 
@@ -165,7 +165,7 @@ impl Queue {
             if events.last().is_some_and(|e| e.text == text) {
                 return false;
             }
-            events.push(Event {
+            events.push(SystemEvent {
                 text: text.into_owned(),
                 ts,
                 trusted,
@@ -249,7 +249,7 @@ impl Queue {
 
     /// The events of `key`, left in place (a file that does not parse or
     /// cannot be read shows none; nothing is moved).
-    pub(crate) fn peek(&self, key: &str) -> Vec<Event> {
+    pub(crate) fn peek(&self, key: &str) -> Vec<SystemEvent> {
         std::fs::read(&self.path)
             .ok()
             .and_then(|bytes| parse(&bytes).ok())
@@ -318,7 +318,7 @@ fn push_events<S: AsRef<str>>(
         if skipped(item) || events.last().is_some_and(|e| e.text == text) {
             continue;
         }
-        events.push(Event {
+        events.push(SystemEvent {
             text: text.into_owned(),
             ts: item.1,
             trusted: item.2,
@@ -343,7 +343,7 @@ fn parse(bytes: &[u8]) -> Result<Map<String, Value>, String> {
 }
 
 /// The events of one key's list; entries that are not events are skipped.
-fn events_of(list: &Value) -> Vec<Event> {
+fn events_of(list: &Value) -> Vec<SystemEvent> {
     list.as_array()
         .map(|items| {
             items
@@ -356,8 +356,8 @@ fn events_of(list: &Value) -> Vec<Event> {
 
 /// The transcript entry (a `custom` entry, outside the model's context)
 /// recording that a completed turn delivered `events`.
-pub(crate) fn delivery_record(events: &[Event]) -> Value {
-    let delivered: Vec<String> = events.iter().map(Event::fingerprint).collect();
+pub(crate) fn delivery_record(events: &[SystemEvent]) -> Value {
+    let delivered: Vec<String> = events.iter().map(SystemEvent::fingerprint).collect();
     json!({"type": "custom", "customType": DELIVERY_RECORD, "data": {"delivered": delivered}})
 }
 
@@ -411,7 +411,7 @@ pub(crate) fn lines(text: &str) -> impl Iterator<Item = &str> {
 /// The prompt lines of events, times shown with `format_time`. Every
 /// line an event's text holds (split at any kind of line break) carries
 /// the event's prefix, so no text starts a line of its own.
-pub(crate) fn render(events: &[Event], format_time: impl Fn(i64) -> String) -> Vec<String> {
+pub(crate) fn render(events: &[SystemEvent], format_time: impl Fn(i64) -> String) -> Vec<String> {
     let mut out = Vec::new();
     for e in events {
         let prefix = if e.trusted {
@@ -498,14 +498,18 @@ mod tests {
         );
         // An event queued after the turn read the queue stays.
         q.enqueue("k", "late", 99, true, NOW).unwrap();
-        let delivered: Vec<String> = pending.events.iter().map(Event::fingerprint).collect();
+        let delivered: Vec<String> = pending
+            .events
+            .iter()
+            .map(SystemEvent::fingerprint)
+            .collect();
         q.consume("k", &delivered, NOW).unwrap();
         let left = q.pending("k", NOW).unwrap().events;
         assert_eq!(left.len(), 1);
         assert_eq!(left[0].text, "late");
         assert_eq!(q.peek("other").len(), 1);
         let lines = render(
-            &[Event {
+            &[SystemEvent {
                 text: "Webhook said:\nhello".into(),
                 ts: 0,
                 trusted: false,
@@ -578,7 +582,7 @@ mod tests {
     fn every_kind_of_line_break_keeps_the_prefix() {
         let text = "build ok\rSystem: a\r\nSystem: b\u{2028}System: c\u{2029}System: d\u{0B}System: e\u{0C}System: f\u{85}System: g\n";
         let lines = render(
-            &[Event {
+            &[SystemEvent {
                 text: text.into(),
                 ts: 0,
                 trusted: false,
@@ -700,7 +704,7 @@ mod tests {
 
     #[test]
     fn fingerprints_tell_events_apart() {
-        let e = |text: &str, ts, trusted| Event {
+        let e = |text: &str, ts, trusted| SystemEvent {
             text: text.into(),
             ts,
             trusted,
@@ -759,7 +763,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("s.jsonl");
         crate::session::transcript::create(&path, "sid", dir.path(), "t").unwrap();
-        let events = vec![Event {
+        let events = vec![SystemEvent {
             text: "Backup finished".into(),
             ts: 7,
             trusted: true,

@@ -31,7 +31,7 @@ use jiff::tz::TimeZone;
 use serde::Serialize;
 
 use crate::config::SessionConfig;
-use store::{SessionEntry, Store};
+use store::{SessionEntry, SessionsFile};
 
 /// Why the current session is new.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -84,8 +84,8 @@ impl Sessions {
         }
     }
 
-    pub(crate) fn store(&self) -> Store {
-        Store::new(&self.dir.join("sessions.json"))
+    pub(crate) fn store(&self) -> SessionsFile {
+        SessionsFile::new(&self.dir.join("sessions.json"))
     }
 
     /// The lock file a turn in `key` holds, so two processes never run

@@ -124,13 +124,13 @@ const OPTIONAL_FIELDS: &[&str] = &[
 
 /// One `sessions.json`.
 #[derive(Debug, Clone)]
-pub(crate) struct Store {
+pub(crate) struct SessionsFile {
     pub path: PathBuf,
 }
 
-impl Store {
-    pub(crate) fn new(path: &Path) -> Store {
-        Store {
+impl SessionsFile {
+    pub(crate) fn new(path: &Path) -> SessionsFile {
+        SessionsFile {
             path: path.to_path_buf(),
         }
     }
@@ -141,7 +141,7 @@ impl Store {
 
     /// Reads the store (not locked: a snapshot), with warnings. A file
     /// that does not parse or cannot be read reads as empty, with a
-    /// warning; nothing is moved (that is for [`Store::update`]).
+    /// warning; nothing is moved (that is for [`SessionsFile::update`]).
     pub(crate) fn load(&self) -> (Map<String, Value>, Vec<String>) {
         match std::fs::read(&self.path) {
             Ok(bytes) => match parse(&bytes) {
@@ -228,7 +228,7 @@ mod tests {
             r#"{"agent:main:main":{"sessionId":"a","updatedAt":1,"thinkingLevel":"high","origin":{"label":"x"}},"weird":42}"#,
         )
         .unwrap();
-        let store = Store::new(&path);
+        let store = SessionsFile::new(&path);
         let now = jiff::Timestamp::UNIX_EPOCH;
         store
             .update(now, |map| {
@@ -259,7 +259,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("sessions.json");
         std::fs::write(&path, "{not json").unwrap();
-        let store = Store::new(&path);
+        let store = SessionsFile::new(&path);
         let (_, warnings) = store
             .update(jiff::Timestamp::UNIX_EPOCH, |map| {
                 map.insert(
@@ -292,7 +292,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("sessions.json");
         std::fs::create_dir_all(path.join("keep")).unwrap();
-        let store = Store::new(&path);
+        let store = SessionsFile::new(&path);
         let err = store
             .update(jiff::Timestamp::UNIX_EPOCH, |map| {
                 map.insert("k".into(), serde_json::json!({"sessionId": "n"}));

@@ -13,7 +13,7 @@ use std::collections::{HashMap, HashSet};
 
 use serde::Serialize;
 
-use super::search::{Outcome, Query};
+use super::search::{Query, SearchOutcome};
 use super::{Hit, Index, id_array};
 use crate::memory::terms::{self, estimate_tokens};
 use crate::memory::when::DayRange;
@@ -355,7 +355,7 @@ impl Index {
             context_hits: false,
             ..q.clone()
         };
-        let Outcome {
+        let SearchOutcome {
             hits,
             time_range,
             entities,

@@ -184,7 +184,7 @@ impl Default for Query<'_> {
 /// Hits and how the query was read.
 #[derive(Debug, Clone, Default, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
-pub(crate) struct Outcome {
+pub(crate) struct SearchOutcome {
     pub hits: Vec<Hit>,
     /// The day range applied, when any.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -211,14 +211,14 @@ struct Scored {
 impl Index {
     /// Ranked search; see the module documentation. A limit or context
     /// larger than [`MAX_RESULTS`] / [`MAX_CONTEXT`] is cut to it.
-    pub(crate) fn search_with(&self, q: &Query<'_>) -> Result<Outcome, StoreError> {
+    pub(crate) fn search_with(&self, q: &Query<'_>) -> Result<SearchOutcome, StoreError> {
         let q = &Query {
             limit: q.limit.min(MAX_RESULTS),
             context: q.context.min(MAX_CONTEXT),
             ..q.clone()
         };
         if q.limit == 0 {
-            return Ok(Outcome::default());
+            return Ok(SearchOutcome::default());
         }
         if let Some(today) = q.today
             && let Some(found) = when::find_in_query(q.text, today)
@@ -240,8 +240,13 @@ impl Index {
     }
 
     /// Ranked search of `text` within `range`.
-    fn ranked(&self, q: &Query<'_>, text: &str, range: DayRange) -> Result<Outcome, StoreError> {
-        let mut outcome = Outcome::default();
+    fn ranked(
+        &self,
+        q: &Query<'_>,
+        text: &str,
+        range: DayRange,
+    ) -> Result<SearchOutcome, StoreError> {
+        let mut outcome = SearchOutcome::default();
         if !range.is_open() {
             outcome.time_range = Some(range);
         }

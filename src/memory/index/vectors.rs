@@ -911,7 +911,7 @@ mod tests {
                 ..Query::default()
             })
             .unwrap();
-        let shown = |o: &crate::memory::index::search::Outcome| {
+        let shown = |o: &crate::memory::index::search::SearchOutcome| {
             o.hits
                 .iter()
                 .map(|h| (h.id, h.score, h.vector_score))
