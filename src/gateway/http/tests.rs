@@ -637,10 +637,6 @@ async fn routes_writing_the_intake_answer_503_while_it_cannot_be_synced_and_stat
         stop.clone(),
     );
     let journal = shared.intake.journal();
-    let syncer = {
-        let journal = journal.clone();
-        std::thread::spawn(move || journal.run_syncer())
-    };
     let mut health = journal.health();
     let event = |text: &str| {
         post(
@@ -663,6 +659,12 @@ async fn routes_writing_the_intake_answer_503_while_it_cannot_be_synced_and_stat
     let (status, body) = call(&router, event("as it fails")).await;
     assert_eq!(status, StatusCode::OK, "{body}");
     let written = journal.size_bytes().unwrap();
+    // The syncer starts only now: both records are written before any
+    // sync can fail, whenever its first sync runs.
+    let syncer = {
+        let journal = journal.clone();
+        std::thread::spawn(move || journal.run_syncer())
+    };
     within("the sync fails", health.wait_for(|h| h.failing.is_some()))
         .await
         .unwrap();
