@@ -173,87 +173,92 @@ pub(super) fn run(args: AgentArgs, app: &App) -> anyhow::Result<ExitCode> {
 pub(super) fn sessions(args: SessionsArgs, app: &App) -> anyhow::Result<ExitCode> {
     match args.command {
         Some(SessionsCommand::Show { key, agent, json }) => {
-            match crate::app::sessions::session_view(app, agent.as_deref(), &key)? {
-                Some(view) => {
-                    if json.json {
-                        print_json(&view)?;
-                    } else {
-                        println!(
-                            "{} → {}",
-                            view.key,
-                            view.entry["sessionId"].as_str().unwrap_or("")
-                        );
-                        println!("transcript: {}", app.host.tilde(&view.transcript));
-                        for m in &view.messages {
-                            let role = m["role"].as_str().unwrap_or("");
-                            let text: Vec<String> = m["content"]
-                                .as_array()
-                                .map(|blocks| {
-                                    blocks
-                                        .iter()
-                                        .map(|b| match b["type"].as_str() {
-                                            Some("text") => {
-                                                b["text"].as_str().unwrap_or("").to_string()
-                                            }
-                                            Some("toolCall") => format!(
-                                                "[call {} {}]",
-                                                b["name"].as_str().unwrap_or(""),
-                                                b["arguments"]
-                                            ),
-                                            Some(other) => format!("[{other}]"),
-                                            None => String::new(),
-                                        })
-                                        .collect()
-                                })
-                                .unwrap_or_else(|| {
-                                    vec![m["summary"].as_str().unwrap_or("").to_string()]
-                                });
-                            println!("{role:>10}: {}", text.join(" ").replace('\n', " "));
-                        }
-                        view.diagnostics.iter().for_each(warn);
-                    }
-                    Ok(ExitCode::SUCCESS)
-                }
-                None => {
-                    if json.json {
-                        print_json(&serde_json::json!({"error": "not found", "key": key}))?;
-                    } else {
-                        println!("No session {key}.");
-                    }
-                    Ok(ExitCode::FAILURE)
-                }
-            }
+            show_session(app, agent.as_deref(), &key, json.json)
         }
-        None => {
-            let sessions = app.sessions(args.agent.as_deref());
-            let (list, warnings) = sessions.list();
-            warnings.iter().for_each(warn);
-            if args.json.json {
-                let rows: Vec<serde_json::Value> = list
-                    .iter()
-                    .map(|(key, e)| {
-                        let mut v = serde_json::to_value(e).unwrap_or_default();
-                        v["key"] = serde_json::Value::String(key.clone());
-                        v
-                    })
-                    .collect();
-                print_json(
-                    &serde_json::json!({"path": sessions.store().path, "count": rows.len(), "sessions": rows}),
-                )?;
-            } else if list.is_empty() {
-                println!("No sessions.");
-            } else {
-                println!("{:<40} {:<38} {:>8} Model", "Key", "Session", "Tokens");
-                for (key, e) in &list {
-                    println!(
-                        "{key:<40} {:<38} {:>8} {}",
-                        e.session_id,
-                        e.total_tokens,
-                        e.model.as_deref().unwrap_or("-")
-                    );
-                }
-            }
-            Ok(ExitCode::SUCCESS)
+        None => list_sessions(app, args.agent.as_deref(), args.json.json),
+    }
+}
+
+/// `sessions show KEY`: the entry and the conversation, one line a message.
+fn show_session(app: &App, agent: Option<&str>, key: &str, json: bool) -> anyhow::Result<ExitCode> {
+    let Some(view) = crate::app::sessions::session_view(app, agent, key)? else {
+        if json {
+            print_json(&serde_json::json!({"error": "not found", "key": key}))?;
+        } else {
+            println!("No session {key}.");
+        }
+        return Ok(ExitCode::FAILURE);
+    };
+    if json {
+        print_json(&view)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!(
+        "{} → {}",
+        view.key,
+        view.entry["sessionId"].as_str().unwrap_or("")
+    );
+    println!("transcript: {}", app.host.tilde(&view.transcript));
+    for m in &view.messages {
+        let role = m["role"].as_str().unwrap_or("");
+        println!("{role:>10}: {}", message_line(m));
+    }
+    view.diagnostics.iter().for_each(warn);
+    Ok(ExitCode::SUCCESS)
+}
+
+/// A transcript message as one line: its text, tool calls in brackets.
+fn message_line(m: &serde_json::Value) -> String {
+    let text: Vec<String> = m["content"]
+        .as_array()
+        .map(|blocks| {
+            blocks
+                .iter()
+                .map(|b| match b["type"].as_str() {
+                    Some("text") => b["text"].as_str().unwrap_or("").to_string(),
+                    Some("toolCall") => format!(
+                        "[call {} {}]",
+                        b["name"].as_str().unwrap_or(""),
+                        b["arguments"]
+                    ),
+                    Some(other) => format!("[{other}]"),
+                    None => String::new(),
+                })
+                .collect()
+        })
+        .unwrap_or_else(|| vec![m["summary"].as_str().unwrap_or("").to_string()]);
+    text.join(" ").replace('\n', " ")
+}
+
+/// `sessions`: every session of the agent.
+fn list_sessions(app: &App, agent: Option<&str>, json: bool) -> anyhow::Result<ExitCode> {
+    let sessions = app.sessions(agent);
+    let (list, warnings) = sessions.list();
+    warnings.iter().for_each(warn);
+    if json {
+        let rows: Vec<serde_json::Value> = list
+            .iter()
+            .map(|(key, e)| {
+                let mut v = serde_json::to_value(e).unwrap_or_default();
+                v["key"] = serde_json::Value::String(key.clone());
+                v
+            })
+            .collect();
+        print_json(
+            &serde_json::json!({"path": sessions.store().path, "count": rows.len(), "sessions": rows}),
+        )?;
+    } else if list.is_empty() {
+        println!("No sessions.");
+    } else {
+        println!("{:<40} {:<38} {:>8} Model", "Key", "Session", "Tokens");
+        for (key, e) in &list {
+            println!(
+                "{key:<40} {:<38} {:>8} {}",
+                e.session_id,
+                e.total_tokens,
+                e.model.as_deref().unwrap_or("-")
+            );
         }
     }
+    Ok(ExitCode::SUCCESS)
 }

@@ -14,7 +14,7 @@ pub(crate) struct HookEvent {
     /// What happened within the type: `new`, `compact:before`, `startup`, ….
     pub action: String,
     pub session_key: String,
-    /// What the event is about (see the event table in the README).
+    /// What the event is about (see the event table in docs/webhooks-and-hooks.md).
     pub context: Value,
     /// When it happened (RFC 3339, UTC).
     pub timestamp: String,

