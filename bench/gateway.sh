@@ -44,7 +44,7 @@ BENCH_DIR="$BENCH_ROOT/bench" python3 - "$ALMANAC" "$empty" "$full" "$IDLE_WAIT"
 import json, os, statistics, subprocess, sys, time
 almanac, empty, full, idle_wait, starts = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4]), int(sys.argv[5])
 sys.path.insert(0, os.environ["BENCH_DIR"])
-from gateway_probe import free_port, ready, rss_kb
+from gateway_probe import free_port, private_kb, ready, rss_kb
 
 def start(home):
     port = free_port()
@@ -76,9 +76,10 @@ for label, home in (("empty workspace, no turn", empty), ("10-year memory + skil
     proc, port, _ = start(home)
     time.sleep(idle_wait)
     rss = rss_kb(proc.pid) / 1024
+    private = private_kb(proc.pid) / 1024
     status = json.loads(subprocess.run([almanac, "memory", "status", "--json"], env={"HOME": home, "PATH": os.environ["PATH"], "TZ": "UTC"},
                                        capture_output=True, text=True).stdout)
-    print(f"idle RSS {idle_wait:.0f} s after start, {label:<24} {rss:6.1f} MB   (index: {status['files']} files, "
+    print(f"idle RSS {idle_wait:.0f} s after start, {label:<24} {rss:6.1f} MB   private {private:6.1f} MB   (index: {status['files']} files, "
           f"{'built' if status['lastSync'] else 'not built yet'})")
     stop(proc)
 

@@ -35,13 +35,24 @@ def ready(port):
         s.close()
 
 
-def rss_kb(pid):
-    """Resident memory of process `pid` in kB (0 once it is gone)."""
+def status_kb(pid, field):
+    """A memory field of process `pid`'s /proc status in kB (0 once it is
+    gone): VmRSS, everything resident; RssAnon, its own (private) part."""
     try:
         with open(f"/proc/{pid}/status") as status:
             for line in status:
-                if line.startswith("VmRSS:"):
+                if line.startswith(field + ":"):
                     return int(line.split()[1])
     except OSError:
         pass
     return 0
+
+
+def rss_kb(pid):
+    """Resident memory of process `pid` in kB (0 once it is gone)."""
+    return status_kb(pid, "VmRSS")
+
+
+def private_kb(pid):
+    """Private (anonymous resident) memory of process `pid` in kB."""
+    return status_kb(pid, "RssAnon")

@@ -143,6 +143,14 @@ fn status(app: &App, flag: JsonFlag) -> anyhow::Result<ExitCode> {
         ),
         None => println!("next heartbeat: none (off)"),
     }
+    if let Some(m) = &status.memory {
+        let mb = |bytes: u64| bytes as f64 / (1024.0 * 1024.0);
+        println!(
+            "memory: {:.1} MB resident, {:.1} MB its own",
+            mb(m.rss_bytes),
+            mb(m.private_bytes)
+        );
+    }
     if let Some(m) = &status.memory_search {
         let left = m
             .without_vector

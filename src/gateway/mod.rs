@@ -229,6 +229,9 @@ impl Shared {
             next_heartbeat_at_ms: self.heartbeat.next_due_ms(),
             next_cron_at_ms: self.cron.next_wake_ms(),
             memory_search: Some(self.semantic.status()),
+            memory: crate::host::own_status_text()
+                .as_deref()
+                .and_then(crate::gateway_client::ProcessMemory::from_proc_status),
         }
     }
 }

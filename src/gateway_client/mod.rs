@@ -18,7 +18,7 @@ pub(crate) mod wire;
 use std::time::Duration;
 
 pub(crate) use discovery::GatewayInfo;
-pub(crate) use wire::{ComponentStatus, GatewayStatus, MemorySearchStatus};
+pub(crate) use wire::{ComponentStatus, GatewayStatus, MemorySearchStatus, ProcessMemory};
 
 /// How long a gateway takes at most to stop after SIGTERM: running turns
 /// get most of it, then the rest of shutdown; `gateway stop` waits this

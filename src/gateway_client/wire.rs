@@ -19,6 +19,39 @@ pub(crate) struct GatewayStatus {
     /// Searches answered, notes embedded, vectors held.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub memory_search: Option<MemorySearchStatus>,
+    /// The gateway process's memory: resident, and its own (private).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory: Option<ProcessMemory>,
+}
+
+/// A process's memory, in bytes: `rssBytes` everything resident (shared
+/// pages of the executable and libraries included), `privateBytes` what
+/// is its own (anonymous resident memory: heap, stacks, caches).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct ProcessMemory {
+    pub rss_bytes: u64,
+    pub private_bytes: u64,
+}
+
+impl ProcessMemory {
+    /// From the text of `/proc/<pid>/status` (`VmRSS`, `RssAnon`, in kB).
+    pub(crate) fn from_proc_status(text: &str) -> Option<ProcessMemory> {
+        let field = |name: &str| -> Option<u64> {
+            let line = text.lines().find(|l| l.starts_with(name))?;
+            let kb: u64 = line[name.len()..]
+                .trim()
+                .trim_end_matches("kB")
+                .trim()
+                .parse()
+                .ok()?;
+            Some(kb * 1024)
+        };
+        Some(ProcessMemory {
+            rss_bytes: field("VmRSS:")?,
+            private_bytes: field("RssAnon:")?,
+        })
+    }
 }
 
 impl GatewayStatus {
@@ -34,6 +67,7 @@ impl GatewayStatus {
             next_heartbeat_at_ms: None,
             next_cron_at_ms: None,
             memory_search: None,
+            memory: None,
         }
     }
 }
@@ -67,4 +101,23 @@ pub(crate) struct MemorySearchStatus {
     pub provider_starts: u64,
     /// Vectors held in memory.
     pub vectors_in_memory: usize,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ProcessMemory;
+
+    #[test]
+    fn memory_is_read_from_the_kernels_status_text() {
+        let text =
+            "Name:\talmanac\nVmRSS:\t    9400 kB\nRssAnon:\t    3100 kB\nRssFile:\t    6300 kB\n";
+        assert_eq!(
+            ProcessMemory::from_proc_status(text),
+            Some(ProcessMemory {
+                rss_bytes: 9400 * 1024,
+                private_bytes: 3100 * 1024
+            })
+        );
+        assert_eq!(ProcessMemory::from_proc_status("Name:\tx\n"), None);
+    }
 }

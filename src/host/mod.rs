@@ -272,6 +272,12 @@ pub(crate) fn parse_bool(text: &str) -> Option<bool> {
 /// requests, so a request never waits out a bookkeeping time slice.
 pub(crate) const BACKGROUND_NICE: i32 = 10;
 
+/// The text of this process's `/proc/self/status` (memory figures), if
+/// the system has one.
+pub(crate) fn own_status_text() -> Option<String> {
+    std::fs::read_to_string("/proc/self/status").ok()
+}
+
 /// Lowers the calling thread's CPU priority to [`BACKGROUND_NICE`] (Linux
 /// keeps a nice value per thread). For threads that do nothing else for
 /// their whole life: an unprivileged process cannot raise it again.

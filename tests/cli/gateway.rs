@@ -211,6 +211,28 @@ fn one_gateway_per_state_dir_found_through_its_file_and_stopped_cleanly() {
 
 /// `gateway status` of a running gateway: its process, port, uptime and
 /// every component running, none restarted.
+/// `memory` is the gateway process's: its resident size as the kernel
+/// tells it for that pid (within what a moment's change allows), and
+/// its private part, smaller, non-zero.
+fn assert_memory_is_the_gateways_own(status: &Value, pid: u32) {
+    let rss = status["memory"]["rssBytes"].as_u64().expect("rssBytes");
+    let private = status["memory"]["privateBytes"]
+        .as_u64()
+        .expect("privateBytes");
+    assert!(private > 0 && private <= rss, "{status}");
+    let proc_status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let kernel_kb: u64 = proc_status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap();
+    let kernel = kernel_kb * 1024;
+    assert!(
+        rss > kernel / 2 && rss < kernel * 2,
+        "gateway says {rss} bytes resident, the kernel {kernel}"
+    );
+}
+
 fn assert_status_lists_running_components(sb: &Sandbox, gw: &Gateway) {
     let status = sb.run(&["gateway", "status", "--json"]).ok().json();
     assert_eq!(status["running"], true);
@@ -219,6 +241,7 @@ fn assert_status_lists_running_components(sb: &Sandbox, gw: &Gateway) {
     assert!(status["uptimeMs"].as_i64().unwrap() >= 0);
     assert!(status.get("nextHeartbeatAtMs").is_some());
     assert!(status.get("nextCronAtMs").is_some());
+    assert_memory_is_the_gateways_own(&status, gw.child.id());
     let names: Vec<&str> = status["components"]
         .as_array()
         .unwrap()
