@@ -98,6 +98,9 @@ pub(crate) struct CronState {
 struct Problems {
     moved_store: Option<String>,
     damaged_store: Option<String>,
+    /// The store as the runner restored it: read again unchanged, it
+    /// still says it was repaired (until someone writes the store).
+    restored_as: Option<Fingerprint>,
 }
 
 impl CronState {
@@ -502,7 +505,8 @@ impl Runner {
     /// What a reading of a changed store leaves: a damaged store repaired
     /// is said where a user looks (`gateway status`, a system event for
     /// the main session; the log has it already); a store that read well
-    /// clears that and becomes the last good copy.
+    /// becomes the last good copy, and clears that once it is not the
+    /// store as it was restored.
     fn after_reading(
         &mut self,
         store: &CronStore,
@@ -513,9 +517,10 @@ impl Runner {
         match repaired {
             Some(repaired) => {
                 let text = repaired.describe(store.path());
-                shared
-                    .cron
-                    .report(&shared.registry, |p| p.damaged_store = Some(text.clone()));
+                shared.cron.report(&shared.registry, |p| {
+                    p.damaged_store = Some(text.clone());
+                    p.restored_as = read_as;
+                });
                 self.queue_notice(
                     "store",
                     format!("⚠️ {text}. `almanac cron list --all` shows the jobs now."),
@@ -523,9 +528,14 @@ impl Runner {
                 );
             }
             None => {
-                shared
-                    .cron
-                    .report(&shared.registry, |p| p.damaged_store = None);
+                shared.cron.report(&shared.registry, |p| {
+                    // The restored store read again, unchanged: the user
+                    // has not seen or fixed anything yet.
+                    if read_as.is_none() || read_as != p.restored_as {
+                        p.damaged_store = None;
+                        p.restored_as = None;
+                    }
+                });
                 if let Some(read_as) = read_as {
                     let store = store.clone();
                     self.runs.spawn(async move {

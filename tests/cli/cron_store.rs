@@ -85,5 +85,16 @@ fn a_hand_broken_store_is_restored_to_the_last_change_and_said() {
         text.contains("did not parse").then_some(text)
     });
     assert!(queue.contains("cron list --all"), "{queue}");
+    // Read again as it was restored, the store still says it was
+    // repaired; a change by the user clears that.
+    let (code, _) = gw.request("POST", "/v1/cron/reload", Some(&serde_json::json!({})));
+    assert_eq!(code, 200);
+    let (code, _) = gw.request("GET", "/v1/status", None);
+    assert_eq!(code, 200);
+    assert!(cron_component(&gw)["lastError"].is_string());
+    add(&sb, "after the repair");
+    eventually(Duration::from_secs(30), || {
+        cron_component(&gw)["lastError"].is_null().then_some(())
+    });
     drop(gw);
 }
