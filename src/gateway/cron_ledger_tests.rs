@@ -16,6 +16,20 @@ use crate::host::TokioClock;
 const JOB: &str = "minute-job";
 const MINUTE: i64 = 60_000;
 
+/// A state directory holding one minutely job created at the start of
+/// the test's clock (10:00 on 2026-12-01, half a second in): the
+/// directory, the state path, the clock and the job's start in ms.
+fn minutely_job() -> (tempfile::TempDir, std::path::PathBuf, Arc<TokioClock>, i64) {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    std::fs::create_dir_all(state.join("workspace")).unwrap();
+    let base: jiff::Timestamp = "2026-12-01T10:00:00.500Z".parse().unwrap();
+    let clock = Arc::new(TokioClock::new(base));
+    let start = base.as_millisecond() - 500;
+    write_job(&state, start);
+    (dir, state, clock, start)
+}
+
 /// One event job on every minute, unstaggered, created at `created_ms`.
 fn write_job(state: &std::path::Path, created_ms: i64) {
     std::fs::create_dir_all(state.join("cron")).unwrap();
@@ -72,13 +86,7 @@ async fn run_for(dir: &std::path::Path, clock: &Arc<TokioClock>, generation: i64
 
 #[tokio::test(flavor = "current_thread", start_paused = true)]
 async fn the_history_is_cut_back_and_a_restart_catches_up_from_the_latest_slot() {
-    let dir = tempfile::tempdir().unwrap();
-    let state = dir.path().join("state");
-    std::fs::create_dir_all(state.join("workspace")).unwrap();
-    let base: jiff::Timestamp = "2026-12-01T10:00:00.500Z".parse().unwrap();
-    let clock = Arc::new(TokioClock::new(base));
-    let start = base.as_millisecond() - 500;
-    write_job(&state, start);
+    let (dir, state, clock, start) = minutely_job();
     let slot = |k: i64| start + k * MINUTE;
 
     // Up for two hours (120 slots, cut back an hour in), down for ten
@@ -125,13 +133,7 @@ async fn the_history_is_cut_back_and_a_restart_catches_up_from_the_latest_slot()
 /// [`super::Ledger::lock`] and the claim) would panic this test.
 #[tokio::test(flavor = "current_thread", start_paused = true)]
 async fn slots_are_claimed_and_recorded_missed_off_the_async_worker() {
-    let dir = tempfile::tempdir().unwrap();
-    let state = dir.path().join("state");
-    std::fs::create_dir_all(state.join("workspace")).unwrap();
-    let base: jiff::Timestamp = "2026-12-01T10:00:00.500Z".parse().unwrap();
-    let clock = Arc::new(TokioClock::new(base));
-    let start = base.as_millisecond() - 500;
-    write_job(&state, start);
+    let (dir, state, clock, start) = minutely_job();
     let shared = crate::gateway::test_shared_with(dir.path(), "t", Some(clock.clone()), 1);
     let mut runner = Runner::open(shared.clone()).await.unwrap();
     runner.reload_if_changed().await.unwrap();
