@@ -43,12 +43,14 @@ pub(super) struct TurnArgs {
 }
 
 #[derive(Debug, Subcommand)]
+#[command(defer = true)]
 pub(super) enum AgentCommand {
     /// Print what the model would get for a message: system prompt, tools, conversation
     Prompt(TurnArgs),
 }
 
 #[derive(Debug, Subcommand)]
+#[command(defer = true)]
 pub(super) enum SessionsCommand {
     /// One session: its entry and conversation
     Show {

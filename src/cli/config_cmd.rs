@@ -13,6 +13,7 @@ use crate::host::Host;
 use crate::paths;
 
 #[derive(Debug, Subcommand)]
+#[command(defer = true)]
 pub(super) enum ConfigCommand {
     /// Print the path of the config file
     Path(JsonFlag),

@@ -21,6 +21,7 @@ use crate::cron::{EnabledFilter, ListQuery, Listing, SortBy, SortDir};
 use crate::host::Host;
 
 #[derive(Debug, Subcommand)]
+#[command(defer = true)]
 pub(super) enum CronCommand {
     /// Show the next fire times of a cron expression
     Next(NextArgs),
@@ -175,7 +176,8 @@ pub(super) struct EditArgs {
     json: JsonFlag,
 }
 
-/// The flags `cron add` and `cron edit` share.
+// The flags `cron add` and `cron edit` share. (A plain comment: a doc
+// comment here would become the help text of both commands.)
 #[derive(Debug, Args)]
 struct JobArgs {
     /// What the job is for

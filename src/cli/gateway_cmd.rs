@@ -13,6 +13,7 @@ use crate::entry::{self, RunOptions};
 use crate::gateway_client::install::{self, Platform};
 
 #[derive(Debug, Subcommand)]
+#[command(defer = true)]
 pub(super) enum GatewayCommand {
     /// Run the gateway in the foreground (stop with Ctrl-C or SIGTERM)
     Run(RunArgs),

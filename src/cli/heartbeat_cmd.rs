@@ -11,6 +11,7 @@ use crate::activity::history_rows;
 use crate::app::{App, session_memory};
 
 #[derive(Debug, Subcommand)]
+#[command(defer = true)]
 pub(super) enum HeartbeatCommand {
     /// Show the last activity, flags, counters and recent events
     Status(JsonFlag),

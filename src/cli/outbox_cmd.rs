@@ -13,6 +13,7 @@ use crate::app::App;
 use crate::app::outbox::{self, OutboxList};
 
 #[derive(Debug, Subcommand)]
+#[command(defer = true)]
 pub(super) enum OutboxCommand {
     /// List the newest entries, newest last
     List {

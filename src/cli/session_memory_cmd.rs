@@ -16,6 +16,7 @@ use crate::memory::snippet;
 use crate::memory::write::{AppendRequest, ClearScope};
 
 #[derive(Debug, Subcommand)]
+#[command(defer = true)]
 pub(super) enum SessionMemoryCommand {
     /// Append sanitized note to daily + optional MEMORY.md
     Append {

@@ -21,6 +21,7 @@ use crate::skills::types::SkillFormat;
 use crate::skills::{LoadFailure, SkillStatus, SkillsReport, SourceKind, route, scan};
 
 #[derive(Debug, Subcommand)]
+#[command(defer = true)]
 pub(super) enum SkillsCommand {
     /// List skills with their status (-v adds what is missing and why)
     List {

@@ -12,6 +12,7 @@ use crate::app::gateway;
 use crate::app::heartbeat;
 
 #[derive(Debug, Subcommand)]
+#[command(defer = true)]
 pub(super) enum SystemCommand {
     /// Queue a system event for a session's next turn (and wake it with --mode now)
     Event(EventArgs),
@@ -21,6 +22,7 @@ pub(super) enum SystemCommand {
 }
 
 #[derive(Debug, Subcommand)]
+#[command(defer = true)]
 pub(super) enum HeartbeatCommand {
     /// The last heartbeat run's event (works without a gateway)
     Last(JsonFlag),

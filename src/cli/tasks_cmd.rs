@@ -41,6 +41,7 @@ pub(super) struct ListArgs {
 }
 
 #[derive(Debug, Subcommand)]
+#[command(defer = true)]
 pub(super) enum TasksCommand {
     /// List tasks, newest first (the default)
     List(ListArgs),

@@ -1,5 +1,6 @@
 //! What the host gives a command: environment variables, home directory,
-//! working directory, the running executable and the clock.
+//! working directory, the running executable and the clock; and the
+//! process's allocator ([`allocator`]).
 //!
 //! Invariants: nothing below the CLI reads `std::env` or the system clock
 //! directly; it receives a [`Host`] and asks its [`Clock`] for the time
@@ -9,6 +10,7 @@
 //! All boolean environment values go through [`parse_bool`], so `SECURITY=0`,
 //! `SECURITY=false` and `SECURITY=off` mean the same thing everywhere.
 
+pub(crate) mod allocator;
 mod clock;
 
 use std::collections::BTreeMap;
@@ -217,8 +219,8 @@ pub(crate) enum HostError {
 /// has not (`RAYON_NUM_THREADS`). The model's kernels look the count up at
 /// every matrix product and, without it, parse `/proc/cpuinfo` each time
 /// (a search's query pays that dozens of times); the count is the
-/// parallelism the OS grants, read once. Call first thing in `main`,
-/// before any thread starts.
+/// parallelism the OS grants, read once. Called from `main`, before any
+/// thread starts, by the commands that may run the model.
 pub(crate) fn pin_compute_threads() {
     const NAME: &str = "RAYON_NUM_THREADS";
     if std::env::var_os(NAME).is_some() {
