@@ -35,13 +35,10 @@ pub(crate) mod store;
 pub(crate) mod tasks;
 pub(crate) mod trigger;
 
-// A gateway answers thousands of small requests a second, each a few
-// dozen short-lived allocations across worker threads: mimalloc serves
-// them in about a fifth less CPU than the system allocator, and an idle
-// gateway stays as small (bench/gateway.sh measures both). SQLite keeps
-// the system allocator (see `gateway::resident`).
+// The system allocator for short commands, mimalloc for the gateway from
+// its start (see `host::allocator`). SQLite always uses the system's.
 #[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOCATOR: host::allocator::Allocator = host::allocator::Allocator;
 
 /// What the integration tests (`tests/cli`) use besides the executable:
 /// the task ledger, to record tasks as a running gateway does before the

@@ -306,6 +306,7 @@ pub(crate) fn run(
     stop: CancellationToken,
     on_ready: impl FnOnce(&GatewayInfo) + Send,
 ) -> anyhow::Result<()> {
+    crate::host::allocator::serve_from_mimalloc();
     resident::limit_allocator_arenas();
     let (address, port, label) = bind_address(&app, &opts)?;
     if !address.is_loopback()

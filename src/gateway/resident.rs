@@ -13,7 +13,8 @@
 
 /// Returns the allocators' free memory to the OS, after work that built
 /// and dropped a lot (a memory refresh, a job store read): mimalloc's (the
-/// executable's allocator) and glibc's (SQLite's, which keeps it).
+/// gateway's allocator, `host::allocator`) and glibc's (SQLite's, and
+/// what was allocated before the gateway started).
 pub(crate) fn release_free_memory() {
     // SAFETY: mi_collect only frees and returns the calling thread's and
     // abandoned free pages; other threads' are returned by mimalloc itself

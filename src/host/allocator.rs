@@ -1,0 +1,126 @@
+//! The process's allocator: the system's until a long-running server asks
+//! for mimalloc ([`serve_from_mimalloc`]), then mimalloc for everything
+//! allocated after.
+//!
+//! Why two: a short command (a `session-memory` call from a script) pays
+//! for mimalloc's set-up and for the first page of every size class it
+//! touches, about a hundred page faults, a sixth of its start, and gains
+//! nothing from it. The gateway answers thousands of small requests across
+//! worker threads, where mimalloc serves them with less CPU and an idle
+//! gateway gives its free pages back (`gateway::resident`).
+//!
+//! Invariant: a block is freed or resized by the allocator that made it.
+//! Before the switch every block is the system's; after it, mimalloc owns
+//! exactly the blocks inside its own segments (`mi_is_in_heap_region`),
+//! so a block made before the switch still goes back to the system.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use mimalloc::MiMalloc;
+
+/// Set once, never cleared: from then on new blocks come from mimalloc.
+static SERVING: AtomicBool = AtomicBool::new(false);
+
+/// The global allocator (installed in `lib.rs`).
+pub(crate) struct Allocator;
+
+/// Makes every later allocation mimalloc's. Call before a server starts
+/// its threads; blocks allocated before stay the system's until freed.
+pub(crate) fn serve_from_mimalloc() {
+    SERVING.store(true, Ordering::Release);
+}
+
+/// Whether mimalloc made `ptr` (only possible after the switch).
+fn mimallocs(ptr: *mut u8) -> bool {
+    // SAFETY: the lookup reads mimalloc's own segment map for any address;
+    // it never dereferences `ptr`.
+    SERVING.load(Ordering::Acquire)
+        && unsafe { libmimalloc_sys::mi_is_in_heap_region(ptr.cast_const().cast()) }
+}
+
+// SAFETY: every method forwards to one of two sound allocators, and a
+// block always returns to the one that made it (see the module doc).
+unsafe impl GlobalAlloc for Allocator {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        // SAFETY: the caller's contract is passed on unchanged.
+        unsafe {
+            if SERVING.load(Ordering::Relaxed) {
+                MiMalloc.alloc(layout)
+            } else {
+                System.alloc(layout)
+            }
+        }
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        // SAFETY: as for `alloc`.
+        unsafe {
+            if SERVING.load(Ordering::Relaxed) {
+                MiMalloc.alloc_zeroed(layout)
+            } else {
+                System.alloc_zeroed(layout)
+            }
+        }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: `ptr` goes back to the allocator that made it.
+        unsafe {
+            if mimallocs(ptr) {
+                MiMalloc.dealloc(ptr, layout);
+            } else {
+                System.dealloc(ptr, layout);
+            }
+        }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        // SAFETY: `ptr` is resized by the allocator that made it, which
+        // then owns the result.
+        unsafe {
+            if mimallocs(ptr) {
+                MiMalloc.realloc(ptr, layout, new_size)
+            } else {
+                System.realloc(ptr, layout, new_size)
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn blocks_from_before_the_switch_go_back_to_the_system() {
+        // The test binary runs on this allocator; whichever side is active,
+        // blocks made before and after a switch are freed and resized by
+        // their maker (a mismatch would abort the process).
+        let switched_already = SERVING.load(Ordering::Acquire);
+        let before: Vec<Vec<u8>> = (0..64).map(|i| vec![i as u8; 16 + i * 97]).collect();
+        let big_before = vec![7u8; 1 << 20];
+        serve_from_mimalloc();
+        let after: Vec<Vec<u8>> = (0..64).map(|i| vec![i as u8; 16 + i * 97]).collect();
+        let mut grown = before.clone();
+        for (i, v) in grown.iter_mut().enumerate() {
+            v.resize(v.len() * 3 + i, 1);
+        }
+        for (i, v) in before.into_iter().enumerate() {
+            let mut v = v;
+            v.resize(v.len() * 5, 2);
+            assert_eq!(v[0], i as u8);
+        }
+        assert!(after.iter().all(|v| mimallocs(v.as_ptr().cast_mut())));
+        // (Another test may have switched this process first.)
+        assert_eq!(mimallocs(big_before.as_ptr().cast_mut()), switched_already);
+        let aligned = Layout::from_size_align(4096, 4096).expect("layout");
+        // SAFETY: a non-zero layout, freed with the same layout.
+        unsafe {
+            let p = Allocator.alloc(aligned);
+            assert!(!p.is_null() && (p as usize).is_multiple_of(4096));
+            Allocator.dealloc(p, aligned);
+        }
+        drop((after, grown, big_before));
+    }
+}
