@@ -303,10 +303,40 @@ mod tests {
 
     #[test]
     fn every_command_argument_and_flag_is_described() {
-        let cmd = Cli::command();
+        // Built: a command's own arguments are added only then (`defer`).
+        let mut cmd = Cli::command();
         cmd.clone().debug_assert();
+        cmd.build();
         let mut missing = Vec::new();
         undocumented(&cmd, "almanac", &mut missing);
         assert!(missing.is_empty(), "undocumented:\n{}", missing.join("\n"));
+    }
+
+    /// Every command's description as `path: about`, as far as the tree
+    /// has been built.
+    fn descriptions(cmd: &clap::Command, path: &str, out: &mut Vec<String>) {
+        for sub in cmd.get_subcommands() {
+            let sub_path = format!("{path} {}", sub.get_name());
+            let about = sub.get_about().map(ToString::to_string).unwrap_or_default();
+            out.push(format!("{sub_path}: {about}"));
+            descriptions(sub, &sub_path, out);
+        }
+    }
+
+    #[test]
+    fn a_commands_description_is_the_same_before_and_after_its_arguments_are_built() {
+        // The parent's help lists a command by the description it has before
+        // its arguments are built (late, `defer`); building them must not
+        // replace it (an `Args` struct's doc comment would).
+        let unbuilt = Cli::command();
+        let mut before = Vec::new();
+        descriptions(&unbuilt, "almanac", &mut before);
+        let mut built = unbuilt.clone();
+        built.build();
+        let mut after = Vec::new();
+        descriptions(&built, "almanac", &mut after);
+        let changed: Vec<&String> = before.iter().filter(|d| !after.contains(d)).collect();
+        assert!(changed.is_empty(), "changed when built:\n{changed:#?}");
+        assert!(before.len() > 70, "{} commands", before.len());
     }
 }

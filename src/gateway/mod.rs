@@ -71,20 +71,20 @@ const RUNTIME_SHUTDOWN: Duration = Duration::from_millis(750);
 /// How long running turns get to finish before they are cancelled.
 const TURN_GRACE: Duration = Duration::from_secs(7);
 /// How long start-up must have been quiet before the gateway gives back
-/// what it mapped and allocated ([`resident`]): the components' first
+/// what it allocated ([`resident`]): the components' first
 /// work (the memory index check, the skills and job store reads) is done
 /// by then.
 const START_SETTLE: Duration = Duration::from_secs(10);
 
 /// How long periodic work must have been quiet before the gateway gives
-/// back what it mapped: the timers that wake together (the task sweep,
+/// back what it allocated: the timers that wake together (the task sweep,
 /// cron, heartbeat) are one give-back, and the resident set is back to
 /// idle within this of their wake.
 const PERIODIC_SETTLE: Duration = Duration::from_millis(50);
 
-/// Gives back what start-up mapped and allocated once it has settled, and
-/// again after each burst of periodic work once that is quiet
-/// ([`resident::release_unused_memory`]): an idle gateway stays as small
+/// Gives back what start-up allocated once it has settled, and again
+/// after each burst of periodic work once that is quiet
+/// ([`resident::release_free_memory`]): an idle gateway stays as small
 /// at its thousandth sweep as after its start.
 async fn give_back_when_quiet<F, Fut>(
     work_ran: &tokio::sync::Notify,
@@ -530,7 +530,7 @@ fn announce_startup(shared: &Arc<Shared>, local: std::net::SocketAddr) {
     boot_turn(shared, &app);
 }
 
-/// Gives back what the gateway mapped once start-up has settled and
+/// Gives back the allocators' free memory once start-up has settled and
 /// after each burst of periodic work ([`give_back_when_quiet`]), until
 /// `stop`.
 fn spawn_memory_give_back(shared: &Arc<Shared>, tracker: &TaskTracker, stop: &CancellationToken) {
@@ -538,13 +538,7 @@ fn spawn_memory_give_back(shared: &Arc<Shared>, tracker: &TaskTracker, stop: &Ca
     let stop = stop.clone();
     tracker.spawn(async move {
         give_back_when_quiet(&shared.periodic_work_ran, &stop, || async {
-            if let Ok(kb) = shared
-                .engine
-                .blocking(resident::release_unused_memory)
-                .await
-            {
-                tracing::debug!(kb, "code pages unmapped");
-            }
+            let _ = shared.engine.blocking(resident::release_free_memory).await;
         })
         .await;
     });

@@ -226,7 +226,7 @@ impl SemanticState {
         self.embedder.dropped_when_idle().await;
         *self.vectors.write().unwrap_or_else(|p| p.into_inner()) = None;
         tracing::info!("memory search provider idle; dropped it and its vectors");
-        let _ = tokio::task::spawn_blocking(super::resident::release_unused_memory).await;
+        let _ = tokio::task::spawn_blocking(super::resident::release_free_memory).await;
     }
 
     /// The held connections to the index at `path`.

@@ -276,6 +276,16 @@ fn completions_for_each_shell() {
         let run = sb.run(&["completions", shell]).ok();
         assert!(run.stdout.contains("almanac"), "{shell}");
         assert!(run.stdout.contains("status"), "{shell}");
+        // A command's own flags are built late (only for the command that
+        // runs); the completion scripts still carry every one of them.
+        for flag in [
+            "max-results",
+            "delete-after-run",
+            "session-key",
+            "older-than",
+        ] {
+            assert!(run.stdout.contains(flag), "{shell}: {flag}");
+        }
     }
     sb.run(&["completions", "tcsh"]).code(2);
 }
