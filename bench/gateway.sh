@@ -41,7 +41,7 @@ PY
 
 echo "gateway, release, $(nproc) cores"
 BENCH_DIR="$BENCH_ROOT/bench" python3 - "$ALMANAC" "$empty" "$full" "$IDLE_WAIT" "$STARTS" <<'PY'
-import json, os, statistics, subprocess, sys, time
+import json, os, socket, statistics, subprocess, sys, time
 almanac, empty, full, idle_wait, starts = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4]), int(sys.argv[5])
 sys.path.insert(0, os.environ["BENCH_DIR"])
 from gateway_probe import free_port, private_kb, ready, rss_kb
@@ -72,15 +72,31 @@ for label, home in (("empty workspace", empty), ("10-year memory + skills", full
     times.sort()
     print(f"start -> /readyz 200, {label:<24} median {statistics.median(times):6.1f} ms   p90 {times[int(len(times) * 0.9) - 1]:6.1f} ms   ({starts} starts)")
 
+# GET path with the gateway's token; returns milliseconds to the whole
+# answer (a fresh connection, as the CLI makes).
+def timed_get(port, home, path):
+    token = open(os.path.join(home, ".almanac", "gateway.token")).read().strip()
+    began = time.perf_counter()
+    with socket.create_connection(("127.0.0.1", port)) as s:
+        s.sendall(f"GET {path} HTTP/1.1\r\nhost: x\r\nauthorization: Bearer {token}\r\nconnection: close\r\n\r\n".encode())
+        answer = b""
+        while chunk := s.recv(65536):
+            answer += chunk
+    if not answer.startswith(b"HTTP/1.1 200"):
+        sys.exit(f"GET {path}: {answer[:80]!r}")
+    return (time.perf_counter() - began) * 1000
+
 for label, home in (("empty workspace, no turn", empty), ("10-year memory + skills", full)):
     proc, port, _ = start(home)
     time.sleep(idle_wait)
     rss = rss_kb(proc.pid) / 1024
     private = private_kb(proc.pid) / 1024
+    # What idle costs the next request: its code must still be mapped.
+    first, second = timed_get(port, home, "/v1/status"), timed_get(port, home, "/v1/status")
     status = json.loads(subprocess.run([almanac, "memory", "status", "--json"], env={"HOME": home, "PATH": os.environ["PATH"], "TZ": "UTC"},
                                        capture_output=True, text=True).stdout)
     print(f"idle RSS {idle_wait:.0f} s after start, {label:<24} {rss:6.1f} MB   private {private:6.1f} MB   (index: {status['files']} files, "
-          f"{'built' if status['lastSync'] else 'not built yet'})")
+          f"{'built' if status['lastSync'] else 'not built yet'}); then GET /v1/status {first:5.2f} ms, again {second:5.2f} ms")
     stop(proc)
 
 # Idle CPU with a 30-minute heartbeat configured: the runner sleeps on one
