@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Hybrid memory search with the local sentence model on a synthetic
 # memory: `memory index` embedding every note (time, items/s, peak RSS),
-# then `memory search --json` for several distinct queries, p50 / p95, in
-# the command on its own (no gateway: every search loads the model and
-# reads every vector) and through a running gateway (model warm, vectors
-# in memory), side by side.
+# then `memory search --json` for several distinct queries, p50 / p95,
+# side by side: words only in the command on its own (no gateway, the
+# provider set to none), hybrid in the command on its own (every search
+# loads the model and reads every vector) and hybrid through a running
+# gateway (model warm, vectors in memory); then the gateway's hybrid p50
+# over the command's words-only p50.
 #
 #   bench/memory_semantic.sh                       (DAYS=90, RUNS=20 per query)
 #   DAYS=3 RUNS=3 ALMANAC_BIN=target/debug/almanac bench/memory_semantic.sh
@@ -72,18 +74,21 @@ queries=(
     "hotel booking for Portugal"
 )
 
-# time_queries LABEL: each query timed RUNS times; its hyperfine JSON in
-# $BENCH_OUT/semantic-LABEL-N.json.
+# time_queries LABEL [OPTION…]: each query timed RUNS times with the
+# global OPTIONs; its hyperfine JSON in $BENCH_OUT/semantic-LABEL-N.json.
 time_queries() {
     local label="$1" i=0
+    shift
     for q in "${queries[@]}"; do
         hyperfine --style none --shell=none --warmup 1 --runs "$RUNS" \
             --export-json "$BENCH_OUT/semantic-$label-$i.json" \
-            "$A memory search --json -- '$q'" >/dev/null 2>&1
+            "$A $* memory search --json -- '$q'" >/dev/null 2>&1
         i=$((i + 1))
     done
 }
 
+# Words only, as a user gets it: no embedding provider.
+time_queries lexical --set agents.defaults.memorySearch.provider=none
 time_queries cold
 
 port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
@@ -107,18 +112,20 @@ def times(label, i):
 def pct(xs, p):
     xs = sorted(xs)
     return xs[min(len(xs) - 1, int(round(p / 100 * (len(xs) - 1))))]
-print(f"{'memory search --json':<42} {'no gateway p50 / p95':>22}   {'gateway p50 / p95':>20}")
-every = {"cold": [], "gateway": []}
+labels = ("lexical", "cold", "gateway")
+print(f"{'memory search --json, p50 / p95 ms':<42} {'words, no gateway':>19}   {'hybrid, no gateway':>19}   {'hybrid, gateway':>19}")
+every = {label: [] for label in labels}
 for i, q in enumerate(queries):
     row = []
-    for label in ("cold", "gateway"):
+    for label in labels:
         ts = times(label, i)
         every[label] += ts
-        row.append(f"{pct(ts, 50):8.1f} / {pct(ts, 95):7.1f} ms")
-    print(f"  {q[:40]:<40} {row[0]:>22}   {row[1]:>20}")
-c, g = every["cold"], every["gateway"]
-print(f"  {'all queries':<40} {pct(c, 50):8.1f} / {pct(c, 95):7.1f} ms   {pct(g, 50):8.1f} / {pct(g, 95):7.1f} ms"
-      f"   ({pct(c, 50) / max(pct(g, 50), 1e-9):.1f}x at p50)")
+        row.append(f"{pct(ts, 50):8.1f} / {pct(ts, 95):7.1f}")
+    print(f"  {q[:40]:<40} " + "   ".join(f"{r:>19}" for r in row))
+print(f"  {'all queries':<40} " + "   ".join(f"{pct(every[l], 50):8.1f} / {pct(every[l], 95):7.1f}" for l in labels))
+w, c, g = (pct(every[l], 50) for l in labels)
+print(f"hybrid through the gateway / words only without it, at p50: {g / max(w, 1e-9):.2f}x "
+      f"(hybrid without it: {c / max(g, 1e-9):.1f}x slower than through it)")
 m = status.get("memorySearch") or {}
 print(f"gateway: {m.get('searches', 0)} searches answered, {m.get('vectorsInMemory', 0)} vectors in memory, "
       f"provider {'loaded' if m.get('providerLoaded') else 'not loaded'}")

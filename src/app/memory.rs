@@ -432,16 +432,7 @@ fn search_through_gateway(app: &App, req: &ResolvedSearch) -> Option<Searched> {
         tracing::debug!("the gateway does not watch this memory root; searching here");
         return None;
     }
-    let body = match serde_json::to_value(req) {
-        Ok(body) => body,
-        Err(err) => {
-            tracing::debug!("memory search not sent to the gateway: {err}");
-            return None;
-        }
-    };
-    let answer = client
-        .post("/v1/memory/search", &body, GATEWAY_SEARCH_WAIT)
-        .and_then(|v| Ok(serde_json::from_value::<SearchAnswer>(v)?));
+    let answer = client.post_for::<SearchAnswer, _>("/v1/memory/search", req, GATEWAY_SEARCH_WAIT);
     match answer.and_then(SearchAnswer::into_searched) {
         Ok(searched) => {
             tracing::debug!(

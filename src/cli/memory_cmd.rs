@@ -373,28 +373,59 @@ fn print_search_json(searched: &app_memory::Searched) -> anyhow::Result<()> {
             "error": "memory search is off (agents.defaults.memorySearch.enabled)"
         }));
     }
-    let results: Vec<JsonHit> = searched
-        .outcome
-        .hits
-        .iter()
-        .map(|hit| JsonHit::of(hit, SNIPPET_CHARS))
-        .collect();
-    let mut doc = serde_json::json!({
-        "results": results,
-        "provider": searched.semantic.provider,
-        "model": searched.semantic.model,
-        "mode": searched.semantic.mode,
-        "citations": "auto",
-    });
-    let extra = serde_json::to_value(&searched.outcome)?;
-    if let (Some(doc), Some(extra)) = (doc.as_object_mut(), extra.as_object()) {
-        for (k, v) in extra {
-            if k != "hits" {
-                doc.insert(k.clone(), v.clone());
-            }
+    print_json(&SearchJson::of(searched))
+}
+
+/// `memory search --json` when on: OpenClaw's fields, then the outcome's
+/// own but its hits (how the query was read), written in one pass.
+#[derive(Serialize)]
+struct SearchJson<'a> {
+    results: Vec<JsonHit<'a>>,
+    provider: &'a str,
+    model: Option<&'a str>,
+    mode: &'a str,
+    citations: &'static str,
+    #[serde(flatten)]
+    reading: QueryReading<'a>,
+}
+
+/// The fields of [`SearchOutcome`] but its hits, as it writes them.
+///
+/// [`SearchOutcome`]: crate::memory::index::search::SearchOutcome
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct QueryReading<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    time_range: Option<&'a crate::memory::when::DayRange>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    time_phrase: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    unmatched_time_phrase: Option<&'a str>,
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    entities: &'a [String],
+}
+
+impl<'a> SearchJson<'a> {
+    fn of(searched: &'a app_memory::Searched) -> SearchJson<'a> {
+        let outcome = &searched.outcome;
+        SearchJson {
+            results: outcome
+                .hits
+                .iter()
+                .map(|hit| JsonHit::of(hit, SNIPPET_CHARS))
+                .collect(),
+            provider: searched.semantic.provider,
+            model: searched.semantic.model.as_deref(),
+            mode: searched.semantic.mode,
+            citations: "auto",
+            reading: QueryReading {
+                time_range: outcome.time_range.as_ref(),
+                time_phrase: outcome.time_phrase.as_deref(),
+                unmatched_time_phrase: outcome.unmatched_time_phrase.as_deref(),
+                entities: &outcome.entities,
+            },
         }
     }
-    print_json(&doc)
 }
 
 /// The hits as text, each with its neighbouring lines.
@@ -545,3 +576,7 @@ fn recall(app: &App, req: &RecallRequest, json: JsonFlag) -> anyhow::Result<Exit
     }
     Ok(ExitCode::SUCCESS)
 }
+
+#[cfg(test)]
+#[path = "memory_cmd_tests.rs"]
+mod tests;

@@ -530,7 +530,7 @@ async fn cron_reload(State(shared): State<Arc<Shared>>) -> ApiResult {
 async fn memory_search(
     State(shared): State<Arc<Shared>>,
     body: Result<Json<crate::app::memory::ResolvedSearch>, JsonRejection>,
-) -> ApiResult {
+) -> Result<Json<Answered<crate::app::memory::SearchAnswer>>, ApiError> {
     let Json(req) = body?;
     let searching = shared.clone();
     let answer = shared
@@ -545,9 +545,15 @@ async fn memory_search(
                 ApiError::internal(format!("{err:#}"))
             }
         })?;
-    let mut value = serde_json::to_value(answer).map_err(ApiError::internal)?;
-    value["ok"] = json!(true);
-    Ok(Json(value))
+    Ok(Json(Answered { ok: true, answer }))
+}
+
+/// An answer with `ok: true` before its own fields, written in one pass.
+#[derive(serde::Serialize)]
+struct Answered<T> {
+    ok: bool,
+    #[serde(flatten)]
+    answer: T,
 }
 
 async fn heartbeat_enable(State(shared): State<Arc<Shared>>) -> ApiResult {

@@ -10,7 +10,9 @@
 //! * The vectors of the provider's model are read from the index once,
 //!   then followed through the index's change log
 //!   ([`crate::memory::index::vectors::VectorSet`]): a search reads only
-//!   what changed since the last one, never the whole table.
+//!   what changed since the last one, never the whole table. Searches
+//!   share the set under a read lock; one that finds the log moved takes
+//!   the write lock to catch up first.
 //! * A search takes a kept index connection (or opens one) and gives it
 //!   back; one is used again only while it is the index a fresh open
 //!   would give (same file, layout, time zone and stored identity), so a
@@ -26,7 +28,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard};
 use std::time::Duration;
 
 use futures_util::future::BoxFuture;
@@ -238,28 +240,45 @@ impl SemanticState {
     }
 
     /// The vectors of `model` brought up to date with `index` (read in
-    /// full the first time and after a change of model).
-    fn caught_up(&self, index: &Index, model: &str) -> anyhow::Result<()> {
-        let mut vectors = self.vectors.write().unwrap_or_else(|p| p.into_inner());
-        match vectors.as_mut() {
-            Some(set) if set.model() == model => {
-                let changed = index.catch_up(set)?;
-                if changed > 0 {
-                    tracing::debug!(changed, held = set.len(), "memory vectors caught up");
+    /// full the first time and after a change of model), held for
+    /// reading. Searches share the read lock; only one that finds the
+    /// index's vector log moved takes the write lock to catch up.
+    fn caught_up(
+        &self,
+        index: &Index,
+        model: &str,
+    ) -> anyhow::Result<RwLockReadGuard<'_, Option<VectorSet>>> {
+        let held = self.vectors.read().unwrap_or_else(|p| p.into_inner());
+        if let Some(set) = held.as_ref()
+            && set.model() == model
+            && index.vectors_current(set)?
+        {
+            return Ok(held);
+        }
+        drop(held);
+        {
+            let mut vectors = self.vectors.write().unwrap_or_else(|p| p.into_inner());
+            match vectors.as_mut() {
+                Some(set) if set.model() == model => {
+                    let changed = index.catch_up(set)?;
+                    if changed > 0 {
+                        tracing::debug!(changed, held = set.len(), "memory vectors caught up");
+                    }
+                }
+                _ => {
+                    let started = std::time::Instant::now();
+                    let set = index.load_vectors(model)?;
+                    tracing::info!(
+                        vectors = set.len(),
+                        ms = started.elapsed().as_millis() as u64,
+                        "memory vectors loaded"
+                    );
+                    *vectors = Some(set);
                 }
             }
-            _ => {
-                let started = std::time::Instant::now();
-                let set = index.load_vectors(model)?;
-                tracing::info!(
-                    vectors = set.len(),
-                    ms = started.elapsed().as_millis() as u64,
-                    "memory vectors loaded"
-                );
-                *vectors = Some(set);
-            }
         }
-        Ok(())
+        // Dropped meanwhile (idle), the search reads the index's vectors.
+        Ok(self.vectors.read().unwrap_or_else(|p| p.into_inner()))
     }
 }
 
@@ -291,8 +310,7 @@ pub(crate) fn search(shared: &Shared, req: &ResolvedSearch) -> anyhow::Result<Se
     let (mode, vector) = crate::app::memory::query_vector(&app, embedder.as_deref(), &req.query);
     let outcome = match &vector {
         Some(v) => {
-            semantic.caught_up(&index, &v.model)?;
-            let vectors = semantic.vectors.read().unwrap_or_else(|p| p.into_inner());
+            let vectors = semantic.caught_up(&index, &v.model)?;
             crate::app::memory::ranked(&index, req, Some(v), vectors.as_ref())?
         }
         None => crate::app::memory::ranked(&index, req, None, None)?,
@@ -552,6 +570,101 @@ mod tests {
         );
         stop.cancel();
         component.await.unwrap().unwrap();
+    }
+
+    /// An index over one daily note of `lines`, every item with the
+    /// [`Fixed`] model's vector.
+    fn embedded_index(dir: &Path, lines: &str) -> (crate::app::App, Index) {
+        let app = crate::app::testing::test_app(dir, "{}");
+        app.ensure_state_dir().unwrap();
+        let memory = app.memory();
+        std::fs::create_dir_all(memory.root.join("memory")).unwrap();
+        std::fs::write(
+            memory.root.join("memory/2026-11-30.md"),
+            format!("# 2026-11-30\n\n{lines}"),
+        )
+        .unwrap();
+        let (mut index, _) = memory.reopen_index(None).unwrap();
+        index.sync(SyncMode::Full, app.wall_ns()).unwrap();
+        index.fill_vectors(&Fixed, EMBED_BATCH, |_| {}).unwrap();
+        (app, index)
+    }
+
+    #[test]
+    fn a_search_after_the_index_changed_sees_the_change() {
+        let dir = tempfile::tempdir().unwrap();
+        let (app, mut index) = embedded_index(dir.path(), "- [09:00] The printer jams\n");
+        let state = SemanticState::default();
+        let model = Fixed.key();
+        assert_eq!(
+            state
+                .caught_up(&index, &model)
+                .unwrap()
+                .as_ref()
+                .unwrap()
+                .len(),
+            1
+        );
+        // A note written and embedded: the next search holds its vector.
+        std::fs::write(
+            app.memory().root.join("memory/2026-12-01.md"),
+            "# 2026-12-01\n\n- [09:00] The printer works\n- [10:00] Lunch\n",
+        )
+        .unwrap();
+        index.sync(SyncMode::Full, app.wall_ns()).unwrap();
+        index.fill_vectors(&Fixed, EMBED_BATCH, |_| {}).unwrap();
+        assert_eq!(
+            state
+                .caught_up(&index, &model)
+                .unwrap()
+                .as_ref()
+                .unwrap()
+                .len(),
+            3
+        );
+        // Dropped while idle: read in full again.
+        *state.vectors.write().unwrap() = None;
+        assert_eq!(
+            state
+                .caught_up(&index, &model)
+                .unwrap()
+                .as_ref()
+                .unwrap()
+                .len(),
+            3
+        );
+    }
+
+    #[test]
+    fn searches_share_the_vectors_while_one_holds_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let (app, index) = embedded_index(dir.path(), "- [09:00] The printer jams\n");
+        let state = SemanticState::default();
+        let model = Fixed.key();
+        let first = state.caught_up(&index, &model).unwrap();
+        std::thread::scope(|s| {
+            // A second search while the first still ranks with the set:
+            // it gets the set too instead of waiting for the first.
+            let (done_tx, done_rx) = std::sync::mpsc::channel();
+            let (state, app, model) = (&state, &app, &model);
+            s.spawn(move || {
+                let (index, _) = app.memory().reopen_index(None).unwrap();
+                let len = state
+                    .caught_up(&index, model)
+                    .unwrap()
+                    .as_ref()
+                    .map(VectorSet::len);
+                done_tx.send(len).unwrap();
+            });
+            let second = done_rx.recv_timeout(Duration::from_secs(10));
+            // Let go before judging, so a waiting search ends either way.
+            drop(first);
+            assert_eq!(
+                second,
+                Ok(Some(1)),
+                "the second search waited for the first"
+            );
+        });
     }
 
     #[tokio::test(start_paused = true)]

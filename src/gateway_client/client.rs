@@ -1,15 +1,16 @@
 //! The client side: how commands reach a running gateway. It is found
 //! only through `gateway.json` ([`super::discovery::running`]) and spoken to
-//! over plain HTTP/1.1 on its address with its token.
+//! over plain HTTP/1.1 on its address with its token, one blocking
+//! request per connection ([`super::exchange`]).
 
 use std::time::Duration;
 
-use http_body_util::{BodyExt, Full};
-use hyper::body::Bytes;
-use hyper_util::rt::TokioIo;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use super::discovery::{self, GatewayInfo};
+use super::exchange;
 use crate::config::Config;
 use crate::host::Host;
 use crate::paths::Paths;
@@ -57,77 +58,78 @@ impl Client {
 
     /// `GET path` → the JSON answer.
     pub(crate) fn get(&self, path: &str) -> anyhow::Result<Value> {
-        self.call("GET", path, None, Duration::from_secs(10))
+        let body = self.call("GET", path, None, Duration::from_secs(10))?;
+        Ok(value_of(&body))
     }
 
     /// `POST path` with a JSON body → the JSON answer; `limit` bounds the
     /// wait (a turn can take minutes).
-    pub(crate) fn post(&self, path: &str, body: &Value, limit: Duration) -> anyhow::Result<Value> {
-        self.call("POST", path, Some(body), limit)
+    pub(crate) fn post<B: Serialize + ?Sized>(
+        &self,
+        path: &str,
+        body: &B,
+        limit: Duration,
+    ) -> anyhow::Result<Value> {
+        let body = self.call("POST", path, Some(serde_json::to_vec(body)?), limit)?;
+        Ok(value_of(&body))
     }
 
+    /// [`Client::post`], the answer read straight into `T`.
+    pub(crate) fn post_for<T: DeserializeOwned, B: Serialize + ?Sized>(
+        &self,
+        path: &str,
+        body: &B,
+        limit: Duration,
+    ) -> anyhow::Result<T> {
+        let body = self.call("POST", path, Some(serde_json::to_vec(body)?), limit)?;
+        serde_json::from_slice(&body)
+            .map_err(|e| anyhow::anyhow!("the gateway's answer to {path} is not understood: {e}"))
+    }
+
+    /// One request; the body of a 2xx answer, else [`Refused`].
     fn call(
         &self,
         method: &str,
         path: &str,
-        body: Option<&Value>,
+        body: Option<Vec<u8>>,
         limit: Duration,
-    ) -> anyhow::Result<Value> {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()?;
-        let (status, bytes) = runtime.block_on(async {
-            tokio::time::timeout(limit, self.exchange(method, path, body))
-                .await
-                .map_err(|_| {
-                    anyhow::anyhow!("the gateway did not answer within {} s", limit.as_secs())
-                })?
-        })?;
-        let value: Value = serde_json::from_slice(&bytes)
-            .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into_owned()));
-        if !(200..300).contains(&status) {
+    ) -> anyhow::Result<Vec<u8>> {
+        // A path goes on the request line as it is: it must be one token.
+        if !path.starts_with('/') || path.bytes().any(|b| b <= b' ' || b == 0x7f) {
+            anyhow::bail!("not a request path: {path:?}");
+        }
+        let base = self.info.base_url();
+        let authority = base.trim_start_matches("http://");
+        let body = body.unwrap_or_default();
+        let mut request = format!(
+            "{method} {path} HTTP/1.1\r\nHost: {authority}\r\nAuthorization: Bearer {}\r\n\
+             Content-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+            self.token,
+            body.len()
+        )
+        .into_bytes();
+        request.extend_from_slice(&body);
+        let answer = exchange::exchange(socket_of(&self.info), &base, &request, limit)?;
+        if !(200..300).contains(&answer.status) {
+            let value = value_of(&answer.body);
             let message = value["error"]
                 .as_str()
                 .map(str::to_string)
                 .unwrap_or_else(|| value.to_string());
-            return Err(Refused { status, message }.into());
+            return Err(Refused {
+                status: answer.status,
+                message,
+            }
+            .into());
         }
-        Ok(value)
+        Ok(answer.body)
     }
+}
 
-    async fn exchange(
-        &self,
-        method: &str,
-        path: &str,
-        body: Option<&Value>,
-    ) -> anyhow::Result<(u16, Bytes)> {
-        let base = self.info.base_url();
-        let authority = base.trim_start_matches("http://").to_string();
-        let stream = tokio::net::TcpStream::connect(socket_of(&self.info))
-            .await
-            .map_err(|e| anyhow::anyhow!("cannot connect to the gateway at {base}: {e}"))?;
-        let (mut sender, connection) =
-            hyper::client::conn::http1::handshake(TokioIo::new(stream)).await?;
-        let driving = tokio::spawn(connection);
-        let bytes = body
-            .map(|b| serde_json::to_vec(b).expect("JSON serialises"))
-            .unwrap_or_default();
-        let request = hyper::Request::builder()
-            .method(method)
-            .uri(path)
-            .header(hyper::header::HOST, authority)
-            .header(
-                hyper::header::AUTHORIZATION,
-                format!("Bearer {}", self.token),
-            )
-            .header(hyper::header::CONTENT_TYPE, "application/json")
-            .body(Full::new(Bytes::from(bytes)))?;
-        let response = sender.send_request(request).await?;
-        let status = response.status().as_u16();
-        let body = response.into_body().collect().await?.to_bytes();
-        driving.abort();
-        Ok((status, body))
-    }
+/// An answer's body as JSON; one that is not JSON as its text.
+fn value_of(body: &[u8]) -> Value {
+    serde_json::from_slice(body)
+        .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(body).into_owned()))
 }
 
 fn socket_of(info: &GatewayInfo) -> std::net::SocketAddr {
@@ -138,3 +140,7 @@ fn socket_of(info: &GatewayInfo) -> std::net::SocketAddr {
     };
     std::net::SocketAddr::new(ip, info.port)
 }
+
+#[cfg(test)]
+#[path = "client_tests.rs"]
+mod tests;

@@ -230,6 +230,11 @@ impl Index {
         Ok(looked_at)
     }
 
+    /// Whether `set` reflects every vector change the index logged.
+    pub(crate) fn vectors_current(&self, set: &VectorSet) -> Result<bool, StoreError> {
+        Ok(self.vector_log_top()? == set.seq)
+    }
+
     /// The newest position of `vector_log` (0 before any change); it
     /// never goes back, even when every row was trimmed.
     fn vector_log_top(&self) -> Result<i64, StoreError> {
