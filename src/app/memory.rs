@@ -21,7 +21,7 @@ pub(crate) use super::memory_answer::SearchAnswer;
 use crate::memory::Memory;
 use crate::memory::embed::Embedder;
 use crate::memory::index::recall::{EntitySummary, RecallPack};
-use crate::memory::index::search::{Query, QueryVector, SearchOutcome};
+use crate::memory::index::search::{Query, QueryVector, SearchOutcome, VectorSource};
 use crate::memory::index::vectors::VectorSet;
 use crate::memory::index::{Hit, IndexStats, SyncMode, SyncReport};
 use crate::memory::sanitize;
@@ -467,7 +467,12 @@ fn search_here(app: &App, req: &ResolvedSearch) -> anyhow::Result<Searched> {
         tracing::warn!("cannot embed new notes: {err}");
     }
     let (semantic, vector) = query_vector(app, embedder.as_deref(), &req.query);
-    let outcome = ranked(&index, req, vector.as_ref(), None)?;
+    let outcome = ranked(
+        &index,
+        req,
+        vector.as_ref().map(|v| v as &dyn VectorSource),
+        None,
+    )?;
     Ok(Searched {
         outcome,
         sync,
@@ -552,7 +557,7 @@ impl ResolvedSearch {
 pub(crate) fn ranked(
     index: &crate::memory::index::Index,
     req: &ResolvedSearch,
-    vector: Option<&QueryVector>,
+    vector: Option<&dyn VectorSource>,
     vectors: Option<&VectorSet>,
 ) -> anyhow::Result<SearchOutcome> {
     let q = Query {

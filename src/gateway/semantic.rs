@@ -38,9 +38,10 @@ use tokio_util::sync::CancellationToken;
 
 use super::supervisor::{Component, ComponentKind};
 use super::{GatewayEvent, Shared};
-use crate::app::memory::{ResolvedSearch, SearchAnswer, SearchMismatch, Searched};
+use crate::app::memory::{ResolvedSearch, SearchAnswer, SearchMismatch, Searched, Semantic};
 use crate::gateway_client::MemorySearchStatus;
 use crate::memory::embed::{Choice, Embedder};
+use crate::memory::index::search::{LateVector, QueryVector, SearchOutcome, VectorSource};
 use crate::memory::index::vectors::{EMBED_BATCH, VectorSet};
 use crate::memory::index::{Index, SyncMode};
 
@@ -303,31 +304,69 @@ pub(crate) fn search(shared: &Shared, req: &ResolvedSearch) -> anyhow::Result<Se
     let memory = app.memory();
     let held = semantic.held_indexes(&memory.index_path);
     let kept = held.lock().unwrap_or_else(|p| p.into_inner()).pop();
-    let (mut index, warnings) = memory.reopen_index(kept)?;
-    let mut sync = index.sync(SyncMode::Watched, app.wall_ns())?;
-    sync.warnings.splice(0..0, warnings);
     let embedder = semantic.provider(&choice);
-    let (mode, vector) = crate::app::memory::query_vector(&app, embedder.as_deref(), &req.query);
-    let outcome = match &vector {
-        Some(v) => {
-            let vectors = semantic.caught_up(&index, &v.model)?;
-            crate::app::memory::ranked(&index, req, Some(v), vectors.as_ref())?
+    let app = &app;
+    std::thread::scope(|scope| {
+        // The query is embedded on a second core while the index is
+        // reopened and the words are looked up.
+        let embedding = embedder.as_deref().ok().map(|model| {
+            scope.spawn(move || crate::app::memory::query_vector(app, Ok(model), &req.query))
+        });
+        let (mut index, warnings) = memory.reopen_index(kept)?;
+        let mut sync = index.sync(SyncMode::Watched, app.wall_ns())?;
+        sync.warnings.splice(0..0, warnings);
+        let (outcome, mode) = match (embedder.as_deref(), embedding) {
+            (Ok(model), Some(embedding)) => {
+                ranked_with_late_vector(semantic, &index, req, &model.key(), embedding)?
+            }
+            (embedder, _) => {
+                let (mode, _) = crate::app::memory::query_vector(app, embedder, &req.query);
+                (crate::app::memory::ranked(&index, req, None, None)?, mode)
+            }
+        };
+        {
+            let mut held = held.lock().unwrap_or_else(|p| p.into_inner());
+            if held.len() < HELD_INDEXES {
+                held.push(index);
+            }
         }
-        None => crate::app::memory::ranked(&index, req, None, None)?,
-    };
-    {
-        let mut held = held.lock().unwrap_or_else(|p| p.into_inner());
-        if held.len() < HELD_INDEXES {
-            held.push(index);
-        }
-    }
-    semantic.searches.fetch_add(1, Ordering::Relaxed);
-    Ok(SearchAnswer::of(Searched {
-        outcome,
-        sync,
-        disabled: false,
-        semantic: mode,
-    }))
+        semantic.searches.fetch_add(1, Ordering::Relaxed);
+        Ok(SearchAnswer::of(Searched {
+            outcome,
+            sync,
+            disabled: false,
+            semantic: mode,
+        }))
+    })
+}
+
+/// Ranks `req` with the query's vector from `embedding` (under way on
+/// another thread): the search waits for it only once the words'
+/// candidates are scored. A failed embedding leaves the search lexical,
+/// with a notice, as it would without a gateway.
+fn ranked_with_late_vector(
+    semantic: &SemanticState,
+    index: &Index,
+    req: &ResolvedSearch,
+    model_key: &str,
+    embedding: std::thread::ScopedJoinHandle<'_, (Semantic, Option<QueryVector>)>,
+) -> anyhow::Result<(SearchOutcome, Semantic)> {
+    let mode = Mutex::new(None);
+    let late = LateVector::new(|| {
+        let (made, vector) = embedding.join().unwrap_or_else(|_| {
+            let notice = "memory search is lexical: the query could not be embedded";
+            (Semantic::lexical(Some(notice.to_string())), None)
+        });
+        *mode.lock().unwrap_or_else(|p| p.into_inner()) = Some(made);
+        vector
+    });
+    let vectors = semantic.caught_up(index, model_key)?;
+    let outcome = crate::app::memory::ranked(index, req, Some(&late), vectors.as_ref());
+    // Joined whatever the search needed (it may have stopped early).
+    late.vector();
+    drop(late);
+    let mode = mode.into_inner().unwrap_or_else(|p| p.into_inner());
+    Ok((outcome?, mode.unwrap_or_else(|| Semantic::lexical(None))))
 }
 
 /// Embeds the memory items without a vector in the background, and drops

@@ -145,8 +145,9 @@ pub(crate) struct Query<'a> {
     /// Read every posting list in full (no shortcut for a very common
     /// word); the results are the same, only slower.
     pub exhaustive: bool,
-    /// The query's sentence vector: the search is hybrid.
-    pub vector: Option<&'a QueryVector>,
+    /// Where the query's sentence vector comes from: the search is hybrid
+    /// (lexical if the source yields none).
+    pub vector: Option<&'a dyn VectorSource>,
     /// The items' vectors held in memory (the gateway's): compared instead
     /// of reading the index's when they are of the query vector's model.
     pub vectors: Option<&'a super::vectors::VectorSet>,
@@ -159,6 +160,58 @@ pub(crate) struct QueryVector {
     pub model: String,
     /// A unit vector.
     pub vector: Vec<f32>,
+}
+
+/// Where a search finds its query's vector: made before the search, or
+/// being made meanwhile ([`LateVector`]). The search asks for it only
+/// once the words' candidates are scored.
+pub(crate) trait VectorSource: Sync + std::fmt::Debug {
+    /// The vector, waiting for it while it is being made; `None` when it
+    /// could not be made (the search is then lexical).
+    fn vector(&self) -> Option<&QueryVector>;
+}
+
+impl VectorSource for QueryVector {
+    fn vector(&self) -> Option<&QueryVector> {
+        Some(self)
+    }
+}
+
+/// A query vector being made elsewhere while the search looks up the
+/// words (the gateway embeds the query on a second core meanwhile): the
+/// first [`VectorSource::vector`] waits for it, later ones reuse it.
+pub(crate) struct LateVector<'s> {
+    made: std::sync::OnceLock<Option<QueryVector>>,
+    wait: std::sync::Mutex<Option<Box<dyn FnOnce() -> Option<QueryVector> + Send + 's>>>,
+}
+
+impl<'s> LateVector<'s> {
+    /// The vector `wait` returns once it is made.
+    pub(crate) fn new(wait: impl FnOnce() -> Option<QueryVector> + Send + 's) -> LateVector<'s> {
+        LateVector {
+            made: std::sync::OnceLock::new(),
+            wait: std::sync::Mutex::new(Some(Box::new(wait))),
+        }
+    }
+}
+
+impl std::fmt::Debug for LateVector<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LateVector")
+            .field("made", &self.made.get())
+            .finish()
+    }
+}
+
+impl VectorSource for LateVector<'_> {
+    fn vector(&self) -> Option<&QueryVector> {
+        self.made
+            .get_or_init(|| {
+                let wait = self.wait.lock().unwrap_or_else(|p| p.into_inner()).take();
+                wait.and_then(|wait| wait())
+            })
+            .as_ref()
+    }
 }
 
 impl Default for Query<'_> {
@@ -251,7 +304,8 @@ impl Index {
             outcome.time_range = Some(range);
         }
         let query_terms = self.known_terms(text, range)?;
-        if query_terms.is_empty() && q.vector.is_none() {
+        // Without words to look up, the vector is needed now.
+        if query_terms.is_empty() && q.vector.and_then(|v| v.vector()).is_none() {
             if range.is_open() {
                 return Ok(outcome);
             }
@@ -288,7 +342,8 @@ impl Index {
         // Hybrid: every item's similarity to the query's vector, and the
         // nearest items join the candidates whatever words they use.
         let loaded;
-        let similarity = match (q.vector, q.vectors) {
+        let query_vector = q.vector.and_then(|v| v.vector());
+        let similarity = match (query_vector, q.vectors) {
             (Some(v), Some(set)) if set.model() == v.model => set.similarities(&v.vector),
             (Some(v), _) => {
                 loaded = self.load_vectors(&v.model)?;
@@ -344,7 +399,7 @@ impl Index {
                 .then(b.id.cmp(&a.id))
         };
         hits.sort_by(order);
-        if q.vector.is_some() {
+        if query_vector.is_some() {
             // Hybrid: the lexical order and the vector order, fused by
             // their ranks.
             let mut text_rank = 0;

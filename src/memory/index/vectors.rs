@@ -889,6 +889,58 @@ mod tests {
     }
 
     #[test]
+    fn a_vector_made_while_the_words_are_looked_up_ranks_as_one_made_before() {
+        use crate::memory::index::search::LateVector;
+        let f = tests_support::fixture(&[("memory/2026-11-01.md", NOTES)]);
+        let mut idx = tests_support::open(&f);
+        idx.sync(SyncMode::Full, tests_support::wall_ns()).unwrap();
+        let m = words("a");
+        idx.fill_vectors(&m, usize::MAX, |_| {}).unwrap();
+        let text = "car doctor";
+        let qv = QueryVector {
+            model: m.key(),
+            vector: vector_of(text),
+        };
+        let set = idx.load_vectors(&m.key()).unwrap();
+        let shown = |o: &crate::memory::index::search::SearchOutcome| {
+            o.hits
+                .iter()
+                .map(|h| (h.id, h.score, h.vector_score))
+                .collect::<Vec<_>>()
+        };
+        let search = |vector: Option<&dyn super::super::search::VectorSource>| {
+            idx.search_with(&Query {
+                text,
+                vector,
+                vectors: Some(&set),
+                ..Query::default()
+            })
+            .unwrap()
+        };
+        let before = search(Some(&qv));
+        let waited = std::sync::atomic::AtomicUsize::new(0);
+        let late = LateVector::new(|| {
+            waited.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            Some(qv.clone())
+        });
+        let meanwhile = search(Some(&late));
+        assert!(before.hits.iter().any(|h| h.vector_score.is_some()));
+        assert_eq!(shown(&meanwhile), shown(&before));
+        // Made once, however often the search asks.
+        let _ = search(Some(&late));
+        assert_eq!(waited.load(std::sync::atomic::Ordering::SeqCst), 1);
+        // A vector that could not be made: the words alone rank.
+        let failed = LateVector::new(|| None);
+        assert_eq!(shown(&search(Some(&failed))), shown(&search(None)));
+        assert!(
+            search(Some(&failed))
+                .hits
+                .iter()
+                .all(|h| h.vector_score.is_none())
+        );
+    }
+
+    #[test]
     fn a_search_with_the_vectors_in_memory_ranks_as_one_reading_the_index() {
         let f = tests_support::fixture(&[("memory/2026-11-01.md", NOTES)]);
         let mut idx = tests_support::open(&f);
