@@ -7,8 +7,8 @@
 //! file's, shared with the page cache, and the kernel reclaims them itself
 //! under memory pressure. Unmapping them after start lowered the resident
 //! figure by about 9 MB and the private one not at all, and made the
-//! first request after idle fault its code back in (`/v1/status` 1.2 ms
-//! instead of 0.6 ms, bench/gateway.sh).
+//! first request after idle fault its code back in (`/v1/status` 0.7 to
+//! 0.9 ms instead of 0.6 to 0.7 ms; bench/gateway.sh prints it).
 
 /// Returns the allocators' free memory to the OS, after work that built
 /// and dropped a lot (a memory refresh, a job store read): mimalloc's (the
