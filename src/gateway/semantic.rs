@@ -629,21 +629,23 @@ mod tests {
         (app, index)
     }
 
+    /// How many vectors a search on `index` holds after catching up.
+    fn held_vectors(state: &SemanticState, index: &Index, model: &str) -> usize {
+        state
+            .caught_up(index, model)
+            .unwrap()
+            .as_ref()
+            .unwrap()
+            .len()
+    }
+
     #[test]
     fn a_search_after_the_index_changed_sees_the_change() {
         let dir = tempfile::tempdir().unwrap();
         let (app, mut index) = embedded_index(dir.path(), "- [09:00] The printer jams\n");
         let state = SemanticState::default();
         let model = Fixed.key();
-        assert_eq!(
-            state
-                .caught_up(&index, &model)
-                .unwrap()
-                .as_ref()
-                .unwrap()
-                .len(),
-            1
-        );
+        assert_eq!(held_vectors(&state, &index, &model), 1);
         // A note written and embedded: the next search holds its vector.
         std::fs::write(
             app.memory().root.join("memory/2026-12-01.md"),
@@ -652,26 +654,10 @@ mod tests {
         .unwrap();
         index.sync(SyncMode::Full, app.wall_ns()).unwrap();
         index.fill_vectors(&Fixed, EMBED_BATCH, |_| {}).unwrap();
-        assert_eq!(
-            state
-                .caught_up(&index, &model)
-                .unwrap()
-                .as_ref()
-                .unwrap()
-                .len(),
-            3
-        );
+        assert_eq!(held_vectors(&state, &index, &model), 3);
         // Dropped while idle: read in full again.
         *state.vectors.write().unwrap() = None;
-        assert_eq!(
-            state
-                .caught_up(&index, &model)
-                .unwrap()
-                .as_ref()
-                .unwrap()
-                .len(),
-            3
-        );
+        assert_eq!(held_vectors(&state, &index, &model), 3);
     }
 
     #[test]

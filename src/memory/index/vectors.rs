@@ -888,9 +888,15 @@ mod tests {
         same(&idx, &set);
     }
 
-    #[test]
-    fn a_vector_made_while_the_words_are_looked_up_ranks_as_one_made_before() {
-        use crate::memory::index::search::LateVector;
+    /// The notes indexed and embedded, "car doctor"'s vector, the set of
+    /// the items' vectors (the fixture lives as long as the index).
+    fn car_doctor() -> (
+        tests_support::Fixture,
+        Index,
+        &'static str,
+        QueryVector,
+        VectorSet,
+    ) {
         let f = tests_support::fixture(&[("memory/2026-11-01.md", NOTES)]);
         let mut idx = tests_support::open(&f);
         idx.sync(SyncMode::Full, tests_support::wall_ns()).unwrap();
@@ -902,6 +908,13 @@ mod tests {
             vector: vector_of(text),
         };
         let set = idx.load_vectors(&m.key()).unwrap();
+        (f, idx, text, qv, set)
+    }
+
+    #[test]
+    fn a_vector_made_while_the_words_are_looked_up_ranks_as_one_made_before() {
+        use crate::memory::index::search::LateVector;
+        let (_f, idx, text, qv, set) = car_doctor();
         let shown = |o: &crate::memory::index::search::SearchOutcome| {
             o.hits
                 .iter()
@@ -942,17 +955,7 @@ mod tests {
 
     #[test]
     fn a_search_with_the_vectors_in_memory_ranks_as_one_reading_the_index() {
-        let f = tests_support::fixture(&[("memory/2026-11-01.md", NOTES)]);
-        let mut idx = tests_support::open(&f);
-        idx.sync(SyncMode::Full, tests_support::wall_ns()).unwrap();
-        let m = words("a");
-        idx.fill_vectors(&m, usize::MAX, |_| {}).unwrap();
-        let text = "car doctor";
-        let qv = QueryVector {
-            model: m.key(),
-            vector: vector_of(text),
-        };
-        let set = idx.load_vectors(&m.key()).unwrap();
+        let (_f, idx, text, qv, set) = car_doctor();
         let from_index = idx
             .search_with(&Query {
                 text,
@@ -978,7 +981,7 @@ mod tests {
         assert_eq!(shown(&from_index), shown(&from_memory));
         // The set is what was compared: an empty one finds nothing by
         // meaning.
-        let empty = VectorSet::empty(&m.key());
+        let empty = VectorSet::empty(&qv.model);
         let none = idx
             .search_with(&Query {
                 text,
