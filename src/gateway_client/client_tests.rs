@@ -192,19 +192,26 @@ fn the_request_is_whole_and_a_chunked_answer_is_joined() {
     assert!(request.ends_with(&format!("\r\n\r\n{body}")), "{request}");
 }
 
+/// What `GET /v1/status` from a server answering `answer` fails with.
+fn status_error(answer: &[u8]) -> anyhow::Error {
+    let (addr, serving) = raw_server(answer);
+    let err = client_at(addr, TOKEN).get("/v1/status").unwrap_err();
+    serving.join().unwrap();
+    err
+}
+
+fn is_truncated(err: &anyhow::Error) -> bool {
+    matches!(
+        err.downcast_ref::<ExchangeError>(),
+        Some(ExchangeError::Truncated)
+    )
+}
+
 #[test]
 fn an_answer_cut_short_or_longer_than_it_says_is_an_error() {
-    let (addr, serving) = raw_server(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n{\"ok\":");
-    let err = client_at(addr, TOKEN).get("/v1/status").unwrap_err();
-    assert!(
-        matches!(
-            err.downcast_ref::<ExchangeError>(),
-            Some(ExchangeError::Truncated)
-        ),
-        "{err:#}"
-    );
+    let err = status_error(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n{\"ok\":");
+    assert!(is_truncated(&err), "{err:#}");
     assert_eq!(err.to_string(), "the gateway's answer ended early");
-    serving.join().unwrap();
 
     // A length shorter than the body: only that much is the answer, and
     // a typed reading of it fails clearly.
@@ -220,24 +227,14 @@ fn an_answer_cut_short_or_longer_than_it_says_is_an_error() {
     serving.join().unwrap();
 
     // A head cut short, and an answer that is not HTTP.
-    let (addr, serving) = raw_server(b"HTTP/1.1 200 OK\r\nContent-Le");
-    let err = client_at(addr, TOKEN).get("/v1/status").unwrap_err();
-    assert!(
-        matches!(
-            err.downcast_ref::<ExchangeError>(),
-            Some(ExchangeError::Truncated)
-        ),
-        "{err:#}"
-    );
-    serving.join().unwrap();
-    let (addr, serving) = raw_server(b"SSH-2.0-OpenSSH_9.6\r\n\r\n");
-    let err = client_at(addr, TOKEN).get("/v1/status").unwrap_err();
+    let err = status_error(b"HTTP/1.1 200 OK\r\nContent-Le");
+    assert!(is_truncated(&err), "{err:#}");
+    let err = status_error(b"SSH-2.0-OpenSSH_9.6\r\n\r\n");
     assert!(
         err.to_string()
             .starts_with("the gateway's answer is not HTTP"),
         "{err:#}"
     );
-    serving.join().unwrap();
     let (addr, serving) =
         raw_server(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\n{}");
     let err = client_at(addr, TOKEN).get("/v1/status").unwrap_err();
