@@ -50,7 +50,10 @@ fn links_with_rusts_lld() -> bool {
         return false;
     }
     let flags = env::var("CARGO_ENCODED_RUSTFLAGS").unwrap_or_default();
-    if flags.contains("linker") || flags.contains("link-self-contained") {
+    if ["linker", "link-self-contained", "fuse-ld"]
+        .iter()
+        .any(|choice| flags.contains(choice))
+    {
         return false;
     }
     rustc_minor_version().is_some_and(|minor| minor >= 90)
