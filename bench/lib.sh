@@ -23,6 +23,19 @@ memory_generator() {
     echo "$gen"
 }
 
+# small_home DIR: the home the start-up figures are taken in: a config
+# file and a workspace with MEMORY.md and 28 daily notes (the index is
+# built by the first command run in it).
+small_home() {
+    local home="$1" d
+    mkdir -p "$home/.almanac/workspace/memory"
+    printf '{agents: {defaults: {userTimezone: "UTC"}}}\n' >"$home/.almanac/config.json5"
+    printf '# Long-term memory\n\n- prefers tea\n' >"$home/.almanac/workspace/MEMORY.md"
+    for d in $(seq -w 1 28); do
+        printf -- '- [2026-11-%s 09:00] note\n' "$d" >"$home/.almanac/workspace/memory/2026-11-$d.md"
+    done
+}
+
 need_hyperfine() {
     if ! command -v hyperfine >/dev/null 2>&1; then
         echo "hyperfine is required (apt-get install hyperfine)" >&2

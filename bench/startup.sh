@@ -30,13 +30,10 @@ if [ -n "${BASELINE_BIN:-}" ]; then
     builds+=("$work/baseline")
 fi
 
-# A realistic state: a config file, a workspace with memory files; the
-# index is built by each build's first run.
+# A realistic state (small_home); the index is built by each build's
+# first run.
 seed="$work/seed"
-mkdir -p "$seed/.almanac/workspace/memory"
-printf '{agents: {defaults: {userTimezone: "UTC"}}}\n' >"$seed/.almanac/config.json5"
-printf '# Long-term memory\n\n- prefers tea\n' >"$seed/.almanac/workspace/MEMORY.md"
-for d in $(seq -w 1 28); do printf -- '- [2026-11-%s 09:00] note\n' "$d" >"$seed/.almanac/workspace/memory/2026-11-$d.md"; done
+small_home "$seed"
 for bin in "${builds[@]}"; do
     cp -a "$seed" "$bin.home"
     # `clear` in a home of its own (it empties the memory the others read):

@@ -41,7 +41,7 @@ use super::{GatewayEvent, Shared};
 use crate::app::memory::{ResolvedSearch, SearchAnswer, SearchMismatch, Searched, Semantic};
 use crate::gateway_client::MemorySearchStatus;
 use crate::memory::embed::{Choice, Embedder};
-use crate::memory::index::search::{LateVector, QueryVector, SearchOutcome, VectorSource};
+use crate::memory::index::search::{LateVector, QueryVector, SearchOutcome};
 use crate::memory::index::vectors::{EMBED_BATCH, VectorSet};
 use crate::memory::index::{Index, SyncMode};
 
@@ -310,17 +310,20 @@ pub(crate) fn search(shared: &Shared, req: &ResolvedSearch) -> anyhow::Result<Se
         // The query is embedded on a second core while the index is
         // reopened and the words are looked up.
         let embedding = embedder.as_deref().ok().map(|model| {
-            scope.spawn(move || crate::app::memory::query_vector(app, Ok(model), &req.query))
+            let made =
+                scope.spawn(move || crate::app::memory::query_vector(app, Ok(model), &req.query));
+            (model.key(), made)
         });
         let (mut index, warnings) = memory.reopen_index(kept)?;
         let mut sync = index.sync(SyncMode::Watched, app.wall_ns())?;
         sync.warnings.splice(0..0, warnings);
-        let (outcome, mode) = match (embedder.as_deref(), embedding) {
-            (Ok(model), Some(embedding)) => {
-                ranked_with_late_vector(semantic, &index, req, &model.key(), embedding)?
+        let (outcome, mode) = match embedding {
+            Some((model_key, made)) => {
+                ranked_with_late_vector(semantic, &index, req, &model_key, made)?
             }
-            (embedder, _) => {
-                let (mode, _) = crate::app::memory::query_vector(app, embedder, &req.query);
+            None => {
+                let (mode, _) =
+                    crate::app::memory::query_vector(app, embedder.as_deref(), &req.query);
                 (crate::app::memory::ranked(&index, req, None, None)?, mode)
             }
         };
@@ -351,22 +354,21 @@ fn ranked_with_late_vector(
     model_key: &str,
     embedding: std::thread::ScopedJoinHandle<'_, (Semantic, Option<QueryVector>)>,
 ) -> anyhow::Result<(SearchOutcome, Semantic)> {
-    let mode = Mutex::new(None);
-    let late = LateVector::new(|| {
-        let (made, vector) = embedding.join().unwrap_or_else(|_| {
-            let notice = "memory search is lexical: the query could not be embedded";
-            (Semantic::lexical(Some(notice.to_string())), None)
-        });
-        *mode.lock().unwrap_or_else(|p| p.into_inner()) = Some(made);
-        vector
-    });
+    let late = LateVector::new(
+        || {
+            embedding.join().unwrap_or_else(|_| {
+                let notice = "memory search is lexical: the query could not be embedded";
+                (Semantic::lexical(Some(notice.to_string())), None)
+            })
+        },
+        |(_, vector)| vector.as_ref(),
+    );
     let vectors = semantic.caught_up(index, model_key)?;
     let outcome = crate::app::memory::ranked(index, req, Some(&late), vectors.as_ref());
-    // Joined whatever the search needed (it may have stopped early).
-    late.vector();
-    drop(late);
-    let mode = mode.into_inner().unwrap_or_else(|p| p.into_inner());
-    Ok((outcome?, mode.unwrap_or_else(|| Semantic::lexical(None))))
+    let (mode, _) = late
+        .into_made()
+        .unwrap_or_else(|| (Semantic::lexical(None), None));
+    Ok((outcome?, mode))
 }
 
 /// Embeds the memory items without a vector in the background, and drops

@@ -177,25 +177,50 @@ impl VectorSource for QueryVector {
     }
 }
 
-/// A query vector being made elsewhere while the search looks up the
-/// words (the gateway embeds the query on a second core meanwhile): the
-/// first [`VectorSource::vector`] waits for it, later ones reuse it.
-pub(crate) struct LateVector<'s> {
-    made: std::sync::OnceLock<Option<QueryVector>>,
-    wait: std::sync::Mutex<Option<Box<dyn FnOnce() -> Option<QueryVector> + Send + 's>>>,
+/// Work under way elsewhere while the search looks up the words (the
+/// gateway embeds the query on a second core meanwhile) that yields a
+/// `T` holding the query's vector: the first [`VectorSource::vector`]
+/// waits for it, later ones reuse it, and [`LateVector::into_made`]
+/// hands the whole `T` back afterwards.
+pub(crate) struct LateVector<'s, T> {
+    made: std::sync::OnceLock<Option<T>>,
+    wait: std::sync::Mutex<Option<Box<dyn FnOnce() -> T + Send + 's>>>,
+    vector_of: fn(&T) -> Option<&QueryVector>,
 }
 
-impl<'s> LateVector<'s> {
-    /// The vector `wait` returns once it is made.
-    pub(crate) fn new(wait: impl FnOnce() -> Option<QueryVector> + Send + 's) -> LateVector<'s> {
+impl<'s, T> LateVector<'s, T> {
+    /// What `wait` returns once it is made; `vector_of` finds the
+    /// query's vector in it.
+    pub(crate) fn new(
+        wait: impl FnOnce() -> T + Send + 's,
+        vector_of: fn(&T) -> Option<&QueryVector>,
+    ) -> LateVector<'s, T> {
         LateVector {
             made: std::sync::OnceLock::new(),
             wait: std::sync::Mutex::new(Some(Box::new(wait))),
+            vector_of,
         }
+    }
+
+    /// Waits for the work (once) and returns what it made.
+    fn made(&self) -> Option<&T> {
+        self.made
+            .get_or_init(|| {
+                let wait = self.wait.lock().unwrap_or_else(|p| p.into_inner()).take();
+                wait.map(|wait| wait())
+            })
+            .as_ref()
+    }
+
+    /// What the work made, waiting for it if the search never asked
+    /// (`None` only if making it failed by panicking before).
+    pub(crate) fn into_made(self) -> Option<T> {
+        self.made();
+        self.made.into_inner().flatten()
     }
 }
 
-impl std::fmt::Debug for LateVector<'_> {
+impl<T: std::fmt::Debug> std::fmt::Debug for LateVector<'_, T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("LateVector")
             .field("made", &self.made.get())
@@ -203,14 +228,9 @@ impl std::fmt::Debug for LateVector<'_> {
     }
 }
 
-impl VectorSource for LateVector<'_> {
+impl<T: std::fmt::Debug + Send + Sync> VectorSource for LateVector<'_, T> {
     fn vector(&self) -> Option<&QueryVector> {
-        self.made
-            .get_or_init(|| {
-                let wait = self.wait.lock().unwrap_or_else(|p| p.into_inner()).take();
-                wait.and_then(|wait| wait())
-            })
-            .as_ref()
+        self.made().and_then(self.vector_of)
     }
 }
 

@@ -932,10 +932,13 @@ mod tests {
         };
         let before = search(Some(&qv));
         let waited = std::sync::atomic::AtomicUsize::new(0);
-        let late = LateVector::new(|| {
-            waited.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-            Some(qv.clone())
-        });
+        let late = LateVector::new(
+            || {
+                waited.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                Some(qv.clone())
+            },
+            Option::as_ref,
+        );
         let meanwhile = search(Some(&late));
         assert!(before.hits.iter().any(|h| h.vector_score.is_some()));
         assert_eq!(shown(&meanwhile), shown(&before));
@@ -943,7 +946,7 @@ mod tests {
         let _ = search(Some(&late));
         assert_eq!(waited.load(std::sync::atomic::Ordering::SeqCst), 1);
         // A vector that could not be made: the words alone rank.
-        let failed = LateVector::new(|| None);
+        let failed = LateVector::new(|| None, Option::as_ref);
         assert_eq!(shown(&search(Some(&failed))), shown(&search(None)));
         assert!(
             search(Some(&failed))
