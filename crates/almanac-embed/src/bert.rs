@@ -7,6 +7,7 @@ use candle_nn::{Embedding, LayerNorm, Linear, VarBuilder};
 
 use crate::LoadError;
 use crate::blocks::{BlockLinear, Blocks};
+use crate::crew::Crew;
 use crate::ops::{self, Norm};
 
 /// The parts of a Hugging Face `config.json` the encoder needs.
@@ -327,6 +328,25 @@ impl Bert {
         Ok(bert)
     }
 
+    /// Lays every int8 block layer out for its kernel (see
+    /// [`BlockLinear::pack`]).
+    pub(crate) fn pack(&mut self) {
+        for layer in &mut self.layers {
+            for dense in [
+                &mut layer.query,
+                &mut layer.key,
+                &mut layer.value,
+                &mut layer.attention_out,
+                &mut layer.up,
+                &mut layer.down,
+            ] {
+                if let Dense::Blocks(blocks) = dense {
+                    blocks.pack();
+                }
+            }
+        }
+    }
+
     /// Whether [`Bert::embed_one`] can run.
     pub(crate) fn has_plain_pass(&self) -> bool {
         self.plain.is_some()
@@ -336,12 +356,22 @@ impl Bert {
     /// floats (see the `ops` module); what [`Bert::embed`] gives for a
     /// batch of that one text, up to float rounding. `None` when this
     /// model's weights are not all int8 blocks and mapped tables.
-    pub(crate) fn embed_one(&self, ids: &[u32]) -> Option<candle_core::Result<Vec<f32>>> {
+    /// `crew`, when given, shares the matrix products.
+    pub(crate) fn embed_one(
+        &self,
+        ids: &[u32],
+        crew: Option<&Crew>,
+    ) -> Option<candle_core::Result<Vec<f32>>> {
         let plain = self.plain.as_ref()?;
-        Some(self.embed_plain(plain, ids))
+        Some(self.embed_plain(plain, ids, crew))
     }
 
-    fn embed_plain(&self, plain: &Plain, ids: &[u32]) -> candle_core::Result<Vec<f32>> {
+    fn embed_plain(
+        &self,
+        plain: &Plain,
+        ids: &[u32],
+        crew: Option<&Crew>,
+    ) -> candle_core::Result<Vec<f32>> {
         let h = self.hidden;
         let t = ids.len();
         if t == 0 {
@@ -358,17 +388,17 @@ impl Bert {
         for (layer, (attention_norm, output_norm)) in self.layers.iter().zip(&plain.layers) {
             // The query, key and value layers read the same rows: cut once.
             let rows = Blocks::of(&x, h);
-            let q = block(&layer.query)?.apply_blocks(&rows);
-            let k = block(&layer.key)?.apply_blocks(&rows);
-            let v = block(&layer.value)?.apply_blocks(&rows);
+            let q = block(&layer.query)?.apply_blocks(&rows, crew);
+            let k = block(&layer.key)?.apply_blocks(&rows, crew);
+            let v = block(&layer.value)?.apply_blocks(&rows, crew);
             ops::attention(&q, &k, &v, t, self.heads, &mut context);
-            let mut attended = block(&layer.attention_out)?.apply(&context);
+            let mut attended = block(&layer.attention_out)?.apply(&context, crew);
             ops::add(&mut attended, &x);
             attention_norm.apply(&mut attended);
             x = attended;
-            let mut inner = block(&layer.up)?.apply(&x);
+            let mut inner = block(&layer.up)?.apply(&x, crew);
             ops::gelu(&mut inner);
-            let mut out = block(&layer.down)?.apply(&inner);
+            let mut out = block(&layer.down)?.apply(&inner, crew);
             ops::add(&mut out, &x);
             output_norm.apply(&mut out);
             x = out;

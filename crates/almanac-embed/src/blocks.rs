@@ -17,14 +17,17 @@
 //! * Nothing here reads outside the mapped tensor: its extent is checked
 //!   once, when the layer is made.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use candle_core::{Device, Tensor};
 
+use crate::crew::Crew;
+use crate::kernels::{Kernel, Row};
+
 /// Values per block, as in Q8_0.
-const BLOCK: usize = 32;
+pub(crate) const BLOCK: usize = 32;
 /// Bytes of one Q8_0 block: an f16 scale, then 32 int8 values.
-const BLOCK_BYTES: usize = 2 + BLOCK;
+pub(crate) const BLOCK_BYTES: usize = 2 + BLOCK;
 
 /// A dense layer (`y = x·Wᵀ + b`) whose weights are Q8_0 rows in a
 /// mapped file.
@@ -36,9 +39,16 @@ pub(crate) struct BlockLinear {
     outputs: usize,
     /// Input features (columns of W), a multiple of [`BLOCK`].
     inputs: usize,
-    /// Each block's scale as f32, row after row: widened once here rather
-    /// than for every product.
+    /// The kernel its products run on, chosen for this CPU.
+    kernel: Kernel,
+    /// Each block's scale as f32, widened once here rather than for every
+    /// product: row after row, or for a kernel that makes several outputs
+    /// at once, block after block within each group of those outputs.
     scales: Vec<f32>,
+    /// The weights laid out for the kernel, when it has a layout of its
+    /// own and [`BlockLinear::pack`] was asked for: read in one stream
+    /// instead of several rows at once.
+    packed: Option<Vec<u8>>,
     bias: Vec<f32>,
 }
 
@@ -59,18 +69,27 @@ impl BlockLinear {
         let blocks = outputs.checked_mul(inputs / BLOCK)?;
         let end = start.checked_add(blocks.checked_mul(BLOCK_BYTES)?)?;
         let bytes = map.get(start..end)?;
-        let scales = bytes
-            .chunks_exact(BLOCK_BYTES)
-            .map(|b| half::f16::from_le_bytes([b[0], b[1]]).to_f32())
-            .collect();
+        let kernel = Kernel::for_this_cpu(outputs);
+        let scales = block_scales(bytes, inputs / BLOCK, kernel.outputs_at_once());
         Some(BlockLinear {
+            packed: None,
             map,
             start,
             outputs,
             inputs,
+            kernel,
             scales,
             bias,
         })
+    }
+
+    /// Copies the weights into the kernel's own layout, when it has one:
+    /// faster products for the weights' size in memory (they are otherwise
+    /// read in place from the mapped file).
+    pub(crate) fn pack(&mut self) {
+        if self.packed.is_none() {
+            self.packed = self.kernel.pack(self.weights(), self.inputs / BLOCK);
+        }
     }
 
     fn weights(&self) -> &[u8] {
@@ -88,45 +107,113 @@ impl BlockLinear {
             candle_core::bail!("a dense layer of {} inputs got {last}", self.inputs);
         }
         let values = x.flatten_all()?.to_vec1::<f32>()?;
-        let out = self.apply(&values);
+        let out = self.apply(&values, None);
         let mut shape = lead.to_vec();
         shape.push(self.outputs);
         Tensor::from_vec(out, shape, &Device::Cpu)
     }
 
     /// The layer over `values`, rows of `inputs` one after another.
-    pub(crate) fn apply(&self, values: &[f32]) -> Vec<f32> {
-        self.apply_blocks(&Blocks::of(values, self.inputs))
+    pub(crate) fn apply(&self, values: &[f32], crew: Option<&Crew>) -> Vec<f32> {
+        self.apply_blocks(&Blocks::of(values, self.inputs), crew)
     }
 
     /// The layer over activation rows already cut into blocks (layers
     /// fed the same rows cut them once).
-    pub(crate) fn apply_blocks(&self, activations: &Blocks) -> Vec<f32> {
+    pub(crate) fn apply_blocks(&self, activations: &Blocks, crew: Option<&Crew>) -> Vec<f32> {
         let rows = activations.rows(self.inputs);
         let per_row = self.inputs / BLOCK;
+        let shifted: Vec<i8>;
+        let values = if self.kernel.shifts_rows() {
+            shifted = activations
+                .values
+                .iter()
+                .map(|v| (*v as u8 ^ 0x80) as i8)
+                .collect();
+            &shifted
+        } else {
+            &activations.values
+        };
         let x: Vec<Row<'_>> = (0..rows)
             .map(|r| {
                 (
-                    &activations.values[r * self.inputs..(r + 1) * self.inputs],
+                    &values[r * self.inputs..(r + 1) * self.inputs],
                     &activations.scales[r * per_row..(r + 1) * per_row],
                 )
             })
             .collect();
-        let weights = self.weights();
-        let kernel = kernel_for_this_cpu();
+        let (weights, row_bytes) = match &self.packed {
+            Some(packed) => (&packed[..], per_row * BLOCK),
+            None => (self.weights(), per_row * BLOCK_BYTES),
+        };
+        // Output features in chunks, each a task for the current pool; a
+        // chunk's sums land row after row within it.
+        let mut by_chunk = vec![0f32; rows * self.outputs];
+        if rows > 0 {
+            let chunks: Vec<Mutex<&mut [f32]>> = by_chunk
+                .chunks_mut(OUTPUTS_PER_TASK * rows)
+                .map(Mutex::new)
+                .collect();
+            let task = |chunk: usize| {
+                let mut out = chunks[chunk].lock().unwrap_or_else(|p| p.into_inner());
+                let first = chunk * OUTPUTS_PER_TASK;
+                let last = first + out.len() / rows;
+                self.kernel.outputs(
+                    &weights[first * row_bytes..last * row_bytes],
+                    &self.scales[first * per_row..last * per_row],
+                    per_row,
+                    &x,
+                    &mut out,
+                    self.packed.is_some(),
+                );
+            };
+            match crew {
+                Some(crew) => crew.for_each(chunks.len(), &task),
+                None => (0..chunks.len()).for_each(task),
+            }
+        }
         let mut out = vec![0f32; rows * self.outputs];
-        let mut sums = vec![0f32; rows];
-        for o in 0..self.outputs {
-            let w = &weights[o * per_row * BLOCK_BYTES..(o + 1) * per_row * BLOCK_BYTES];
-            let w_scales = &self.scales[o * per_row..(o + 1) * per_row];
-            kernel(w, w_scales, &x, &mut sums);
-            for (r, sum) in sums.iter().enumerate() {
-                out[r * self.outputs + o] = sum + self.bias[o];
+        for (chunk, sums) in by_chunk.chunks(OUTPUTS_PER_TASK * rows.max(1)).enumerate() {
+            let first = chunk * OUTPUTS_PER_TASK;
+            let count = sums.len() / rows.max(1);
+            for (r, row) in sums.chunks_exact(count).enumerate() {
+                let place = &mut out[r * self.outputs + first..r * self.outputs + first + count];
+                for ((o, sum), bias) in place.iter_mut().zip(row).zip(&self.bias[first..]) {
+                    *o = sum + bias;
+                }
             }
         }
         out
     }
 }
+
+/// Each block's scale of Q8_0 `bytes` (rows of `per_row` blocks) as f32:
+/// row after row when `together` is 1, else for each group of `together`
+/// rows, block after block, the group's scales of that block.
+fn block_scales(bytes: &[u8], per_row: usize, together: usize) -> Vec<f32> {
+    let scale = |block: usize| {
+        let at = block * BLOCK_BYTES;
+        half::f16::from_le_bytes([bytes[at], bytes[at + 1]]).to_f32()
+    };
+    let blocks = bytes.len() / BLOCK_BYTES;
+    if together <= 1 {
+        return (0..blocks).map(scale).collect();
+    }
+    let rows = blocks / per_row.max(1);
+    let mut out = Vec::with_capacity(blocks);
+    for group in (0..rows).step_by(together) {
+        for b in 0..per_row {
+            for row in group..(group + together).min(rows) {
+                out.push(scale(row * per_row + b));
+            }
+        }
+    }
+    out
+}
+
+/// Output features a task of [`BlockLinear::apply_blocks`] takes.
+/// A multiple of every kernel's outputs made together.
+const OUTPUTS_PER_TASK: usize = 32;
 
 /// Activation rows cut into int8 blocks of [`BLOCK`] with one scale each
 /// (as [`crate::Quantized`] does a whole vector).
@@ -154,149 +241,6 @@ impl Blocks {
             out.scales.push(scale);
         }
         out
-    }
-}
-
-/// One activation row for a kernel: its int8 values and its block scales.
-type Row<'a> = (&'a [i8], &'a [f32]);
-
-/// For each activation row, Σ over blocks of `w_scale · x_scale · Σ w·x`
-/// into `sums` (one per row): `w` is Q8_0 bytes ([`BLOCK_BYTES`] per
-/// block, its f16 scales ignored in favour of `w_scales`). Rows go through
-/// in groups of four (then two, then one), each weight block loaded once
-/// for its group, which keeps several sums in flight.
-type Kernel = fn(w: &[u8], w_scales: &[f32], rows: &[Row<'_>], sums: &mut [f32]);
-
-/// The kernel this CPU runs best.
-fn kernel_for_this_cpu() -> Kernel {
-    #[cfg(target_arch = "x86_64")]
-    {
-        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
-        {
-            return avx2::dot_rows;
-        }
-    }
-    dot_rows_portable
-}
-
-fn dot_rows_portable(w: &[u8], w_scales: &[f32], rows: &[Row<'_>], sums: &mut [f32]) {
-    for ((x, x_scales), total) in rows.iter().zip(sums.iter_mut()) {
-        *total = 0.0;
-        for (((wb, ws), xb), xs) in w
-            .chunks_exact(BLOCK_BYTES)
-            .zip(w_scales)
-            .zip(x.chunks_exact(BLOCK))
-            .zip(*x_scales)
-        {
-            let sum: i32 = wb[2..]
-                .iter()
-                .zip(xb)
-                .map(|(a, b)| i32::from(*a as i8) * i32::from(*b))
-                .sum();
-            *total += ws * xs * sum as f32;
-        }
-    }
-}
-
-#[cfg(target_arch = "x86_64")]
-mod avx2 {
-    use super::{BLOCK, BLOCK_BYTES, Row};
-    use std::arch::x86_64::*;
-
-    /// [`super::Kernel`] with AVX2; only handed out when the CPU has AVX2
-    /// and FMA.
-    pub(super) fn dot_rows(w: &[u8], w_scales: &[f32], rows: &[Row<'_>], sums: &mut [f32]) {
-        let blocks = rows.iter().fold(
-            (w.len() / BLOCK_BYTES).min(w_scales.len()),
-            |n, (x, scales)| n.min(x.len() / BLOCK).min(scales.len()),
-        );
-        // SAFETY: `kernel_for_this_cpu` hands this out only after checking
-        // the CPU, and `blocks` is within every slice.
-        unsafe { dot_rows_avx2(w, w_scales, rows, blocks, sums) }
-    }
-
-    #[target_feature(enable = "avx2,fma")]
-    unsafe fn dot_rows_avx2(
-        w: &[u8],
-        w_scales: &[f32],
-        rows: &[Row<'_>],
-        blocks: usize,
-        sums: &mut [f32],
-    ) {
-        let rows = &rows[..rows.len().min(sums.len())];
-        let mut first = 0;
-        while first < rows.len() {
-            let left = rows.len() - first;
-            // SAFETY (all three): as for `dot_rows`.
-            first += unsafe {
-                if left >= 4 {
-                    group::<4>(w, w_scales, rows, first, blocks, sums)
-                } else if left >= 2 {
-                    group::<2>(w, w_scales, rows, first, blocks, sums)
-                } else {
-                    group::<1>(w, w_scales, rows, first, blocks, sums)
-                }
-            };
-        }
-    }
-
-    /// The `N` rows from `first` into their sums; returns `N`.
-    #[inline]
-    #[target_feature(enable = "avx2,fma")]
-    unsafe fn group<const N: usize>(
-        w: &[u8],
-        w_scales: &[f32],
-        rows: &[Row<'_>],
-        first: usize,
-        blocks: usize,
-        sums: &mut [f32],
-    ) -> usize {
-        // SAFETY: as for `dot_rows`; the caller has `N` rows from `first`.
-        let got = unsafe {
-            dot_blocks_avx2::<N>(
-                w,
-                w_scales,
-                std::array::from_fn(|k| rows[first + k]),
-                blocks,
-            )
-        };
-        sums[first..first + N].copy_from_slice(&got);
-        N
-    }
-
-    #[inline]
-    #[target_feature(enable = "avx2,fma")]
-    unsafe fn dot_blocks_avx2<const N: usize>(
-        w: &[u8],
-        w_scales: &[f32],
-        rows: [Row<'_>; N],
-        blocks: usize,
-    ) -> [f32; N] {
-        let ones = _mm256_set1_epi16(1);
-        let mut acc = [_mm256_setzero_ps(); N];
-        for b in 0..blocks {
-            // SAFETY: block `b` of `w` spans BLOCK_BYTES from b·BLOCK_BYTES
-            // and of each row BLOCK from b·BLOCK, within their lengths.
-            let wv = unsafe { _mm256_loadu_si256(w.as_ptr().add(b * BLOCK_BYTES + 2).cast()) };
-            // maddubs multiplies unsigned by signed bytes: |w| by x with
-            // w's sign; pairs are summed to i16 (at most 2·127², no
-            // saturation), then to i32.
-            let magnitudes = _mm256_sign_epi8(wv, wv);
-            let w_scale = w_scales[b];
-            for (k, (x, x_scales)) in rows.iter().enumerate() {
-                // SAFETY: as above.
-                let xv = unsafe { _mm256_loadu_si256(x.as_ptr().add(b * BLOCK).cast()) };
-                let pairs = _mm256_maddubs_epi16(magnitudes, _mm256_sign_epi8(xv, wv));
-                let sums = _mm256_cvtepi32_ps(_mm256_madd_epi16(pairs, ones));
-                let scale = _mm256_set1_ps(w_scale * x_scales[b]);
-                acc[k] = _mm256_fmadd_ps(scale, sums, acc[k]);
-            }
-        }
-        acc.map(|v| {
-            let halves = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-            let pairs = _mm_add_ps(halves, _mm_movehl_ps(halves, halves));
-            _mm_cvtss_f32(_mm_add_ss(pairs, _mm_shuffle_ps(pairs, pairs, 1)))
-        })
     }
 }
 
@@ -347,7 +291,7 @@ pub(crate) mod tests {
             let mut bytes = vec![0xAA; 5];
             bytes.extend(q8_0(&w, inputs));
             let layer = BlockLinear::new(mapped(&bytes), 5, outputs, inputs, bias.clone()).unwrap();
-            let got = layer.apply(&x);
+            let got = layer.apply(&x, None);
             for r in 0..rows {
                 for o in 0..outputs {
                     let exact: f32 = (0..inputs)
@@ -367,42 +311,66 @@ pub(crate) mod tests {
         }
     }
 
+    /// `layer` with its products on `kernel`.
+    pub(crate) fn on(layer: &BlockLinear, kernel: Kernel) -> BlockLinear {
+        let per_row = layer.inputs / BLOCK;
+        BlockLinear {
+            map: layer.map.clone(),
+            kernel,
+            scales: block_scales(layer.weights(), per_row, kernel.outputs_at_once()),
+            packed: None,
+            bias: layer.bias.clone(),
+            ..*layer
+        }
+    }
+
     #[test]
     fn every_kernel_gives_the_same_sums() {
-        let inputs = 1536;
-        let w = q8_0(&values(inputs, 3), inputs);
-        let w_scales: Vec<f32> = w
-            .chunks_exact(BLOCK_BYTES)
-            .map(|b| half::f16::from_le_bytes([b[0], b[1]]).to_f32())
-            .collect();
-        // Extremes included: ±127 in both operands is the largest pair sum.
-        let mut x = Blocks::of(&values(inputs, 5), inputs);
-        x.values[..BLOCK].fill(127);
-        x.values[BLOCK..2 * BLOCK].fill(-127);
-        let other = Blocks::of(&values(inputs, 6), inputs);
-        let rows: Vec<Row<'_>> = (0..7)
-            .map(|k| {
-                if k % 2 == 0 {
-                    (&x.values[..], &x.scales[..])
-                } else {
-                    (&other.values[..], &other.scales[..])
-                }
-            })
-            .collect();
-        let close = |p: &[f32], c: &[f32]| {
+        // Outputs past one task and not a whole number of them; up to
+        // eleven rows: every group size of every kernel.
+        let (outputs, inputs) = (72, 1536);
+        let mut bytes = q8_0(&values(outputs * inputs, 3), inputs);
+        // Extremes: ±127 weights against ±127 activations.
+        bytes[2..2 + BLOCK].fill(127);
+        bytes[BLOCK_BYTES + 2..BLOCK_BYTES + 2 + BLOCK].fill(-127i8 as u8);
+        let layer =
+            BlockLinear::new(mapped(&bytes), 0, outputs, inputs, values(outputs, 4)).unwrap();
+        let close = |p: &[f32], c: &[f32], what: &str| {
             for (p, c) in p.iter().zip(c) {
-                assert!((p - c).abs() <= 1e-4 * p.abs().max(1.0), "{p} vs {c}");
+                assert!(
+                    (p - c).abs() <= 1e-4 * p.abs().max(1.0),
+                    "{what}: {p} vs {c}"
+                );
             }
         };
-        let mut portable = vec![0f32; 7];
-        dot_rows_portable(&w, &w_scales, &rows, &mut portable);
-        assert_ne!(portable[0], portable[1], "the rows differ");
-        assert!(portable.iter().step_by(2).all(|s| *s == portable[0]));
-        // Groups of four, two and one: every count of rows up to seven.
-        for n in 1..=7 {
-            let mut chosen = vec![f32::NAN; n];
-            kernel_for_this_cpu()(&w, &w_scales, &rows[..n], &mut chosen);
-            close(&portable[..n], &chosen);
+        let kernels = Kernel::all_here(outputs);
+        let crew = Crew::new();
+        for rows in 1..=11 {
+            let mut x = Blocks::of(&values(rows * inputs, 5 + rows as u32), inputs);
+            x.values[..BLOCK].fill(127);
+            x.values[BLOCK..2 * BLOCK].fill(-127);
+            let portable = on(&layer, Kernel::Portable).apply_blocks(&x, None);
+            assert_eq!(portable.len(), rows * outputs);
+            for kernel in &kernels {
+                let mut on_kernel = on(&layer, *kernel);
+                let got = on_kernel.apply_blocks(&x, None);
+                close(&portable, &got, &format!("{kernel:?}, {rows} rows"));
+                // Shared with a helper thread: the same sums.
+                let shared = on_kernel.apply_blocks(&x, crew.as_ref());
+                close(
+                    &portable,
+                    &shared,
+                    &format!("{kernel:?}, {rows} rows, crew"),
+                );
+                // In the kernel's own layout (if it has one): the same.
+                on_kernel.pack();
+                let packed = on_kernel.apply_blocks(&x, crew.as_ref());
+                close(
+                    &portable,
+                    &packed,
+                    &format!("{kernel:?}, {rows} rows, packed"),
+                );
+            }
         }
     }
 
@@ -422,10 +390,10 @@ pub(crate) mod tests {
         let inputs = 64;
         let w = values(inputs, 9);
         let layer = BlockLinear::new(mapped(&q8_0(&w, inputs)), 0, 1, inputs, vec![0.5]).unwrap();
-        assert_eq!(layer.apply(&vec![0.0; inputs]), vec![0.5]);
+        assert_eq!(layer.apply(&vec![0.0; inputs], None), vec![0.5]);
         let mut x = vec![0.0; inputs];
         x[3] = f32::NAN;
         x[4] = f32::INFINITY;
-        assert_eq!(layer.apply(&x), vec![0.5]);
+        assert_eq!(layer.apply(&x, None), vec![0.5]);
     }
 }

@@ -22,6 +22,8 @@
 mod bert;
 mod blocks;
 mod compact;
+mod crew;
+mod kernels;
 mod ops;
 mod quantize;
 #[cfg(test)]
@@ -92,6 +94,8 @@ pub struct Encoder {
     /// The one thread a compact encoder's forward passes run on (see
     /// [`Encoder::embed`]); `None`: the shared pool.
     own_thread: Option<rayon::ThreadPool>,
+    /// The helper a compact encoder's plain pass shares its products with.
+    crew: Option<crew::Crew>,
 }
 
 impl std::fmt::Debug for Encoder {
@@ -127,6 +131,19 @@ impl Encoder {
             }
         }
         Encoder::load(dir)
+    }
+
+    /// Loads as [`Encoder::load_fast`] does, then, for a process that
+    /// embeds many queries, copies the compact weights into the layout
+    /// this CPU's fastest kernel reads in one stream: faster queries for
+    /// the weights' size in private memory (about 11 MB for
+    /// all-MiniLM-L6-v2) and a few milliseconds, once.
+    pub fn load_for_serving(dir: &Path) -> Result<Encoder, LoadError> {
+        let mut encoder = Encoder::load_fast(dir)?;
+        if encoder.compact {
+            encoder.model.pack();
+        }
+        Ok(encoder)
     }
 
     /// Whether the compact file in `dir` would be used by
@@ -200,12 +217,17 @@ impl Encoder {
                 .ok(),
             _ => None,
         };
+        let crew = match weights {
+            Weights::Compact if model.has_plain_pass() => crew::Crew::new(),
+            _ => None,
+        };
         Ok(Encoder {
             model,
             tokenizer,
             max_tokens,
             compact: weights == Weights::Compact,
             own_thread,
+            crew,
         })
     }
 
@@ -225,7 +247,8 @@ impl Encoder {
     /// runs texts in batches of similar length.
     pub fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
         if self.model.has_plain_pass() {
-            // No tensors and no thread pool: each text on this thread.
+            // No tensors and no thread pool: each text on this thread, its
+            // matrix products shared with the crew's helper.
             return texts.iter().map(|text| self.embed_one(text)).collect();
         }
         match &self.own_thread {
@@ -240,7 +263,7 @@ impl Encoder {
             .tokenizer
             .encode(text, true)
             .map_err(|e| EmbedError(e.to_string()))?;
-        match self.model.embed_one(encoding.get_ids()) {
+        match self.model.embed_one(encoding.get_ids(), self.crew.as_ref()) {
             Some(vector) => vector.map_err(|e| EmbedError(e.to_string())),
             None => Err(EmbedError("this model has no pass without tensors".into())),
         }
@@ -369,13 +392,32 @@ mod tests {
             let c = cosine(b, s);
             // Padding changes the order of the float additions, which
             // can tip an activation to the next int8 step: a hair apart.
-            // The longest text, not padded, gets the same vector.
+            // The longest text, not padded, differs only by the two
+            // passes' own float rounding.
             let bound = if text.len() == longest {
-                0.99999
+                0.99995
             } else {
                 0.9995
             };
             assert!(c > bound, "{text:?}: cosine {c}");
+        }
+    }
+
+    #[test]
+    fn weights_laid_out_for_serving_give_the_fast_load_vectors() {
+        let tmp = with_compact();
+        let fast = Encoder::load_fast(tmp.path()).unwrap();
+        let serving = Encoder::load_for_serving(tmp.path()).unwrap();
+        assert!(serving.is_compact() && serving.model.has_plain_pass());
+        for (text, (f, s)) in SENTENCES.iter().zip(
+            fast.embed(&SENTENCES)
+                .unwrap()
+                .iter()
+                .zip(serving.embed(&SENTENCES).unwrap()),
+        ) {
+            // The same products; only the float additions may round apart.
+            let c = cosine(f, &s);
+            assert!(c > 0.99999, "{text:?}: cosine {c}");
         }
     }
 

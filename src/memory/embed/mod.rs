@@ -296,6 +296,16 @@ impl Local {
         Ok(Local::new(dir, encoder, model))
     }
 
+    /// As [`Local::load_for_queries`], its weights laid out for many
+    /// queries (a process that serves them: faster queries for about the
+    /// weights' size in memory).
+    pub(crate) fn load_for_serving(dir: &Path, model: &str) -> Result<Local, String> {
+        tracing::debug!(dir = %dir.display(), "loading the local sentence model to serve queries");
+        let encoder =
+            almanac_embed::Encoder::load_for_serving(dir).map_err(|e| cannot_load(dir, e))?;
+        Ok(Local::new(dir, encoder, model))
+    }
+
     fn new(dir: &Path, encoder: almanac_embed::Encoder, model: &str) -> Local {
         Local {
             dir: dir.to_path_buf(),
@@ -396,6 +406,16 @@ pub(crate) fn start(choice: &Choice) -> Result<Box<dyn Embedder>, String> {
 pub(crate) fn start_for_search(choice: &Choice) -> Result<Box<dyn Embedder>, String> {
     match choice {
         Choice::Local { dir, model } => Ok(Box::new(Local::load_for_queries(dir, model)?)),
+        other => start(other),
+    }
+}
+
+/// [`start_for_search`] for a process that answers many searches (the
+/// gateway): a local model's weights laid out for many queries
+/// ([`Local::load_for_serving`]); the same vectors.
+pub(crate) fn start_for_serving(choice: &Choice) -> Result<Box<dyn Embedder>, String> {
+    match choice {
+        Choice::Local { dir, model } => Ok(Box::new(Local::load_for_serving(dir, model)?)),
         other => start(other),
     }
 }
