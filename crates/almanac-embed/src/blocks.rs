@@ -4,16 +4,19 @@
 //! A query is a handful of tokens, so its matrix products are a few rows
 //! against each weight matrix. A general f32 product spends most of that
 //! time re-packing the 40 MB of weights for every call and waking the
-//! thread pool for work too small to share. Here each weight row (Q8_0:
+//! thread pool for work too small to share. Here the weight rows (Q8_0:
 //! blocks of 32 int8 values with one f16 scale, read in place from the
-//! memory-mapped file) is dotted with the few activation rows, themselves
+//! memory-mapped file) are dotted with the few activation rows, themselves
 //! cut into int8 blocks of 32 with one f32 scale: a quarter of the bytes
-//! to read, no packing, one thread.
+//! to read, no re-packing per call. The outputs go in chunks to the
+//! asking thread and, when given, a [`Crew`]'s helper; a process that
+//! embeds many queries may copy the weights once into the kernel's own
+//! layout ([`BlockLinear::pack`]).
 //!
 //! Invariants:
 //! * The result is the same sum, block by block, whichever kernel runs
-//!   (AVX2 when the CPU has it, checked at run time, else portable code);
-//!   only the float rounding of the final additions may differ.
+//!   (see the `kernels` module), whoever runs each chunk and whatever the
+//!   layout; only the float rounding of the additions may differ.
 //! * Nothing here reads outside the mapped tensor: its extent is checked
 //!   once, when the layer is made.
 
