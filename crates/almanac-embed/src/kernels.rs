@@ -132,7 +132,9 @@ impl Kernel {
                 }
             }
             _ => {
-                let _ = packed;
+                // One weight row at a time, from the file's layout: only
+                // the eight-output kernel has a layout of its own.
+                debug_assert!(!packed, "a row kernel got packed weights");
                 let mut sums = vec![0f32; rows.len()];
                 for o in 0..count {
                     let weights = &w[o * row_bytes..(o + 1) * row_bytes];
