@@ -20,7 +20,7 @@
 //! * Nothing here reads outside the mapped tensor: its extent is checked
 //!   once, when the layer is made.
 
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use candle_core::{Device, Tensor};
 
@@ -126,17 +126,7 @@ impl BlockLinear {
     pub(crate) fn apply_blocks(&self, activations: &Blocks, crew: Option<&Crew>) -> Vec<f32> {
         let rows = activations.rows(self.inputs);
         let per_row = self.inputs / BLOCK;
-        let shifted: Vec<i8>;
-        let values = if self.kernel.shifts_rows() {
-            shifted = activations
-                .values
-                .iter()
-                .map(|v| (*v as u8 ^ 0x80) as i8)
-                .collect();
-            &shifted
-        } else {
-            &activations.values
-        };
+        let values = activations.values_for(self.kernel);
         let x: Vec<Row<'_>> = (0..rows)
             .map(|r| {
                 (
@@ -149,8 +139,8 @@ impl BlockLinear {
             Some(packed) => (&packed[..], per_row * BLOCK),
             None => (self.weights(), per_row * BLOCK_BYTES),
         };
-        // Output features in chunks, each a task for the current pool; a
-        // chunk's sums land row after row within it.
+        // Output features in chunks, each a task for this thread or the
+        // crew's helper; a chunk's sums land row after row within it.
         let mut by_chunk = vec![0f32; rows * self.outputs];
         if rows > 0 {
             let chunks: Vec<Mutex<&mut [f32]>> = by_chunk
@@ -223,9 +213,25 @@ const OUTPUTS_PER_TASK: usize = 32;
 pub(crate) struct Blocks {
     values: Vec<i8>,
     scales: Vec<f32>,
+    /// `values` as x + 128, for a kernel that takes them so
+    /// ([`Kernel::shifts_rows`]): made once for every layer fed these rows.
+    shifted: OnceLock<Vec<i8>>,
 }
 
 impl Blocks {
+    /// The values as `kernel` reads them.
+    fn values_for(&self, kernel: Kernel) -> &[i8] {
+        if !kernel.shifts_rows() {
+            return &self.values;
+        }
+        self.shifted.get_or_init(|| {
+            self.values
+                .iter()
+                .map(|v| (*v as u8 ^ 0x80) as i8)
+                .collect()
+        })
+    }
+
     /// Whole rows of `inputs` values held (a partial last row is not).
     fn rows(&self, inputs: usize) -> usize {
         (self.values.len() / inputs).min(self.scales.len() / (inputs / BLOCK))
@@ -238,6 +244,7 @@ impl Blocks {
         let mut out = Blocks {
             values: Vec::with_capacity(rows * inputs),
             scales: Vec::with_capacity(rows * inputs / BLOCK),
+            shifted: OnceLock::new(),
         };
         for block in values[..rows * inputs].chunks_exact(BLOCK) {
             let scale = crate::quantize::quantize_into(block, &mut out.values);

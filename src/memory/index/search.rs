@@ -163,10 +163,10 @@ pub(crate) struct QueryVector {
 }
 
 /// Where a search finds its query's vector: made before the search, or
-/// being made meanwhile ([`LateVector`]). The search asks for it only
-/// once the words' candidates are scored.
+/// made when first asked for ([`LateVector`]). The search asks for it
+/// only once the words' candidates are scored.
 pub(crate) trait VectorSource: Sync + std::fmt::Debug {
-    /// The vector, waiting for it while it is being made; `None` when it
+    /// The vector, made now if it is made on first need; `None` when it
     /// could not be made (the search is then lexical).
     fn vector(&self) -> Option<&QueryVector>;
 }
@@ -177,42 +177,42 @@ impl VectorSource for QueryVector {
     }
 }
 
-/// Work under way elsewhere while the search looks up the words (the
-/// gateway embeds the query on a second core meanwhile) that yields a
-/// `T` holding the query's vector: the first [`VectorSource::vector`]
-/// waits for it, later ones reuse it, and [`LateVector::into_made`]
-/// hands the whole `T` back afterwards.
+/// Work that yields a `T` holding the query's vector, done only when the
+/// search first asks for the vector (the gateway embeds the query once
+/// the words' candidates are scored): the first [`VectorSource::vector`]
+/// runs it, later ones reuse it, and [`LateVector::into_made`] hands the
+/// whole `T` back afterwards (running it then if nobody asked).
 pub(crate) struct LateVector<'s, T> {
     made: std::sync::OnceLock<Option<T>>,
-    wait: std::sync::Mutex<Option<Box<dyn FnOnce() -> T + Send + 's>>>,
+    make: std::sync::Mutex<Option<Box<dyn FnOnce() -> T + Send + 's>>>,
     vector_of: fn(&T) -> Option<&QueryVector>,
 }
 
 impl<'s, T> LateVector<'s, T> {
-    /// What `wait` returns once it is made; `vector_of` finds the
+    /// What `make` returns, made on first need; `vector_of` finds the
     /// query's vector in it.
     pub(crate) fn new(
-        wait: impl FnOnce() -> T + Send + 's,
+        make: impl FnOnce() -> T + Send + 's,
         vector_of: fn(&T) -> Option<&QueryVector>,
     ) -> LateVector<'s, T> {
         LateVector {
             made: std::sync::OnceLock::new(),
-            wait: std::sync::Mutex::new(Some(Box::new(wait))),
+            make: std::sync::Mutex::new(Some(Box::new(make))),
             vector_of,
         }
     }
 
-    /// Waits for the work (once) and returns what it made.
+    /// Does the work (once) and returns what it made.
     fn made(&self) -> Option<&T> {
         self.made
             .get_or_init(|| {
-                let wait = self.wait.lock().unwrap_or_else(|p| p.into_inner()).take();
-                wait.map(|wait| wait())
+                let make = self.make.lock().unwrap_or_else(|p| p.into_inner()).take();
+                make.map(|make| make())
             })
             .as_ref()
     }
 
-    /// What the work made, waiting for it if the search never asked
+    /// What the work made, doing it now if the search never asked
     /// (`None` only if making it failed by panicking before).
     pub(crate) fn into_made(self) -> Option<T> {
         self.made();
