@@ -11,6 +11,7 @@
 //! place and are run again at start. Queued tasks stay queued.
 
 use std::collections::HashMap;
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -149,6 +150,18 @@ pub(crate) fn terminal_of(result: &anyhow::Result<crate::engine::turn::TurnRepor
     }
 }
 
+/// Puts `gateway.json` back if it went missing, and says so.
+fn republish_if_lost(paths: &crate::paths::Paths, info: &discovery::GatewayInfo) {
+    match discovery::republish_if_lost(paths, info) {
+        Ok(true) => tracing::warn!(
+            path = %paths.gateway_file().display(),
+            "gateway.json had gone missing: rewrote it"
+        ),
+        Ok(false) => {}
+        Err(err) => tracing::warn!(%err, "cannot rewrite gateway.json"),
+    }
+}
+
 /// Renews this generation's leases and sweeps the ledger every minute,
 /// prunes the outbox, and puts `gateway.json` back if it went missing
 /// (clients find the gateway only through it).
@@ -172,13 +185,10 @@ impl Component for TaskSweeper {
                     .blocking(move || {
                         let now = sweeping.host.now_ms();
                         let paths = &sweeping.engine.app().paths;
-                        match discovery::republish_if_lost(paths, &sweeping.info) {
-                            Ok(true) => tracing::warn!(
-                                path = %paths.gateway_file().display(),
-                                "gateway.json had gone missing: rewrote it"
-                            ),
-                            Ok(false) => {}
-                            Err(err) => tracing::warn!(%err, "cannot rewrite gateway.json"),
+                        // Before the gateway is ready the file is not yet
+                        // written: nothing has gone missing.
+                        if sweeping.ready.load(Ordering::Acquire) {
+                            republish_if_lost(paths, &sweeping.info);
                         }
                         if let Err(err) = sweeping.deliverer.prune(now) {
                             tracing::warn!(%err, "cannot prune the outbox");

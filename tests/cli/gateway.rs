@@ -17,12 +17,22 @@ pub(crate) struct Gateway {
     pub child: Child,
     pub port: u16,
     pub token: String,
+    /// What the gateway wrote to stderr, shown when a test fails.
+    log: tempfile::NamedTempFile,
 }
 
 impl Drop for Gateway {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+        if std::thread::panicking() {
+            let log = std::fs::read_to_string(self.log.path()).unwrap_or_default();
+            let tail: Vec<&str> = log.lines().rev().take(60).collect();
+            eprintln!("--- the gateway's last log lines ---");
+            for line in tail.iter().rev() {
+                eprintln!("{line}");
+            }
+        }
     }
 }
 
@@ -48,13 +58,16 @@ impl Gateway {
         // No interval heartbeat turn unless the test asks for one: it
         // would take a scripted answer meant for the test.
         cmd.env("ALMANAC_HEARTBEAT_EVERY", "0m");
+        // Its log, shown when the test fails, unless the test sets its own.
+        cmd.env("ALMANAC_LOG", "info");
         for (k, v) in env {
             cmd.env(k, v);
         }
+        let log = tempfile::NamedTempFile::new().unwrap();
         let child = cmd
             .args(["gateway", "run", "--port", "0"])
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
+            .stderr(log.reopen().unwrap())
             .spawn()
             .unwrap();
         let pid = child.id();
@@ -69,7 +82,17 @@ impl Gateway {
         eventually(Duration::from_secs(20), || {
             (http(port, "GET", "/readyz", None, None).0 == 200).then_some(())
         });
-        Gateway { child, port, token }
+        Gateway {
+            child,
+            port,
+            token,
+            log,
+        }
+    }
+
+    /// What the gateway has written to stderr so far.
+    pub(crate) fn log(&self) -> String {
+        std::fs::read_to_string(self.log.path()).unwrap_or_default()
     }
 
     /// One HTTP request; `(status, JSON body)`.
@@ -207,6 +230,9 @@ fn one_gateway_per_state_dir_found_through_its_file_and_stopped_cleanly() {
     assert!(!sb.path(".almanac/gateway.json").exists());
     let status = sb.run(&["gateway", "status", "--json"]).ok().json();
     assert_eq!(status["running"], false);
+    // Its start wrote the file once: no warning that it had gone missing.
+    let log = gw.log();
+    assert!(!log.contains("gone missing"), "{log}");
 }
 
 /// `gateway status` of a running gateway: its process, port, uptime and

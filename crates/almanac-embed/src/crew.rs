@@ -16,6 +16,9 @@
 //!   job: it never touches the caller's data afterwards.
 //! * A task that panics on the helper makes [`Crew::for_each`] panic on
 //!   the asking thread, as it would have had that thread run it.
+//! * One asker at a time shares the helper: a second thread asking
+//!   meanwhile runs its tasks alone (a posted job is the asker's, and
+//!   only the asker takes it back).
 //! * Dropping the crew stops and joins its thread.
 
 use std::sync::Arc;
@@ -55,6 +58,8 @@ impl Job<'_> {
 
 struct Shared {
     state: AtomicU8,
+    /// A thread is in [`Crew::for_each`] with the helper.
+    asked: AtomicBool,
     /// The posted job (a `Job` on the asking thread's stack), valid while
     /// `state` is `POSTED` or `RUNNING`.
     job: AtomicPtr<()>,
@@ -76,6 +81,7 @@ impl Crew {
         }
         let shared = Arc::new(Shared {
             state: AtomicU8::new(IDLE),
+            asked: AtomicBool::new(false),
             job: AtomicPtr::new(std::ptr::null_mut()),
         });
         let theirs = shared.clone();
@@ -90,7 +96,7 @@ impl Crew {
     }
 
     /// Runs `run(0..tasks)`, each task once, on this thread and the
-    /// helper; returns when all have run.
+    /// helper (unless another thread has it); returns when all have run.
     pub(crate) fn for_each(&self, tasks: usize, run: &(dyn Fn(usize) + Sync)) {
         let job = Job {
             next: AtomicUsize::new(0),
@@ -98,7 +104,13 @@ impl Crew {
             run,
             helper_panicked: AtomicBool::new(false),
         };
-        if tasks > 1 {
+        let shared = tasks > 1
+            && self
+                .shared
+                .asked
+                .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+                .is_ok();
+        if shared {
             self.shared.job.store(
                 std::ptr::from_ref(&job).cast_mut().cast(),
                 Ordering::Relaxed,
@@ -110,7 +122,7 @@ impl Crew {
         }
         // Not unwound past the wait below: the helper may hold the job.
         let mine = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| job.work()));
-        if tasks > 1 {
+        if shared {
             // Take the job back; if the helper holds it, wait for it to
             // finish the task in its hands.
             if self
@@ -121,6 +133,7 @@ impl Crew {
             {
                 wait_while(&self.shared.state, RUNNING);
             }
+            self.shared.asked.store(false, Ordering::Release);
         }
         if let Err(panic) = mine {
             std::panic::resume_unwind(panic);
@@ -213,6 +226,30 @@ mod tests {
                 assert_eq!(*seen.lock().unwrap(), vec![1; tasks]);
             }
         }
+    }
+
+    #[test]
+    fn askers_on_several_threads_each_get_every_task_run_once() {
+        let Some(crew) = Crew::new() else { return };
+        std::thread::scope(|scope| {
+            for _ in 0..3 {
+                scope.spawn(|| {
+                    for _ in 0..2000 {
+                        let seen: Vec<AtomicUsize> = (0..16).map(|_| AtomicUsize::new(0)).collect();
+                        crew.for_each(16, &|t| {
+                            // Long enough for the helper to be in a task
+                            // when another thread asks.
+                            let until = Instant::now() + Duration::from_micros(2);
+                            while Instant::now() < until {
+                                std::hint::spin_loop();
+                            }
+                            seen[t].fetch_add(1, Ordering::Relaxed);
+                        });
+                        assert!(seen.iter().all(|n| n.load(Ordering::Relaxed) == 1));
+                    }
+                });
+            }
+        });
     }
 
     #[test]
