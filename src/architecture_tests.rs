@@ -281,6 +281,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("tasks", &["durable", "host", "paths", "store"]),
     ("activity", &["durable", "host"]),
     ("session", &["config", "durable", "host", "paths", "provider"]),
+    ("agents", &["config", "host", "paths", "session"]),
     ("memory", &["config", "durable", "host", "par", "paths", "provider", "store"]),
     ("skills", &["child", "config", "durable", "host", "memory", "par", "paths"]),
     ("cron", &["config", "durable", "host", "paths", "provider", "store"]),
@@ -288,11 +289,11 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("hooks", &["agent", "child", "config", "durable", "host", "memory", "paths", "provider", "session", "skills"]),
     ("delivery", &["config", "durable", "host", "memory", "paths", "provider", "tasks", "trigger"]),
     ("gateway_client", &["config", "durable", "host", "paths", "trigger"]),
-    ("app", &["activity", "agent", "child", "config", "cron", "delivery", "durable", "gateway_client", "hooks", "host", "memory", "par", "paths", "provider", "session", "skills", "store", "tasks", "trigger"]),
-    ("engine", &["activity", "agent", "app", "child", "config", "cron", "delivery", "durable", "gateway_client", "hooks", "host", "memory", "par", "paths", "provider", "session", "skills", "store", "tasks", "trigger"]),
-    ("gateway", &["activity", "app", "config", "cron", "delivery", "durable", "engine", "gateway_client", "hooks", "host", "memory", "par", "paths", "session", "skills", "store", "tasks", "trigger"]),
-    ("entry", &["activity", "agent", "app", "config", "cron", "delivery", "durable", "engine", "gateway", "gateway_client", "hooks", "host", "memory", "paths", "session", "skills", "tasks", "trigger"]),
-    ("cli", &["activity", "agent", "app", "child", "config", "cron", "delivery", "durable", "entry", "gateway_client", "hooks", "host", "memory", "paths", "session", "skills", "tasks", "trigger"]),
+    ("app", &["activity", "agents", "agent", "child", "config", "cron", "delivery", "durable", "gateway_client", "hooks", "host", "memory", "par", "paths", "provider", "session", "skills", "store", "tasks", "trigger"]),
+    ("engine", &["activity", "agents", "agent", "app", "child", "config", "cron", "delivery", "durable", "gateway_client", "hooks", "host", "memory", "par", "paths", "provider", "session", "skills", "store", "tasks", "trigger"]),
+    ("gateway", &["activity", "agents", "app", "config", "cron", "delivery", "durable", "engine", "gateway_client", "hooks", "host", "memory", "par", "paths", "session", "skills", "store", "tasks", "trigger"]),
+    ("entry", &["activity", "agents", "agent", "app", "config", "cron", "delivery", "durable", "engine", "gateway", "gateway_client", "hooks", "host", "memory", "paths", "session", "skills", "tasks", "trigger"]),
+    ("cli", &["activity", "agents", "agent", "app", "child", "config", "cron", "delivery", "durable", "entry", "gateway_client", "hooks", "host", "memory", "paths", "session", "skills", "tasks", "trigger"]),
 ];
 
 #[test]

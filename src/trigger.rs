@@ -67,45 +67,53 @@ pub(crate) struct HeartbeatTurn {
     pub fresh_session: bool,
 }
 
-/// The one agent this almanac runs.
+/// The agent of a config without agents, and of requests that name none.
 pub(crate) const AGENT_ID: &str = "main";
 
-/// A turn for an agent almanac does not run, or for a session key no
-/// session can have.
+/// A request whose agent or session key cannot be used.
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum BadTarget {
-    #[error("unknown agent `{0}`: almanac runs one agent, `main`")]
-    Agent(String),
+    #[error("the session key `{key}` belongs to agent `{owner}`, not `{asked}`")]
+    Agent {
+        key: String,
+        owner: String,
+        asked: String,
+    },
     #[error("a session key holds no control characters: {0:?}")]
     SessionKey(String),
 }
 
-/// Refuses a request for any agent but `main` (by `agent` or by an
-/// `agent:<id>:…` session key), and a session key with control
-/// characters (it would be printed back to terminals).
-pub(crate) fn check_agent(req: &TurnRequest) -> Result<(), BadTarget> {
-    if let Some(agent) = req
-        .agent
-        .as_deref()
-        .map(str::trim)
-        .filter(|a| !a.is_empty())
-        && crate::session::key::normalize_id(agent, AGENT_ID) != AGENT_ID
-    {
-        return Err(BadTarget::Agent(agent.to_string()));
-    }
+/// The agent a request names (normalised): its `agent`, else the agent of
+/// an `agent:<id>:…` session key; `None` when neither names one. Refuses
+/// a session key with control characters (it would be printed back to
+/// terminals) and a key of another agent than the one named. Whether the
+/// agent exists is the config's business.
+pub(crate) fn check_agent(req: &TurnRequest) -> Result<Option<String>, BadTarget> {
+    use crate::session::key::normalize_id;
     if let Some(key) = req.session_key.as_deref()
         && key.chars().any(char::is_control)
     {
         return Err(BadTarget::SessionKey(key.to_string()));
     }
-    if let Some(key) = req.session_key.as_deref()
-        && let Some(rest) = key.trim().strip_prefix("agent:")
-        && let Some((agent, _)) = rest.split_once(':')
-        && crate::session::key::normalize_id(agent, AGENT_ID) != AGENT_ID
-    {
-        return Err(BadTarget::Agent(agent.to_string()));
+    let named = req
+        .agent
+        .as_deref()
+        .map(str::trim)
+        .filter(|a| !a.is_empty())
+        .map(|a| normalize_id(a, AGENT_ID));
+    let owner = req.session_key.as_deref().and_then(|key| {
+        let rest = key.trim().strip_prefix("agent:")?;
+        let (agent, _) = rest.split_once(':').unwrap_or((rest, ""));
+        Some(normalize_id(agent, AGENT_ID))
+    });
+    match (named, owner) {
+        (Some(asked), Some(owner)) if asked != owner => Err(BadTarget::Agent {
+            key: req.session_key.clone().unwrap_or_default(),
+            owner,
+            asked,
+        }),
+        (named, owner) => Ok(named.or(owner)),
     }
-    Ok(())
 }
 
 /// Where a turn came from.

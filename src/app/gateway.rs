@@ -157,7 +157,9 @@ pub(crate) fn system_event(
         session_key: session_key.map(str::to_string),
         ..TurnRequest::default()
     };
-    crate::trigger::check_agent(&req)?;
+    let agent = crate::trigger::check_agent(&req)?;
+    // The event waits in the queue of the agent its session key names.
+    let app = &app.for_agent(agent.as_deref())?;
     if text.trim().is_empty() {
         return Err(BadEvent::Empty.into());
     }

@@ -12,6 +12,7 @@
 //! Start-up work stays minimal: one small file read (the config) and no
 //! database is opened until a command needs it.
 
+pub(crate) mod agent_roster;
 pub(crate) mod cron;
 mod cron_flags;
 pub(crate) mod cron_next;
@@ -30,6 +31,7 @@ pub(crate) mod status;
 pub(crate) mod tasks;
 pub(crate) mod zone_data;
 
+use crate::agents::{self, Agents, AgentsError};
 use crate::config::{self, LoadedConfig};
 use crate::host::Host;
 use crate::paths::{self, PathFlags, Paths, StateLocation};
@@ -53,12 +55,18 @@ impl GlobalOptions {
     }
 }
 
-/// Everything a command needs to know about where it runs.
+/// Everything a command needs to know about where it runs, for one agent:
+/// `paths.workspace` is that agent's workspace.
 #[derive(Debug, Clone)]
 pub(crate) struct App {
     pub host: Host,
     pub paths: Paths,
     pub config: LoadedConfig,
+    /// The agent this app acts for (the default agent unless
+    /// [`App::for_agent`] chose another).
+    pub agent: String,
+    /// `config.config` before the agent's entry was laid over it.
+    base: std::sync::Arc<config::Config>,
 }
 
 impl App {
@@ -71,12 +79,82 @@ impl App {
     pub(crate) fn load(options: &GlobalOptions, host: Host) -> anyhow::Result<App> {
         let state = paths::resolve_state(&options.paths, &host)?;
         let config = load_config(&state, options, &host)?;
-        let paths = resolve_paths(state, &config, &host);
+        let agents = resolve_agents(&state.state_dir, &config, &host)?;
+        let default = agents.default_agent();
+        let agent = default.id.clone();
+        let paths = paths::with_workspace(state, default.workspace.clone(), default.workspace_origin);
+        let mut config = config;
+        let base = std::sync::Arc::new(config.config.clone());
+        if let Some(entry) = &default.entry {
+            agents::apply_entry(&mut config.config, entry);
+        }
         Ok(App {
             host,
             paths,
             config,
+            agent,
+            base,
         })
+    }
+
+    /// An app for the default agent over `paths` as resolved, `config`
+    /// as loaded (no agent's entry laid over it).
+    pub(crate) fn with_config(host: Host, paths: Paths, config: LoadedConfig) -> App {
+        App {
+            host,
+            paths,
+            base: std::sync::Arc::new(config.config.clone()),
+            config,
+            agent: agents::MAIN.to_string(),
+        }
+    }
+
+    /// The config as loaded, before any agent's entry was laid over it.
+    pub(crate) fn base_config(&self) -> &config::Config {
+        &self.base
+    }
+
+    /// Every agent of this config.
+    pub(crate) fn agents(&self) -> Result<Agents, AgentsError> {
+        resolve_agents(&self.paths.state_dir, &self.config, &self.host)
+    }
+
+    /// This app for agent `id` (`None`: as it is): its workspace, its
+    /// sessions, its memory and skills.
+    pub(crate) fn for_agent(&self, id: Option<&str>) -> anyhow::Result<App> {
+        let Some(id) = id.map(str::trim).filter(|id| !id.is_empty()) else {
+            return Ok(self.clone());
+        };
+        if crate::session::key::normalize_id(id, agents::MAIN) == self.agent {
+            return Ok(self.clone());
+        }
+        let agents = self.agents()?;
+        let agent = agents.require(id)?;
+        let mut app = self.clone();
+        app.paths.workspace = agent.workspace.clone();
+        app.paths.workspace_origin = agent.workspace_origin;
+        app.agent = agent.id.clone();
+        // The agent's own settings over the defaults, read from the layers
+        // as loaded (not over another agent's).
+        app.config.config = (*self.base).clone();
+        if let Some(entry) = &agent.entry {
+            agents::apply_entry(&mut app.config.config, entry);
+        }
+        if !agent.is_default {
+            // A notes folder set apart from the workspace is the default
+            // agent's; another agent keeps its notes in its own workspace.
+            app.config.config.memory.session.dir = None;
+        }
+        Ok(app)
+    }
+
+    /// What this agent's turns keep of the skills between turns (derived).
+    pub(crate) fn skills_cache(&self) -> std::path::PathBuf {
+        let cache = self.paths.skills_cache();
+        if self.agent == agents::MAIN {
+            return cache;
+        }
+        cache.with_file_name(format!("skills-turn-{}.json", self.agent))
     }
 
     /// [`App::load`] over the defaults, the environment and the flags
@@ -93,7 +171,9 @@ impl App {
         Ok(App {
             host,
             paths,
+            base: std::sync::Arc::new(config.config.clone()),
             config,
+            agent: agents::MAIN.to_string(),
         })
     }
 
@@ -167,6 +247,18 @@ fn load_config(
     host: &Host,
 ) -> Result<LoadedConfig, config::ConfigError> {
     config::load(&state.config_path, host, &options.config_flag_values())
+}
+
+fn resolve_agents(
+    state_dir: &std::path::Path,
+    config: &LoadedConfig,
+    host: &Host,
+) -> Result<Agents, AgentsError> {
+    let workspace = agents::DefaultWorkspace {
+        configured: config.config.agents.defaults.workspace.as_deref(),
+        origin: config.origin("agents.defaults.workspace"),
+    };
+    Agents::resolve(&config.config, state_dir, workspace, host)
 }
 
 fn resolve_paths(state: StateLocation, config: &LoadedConfig, host: &Host) -> Paths {

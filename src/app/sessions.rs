@@ -11,11 +11,11 @@ use crate::session::store::SessionEntry;
 use crate::session::{Sessions, transcript};
 
 impl App {
-    /// The sessions of `agent` (default `main`).
+    /// The sessions of `agent` (default: the agent this app is for).
     pub(crate) fn sessions(&self, agent: Option<&str>) -> Sessions {
         Sessions::new(
             &self.paths.state_dir,
-            agent.unwrap_or("main"),
+            agent.unwrap_or(&self.agent),
             &self.config.config.session,
             self.host.time_zone().clone(),
         )
@@ -28,7 +28,7 @@ impl App {
         let session = &self.config.config.session;
         crate::session::key::resolve(
             request,
-            agent.unwrap_or("main"),
+            agent.unwrap_or(&self.agent),
             &session.main_key,
             session.scope == "global",
         )

@@ -186,11 +186,7 @@ pub(crate) fn collect(options: &GlobalOptions, host: &Host) -> anyhow::Result<St
     let paths = paths::resolve_workspace(state, workspace_value.as_deref(), workspace_origin, host);
     let memory = match (&config_status.error, layered) {
         (None, Some(config)) => {
-            let app = super::App {
-                host: host.clone(),
-                paths: paths.clone(),
-                config,
-            };
+            let app = super::App::with_config(host.clone(), paths.clone(), config);
             let memory = app.memory();
             let stats = memory.stats();
             Some((

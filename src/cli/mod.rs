@@ -12,6 +12,7 @@
 //! * every argument and flag has a help text.
 
 mod agent_cmd;
+mod agents_cmd;
 mod config_cmd;
 mod cron_cmd;
 mod gateway_cmd;
@@ -91,21 +92,23 @@ enum Command {
     #[command(subcommand)]
     Config(config_cmd::ConfigCommand),
     /// OpenClaw-style markdown session memory (Arka's commands)
-    #[command(subcommand, name = "session-memory", alias = "session_memory")]
-    SessionMemory(session_memory_cmd::SessionMemoryCommand),
+    #[command(name = "session-memory", alias = "session_memory")]
+    SessionMemory(ForAgent<session_memory_cmd::SessionMemoryCommand>),
     /// The activity heartbeat (heartbeat.json)
     #[command(subcommand)]
     Heartbeat(heartbeat_cmd::HeartbeatCommand),
     /// Memory search and recall: ranked search, files, entities, fact packs
+    Memory(ForAgent<memory_cmd::MemoryCommand>),
+    /// The agents and the channels bound to each: list, add, bind, unbind
     #[command(subcommand)]
-    Memory(memory_cmd::MemoryCommand),
+    Agents(agents_cmd::AgentsCommand),
     /// Run one agent turn (--message), or show its prompt (agent prompt)
     Agent(agent_cmd::AgentArgs),
     /// List sessions, or show one
     Sessions(agent_cmd::SessionsArgs),
     /// Skills: list, check, catalog, routing, running, security scan
-    #[command(subcommand, alias = "plugins")]
-    Skills(skills_cmd::SkillsCommand),
+    #[command(alias = "plugins")]
+    Skills(ForAgent<skills_cmd::SkillsCommand>),
     /// Internal hooks: list, info, check, enable, disable
     #[command(subcommand)]
     Hooks(hooks_cmd::HooksCommand),
@@ -113,8 +116,7 @@ enum Command {
     #[command(subcommand)]
     Gateway(gateway_cmd::GatewayCommand),
     /// System events for a session's next turn
-    #[command(subcommand)]
-    System(system_cmd::SystemCommand),
+    System(ForAgent<system_cmd::SystemCommand>),
     /// The background task ledger: list, show, audit, maintenance
     Tasks(tasks_cmd::TasksArgs),
     /// Results of unattended turns delivered to the outbox: list, tail
@@ -144,6 +146,7 @@ impl Command {
             | Command::Cron(_) => true,
             Command::Status(_)
             | Command::Config(_)
+            | Command::Agents(_)
             | Command::SessionMemory(_)
             | Command::Heartbeat(_)
             | Command::Sessions(_)
@@ -218,13 +221,25 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Status(flag) => status_cmd::run(&options, &host, flag),
         Command::Config(cmd) => config_cmd::run(cmd, &options, host),
-        Command::SessionMemory(cmd) => session_memory_cmd::run(cmd, &load_app(&options, host)?),
+        Command::SessionMemory(ForAgent { agent, command }) => {
+            session_memory_cmd::run(command, &for_agent(load_app(&options, host)?, agent)?)
+        }
         Command::Heartbeat(cmd) => heartbeat_cmd::run(cmd, &load_app(&options, host)?),
-        Command::Memory(cmd) => memory_cmd::run(cmd, &load_app(&options, host)?),
+        Command::Memory(ForAgent { agent, command }) => {
+            memory_cmd::run(command, &for_agent(load_app(&options, host)?, agent)?)
+        }
+        Command::Agents(cmd) => {
+            // `--workspace` names the added agent's workspace here, not
+            // the default agent's.
+            let mut without = options.clone();
+            let workspace = without.paths.workspace.take();
+            agents_cmd::run(cmd, &load_app(&without, host)?, workspace.as_deref())
+        }
         Command::Agent(args) => agent_cmd::run(args, &load_app(&options, host)?),
         Command::Sessions(args) => agent_cmd::sessions(args, &load_app(&options, host)?),
-        Command::Skills(cmd) => {
-            skills_cmd::run(cmd, &load_app(&options, host)?, cli.global.verbose > 0)
+        Command::Skills(ForAgent { agent, command }) => {
+            let app = for_agent(load_app(&options, host)?, agent)?;
+            skills_cmd::run(command, &app, cli.global.verbose > 0)
         }
         Command::Hooks(cmd) => {
             hooks_cmd::run(cmd, &load_app(&options, host)?, cli.global.verbose > 0)
@@ -237,7 +252,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             };
             gateway_cmd::run(cmd, app, &options)
         }
-        Command::System(cmd) => system_cmd::run(cmd, &load_app(&options, host)?),
+        Command::System(ForAgent { agent, command }) => {
+            system_cmd::run(command, &for_agent(load_app(&options, host)?, agent)?)
+        }
         Command::Tasks(args) => tasks_cmd::run(args, &load_app(&options, host)?),
         Command::Outbox(cmd) => outbox_cmd::run(cmd, &load_app(&options, host)?),
         Command::Cron(cmd) => cron_cmd::run(cmd, &options, host),
@@ -246,6 +263,25 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             clap_complete::generate(shell, &mut cmd, "almanac", &mut std::io::stdout());
             Ok(ExitCode::SUCCESS)
         }
+    }
+}
+
+/// A command group that works for one agent (`--agent`, on any of its
+/// subcommands).
+#[derive(Debug, clap::Args)]
+struct ForAgent<C: Subcommand> {
+    /// The agent whose workspace, memory and sessions to use [default: the default agent]
+    #[arg(long, global = true, value_name = "ID")]
+    agent: Option<String>,
+    #[command(subcommand)]
+    command: C,
+}
+
+/// `app` for the agent `--agent` asked for.
+fn for_agent(app: App, agent: Option<String>) -> anyhow::Result<App> {
+    match agent.as_deref() {
+        Some(id) => app.for_agent(Some(id)),
+        None => Ok(app),
     }
 }
 

@@ -68,6 +68,7 @@ fn is_refusal(error: &(dyn std::error::Error + 'static)) -> bool {
         })
         || refused::<ModelError>(error, |_| true)
         || refused::<crate::trigger::BadTarget>(error, |_| true)
+        || refused::<crate::agents::UnknownAgent>(error, |_| true)
         || refused::<crate::entry::GatewayError>(error, |e| {
             matches!(
                 e,

@@ -27,7 +27,7 @@ pub(crate) mod edit;
 mod keys;
 mod load;
 mod schema;
-mod set;
+pub(crate) mod set;
 
 pub(crate) use keys::{ENV_KEYS, USER_TIMEZONE, is_known_key, split_key};
 pub(crate) use load::{

@@ -43,6 +43,8 @@ pub(crate) struct Config {
     pub channels: ChannelsConfig,
     pub cron: CronConfig,
     pub hooks: HooksConfig,
+    /// Which agent each channel's messages go to (OpenClaw's `bindings`).
+    pub bindings: Vec<BindingConfig>,
 }
 
 /// Where the results of unattended turns go (`delivery.*`).
@@ -111,6 +113,111 @@ pub(crate) struct GatewayAuth {
 #[serde(default, rename_all = "camelCase")]
 pub(crate) struct AgentsConfig {
     pub defaults: AgentDefaults,
+    /// The agents, as OpenClaw documents them (`agents.list[]`).
+    pub list: Vec<AgentEntry>,
+    /// The agents by id, as OpenClaw 2026.9 writes them
+    /// (`agents.entries.<id>`); read after `list`.
+    pub entries: indexmap::IndexMap<String, AgentEntry>,
+    /// Written by OpenClaw beside `entries`; read and kept, unused.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ownership: Option<String>,
+}
+
+/// One agent of `agents.list[]` or `agents.entries`: what it overrides
+/// of `agents.defaults`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub(crate) struct AgentEntry {
+    /// The agent's id (`agents.entries` takes it from the key).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    /// The agent unbound messages and commands without `--agent` go to.
+    pub default: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// Default `<state dir>/workspace-<id>` (the default agent:
+    /// `agents.defaults.workspace`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub workspace: Option<String>,
+    /// OpenClaw's per-agent folder (auth profiles, model registry).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub agent_dir: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model: Option<ModelRef>,
+    /// Narrows the tool policy for this agent.
+    pub tools: AgentTools,
+    pub group_chat: GroupChatConfig,
+    /// Merged over `agents.defaults.heartbeat`; an agent with this key
+    /// runs heartbeats (when none has it, only the default agent does).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub heartbeat: Option<serde_json::Value>,
+    /// Settings of the runs this agent spawns (kept for them).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub subagents: Option<serde_json::Value>,
+    /// OpenClaw's `identity` (`{name}`), shown by `agents list`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub identity: Option<AgentIdentity>,
+    /// Skills this agent may use, by name; unset: `agents.defaults.skills`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub skills: Option<Vec<String>>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub(crate) struct AgentIdentity {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+}
+
+/// `agents.list[].tools`: tools this agent may (`allow`) or may not
+/// (`deny`) use, on top of `tools.*`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub(crate) struct AgentTools {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub allow: Option<Vec<String>>,
+    pub deny: Vec<String>,
+}
+
+/// `agents.list[].groupChat`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub(crate) struct GroupChatConfig {
+    /// Patterns (regular expressions) that count as mentioning the agent
+    /// in a group.
+    pub mention_patterns: Vec<String>,
+}
+
+/// One entry of `bindings[]`: which agent a channel's messages go to.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub(crate) struct BindingConfig {
+    /// `route` (written by OpenClaw 2026.9); absent in the documented form.
+    #[serde(rename = "type", skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
+    pub agent_id: String,
+    #[serde(rename = "match")]
+    pub matches: BindingMatch,
+}
+
+/// `bindings[].match`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub(crate) struct BindingMatch {
+    pub channel: String,
+    /// Absent: the channel's default account; `*`: every account.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub account_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub peer: Option<BindingPeer>,
+}
+
+/// `bindings[].match.peer`: `direct`, `group` or `channel`, and its id.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub(crate) struct BindingPeer {
+    pub kind: String,
+    pub id: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -405,6 +512,9 @@ pub(crate) struct SessionConfig {
     /// Legacy idle expiry in minutes.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub idle_minutes: Option<u32>,
+    /// One person's ids across channels, under one name: `{"ada":
+    /// ["telegram:123", "http:ada"]}` (a bare id matches any channel).
+    pub identity_links: BTreeMap<String, Vec<String>>,
 }
 
 impl Default for SessionConfig {
@@ -418,6 +528,7 @@ impl Default for SessionConfig {
             reset_by_channel: BTreeMap::new(),
             reset_triggers: Vec::new(),
             idle_minutes: None,
+            identity_links: BTreeMap::new(),
         }
     }
 }

@@ -57,7 +57,7 @@ pub(super) fn turn_skills(app: &App, read_only: bool) -> TurnSkills {
     } else {
         app.skills_inputs_for_running()
     };
-    let cache = app.paths.skills_cache();
+    let cache = app.skills_cache();
     let wall_ns = app.host.wall_now().as_nanosecond();
     let keep = !read_only;
     let (derived, origin) =
@@ -234,7 +234,7 @@ pub(super) fn assemble<T: Send>(
     let tz = app.user_time_zone();
     let now = app.host.now().with_time_zone(tz.clone());
     let parts = Parts {
-        agent_id: "main".to_string(),
+        agent_id: app.agent.clone(),
         now: format!(
             "{} ({}, {})",
             now.strftime("%Y-%m-%d %H:%M"),

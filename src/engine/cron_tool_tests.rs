@@ -69,7 +69,7 @@ impl Turn {
             "hello",
             None,
             &TurnShape::default(),
-            caller(KEY),
+            caller(app, KEY),
             &services,
             || (),
         );

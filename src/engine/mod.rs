@@ -246,11 +246,12 @@ impl Engine {
             .clone()
     }
 
-    /// The session key `req` runs in (refusing agents other than `main`).
+    /// The session key `req` runs in (refusing an agent the config does
+    /// not have).
     pub(crate) fn session_key(&self, req: &TurnRequest) -> anyhow::Result<String> {
-        let app = self.app();
-        crate::trigger::check_agent(req)?;
-        Ok(app.resolve_session_key(req.agent.as_deref(), req.session_key.as_deref()))
+        let agent = crate::trigger::check_agent(req)?;
+        let app = self.app().for_agent(agent.as_deref())?;
+        Ok(app.resolve_session_key(None, req.session_key.as_deref()))
     }
 
     /// A turn for a request that already holds its place in the

@@ -23,7 +23,7 @@ use crate::app::sessions::{session_model, stored_entry};
 use crate::provider::{self, Block, Endpoint, Message, RetryPolicy, StreamSink, ToolSpec};
 use crate::session::{Sessions, Started, events, transcript};
 use crate::skills;
-use crate::trigger::{AGENT_ID, TurnRequest};
+use crate::trigger::TurnRequest;
 
 /// Whether `history` ends with a user message holding `marker`.
 fn last_user_holds(history: &[Message], marker: &str) -> bool {
@@ -70,9 +70,9 @@ pub(crate) struct Timings {
 }
 
 /// The caller the tools of a turn in `key` serve.
-fn caller(key: &str) -> Caller {
+fn caller(app: &App, key: &str) -> Caller {
     Caller {
-        agent_id: AGENT_ID.to_string(),
+        agent_id: app.agent.clone(),
         session_key: key.to_string(),
     }
 }
@@ -94,7 +94,9 @@ pub(crate) struct PromptView {
 }
 
 pub(crate) fn prompt_view(app: &App, req: &TurnRequest) -> anyhow::Result<PromptView> {
-    let sessions = app.sessions(req.agent.as_deref());
+    let agent = crate::trigger::check_agent(req)?;
+    let app = &app.for_agent(agent.as_deref())?;
+    let sessions = app.sessions(None);
     let key = sessions.resolve_key(req.session_key.as_deref());
     let entry = stored_entry(&sessions, &key);
     let kept = entry.as_ref().and_then(session_model);
@@ -110,7 +112,7 @@ pub(crate) fn prompt_view(app: &App, req: &TurnRequest) -> anyhow::Result<Prompt
         &req.message,
         req.heartbeat,
         &req.shape,
-        caller(&key),
+        caller(app, &key),
         &services,
         || (),
     );
@@ -250,6 +252,9 @@ pub(crate) fn run_turn(
     ctx: &TurnContext,
 ) -> anyhow::Result<TurnReport> {
     let started_at = std::time::Instant::now();
+    // Everything below works in the agent's workspace and sessions.
+    let agent = crate::trigger::check_agent(req)?;
+    let app = &app.for_agent(agent.as_deref())?;
     let resolved = resolve(app, req)?;
     let mut opened = open(app, req, resolved)?;
     let prepared = prepare(app, req, ctx, &mut opened)?;
@@ -278,10 +283,9 @@ struct Resolved {
 }
 
 fn resolve(app: &App, req: &TurnRequest) -> anyhow::Result<Resolved> {
-    crate::trigger::check_agent(req)?;
     app.ensure_state_dir()?;
     app.paths.ensure_workspace()?;
-    let sessions = app.sessions(req.agent.as_deref());
+    let sessions = app.sessions(None);
     let key = sessions.resolve_key(req.session_key.as_deref());
     let opening = opening(app, req);
     let now = app.host.now_ts();
@@ -410,7 +414,7 @@ fn prepare(
         &opened.message,
         req.heartbeat,
         &req.shape,
-        caller(key),
+        caller(app, key),
         &services,
         || {
             (

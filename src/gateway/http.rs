@@ -738,7 +738,11 @@ async fn cancel_task(
 fn status_for(err: &anyhow::Error) -> StatusCode {
     if err
         .chain()
-        .any(|c| c.is::<crate::engine::model::ModelError>() || c.is::<crate::trigger::BadTarget>())
+        .any(|c| {
+            c.is::<crate::engine::model::ModelError>()
+                || c.is::<crate::trigger::BadTarget>()
+                || c.is::<crate::agents::UnknownAgent>()
+        })
     {
         StatusCode::BAD_REQUEST
     } else {

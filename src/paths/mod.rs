@@ -133,6 +133,17 @@ pub(crate) fn resolve_workspace(
     }
 }
 
+/// The paths of `state` with `workspace` (an agent's, resolved).
+pub(crate) fn with_workspace(state: StateLocation, workspace: PathBuf, origin: Origin) -> Paths {
+    Paths {
+        profile: state.profile,
+        state_dir: state.state_dir,
+        config_path: state.config_path,
+        workspace,
+        workspace_origin: origin,
+    }
+}
+
 fn validate_profile(name: &str) -> Result<(), PathError> {
     let ok = !name.is_empty()
         && name.len() <= 64

@@ -40,7 +40,6 @@ use super::ApiError;
 use super::webhook_replay::{ReplayCache, accept_once, replay_key};
 use crate::config::HooksConfig;
 use crate::gateway_client::discovery;
-use crate::trigger::TurnRequest;
 
 /// Failed authentications from one address within [`super::LOCKOUT_WINDOW`]
 /// after which it is locked out.
@@ -205,9 +204,7 @@ impl WebhookState {
 
 /// The main session's key under `app`'s config.
 fn app_agent_main_key(app: &crate::app::App) -> Result<String, String> {
-    let req = TurnRequest::default();
-    crate::trigger::check_agent(&req).map_err(|e| e.to_string())?;
-    Ok(app.sessions(req.agent.as_deref()).resolve_key(None))
+    Ok(app.sessions(None).resolve_key(None))
 }
 
 /// An error answer with extra headers.
