@@ -11,8 +11,8 @@
 #![warn(clippy::too_many_lines)]
 
 pub(crate) mod activity;
-pub(crate) mod agents;
 pub(crate) mod agent;
+pub(crate) mod agents;
 pub(crate) mod app;
 pub(crate) mod child;
 pub mod cli;

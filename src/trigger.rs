@@ -31,9 +31,28 @@ pub(crate) struct TurnRequest {
     /// last channel; none for turns nobody sent.
     #[serde(skip)]
     pub channel: Option<String>,
+    /// The chat channel a message came in on (`http` for the control
+    /// API): with `peer`, the router chooses the agent and the session.
+    #[serde(rename = "channel", skip_serializing_if = "Option::is_none")]
+    pub chat_channel: Option<String>,
+    /// The channel's account the message came in on (default: the
+    /// channel's default account).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub account_id: Option<String>,
+    /// The chat: `{kind: direct|group|channel, id}`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub peer: Option<ChatPeer>,
     /// How an unattended run shapes the turn (never from a request body).
     #[serde(skip)]
     pub shape: TurnShape,
+}
+
+/// The chat a message came from.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub(crate) struct ChatPeer {
+    pub kind: String,
+    pub id: String,
 }
 
 /// What a cron job (or a webhook's run) asks of its turn besides the

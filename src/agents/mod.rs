@@ -60,7 +60,9 @@ pub(crate) struct Agents {
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub(crate) enum AgentsError {
-    #[error("bindings[{index}] names agent `{agent}`, which is not in agents.list or agents.entries")]
+    #[error(
+        "bindings[{index}] names agent `{agent}`, which is not in agents.list or agents.entries"
+    )]
     UnknownAgent { index: usize, agent: String },
     #[error("bindings[{index}].match.channel is empty")]
     NoChannel { index: usize },
@@ -214,6 +216,29 @@ impl Agents {
     }
 }
 
+impl Agents {
+    /// The router over these bindings (build it once per config: routing
+    /// a message is then a few lookups).
+    pub(crate) fn router(&self) -> almanac_routing::Router {
+        let bindings: Vec<almanac_routing::Binding> = self
+            .bindings
+            .iter()
+            .map(|b| almanac_routing::Binding {
+                agent_id: normalize_id(&b.agent_id, MAIN),
+                channel: b.matches.channel.clone(),
+                account_id: b.matches.account_id.clone(),
+                peer: b.matches.peer.as_ref().and_then(|p| {
+                    Some(almanac_routing::Peer {
+                        kind: almanac_routing::PeerKind::parse(&p.kind)?,
+                        id: p.id.clone(),
+                    })
+                }),
+            })
+            .collect();
+        almanac_routing::Router::new(&bindings, &self.default_agent().id)
+    }
+}
+
 /// The entries in config order: `agents.list`, then `agents.entries`
 /// (ids from the keys); the implicit `main` when neither has any.
 fn entries(config: &Config, warnings: &mut Vec<String>) -> Vec<(String, Option<AgentEntry>)> {
@@ -222,18 +247,22 @@ fn entries(config: &Config, warnings: &mut Vec<String>) -> Vec<(String, Option<A
         let id = e.id.clone().unwrap_or_default();
         (id, format!("agents.list[{i}]"), e)
     });
-    let keyed = config
-        .agents
-        .entries
-        .iter()
-        .map(|(key, e)| (e.id.clone().unwrap_or_else(|| key.clone()), format!("agents.entries.{key}"), e));
+    let keyed = config.agents.entries.iter().map(|(key, e)| {
+        (
+            e.id.clone().unwrap_or_else(|| key.clone()),
+            format!("agents.entries.{key}"),
+            e,
+        )
+    });
     for (raw, place, entry) in listed.chain(keyed) {
         let id = normalize_id(&raw, MAIN);
         if raw.trim().is_empty() {
             warnings.push(format!("{place} has no id: read as `{id}`"));
         }
         if out.iter().any(|(seen, _)| *seen == id) {
-            warnings.push(format!("{place}: agent `{id}` is listed twice; the first is used"));
+            warnings.push(format!(
+                "{place}: agent `{id}` is listed twice; the first is used"
+            ));
             continue;
         }
         out.push((id, Some(entry.clone())));

@@ -38,19 +38,36 @@ fn the_list_and_the_keyed_entries_are_read_with_their_workspaces() {
     let ids: Vec<&str> = agents.list.iter().map(|a| a.id.as_str()).collect();
     assert_eq!(ids, ["home", "work", "lab"]);
     assert_eq!(agents.default_agent().id, "work");
-    assert_eq!(agents.get("WORK").unwrap().workspace, Path::new("/srv/work"));
+    assert_eq!(
+        agents.get("WORK").unwrap().workspace,
+        Path::new("/srv/work")
+    );
     // Not the default: a workspace of its own beside the state.
-    assert!(agents.get("home").unwrap().workspace.ends_with("state/workspace-home"));
+    assert!(
+        agents
+            .get("home")
+            .unwrap()
+            .workspace
+            .ends_with("state/workspace-home")
+    );
     assert_eq!(agents.get("lab").unwrap().name.as_deref(), Some("Lab"));
-    assert!(agents.warnings.iter().any(|w| w.contains("listed twice")), "{:?}", agents.warnings);
+    assert!(
+        agents.warnings.iter().any(|w| w.contains("listed twice")),
+        "{:?}",
+        agents.warnings
+    );
     let unknown = agents.require("nobody").unwrap_err();
-    assert!(unknown.to_string().contains("`home`, `work`, `lab`"), "{unknown}");
+    assert!(
+        unknown.to_string().contains("`home`, `work`, `lab`"),
+        "{unknown}"
+    );
 }
 
 #[test]
 fn main_is_the_default_when_none_is_marked_else_the_first() {
     let dir = tempfile::tempdir().unwrap();
-    let with_main = agents_of(dir.path(), r#"{agents: {list: [{id: "a"}, {id: "main"}]}}"#).unwrap();
+    let with_main =
+        agents_of(dir.path(), r#"{agents: {list: [{id: "a"}, {id: "main"}]}}"#).unwrap();
     assert_eq!(with_main.default_agent().id, "main");
     let without = agents_of(dir.path(), r#"{agents: {list: [{id: "b"}, {id: "a"}]}}"#).unwrap();
     assert_eq!(without.default_agent().id, "b");
@@ -80,13 +97,20 @@ fn a_binding_to_an_unknown_agent_is_an_error_naming_the_binding() {
             agent: "ghost".into()
         }
     );
-    assert!(err.to_string().starts_with("bindings[1] names agent `ghost`"), "{err}");
+    assert!(
+        err.to_string()
+            .starts_with("bindings[1] names agent `ghost`"),
+        "{err}"
+    );
     let kind = agents_of(
         dir.path(),
         r#"{bindings: [{agentId: "main", match: {channel: "http", peer: {kind: "room", id: "1"}}}]}"#,
     )
     .unwrap_err();
-    assert!(matches!(kind, AgentsError::PeerKind { index: 0, .. }), "{kind:?}");
+    assert!(
+        matches!(kind, AgentsError::PeerKind { index: 0, .. }),
+        "{kind:?}"
+    );
 }
 
 #[test]
@@ -108,7 +132,11 @@ fn heartbeats_run_for_the_agents_that_have_the_key_else_the_default() {
         r#"{agents: {list: [{id: "main"}, {id: "ops", heartbeat: {every: "5m"}}]}}"#,
     )
     .unwrap();
-    let ids: Vec<&str> = agents.with_heartbeat().iter().map(|a| a.id.as_str()).collect();
+    let ids: Vec<&str> = agents
+        .with_heartbeat()
+        .iter()
+        .map(|a| a.id.as_str())
+        .collect();
     assert_eq!(ids, ["ops"]);
 }
 

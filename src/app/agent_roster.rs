@@ -68,8 +68,7 @@ pub(crate) fn list(app: &App, details: bool) -> anyhow::Result<Vec<AgentRow>> {
                 bindings: own.len(),
                 is_default: agent.is_default,
                 heartbeat: heartbeat.contains(&agent.id),
-                binding_details: details
-                    .then(|| own.iter().map(|b| describe(b)).collect()),
+                binding_details: details.then(|| own.iter().map(|b| describe(b)).collect()),
                 routes: (details && agent.is_default)
                     .then(|| vec!["default (no explicit rules)".to_string()]),
                 id: agent.id.clone(),
@@ -81,7 +80,9 @@ pub(crate) fn list(app: &App, details: bool) -> anyhow::Result<Vec<AgentRow>> {
 
 fn agent_dir(app: &App, agent: &Agent) -> String {
     match agent.entry.as_ref().and_then(|e| e.agent_dir.as_deref()) {
-        Some(dir) if !dir.trim().is_empty() => app.host.resolve_path(dir.trim()).display().to_string(),
+        Some(dir) if !dir.trim().is_empty() => {
+            app.host.resolve_path(dir.trim()).display().to_string()
+        }
         _ => app
             .paths
             .state_dir
@@ -147,12 +148,18 @@ pub(crate) fn add(app: &App, id: &str, workspace: Option<&str>) -> anyhow::Resul
     let raw = &app.config.file.raw;
     let path = &app.config.file.path;
     app.ensure_state_dir()?;
-    let key = if raw["agents"]["entries"].as_object().is_some_and(|m| !m.is_empty()) {
+    let key = if raw["agents"]["entries"]
+        .as_object()
+        .is_some_and(|m| !m.is_empty())
+    {
         let key = format!("agents.entries.{normal}");
         config::set::set(path, &key, &entry.to_string())?;
         key
     } else {
-        let mut list = raw["agents"]["list"].as_array().cloned().unwrap_or_default();
+        let mut list = raw["agents"]["list"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
         if list.is_empty() {
             let current = agents.default_agent();
             list.push(json!({"id": current.id, "default": true}));
@@ -285,8 +292,17 @@ fn same(raw: &Value, b: &BindingConfig) -> bool {
 
 fn same_match(a: &BindingConfig, b: &BindingConfig) -> bool {
     let lower = |s: &Option<String>| s.as_deref().map(|s| s.trim().to_lowercase());
-    a.matches.channel.trim().eq_ignore_ascii_case(b.matches.channel.trim())
+    a.matches
+        .channel
+        .trim()
+        .eq_ignore_ascii_case(b.matches.channel.trim())
         && lower(&a.matches.account_id) == lower(&b.matches.account_id)
-        && a.matches.peer.as_ref().map(|p| (p.kind.to_lowercase(), p.id.trim()))
-            == b.matches.peer.as_ref().map(|p| (p.kind.to_lowercase(), p.id.trim()))
+        && a.matches
+            .peer
+            .as_ref()
+            .map(|p| (p.kind.to_lowercase(), p.id.trim()))
+            == b.matches
+                .peer
+                .as_ref()
+                .map(|p| (p.kind.to_lowercase(), p.id.trim()))
 }

@@ -236,6 +236,7 @@ pub(crate) fn prepare(app: &App, reason: &str, lane_busy: bool) -> Prepared {
         }),
         channel: None,
         shape: Default::default(),
+        ..Default::default()
     };
     Prepared::Run(Box::new(Plan {
         request,

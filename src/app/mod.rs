@@ -82,7 +82,8 @@ impl App {
         let agents = resolve_agents(&state.state_dir, &config, &host)?;
         let default = agents.default_agent();
         let agent = default.id.clone();
-        let paths = paths::with_workspace(state, default.workspace.clone(), default.workspace_origin);
+        let paths =
+            paths::with_workspace(state, default.workspace.clone(), default.workspace_origin);
         let mut config = config;
         let base = std::sync::Arc::new(config.config.clone());
         if let Some(entry) = &default.entry {

@@ -48,7 +48,12 @@ pub(super) enum AgentsCommand {
         #[arg(long, value_name = "ID")]
         agent: String,
         /// The binding to remove: <channel>[:<accountId>]
-        #[arg(long, value_name = "CHANNEL[:ACCOUNT]", required_unless_present = "all", conflicts_with = "all")]
+        #[arg(
+            long,
+            value_name = "CHANNEL[:ACCOUNT]",
+            required_unless_present = "all",
+            conflicts_with = "all"
+        )]
         bind: Option<String>,
         /// With --bind: only the binding of this chat (<kind>:<id>)
         #[arg(long, value_name = "KIND:ID", requires = "bind")]
@@ -96,6 +101,9 @@ pub(super) fn run(
 }
 
 fn list(app: &App, bindings: bool, json: bool) -> anyhow::Result<ExitCode> {
+    for warning in app.agents()?.warnings {
+        super::output::warn(warning);
+    }
     let rows = agent_roster::list(app, bindings)?;
     if json {
         print_json(&rows)?;
@@ -124,7 +132,10 @@ fn add(app: &App, id: &str, workspace: Option<&str>, json: bool) -> anyhow::Resu
     if json {
         print_json(&added)?;
     } else {
-        println!("Added agent {} (workspace {}; {} in the config)", added.id, added.workspace, added.key);
+        println!(
+            "Added agent {} (workspace {}; {} in the config)",
+            added.id, added.workspace, added.key
+        );
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -141,7 +152,10 @@ fn rebound(done: &agent_roster::Rebound, json: bool) -> anyhow::Result<ExitCode>
         println!("Unbound {} from {}", done.agent_id, b);
     }
     if done.added.is_empty() && done.removed.is_empty() {
-        println!("Nothing changed: {} has no such binding to add or remove", done.agent_id);
+        println!(
+            "Nothing changed: {} has no such binding to add or remove",
+            done.agent_id
+        );
     }
     Ok(ExitCode::SUCCESS)
 }

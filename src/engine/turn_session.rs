@@ -219,6 +219,10 @@ pub(super) fn after_turn(
     }
     if let Some(channel) = &req.channel {
         e.last_channel = Some(channel.clone());
+        // A chat message's route replaces the last one whole; any other
+        // message has no chat to go back to.
+        e.last_to = req.peer.as_ref().map(|p| p.id.clone());
+        e.last_account_id = req.peer.as_ref().and(req.account_id.clone());
     }
     e.model = Some(models.name().to_string());
     e.model_provider = Some(models.endpoint().provider.clone());

@@ -281,6 +281,7 @@ async fn agent_turn(
         heartbeat: None,
         channel: results.channel().map(str::to_string),
         shape: turn_shape(job, target),
+        ..Default::default()
     };
     let mut trigger = crate::trigger::Trigger::new(crate::trigger::Source::Cron, request);
     trigger.timeout = match job.payload.timeout_seconds {

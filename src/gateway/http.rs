@@ -574,7 +574,12 @@ async fn agent(
     if req.message.trim().is_empty() {
         return Err(ApiError::new(StatusCode::BAD_REQUEST, "message is empty"));
     }
-    req.channel = Some("api".to_string());
+    if super::chat::is_chat(&req) {
+        super::chat::route(&shared.engine.app(), &mut req)
+            .map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, e.to_string()))?;
+    } else {
+        req.channel = Some("api".to_string());
+    }
     let key = shared
         .engine
         .session_key(&req)
@@ -736,14 +741,11 @@ async fn cancel_task(
 
 /// 4xx for what the caller can fix, 5xx for the rest.
 fn status_for(err: &anyhow::Error) -> StatusCode {
-    if err
-        .chain()
-        .any(|c| {
-            c.is::<crate::engine::model::ModelError>()
-                || c.is::<crate::trigger::BadTarget>()
-                || c.is::<crate::agents::UnknownAgent>()
-        })
-    {
+    if err.chain().any(|c| {
+        c.is::<crate::engine::model::ModelError>()
+            || c.is::<crate::trigger::BadTarget>()
+            || c.is::<crate::agents::UnknownAgent>()
+    }) {
         StatusCode::BAD_REQUEST
     } else {
         StatusCode::BAD_GATEWAY

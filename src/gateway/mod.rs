@@ -26,6 +26,7 @@
 //!   run now, a wake) comes through the [`Hooks`] the gateway gives the
 //!   engine, the same paths as the control API's routes.
 
+pub(crate) mod chat;
 pub(crate) mod cron;
 pub(crate) mod cron_delivery;
 mod cron_follow;

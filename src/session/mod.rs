@@ -171,6 +171,8 @@ impl Sessions {
                 entry.last_heartbeat_text = old.last_heartbeat_text.clone();
                 entry.last_heartbeat_sent_at = old.last_heartbeat_sent_at;
                 entry.last_channel = old.last_channel.clone();
+                entry.last_to = old.last_to.clone();
+                entry.last_account_id = old.last_account_id.clone();
                 if matches!(explicit, Some(Started::Reset | Started::New)) {
                     entry.provider_override = old.provider_override;
                     entry.model_override = old.model_override;

@@ -73,6 +73,12 @@ pub(crate) struct SessionEntry {
     /// `hook`, …): the `last` delivery target follows it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_channel: Option<String>,
+    /// The chat of the session's last inbound chat message (its peer id):
+    /// with `lastChannel` and `lastAccountId`, where replies go back to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_to: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_account_id: Option<String>,
 }
 
 impl SessionEntry {
@@ -103,6 +109,8 @@ impl SessionEntry {
 }
 
 const OPTIONAL_FIELDS: &[&str] = &[
+    "lastTo",
+    "lastAccountId",
     "sessionStartedAt",
     "lastInteractionAt",
     "sessionFile",

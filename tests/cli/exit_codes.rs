@@ -46,6 +46,15 @@ const TABLE: &[Row] = &[
     row(&["status"], 0),
     row(&["completions", "bash"], 0),
     row(&["completions", "tcsh"], 2),
+    // agents
+    row(&["agents", "list"], 0),
+    row(&["agents", "add", "helper"], 0),
+    row(&["agents", "add", "helper"], 1),
+    row(&["agents", "bind", "--agent", "helper", "--bind", "http:ops"], 0),
+    row(&["agents", "bind", "--agent", "ghost", "--bind", "http"], 2),
+    row(&["agents", "bind", "--agent", "helper", "--bind", "http", "--peer", "room"], 1),
+    row(&["agents", "unbind", "--agent", "helper"], 2),
+    row(&["agents", "unbind", "--agent", "helper", "--all"], 0),
     // config
     row(&["config", "path"], 0),
     row(&["config", "get", "agents.defaults.workspace"], 0),

@@ -4,6 +4,7 @@
 #![warn(clippy::too_many_lines)]
 
 mod agent;
+mod agents;
 mod common;
 mod cron;
 mod cron_jobs;

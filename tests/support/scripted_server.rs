@@ -27,7 +27,7 @@ impl Recorded {
             .map(|(_, v)| v.as_str())
     }
 
-    pub(super) fn json(&self) -> serde_json::Value {
+    pub(crate) fn json(&self) -> serde_json::Value {
         serde_json::from_str(&self.body).expect("the request body is JSON")
     }
 }

@@ -408,6 +408,9 @@ async fn run_webhook(shared: &Arc<Shared>, task: crate::tasks::Task, record: Rec
         model: run.model.clone(),
         heartbeat: None,
         channel: Some(channel.to_string()),
+        chat_channel: None,
+        account_id: None,
+        peer: None,
         shape: crate::trigger::TurnShape {
             thinking: run
                 .thinking
