@@ -50,9 +50,17 @@ const TABLE: &[Row] = &[
     row(&["agents", "list"], 0),
     row(&["agents", "add", "helper"], 0),
     row(&["agents", "add", "helper"], 1),
-    row(&["agents", "bind", "--agent", "helper", "--bind", "http:ops"], 0),
+    row(
+        &["agents", "bind", "--agent", "helper", "--bind", "http:ops"],
+        0,
+    ),
     row(&["agents", "bind", "--agent", "ghost", "--bind", "http"], 2),
-    row(&["agents", "bind", "--agent", "helper", "--bind", "http", "--peer", "room"], 1),
+    row(
+        &[
+            "agents", "bind", "--agent", "helper", "--bind", "http", "--peer", "room",
+        ],
+        1,
+    ),
     row(&["agents", "unbind", "--agent", "helper"], 2),
     row(&["agents", "unbind", "--agent", "helper", "--all"], 0),
     // config
