@@ -28,10 +28,6 @@ use crate::session::key::normalize_id;
 #[cfg(test)]
 mod tests;
 
-/// The kinds of peer a binding may name (`dm` is OpenClaw's old name
-/// for `direct`).
-const PEER_KINDS: &[&str] = &["direct", "dm", "group", "channel"];
-
 /// The id of the one agent a config without agents has.
 pub(crate) const MAIN: &str = "main";
 
@@ -162,7 +158,7 @@ impl Agents {
                 return Err(AgentsError::NoChannel { index });
             }
             if let Some(peer) = &b.matches.peer
-                && !PEER_KINDS.contains(&peer.kind.trim().to_ascii_lowercase().as_str())
+                && almanac_routing::PeerKind::parse(&peer.kind).is_none()
             {
                 return Err(AgentsError::PeerKind {
                     index,
