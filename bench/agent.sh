@@ -7,6 +7,9 @@
 #   bench/agent.sh [RUNS]        (default 40 per message)
 #   BASELINE_BIN=path bench/agent.sh   also runs an older build, in a copy
 #                                      of the same setup, turn for turn
+#   AGENTS_ROSTER=1 bench/agent.sh     with 50 agents and 500 bindings in
+#                                      the config (the baseline's copy has
+#                                      no config: a build before agents)
 #
 # Every measured turn starts from the same session: 20 earlier turns (40
 # messages) in its transcript, restored before each run. Figures are taken
@@ -29,6 +32,17 @@ export HOME="$home" TZ=UTC
 ws="$home/.almanac/workspace"
 python3 "$GEN" --out "$ws" --days 3650 >/dev/null
 printf '# Agents\n\nKeep answers short.\n' > "$ws/AGENTS.md"
+if [ -n "${AGENTS_ROSTER:-}" ]; then
+    python3 - "$home/.almanac/config.json5" <<'PY'
+import json, sys
+agents = [{"id": "main", "default": True}] + [{"id": f"agent-{i:02d}"} for i in range(1, 50)]
+bindings = [{"agentId": f"agent-{1 + i % 49:02d}",
+             "match": {"channel": "telegram",
+                       "peer": {"kind": "direct" if i % 2 else "group", "id": str(100000 + i)}}}
+            for i in range(500)]
+json.dump({"agents": {"list": agents}, "bindings": bindings}, open(sys.argv[1], "w"))
+PY
+fi
 python3 - "$ws/skills" <<'PY'
 import os, sys
 root = sys.argv[1]
@@ -76,6 +90,7 @@ if [ -n "${BASELINE_BIN:-}" ]; then
     mkdir -p "$base_home"
     cp -a "$home/.almanac" "$base_home/"
     rm -rf "$base_home/.almanac/index" "$base_home/.almanac/cache"
+    [ -n "${AGENTS_ROSTER:-}" ] && rm -f "$base_home/.almanac/config.json5"
     HOME="$base_home" "$BASELINE_BIN" memory index >/dev/null
     HOME="$base_home" "$BASELINE_BIN" agent --model openai/bench --message "warm up" >/dev/null
 fi

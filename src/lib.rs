@@ -69,6 +69,8 @@ pub mod testing {
             text: text.to_string(),
             task_id: None,
             to: None,
+            channel: None,
+            account_id: None,
         };
         crate::delivery::outbox::append_synced(&state_dir.join("outbox"), &item, ts_ms)
             .map(|entry| entry.id)

@@ -42,6 +42,11 @@ pub(crate) struct TurnRequest {
     /// The chat: `{kind: direct|group|channel, id}`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub peer: Option<ChatPeer>,
+    /// What came with a chat message but is not the sender's own words
+    /// (quoted or forwarded text, group history, attachments' text,
+    /// metadata): it reaches the prompt only as untrusted data.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub context: Vec<ChatContext>,
     /// How an unattended run shapes the turn (never from a request body).
     #[serde(skip)]
     pub shape: TurnShape,
@@ -53,6 +58,27 @@ pub(crate) struct TurnRequest {
 pub(crate) struct ChatPeer {
     pub kind: String,
     pub id: String,
+}
+
+/// One piece of a chat message's context.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub(crate) struct ChatContext {
+    /// `quoted`, `forwarded`, `history`, `attachment` or `metadata`.
+    pub kind: String,
+    pub text: String,
+    /// Who wrote it, as the channel names them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from: Option<String>,
+}
+
+/// Where a chat's replies go: the channel, the chat (a peer id) and the
+/// account that received the message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ChatRoute {
+    pub channel: String,
+    pub to: String,
+    pub account_id: Option<String>,
 }
 
 /// What a cron job (or a webhook's run) asks of its turn besides the

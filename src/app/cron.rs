@@ -137,6 +137,25 @@ pub(crate) enum Requester {
     },
 }
 
+/// A job's `agentId` names an agent of the config (none: the default).
+fn check_agent(app: &App, job: &CronJob) -> Result<(), JobError> {
+    let Some(id) = job.agent_id.as_deref() else {
+        return Ok(());
+    };
+    match app.agents() {
+        Ok(agents) => agents
+            .require(id)
+            .map(|_| ())
+            .map_err(|e| JobError::Invalid {
+                field: "agentId".into(),
+                message: e.to_string(),
+            }),
+        // A config whose agents cannot be read fails elsewhere with its
+        // own message.
+        Err(_) => Ok(()),
+    }
+}
+
 /// `cron add`: a new job from `flags` (which must give a name, one
 /// schedule and one payload).
 pub(crate) fn add(app: &App, flags: &JobFlags) -> anyhow::Result<JobChanged> {
@@ -218,6 +237,7 @@ pub(crate) fn add_job(
     }
     complete_schedule(&mut job.schedule, None, now_ms);
     check_requester(app, None, &job, requester)?;
+    check_agent(app, &job)?;
     plan_next_run(app, &mut job, now_ms);
     job.validate(&Check {
         now_ms,
@@ -540,6 +560,9 @@ pub(crate) fn change_job(
         let at_is_new = job.schedule.kind == ScheduleKind::At
             && (current.schedule.kind != ScheduleKind::At
                 || current.schedule.at != job.schedule.at);
+        if job.agent_id != current.agent_id {
+            check_agent(app, &job)?;
+        }
         job.validate(&Check {
             now_ms,
             host_zone: app.host.time_zone(),

@@ -26,18 +26,21 @@ use super::App;
 use crate::activity::runs::{self, RunEvent, RunRecord, RunStatus};
 use crate::config::{HeartbeatConfig, HeartbeatTarget, HeartbeatVisibility};
 use crate::session::store::SessionEntry;
-use crate::trigger::{HeartbeatTurn, TurnRequest};
+use crate::trigger::{ChatRoute, HeartbeatTurn, TurnRequest};
 
 /// Alerts equal to the last one are not sent again within this window.
 const DUPLICATE_WINDOW_MS: i64 = 24 * 60 * 60 * 1000;
 
-/// The agent heartbeats run for (one agent in this version).
-pub(crate) const AGENT_ID: &str = crate::trigger::AGENT_ID;
-
 impl App {
-    /// The heartbeat runner's record (events, switch).
+    /// The heartbeat runner's record (events, switch) of this app's
+    /// agent: the default agent's where it always was, another agent's
+    /// under `agents/<id>/heartbeat/`.
     pub(crate) fn heartbeat_runs(&self) -> RunRecord {
-        RunRecord::new(&self.paths.heartbeat_runs_dir())
+        if self.default_agent {
+            return RunRecord::new(&self.paths.heartbeat_runs_dir());
+        }
+        let dir = self.paths.state_dir.join("agents").join(&self.agent);
+        RunRecord::new(&dir.join("heartbeat"))
     }
 
     fn heartbeat_config(&self) -> &HeartbeatConfig {
@@ -56,7 +59,7 @@ impl App {
     pub(crate) fn next_heartbeat_ms(&self, now_ms: i64) -> Option<i64> {
         let interval = self.heartbeat_interval_ms()?;
         let seed = self.paths.state_dir.to_string_lossy();
-        let phase = schedule::phase_ms(&seed, AGENT_ID, interval);
+        let phase = schedule::phase_ms(&seed, &self.agent, interval);
         Some(schedule::next_due(now_ms, interval, phase))
     }
 }
@@ -71,12 +74,14 @@ pub(crate) fn interval_ms(every: &str) -> Option<u64> {
 /// Where a run's alert goes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Destination {
-    /// `none`, `outbox` or `webhook`.
+    /// `none`, `outbox`, `webhook` or `chat`.
     pub channel: &'static str,
-    /// The webhook URL.
+    /// The webhook URL, or the chat.
     pub to: Option<String>,
     /// Why nothing can be delivered (`target-none`, `no-target`).
     pub unresolved: Option<&'static str>,
+    /// A chat's route (for `chat`).
+    pub route: Option<ChatRoute>,
 }
 
 /// A run that passed the gates: the turn to run and what to do with its
@@ -161,7 +166,7 @@ pub(crate) fn prepare(app: &App, reason: &str, lane_busy: bool) -> Prepared {
     if lane_busy {
         return skip("requests-in-flight");
     }
-    let sessions = app.sessions(Some(AGENT_ID));
+    let sessions = app.sessions(Some(&app.agent));
     let base_key = sessions.resolve_key(None);
     let heartbeat_file = app.paths.workspace.join("HEARTBEAT.md");
     let text = std::fs::read(&heartbeat_file)
@@ -190,7 +195,12 @@ pub(crate) fn prepare(app: &App, reason: &str, lane_busy: bool) -> Prepared {
             return skip("no-tasks-due");
         }
     }
-    let destination = destination(config, entry.as_ref());
+    let destination = if config.target == HeartbeatTarget::Last {
+        let (chat, legacy_webhook) = agent_last_route(app, &base_key);
+        destination(config, chat, legacy_webhook)
+    } else {
+        destination(config, None, false)
+    };
     let visibility = if destination.channel == "none" {
         // Nothing is delivered: what a shown run would be is kept as the
         // reference keeps it, so acknowledgements stay silent.
@@ -203,7 +213,7 @@ pub(crate) fn prepare(app: &App, reason: &str, lane_busy: bool) -> Prepared {
         app.config
             .config
             .channels
-            .heartbeat_visibility(destination.channel)
+            .heartbeat_visibility(destination.channel_name())
     };
     if !visibility.show_ok && !visibility.show_alerts && !visibility.use_indicator {
         return skip("alerts-disabled");
@@ -228,7 +238,7 @@ pub(crate) fn prepare(app: &App, reason: &str, lane_busy: bool) -> Prepared {
     let request = TurnRequest {
         message,
         session_key: Some(session_key.clone()),
-        agent: Some(AGENT_ID.to_string()),
+        agent: Some(app.agent.clone()),
         model: config.model.clone().filter(|m| !m.trim().is_empty()),
         heartbeat: Some(HeartbeatTurn {
             light_context: config.light_context,
@@ -260,84 +270,121 @@ fn isolated_key(base: &str) -> String {
     format!("{key}:heartbeat")
 }
 
-fn destination(config: &HeartbeatConfig, entry: Option<&SessionEntry>) -> Destination {
+fn destination(
+    config: &HeartbeatConfig,
+    last: Option<ChatRoute>,
+    legacy_webhook: bool,
+) -> Destination {
     let webhook = || match config
         .to
         .as_deref()
         .map(str::trim)
         .filter(|t| !t.is_empty())
     {
-        Some(url) => Destination {
-            channel: "webhook",
-            to: Some(url.to_string()),
-            unresolved: None,
-        },
-        None => Destination {
-            channel: "webhook",
-            to: None,
-            unresolved: Some("no-target"),
-        },
+        Some(url) => Destination::new("webhook", Some(url.to_string()), None),
+        None => Destination::new("webhook", None, Some("no-target")),
     };
-    let outbox = Destination {
-        channel: "outbox",
-        to: None,
-        unresolved: None,
-    };
+    let outbox = Destination::new("outbox", None, None);
     match config.target {
-        HeartbeatTarget::None => Destination {
-            channel: "none",
-            to: None,
-            unresolved: Some("target-none"),
-        },
+        HeartbeatTarget::None => Destination::new("none", None, Some("target-none")),
         HeartbeatTarget::Outbox => outbox,
         HeartbeatTarget::Webhook => webhook(),
-        // almanac's sessions are driven from the command line and the
-        // control API, whose replies have no channel to go back to: the
-        // outbox stands for them.
-        HeartbeatTarget::Last => match entry.and_then(|e| e.last_channel.as_deref()) {
-            Some("webhook") => webhook(),
-            _ => outbox,
+        // The chat the user last wrote from; a session last delivered to
+        // the heartbeat's webhook (as kept by earlier versions) keeps it;
+        // with neither, the outbox stands in.
+        HeartbeatTarget::Last => match last {
+            Some(route) => Destination {
+                channel: "chat",
+                to: Some(route.to.clone()),
+                unresolved: None,
+                route: Some(route),
+            },
+            None if legacy_webhook => webhook(),
+            None => outbox,
         },
     }
 }
 
-/// The main session's last route: where its last turn was delivered (a
-/// heartbeat's webhook, while its URL is still configured and the
-/// heartbeat has not been turned to the outbox since), else the outbox.
-/// What a `last` delivery target means.
+impl Destination {
+    fn new(channel: &'static str, to: Option<String>, unresolved: Option<&'static str>) -> Self {
+        Destination {
+            channel,
+            to,
+            unresolved,
+            route: None,
+        }
+    }
+
+    /// The channel whose `channels.<name>.heartbeat` settings apply: a
+    /// chat's own channel, else the destination's kind.
+    pub(crate) fn channel_name(&self) -> &str {
+        match &self.route {
+            Some(route) => &route.channel,
+            None => self.channel,
+        }
+    }
+}
+
+/// A session's chat route: the chat of the last message a user sent in
+/// it (deliveries never change it).
+pub(crate) fn chat_route(entry: &SessionEntry) -> Option<ChatRoute> {
+    let channel = entry.last_channel.as_deref()?;
+    let to = entry.last_to.as_deref()?;
+    (!channel.is_empty() && !to.is_empty()).then(|| ChatRoute {
+        channel: channel.to_string(),
+        to: to.to_string(),
+        account_id: entry.last_account_id.clone(),
+    })
+}
+
+/// The agent's last route: the chat of the newest message a user sent to
+/// any of its sessions; else, when its main session was last delivered
+/// to the heartbeat's webhook by an earlier version, that webhook.
+fn agent_last_route(app: &App, base_key: &str) -> (Option<ChatRoute>, bool) {
+    let (map, _) = app.sessions(Some(&app.agent)).store().load();
+    let newest = map
+        .values()
+        .filter_map(SessionEntry::from_value)
+        .filter_map(|e| {
+            Some((
+                e.last_interaction_at.unwrap_or(e.updated_at),
+                chat_route(&e)?,
+            ))
+        })
+        .max_by_key(|(at, _)| *at)
+        .map(|(_, route)| route);
+    let legacy_webhook = map
+        .get(base_key)
+        .and_then(SessionEntry::from_value)
+        .is_some_and(|e| e.last_channel.as_deref() == Some("webhook") && e.last_to.is_none());
+    (newest, legacy_webhook)
+}
+
+/// The agent's last route as a `last` delivery target means it (for a
+/// hook's or a cron job's result): a chat, a heartbeat webhook kept by an
+/// earlier version while its URL is configured, else the outbox.
 pub(crate) fn last_route(app: &App) -> Destination {
     let configured = &app.config.config.agents.defaults.heartbeat;
-    // A heartbeat turned back to the outbox is no route to the webhook
-    // any more, even before it runs again.
-    if configured.target == HeartbeatTarget::Outbox {
-        return Destination {
-            channel: "outbox",
-            to: None,
-            unresolved: None,
-        };
-    }
-    let key = app.sessions(Some(AGENT_ID)).resolve_key(None);
-    let entry = stored_entry(app, &key);
+    let key = app.sessions(Some(&app.agent)).resolve_key(None);
+    let (chat, legacy_webhook) = agent_last_route(app, &key);
+    // A heartbeat turned back to the outbox is no route to its webhook.
+    let legacy_webhook = legacy_webhook && configured.target != HeartbeatTarget::Outbox;
     let config = HeartbeatConfig {
         target: HeartbeatTarget::Last,
         ..configured.clone()
     };
-    match destination(&config, entry.as_ref()) {
+    match destination(&config, chat, legacy_webhook) {
         // A webhook route that lost its URL falls back to the outbox.
         Destination {
             unresolved: Some(_),
             ..
-        } => Destination {
-            channel: "outbox",
-            to: None,
-            unresolved: None,
-        },
+        } => Destination::new("outbox", None, None),
         route => route,
     }
 }
 
 fn stored_entry(app: &App, key: &str) -> Option<SessionEntry> {
-    app.sessions(Some(AGENT_ID))
+    app.sessions(Some(&app.agent))
         .store()
         .load()
         .0
@@ -382,7 +429,7 @@ fn run_plan(app: &App, plan: &Plan, runner: &mut dyn Runner) -> RunEvent {
         preview: None,
         duration_ms: None,
         to: plan.destination.to.clone(),
-        channel: Some(plan.destination.channel.to_string()),
+        channel: Some(plan.destination.channel_name().to_string()),
         silent: None,
         indicator_type: None,
     };
@@ -521,7 +568,7 @@ fn remember(app: &App, plan: &Plan, sent: Option<&str>) -> std::io::Result<()> {
     if plan.due_tasks.is_empty() && sent.is_none() {
         return Ok(());
     }
-    let sessions = app.sessions(Some(AGENT_ID));
+    let sessions = app.sessions(Some(&app.agent));
     let now = app.host.now_ts();
     sessions.store().update(now, |map| {
         let value = map
@@ -541,11 +588,6 @@ fn remember(app: &App, plan: &Plan, sent: Option<&str>) -> std::io::Result<()> {
         if let Some(text) = sent {
             entry.last_heartbeat_text = Some(text.to_string());
             entry.last_heartbeat_sent_at = Some(plan.started_ms);
-            // The session's last route (what `last` targets) is where its
-            // alert went.
-            if matches!(plan.destination.channel, "webhook" | "outbox") {
-                entry.last_channel = Some(plan.destination.channel.to_string());
-            }
         }
         entry.write_into(value);
     })?;
@@ -563,7 +605,7 @@ pub(crate) fn delivery_gave_up(
     reason: &str,
 ) -> anyhow::Result<()> {
     let now = app.host.now_ts();
-    app.sessions(Some(AGENT_ID)).store().update(now, |map| {
+    app.sessions(Some(&app.agent)).store().update(now, |map| {
         if let Some(value) = map.get_mut(session_key)
             && let Some(mut entry) = SessionEntry::from_value(value)
             && entry.last_heartbeat_text.as_deref() == Some(text)
@@ -624,7 +666,12 @@ pub(crate) fn run_now(app: &App) -> anyhow::Result<RunEvent> {
     // time limit plus a margin.
     let limit =
         Duration::from_secs(u64::from(app.config.config.agents.defaults.timeout_seconds) + 120);
-    let value = client.post("/v1/system/heartbeat/run", &serde_json::json!({}), limit)?;
+    let body = if app.default_agent {
+        serde_json::json!({})
+    } else {
+        serde_json::json!({"agentId": app.agent})
+    };
+    let value = client.post("/v1/system/heartbeat/run", &body, limit)?;
     Ok(serde_json::from_value(value)?)
 }
 

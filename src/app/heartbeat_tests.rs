@@ -371,41 +371,92 @@ fn replies_follow_the_protocol_and_never_deliver_the_token() {
     }
 }
 
+/// Writes the agent's session entries as `entries` (key → entry).
+fn write_sessions(app: &App, entries: serde_json::Value) {
+    let store = app.sessions(None).store();
+    store
+        .update(app.host.now_ts(), |map| {
+            for (key, value) in entries.as_object().unwrap() {
+                map.insert(key.clone(), value.clone());
+            }
+        })
+        .unwrap();
+}
+
 #[test]
-fn an_alert_sent_to_the_webhook_makes_it_the_sessions_last_route() {
+fn deliveries_leave_the_route_alone_and_last_follows_the_chat_the_user_wrote_from() {
     let dir = tempfile::tempdir().unwrap();
     let clock = Arc::new(ManualClock::new("2026-12-01T12:00:00Z".parse().unwrap()));
     let config =
         r#"{agents: {defaults: {heartbeat: {target: "last", to: "https://hooks.example/beat"}}}}"#;
     let app = app_with(dir.path(), config, None, &clock);
-    // Nothing delivered yet: `last` is the outbox.
+    // No chat yet: `last` is the outbox, and delivering there makes it no
+    // route.
     assert_eq!(last_route(&app).channel, "outbox");
     let mut runner = Scripted {
         replies: vec![("HEARTBEAT".into(), "Disk 2 is almost full.".into())],
         ..Scripted::default()
     };
     let event = run_once(&app, "interval", false, true, &mut runner).unwrap();
-    assert_eq!(outcome(&event), "sent");
-    assert_eq!(last_route(&app).channel, "outbox", "it went to the outbox");
-    // With the webhook as the target, the alert goes there, and `last`
-    // follows it.
-    let webhook = r#"{agents: {defaults: {heartbeat: {target: "webhook", to: "https://hooks.example/beat"}}}}"#;
-    let app = app_with(dir.path(), webhook, None, &clock);
+    assert_eq!(
+        (outcome(&event), event.channel.as_deref()),
+        ("sent".into(), Some("outbox"))
+    );
+    let key = app.sessions(None).resolve_key(None);
+    let kept = stored_entry(&app, &key).unwrap();
+    assert_eq!(kept.last_channel, None, "a delivery sets no route");
+    // Two chats; the newest message is from the second: `last` is there.
+    write_sessions(
+        &app,
+        serde_json::json!({
+            "agent:main:http:direct:ada": {"sessionId": "a", "updatedAt": 5, "lastInteractionAt": 10,
+                "lastChannel": "http", "lastTo": "ada"},
+            "agent:main:telegram:direct:42": {"sessionId": "b", "updatedAt": 5, "lastInteractionAt": 20,
+                "lastChannel": "telegram", "lastTo": "42", "lastAccountId": "ops"},
+        }),
+    );
+    let route = last_route(&app);
+    assert_eq!((route.channel, route.to.as_deref()), ("chat", Some("42")));
+    assert_eq!(route.route.unwrap().account_id.as_deref(), Some("ops"));
     let mut runner = Scripted {
         replies: vec![("HEARTBEAT".into(), "Disk 3 is failing.".into())],
         ..Scripted::default()
     };
+    let event = run_once(&app, "interval", false, true, &mut runner).unwrap();
+    assert_eq!(outcome(&event), "sent");
     assert_eq!(
-        outcome(&run_once(&app, "interval", false, true, &mut runner).unwrap()),
-        "sent"
+        (event.channel.as_deref(), event.to.as_deref()),
+        (Some("telegram"), Some("42"))
+    );
+    assert_eq!(runner.delivered, ["Disk 3 is failing."]);
+    // The chats' routes are as the users left them.
+    let (map, _) = app.sessions(None).store().load();
+    let ada = SessionEntry::from_value(&map["agent:main:http:direct:ada"]).unwrap();
+    assert_eq!(ada.last_to.as_deref(), Some("ada"));
+    let main = SessionEntry::from_value(&map[&key]).unwrap();
+    assert_eq!(main.last_channel, None);
+}
+
+#[test]
+fn a_main_session_an_earlier_version_routed_to_the_webhook_keeps_that_route() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ManualClock::new("2026-12-01T12:00:00Z".parse().unwrap()));
+    let config =
+        r#"{agents: {defaults: {heartbeat: {target: "last", to: "https://hooks.example/beat"}}}}"#;
+    let app = app_with(dir.path(), config, None, &clock);
+    write_sessions(
+        &app,
+        serde_json::json!({"agent:main:main": {"sessionId": "s", "updatedAt": 1, "lastChannel": "webhook"}}),
     );
     let route = last_route(&app);
     assert_eq!(
         (route.channel, route.to.as_deref()),
         ("webhook", Some("https://hooks.example/beat"))
     );
-    let app = app_with(dir.path(), config, None, &clock);
-    assert_eq!(last_route(&app).channel, "webhook");
+    // Turned back to the outbox, the heartbeat is no route to it.
+    let outbox = r#"{agents: {defaults: {heartbeat: {target: "outbox", to: "https://hooks.example/beat"}}}}"#;
+    let app = app_with(dir.path(), outbox, None, &clock);
+    assert_eq!(last_route(&app).channel, "outbox");
 }
 
 proptest::proptest! {
@@ -438,6 +489,7 @@ fn plan_for_test_static(started_ms: i64) -> Plan {
             channel: "outbox",
             to: None,
             unresolved: None,
+            route: None,
         },
         visibility: HeartbeatVisibility {
             show_ok: false,

@@ -65,6 +65,9 @@ pub(crate) struct App {
     /// The agent this app acts for (the default agent unless
     /// [`App::for_agent`] chose another).
     pub agent: String,
+    /// Whether [`App::agent`] is the default agent (whose state keeps the
+    /// places a single-agent setup always had).
+    pub default_agent: bool,
     /// `config.config` before the agent's entry was laid over it.
     base: std::sync::Arc<config::Config>,
 }
@@ -94,6 +97,7 @@ impl App {
             paths,
             config,
             agent,
+            default_agent: true,
             base,
         })
     }
@@ -107,11 +111,18 @@ impl App {
             base: std::sync::Arc::new(config.config.clone()),
             config,
             agent: agents::MAIN.to_string(),
+            default_agent: true,
         }
     }
 
     /// The config as loaded, before any agent's entry was laid over it.
     pub(crate) fn base_config(&self) -> &config::Config {
+        &self.base
+    }
+
+    /// The same, shared: one value per load of the config (what is
+    /// derived from a config can be kept while this is the same).
+    pub(crate) fn base_config_shared(&self) -> &std::sync::Arc<config::Config> {
         &self.base
     }
 
@@ -135,6 +146,7 @@ impl App {
         app.paths.workspace = agent.workspace.clone();
         app.paths.workspace_origin = agent.workspace_origin;
         app.agent = agent.id.clone();
+        app.default_agent = agent.is_default;
         // The agent's own settings over the defaults, read from the layers
         // as loaded (not over another agent's).
         app.config.config = (*self.base).clone();
@@ -152,7 +164,7 @@ impl App {
     /// What this agent's turns keep of the skills between turns (derived).
     pub(crate) fn skills_cache(&self) -> std::path::PathBuf {
         let cache = self.paths.skills_cache();
-        if self.agent == agents::MAIN {
+        if self.default_agent {
             return cache;
         }
         cache.with_file_name(format!("skills-turn-{}.json", self.agent))
@@ -175,6 +187,7 @@ impl App {
             base: std::sync::Arc::new(config.config.clone()),
             config,
             agent: agents::MAIN.to_string(),
+            default_agent: true,
         })
     }
 

@@ -84,7 +84,8 @@ pub(crate) fn session_view(
     agent: Option<&str>,
     key: &str,
 ) -> anyhow::Result<Option<SessionView>> {
-    let sessions = app.sessions(agent);
+    let app = &app.for_agent(agent)?;
+    let sessions = app.sessions(None);
     let key = sessions.resolve_key(Some(key));
     let (map, _) = sessions.store().load();
     let Some(raw) = map.get(&key) else {

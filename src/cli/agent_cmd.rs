@@ -234,7 +234,8 @@ fn message_line(m: &serde_json::Value) -> String {
 
 /// `sessions`: every session of the agent.
 fn list_sessions(app: &App, agent: Option<&str>, json: bool) -> anyhow::Result<ExitCode> {
-    let sessions = app.sessions(agent);
+    let app = app.for_agent(agent)?;
+    let sessions = app.sessions(None);
     let (list, warnings) = sessions.list();
     warnings.iter().for_each(warn);
     if json {

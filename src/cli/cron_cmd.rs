@@ -189,7 +189,7 @@ struct JobArgs {
     /// Keep an --at job (disabled) after it ran
     #[arg(long)]
     keep_after_run: bool,
-    /// The agent that runs it (this version has one: main)
+    /// The agent that runs it (default: the default agent)
     #[arg(long, value_name = "ID")]
     agent: Option<String>,
     /// Where it runs: main (a system event for the heartbeat), isolated (a fresh session each run), current (--session-key's session) or session:<id>

@@ -13,7 +13,7 @@ use serde_json::{Map, Value};
 
 use super::schedule;
 
-/// The one agent this version has; `main` sessions belong to it.
+/// The agent a job without `agentId` names (the default agent runs it).
 pub(crate) const DEFAULT_AGENT: &str = "main";
 
 /// How far in the past an `at` time may be when it is set.
@@ -137,15 +137,6 @@ impl CronJob {
         }
         if self.name.trim().is_empty() {
             return invalid("name", "a job needs a name (--name)".into());
-        }
-        if self.agent() != DEFAULT_AGENT {
-            return invalid(
-                "agentId",
-                format!(
-                    "`{}` is not an agent here: this version has one agent, `{DEFAULT_AGENT}`",
-                    self.agent()
-                ),
-            );
         }
         self.schedule.validate(check)?;
         if let SessionTarget::Session(id) = &self.session_target {

@@ -120,10 +120,11 @@ fn target_and_delivery_cases() -> Vec<ValidationCase> {
             with(base(), &["sessionTarget"], json!("session:")),
             Some("sessionTarget"),
         ),
+        // Whether `agentId` names an agent is the config's to say.
         (
-            "another agent",
+            "any agent id",
             with(base(), &["agentId"], json!("ops")),
-            Some("agentId"),
+            None,
         ),
         (
             "the main agent by name",

@@ -32,7 +32,7 @@ impl Follow {
                 announced = self.announced.recv() => match announced {
                     Ok(appended) => match self.reader.as_mut()?.announced(&appended) {
                         Announced::Next(entry) => {
-                            self.queue.push_back(entry);
+                            self.queue.push_back(*entry);
                             false
                         }
                         Announced::Seen => false,

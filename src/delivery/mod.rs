@@ -105,6 +105,9 @@ pub(crate) struct Item {
     /// The recipient the request named (a webhook's `/agent` `to`), kept
     /// on the outbox entry for whatever reads the outbox to route it.
     pub to: Option<String>,
+    /// The chat channel (and its account) `to` is on, for a chat's route.
+    pub channel: Option<String>,
+    pub account_id: Option<String>,
 }
 
 /// Where a webhook's signing secret is read from: a config key path (the
@@ -141,6 +144,10 @@ pub(crate) enum Target {
     None,
     /// The outbox file (and its live stream).
     Outbox,
+    /// A chat's route: an outbox entry that names the channel, the chat
+    /// and the account, for the channel's sender (or, for the `http`
+    /// channel, its client reading the stream) to take.
+    Chat(crate::trigger::ChatRoute),
     /// A `POST` to `url`, signed when a secret is named.
     Webhook {
         url: String,
@@ -156,6 +163,7 @@ impl Target {
         match self {
             Target::None => "none",
             Target::Outbox => "outbox",
+            Target::Chat(_) => "chat",
             Target::Webhook { .. } => "webhook",
         }
     }
@@ -180,7 +188,7 @@ pub(crate) enum DeliveryState {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Delivery {
     pub id: String,
-    /// `outbox`, `webhook` or `none`.
+    /// `outbox`, `chat`, `webhook` or `none`.
     pub channel: &'static str,
     /// The webhook's URL.
     pub to: Option<String>,
@@ -417,6 +425,19 @@ impl Deliverer {
                     id: entry.id,
                     channel: "outbox",
                     to: None,
+                    state: DeliveryState::Delivered,
+                })
+            }
+            Target::Chat(route) => {
+                let mut item = item;
+                item.channel = Some(route.channel.clone());
+                item.to = Some(route.to.clone());
+                item.account_id = route.account_id.clone();
+                let entry = self.append(item).await?;
+                Ok(Delivery {
+                    id: entry.id,
+                    channel: "chat",
+                    to: entry.to,
                     state: DeliveryState::Delivered,
                 })
             }

@@ -1,5 +1,6 @@
 //! The outbox: `<state dir>/outbox/outbox.jsonl`, one JSON entry a line,
-//! `{id, ts, source, sessionKey, agentId, text, taskId?}` (`ts` in epoch
+//! `{id, ts, source, sessionKey, agentId, text, taskId?, to?, channel?,
+//! accountId?}` (`ts` in epoch
 //! ms).
 //!
 //! * **Ids.** A decimal number in a string, strictly increasing in file
@@ -56,6 +57,11 @@ pub(crate) struct Entry {
     pub task_id: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub to: Option<String>,
+    /// The chat channel and account of a chat's route (`to` is the chat).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub channel: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub account_id: Option<String>,
 }
 
 impl Entry {
@@ -184,6 +190,8 @@ impl Outbox {
             text: item.text.clone(),
             task_id: item.task_id.clone(),
             to: item.to.clone(),
+            channel: item.channel.clone(),
+            account_id: item.account_id.clone(),
         };
         let mut line = Vec::with_capacity(item.text.len() + 160);
         if !on_fresh_line {
@@ -338,7 +346,7 @@ pub(crate) struct Polled {
 #[derive(Debug, PartialEq)]
 pub(crate) enum Announced {
     /// The next entry after what was read: nothing else to read.
-    Next(Entry),
+    Next(Box<Entry>),
     /// Already read (or before the starting point).
     Seen,
     /// Something came before it that was not read: read the file.
@@ -435,7 +443,7 @@ impl Reader {
             self.at = Some(appended.after);
             if self.last.is_none_or(|last| seq > last) {
                 self.last = Some(seq);
-                return Announced::Next(appended.entry.clone());
+                return Announced::Next(Box::new(appended.entry.clone()));
             }
             return Announced::Seen;
         }

@@ -109,6 +109,8 @@ fn item(text: &str) -> Item {
         text: text.into(),
         task_id: None,
         to: None,
+        channel: None,
+        account_id: None,
     }
 }
 
@@ -554,6 +556,7 @@ async fn a_heartbeat_alert_to_its_webhook_is_signed_with_the_heartbeat_secret() 
         channel: "webhook",
         to: Some(url.clone()),
         unresolved: None,
+        route: None,
     };
     let target = crate::gateway::heartbeat::delivery_target(&app, &destination);
     let delivery = d.deliver(item("Disk almost full"), &target).await.unwrap();

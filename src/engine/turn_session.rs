@@ -217,12 +217,14 @@ pub(super) fn after_turn(
     if req.heartbeat.is_none() {
         e.last_interaction_at = Some(ms);
     }
-    if let Some(channel) = &req.channel {
+    // The route is a chat's, set only by a message its user sent there
+    // (never by a delivery or an unattended turn), and replaced whole.
+    if let (Some(channel), Some(peer)) = (&req.chat_channel, &req.peer)
+        && req.heartbeat.is_none()
+    {
         e.last_channel = Some(channel.clone());
-        // A chat message's route replaces the last one whole; any other
-        // message has no chat to go back to.
-        e.last_to = req.peer.as_ref().map(|p| p.id.clone());
-        e.last_account_id = req.peer.as_ref().and(req.account_id.clone());
+        e.last_to = Some(peer.id.clone());
+        e.last_account_id = req.account_id.clone();
     }
     e.model = Some(models.name().to_string());
     e.model_provider = Some(models.endpoint().provider.clone());

@@ -5,10 +5,40 @@
 //!
 //! Invariants: a message routed here names neither an agent nor a
 //! session of its own (the router decides both); the route it came by is
-//! what the turn records as the session's last route.
+//! what the turn records as the session's last route. One trust rule for
+//! every channel: the sender's own text is the user's message; anything
+//! that came with it (quoted or forwarded text, group history,
+//! attachments' text, metadata) is appended inside untrusted-content
+//! markers, and nothing from a chat gains system status.
+
+use std::sync::{Arc, Mutex};
 
 use crate::app::App;
+use crate::config::Config;
 use crate::trigger::TurnRequest;
+
+/// The router of the config in use: built from the bindings once per
+/// load of the config, not once per message.
+#[derive(Debug, Default)]
+pub(crate) struct RouterCache(Mutex<Option<(Arc<Config>, Arc<almanac_routing::Router>)>>);
+
+impl RouterCache {
+    /// The router for `app`'s config (built when the config changed).
+    pub(crate) fn get(&self, app: &App) -> anyhow::Result<Arc<almanac_routing::Router>> {
+        let config = app.base_config_shared();
+        let mut cached = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((of, router)) = cached.as_ref()
+            && Arc::ptr_eq(of, config)
+        {
+            return Ok(router.clone());
+        }
+        let router = Arc::new(app.agents()?.router());
+        // Holding the config keeps its address from being reused by a
+        // later load.
+        *cached = Some((config.clone(), router.clone()));
+        Ok(router)
+    }
+}
 
 /// The control API's channel name.
 pub(crate) const HTTP: &str = "http";
@@ -21,6 +51,58 @@ pub(crate) enum ChatError {
     PeerKind(String),
     #[error("peer.id is empty")]
     PeerId,
+    #[error("context[].kind `{0}`: use quoted, forwarded, history, attachment or metadata")]
+    ContextKind(String),
+    #[error("context is for chat messages: give channel or peer")]
+    ContextOutsideChat,
+}
+
+/// What a piece of context is called in the prompt.
+fn context_label(kind: &str) -> Option<&'static str> {
+    Some(match kind {
+        "quoted" => "Quoted message",
+        "forwarded" => "Forwarded message",
+        "history" => "Group history",
+        "attachment" => "Attachment text",
+        "metadata" => "Message metadata",
+        _ => return None,
+    })
+}
+
+/// The message the model sees: the sender's own words as the user's
+/// message, then every piece of context as untrusted data (whoever wrote
+/// it, and whatever it claims to be).
+fn with_context(req: &mut TurnRequest) -> Result<(), ChatError> {
+    let mut blocks = Vec::with_capacity(req.context.len());
+    for piece in &req.context {
+        let label = context_label(piece.kind.trim())
+            .ok_or_else(|| ChatError::ContextKind(piece.kind.clone()))?;
+        let source = match piece
+            .from
+            .as_deref()
+            .map(str::trim)
+            .filter(|f| !f.is_empty())
+        {
+            Some(from) => format!("{label} from {from}"),
+            None => label.to_string(),
+        };
+        blocks.push(super::http::external::untrusted_block(&piece.text, &source));
+    }
+    for block in blocks {
+        req.message.push_str("\n\n");
+        req.message.push_str(&block);
+    }
+    req.context.clear();
+    Ok(())
+}
+
+/// A request that is no chat message carries no chat context.
+pub(crate) fn check_not_chat(req: &TurnRequest) -> Result<(), ChatError> {
+    if req.context.is_empty() {
+        Ok(())
+    } else {
+        Err(ChatError::ContextOutsideChat)
+    }
 }
 
 /// Whether `req` came as a chat message (a channel or a peer).
@@ -30,7 +112,7 @@ pub(crate) fn is_chat(req: &TurnRequest) -> bool {
 
 /// Sets `req`'s agent and session key as its bindings and the session
 /// settings say, and its channel to the one it came in on.
-pub(crate) fn route(app: &App, req: &mut TurnRequest) -> anyhow::Result<()> {
+pub(crate) fn route(app: &App, routers: &RouterCache, req: &mut TurnRequest) -> anyhow::Result<()> {
     if req.agent.is_some() || req.session_key.is_some() {
         return Err(ChatError::Named.into());
     }
@@ -55,8 +137,8 @@ pub(crate) fn route(app: &App, req: &mut TurnRequest) -> anyhow::Result<()> {
         }
         None => None,
     };
-    let agents = app.agents()?;
-    let router = agents.router();
+    with_context(req)?;
+    let router = routers.get(app)?;
     let inbound = almanac_routing::Inbound {
         channel: &channel,
         account_id: req.account_id.as_deref(),

@@ -237,6 +237,44 @@ fn post_for(
 /// What the run log says of a post that went without the token.
 const UNSIGNED_NOTE: &str = "sent without cron.webhookToken: the model chose this address";
 
+/// Where an `announce` goes: the chat the job names (`delivery.channel`
+/// and `to`), or for `last` (the default) the chat the agent's user last
+/// wrote from; with no chat, the outbox.
+pub(super) async fn announce_target(
+    shared: &Shared,
+    app: &crate::app::App,
+    job: &CronJob,
+) -> crate::delivery::Target {
+    use crate::delivery::Target;
+    let delivery = job.delivery.as_ref();
+    let channel = delivery
+        .and_then(|d| d.channel.as_deref())
+        .map(str::trim)
+        .filter(|c| !c.is_empty());
+    match channel {
+        None | Some("last") => {}
+        Some("outbox" | "webhook" | "none") => return Target::Outbox,
+        Some(channel) => {
+            return match delivery.and_then(|d| d.to.as_deref()) {
+                Some(to) if !to.trim().is_empty() => Target::Chat(crate::trigger::ChatRoute {
+                    channel: channel.to_string(),
+                    to: to.trim().to_string(),
+                    account_id: delivery.and_then(|d| d.account_id.clone()),
+                }),
+                _ => Target::Outbox,
+            };
+        }
+    }
+    let app = app.clone();
+    shared
+        .engine
+        .blocking(move || crate::app::heartbeat::last_route(&app).route)
+        .await
+        .ok()
+        .flatten()
+        .map_or(Target::Outbox, Target::Chat)
+}
+
 /// An outbox entry about `job`.
 fn outbox_item(job: &CronJob, session_key: Option<&str>, text: String) -> Item {
     Item {
@@ -244,10 +282,12 @@ fn outbox_item(job: &CronJob, session_key: Option<&str>, text: String) -> Item {
         session_key: session_key
             .map(str::to_string)
             .unwrap_or_else(|| format!("cron:{}", job.id)),
-        agent_id: crate::trigger::AGENT_ID.to_string(),
+        agent_id: job.agent().to_string(),
         text,
         task_id: None,
         to: None,
+        channel: None,
+        account_id: None,
     }
 }
 

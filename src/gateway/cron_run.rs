@@ -87,8 +87,8 @@ pub(super) fn settled_delivery(record: &RunRecord) -> Option<DeliveryStatus> {
 
 /// A `main` job's event, queued on its session (blocking: the intake
 /// writes). Empty text is a skipped run.
-fn queue_event(shared: &Shared, sessions: &crate::session::Sessions, job: &CronJob) -> RunOutcome {
-    match event_record(shared, sessions, job) {
+fn queue_event(shared: &Shared, app: &App, job: &CronJob) -> RunOutcome {
+    match event_record(shared, app, job) {
         Ok(record) => {
             let mut records = [record];
             let accepted = shared
@@ -106,9 +106,11 @@ fn queue_event(shared: &Shared, sessions: &crate::session::Sessions, job: &CronJ
 /// skipped run.
 pub(super) fn event_record(
     shared: &Shared,
-    sessions: &crate::session::Sessions,
+    app: &App,
     job: &CronJob,
 ) -> Result<Record, RunOutcome> {
+    let app = job_app(app, job)?;
+    let sessions = app.sessions(Some(&app.agent));
     if !matches!(
         (&job.session_target, job.payload.kind),
         (SessionTarget::Main, PayloadKind::SystemEvent)
@@ -165,6 +167,18 @@ pub(super) fn queued(accepted: &Result<(), String>, record: Record) -> RunOutcom
     }
 }
 
+/// The app of the agent `job` runs as; a run for an agent gone from the
+/// config ends in an error.
+fn job_app(app: &App, job: &CronJob) -> Result<App, RunOutcome> {
+    app.for_agent(job.agent_id.as_deref())
+        .map_err(|err| RunOutcome {
+            status: Ended::Error,
+            error: Some(format!("{err:#}")),
+            summary: None,
+            session_key: None,
+        })
+}
+
 /// Runs the payload of a job whose run takes time ([`takes_time`]), for
 /// the slot `slot_ms`, started at `started_ms`.
 async fn execute(shared: &Arc<Shared>, job: &CronJob, run: &Claimed) -> RunOutcome {
@@ -175,11 +189,11 @@ async fn execute(shared: &Arc<Shared>, job: &CronJob, run: &Claimed) -> RunOutco
             let queued = {
                 let shared = shared.clone();
                 let job = job.clone();
-                let sessions = app.sessions(Some(crate::trigger::AGENT_ID));
+                let app = app.clone();
                 shared
                     .engine
                     .clone()
-                    .blocking(move || queue_event(&shared, &sessions, &job))
+                    .blocking(move || queue_event(&shared, &app, &job))
                     .await
             };
             let queued = match queued {
@@ -198,7 +212,7 @@ async fn execute(shared: &Arc<Shared>, job: &CronJob, run: &Claimed) -> RunOutco
             let reason = format!("cron:{}", job.id);
             let event = tokio::time::timeout(
                 EVENT_TIMEOUT,
-                super::heartbeat::run(shared, &reason, true, true),
+                super::heartbeat::run(shared, job.agent_id.as_deref(), &reason, true, true),
             )
             .await;
             match event {
@@ -239,6 +253,10 @@ async fn execute(shared: &Arc<Shared>, job: &CronJob, run: &Claimed) -> RunOutco
         (target, PayloadKind::AgentTurn) => {
             // Too late for its result to be delivered.
             let stale = crate::cron::outcome::is_stale(slot_ms, started_ms);
+            let app = match job_app(&app, job) {
+                Ok(app) => app,
+                Err(outcome) => return outcome,
+            };
             agent_turn(shared, &app, job, target, stale, &run.task_id).await
         }
     }
@@ -256,7 +274,7 @@ async fn agent_turn(
 ) -> RunOutcome {
     let key = match target {
         SessionTarget::Session(id) => id.clone(),
-        _ => format!("agent:main:cron:{}", job.id),
+        _ => format!("agent:{}:cron:{}", app.agent, job.id),
     };
     let message = job.payload.message.as_deref().unwrap_or("").trim();
     if message.is_empty() {
@@ -276,7 +294,7 @@ async fn agent_turn(
     let request = crate::trigger::TurnRequest {
         message: text,
         session_key: Some(key.clone()),
-        agent: Some(crate::trigger::AGENT_ID.to_string()),
+        agent: Some(app.agent.clone()),
         model: job.payload.model.clone(),
         heartbeat: None,
         channel: results.channel().map(str::to_string),
@@ -335,16 +353,15 @@ async fn agent_turn(
     let item = crate::delivery::Item {
         source: crate::delivery::Source::Cron,
         session_key: key.clone(),
-        agent_id: crate::trigger::AGENT_ID.to_string(),
+        agent_id: app.agent.clone(),
         text,
         task_id: Some(task_id.to_string()),
         to: None,
+        channel: None,
+        account_id: None,
     };
-    let failure = match shared
-        .deliverer
-        .deliver(item, &crate::delivery::Target::Outbox)
-        .await
-    {
+    let announce = super::cron_delivery::announce_target(shared, app, job).await;
+    let failure = match shared.deliverer.deliver(item, &announce).await {
         Ok(delivery) => match delivery.state {
             crate::delivery::DeliveryState::Failed { reason } => Some(reason),
             _ => None,
@@ -499,7 +516,10 @@ pub(super) fn run_task(
     );
     new.source_id = Some(job_id.to_string());
     new.run_id = Some(run_id(job_id, started));
-    new.agent_id = Some(crate::trigger::AGENT_ID.to_string());
+    new.agent_id = Some(
+        job.and_then(|j| j.agent_id.clone())
+            .unwrap_or_else(|| crate::trigger::AGENT_ID.to_string()),
+    );
     new.label = Some(format!("Cron: {name}"));
     // A run whose result goes somewhere has a delivery to follow.
     if job.is_some_and(|j| super::cron_delivery::result_target(j) != ResultTarget::None) {

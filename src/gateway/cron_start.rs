@@ -247,13 +247,12 @@ fn claim(
 fn record_instant(shared: &Shared, batch: Vec<Claimed>) -> (Vec<(Claimed, RunOutcome)>, i64) {
     crate::engine::assert_not_async("recording event-only cron runs");
     let app = shared.engine.app();
-    let sessions = app.sessions(Some(crate::trigger::AGENT_ID));
     // Every event of the batch in one write to the intake.
     let mut outcomes: Vec<Option<RunOutcome>> = Vec::with_capacity(batch.len());
     let mut records: Vec<Record> = Vec::new();
     for run in &batch {
         match &run.job {
-            Ok(job) => match event_record(shared, &sessions, job) {
+            Ok(job) => match event_record(shared, &app, job) {
                 Ok(record) => {
                     records.push(record);
                     outcomes.push(None);

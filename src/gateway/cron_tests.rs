@@ -8,16 +8,16 @@ use crate::host::{Clock, TokioClock};
 async fn a_reminder_the_model_scheduled_is_not_trusted() {
     let dir = tempfile::tempdir().unwrap();
     let shared = crate::gateway::test_shared(dir.path(), "t0ken");
-    let sessions = shared.engine.app().sessions(None);
+    let app = shared.engine.app();
     let mut job = crate::cron::job::CronJob::from_json(&serde_json::json!({
         "id": "r", "name": "Call", "schedule": {"kind": "every", "everyMs": 60_000},
         "sessionTarget": "main", "payload": {"kind": "systemEvent", "text": "Call Ana"},
     }))
     .unwrap();
-    let users = event_record(&shared, &sessions, &job).ok().unwrap();
+    let users = event_record(&shared, &app, &job).ok().unwrap();
     assert!(users.trusted);
     job.mark_created_by_agent();
-    let models = event_record(&shared, &sessions, &job).ok().unwrap();
+    let models = event_record(&shared, &app, &job).ok().unwrap();
     assert!(!models.trusted);
 }
 

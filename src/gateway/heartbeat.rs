@@ -86,6 +86,7 @@ impl HeartbeatState {
 /// `requests-in-flight` skip is recorded (the first of a streak is).
 pub(crate) async fn run(
     shared: &Arc<Shared>,
+    agent: Option<&str>,
     reason: &str,
     wait_in_lane: bool,
     record_busy: bool,
@@ -93,8 +94,8 @@ pub(crate) async fn run(
     let _one = shared.heartbeat.running.lock().await;
     // Events accepted before this run are in the session's queue first.
     shared.intake.caught_up(FEED_WAIT).await;
-    let app = shared.engine.app();
-    let key = app.sessions(Some(beat::AGENT_ID)).resolve_key(None);
+    let app = shared.engine.app().for_agent(agent)?;
+    let key = app.sessions(Some(&app.agent)).resolve_key(None);
     let lane_key = if app.config.config.agents.defaults.heartbeat.isolated_session {
         format!("{key}:heartbeat")
     } else {
@@ -110,6 +111,7 @@ pub(crate) async fn run(
             let mut runner = GatewayRunner {
                 shared: runner_shared,
                 handle,
+                agent: app.agent.clone(),
             };
             beat::run_once(&app, &reason, busy, record_busy, &mut runner)
         })
@@ -121,6 +123,7 @@ pub(crate) async fn run(
 struct GatewayRunner {
     shared: Arc<Shared>,
     handle: tokio::runtime::Handle,
+    agent: String,
 }
 
 impl Runner for GatewayRunner {
@@ -139,15 +142,17 @@ impl Runner for GatewayRunner {
     }
 
     fn deliver(&mut self, plan: &Plan, text: &str) -> anyhow::Result<Delivered> {
-        let app = self.shared.engine.app();
+        let app = self.shared.engine.app().for_agent(Some(&self.agent))?;
         let target = delivery_target(&app, &plan.destination);
         let item = Item {
             source: Source::Heartbeat,
             session_key: plan.base_key.clone(),
-            agent_id: beat::AGENT_ID.to_string(),
+            agent_id: self.agent.clone(),
             text: text.to_string(),
             task_id: None,
             to: None,
+            channel: None,
+            account_id: None,
         };
         let delivery = self
             .handle
@@ -175,6 +180,10 @@ pub(crate) fn delivery_target(app: &crate::app::App, destination: &beat::Destina
     let config = &app.config.config.agents.defaults.heartbeat;
     match destination.channel {
         "outbox" => Target::Outbox,
+        "chat" => match &destination.route {
+            Some(route) => Target::Chat(route.clone()),
+            None => Target::Outbox,
+        },
         "webhook" => Target::Webhook {
             url: destination.to.clone().unwrap_or_default(),
             // Looked up again at every attempt, never written down.
@@ -202,135 +211,228 @@ impl Component for HeartbeatRunner {
     ) -> BoxFuture<'static, anyhow::Result<()>> {
         Box::pin(async move {
             let mut bus = shared.bus.subscribe();
-            let mut gave_up = Some(shared.deliverer.gave_up());
-            let state = &shared.heartbeat;
-            let mut next_due = shared.engine.app().next_heartbeat_ms(shared.host.now_ms());
-            let mut busy_streak: u32 = 0;
-            // The reason of a run the busy session deferred.
-            let mut deferred: Option<String> = None;
-            // A config reload seen while wakes were gathered.
-            let mut reloaded = false;
             loop {
-                let interval = shared.engine.app().heartbeat_interval_ms();
-                if interval.is_none() {
-                    next_due = None;
-                } else if next_due.is_none() {
-                    next_due = shared.engine.app().next_heartbeat_ms(shared.host.now_ms());
-                }
-                state
-                    .next_due_ms
-                    .store(next_due.unwrap_or(i64::MIN), Ordering::Release);
-                let now = shared.host.now_ms();
-                let sleep = match next_due {
-                    _ if busy_streak > 0 => BUSY_RETRY,
-                    Some(due) => ms(due - now).min(MAX_SLEEP),
-                    None => MAX_SLEEP,
-                };
-                let reason: Option<String> = tokio::select! {
-                    () = stop.cancelled() => return Ok(()),
-                    () = tokio::time::sleep(sleep) => {
-                        if busy_streak == 0 {
-                            shared.periodic_work_ran.notify_one();
+                // One loop per agent that runs heartbeats; a reload that
+                // changes which agents do starts them again.
+                let agents = heartbeat_agents(&shared);
+                let round = stop.child_token();
+                let loops = agents.iter().map(|agent| {
+                    let state = agent.as_deref().map(|id| {
+                        Arc::new(HeartbeatState::new(
+                            agent_app(&shared, Some(id))
+                                .is_some_and(|app| app.heartbeat_runs().enabled()),
+                        ))
+                    });
+                    agent_loop(shared.clone(), agent.clone(), state, round.clone())
+                });
+                let all = futures_util::future::try_join_all(loops);
+                tokio::pin!(all);
+                let changed = loop {
+                    tokio::select! {
+                        done = &mut all => {
+                            done?;
+                            return Ok(());
                         }
-                        let now = shared.host.now_ms();
-                        match next_due {
-                            _ if busy_streak > 0 => deferred.clone(),
-                            Some(due) if now >= due => Some("interval".to_string()),
-                            _ => None,
-                        }
-                    }
-                    given = async {
-                        match gave_up.as_mut() {
-                            Some(rx) => rx.recv().await,
-                            None => std::future::pending().await,
-                        }
-                    } => {
-                        match given {
-                            Ok(given) if given.source == Source::Heartbeat => {
-                                forget_undelivered(&shared, &given).await;
-                            }
-                            Err(tokio::sync::broadcast::error::RecvError::Closed) => gave_up = None,
+                        event = bus.recv() => match event {
+                            Ok(GatewayEvent::ConfigReloaded) if heartbeat_agents(&shared) != agents => break true,
+                            Err(tokio::sync::broadcast::error::RecvError::Closed) => break false,
                             _ => {}
-                        }
-                        None
-                    }
-                    () = state.nudge.notified() => {
-                        // The switch or the config changed: look again.
-                        next_due = None;
-                        None
-                    }
-                    event = bus.recv() => match event {
-                        Ok(GatewayEvent::Wake { reason, .. }) => {
-                            // Wakes close together are one run; a config
-                            // reload among them still counts.
-                            let _ = tokio::time::timeout(COALESCE, async {
-                                loop {
-                                    match bus.recv().await {
-                                        Ok(GatewayEvent::ConfigReloaded) => reloaded = true,
-                                        Ok(_) => continue,
-                                        Err(_) => break,
-                                    }
-                                }
-                            })
-                            .await;
-                            Some(reason)
-                        }
-                        Ok(GatewayEvent::ConfigReloaded) => {
-                            next_due = None;
-                            None
-                        }
-                        Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => None,
-                        Err(tokio::sync::broadcast::error::RecvError::Closed) => return Ok(()),
-                    },
-                };
-                let Some(reason) = reason else { continue };
-                // The interval may have changed: worked out again after
-                // the run.
-                let interval = if std::mem::take(&mut reloaded) {
-                    shared.engine.app().heartbeat_interval_ms()
-                } else {
-                    interval
-                };
-                // A run for a wake when the interval has come due too
-                // counts as the interval's: the schedule stays on its slots.
-                let slot_due = next_due.is_some_and(|due| shared.host.now_ms() >= due);
-                let schedule_reason = if slot_due {
-                    "interval"
-                } else {
-                    reason.as_str()
-                };
-                let patient = busy_streak >= BUSY_PATIENCE;
-                let event = run(&shared, &reason, patient, busy_streak == 0).await;
-                let event = match event {
-                    Ok(event) => event,
-                    Err(err) => {
-                        tracing::warn!("heartbeat run failed: {err:#}");
-                        busy_streak = 0;
-                        deferred = None;
-                        next_due = after_run(&shared, schedule_reason, interval);
-                        continue;
+                        },
                     }
                 };
-                if event.status == RunStatus::Skipped
-                    && event.reason.as_deref() == Some("requests-in-flight")
-                {
-                    // Not a run: the schedule stays, a retry comes soon.
-                    busy_streak += 1;
-                    deferred = Some(reason);
-                    continue;
+                round.cancel();
+                all.await?;
+                if !changed || stop.is_cancelled() {
+                    return Ok(());
                 }
-                busy_streak = 0;
-                deferred = None;
-                next_due = after_run(&shared, schedule_reason, interval);
             }
         })
+    }
+}
+
+/// The agents whose heartbeats run (the reference's rule): `None` for
+/// the default agent, whose loop is the one the control API sees.
+fn heartbeat_agents(shared: &Shared) -> Vec<Option<String>> {
+    let app = shared.engine.app();
+    let Ok(agents) = app.agents() else {
+        return vec![None];
+    };
+    agents
+        .with_heartbeat()
+        .into_iter()
+        .map(|a| (!a.is_default).then(|| a.id.clone()))
+        .collect()
+}
+
+/// The app of `agent` (`None`: the default agent); `None` when the agent
+/// is gone from the config.
+fn agent_app(shared: &Shared, agent: Option<&str>) -> Option<crate::app::App> {
+    shared.engine.app().for_agent(agent).ok()
+}
+
+/// The agent a session key belongs to (`agent:<id>:…`).
+fn agent_of(key: &str) -> Option<&str> {
+    key.strip_prefix("agent:")?.split(':').next()
+}
+
+/// Whether a session key is `agent`'s (`None`: the default agent's, which
+/// also takes keys of no agent).
+fn is_agents(shared: &Shared, agent: Option<&str>, key: &str) -> bool {
+    let of = agent_of(key).map(|a| crate::session::key::normalize_id(a, crate::agents::MAIN));
+    match (agent, of) {
+        (Some(agent), of) => of.as_deref() == Some(agent),
+        (None, None) => true,
+        (None, Some(of)) => of == shared.engine.app().agent,
+    }
+}
+
+/// One agent's heartbeats: on its interval, its wakes and its retries.
+/// `own_state`: the agent's own schedule state (`None`: the default
+/// agent's, kept in the shared state).
+async fn agent_loop(
+    shared: Arc<Shared>,
+    agent: Option<String>,
+    own_state: Option<Arc<HeartbeatState>>,
+    stop: CancellationToken,
+) -> anyhow::Result<()> {
+    let agent = agent.as_deref();
+    let state: &HeartbeatState = match &own_state {
+        Some(state) => state,
+        None => &shared.heartbeat,
+    };
+    let interval_ms = || agent_app(&shared, agent).and_then(|app| app.heartbeat_interval_ms());
+    let next_ms = |now: i64| agent_app(&shared, agent).and_then(|app| app.next_heartbeat_ms(now));
+    let mut bus = shared.bus.subscribe();
+    let mut gave_up = Some(shared.deliverer.gave_up());
+    let mut next_due = next_ms(shared.host.now_ms());
+    let mut busy_streak: u32 = 0;
+    // The reason of a run the busy session deferred.
+    let mut deferred: Option<String> = None;
+    // A config reload seen while wakes were gathered.
+    let mut reloaded = false;
+    loop {
+        let interval = interval_ms();
+        if interval.is_none() {
+            next_due = None;
+        } else if next_due.is_none() {
+            next_due = next_ms(shared.host.now_ms());
+        }
+        state
+            .next_due_ms
+            .store(next_due.unwrap_or(i64::MIN), Ordering::Release);
+        let now = shared.host.now_ms();
+        let sleep = match next_due {
+            _ if busy_streak > 0 => BUSY_RETRY,
+            Some(due) => ms(due - now).min(MAX_SLEEP),
+            None => MAX_SLEEP,
+        };
+        let reason: Option<String> = tokio::select! {
+            () = stop.cancelled() => return Ok(()),
+            () = tokio::time::sleep(sleep) => {
+                if busy_streak == 0 {
+                    shared.periodic_work_ran.notify_one();
+                }
+                let now = shared.host.now_ms();
+                match next_due {
+                    _ if busy_streak > 0 => deferred.clone(),
+                    Some(due) if now >= due => Some("interval".to_string()),
+                    _ => None,
+                }
+            }
+            given = async {
+                match gave_up.as_mut() {
+                    Some(rx) => rx.recv().await,
+                    None => std::future::pending().await,
+                }
+            } => {
+                match given {
+                    Ok(given) if given.source == Source::Heartbeat
+                        && is_agents(&shared, agent, &given.session_key) => {
+                        forget_undelivered(&shared, &given).await;
+                    }
+                    Err(tokio::sync::broadcast::error::RecvError::Closed) => gave_up = None,
+                    _ => {}
+                }
+                None
+            }
+            () = state.nudge.notified() => {
+                // The switch or the config changed: look again.
+                next_due = None;
+                None
+            }
+            event = bus.recv() => match event {
+                Ok(GatewayEvent::Wake { reason, session_key })
+                    if is_agents(&shared, agent, &session_key) => {
+                    // Wakes close together are one run; a config
+                    // reload among them still counts.
+                    let _ = tokio::time::timeout(COALESCE, async {
+                        loop {
+                            match bus.recv().await {
+                                Ok(GatewayEvent::ConfigReloaded) => reloaded = true,
+                                Ok(_) => continue,
+                                Err(_) => break,
+                            }
+                        }
+                    })
+                    .await;
+                    Some(reason)
+                }
+                Ok(GatewayEvent::ConfigReloaded) => {
+                    next_due = None;
+                    None
+                }
+                Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => None,
+                Err(tokio::sync::broadcast::error::RecvError::Closed) => return Ok(()),
+            },
+        };
+        let Some(reason) = reason else { continue };
+        // The interval may have changed: worked out again after
+        // the run.
+        let interval = if std::mem::take(&mut reloaded) {
+            interval_ms()
+        } else {
+            interval
+        };
+        // A run for a wake when the interval has come due too
+        // counts as the interval's: the schedule stays on its slots.
+        let slot_due = next_due.is_some_and(|due| shared.host.now_ms() >= due);
+        let schedule_reason = if slot_due {
+            "interval"
+        } else {
+            reason.as_str()
+        };
+        let patient = busy_streak >= BUSY_PATIENCE;
+        let event = run(&shared, agent, &reason, patient, busy_streak == 0).await;
+        let event = match event {
+            Ok(event) => event,
+            Err(err) => {
+                tracing::warn!("heartbeat run failed: {err:#}");
+                busy_streak = 0;
+                deferred = None;
+                next_due = after_run(&shared, agent, schedule_reason, interval);
+                continue;
+            }
+        };
+        if event.status == RunStatus::Skipped
+            && event.reason.as_deref() == Some("requests-in-flight")
+        {
+            // Not a run: the schedule stays, a retry comes soon.
+            busy_streak += 1;
+            deferred = Some(reason);
+            continue;
+        }
+        busy_streak = 0;
+        deferred = None;
+        next_due = after_run(&shared, agent, schedule_reason, interval);
     }
 }
 
 /// An alert whose delivery ran out of retries is not a sent one: the same
 /// alert may go out again, and a `failed` event says what happened.
 async fn forget_undelivered(shared: &Shared, given: &GaveUp) {
-    let app = shared.engine.app();
+    let Some(app) = agent_app(shared, agent_of(&given.session_key)) else {
+        return;
+    };
     let given = given.clone();
     let done = shared
         .engine
@@ -351,11 +453,16 @@ async fn forget_undelivered(shared: &Shared, given: &GaveUp) {
 }
 
 /// The next due time after a run for `reason`.
-fn after_run(shared: &Shared, reason: &str, interval: Option<u64>) -> Option<i64> {
+fn after_run(
+    shared: &Shared,
+    agent: Option<&str>,
+    reason: &str,
+    interval: Option<u64>,
+) -> Option<i64> {
     let now = shared.host.now_ms();
     let interval = interval?;
     if reason == "interval" {
-        shared.engine.app().next_heartbeat_ms(now)
+        agent_app(shared, agent)?.next_heartbeat_ms(now)
     } else {
         Some(now + interval as i64)
     }
@@ -465,6 +572,43 @@ mod tests {
         runner.await.unwrap().unwrap();
     }
 
+    #[tokio::test(flavor = "current_thread", start_paused = true)]
+    async fn only_agents_with_a_heartbeat_run_one_each_on_its_own_interval() {
+        let dir = tempfile::tempdir().unwrap();
+        let state = dir.path().join("state");
+        std::fs::create_dir_all(&state).unwrap();
+        std::fs::write(
+            state.join("config.json5"),
+            r#"{agents: {defaults: {heartbeat: {every: "30m", target: "outbox"}},
+                list: [{id: "home", default: true},
+                       {id: "work", heartbeat: {every: "1h"}},
+                       {id: "ops", heartbeat: {}}]}}"#,
+        )
+        .unwrap();
+        let (shared, _) = gateway_at_ten(dir.path());
+        let stop = CancellationToken::new();
+        let runner = tokio::spawn(Arc::new(HeartbeatRunner).start(shared.clone(), stop.clone()));
+        tokio::time::sleep(Duration::from_secs(3 * 3600 + 1)).await;
+        let runs = |agent: Option<&str>| {
+            let app = shared.engine.app().for_agent(agent).unwrap();
+            app.heartbeat_runs().newest(100).unwrap().len()
+        };
+        // The default agent has no heartbeat of its own while others do.
+        assert_eq!(runs(None), 0);
+        assert_eq!(runs(Some("work")), 3);
+        assert_eq!(runs(Some("ops")), 6);
+        assert!(state.join("agents/work/heartbeat").is_dir());
+        // A wake for one agent's session runs that agent alone.
+        let _ = shared.bus.send(GatewayEvent::Wake {
+            reason: "wake".into(),
+            session_key: "agent:work:main".into(),
+        });
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        assert_eq!((runs(Some("work")), runs(Some("ops"))), (4, 6));
+        stop.cancel();
+        runner.await.unwrap().unwrap();
+    }
+
     /// Moves paused time on by hand until `done`: a run waiting in a lane
     /// is blocking work, which keeps paused time from moving on its own.
     async fn advance_until(done: impl Fn() -> bool) -> Duration {
@@ -483,7 +627,7 @@ mod tests {
         half_hourly(dir.path());
         let (shared, clock) = gateway_at_ten(dir.path());
         let app = shared.engine.app();
-        let key = app.sessions(Some(beat::AGENT_ID)).resolve_key(None);
+        let key = app.sessions(Some(&app.agent)).resolve_key(None);
         // A turn holds the session's lane.
         let held = super::super::route::hold(&shared, &key).await;
         let first_due = app.next_heartbeat_ms(clock.now().as_millisecond()).unwrap();

@@ -440,13 +440,31 @@ pub(crate) fn queue_system_event(
 /// `system heartbeat run-now`: one heartbeat now (waiting behind a turn
 /// that runs in the session), answered with its event once the outcome
 /// and any delivery are recorded.
-async fn heartbeat_run(State(shared): State<Arc<Shared>>) -> ApiResult {
-    let event = super::heartbeat::run(&shared, "manual", true, true)
+async fn heartbeat_run(
+    State(shared): State<Arc<Shared>>,
+    body: Option<Json<HeartbeatRunBody>>,
+) -> ApiResult {
+    let agent = body.and_then(|Json(b)| b.agent_id);
+    if let Some(agent) = &agent {
+        shared
+            .engine
+            .app()
+            .for_agent(Some(agent))
+            .map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, format!("{e:#}")))?;
+    }
+    let event = super::heartbeat::run(&shared, agent.as_deref(), "manual", true, true)
         .await
         .map_err(ApiError::internal)?;
     Ok(Json(
         serde_json::to_value(event).map_err(ApiError::internal)?,
     ))
+}
+
+/// `POST /v1/system/heartbeat/run`: `{agentId?}` (the default agent).
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, deny_unknown_fields, rename_all = "camelCase")]
+struct HeartbeatRunBody {
+    agent_id: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -575,9 +593,11 @@ async fn agent(
         return Err(ApiError::new(StatusCode::BAD_REQUEST, "message is empty"));
     }
     if super::chat::is_chat(&req) {
-        super::chat::route(&shared.engine.app(), &mut req)
+        super::chat::route(&shared.engine.app(), &shared.chat_router, &mut req)
             .map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, e.to_string()))?;
     } else {
+        super::chat::check_not_chat(&req)
+            .map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, e.to_string()))?;
         req.channel = Some("api".to_string());
     }
     let key = shared
@@ -752,11 +772,30 @@ fn status_for(err: &anyhow::Error) -> StatusCode {
     }
 }
 
-async fn sessions(State(shared): State<Arc<Shared>>) -> ApiResult {
-    let app = shared.engine.app();
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, deny_unknown_fields, rename_all = "camelCase")]
+struct SessionsQuery {
+    agent_id: Option<String>,
+}
+
+/// `GET /v1/sessions[?agentId=<id>]`: one agent's sessions (default: the
+/// default agent's).
+async fn sessions(
+    State(shared): State<Arc<Shared>>,
+    query: Result<axum::extract::Query<SessionsQuery>, axum::extract::rejection::QueryRejection>,
+) -> ApiResult {
+    let query = query
+        .map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, e.body_text()))?
+        .0;
+    let app = shared
+        .engine
+        .app()
+        .for_agent(query.agent_id.as_deref())
+        .map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, e.to_string()))?;
+    let agent = app.agent.clone();
     let (list, warnings) = shared
         .engine
-        .blocking(move || app.sessions(None).list())
+        .blocking(move || app.sessions(Some(&app.agent)).list())
         .await
         .map_err(ApiError::internal)?;
     let rows: Vec<Value> = list
@@ -768,7 +807,7 @@ async fn sessions(State(shared): State<Arc<Shared>>) -> ApiResult {
         })
         .collect();
     Ok(Json(
-        json!({"ok": true, "count": rows.len(), "sessions": rows, "warnings": warnings}),
+        json!({"ok": true, "agentId": agent, "count": rows.len(), "sessions": rows, "warnings": warnings}),
     ))
 }
 

@@ -207,6 +207,8 @@ pub(crate) struct Shared {
     /// Said by the config watcher when a reload changed the memory paths
     /// (the memory watcher then watches the new ones).
     pub memory_paths_changed: tokio::sync::Notify,
+    /// The chat router of the config in use, built once per load.
+    pub chat_router: chat::RouterCache,
 }
 
 impl std::fmt::Debug for Shared {
@@ -441,6 +443,7 @@ async fn serve(
         semantic: semantic::SemanticState::default(),
         periodic_work_ran: tokio::sync::Notify::new(),
         memory_paths_changed: tokio::sync::Notify::new(),
+        chat_router: chat::RouterCache::default(),
     });
     follow_task_deliveries(&shared);
     // The intake's group commit runs on a thread of its own.
@@ -746,6 +749,7 @@ pub(crate) fn test_shared_on(
         semantic: semantic::SemanticState::default(),
         periodic_work_ran: tokio::sync::Notify::new(),
         memory_paths_changed: tokio::sync::Notify::new(),
+        chat_router: chat::RouterCache::default(),
     });
     follow_task_deliveries(&shared);
     shared

@@ -223,3 +223,220 @@ fn each_agents_memory_search_sees_only_its_own_notes() {
         unknown.stderr
     );
 }
+
+/// Every file under `root` (relative path, bytes).
+fn snapshot(root: &std::path::Path) -> std::collections::BTreeMap<String, Vec<u8>> {
+    fn walk(
+        root: &std::path::Path,
+        dir: &std::path::Path,
+        out: &mut std::collections::BTreeMap<String, Vec<u8>>,
+    ) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                walk(root, &path, out);
+            } else {
+                let rel = path
+                    .strip_prefix(root)
+                    .unwrap()
+                    .to_string_lossy()
+                    .into_owned();
+                out.insert(rel, std::fs::read(&path).unwrap());
+            }
+        }
+    }
+    let mut out = std::collections::BTreeMap::new();
+    walk(root, root, &mut out);
+    out
+}
+
+#[test]
+fn a_single_agent_state_keeps_working_and_adding_an_agent_moves_nothing_of_it() {
+    let sb = Sandbox::new();
+    sb.write(
+        ".almanac/config.json5",
+        "{agents: {defaults: {model: \"openai/test-model\"}}}\n",
+    );
+    sb.write(
+        ".almanac/workspace/MEMORY.md",
+        "- The boat is called Tern\n",
+    );
+    sb.write(
+        ".almanac/workspace/memory/2026-11-20.md",
+        "- The cabin key is under the blue pot\n",
+    );
+    let server = ScriptedServer::start(vec![text("Hello."), text("Again.")]);
+    let env = [("OPENAI_BASE_URL", server.url.as_str())];
+    sb.run_env(&["agent", "--message", "hi"], &env).ok();
+    let job = [
+        "cron",
+        "add",
+        "--name",
+        "Daily",
+        "--cron",
+        "0 9 * * *",
+        "--tz",
+        "UTC",
+        "--message",
+        "Plan the day",
+        "--json",
+    ];
+    sb.run(&job).ok();
+    sb.run(&["memory", "index"]).ok();
+    let sessions = sb.run(&["sessions", "--json"]).ok().json();
+    let jobs = sb.run(&["cron", "list", "--json"]).ok().json();
+    let before = snapshot(&sb.path(".almanac"));
+
+    sb.run(&["agents", "add", "work", "--json"]).ok();
+    let after = snapshot(&sb.path(".almanac"));
+    for (path, bytes) in &before {
+        if path.starts_with("config.json5") {
+            continue;
+        }
+        assert_eq!(after.get(path), Some(bytes), "{path} moved or changed");
+    }
+    // The new agent's things are its own.
+    for path in after.keys().filter(|p| !before.contains_key(*p)) {
+        assert!(
+            path.starts_with("config.json5")
+                || path.starts_with("workspace-work/")
+                || path.starts_with("agents/work/"),
+            "{path}"
+        );
+    }
+
+    // Everything the single agent had works as before: its sessions, its
+    // jobs, its index, and its next turn goes on in the same session.
+    assert_eq!(sb.run(&["sessions", "--json"]).ok().json(), sessions);
+    assert_eq!(sb.run(&["cron", "list", "--json"]).ok().json(), jobs);
+    let hits = sb
+        .run(&["memory", "search", "--json", "cabin key"])
+        .ok()
+        .json();
+    assert_eq!(hits["results"].as_array().map_or(0, Vec::len), 1, "{hits}");
+    sb.run_env(&["agent", "--message", "again"], &env).ok();
+    let asked = server.requests()[1].json();
+    let users = asked["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "user")
+        .count();
+    assert_eq!(users, 2, "the turn went on in the old session: {asked}");
+}
+
+/// The content of every tool result the model was sent, in order.
+fn tool_results(server: &ScriptedServer) -> Vec<String> {
+    let last = server.requests().last().unwrap().json();
+    last["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| m["content"].as_str().unwrap_or_default().to_string())
+        .collect()
+}
+
+#[test]
+fn an_agents_tools_reach_neither_the_other_agents_workspace_nor_its_memory() {
+    use crate::agent::tool_call;
+    let sb = Sandbox::new();
+    two_agents(&sb);
+    let home_before = snapshot(&sb.path(".almanac/workspace"));
+    let server = ScriptedServer::start(vec![
+        tool_call(
+            "c1",
+            "read",
+            json!({"path": "../workspace/memory/2026-11-20.md"}),
+        ),
+        tool_call(
+            "c2",
+            "write",
+            json!({"path": "../workspace/AGENTS.md", "content": "owned"}),
+        ),
+        tool_call(
+            "c3",
+            "edit",
+            json!({"path": "../workspace/AGENTS.md", "old_text": "HOME", "new_text": "WORK"}),
+        ),
+        tool_call(
+            "c4",
+            "memory_search",
+            json!({"query": "cabin key blue pot"}),
+        ),
+        tool_call(
+            "c5",
+            "memory_get",
+            json!({"path": "../workspace/memory/2026-11-20.md"}),
+        ),
+        tool_call(
+            "c6",
+            "memory_append",
+            json!({"text": "Deploys freeze on Friday"}),
+        ),
+        tool_call("c7", "read", json!({"path": "memory/2026-11-20.md"})),
+        text("done"),
+    ]);
+    let env = [("OPENAI_BASE_URL", server.url.as_str())];
+    sb.run_env(
+        &[
+            "agent",
+            "--agent",
+            "work",
+            "--message",
+            "look around",
+            "--json",
+        ],
+        &env,
+    )
+    .ok();
+    let results = tool_results(&server);
+    assert_eq!(results.len(), 7, "{results:?}");
+    for (i, r) in results[..3].iter().enumerate() {
+        assert!(
+            [
+                "outside the workspace",
+                "leaves the workspace",
+                "may not open"
+            ]
+            .iter()
+            .any(|why| r.contains(why)),
+            "call {i}: {r}"
+        );
+    }
+    assert!(!results[3].contains("cabin"), "{}", results[3]);
+    assert!(!results[4].contains("cabin"), "{}", results[4]);
+    assert!(
+        results[6].contains("pg-stage-07"),
+        "its own notes: {}",
+        results[6]
+    );
+    // The other agent's workspace is as it was; the note went to work's.
+    assert_eq!(snapshot(&sb.path(".almanac/workspace")), home_before);
+    let work_notes = snapshot(&sb.path(".almanac/workspace-work/memory"));
+    assert!(
+        work_notes
+            .values()
+            .any(|b| String::from_utf8_lossy(b).contains("Deploys freeze on Friday")),
+        "{:?}",
+        work_notes.keys()
+    );
+    // Its session is its own; the default agent has none.
+    assert!(
+        sb.path(".almanac/agents/work/sessions/sessions.json")
+            .is_file()
+    );
+    let home_sessions = sb.run(&["sessions", "--json"]).ok().json();
+    let work_sessions = sb
+        .run(&["sessions", "--agent", "work", "--json"])
+        .ok()
+        .json();
+    assert!(
+        home_sessions.to_string().find("agent:work").is_none(),
+        "{home_sessions}"
+    );
+    assert!(
+        work_sessions.to_string().contains("agent:work:main"),
+        "{work_sessions}"
+    );
+}

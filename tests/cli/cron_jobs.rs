@@ -285,7 +285,7 @@ fn bad_jobs_are_refused_naming_what_is_wrong() {
         ),
         (
             &["--every", "1h", "--agent", "ops", "--message", "m"],
-            "one agent, `main`",
+            "unknown agent `ops`",
         ),
         (
             &["--every", "1h", "--webhook", "ftp://x", "--message", "m"],

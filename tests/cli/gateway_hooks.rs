@@ -433,7 +433,7 @@ fn hook_agent_runs_are_checked_accepted_recorded_as_tasks_and_delivered() {
         (r#"{"message": "m", "model": " "}"#, "model required"),
         (
             r#"{"message": "m", "agentId": "ops"}"#,
-            "agentId is not allowed by hooks.allowedAgentIds",
+            "unknown agent `ops`: the agents are `main`",
         ),
         (
             r#"{"message": "m", "sessionKey": "hook:mine"}"#,

@@ -5,6 +5,7 @@
 
 mod agent;
 mod agents;
+mod agents_routes;
 mod common;
 mod cron;
 mod cron_jobs;

@@ -14,6 +14,8 @@ fn item(text: &str) -> Item {
         text: text.into(),
         task_id: None,
         to: None,
+        channel: None,
+        account_id: None,
     }
 }
 
@@ -200,6 +202,8 @@ fn unreadable_lines_at_the_head_go_with_the_old_entries() {
         text: "recent".into(),
         task_id: None,
         to: None,
+        channel: None,
+        account_id: None,
     })
     .unwrap();
     std::fs::write(
@@ -231,7 +235,10 @@ fn a_reader_follows_appends_and_rewrites_without_repeating_or_skipping() {
     assert!(reader.poll().unwrap().entries.is_empty());
     // Announced in order: the next one needs no read.
     let c = writer.append(&item("c"), NOW, 0).unwrap();
-    assert_eq!(reader.announced(&c), Announced::Next(c.entry.clone()));
+    assert_eq!(
+        reader.announced(&c),
+        Announced::Next(Box::new(c.entry.clone()))
+    );
     assert_eq!(reader.announced(&a), Announced::Seen);
     // Another writer wrote in between: the reader must look at the file.
     let _d = other.append(&item("d"), NOW, 0).unwrap();

@@ -43,6 +43,18 @@ pub(crate) fn wrap(
     )
 }
 
+/// `content` from `source` inside the untrusted-content markers, after
+/// the notice: how text that came with a chat message (but is not its
+/// sender's own) reaches a prompt.
+pub(crate) fn untrusted_block(content: &str, source: &str) -> String {
+    let id = random_id();
+    format!(
+        "{NOTICE}\n\n<<<{START} id=\"{id}\">>>\nSource: {}\n---\n{}\n<<<{END} id=\"{id}\">>>",
+        one_line(source, NAME_MAX_CHARS),
+        sanitize(content)
+    )
+}
+
 /// The `Source:` line of a job's `externalContentSource`.
 pub(crate) fn source_label(source: &str) -> &'static str {
     match source.trim().to_ascii_lowercase().as_str() {

@@ -312,6 +312,8 @@ async fn the_outbox_stream_sends_new_entries_and_replays_what_followed_the_last_
             text: text.into(),
             task_id: None,
             to: None,
+            channel: None,
+            account_id: None,
         };
         let shared = shared.clone();
         async move {

@@ -58,6 +58,9 @@ pub(crate) struct WebhookRun {
     /// without the untrusted-content markers; never from a request.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub allow_unsafe_external_content: bool,
+    /// The agent the run is for (none: the default agent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_id: Option<String>,
 }
 
 /// An optional string field: absent or null is `None`; anything else
@@ -136,13 +139,16 @@ pub(super) async fn agent(
     let name = optional_text(payload, "name")?
         .filter(|n| !n.is_empty())
         .unwrap_or_else(|| "Hook".to_string());
-    // almanac runs one agent: an explicit id is checked against the
-    // allowlist, and any id but `main` is refused.
+    // An explicit agent must be allowed by `hooks.allowedAgentIds` and
+    // be one of the config's agents; none is the default agent.
+    let mut agent_id = None;
     if let Some(id) = optional_text(payload, "agentId")?.filter(|i| !i.is_empty()) {
-        let id = crate::session::key::normalize_id(&id, crate::trigger::AGENT_ID);
-        if id != crate::trigger::AGENT_ID || !agent_allowed(config, &id) {
+        let id = crate::session::key::normalize_id(&id, crate::agents::MAIN);
+        if !agent_allowed(config, &id) {
             return Err(bad("agentId is not allowed by hooks.allowedAgentIds"));
         }
+        let agent = app.for_agent(Some(&id)).map_err(|e| bad(e.to_string()))?;
+        agent_id = (!agent.default_agent).then_some(agent.agent);
     }
     let asked_key = optional_text(payload, "sessionKey")?.filter(|k| !k.is_empty());
     let session_key = run_session_key(config, asked_key.clone(), from_mapping)?;
@@ -180,6 +186,7 @@ pub(super) async fn agent(
         .engine
         .session_key(&TurnRequest {
             session_key: Some(session_key.clone()),
+            agent: agent_id.clone(),
             ..TurnRequest::default()
         })
         .map_err(|e| bad(e.to_string()))?;
@@ -187,7 +194,7 @@ pub(super) async fn agent(
         // What the sender gave: a key almanac generated for this request
         // (`hook:<uuid>`) would make every retry a request of its own.
         let identity = json!({
-            "pathKey": "agent", "agentId": crate::trigger::AGENT_ID,
+            "pathKey": "agent", "agentId": agent_id.as_deref().unwrap_or(crate::agents::MAIN),
             "sessionKey": asked_key, "message": message, "name": name,
             "wakeMode": wake_mode, "deliver": deliver, "channel": channel, "to": to,
             "model": model, "thinking": thinking, "timeoutSeconds": timeout_seconds,
@@ -207,6 +214,7 @@ pub(super) async fn agent(
         // Only a mapping, which the user configured, may say so.
         allow_unsafe_external_content: from_mapping
             && payload["allowUnsafeExternalContent"] == Value::Bool(true),
+        agent_id,
     };
     let record = Record {
         seq: 0,
@@ -254,7 +262,11 @@ pub(crate) fn record_run(
     new.run_id = Some(run.run_id.clone());
     new.label = Some(run.name.clone());
     new.requester_session_key = record.session_key.clone();
-    new.agent_id = Some(crate::trigger::AGENT_ID.to_string());
+    new.agent_id = Some(
+        run.agent_id
+            .clone()
+            .unwrap_or_else(|| crate::trigger::AGENT_ID.to_string()),
+    );
     new.lane_key = Some(record.session_key.clone());
     new.request = Some(serde_json::to_value(record)?);
     // Its answer is delivered, or told to the main session: a delivery
@@ -397,20 +409,25 @@ async fn run_webhook(shared: &Arc<Shared>, task: crate::tasks::Task, record: Rec
     // The reply is shown as the channel it is delivered on shows replies
     // (`channels.<channel>.heartbeat.showOk`).
     let channel = if run.deliver {
-        delivery_target(shared, &run.channel).await.channel()
+        delivery_target(shared, &run, &run.channel).await.channel()
     } else {
         "hook"
     };
     let request = TurnRequest {
         message,
         session_key: Some(lane.clone()),
-        agent: Some(crate::trigger::AGENT_ID.to_string()),
+        agent: Some(
+            run.agent_id
+                .clone()
+                .unwrap_or_else(|| crate::trigger::AGENT_ID.to_string()),
+        ),
         model: run.model.clone(),
         heartbeat: None,
         channel: Some(channel.to_string()),
         chat_channel: None,
         account_id: None,
         peer: None,
+        context: Vec::new(),
         shape: crate::trigger::TurnShape {
             thinking: run
                 .thinking
@@ -517,12 +534,17 @@ async fn tell(
                 let item = crate::delivery::Item {
                     source: crate::delivery::Source::Hook,
                     session_key: lane.to_string(),
-                    agent_id: crate::trigger::AGENT_ID.to_string(),
+                    agent_id: run
+                        .agent_id
+                        .clone()
+                        .unwrap_or_else(|| crate::trigger::AGENT_ID.to_string()),
                     text: reply,
                     task_id: Some(task.task_id.clone()),
                     to: run.to.clone(),
+                    channel: None,
+                    account_id: None,
                 };
-                let target = delivery_target(shared, &run.channel).await;
+                let target = delivery_target(shared, run, &run.channel).await;
                 match shared.deliverer.deliver(item, &target).await {
                     Ok(_) => return,
                     Err(err) => {
@@ -590,14 +612,20 @@ async fn set_delivery(shared: &Arc<Shared>, id: &str, status: crate::tasks::Deli
     }
 }
 
-/// Where a run's answer goes: the outbox, or for `last` the main
-/// session's last route (a heartbeat webhook it was last delivered to),
-/// else the outbox.
-async fn delivery_target(shared: &Arc<Shared>, channel: &str) -> crate::delivery::Target {
+/// Where a run's answer goes: the outbox, or for `last` its agent's last
+/// route (the chat its user last wrote from, or a heartbeat webhook an
+/// earlier version delivered to), else the outbox.
+async fn delivery_target(
+    shared: &Arc<Shared>,
+    run: &WebhookRun,
+    channel: &str,
+) -> crate::delivery::Target {
     if channel != "last" {
         return crate::delivery::Target::Outbox;
     }
-    let app = shared.engine.app();
+    let Ok(app) = shared.engine.app().for_agent(run.agent_id.as_deref()) else {
+        return crate::delivery::Target::Outbox;
+    };
     shared
         .engine
         .blocking(move || {
