@@ -177,6 +177,11 @@ impl Agents {
             .unwrap_or(&self.list[0])
     }
 
+    /// How many agents there are (at least one).
+    pub(crate) fn len(&self) -> usize {
+        self.list.len()
+    }
+
     /// The agent `id` names (normalised as session keys are).
     pub(crate) fn get(&self, id: &str) -> Option<&Agent> {
         let id = normalize_id(id, MAIN);

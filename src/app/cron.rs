@@ -137,6 +137,18 @@ pub(crate) enum Requester {
     },
 }
 
+/// The agent a job with `agent_id` runs as: that one, or the default
+/// agent for none.
+pub(crate) fn job_agent(app: &App, agent_id: Option<&str>) -> String {
+    match agent_id.map(str::trim).filter(|a| !a.is_empty()) {
+        Some(id) => normalize_agent_id(id),
+        None => app
+            .agents()
+            .map(|a| a.default_agent().id.clone())
+            .unwrap_or_else(|_| crate::agents::MAIN.to_string()),
+    }
+}
+
 /// A job's `agentId` names an agent of the config (none: the default).
 fn check_agent(app: &App, job: &CronJob) -> Result<(), JobError> {
     let Some(id) = job.agent_id.as_deref() else {
@@ -224,9 +236,18 @@ pub(crate) fn add_job(
     job.updated_at_ms = now_ms;
     job.state = JobState::default();
     job.agent_id = job.agent_id.as_deref().map(normalize_agent_id);
-    if let Requester::Agent { session_key, .. } = requester {
+    if let Requester::Agent {
+        session_key,
+        agent_id,
+    } = requester
+    {
         job.session_key = Some(session_key.clone());
         job.mark_created_by_agent();
+        // A job a turn of another agent than the default schedules is
+        // that agent's.
+        if job.agent_id.is_none() && job_agent(app, None) != normalize_agent_id(agent_id) {
+            job.agent_id = Some(normalize_agent_id(agent_id));
+        }
     }
     resolve_current(&mut job);
     if job.schedule.kind == ScheduleKind::At && job.delete_after_run.is_none() {
@@ -312,7 +333,7 @@ fn check_requester(
     let Requester::Agent { agent_id, .. } = requester else {
         return Ok(());
     };
-    if normalize_agent_id(job.agent()) != normalize_agent_id(agent_id) {
+    if job_agent(app, job.agent_id.as_deref()) != normalize_agent_id(agent_id) {
         return Err(invalid(
             "agentId",
             format!(

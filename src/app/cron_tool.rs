@@ -58,7 +58,7 @@ pub(crate) async fn call(
     };
     match action {
         "status" => status(app),
-        "list" => list(app, args),
+        "list" => list(app, caller, args),
         "add" => {
             let added = add(app, caller, &requester, args)?;
             tell(app, gateway, added.written).await;
@@ -66,6 +66,7 @@ pub(crate) async fn call(
         }
         "update" => {
             let id = job_id(args)?;
+            own_job(app, caller, id)?;
             let patch = args
                 .get("patch")
                 .ok_or("`patch` is required: an object of the fields to change")?;
@@ -75,12 +76,19 @@ pub(crate) async fn call(
         }
         "remove" => {
             let id = job_id(args)?;
+            own_job(app, caller, id)?;
             let (removed, written) = app_cron::remove_job(app, id).map_err(plain)?;
             tell(app, gateway, written).await;
             Ok(json!({"ok": removed.ok, "removed": removed.removed, "id": removed.id}))
         }
-        "runs" => runs(app, args),
-        "run" => run(app, gateway, args).await,
+        "runs" => {
+            own_job(app, caller, job_id(args)?)?;
+            runs(app, args)
+        }
+        "run" => {
+            own_job(app, caller, job_id(args)?)?;
+            run(app, gateway, args).await
+        }
         "wake" => wake(app, gateway, args).await,
         other => Err(format!("`{other}` is not a cron action")),
     }
@@ -101,7 +109,50 @@ fn status(app: &App) -> Result<Value, String> {
     Ok(answer)
 }
 
-fn list(app: &App, args: &Value) -> Result<Value, String> {
+/// Every job, as the index lists them (all pages).
+fn every_job(app: &App) -> Result<Vec<Value>, String> {
+    let mut jobs = Vec::new();
+    loop {
+        let page = app_cron::list(
+            app,
+            &ListQuery {
+                enabled: EnabledFilter::All,
+                limit: index::MAX_PAGE,
+                offset: jobs.len(),
+                ..ListQuery::default()
+            },
+        )
+        .map_err(plain)?;
+        let more = page.has_more && !page.jobs.is_empty();
+        jobs.extend(page.jobs);
+        if !more {
+            return Ok(jobs);
+        }
+    }
+}
+
+/// Whether a listed job is `agent`'s.
+fn is_agents(app: &App, agent: &str, job: &Value) -> bool {
+    app_cron::job_agent(app, job["agentId"].as_str()) == agent
+}
+
+/// A turn sees and changes its own agent's jobs only: another agent's
+/// is refused (one that does not exist is left to the action to say).
+fn own_job(app: &App, caller: &Caller, lookup: &str) -> Result<(), String> {
+    let Ok(id) = app.cron_store().resolve(lookup, app.now_ms()) else {
+        return Ok(());
+    };
+    let agent = app_cron::job_agent(app, Some(&caller.agent_id));
+    let jobs = every_job(app)?;
+    match jobs.iter().find(|j| j["id"] == id.as_str()) {
+        Some(job) if !is_agents(app, &agent, job) => Err(format!(
+            "`{lookup}` is another agent's job: a turn sees and changes its own agent's jobs only"
+        )),
+        _ => Ok(()),
+    }
+}
+
+fn list(app: &App, caller: &Caller, args: &Value) -> Result<Value, String> {
     let mut query = ListQuery {
         limit: LIST_DEFAULT_LIMIT,
         ..ListQuery::default()
@@ -141,7 +192,46 @@ fn list(app: &App, args: &Value) -> Result<Value, String> {
         Some(Value::String(q)) => Some(q.trim().to_string()).filter(|q| !q.is_empty()),
         Some(_) => return Err("`query` is text".into()),
     };
-    let listing = app_cron::list(app, &query).map_err(plain)?;
+    let several = app.agents().map(|a| a.len() > 1).unwrap_or(false);
+    let listing = if several {
+        // Only the calling agent's jobs, paged among themselves.
+        let agent = app_cron::job_agent(app, Some(&caller.agent_id));
+        let (limit, offset) = (query.limit, query.offset);
+        let mut all = app_cron::list(
+            app,
+            &ListQuery {
+                limit: index::MAX_PAGE,
+                offset: 0,
+                ..query.clone()
+            },
+        )
+        .map_err(plain)?;
+        let mut mine = Vec::new();
+        loop {
+            let more = all.has_more && !all.jobs.is_empty();
+            let seen = all.offset + all.jobs.len();
+            mine.extend(all.jobs.into_iter().filter(|j| is_agents(app, &agent, j)));
+            if !more {
+                break;
+            }
+            all = app_cron::list(
+                app,
+                &ListQuery {
+                    limit: index::MAX_PAGE,
+                    offset: seen,
+                    ..query.clone()
+                },
+            )
+            .map_err(plain)?;
+        }
+        let total = mine.len();
+        let page: Vec<Value> = mine.into_iter().skip(offset).take(limit).collect();
+        let mut listing = crate::cron::Listing::new(page, total, &query);
+        listing.warnings = all.warnings;
+        listing
+    } else {
+        app_cron::list(app, &query).map_err(plain)?
+    };
     let mut answer = serde_json::to_value(&listing).map_err(|e| e.to_string())?;
     with_warnings(&mut answer, &listing.warnings);
     Ok(answer)

@@ -96,7 +96,7 @@ impl Listing {
         Listing::new(Vec::new(), 0, query)
     }
 
-    fn new(jobs: Vec<Value>, total: usize, query: &ListQuery) -> Listing {
+    pub(crate) fn new(jobs: Vec<Value>, total: usize, query: &ListQuery) -> Listing {
         let end = query.offset + jobs.len();
         let has_more = end < total;
         Listing {

@@ -56,7 +56,16 @@ impl Turn {
         Turn::with_gateway(app, None)
     }
 
+    /// The tools of a turn in `key` of `app`'s agent.
+    fn in_session(app: &App, key: &str) -> Turn {
+        Turn::with_gateway_in(app, None, key)
+    }
+
     fn with_gateway(app: &App, gateway: Option<Arc<dyn GatewayPort>>) -> Turn {
+        Turn::with_gateway_in(app, gateway, KEY)
+    }
+
+    fn with_gateway_in(app: &App, gateway: Option<Arc<dyn GatewayPort>>, key: &str) -> Turn {
         let model = app.model_without_key(Some("openai/test-model")).unwrap();
         let services = AppServices {
             app: app.clone(),
@@ -69,7 +78,7 @@ impl Turn {
             "hello",
             None,
             &TurnShape::default(),
-            caller(app, KEY),
+            caller(app, key),
             &services,
             || (),
         );
@@ -730,4 +739,57 @@ fn outside_the_gateway_the_tool_uses_its_control_api_off_the_turns_runtime() {
         "{request}"
     );
     assert!(request.contains(r#""trusted":false"#), "{request}");
+}
+
+#[test]
+fn a_turn_sees_and_changes_its_own_agents_jobs_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let app = app_with(
+        dir.path(),
+        Some(r#"{agents: {list: [{id: "home", default: true}, {id: "work"}]}}"#),
+    );
+    let work_app = app.for_agent(Some("work")).unwrap();
+    let home = Turn::in_session(&app, "agent:home:main");
+    let work = Turn::in_session(&work_app, "agent:work:main");
+    let home_job = home.ok(json!({"action": "add", "job": reminder("2026-11-30T09:00:00")}));
+    let work_job = work.ok(json!({"action": "add", "job": reminder("2026-11-30T10:00:00")}));
+    // The default agent's jobs carry no agentId, as they always did.
+    assert_eq!(home_job["job"].get("agentId"), None);
+    assert_eq!(work_job["job"]["agentId"], "work");
+    let ids = |turn: &Turn| -> Vec<String> {
+        let list = turn.ok(json!({"action": "list"}));
+        assert_eq!(list["total"], 1, "{list}");
+        list["jobs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|j| j["id"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let (home_id, work_id) = (
+        home_job["job"]["id"].as_str().unwrap(),
+        work_job["job"]["id"].as_str().unwrap(),
+    );
+    assert_eq!(ids(&home), [home_id]);
+    assert_eq!(ids(&work), [work_id]);
+    // Another agent's job is not the turn's to see or change.
+    for action in ["remove", "runs", "run"] {
+        let refused = work.refused(json!({"action": action, "jobId": home_id}));
+        assert!(
+            refused.contains("another agent's job"),
+            "{action}: {refused}"
+        );
+    }
+    let refused =
+        work.refused(json!({"action": "update", "jobId": home_id, "patch": {"name": "x"}}));
+    assert!(refused.contains("another agent's job"), "{refused}");
+    // Nor may a turn schedule a job for another agent.
+    let mut other = reminder("2026-11-30T11:00:00");
+    other["agentId"] = json!("home");
+    assert!(
+        work.refused(json!({"action": "add", "job": other}))
+            .contains("another agent")
+    );
+    // Both jobs are still there.
+    assert_eq!(work.listed().len(), 2);
 }

@@ -440,3 +440,73 @@ fn an_agents_tools_reach_neither_the_other_agents_workspace_nor_its_memory() {
         "{work_sessions}"
     );
 }
+
+#[test]
+fn each_command_acts_for_the_agent_it_names_and_no_other() {
+    let sb = Sandbox::new();
+    two_agents(&sb);
+    sb.write(
+        ".almanac/workspace-work/skills/deploy/SKILL.md",
+        "---\nname: deploy\ndescription: Ships the build to staging.\n---\nRun the deploy.\n",
+    );
+    let home_before = snapshot(&sb.path(".almanac/workspace"));
+    sb.run(&[
+        "session-memory",
+        "append",
+        "--agent",
+        "work",
+        "The VPN code is 4417",
+    ])
+    .ok();
+    assert_eq!(snapshot(&sb.path(".almanac/workspace")), home_before);
+    let found = |agent: &str| {
+        let v = sb
+            .run(&[
+                "session-memory",
+                "search",
+                "--agent",
+                agent,
+                "--json",
+                "VPN code",
+            ])
+            .ok()
+            .json();
+        v.to_string().contains("4417")
+    };
+    assert!(found("work"));
+    assert!(!found("home"));
+    let context = |agent: &str| {
+        sb.run(&["session-memory", "context", "--agent", agent, "VPN code"])
+            .ok()
+            .stdout
+    };
+    assert!(context("work").contains("4417"));
+    assert!(!context("home").contains("4417"));
+    let skills = |args: &[&str]| {
+        let mut all = vec!["skills", "list", "--json"];
+        all.extend_from_slice(args);
+        let v = sb.run(&all).ok().json();
+        v["skills"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|s| s["name"] == "deploy")
+    };
+    assert!(skills(&["--agent", "work"]));
+    assert!(!skills(&[]));
+    let prompt = |agent: &str| {
+        sb.run(&["agent", "prompt", "--agent", agent, "--message", "hi"])
+            .ok()
+            .stdout
+    };
+    let (work, home) = (prompt("work"), prompt("home"));
+    assert!(
+        work.contains("WORK-RULES") && !work.contains("HOME-RULES"),
+        "{work}"
+    );
+    assert!(
+        home.contains("HOME-RULES") && !home.contains("WORK-RULES"),
+        "{home}"
+    );
+    assert!(work.contains("deploy") && !home.contains("Ships the build"));
+}
