@@ -248,7 +248,7 @@ fn converse(app: &App, messages: &[Message]) {
     app.paths.ensure_workspace().unwrap();
     let now = app.host.now_ts();
     let (current, _) = sessions
-        .current(KEY, now, &app.paths.workspace, None, false)
+        .current(KEY, None, now, &app.paths.workspace, None, false)
         .unwrap();
     let clock = move || now;
     let mut log = crate::agent::turn::Log {

@@ -338,8 +338,14 @@ fn open(app: &App, req: &TurnRequest, resolved: Resolved) -> anyhow::Result<Open
     let lock = crate::durable::lock_file(&sessions.turn_lock_path(key))?;
     let hooks_on = app.config.config.hooks.internal.enabled;
     let previous = (hooks_on && explicit.is_some()).then(|| stored_entry(sessions, key));
-    let (current, warnings) =
-        sessions.current(key, *now, &app.paths.workspace, *explicit, false)?;
+    let (current, warnings) = sessions.current(
+        key,
+        req.chat_channel.as_deref(),
+        *now,
+        &app.paths.workspace,
+        *explicit,
+        false,
+    )?;
     if req.heartbeat.is_none() {
         fire_opening_hooks(
             app,

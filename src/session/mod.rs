@@ -126,10 +126,13 @@ impl Sessions {
     /// The session for a turn on `key` at `now_ms`: the current one, or a
     /// new one when there is none, when it is stale (unless `bookkeeping`),
     /// or when `explicit` asks. An explicit reset keeps the model choice
-    /// and label; a stale rollover keeps nothing.
+    /// and label; a stale rollover keeps nothing. `channel`: the chat
+    /// channel the message came in on, whose `resetByChannel` entry
+    /// applies (else the channel the key names).
     pub(crate) fn current(
         &self,
         key: &str,
+        channel: Option<&str>,
         now: jiff::Timestamp,
         cwd: &Path,
         explicit: Option<Started>,
@@ -137,7 +140,8 @@ impl Sessions {
     ) -> std::io::Result<(Current, Vec<String>)> {
         let now_ms = now.as_millisecond();
         let chat_type = key::chat_type(key);
-        let policy = reset::policy(&self.config, chat_type, key::channel_of(key));
+        let channel = channel.or_else(|| key::channel_of(key));
+        let policy = reset::policy(&self.config, chat_type, channel);
         let ((entry, started), warnings) = self.store().update(now, |map| {
             let existing = map.get(key).and_then(SessionEntry::from_value);
             let started = match (&existing, explicit) {
@@ -278,30 +282,123 @@ mod tests {
     }
 
     #[test]
+    fn a_chat_sessions_reset_follows_its_channel_and_its_type() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut config = SessionConfig::default();
+        let idle = |minutes: u32| crate::config::ResetConfig {
+            mode: Some("idle".into()),
+            idle_minutes: Some(minutes),
+            ..Default::default()
+        };
+        config.reset_by_channel = [("http".to_string(), idle(10))].into();
+        config.reset_by_type = [("group".to_string(), idle(60))].into();
+        let s = Sessions::new(dir.path(), "work", &config, TimeZone::UTC);
+        let fresh = |key: &str, channel: Option<&str>, first: &str, then: &str| {
+            let (a, _) = s
+                .current(key, channel, at(first), dir.path(), None, false)
+                .unwrap();
+            let (b, _) = s
+                .current(key, channel, at(then), dir.path(), None, false)
+                .unwrap();
+            a.entry.session_id == b.entry.session_id
+        };
+        // A routed direct chat on `http`: its channel's 10 idle minutes.
+        let dm = "agent:work:http:direct:boss";
+        assert!(fresh(
+            dm,
+            Some("http"),
+            "2026-11-29T09:00:00Z",
+            "2026-11-29T09:09:00Z"
+        ));
+        assert!(!fresh(
+            dm,
+            Some("http"),
+            "2026-11-29T10:00:00Z",
+            "2026-11-29T10:11:00Z"
+        ));
+        // With `dmScope: main` the key names no channel: the message's does.
+        let main = "agent:work:main";
+        assert!(!fresh(
+            main,
+            Some("http"),
+            "2026-11-29T11:00:00Z",
+            "2026-11-29T11:11:00Z"
+        ));
+        assert!(fresh(
+            main,
+            None,
+            "2026-11-29T12:00:00Z",
+            "2026-11-29T12:11:00Z"
+        ));
+        // A group on another channel: the group type's hour.
+        let group = "agent:work:telegram:group:team";
+        assert!(fresh(
+            group,
+            Some("telegram"),
+            "2026-11-29T13:00:00Z",
+            "2026-11-29T13:59:00Z"
+        ));
+        assert!(!fresh(
+            group,
+            Some("telegram"),
+            "2026-11-29T14:00:00Z",
+            "2026-11-29T15:01:00Z"
+        ));
+    }
+
+    #[test]
     fn sessions_start_roll_over_and_reset() {
         let dir = tempfile::tempdir().unwrap();
         let s = Sessions::new(dir.path(), "main", &SessionConfig::default(), TimeZone::UTC);
         let key = s.resolve_key(None);
         let (first, _) = s
-            .current(&key, at("2026-11-29T09:00:00Z"), dir.path(), None, false)
+            .current(
+                &key,
+                None,
+                at("2026-11-29T09:00:00Z"),
+                dir.path(),
+                None,
+                false,
+            )
             .unwrap();
         assert_eq!(first.started, Some(Started::First));
         assert!(first.transcript.exists());
         let (same, _) = s
-            .current(&key, at("2026-11-29T23:00:00Z"), dir.path(), None, false)
+            .current(
+                &key,
+                None,
+                at("2026-11-29T23:00:00Z"),
+                dir.path(),
+                None,
+                false,
+            )
             .unwrap();
         assert_eq!(same.started, None);
         assert_eq!(same.entry.session_id, first.entry.session_id);
         // Past 04:00 the next day: a new session; the old transcript stays.
         let (next, _) = s
-            .current(&key, at("2026-11-30T04:00:00Z"), dir.path(), None, false)
+            .current(
+                &key,
+                None,
+                at("2026-11-30T04:00:00Z"),
+                dir.path(),
+                None,
+                false,
+            )
             .unwrap();
         assert_eq!(next.started, Some(Started::Daily));
         assert_ne!(next.entry.session_id, first.entry.session_id);
         assert!(first.transcript.exists() && next.transcript.exists());
         // A heartbeat never rolls a session.
         let (beat, _) = s
-            .current(&key, at("2026-12-05T12:00:00Z"), dir.path(), None, true)
+            .current(
+                &key,
+                None,
+                at("2026-12-05T12:00:00Z"),
+                dir.path(),
+                None,
+                true,
+            )
             .unwrap();
         assert_eq!(beat.started, None);
         // An explicit reset keeps the model choice.
@@ -312,6 +409,7 @@ mod tests {
         let (reset, _) = s
             .current(
                 &key,
+                None,
                 at("2026-12-05T12:01:00Z"),
                 dir.path(),
                 Some(Started::Reset),
