@@ -14,6 +14,7 @@ pub(crate) mod activity;
 pub(crate) mod agent;
 pub(crate) mod agents;
 pub(crate) mod app;
+pub(crate) mod channels;
 pub(crate) mod child;
 pub mod cli;
 pub(crate) mod config;

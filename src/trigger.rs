@@ -79,6 +79,10 @@ pub(crate) struct ChatRoute {
     pub channel: String,
     pub to: String,
     pub account_id: Option<String>,
+    /// A forum topic's thread in the chat.
+    pub thread_id: Option<i64>,
+    /// The message a reply answers.
+    pub reply_to: Option<i64>,
 }
 
 /// What a cron job (or a webhook's run) asks of its turn besides the
@@ -174,6 +178,8 @@ pub(crate) enum Source {
     Heartbeat,
     /// `BOOT.md` at start.
     Boot,
+    /// A chat channel's message (Telegram).
+    Chat,
 }
 
 /// One turn to run: where it came from, what it asks, how long it may take

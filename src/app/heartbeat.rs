@@ -334,6 +334,8 @@ pub(crate) fn chat_route(entry: &SessionEntry) -> Option<ChatRoute> {
         channel: channel.to_string(),
         to: to.to_string(),
         account_id: entry.last_account_id.clone(),
+        thread_id: None,
+        reply_to: None,
     })
 }
 

@@ -22,6 +22,7 @@ mod logging;
 mod memory_cmd;
 mod outbox_cmd;
 mod output;
+mod pairing_cmd;
 mod session_memory_cmd;
 mod skills_cmd;
 mod status_cmd;
@@ -102,6 +103,9 @@ enum Command {
     /// The agents and the channels bound to each: list, add, bind, unbind
     #[command(subcommand)]
     Agents(agents_cmd::AgentsCommand),
+    /// Chat senders waiting to be let in: list, approve
+    #[command(subcommand)]
+    Pairing(pairing_cmd::PairingCommand),
     /// Run one agent turn (--message), or show its prompt (agent prompt)
     Agent(agent_cmd::AgentArgs),
     /// List sessions, or show one
@@ -147,6 +151,7 @@ impl Command {
             Command::Status(_)
             | Command::Config(_)
             | Command::Agents(_)
+            | Command::Pairing(_)
             | Command::SessionMemory(_)
             | Command::Heartbeat(_)
             | Command::Sessions(_)
@@ -235,6 +240,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let workspace = without.paths.workspace.take();
             agents_cmd::run(cmd, &load_app(&without, host)?, workspace.as_deref())
         }
+        Command::Pairing(cmd) => pairing_cmd::run(cmd, &load_app(&options, host)?),
         Command::Agent(args) => agent_cmd::run(args, &load_app(&options, host)?),
         Command::Sessions(args) => agent_cmd::sessions(args, &load_app(&options, host)?),
         Command::Skills(ForAgent { agent, command }) => {

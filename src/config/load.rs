@@ -477,6 +477,14 @@ pub(super) fn coerce_value(
 }
 
 pub(super) fn parse_json5(text: &str, path: &Path) -> Result<Value, ConfigError> {
+    // Most configs are plain JSON (OpenClaw writes its own so): a strict
+    // JSON parser reads them several times faster than JSON5's grammar,
+    // which stays the reader of everything else and of every error.
+    if let Ok(value) = serde_json::from_str::<Value>(text)
+        && value.is_object()
+    {
+        return Ok(value);
+    }
     let value: Value = json5::from_str(text).map_err(|e| {
         let message = match e.position() {
             Some(pos) => format!("{e} (line {}, column {})", pos.line + 1, pos.column + 1),

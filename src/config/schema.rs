@@ -5,6 +5,7 @@
 mod cron;
 mod hooks;
 mod skills;
+mod telegram;
 
 use std::collections::BTreeMap;
 
@@ -13,6 +14,7 @@ use serde::{Deserialize, Serialize};
 pub(crate) use cron::*;
 pub(crate) use hooks::*;
 pub(crate) use skills::*;
+pub(crate) use telegram::*;
 
 /// Where an effective setting came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -363,12 +365,15 @@ pub(crate) struct ActiveHoursConfig {
     pub timezone: Option<String>,
 }
 
-/// `channels`: per delivery channel settings by channel name, and
-/// `defaults` for all of them; almanac's channels are `outbox` and
-/// `webhook`. Only the heartbeat visibility is read.
+/// `channels`: the chat channels (`telegram`), and per delivery channel
+/// settings by channel name with `defaults` for all of them (`outbox`,
+/// `webhook`, `http`: only the heartbeat visibility is read).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(transparent)]
+#[serde(default)]
 pub(crate) struct ChannelsConfig {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub telegram: Option<TelegramConfig>,
+    #[serde(flatten)]
     pub by_name: BTreeMap<String, ChannelConfig>,
 }
 
@@ -408,7 +413,10 @@ impl ChannelsConfig {
     /// The visibility on `channel`: its own keys over `channels.defaults`
     /// over the built-in defaults (false / true / true).
     pub(crate) fn heartbeat_visibility(&self, channel: &str) -> HeartbeatVisibility {
-        let own = self.by_name.get(channel).and_then(|c| c.heartbeat.as_ref());
+        let own = match channel {
+            "telegram" => self.telegram.as_ref().and_then(|t| t.heartbeat.as_ref()),
+            _ => self.by_name.get(channel).and_then(|c| c.heartbeat.as_ref()),
+        };
         let defaults = self
             .by_name
             .get("defaults")

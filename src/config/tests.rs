@@ -24,7 +24,7 @@ const JSON5_WITH_EVERYTHING: &str = r#"// my almanac settings
     },
   },
   logging: { level: "debug", },
-  channels: { telegram: { botToken: "x" } }, // OpenClaw section almanac ignores
+  wizard: { lastRunVersion: "x" }, // OpenClaw section almanac ignores
   /* trailing comma above, block comment here */
 }
 "#;
@@ -44,10 +44,7 @@ fn json5_with_comments_trailing_commas_and_unknown_key_loads_with_warning() {
         Some("Europe/Paris")
     );
     assert_eq!(config.logging.level, Some(LogLevel::Debug));
-    assert_eq!(
-        file.unknown_keys,
-        vec!["channels.telegram.botToken".to_string()]
-    );
+    assert_eq!(file.unknown_keys, vec!["wizard".to_string()]);
 }
 
 #[test]
@@ -194,7 +191,7 @@ fn get_reads_effective_values_then_unknown_file_keys() {
         Some(Value::String("/env/ws".into()))
     );
     assert_eq!(
-        loaded.get("channels.telegram.botToken"),
+        loaded.get("wizard.lastRunVersion"),
         Some(Value::String("x".into()))
     );
     assert_eq!(loaded.get("agents.defaults.nothing"), None);

@@ -20,6 +20,12 @@ pub(crate) trait Env: Send + Sync + 'static {
     /// The client webhook posts go out with; `guarded` for a URL a model
     /// gave (no proxy, public addresses only).
     fn webhook_client(&self, guarded: bool) -> reqwest::Client;
+    /// One attempt at a chat's reply through its channel's client; with
+    /// how many of its messages went out in all.
+    fn send_chat(
+        &self,
+        message: super::webhook::ChatMessage,
+    ) -> BoxFuture<'static, (super::webhook::AttemptOutcome, usize)>;
     /// Runs `work` off the async threads.
     fn run_blocking(
         &self,

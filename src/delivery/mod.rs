@@ -67,6 +67,8 @@ pub(crate) enum Source {
     Heartbeat,
     Cron,
     Hook,
+    /// A reply to a chat message.
+    Chat,
 }
 
 impl std::str::FromStr for Source {
@@ -77,8 +79,9 @@ impl std::str::FromStr for Source {
             "heartbeat" => Ok(Source::Heartbeat),
             "cron" => Ok(Source::Cron),
             "hook" => Ok(Source::Hook),
+            "chat" => Ok(Source::Chat),
             other => Err(format!(
-                "`{other}` is not a source: heartbeat, cron or hook"
+                "`{other}` is not a source: heartbeat, cron, hook or chat"
             )),
         }
     }
@@ -90,6 +93,7 @@ impl Source {
             Source::Heartbeat => "heartbeat",
             Source::Cron => "cron",
             Source::Hook => "hook",
+            Source::Chat => "chat",
         }
     }
 }
@@ -428,6 +432,33 @@ impl Deliverer {
                     state: DeliveryState::Delivered,
                 })
             }
+            Target::Chat(route) if route.channel == "telegram" => {
+                let now = self.now_ms();
+                let id = self.next_id(now);
+                let job = WebhookJob {
+                    id,
+                    url: format!("{}:{}", route.channel, route.to),
+                    origin: UrlOrigin::Config,
+                    secret_from: None,
+                    bearer_from: None,
+                    timeout_ms: None,
+                    payload: Payload::Chat(webhook::ChatMessage {
+                        channel: route.channel.clone(),
+                        account_id: route.account_id.clone(),
+                        to: route.to.clone(),
+                        thread_id: route.thread_id,
+                        reply_to: route.reply_to,
+                        source: item.source,
+                        session_key: item.session_key,
+                        text: item.text,
+                        sent: 0,
+                    }),
+                    attempts: 0,
+                    next_at_ms: None,
+                    task_id: item.task_id,
+                };
+                self.start_webhook(job).await
+            }
             Target::Chat(route) => {
                 let mut item = item;
                 item.channel = Some(route.channel.clone());
@@ -501,11 +532,19 @@ impl Deliverer {
         self.journal(job.record(State::Pending, self.now_ms(), None))
             .await?;
         let (job, state, wait) = self.attempt(job).await?;
-        let delivery = Delivery {
-            id: job.id.clone(),
-            channel: "webhook",
-            to: Some(job.url.clone()),
-            state,
+        let delivery = match &job.payload {
+            Payload::Chat(chat) => Delivery {
+                id: job.id.clone(),
+                channel: "chat",
+                to: Some(chat.to.clone()),
+                state,
+            },
+            _ => Delivery {
+                id: job.id.clone(),
+                channel: "webhook",
+                to: Some(job.url.clone()),
+                state,
+            },
         };
         if let Some(wait) = wait {
             self.spawn_retries(job, wait);
@@ -578,6 +617,13 @@ impl Deliverer {
     ) -> Result<(WebhookJob, DeliveryState, Option<Duration>), DeliveryError> {
         let env = &self.inner.env;
         let allow_private = env.allow_private_network();
+        if let Payload::Chat(chat) = &job.payload {
+            let (outcome, sent) = env.send_chat(chat.clone()).await;
+            if let Payload::Chat(chat) = &mut job.payload {
+                chat.sent = sent;
+            }
+            return self.attempted(job, outcome).await;
+        }
         let outcome = match url::check_url(&job.url, job.origin, allow_private) {
             Err(refused) => AttemptOutcome::Permanent {
                 reason: refused.to_string(),
@@ -599,6 +645,15 @@ impl Deliverer {
                 }
             },
         };
+        self.attempted(job, outcome).await
+    }
+
+    /// Journals how an attempt at `job` went.
+    async fn attempted(
+        &self,
+        mut job: WebhookJob,
+        outcome: AttemptOutcome,
+    ) -> Result<(WebhookJob, DeliveryState, Option<Duration>), DeliveryError> {
         job.attempts += 1;
         let now = self.now_ms();
         let (state, wait, record) = match outcome {
@@ -681,12 +736,17 @@ impl Deliverer {
                         wait = next_wait;
                     }
                     Ok((job, DeliveryState::Failed { reason }, _)) => {
-                        if let Payload::Item(body) = job.payload {
+                        let given = match job.payload {
+                            Payload::Item(body) => Some((body.source, body.session_key, body.text)),
+                            Payload::Chat(chat) => Some((chat.source, chat.session_key, chat.text)),
+                            Payload::Document(_) => None,
+                        };
+                        if let Some((source, session_key, text)) = given {
                             let _ = this.inner.gave_up.send(Arc::new(GaveUp {
                                 id: job.id,
-                                source: body.source,
-                                session_key: body.session_key,
-                                text: body.text,
+                                source,
+                                session_key,
+                                text,
                                 reason,
                             }));
                         }

@@ -69,6 +69,30 @@ pub(crate) enum Payload {
     Item(Body),
     /// A JSON document, posted as it is.
     Document(serde_json::Value),
+    /// A reply to a chat, sent by its channel's client (not posted).
+    Chat(ChatMessage),
+}
+
+/// A reply to a chat on a channel with a sender of its own (Telegram).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct ChatMessage {
+    pub channel: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub account_id: Option<String>,
+    pub to: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thread_id: Option<i64>,
+    /// The message it answers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reply_to: Option<i64>,
+    pub source: Source,
+    pub session_key: String,
+    pub text: String,
+    /// How many of its messages went out (a reply longer than one
+    /// message): a retry sends the rest.
+    #[serde(default)]
+    pub sent: usize,
 }
 
 /// A result as a webhook receives it.
@@ -115,6 +139,9 @@ pub(crate) struct Record {
     /// A document ([`Payload::Document`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub document: Option<serde_json::Value>,
+    /// A chat's reply ([`Payload::Chat`]), with how much of it went out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chat: Option<ChatMessage>,
     /// The task whose result this is, told of each step.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub task_id: Option<String>,
@@ -123,10 +150,11 @@ pub(crate) struct Record {
 impl Record {
     /// What the record holds of the payload.
     fn payload(&self) -> Option<Payload> {
-        match (&self.body, &self.document) {
-            (Some(body), _) => Some(Payload::Item(body.clone())),
-            (None, Some(document)) => Some(Payload::Document(document.clone())),
-            (None, None) => None,
+        match (&self.body, &self.document, &self.chat) {
+            (Some(body), _, _) => Some(Payload::Item(body.clone())),
+            (None, Some(document), _) => Some(Payload::Document(document.clone())),
+            (None, None, Some(chat)) => Some(Payload::Chat(chat.clone())),
+            (None, None, None) => None,
         }
     }
 }
@@ -175,13 +203,19 @@ impl WebhookJob {
             timeout_ms: self.timeout_ms,
             body: None,
             document: None,
+            chat: None,
             task_id: self.task_id.clone(),
         };
-        // The text stays in the journal until it is delivered.
-        if state != State::Delivered && (self.attempts == 0 || state == State::Failed) {
+        // The text stays in the journal until it is delivered (a chat's
+        // with how much of it went out, at every step).
+        let chat_progress = matches!(&self.payload, Payload::Chat(c) if c.sent > 0);
+        if state != State::Delivered
+            && (self.attempts == 0 || state == State::Failed || chat_progress)
+        {
             match &self.payload {
                 Payload::Item(body) => record.body = Some(body.clone()),
                 Payload::Document(document) => record.document = Some(document.clone()),
+                Payload::Chat(chat) => record.chat = Some(chat.clone()),
             }
         }
         record
@@ -192,6 +226,7 @@ impl WebhookJob {
         match &self.payload {
             Payload::Item(body) => serde_json::to_vec(body),
             Payload::Document(document) => serde_json::to_vec(document),
+            Payload::Chat(chat) => serde_json::to_vec(chat),
         }
         .expect("a body serialises")
     }

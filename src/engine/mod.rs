@@ -75,6 +75,8 @@ struct Inner {
     concurrency: Arc<Semaphore>,
     /// The webhook clients: open, and guarded (see [`Engine::webhook_client`]).
     webhook_clients: [OnceLock<reqwest::Client>; 2],
+    /// The chat channels' client (see [`Engine::telegram_client`]).
+    telegram_client: OnceLock<reqwest::Client>,
     /// The bookkeeping thread, started on first use.
     background: OnceLock<Mutex<std::sync::mpsc::Sender<BackgroundWork>>>,
 }
@@ -100,6 +102,7 @@ impl Engine {
                 lanes: Lanes::new(LANE_CAPACITY),
                 concurrency: Arc::new(Semaphore::new(max)),
                 webhook_clients: [OnceLock::new(), OnceLock::new()],
+                telegram_client: OnceLock::new(),
                 background: OnceLock::new(),
             }),
         }
@@ -246,6 +249,56 @@ impl Engine {
             .clone()
     }
 
+    /// The client the Bot API is called with, built once per process:
+    /// rustls, no redirects, at most 10 s to connect; each call sets its
+    /// own time limit (a long poll waits).
+    pub(crate) fn telegram_client(&self) -> reqwest::Client {
+        self.inner
+            .telegram_client
+            .get_or_init(|| {
+                provider::http::ensure_crypto_provider();
+                reqwest::Client::builder()
+                    .connect_timeout(Duration::from_secs(10))
+                    .redirect(reqwest::redirect::Policy::none())
+                    .user_agent(concat!("almanac/", env!("CARGO_PKG_VERSION")))
+                    .build()
+                    .expect("the HTTP client builds with a crypto provider installed")
+            })
+            .clone()
+    }
+
+    /// The Bot API client and settings of Telegram account `id` (the
+    /// default account for none), as the config says now.
+    pub(crate) fn telegram_account(
+        &self,
+        id: Option<&str>,
+    ) -> Result<
+        (
+            crate::channels::telegram::api::BotApi,
+            crate::channels::telegram::Account,
+        ),
+        String,
+    > {
+        let app = self.app();
+        let env = app.host.var("TELEGRAM_BOT_TOKEN");
+        let resolve = |file: &str| app.host.resolve_path(file);
+        let accounts = crate::channels::telegram::accounts(&app.config.config, env, &resolve);
+        let account = accounts
+            .into_iter()
+            .find(|a| match id {
+                Some(id) => a.id == id,
+                None => a.is_default,
+            })
+            .ok_or_else(|| format!("no enabled Telegram account `{}`", id.unwrap_or("default")))?;
+        let token = account.token.clone()?;
+        let api = crate::channels::telegram::api::BotApi::new(
+            self.telegram_client(),
+            &account.api_root,
+            &token,
+        );
+        Ok((api, account))
+    }
+
     /// The session key `req` runs in (refusing an agent the config does
     /// not have).
     pub(crate) fn session_key(&self, req: &TurnRequest) -> anyhow::Result<String> {
@@ -332,12 +385,69 @@ impl crate::delivery::Env for Engine {
         Engine::webhook_client(self, guarded)
     }
 
+    fn send_chat(
+        &self,
+        message: crate::delivery::webhook::ChatMessage,
+    ) -> futures_util::future::BoxFuture<'static, (crate::delivery::webhook::AttemptOutcome, usize)>
+    {
+        let engine = self.clone();
+        Box::pin(async move { send_chat(&engine, message).await })
+    }
+
     fn run_blocking(
         &self,
         work: Box<dyn FnOnce() + Send>,
     ) -> futures_util::future::BoxFuture<'static, anyhow::Result<()>> {
         let engine = self.clone();
         Box::pin(async move { engine.blocking(work).await })
+    }
+}
+
+/// One attempt at a chat's reply: the rest of its messages, through the
+/// account's client.
+async fn send_chat(
+    engine: &Engine,
+    message: crate::delivery::webhook::ChatMessage,
+) -> (crate::delivery::webhook::AttemptOutcome, usize) {
+    use crate::delivery::webhook::AttemptOutcome;
+    if message.channel != crate::channels::telegram::CHANNEL {
+        let reason = format!("no sender for the channel `{}`", message.channel);
+        return (AttemptOutcome::Permanent { reason }, message.sent);
+    }
+    let (api, account) = match engine.telegram_account(message.account_id.as_deref()) {
+        Ok(found) => found,
+        Err(reason) => return (AttemptOutcome::Permanent { reason }, message.sent),
+    };
+    let chat = crate::channels::telegram::send::Chat {
+        chat_id: &message.to,
+        thread_id: message.thread_id,
+        reply_to: message.reply_to,
+    };
+    match crate::channels::telegram::send::send_reply(
+        &api,
+        &account,
+        &chat,
+        &message.text,
+        message.sent,
+    )
+    .await
+    {
+        Ok(sent) => (AttemptOutcome::Delivered, sent),
+        Err((err, sent)) => {
+            let reason = err.to_string();
+            let outcome = match err {
+                crate::channels::telegram::api::ApiError::RetryAfter(s) => AttemptOutcome::Retry {
+                    reason,
+                    retry_after: Some(Duration::from_secs(s)),
+                },
+                e if e.is_transient() => AttemptOutcome::Retry {
+                    reason,
+                    retry_after: None,
+                },
+                _ => AttemptOutcome::Permanent { reason },
+            };
+            (outcome, sent)
+        }
     }
 }
 

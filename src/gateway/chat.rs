@@ -72,7 +72,7 @@ fn context_label(kind: &str) -> Option<&'static str> {
 /// The message the model sees: the sender's own words as the user's
 /// message, then every piece of context as untrusted data (whoever wrote
 /// it, and whatever it claims to be).
-fn with_context(req: &mut TurnRequest) -> Result<(), ChatError> {
+pub(crate) fn with_context(req: &mut TurnRequest) -> Result<(), ChatError> {
     let mut blocks = Vec::with_capacity(req.context.len());
     for piece in &req.context {
         let label = context_label(piece.kind.trim())

@@ -260,6 +260,8 @@ pub(super) async fn announce_target(
                     channel: channel.to_string(),
                     to: to.trim().to_string(),
                     account_id: delivery.and_then(|d| d.account_id.clone()),
+                    thread_id: None,
+                    reply_to: None,
                 }),
                 _ => Target::Outbox,
             };

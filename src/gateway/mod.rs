@@ -27,6 +27,7 @@
 //!   engine, the same paths as the control API's routes.
 
 pub(crate) mod chat;
+pub(crate) mod chat_runs;
 pub(crate) mod cron;
 pub(crate) mod cron_delivery;
 mod cron_follow;
@@ -41,6 +42,7 @@ pub(crate) mod route;
 pub(crate) mod semantic;
 pub(crate) mod supervisor;
 pub(crate) mod tasks;
+pub(crate) mod telegram;
 pub(crate) mod watch;
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
@@ -458,7 +460,9 @@ async fn serve(
     };
     let tracker = TaskTracker::new();
     let components_stop = CancellationToken::new();
-    for component in components() {
+    let mut all = components();
+    all.extend(telegram::TelegramPoller::for_config(&shared));
+    for component in all {
         supervisor::supervise(
             component,
             shared.clone(),

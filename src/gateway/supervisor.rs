@@ -59,6 +59,8 @@ pub(crate) enum ComponentKind {
     /// Resumes the webhook deliveries an earlier gateway left pending;
     /// answers for the outbox and the deliveries journal.
     Delivery,
+    /// Polls one Telegram account (`telegram:<account>`).
+    Telegram(&'static str),
     /// A component of a test.
     #[cfg(test)]
     Test(&'static str),
@@ -93,6 +95,7 @@ impl ComponentKind {
             ComponentKind::HeartbeatRunner => "heartbeat",
             ComponentKind::CronRunner => "cron",
             ComponentKind::Delivery => "delivery",
+            ComponentKind::Telegram(name) => name,
             #[cfg(test)]
             ComponentKind::Test(name) => name,
         }

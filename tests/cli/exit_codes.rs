@@ -63,6 +63,10 @@ const TABLE: &[Row] = &[
     ),
     row(&["agents", "unbind", "--agent", "helper"], 2),
     row(&["agents", "unbind", "--agent", "helper", "--all"], 0),
+    // pairing
+    row(&["pairing", "list"], 0),
+    row(&["pairing", "list", "signal"], 2),
+    row(&["pairing", "approve", "telegram", "NOSUCH00"], 1),
     // config
     row(&["config", "path"], 0),
     row(&["config", "get", "agents.defaults.workspace"], 0),

@@ -130,7 +130,7 @@ fn workspace_from_config_env_and_flag() {
     assert_eq!(v["workspace"], "/from-flag");
 }
 
-const COMMENTED: &str = "// personal settings\n{\n  agents: {\n    defaults: {\n      workspace: '~/notes', // my notes\n    },\n  },\n  channels: { telegram: { botToken: 'x' } }, // copied from openclaw.json\n}\n";
+const COMMENTED: &str = "// personal settings\n{\n  agents: {\n    defaults: {\n      workspace: '~/notes', // my notes\n    },\n  },\n  wizard: { lastRunVersion: 'x' }, // copied from openclaw.json\n}\n";
 
 #[test]
 fn config_file_with_comments_trailing_commas_and_unknown_key_loads_with_a_warning() {
@@ -139,17 +139,13 @@ fn config_file_with_comments_trailing_commas_and_unknown_key_loads_with_a_warnin
     let run = sb.run(&["config", "get", "agents.defaults.workspace"]).ok();
     assert_eq!(run.stdout, "~/notes\n");
     assert!(
-        run.stderr
-            .contains("warning: unknown config key `channels.telegram.botToken`"),
+        run.stderr.contains("warning: unknown config key `wizard`"),
         "{}",
         run.stderr
     );
     let v = sb.run(&["config", "validate", "--json"]).ok().json();
     assert_eq!(v["valid"], true);
-    assert_eq!(
-        v["unknownKeys"],
-        serde_json::json!(["channels.telegram.botToken"])
-    );
+    assert_eq!(v["unknownKeys"], serde_json::json!(["wizard"]));
 }
 
 #[test]

@@ -6,6 +6,7 @@
 mod agent;
 mod agents;
 mod agents_routes;
+mod bot_api;
 mod common;
 mod cron;
 mod cron_jobs;
@@ -33,6 +34,7 @@ mod scripted;
 mod session_memory;
 mod skills;
 mod tasks;
+mod telegram;
 mod time_and_activity;
 mod tour;
 mod user_files;

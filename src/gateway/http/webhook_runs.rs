@@ -34,7 +34,7 @@ use crate::trigger::{Source, Trigger, TurnRequest};
 /// session's last route, else the outbox) and `outbox`.
 const CHANNELS: &[&str] = &["last", "outbox"];
 /// How long a webhook's run may take when it does not say.
-const RUN_TIMEOUT: Duration = Duration::from_secs(600);
+pub(crate) const RUN_TIMEOUT: Duration = Duration::from_secs(600);
 
 /// What a webhook's agent run asks for besides its message: kept in its
 /// intake record and its task.
@@ -61,6 +61,9 @@ pub(crate) struct WebhookRun {
     /// The agent the run is for (none: the default agent).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent_id: Option<String>,
+    /// A chat message's run: where it came from and goes back to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chat: Option<super::super::chat_runs::ChatOrigin>,
 }
 
 /// An optional string field: absent or null is `None`; anything else
@@ -215,6 +218,7 @@ pub(super) async fn agent(
         allow_unsafe_external_content: from_mapping
             && payload["allowUnsafeExternalContent"] == Value::Bool(true),
         agent_id,
+        chat: None,
     };
     let record = Record {
         seq: 0,
@@ -258,7 +262,7 @@ pub(crate) fn record_run(
         record.session_key.clone(),
         super::super::tasks::preview(&record.text),
     );
-    new.task_kind = Some("hook".to_string());
+    new.task_kind = Some(if run.chat.is_some() { "chat" } else { "hook" }.to_string());
     new.run_id = Some(run.run_id.clone());
     new.label = Some(run.name.clone());
     new.requester_session_key = record.session_key.clone();
@@ -326,7 +330,7 @@ pub(crate) async fn resume_runs(shared: &Arc<Shared>) {
     };
     let tasks: Vec<_> = tasks
         .into_iter()
-        .filter(|t| t.task_kind.as_deref() == Some("hook"))
+        .filter(|t| matches!(t.task_kind.as_deref(), Some("hook" | "chat")))
         .collect();
     if tasks.is_empty() {
         return;
@@ -385,6 +389,9 @@ async fn run_webhook(shared: &Arc<Shared>, task: crate::tasks::Task, record: Rec
     else {
         return;
     };
+    if let Some(chat) = run.chat.clone() {
+        return super::super::chat_runs::run(shared, task, record, run, chat).await;
+    }
     let lane = record.session_key.clone();
     // The payload reaches the model only as marked, untrusted data.
     let app = shared.engine.app();
@@ -480,7 +487,7 @@ async fn run_webhook(shared: &Arc<Shared>, task: crate::tasks::Task, record: Rec
 
 /// Whether someone asked to cancel task `id` (`tasks cancel`), as
 /// against the gateway stopping.
-async fn cancel_asked(shared: &Arc<Shared>, id: &str) -> bool {
+pub(crate) async fn cancel_asked(shared: &Arc<Shared>, id: &str) -> bool {
     let asking = shared.clone();
     let id = id.to_string();
     shared
@@ -494,7 +501,7 @@ async fn cancel_asked(shared: &Arc<Shared>, id: &str) -> bool {
 }
 
 /// Records how a webhook run ended, and says so on the bus.
-async fn finish(shared: &Arc<Shared>, task_id: &str, end: crate::tasks::Terminal) {
+pub(crate) async fn finish(shared: &Arc<Shared>, task_id: &str, end: crate::tasks::Terminal) {
     let status = crate::tasks::Status::from(end.status).as_str().to_string();
     let finishing = shared.clone();
     let id = task_id.to_string();
@@ -597,7 +604,11 @@ async fn tell(
 }
 
 /// Records how the delivery of task `id`'s result stands.
-async fn set_delivery(shared: &Arc<Shared>, id: &str, status: crate::tasks::DeliveryStatus) {
+pub(crate) async fn set_delivery(
+    shared: &Arc<Shared>,
+    id: &str,
+    status: crate::tasks::DeliveryStatus,
+) {
     let book = shared.clone();
     let id = id.to_string();
     let recorded = shared
