@@ -143,8 +143,33 @@ fn messages_reach_their_agent_once_strangers_pair_first_and_groups_need_a_mentio
         "{last}"
     );
     assert_eq!(model.requests().len(), 5);
-    // Each reply went once.
-    assert_eq!(bot.count("sendMessage"), 6);
+    // Commands pass the same check and are answered by the channel.
+    bot.push(dm(43, "/help"));
+    let out = sent(&bot, 7);
+    assert!(
+        out[6]["text"].as_str().unwrap().contains("/reset"),
+        "{}",
+        out[6]
+    );
+    bot.push(dm(42, "/status"));
+    let out = sent(&bot, 8);
+    assert!(
+        out[7]["text"].as_str().unwrap().contains("Agent: work"),
+        "{}",
+        out[7]
+    );
+    bot.push(dm(7, "/status"));
+    // The stranger's command got a pairing code, not a status.
+    let out = sent(&bot, 9);
+    assert!(
+        out[8]["text"].as_str().unwrap().contains("pairing code"),
+        "{}",
+        out[8]
+    );
+    // Each reply went once, and the chat saw "typing" while turns ran.
+    assert_eq!(bot.count("sendMessage"), 9);
+    assert_eq!(model.requests().len(), 5);
+    assert!(bot.count("sendChatAction") >= 1);
     drop(gw);
 }
 
