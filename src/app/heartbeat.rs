@@ -289,6 +289,29 @@ fn destination(
         HeartbeatTarget::None => Destination::new("none", None, Some("target-none")),
         HeartbeatTarget::Outbox => outbox,
         HeartbeatTarget::Webhook => webhook(),
+        HeartbeatTarget::Telegram => match config
+            .to
+            .as_deref()
+            .map(str::trim)
+            .filter(|t| !t.is_empty())
+        {
+            Some(chat) => {
+                let route = ChatRoute {
+                    channel: "telegram".to_string(),
+                    to: chat.to_string(),
+                    account_id: config.account_id.clone(),
+                    thread_id: None,
+                    reply_to: None,
+                };
+                Destination {
+                    channel: "chat",
+                    to: Some(route.to.clone()),
+                    unresolved: None,
+                    route: Some(route),
+                }
+            }
+            None => Destination::new("chat", None, Some("no-target")),
+        },
         // The chat the user last wrote from; a session last delivered to
         // the heartbeat's webhook (as kept by earlier versions) keeps it;
         // with neither, the outbox stands in.

@@ -294,13 +294,17 @@ pub(crate) struct HeartbeatConfig {
     /// turns heartbeats off.
     pub every: String,
     /// Where an alert goes: `none` (the run happens, nothing is
-    /// delivered), `last` (where the session's last message came from;
-    /// the outbox for sessions driven from the command line), `outbox`,
-    /// or `webhook` (`to`, signed with `webhookSecret`).
+    /// delivered), `last` (the chat the agent's user last wrote from;
+    /// else the outbox), `outbox`, `webhook` (`to`, signed with
+    /// `webhookSecret`) or `telegram` (the chat `to`, on `accountId`).
     pub target: HeartbeatTarget,
-    /// The webhook URL of `target: webhook`.
+    /// The webhook URL of `target: webhook`, the chat of `telegram`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub to: Option<String>,
+    /// The Telegram account of `target: telegram` (default: the default
+    /// account).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub account_id: Option<String>,
     /// The key that signs webhook deliveries (HMAC-SHA256).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub webhook_secret: Option<String>,
@@ -331,6 +335,7 @@ impl Default for HeartbeatConfig {
             every: "30m".to_string(),
             target: HeartbeatTarget::None,
             to: None,
+            account_id: None,
             webhook_secret: None,
             active_hours: None,
             light_context: false,
@@ -350,6 +355,7 @@ pub(crate) enum HeartbeatTarget {
     Last,
     Outbox,
     Webhook,
+    Telegram,
 }
 
 /// `activeHours`: `[start, end)` in `HH:MM` (`end` may be `24:00`; an

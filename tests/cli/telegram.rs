@@ -362,3 +362,56 @@ fn a_kill_9_after_twenty_updates_were_taken_answers_each_exactly_once_after_rest
     assert_eq!(bot.count("sendMessage"), 20);
     let _ = bot_api::BOT_ID;
 }
+
+#[test]
+fn heartbeat_alerts_and_hook_answers_can_name_a_telegram_chat() {
+    use crate::gateway_hooks::{HOOK_TOKEN, bearer, send};
+    let sb = Sandbox::new();
+    let bot = BotApi::start();
+    sb.write(
+        ".almanac/config.json5",
+        &format!(
+            r#"{{agents: {{defaults: {{model: "openai/test-model", heartbeat: {{target: "telegram", to: "555"}}}}}},
+            hooks: {{enabled: true, token: "{HOOK_TOKEN}"}},
+            channels: {{telegram: {{botToken: "{TOKEN}", apiRoot: "{}"}}}}}}"#,
+            bot.root
+        ),
+    );
+    sb.write(".almanac/workspace/HEARTBEAT.md", "Check the disks.\n");
+    let model = ScriptedServer::start(vec![text("Disk 2 is full."), text("Deploy done.")]);
+    let gw = start(&sb, &model);
+    let beat = sb
+        .run(&["system", "heartbeat", "run-now", "--json"])
+        .ok()
+        .json();
+    assert_eq!(
+        (&beat["status"], &beat["channel"]),
+        (&json!("sent"), &json!("telegram")),
+        "{beat}"
+    );
+    let out = sent(&bot, 1);
+    assert_eq!(
+        (&out[0]["chat_id"], &out[0]["text"]),
+        (&json!("555"), &json!("Disk 2 is full."))
+    );
+    let auth = bearer();
+    let post = |body: &str| {
+        send(
+            gw.port,
+            "POST",
+            "/hooks/agent",
+            &[("authorization", &auth)],
+            body,
+        )
+    };
+    let refused = post(r#"{"message": "deploy?", "channel": "telegram"}"#);
+    assert_eq!(refused.status, 400, "{}", refused.body);
+    let accepted =
+        post(r#"{"message": "deploy finished", "name": "CI", "channel": "telegram", "to": "556"}"#);
+    assert_eq!(accepted.status, 200, "{}", accepted.body);
+    let out = sent(&bot, 2);
+    assert_eq!(
+        (&out[1]["chat_id"], &out[1]["text"]),
+        (&json!("556"), &json!("Deploy done."))
+    );
+}

@@ -30,9 +30,9 @@ use crate::config::HooksConfig;
 use crate::durable;
 use crate::trigger::{Source, Trigger, TurnRequest};
 
-/// The channels an `/agent` run may deliver to: `last` (the main
-/// session's last route, else the outbox) and `outbox`.
-const CHANNELS: &[&str] = &["last", "outbox"];
+/// The channels an `/agent` run may deliver to: `last` (the agent's last
+/// route, else the outbox), `outbox`, and `telegram` (the chat `to`).
+const CHANNELS: &[&str] = &["last", "outbox", "telegram"];
 /// How long a webhook's run may take when it does not say.
 pub(crate) const RUN_TIMEOUT: Duration = Duration::from_secs(600);
 
@@ -164,6 +164,9 @@ pub(super) async fn agent(
         return Err(bad(format!("channel must be {}", CHANNELS.join("|"))));
     }
     let to = optional_text(payload, "to")?.filter(|t| !t.is_empty());
+    if channel == "telegram" && to.is_none() {
+        return Err(bad("channel telegram needs to: the chat id"));
+    }
     let model = match &payload["model"] {
         Value::Null => None,
         Value::String(m) if !m.trim().is_empty() => Some(m.trim().to_string()),
@@ -631,6 +634,17 @@ async fn delivery_target(
     run: &WebhookRun,
     channel: &str,
 ) -> crate::delivery::Target {
+    if channel == "telegram"
+        && let Some(to) = &run.to
+    {
+        return crate::delivery::Target::Chat(crate::trigger::ChatRoute {
+            channel: channel.to_string(),
+            to: to.clone(),
+            account_id: None,
+            thread_id: None,
+            reply_to: None,
+        });
+    }
     if channel != "last" {
         return crate::delivery::Target::Outbox;
     }
