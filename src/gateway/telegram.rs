@@ -103,7 +103,21 @@ impl TelegramPoller {
     }
 
     async fn poll(&self, shared: &Arc<Shared>, stop: &CancellationToken) -> anyhow::Result<()> {
-        let _lock = match self.lock(shared, stop).await? {
+        // The lock is the bot's (the token's id part), not the account's:
+        // two accounts or two state directories' gateways naming one
+        // token would take each other's updates.
+        let bot = loop {
+            match shared.engine.telegram_account(Some(&self.account)) {
+                Ok((_, account)) => break bot_of(account.token.as_deref().unwrap_or_default()),
+                Err(why) => {
+                    self.report(shared, Some(why));
+                    if pause(stop, Duration::from_secs(60)).await {
+                        return Ok(());
+                    }
+                }
+            }
+        };
+        let _lock = match self.lock(shared, &bot, stop).await? {
             Some(lock) => lock,
             None => return Ok(()),
         };
@@ -186,12 +200,13 @@ impl TelegramPoller {
     async fn lock(
         &self,
         shared: &Shared,
+        bot: &str,
         stop: &CancellationToken,
     ) -> anyhow::Result<Option<crate::durable::HeldLock>> {
         let state_dir = shared.engine.app().paths.state_dir.clone();
         let dir = state_dir.join("telegram");
         crate::durable::create_private_dir_all(&dir)?;
-        let path = dir.join(format!("poller-{}.lock", self.account));
+        let path = dir.join(format!("poller-bot{bot}.lock"));
         loop {
             match crate::durable::try_lock_file(&path)? {
                 Some(file) => {
@@ -210,6 +225,24 @@ impl TelegramPoller {
                 return Ok(None);
             }
         }
+    }
+}
+
+/// The bot's id, the part of its token before `:` (digits only; never
+/// the secret part).
+fn bot_of(token: &str) -> String {
+    let id: String = token
+        .split(':')
+        .next()
+        .unwrap_or_default()
+        .chars()
+        .filter(char::is_ascii_digit)
+        .take(20)
+        .collect();
+    if id.is_empty() {
+        "unknown".to_string()
+    } else {
+        id
     }
 }
 

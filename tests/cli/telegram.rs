@@ -264,7 +264,8 @@ fn conflicts_revoked_tokens_and_bad_answers_show_in_status_without_the_token() {
         &format!(
             r#"{{agents: {{defaults: {{model: "openai/test-model"}}}},
             channels: {{telegram: {{apiRoot: "{}", dmPolicy: "allowlist", allowFrom: [42],
-                accounts: {{good: {{botToken: "{TOKEN}"}}, bad: {{botToken: "999:REVOKED-secret"}}}}}}}}}}"#,
+                accounts: {{good: {{botToken: "{TOKEN}"}}, twin: {{botToken: "{TOKEN}"}},
+                           bad: {{botToken: "999:REVOKED-secret"}}}}}}}}}}"#,
             bot.root
         ),
     );
@@ -309,6 +310,16 @@ fn conflicts_revoked_tokens_and_bad_answers_show_in_status_without_the_token() {
         "the token leaked into the log"
     );
     assert!(row("telegram:bad")["state"] == "running");
+    // Two accounts with one token: one polls, the other waits for its
+    // lock and says so.
+    let waiting = |name: &str| {
+        row(name)["lastError"]
+            .as_str()
+            .is_some_and(|e| e.contains("another process polls this bot"))
+    };
+    eventually(WAIT, || {
+        (waiting("telegram:good") != waiting("telegram:twin")).then_some(())
+    });
 }
 
 #[test]
