@@ -62,8 +62,9 @@ pub(crate) enum ConfigError {
 pub(crate) struct ConfigFile {
     pub path: PathBuf,
     pub exists: bool,
-    /// The file's value (an empty object when there is no file).
-    pub raw: Value,
+    /// The file's value (an empty object when there is no file); shared,
+    /// since every copy of an app holds it and none changes it.
+    pub raw: std::sync::Arc<Value>,
     /// Key paths present in the file that almanac does not know.
     pub unknown_keys: Vec<String>,
 }
@@ -112,7 +113,7 @@ pub(crate) fn read_file(path: &Path) -> Result<(Config, ConfigFile), ConfigError
             let file = ConfigFile {
                 path: path.to_path_buf(),
                 exists: false,
-                raw: Value::Object(Default::default()),
+                raw: std::sync::Arc::new(Value::Object(Default::default())),
                 unknown_keys: Vec::new(),
             };
             return Ok((Config::default(), file));
@@ -134,7 +135,7 @@ pub(crate) fn read_file(path: &Path) -> Result<(Config, ConfigFile), ConfigError
         ConfigFile {
             path: path.to_path_buf(),
             exists: true,
-            raw,
+            raw: std::sync::Arc::new(raw),
             unknown_keys,
         },
     ))
@@ -167,7 +168,7 @@ pub(crate) fn load_without_file(
     let file = ConfigFile {
         path: path.to_path_buf(),
         exists: path.exists(),
-        raw: Value::Object(Default::default()),
+        raw: std::sync::Arc::new(Value::Object(Default::default())),
         unknown_keys: Vec::new(),
     };
     apply_layers(Config::default(), file, host, flag_values)
