@@ -321,3 +321,58 @@ fn sessions_are_listed_per_agent(gw: &Gateway) {
     );
     assert_eq!(gw.request("GET", "/v1/sessions?agentId=ghost", None).0, 400);
 }
+
+#[test]
+fn through_the_control_api_each_agents_memory_search_sees_only_its_own_notes() {
+    use crate::agent::tool_call;
+    let sb = Sandbox::new();
+    two_agents_with_a_heartbeat(&sb);
+    sb.write(
+        ".almanac/workspace/memory/2026-11-20.md",
+        "- The cabin key is under the blue pot\n",
+    );
+    sb.write(
+        ".almanac/workspace-work/memory/2026-11-20.md",
+        "- The staging database is pg-stage-07\n",
+    );
+    let search = |id: &str| {
+        tool_call(
+            id,
+            "memory_search",
+            json!({"query": "cabin key staging database"}),
+        )
+    };
+    let server = ScriptedServer::start(vec![
+        search("w1"),
+        text("work done"),
+        search("h1"),
+        text("home done"),
+    ]);
+    let gw = Gateway::start(&sb, &[("OPENAI_BASE_URL", server.url.as_str())]);
+    let ask = |peer: &str| {
+        let body = json!({"message": "what do you know?", "channel": "http", "peer": {"kind": "direct", "id": peer}});
+        let (code, answer) = gw.request("POST", "/v1/agent", Some(&body));
+        assert_eq!(code, 200, "{answer}");
+    };
+    ask("boss");
+    ask("ada");
+    let results = |i: usize| -> String {
+        let asked = server.requests()[i].json();
+        asked["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|m| m["role"] == "tool")
+            .map(|m| m["content"].as_str().unwrap_or_default().to_string())
+            .collect()
+    };
+    let (work, home) = (results(1), results(3));
+    assert!(
+        work.contains("pg-stage-07") && !work.contains("cabin"),
+        "{work}"
+    );
+    assert!(
+        home.contains("cabin") && !home.contains("pg-stage-07"),
+        "{home}"
+    );
+}
