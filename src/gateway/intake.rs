@@ -425,14 +425,7 @@ async fn apply(shared: &Arc<Shared>, batch: Vec<Record>, through: u64) -> anyhow
                 // its record: a crash between the two records it again, never
                 // not at all (a run already recorded is not recorded twice).
                 let now_ms = app.host.now_ms();
-                let mut started = Vec::new();
-                for record in runs {
-                    if let Some(task) =
-                        super::http::webhook_runs::record_run(&feeding, &record, now_ms)?
-                    {
-                        started.push((task, record));
-                    }
-                }
+                let started = super::http::webhook_runs::record_runs(&feeding, runs, now_ms)?;
                 let intake = &feeding.intake;
                 durable::atomic_replace(
                     &intake.applied_path,

@@ -428,7 +428,7 @@ fn hook_agent_runs_are_checked_accepted_recorded_as_tasks_and_delivered() {
         (r#"{"name": "x"}"#, "message required"),
         (
             r#"{"message": "m", "channel": "slack"}"#,
-            "channel must be last|outbox",
+            "channel must be last|outbox|telegram",
         ),
         (r#"{"message": "m", "model": " "}"#, "model required"),
         (

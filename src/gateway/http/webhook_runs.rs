@@ -238,14 +238,51 @@ pub(super) async fn agent(
     accept_once(shared, replay, vec![record], None, answer).await
 }
 
-/// Records the task of a webhook's run (`runtime: cli`, kind `hook`,
-/// retried after a restart); `None` when it is recorded already (the
-/// record was fed again after a crash) or unreadable. Blocking.
-pub(crate) fn record_run(
+/// Records the tasks of a batch of runs (webhooks' and chat messages')
+/// in one transaction; each with its record. A run recorded already (its
+/// record fed again after a crash) or unreadable is left out. Blocking.
+pub(crate) fn record_runs(
+    shared: &Shared,
+    records: Vec<Record>,
+    now_ms: i64,
+) -> anyhow::Result<Vec<(crate::tasks::Task, Record)>> {
+    let mut seen = std::collections::HashSet::new();
+    let mut news = Vec::new();
+    let mut kept = Vec::new();
+    for record in records {
+        if let Some((run_id, new)) = run_task(shared, &record)?
+            && seen.insert(run_id)
+        {
+            news.push(new);
+            kept.push(record);
+        }
+    }
+    if news.is_empty() {
+        return Ok(Vec::new());
+    }
+    let ids = shared.tasks.with(|l| {
+        l.batch(|b| {
+            news.into_iter()
+                .map(|new| b.create(new, now_ms))
+                .collect::<Result<Vec<_>, _>>()
+        })
+    })?;
+    let mut recorded = Vec::with_capacity(ids.len());
+    for (id, record) in ids.into_iter().zip(kept) {
+        if let Some(task) = shared.tasks.with(|l| l.get(&id))? {
+            recorded.push((task, record));
+        }
+    }
+    Ok(recorded)
+}
+
+/// The task of a webhook's run (`runtime: cli`, kind `hook`, or `chat`
+/// for a chat message), with its run id; `None` when it is recorded
+/// already or the record is unreadable.
+fn run_task(
     shared: &Shared,
     record: &Record,
-    now_ms: i64,
-) -> anyhow::Result<Option<crate::tasks::Task>> {
+) -> anyhow::Result<Option<(String, crate::tasks::NewTask)>> {
     let Some(run) = record
         .hook
         .clone()
@@ -280,7 +317,7 @@ pub(crate) fn record_run(
     // the task follows.
     new.notify_policy = crate::tasks::vocab::NotifyPolicy::DoneOnly;
     new.delivery_status = crate::tasks::DeliveryStatus::Pending;
-    Ok(Some(shared.tasks.with(|l| l.create(new, now_ms))?))
+    Ok(Some((run.run_id, new)))
 }
 
 /// Runs a recorded webhook run in the background: the turn in its own
