@@ -9,11 +9,13 @@
 //! lost silently.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::durable::{self, StateFile};
+use super::store_cache;
+use crate::durable;
 
 /// The fields of an entry almanac reads and writes; the rest of the
 /// entry's JSON is carried along untouched.
@@ -150,27 +152,49 @@ impl SessionsFile {
     /// Reads the store (not locked: a snapshot), with warnings. A file
     /// that does not parse or cannot be read reads as empty, with a
     /// warning; nothing is moved (that is for [`SessionsFile::update`]).
-    pub(crate) fn load(&self) -> (Map<String, Value>, Vec<String>) {
-        match std::fs::read(&self.path) {
-            Ok(bytes) => match parse(&bytes) {
-                Ok(map) => (map, Vec::new()),
-                Err(e) => (
-                    Map::new(),
-                    vec![format!(
-                        "the session store {} does not parse ({e}); it is moved aside on the next change",
-                        self.path.display()
-                    )],
-                ),
-            },
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => (Map::new(), Vec::new()),
+    pub(crate) fn load(&self) -> (Arc<Map<String, Value>>, Vec<String>) {
+        match self.read() {
+            Ok(Read::Missing) => (Arc::default(), Vec::new()),
+            Ok(Read::Parsed(map)) => (map, Vec::new()),
+            Ok(Read::Unparsable(e)) => (
+                Arc::default(),
+                vec![format!(
+                    "the session store {} does not parse ({e}); it is moved aside on the next change",
+                    self.path.display()
+                )],
+            ),
             Err(e) => (
-                Map::new(),
+                Arc::default(),
                 vec![format!(
                     "cannot read the session store {}: {e}",
                     self.path.display()
                 )],
             ),
         }
+    }
+
+    /// The store as its file holds it now: parsed again only when the
+    /// file changed since this process last read or wrote it.
+    fn read(&self) -> std::io::Result<Read> {
+        let mut file = match std::fs::File::open(&self.path) {
+            Ok(file) => file,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Read::Missing),
+            Err(e) => return Err(e),
+        };
+        let id = store_cache::FileId::of(&file.metadata()?);
+        if let Some(map) = store_cache::get(&self.path, id) {
+            return Ok(Read::Parsed(map));
+        }
+        let mut bytes = Vec::new();
+        std::io::Read::read_to_end(&mut file, &mut bytes)?;
+        Ok(match parse(&bytes) {
+            Ok(map) => {
+                let map = Arc::new(map);
+                store_cache::put(&self.path, id, map.clone());
+                Read::Parsed(map)
+            }
+            Err(e) => Read::Unparsable(e),
+        })
     }
 
     /// Reads, lets `f` change, and writes back if anything changed, under
@@ -184,34 +208,49 @@ impl SessionsFile {
     ) -> std::io::Result<(T, Vec<String>)> {
         durable::with_file_lock(&self.lock_path(), || {
             let mut warnings = Vec::new();
-            let read = durable::read_state_file(&self.path, now, parse).map_err(|e| {
+            let read = self.read().map_err(|e| {
                 std::io::Error::new(
                     e.kind(),
                     format!("cannot read the session store {}: {e}", self.path.display()),
                 )
             })?;
-            let mut map = match read {
-                StateFile::Missing => Map::new(),
-                StateFile::Loaded(map) => map,
-                StateFile::Quarantined { moved_to, reason } => {
+            let before = match read {
+                Read::Missing => Arc::default(),
+                Read::Parsed(map) => map,
+                Read::Unparsable(reason) => {
+                    let moved_to = durable::quarantine(&self.path, now)?;
+                    store_cache::forget(&self.path);
                     warnings.push(format!(
                         "the session store did not parse ({reason}); it was moved to {}",
                         moved_to.display()
                     ));
-                    Map::new()
+                    Arc::default()
                 }
             };
-            let before = map.clone();
+            let mut map = Map::clone(&before);
             let value = f(&mut map);
-            if map != before {
-                let mut bytes =
-                    serde_json::to_vec_pretty(&Value::Object(map)).expect("a JSON map serialises");
+            if map != *before {
+                let mut bytes = serde_json::to_vec_pretty(&map).expect("a JSON map serialises");
                 bytes.push(b'\n');
                 durable::atomic_replace(&self.path, &bytes, durable::PRIVATE_FILE_MODE)?;
+                // Under the lock no other writer follows before this look.
+                match std::fs::metadata(&self.path) {
+                    Ok(meta) => {
+                        store_cache::put(&self.path, store_cache::FileId::of(&meta), Arc::new(map))
+                    }
+                    Err(_) => store_cache::forget(&self.path),
+                }
             }
             Ok((value, warnings))
         })?
     }
+}
+
+/// A store file as read.
+enum Read {
+    Missing,
+    Parsed(Arc<Map<String, Value>>),
+    Unparsable(String),
 }
 
 /// The store's JSON object.
