@@ -201,14 +201,19 @@ impl Engine {
         &self.inner.lanes
     }
 
-    /// Runs blocking work off the async threads: the one boundary.
+    /// Runs blocking work off the async threads: the one boundary. The
+    /// thread gives back the pages it freed when the work is done: a turn
+    /// allocates much (prompt, transcript, skills), and a pool thread may
+    /// then idle, holding them, until it exits.
     pub(crate) async fn blocking<T: Send + 'static>(
         &self,
         work: impl FnOnce() -> T + Send + 'static,
     ) -> anyhow::Result<T> {
         tokio::task::spawn_blocking(move || {
             let _boundary = BlockingBoundary::enter();
-            work()
+            let done = work();
+            crate::host::allocator::release_thread_free_pages();
+            done
         })
         .await
         .map_err(|e| match e.try_into_panic() {

@@ -28,8 +28,32 @@ pub(crate) struct Allocator;
 /// Makes every later allocation mimalloc's. Call before a server starts
 /// its threads; blocks allocated before stay the system's until freed.
 pub(crate) fn serve_from_mimalloc() {
+    // Pages freed are given back at once rather than 10 ms later: the
+    // delayed purge runs only when the same thread allocates again, so a
+    // burst of turns left each idle blocking thread holding what it had
+    // freed (1,000 chat messages: 52 MB kept against 20 MB; the gateway's
+    // request rates did not move).
+    // SAFETY: setting an option only changes how later frees purge.
+    unsafe {
+        libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, 0);
+    }
     SERVING.store(true, Ordering::Release);
 }
+
+/// Gives back the pages this thread's heap holds free (blocks freed here
+/// and those other threads freed into its pages). For the end of work that
+/// allocated much on a pool thread that may then sit idle: mimalloc
+/// collects a heap only when its own thread allocates again.
+pub(crate) fn release_thread_free_pages() {
+    if SERVING.load(Ordering::Acquire) {
+        // SAFETY: collecting only frees what is free.
+        unsafe { libmimalloc_sys::mi_collect(false) }
+    }
+}
+
+/// `mi_option_purge_delay` in mimalloc v2's option enum (the crate does
+/// not name it).
+const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
 
 /// Whether mimalloc made `ptr` (only possible after the switch).
 fn mimallocs(ptr: *mut u8) -> bool {
@@ -122,5 +146,23 @@ mod tests {
             Allocator.dealloc(p, aligned);
         }
         drop((after, grown, big_before));
+    }
+
+    #[test]
+    fn a_server_gives_freed_pages_back_at_once() {
+        // SAFETY: reading an option.
+        let default = unsafe { libmimalloc_sys::mi_option_get(MI_OPTION_PURGE_DELAY) };
+        // The index names the purge delay: its default is 10 ms (unless
+        // this process switched already or the environment set it).
+        let switched_already = SERVING.load(Ordering::Acquire);
+        if !switched_already && std::env::var_os("MIMALLOC_PURGE_DELAY").is_none() {
+            assert_eq!(default, 10);
+        }
+        serve_from_mimalloc();
+        // SAFETY: reading an option.
+        assert_eq!(
+            unsafe { libmimalloc_sys::mi_option_get(MI_OPTION_PURGE_DELAY) },
+            0
+        );
     }
 }
