@@ -132,6 +132,16 @@ impl Lanes {
 }
 
 impl Ticket {
+    /// Waits until the lane is this ticket's, without entering it (a
+    /// queued run waits here before it builds its turn). Cancel-safe: given
+    /// up, the ticket still holds its place.
+    pub(crate) async fn ready(&mut self) {
+        if let Some(wait) = self.wait.as_mut() {
+            let _ = wait.await;
+            self.wait = None;
+        }
+    }
+
     /// Waits for the lane.
     pub(crate) async fn enter(mut self) -> LaneGuard {
         if let Some(wait) = self.wait.take() {

@@ -127,16 +127,24 @@ pub(crate) async fn run(
     record: Record,
     run: WebhookRun,
     origin: ChatOrigin,
+    lane: Result<crate::engine::Ticket, crate::engine::LaneError>,
 ) {
     let request = request(&run, &origin, &record);
-    let typing = typing(shared, &origin);
+    let (started, starting) = tokio::sync::oneshot::channel();
+    let typing = typing(shared, &origin, starting);
     let trigger = Trigger {
         source: Source::Chat,
         request,
         timeout: Some(runs::RUN_TIMEOUT),
         task_id: Some(task.task_id.clone()),
     };
-    let result = super::route::route(shared, trigger).await;
+    let result = match lane {
+        Ok(ticket) => {
+            let admitted = super::route::Admitted::with_ticket(trigger, ticket);
+            super::route::run_telling(shared, admitted, Some(started)).await
+        }
+        Err(full) => Err(full.into()),
+    };
     typing.abort();
     let stopped = result
         .as_ref()
@@ -200,11 +208,18 @@ fn one_line(text: &str) -> String {
 }
 
 /// The typing indicator in the chat while the turn runs (best effort).
-fn typing(shared: &Arc<Shared>, origin: &ChatOrigin) -> tokio::task::JoinHandle<()> {
+/// The typing indicator, from the turn's start (not while it waits for
+/// its lane: a queue of messages would call the Bot API for each) until
+/// aborted.
+fn typing(
+    shared: &Arc<Shared>,
+    origin: &ChatOrigin,
+    starting: tokio::sync::oneshot::Receiver<()>,
+) -> tokio::task::JoinHandle<()> {
     let engine = shared.engine.clone();
     let origin = origin.clone();
     tokio::spawn(async move {
-        if origin.channel != crate::channels::telegram::CHANNEL {
+        if origin.channel != crate::channels::telegram::CHANNEL || starting.await.is_err() {
             return;
         }
         let Ok((api, _)) = engine.telegram_account(Some(&origin.account_id)) else {

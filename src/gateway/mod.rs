@@ -460,6 +460,9 @@ async fn serve(
     };
     let tracker = TaskTracker::new();
     let components_stop = CancellationToken::new();
+    // Runs the ledger holds queued are started before the feeder can
+    // record new ones: each run is started by exactly one of the two.
+    http::webhook_runs::resume_runs(&shared).await;
     let mut all = components();
     all.extend(telegram::TelegramPoller::for_config(&shared));
     for component in all {
@@ -471,7 +474,6 @@ async fn serve(
             components_stop.clone(),
         );
     }
-    http::webhook_runs::resume_runs(&shared).await;
     let server_stop = CancellationToken::new();
     supervisor::supervise(
         Arc::new(ControlApi {

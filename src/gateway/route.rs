@@ -48,6 +48,14 @@ pub(crate) fn admit(shared: &Shared, trigger: Trigger) -> Result<Admitted, LaneE
     Ok(Admitted { trigger, ticket })
 }
 
+impl Admitted {
+    /// `trigger` with the place its session's lane gave it earlier (the
+    /// lane's key is the trigger's session key).
+    pub(crate) fn with_ticket(trigger: Trigger, ticket: Ticket) -> Admitted {
+        Admitted { trigger, ticket }
+    }
+}
+
 /// Why a recorded admission failed.
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum Refused {
@@ -83,6 +91,16 @@ pub(crate) async fn admit_recorded<T: Send + 'static>(
 /// Runs an admitted trigger: waits for its lane, marks its task started,
 /// and runs the turn within its time limit (then cancels it).
 pub(crate) async fn run(shared: &Arc<Shared>, admitted: Admitted) -> anyhow::Result<TurnReport> {
+    run_telling(shared, admitted, None).await
+}
+
+/// As [`run`], and tells `started` when the turn starts (it has its lane
+/// and a slot; a chat shows its typing indicator from then on).
+pub(crate) async fn run_telling(
+    shared: &Arc<Shared>,
+    admitted: Admitted,
+    started: Option<tokio::sync::oneshot::Sender<()>>,
+) -> anyhow::Result<TurnReport> {
     let Admitted { trigger, ticket } = admitted;
     tracing::debug!(source = ?trigger.source, task = ?trigger.task_id, "turn admitted");
     let cancel = shared.turns_cancel.child_token();
@@ -92,13 +110,21 @@ pub(crate) async fn run(shared: &Arc<Shared>, admitted: Admitted) -> anyhow::Res
             Box::new(move || {
                 let now = starting.host.now_ms();
                 if starting.tasks.start(&task_id, switch, now)? {
+                    if let Some(started) = started {
+                        let _ = started.send(());
+                    }
                     Ok(())
                 } else {
                     Err(Cancelled("before it started (tasks cancel)".into()).into())
                 }
             })
         }
-        None => Box::new(|| Ok(())),
+        None => Box::new(move || {
+            if let Some(started) = started {
+                let _ = started.send(());
+            }
+            Ok(())
+        }),
     };
     let port: Arc<dyn GatewayPort> = Arc::new(Port::of(shared));
     let turn = shared.engine.turn_in_lane(

@@ -375,6 +375,35 @@ fn a_kill_9_after_twenty_updates_were_taken_answers_each_exactly_once_after_rest
 }
 
 #[test]
+fn messages_of_one_chat_taken_in_one_batch_are_answered_in_the_order_sent() {
+    let sb = Sandbox::new();
+    let bot = BotApi::start();
+    setup(&sb, &bot, "");
+    // Waiting before the gateway starts: one getUpdates answers all six.
+    for i in 0..6 {
+        let mut m = dm(43, &format!("message {i}"));
+        m["message_id"] = json!(200 + i);
+        bot.push(m);
+    }
+    let answers: Vec<Reply> = (0..6).map(|i| text(&format!("answer {i}"))).collect();
+    let model = ScriptedServer::start(answers);
+    let _gw = start(&sb, &model);
+    let out = sent(&bot, 6);
+    let replied_to: Vec<i64> = out
+        .iter()
+        .map(|m| m["reply_parameters"]["message_id"].as_i64().unwrap())
+        .collect();
+    assert_eq!(replied_to, (200..206).collect::<Vec<_>>());
+    for i in 0..6 {
+        assert!(
+            asked(&model, i).contains(&format!("message {i}")),
+            "turn {i} answered another message: {}",
+            asked(&model, i)
+        );
+    }
+}
+
+#[test]
 fn heartbeat_alerts_and_hook_answers_can_name_a_telegram_chat() {
     use crate::gateway_hooks::{HOOK_TOKEN, bearer, send};
     let sb = Sandbox::new();

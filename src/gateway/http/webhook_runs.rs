@@ -323,7 +323,10 @@ fn run_task(
 /// Runs a recorded webhook run in the background: the turn in its own
 /// session, its task ended, its answer delivered (or, when not
 /// delivered, told to the main session as an untrusted event).
-pub(crate) fn start_run(shared: &Arc<Shared>, task: crate::tasks::Task, record: Record) {
+pub(crate) fn start_run(shared: &Arc<Shared>, mut task: crate::tasks::Task, record: Record) {
+    // The run has its record; a copy of it in the task would only wait in
+    // memory with every queued message.
+    task.request = None;
     let fresh = shared
         .webhooks
         .started
@@ -333,9 +336,28 @@ pub(crate) fn start_run(shared: &Arc<Shared>, task: crate::tasks::Task, record: 
     if !fresh {
         return;
     }
+    // The run takes its place in its session's lane now, in the order the
+    // runs were recorded: spawned tasks start in no set order.
+    let mut lane = shared.engine.lanes().enqueue(&record.session_key);
     let running = shared.clone();
     shared.turns.spawn(async move {
-        run_webhook(&running, task, record).await;
+        let task_id = task.task_id.clone();
+        // A queued run waits small; its turn is built once the lane is its.
+        if let Ok(ticket) = &mut lane {
+            tokio::select! {
+                () = ticket.ready() => {}
+                () = running.turns_cancel.cancelled() => {}
+            }
+        }
+        Box::pin(run_webhook(&running, task, record, lane)).await;
+        // Only runs in flight are kept: the set would otherwise grow with
+        // every message a gateway ever answered.
+        running
+            .webhooks
+            .started
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&task_id);
     });
 }
 
@@ -421,7 +443,12 @@ fn answered_runs(shared: &Shared) -> std::io::Result<std::collections::HashSet<S
     Ok(answered)
 }
 
-async fn run_webhook(shared: &Arc<Shared>, task: crate::tasks::Task, record: Record) {
+async fn run_webhook(
+    shared: &Arc<Shared>,
+    task: crate::tasks::Task,
+    record: Record,
+    place: Result<crate::engine::Ticket, crate::engine::LaneError>,
+) {
     let Some(run) = record
         .hook
         .clone()
@@ -430,7 +457,7 @@ async fn run_webhook(shared: &Arc<Shared>, task: crate::tasks::Task, record: Rec
         return;
     };
     if let Some(chat) = run.chat.clone() {
-        return super::super::chat_runs::run(shared, task, record, run, chat).await;
+        return super::super::chat_runs::run(shared, task, record, run, chat, place).await;
     }
     let lane = record.session_key.clone();
     // The payload reaches the model only as marked, untrusted data.
@@ -497,7 +524,14 @@ async fn run_webhook(shared: &Arc<Shared>, task: crate::tasks::Task, record: Rec
         timeout: Some(limit),
         task_id: Some(task.task_id.clone()),
     };
-    let result = match super::super::route::route(shared, trigger).await {
+    let routed = match place {
+        Ok(ticket) => {
+            let admitted = super::super::route::Admitted::with_ticket(trigger, ticket);
+            super::super::route::run(shared, admitted).await
+        }
+        Err(full) => Err(full.into()),
+    };
+    let result = match routed {
         Err(err) if err.is::<super::super::route::TimedOut>() => Err(anyhow::anyhow!(
             "hook run timed out after {} s",
             limit.as_secs()

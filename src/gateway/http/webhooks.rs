@@ -137,8 +137,8 @@ pub(crate) struct WebhookState {
     lockout: super::Lockout,
     /// Loaded from its file at the first keyed request.
     pub(super) replay: tokio::sync::Mutex<Option<ReplayCache>>,
-    /// Hook runs started by this process (a run is started once, whether
-    /// the feeder or the start-up pass finds it first).
+    /// Hook and chat runs in flight in this process (a run is never
+    /// started twice at once); each leaves the set when it ends.
     pub(super) started: Mutex<std::collections::HashSet<String>>,
 }
 
