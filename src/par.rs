@@ -45,3 +45,26 @@ pub(crate) fn map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> 
         .map(|r| r.expect("every item is mapped once"))
         .collect()
 }
+
+/// `a` and `b`, on two threads when `parallel` (`a` on a helper), else one
+/// after the other on this one: a server running many turns at once has
+/// its cores busy already, and a thread per step would only add its start
+/// and a fresh allocator heap.
+pub(crate) fn join<A: Send, B>(
+    parallel: bool,
+    a: impl FnOnce() -> A + Send,
+    b: impl FnOnce() -> B,
+) -> (A, B) {
+    if !parallel {
+        let a = a();
+        return (a, b());
+    }
+    std::thread::scope(|scope| {
+        let helper = scope.spawn(a);
+        let b = b();
+        let a = helper
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        (a, b)
+    })
+}

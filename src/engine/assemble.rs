@@ -146,36 +146,35 @@ pub(super) fn assemble<T: Send>(
     // Recalling session notes is the longest part; the skills and the
     // workspace files are read meanwhile on another thread (which ends
     // first, so its exit costs nothing here).
-    let (skills, bootstrap, (memory_context, full_scan_due), also) = std::thread::scope(|scope| {
-        let reading = scope.spawn(|| {
-            let also = alongside();
-            let skills = turn_skills(app, services.read_only);
-            let names = match heartbeat {
-                None if shape.light_context => prompt::LIGHT_BOOTSTRAP_FILES,
-                None => prompt::BOOTSTRAP_FILES,
-                Some(h) if h.light_context => prompt::LIGHT_HEARTBEAT_BOOTSTRAP_FILES,
-                Some(_) => prompt::HEARTBEAT_BOOTSTRAP_FILES,
-            };
-            let bootstrap = prompt::bootstrap_files(
-                &workspace,
-                names,
-                defaults.bootstrap_max_chars as usize,
-                defaults.bootstrap_total_max_chars as usize,
-                &app.real_targets(&app.config.config.memory.allow_symlink_targets),
-            );
-            (skills, bootstrap, also)
-        });
+    let reading = || {
+        let also = alongside();
+        let skills = turn_skills(app, services.read_only);
+        let names = match heartbeat {
+            None if shape.light_context => prompt::LIGHT_BOOTSTRAP_FILES,
+            None => prompt::BOOTSTRAP_FILES,
+            Some(h) if h.light_context => prompt::LIGHT_HEARTBEAT_BOOTSTRAP_FILES,
+            Some(_) => prompt::HEARTBEAT_BOOTSTRAP_FILES,
+        };
+        let bootstrap = prompt::bootstrap_files(
+            &workspace,
+            names,
+            defaults.bootstrap_max_chars as usize,
+            defaults.bootstrap_total_max_chars as usize,
+            &app.real_targets(&app.config.config.memory.allow_symlink_targets),
+        );
+        (skills, bootstrap, also)
+    };
+    let recalling = || {
         let light = shape.light_context || heartbeat.is_some_and(|h| h.light_context);
-        let recalled = if memory_write && !light && !message.trim().is_empty() {
+        if memory_write && !light && !message.trim().is_empty() {
             services.context(message)
         } else {
             (None, false)
-        };
-        let (skills, bootstrap, also) = reading
-            .join()
-            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-        (skills, bootstrap, recalled, also)
-    });
+        }
+    };
+    // In a server (a gateway port is given) many turns share the cores.
+    let ((skills, bootstrap, also), (memory_context, full_scan_due)) =
+        crate::par::join(services.gateway.is_none(), reading, recalling);
     let TurnSkills {
         inputs,
         derived:

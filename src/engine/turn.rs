@@ -313,6 +313,12 @@ fn resolve(app: &App, req: &TurnRequest) -> anyhow::Result<Resolved> {
     })
 }
 
+/// The model's client: being set up on a thread of its own, or at hand.
+enum Connecting {
+    Thread(std::thread::JoinHandle<std::sync::Arc<dyn crate::provider::Provider>>),
+    Done(std::sync::Arc<dyn crate::provider::Provider>),
+}
+
 /// Open: the session's turn lock (held until the turn ends), the current
 /// session (started or reset as the message or the policy says), the
 /// opening hooks, and the message the model gets.
@@ -402,9 +408,13 @@ fn prepare(
     let (key, now, model) = (&resolved.key, resolved.now, &resolved.model);
     // The HTTP client (and for HTTPS the system's trust store) is set up
     // while the prompt is assembled.
+    // A server keeps its clients: it gets one at once.
     let endpoint = model.endpoint.clone();
     let connect = ctx.connect.clone();
-    let connecting = std::thread::spawn(move || connect(endpoint));
+    let connecting = match ctx.gateway {
+        None => Connecting::Thread(std::thread::spawn(move || connect(endpoint))),
+        Some(_) => Connecting::Done(connect(endpoint)),
+    };
     let services = AppServices {
         app: app.clone(),
         read_only: false,
@@ -440,9 +450,12 @@ fn prepare(
         max_steps: defaults.max_steps.max(1),
         thinking: req.shape.thinking,
     };
-    let client = connecting
-        .join()
-        .map_err(|_| anyhow::anyhow!("setting up the HTTP client failed"))?;
+    let client = match connecting {
+        Connecting::Thread(thread) => thread
+            .join()
+            .map_err(|_| anyhow::anyhow!("setting up the HTTP client failed"))?,
+        Connecting::Done(client) => client,
+    };
     let first = Link::new(
         model.reference.clone(),
         model.name.clone(),
@@ -603,19 +616,19 @@ fn commit(
     let flushed = compaction
         .as_ref()
         .is_some_and(|c| c.flushed_notes > 0 || prepared.assembled.memory_write);
-    let (synced, recorded) = std::thread::scope(|scope| {
-        let syncing = scope.spawn(|| match &unsynced {
+    let (synced, recorded) = crate::par::join(
+        prepared.services.gateway.is_none(),
+        || match &unsynced {
             Some(path) => std::fs::File::open(path).and_then(|f| f.sync_data()),
             None => Ok(()),
-        });
-        let recorded = sessions.record(key, app.host.now_ts(), |e| {
-            after_turn(e, req, now, models, usage, compacted.then_some(flushed));
-        });
-        (syncing.join(), recorded)
-    });
-    synced
-        .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
-        .map_err(|e| anyhow::anyhow!("cannot sync the transcript: {e}"))?;
+        },
+        || {
+            sessions.record(key, app.host.now_ts(), |e| {
+                after_turn(e, req, now, models, usage, compacted.then_some(flushed));
+            })
+        },
+    );
+    synced.map_err(|e| anyhow::anyhow!("cannot sync the transcript: {e}"))?;
     warnings.extend(recorded?);
     if req.shape.isolated_run {
         let retention = app.config.config.cron.session_retention.ms();
