@@ -349,6 +349,18 @@ fn a_kill_9_after_twenty_updates_were_taken_answers_each_exactly_once_after_rest
     let model = ScriptedServer::start(answers);
     let _gw = start(&sb, &model);
     let out = sent(&bot, 20);
+    // Each chat's messages answered in the order sent.
+    for chat in [42, 43] {
+        let replied_to: Vec<i64> = out
+            .iter()
+            .filter(|m| m["chat_id"].as_i64() == Some(chat) || m["chat_id"] == chat.to_string())
+            .map(|m| m["reply_parameters"]["message_id"].as_i64().unwrap())
+            .collect();
+        let mut sorted = replied_to.clone();
+        sorted.sort_unstable();
+        assert_eq!(replied_to.len(), 10, "chat {chat}: {out:?}");
+        assert_eq!(replied_to, sorted, "chat {chat}");
+    }
     // Every message answered, once.
     let mut answered: Vec<i64> = out
         .iter()

@@ -390,8 +390,11 @@ pub(crate) async fn resume_runs(shared: &Arc<Shared>) {
             return;
         }
     };
+    // The ledger lists newest first; runs take their lane places oldest
+    // first, so a chat's messages are answered in the order sent.
     let tasks: Vec<_> = tasks
         .into_iter()
+        .rev()
         .filter(|t| matches!(t.task_kind.as_deref(), Some("hook" | "chat")))
         .collect();
     if tasks.is_empty() {
