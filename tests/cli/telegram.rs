@@ -353,7 +353,7 @@ fn a_kill_9_after_twenty_updates_were_taken_answers_each_exactly_once_after_rest
     for chat in [42, 43] {
         let replied_to: Vec<i64> = out
             .iter()
-            .filter(|m| m["chat_id"].as_i64() == Some(chat) || m["chat_id"] == chat.to_string())
+            .filter(|m| m["chat_id"].as_i64() == Some(chat) || m["chat_id"] == *chat.to_string())
             .map(|m| m["reply_parameters"]["message_id"].as_i64().unwrap())
             .collect();
         let mut sorted = replied_to.clone();
