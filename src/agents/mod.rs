@@ -18,6 +18,9 @@
 //!   else `<state>/workspace-<id>`. No two agents share a workspace.
 //! * A binding naming an agent that does not exist is a config error that
 //!   names the binding; resolution is pure (reads nothing on disk).
+//! * A spawned child runs as its parent's agent, or as one the parent's
+//!   `subagents.allowAgents` names, one level deeper, within
+//!   `agents.defaults.subagents` (`spawn`).
 
 use std::path::PathBuf;
 
@@ -25,6 +28,7 @@ use crate::config::{AgentEntry, BindingConfig, Config, Origin};
 use crate::host::Host;
 use crate::session::key::normalize_id;
 
+pub(crate) mod spawn;
 #[cfg(test)]
 mod tests;
 
@@ -305,6 +309,14 @@ pub(crate) fn apply_entry(config: &mut Config, entry: &AgentEntry) {
         // check reports the file's types).
         if let Ok(heartbeat) = serde_json::from_value(serde_json::Value::Object(merged)) {
             defaults.heartbeat = heartbeat;
+        }
+    }
+    if let Some(sub) = &entry.subagents {
+        if let Some(model) = &sub.model {
+            defaults.subagents.model = Some(model.clone());
+        }
+        if let Some(thinking) = &sub.thinking {
+            defaults.subagents.thinking = Some(thinking.clone());
         }
     }
     if let Some(allow) = &entry.tools.allow {

@@ -3,7 +3,7 @@ use std::path::Path;
 use super::*;
 use crate::config::LoadedConfig;
 
-fn agents_of(dir: &Path, config: &str) -> Result<Agents, AgentsError> {
+pub(super) fn agents_of(dir: &Path, config: &str) -> Result<Agents, AgentsError> {
     let app = crate::app::testing::test_app(dir, "{}");
     let path = dir.join("agents.json5");
     std::fs::write(&path, config).unwrap();

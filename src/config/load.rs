@@ -397,6 +397,37 @@ impl Config {
             1,
             64,
         );
+        let sub = &mut self.agents.defaults.subagents;
+        clamp(
+            "agents.defaults.subagents.maxConcurrent",
+            &mut sub.max_concurrent,
+            1,
+            64,
+        );
+        clamp(
+            "agents.defaults.subagents.maxSpawnDepth",
+            &mut sub.max_spawn_depth,
+            1,
+            5,
+        );
+        clamp(
+            "agents.defaults.subagents.maxChildrenPerAgent",
+            &mut sub.max_children_per_agent,
+            1,
+            1_000,
+        );
+        clamp(
+            "agents.defaults.subagents.runTimeoutSeconds",
+            &mut sub.run_timeout_seconds,
+            0,
+            7 * 86_400,
+        );
+        clamp(
+            "agents.defaults.subagents.archiveAfterMinutes",
+            &mut sub.archive_after_minutes,
+            1,
+            525_600,
+        );
         clamp(
             "cron.maxConcurrentRuns",
             &mut self.cron.max_concurrent_runs,

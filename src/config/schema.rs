@@ -5,6 +5,7 @@
 mod cron;
 mod hooks;
 mod skills;
+mod subagents;
 mod telegram;
 
 use std::collections::BTreeMap;
@@ -14,6 +15,7 @@ use serde::{Deserialize, Serialize};
 pub(crate) use cron::*;
 pub(crate) use hooks::*;
 pub(crate) use skills::*;
+pub(crate) use subagents::*;
 pub(crate) use telegram::*;
 
 /// Where an effective setting came from.
@@ -153,9 +155,9 @@ pub(crate) struct AgentEntry {
     /// runs heartbeats (when none has it, only the default agent does).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub heartbeat: Option<serde_json::Value>,
-    /// Settings of the runs this agent spawns (kept for them).
+    /// The runs this agent spawns: which other agents they may run as.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub subagents: Option<serde_json::Value>,
+    pub subagents: Option<AgentSubagents>,
     /// OpenClaw's `identity` (`{name}`), shown by `agents list`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub identity: Option<AgentIdentity>,
@@ -262,6 +264,8 @@ pub(crate) struct AgentDefaults {
     pub max_concurrent: u32,
     /// Periodic heartbeat turns (OpenClaw's `agents.defaults.heartbeat`).
     pub heartbeat: HeartbeatConfig,
+    /// Background runs a turn spawns (`sessions_spawn`).
+    pub subagents: SubagentDefaults,
 }
 
 impl Default for AgentDefaults {
@@ -281,6 +285,7 @@ impl Default for AgentDefaults {
             bootstrap_total_max_chars: 150_000,
             max_concurrent: 4,
             heartbeat: HeartbeatConfig::default(),
+            subagents: SubagentDefaults::default(),
         }
     }
 }

@@ -60,6 +60,8 @@ pub(crate) struct ToolsConfig {
     /// Tools never offered, whatever else says (deny wins).
     pub deny: Vec<String>,
     pub exec: ExecConfig,
+    /// The tools a spawned child is offered.
+    pub subagents: super::SubagentToolsConfig,
 }
 
 /// `tools.profile`.
