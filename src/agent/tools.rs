@@ -91,6 +91,9 @@ pub(crate) trait Services: Send + Sync {
         action: &'a str,
         args: &'a Value,
     ) -> Pin<Box<dyn Future<Output = Result<Value, String>> + Send + 'a>>;
+    /// Starts a background run for `caller` (`sessions_spawn`'s
+    /// arguments): its acceptance, or why not.
+    fn spawn(&self, caller: &Caller, args: &Value) -> Result<Value, String>;
 }
 
 /// The actions of the `cron` tool.
@@ -249,6 +252,11 @@ impl Tools<'_> {
             ));
         }
         out.push(spec("cron", CRON_DESCRIPTION, cron_parameters()));
+        out.push(spec(
+            "sessions_spawn",
+            SPAWN_DESCRIPTION,
+            spawn_parameters(),
+        ));
         for skill in &s.skills {
             out.push(spec(
                 &skill.tool,
@@ -347,6 +355,7 @@ impl Tools<'_> {
                     CRON_ACTIONS.join(", ")
                 )),
             },
+            "sessions_spawn" => json_output(self.services.spawn(&s.caller, args)),
             other => match s.skills.iter().find(|t| t.tool == other) {
                 Some(skill) => {
                     let words = split_args(text("args").unwrap_or(""));
@@ -566,6 +575,21 @@ impl Tools<'_> {
 const CRON_DESCRIPTION: &str = "Scheduled jobs and reminders, run by the gateway. action: `status`; `list` (includeDisabled, limit, offset, query); `add` with `job`: {name, schedule, payload, sessionTarget?, wakeMode?, deleteAfterRun?, delivery?, description?, enabled?}, where schedule is {kind:\"at\", at:\"<ISO-8601>\"} (once; a time without an offset is UTC, so give the user's offset), {kind:\"every\", everyMs} or {kind:\"cron\", expr:\"0 9 * * 1-5\", tz?:\"<IANA zone>\"}, and payload is {kind:\"systemEvent\", text} for a reminder in the main session (sessionTarget \"main\") or {kind:\"agentTurn\", message} for an agent turn (sessionTarget \"isolated\": a fresh session each run, \"current\": this session, or \"session:<id>\"); `contextMessages` (0-10) adds this session's last messages to the reminder text; `update` with `id` and `patch` (the fields to change; null clears one); `remove`, `runs` (limit) and `run` (mode force|due) with `id`; `wake` with `text` and mode (now|next-heartbeat) queues a system event for the main session.";
 
 /// The `cron` tool's parameters.
+const SPAWN_DESCRIPTION: &str = "Start a background run (a subagent) on a task: it runs in its own session and its result is announced to this session when it ends. Answers at once with its runId.";
+
+fn spawn_parameters() -> Value {
+    json!({"type": "object", "properties": {
+        "task": {"type": "string", "description": "What the child should do, self-contained"},
+        "label": {"type": "string"},
+        "agentId": {"type": "string"},
+        "model": {"type": "string"},
+        "thinking": {"type": "string"},
+        "runTimeoutSeconds": {"type": "integer", "minimum": 0},
+        "cleanup": {"type": "string", "enum": ["delete", "keep"]},
+        "mode": {"type": "string", "enum": ["run"]}
+    }, "required": ["task"]})
+}
+
 fn cron_parameters() -> Value {
     json!({
         "type": "object",

@@ -3,9 +3,6 @@
 //! parent is (its agent, its depth, its children alive) and gets back the
 //! child to start or the one reason it may not be.
 
-// Not yet called outside its tests.
-#![cfg_attr(not(test), allow(dead_code))]
-
 use std::time::Duration;
 
 use serde::Deserialize;

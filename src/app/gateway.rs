@@ -37,6 +37,15 @@ pub(crate) trait GatewayPort: Send + Sync {
         session_key: Option<String>,
         trusted: bool,
     ) -> Result<Value, String>;
+    /// Starts a subagent for the turn of `caller` (`sessions_spawn`'s
+    /// arguments): `{status: "accepted", runId, childSessionKey}`, or why
+    /// not. Blocking (the turn's thread).
+    fn spawn_subagent(
+        &self,
+        caller_agent: &str,
+        caller_session: &str,
+        arguments: &Value,
+    ) -> Result<Value, String>;
 }
 
 /// A system event that cannot be queued.

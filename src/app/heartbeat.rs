@@ -408,6 +408,11 @@ pub(crate) fn last_route(app: &App) -> Destination {
     }
 }
 
+/// The chat session `key` last heard its user on, when it was a chat.
+pub(crate) fn session_chat_route(app: &App, key: &str) -> Option<ChatRoute> {
+    chat_route(&stored_entry(app, key)?)
+}
+
 fn stored_entry(app: &App, key: &str) -> Option<SessionEntry> {
     app.sessions(Some(&app.agent))
         .store()

@@ -367,6 +367,18 @@ impl Services for AppServices {
         }
     }
 
+    fn spawn(&self, caller: &Caller, args: &Value) -> Result<Value, String> {
+        if self.read_only {
+            return Err("nothing is started while the prompt is only shown".into());
+        }
+        match &self.gateway {
+            Some(gateway) => gateway.spawn_subagent(&caller.agent_id, &caller.session_key, args),
+            None => Err(
+                "sessions_spawn needs the running gateway (children outlive this turn): start it with `almanac gateway run`, or do the task in this turn".into(),
+            ),
+        }
+    }
+
     fn cron<'a>(
         &'a self,
         caller: &'a Caller,

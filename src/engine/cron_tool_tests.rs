@@ -668,6 +668,9 @@ impl GatewayPort for Recorded {
         ));
         Ok(json!({"ok": true, "queued": true}))
     }
+    fn spawn_subagent(&self, _: &str, _: &str, _: &Value) -> Result<Value, String> {
+        Err("not here".into())
+    }
 }
 
 #[test]

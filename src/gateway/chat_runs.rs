@@ -69,6 +69,7 @@ pub(crate) fn record(routed: Routed, now_ms: i64) -> anyhow::Result<Record> {
         allow_unsafe_external_content: false,
         agent_id: Some(routed.agent_id),
         chat: Some(routed.origin),
+        subagent: None,
     };
     Ok(Record {
         seq: 0,

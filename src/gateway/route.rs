@@ -200,4 +200,14 @@ impl GatewayPort for Port {
             .map(|queued| serde_json::to_value(queued).expect("answers serialise"))
             .map_err(|e| e.message)
     }
+
+    fn spawn_subagent(
+        &self,
+        caller_agent: &str,
+        caller_session: &str,
+        arguments: &serde_json::Value,
+    ) -> Result<serde_json::Value, String> {
+        let shared = self.shared()?;
+        super::subagent_runs::spawn(&shared, caller_agent, caller_session, arguments)
+    }
 }

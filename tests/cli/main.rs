@@ -33,6 +33,7 @@ mod policy;
 mod scripted;
 mod session_memory;
 mod skills;
+mod subagents;
 mod tasks;
 mod telegram;
 mod time_and_activity;

@@ -237,7 +237,8 @@ fn the_tool_policy_decides_what_the_model_is_offered() {
             "edit",
             "memory_search",
             "memory_get",
-            "memory_append"
+            "memory_append",
+            "sessions_spawn"
         ]
     );
     let results = tool_results(&server);

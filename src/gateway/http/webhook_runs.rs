@@ -64,6 +64,9 @@ pub(crate) struct WebhookRun {
     /// A chat message's run: where it came from and goes back to.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub chat: Option<super::super::chat_runs::ChatOrigin>,
+    /// A subagent's run: whose child it is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subagent: Option<super::super::subagent_runs::SubagentOrigin>,
 }
 
 /// An optional string field: absent or null is `None`; anything else
@@ -222,6 +225,7 @@ pub(super) async fn agent(
             && payload["allowUnsafeExternalContent"] == Value::Bool(true),
         agent_id,
         chat: None,
+        subagent: None,
     };
     let record = Record {
         seq: 0,
@@ -297,15 +301,33 @@ fn run_task(
     if shared.tasks.with(|l| l.get(&run.run_id))?.is_some() {
         return Ok(None);
     }
+    let runtime = if run.subagent.is_some() {
+        crate::tasks::Runtime::Subagent
+    } else {
+        crate::tasks::Runtime::Cli
+    };
     let mut new = crate::tasks::NewTask::new(
-        crate::tasks::Runtime::Cli,
+        runtime,
         record.session_key.clone(),
         super::super::tasks::preview(&record.text),
     );
-    new.task_kind = Some(if run.chat.is_some() { "chat" } else { "hook" }.to_string());
+    new.task_kind = Some(
+        if run.subagent.is_some() {
+            super::super::subagent_runs::TASK_KIND
+        } else if run.chat.is_some() {
+            "chat"
+        } else {
+            "hook"
+        }
+        .to_string(),
+    );
     new.run_id = Some(run.run_id.clone());
     new.label = Some(run.name.clone());
     new.requester_session_key = record.session_key.clone();
+    if let Some(origin) = &run.subagent {
+        new.requester_session_key = origin.parent_session_key.clone();
+        new.child_session_key = Some(record.session_key.clone());
+    }
     new.agent_id = Some(
         run.agent_id
             .clone()
@@ -362,7 +384,7 @@ pub(crate) fn start_run(shared: &Arc<Shared>, mut task: crate::tasks::Task, reco
 }
 
 /// The kind of the intake record telling the main session how a run went.
-const WEBHOOK_RESULT_KIND: &str = "hook-result";
+pub(crate) const WEBHOOK_RESULT_KIND: &str = "hook-result";
 
 /// Starts the webhook runs the ledger holds queued: recorded before a
 /// crash but never started, or queued again because the gateway running
@@ -374,7 +396,7 @@ pub(crate) async fn resume_runs(shared: &Arc<Shared>) {
         .blocking(move || {
             let filter = crate::tasks::TaskFilter {
                 status: Some(crate::tasks::Status::Queued),
-                runtime: Some(crate::tasks::Runtime::Cli),
+                runtime: None,
             };
             listing.tasks.with(|l| l.list(filter, None))
         })
@@ -395,7 +417,15 @@ pub(crate) async fn resume_runs(shared: &Arc<Shared>) {
     let tasks: Vec<_> = tasks
         .into_iter()
         .rev()
-        .filter(|t| matches!(t.task_kind.as_deref(), Some("hook" | "chat")))
+        .filter(|t| {
+            matches!(
+                t.runtime,
+                crate::tasks::Runtime::Cli | crate::tasks::Runtime::Subagent
+            ) && matches!(
+                t.task_kind.as_deref(),
+                Some("hook" | "chat" | super::super::subagent_runs::TASK_KIND)
+            )
+        })
         .collect();
     if tasks.is_empty() {
         return;
@@ -461,6 +491,9 @@ async fn run_webhook(
     };
     if let Some(chat) = run.chat.clone() {
         return super::super::chat_runs::run(shared, task, record, run, chat, place).await;
+    }
+    if let Some(origin) = run.subagent.clone() {
+        return super::super::subagent_runs::run(shared, task, record, run, origin, place).await;
     }
     let lane = record.session_key.clone();
     // The payload reaches the model only as marked, untrusted data.

@@ -1,0 +1,379 @@
+//! A subagent as a run: `sessions_spawn` from a running turn accepts it
+//! into the intake log (its task, for its own session
+//! `agent:<agentId>:subagent:<uuid>`), the ledger records it as a task
+//! (`runtime: subagent`, with its parent's and its own session key), it
+//! runs as a turn in its session once its lane and a slot are free, and
+//! its end is announced to the parent's session as an untrusted system
+//! event that wakes it.
+//!
+//! It rides on the webhook runs' machinery ([`super::http::webhook_runs`]):
+//! the spawn is durable once acknowledged (the intake log), a run is
+//! recorded once, resumed after a crash, and finished only once its
+//! announce is in the intake log — an announce written before a crash is
+//! not written again.
+//!
+//! Invariants: the announce's `Status` comes from how the run ended
+//! (`ok`, `error`, `timeout`, `cancelled`), never from the child's words;
+//! the child's words reach the parent only inside the untrusted markers;
+//! an exact `ANNOUNCE_SKIP` reply announces nothing.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use super::Shared;
+use super::http::webhook_runs::{self as runs, WebhookRun};
+use super::intake::{HOOK_AGENT_KIND, Record};
+use crate::agents::spawn::{Cleanup, Parent, SpawnRequest, child_session_key};
+use crate::trigger::{Source, Trigger, TurnRequest};
+
+/// The reply by which a child asks for no announce.
+pub(crate) const ANNOUNCE_SKIP: &str = "ANNOUNCE_SKIP";
+
+/// The ledger's kind for a subagent's task.
+pub(crate) const TASK_KIND: &str = "subagent";
+
+/// Whose child a run is.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct SubagentOrigin {
+    pub parent_session_key: String,
+    pub parent_agent_id: String,
+    /// 1 for a child of a session a person or a schedule started.
+    pub depth: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
+    pub cleanup: String,
+}
+
+/// Accepts a spawn from the turn of `caller_session` (agent
+/// `caller_agent`): checks it, writes it to the intake log, and answers
+/// `{status: "accepted", runId, childSessionKey}`. Blocking.
+pub(crate) fn spawn(
+    shared: &Arc<Shared>,
+    caller_agent: &str,
+    caller_session: &str,
+    arguments: &Value,
+) -> Result<Value, String> {
+    let request: SpawnRequest = serde_json::from_value(arguments.clone())
+        .map_err(|e| format!("sessions_spawn arguments: {e}"))?;
+    let app = shared.engine.app();
+    let agents = app.agents().map_err(|e| e.to_string())?;
+    let limits = app.config.config.agents.defaults.subagents.clone();
+    let (depth, children_alive) = family(shared, caller_session)?;
+    let parent = Parent {
+        agent_id: caller_agent,
+        depth,
+        children_alive,
+    };
+    let plan = agents
+        .plan_spawn(&limits, parent, request)
+        .map_err(|e| e.to_string())?;
+    let run_id = uuid::Uuid::new_v4().to_string();
+    let child_key = child_session_key(&plan.agent_id, &run_id);
+    let origin = SubagentOrigin {
+        parent_session_key: caller_session.to_string(),
+        parent_agent_id: caller_agent.to_string(),
+        depth: plan.depth,
+        label: plan.label.clone(),
+        cleanup: match plan.cleanup {
+            Cleanup::Delete => "delete",
+            Cleanup::Keep => "keep",
+        }
+        .to_string(),
+    };
+    let run = WebhookRun {
+        run_id: run_id.clone(),
+        name: plan.label.clone().unwrap_or_else(|| "subagent".to_string()),
+        wake_mode: "now".into(),
+        deliver: false,
+        channel: "last".into(),
+        to: None,
+        model: plan
+            .model
+            .or_else(|| limits.model.as_ref().map(|m| m.primary().to_string())),
+        thinking: plan.thinking.or(limits.thinking),
+        timeout_seconds: plan.timeout.map(|t| t.as_secs()),
+        allow_unsafe_external_content: false,
+        agent_id: Some(plan.agent_id),
+        chat: None,
+        subagent: Some(origin),
+    };
+    let record = Record {
+        seq: 0,
+        ts: shared.host.now_ms(),
+        kind: HOOK_AGENT_KIND.into(),
+        session_key: child_key.clone(),
+        text: plan.task,
+        mode: "now".into(),
+        trusted: false,
+        hook: Some(serde_json::to_value(&run).map_err(|e| e.to_string())?),
+        replay: None,
+    };
+    shared
+        .intake
+        .accept(record)
+        .map_err(|e| format!("the spawn could not be recorded: {e}"))?;
+    Ok(json!({"status": "accepted", "runId": run_id, "childSessionKey": child_key}))
+}
+
+/// The depth of `session` (0 unless it is a child) and its children
+/// queued or running.
+fn family(shared: &Shared, session: &str) -> Result<(u32, usize), String> {
+    let mut depth = 0;
+    let mut alive = 0;
+    for status in [crate::tasks::Status::Queued, crate::tasks::Status::Running] {
+        let filter = crate::tasks::TaskFilter {
+            status: Some(status),
+            runtime: Some(crate::tasks::Runtime::Subagent),
+        };
+        let tasks = shared
+            .tasks
+            .with(|l| l.list(filter, None))
+            .map_err(|e| e.to_string())?;
+        for task in tasks {
+            if task.requester_session_key == session {
+                alive += 1;
+            }
+            if task.child_session_key.as_deref() == Some(session) {
+                depth = origin_of(&task).map_or(1, |o| o.depth);
+            }
+        }
+    }
+    Ok((depth, alive))
+}
+
+/// The origin a subagent task's request records.
+fn origin_of(task: &crate::tasks::Task) -> Option<SubagentOrigin> {
+    let hook = task.request.as_ref()?.get("hook")?.get("subagent")?;
+    serde_json::from_value(hook.clone()).ok()
+}
+
+/// Runs a recorded child (see the module).
+pub(crate) async fn run(
+    shared: &Arc<Shared>,
+    task: crate::tasks::Task,
+    record: Record,
+    run: WebhookRun,
+    origin: SubagentOrigin,
+    lane: Result<crate::engine::Ticket, crate::engine::LaneError>,
+) {
+    let message = format!(
+        "[Subagent task from {}]\n{}",
+        origin.parent_session_key, record.text
+    );
+    let request = TurnRequest {
+        message,
+        session_key: Some(record.session_key.clone()),
+        agent: run.agent_id.clone(),
+        model: run.model.clone(),
+        shape: crate::trigger::TurnShape {
+            thinking: run
+                .thinking
+                .as_deref()
+                .and_then(crate::trigger::Thinking::parse),
+            ..crate::trigger::TurnShape::default()
+        },
+        ..TurnRequest::default()
+    };
+    let trigger = Trigger {
+        source: Source::Webhook,
+        request,
+        timeout: run.timeout_seconds.map(Duration::from_secs),
+        task_id: Some(task.task_id.clone()),
+    };
+    let began = std::time::Instant::now();
+    let result = match lane {
+        Ok(ticket) => {
+            let admitted = super::route::Admitted::with_ticket(trigger, ticket);
+            super::route::run(shared, admitted).await
+        }
+        Err(full) => Err(full.into()),
+    };
+    let cancelled = result
+        .as_ref()
+        .err()
+        .is_some_and(|e| e.downcast_ref::<crate::engine::Cancelled>().is_some());
+    if cancelled
+        && shared.turns_cancel.is_cancelled()
+        && !runs::cancel_asked(shared, &task.task_id).await
+    {
+        // The gateway is stopping: the next start runs it again.
+        return;
+    }
+    let skip = matches!(&result, Ok(r) if r.outcome.reply.trim() == ANNOUNCE_SKIP);
+    let mut told = false;
+    if skip {
+        runs::set_delivery(
+            shared,
+            &task.task_id,
+            crate::tasks::DeliveryStatus::NotApplicable,
+        )
+        .await;
+    } else {
+        let received = shared.host.now_ts().to_string();
+        let text = announce(
+            &received,
+            &task,
+            &origin,
+            &record.session_key,
+            &result,
+            began.elapsed(),
+        );
+        told = tell_parent(shared, &task, &origin, text).await;
+    }
+    let end = super::tasks::terminal_of(&result);
+    runs::finish(shared, &task.task_id, end).await;
+    if told {
+        let relaying = shared.clone();
+        shared
+            .turns
+            .spawn(async move { relay(&relaying, &origin).await });
+    }
+}
+
+/// `Status` from how the run ended.
+fn status_of(result: &anyhow::Result<crate::engine::turn::TurnReport>) -> &'static str {
+    match result {
+        Ok(_) => "ok",
+        Err(err) if err.is::<super::route::TimedOut>() => "timeout",
+        Err(err) if err.downcast_ref::<crate::engine::Cancelled>().is_some() => "cancelled",
+        Err(_) => "error",
+    }
+}
+
+/// The announce the parent's session is told.
+fn announce(
+    received: &str,
+    task: &crate::tasks::Task,
+    origin: &SubagentOrigin,
+    child_key: &str,
+    result: &anyhow::Result<crate::engine::turn::TurnReport>,
+    took: Duration,
+) -> String {
+    let name = origin.label.as_deref().unwrap_or("subagent");
+    let status = status_of(result);
+    let (words, notes, tokens, session_id) = match result {
+        Ok(report) => (
+            report.outcome.reply.trim().to_string(),
+            report.outcome.stopped.clone().unwrap_or_default(),
+            report.outcome.usage.total_tokens,
+            report.session_id.clone(),
+        ),
+        Err(err) => (String::new(), format!("{err:#}"), 0, String::new()),
+    };
+    let result_block = if words.is_empty() {
+        "(no reply)".to_string()
+    } else {
+        super::http::external::wrap(&words, "Subagent result", name, &task.task_id, received)
+    };
+    let notes = if notes.is_empty() {
+        "-".to_string()
+    } else {
+        notes
+    };
+    format!(
+        "Subagent {name} ended.\nStatus: {status}\nResult:\n{result_block}\nNotes: {notes}\nStats: runtime {:.1} s · tokens {tokens} · session {child_key} · session id {session_id}",
+        took.as_secs_f64()
+    )
+}
+
+/// Queues the announce for the parent's session, as the webhook runs'
+/// result notice: in the intake log before the task ends. Whether it is.
+async fn tell_parent(
+    shared: &Arc<Shared>,
+    task: &crate::tasks::Task,
+    origin: &SubagentOrigin,
+    text: String,
+) -> bool {
+    let event = Record {
+        seq: 0,
+        ts: shared.host.now_ms(),
+        kind: runs::WEBHOOK_RESULT_KIND.into(),
+        session_key: origin.parent_session_key.clone(),
+        text,
+        mode: "now".into(),
+        trusted: false,
+        hook: Some(json!({"taskId": task.task_id})),
+        replay: None,
+    };
+    let told = match shared.intake.accept(event) {
+        Ok(_) => crate::tasks::DeliveryStatus::SessionQueued,
+        Err(err) => {
+            tracing::error!(%err, "cannot queue a subagent's announce");
+            crate::tasks::DeliveryStatus::Failed
+        }
+    };
+    let queued = told == crate::tasks::DeliveryStatus::SessionQueued;
+    runs::set_delivery(shared, &task.task_id, told).await;
+    queued
+}
+
+/// How long a relay waits for the intake to queue its announce.
+const FEED_WAIT: Duration = Duration::from_secs(10);
+
+/// The message of the turn that relays an announce (the announce itself
+/// is among the session's queued events, which every turn carries).
+const RELAY_MESSAGE: &str = "A background run you started has ended; its announce is above. Tell the user what came of it in a few words, or reply NO_REPLY if nothing needs saying.";
+
+/// Runs a turn of the parent's session to relay the queued announce:
+/// after the turn the session may be in (one turn per session at a time),
+/// its reply to the chat the session's user last wrote from, else the
+/// outbox. Should it fail, the announce stays queued for the session's
+/// next turn.
+async fn relay(shared: &Arc<Shared>, origin: &SubagentOrigin) {
+    // The announce is in the session's queue once the intake has fed it.
+    shared.intake.caught_up(FEED_WAIT).await;
+    let request = TurnRequest {
+        message: RELAY_MESSAGE.to_string(),
+        session_key: Some(origin.parent_session_key.clone()),
+        agent: Some(origin.parent_agent_id.clone()),
+        ..TurnRequest::default()
+    };
+    let trigger = Trigger {
+        source: Source::Webhook,
+        request,
+        timeout: Some(runs::RUN_TIMEOUT),
+        task_id: None,
+    };
+    let report = match super::route::route(shared, trigger).await {
+        Ok(report) => report,
+        Err(err) => {
+            tracing::warn!(err = %format!("{err:#}"), "a subagent's announce was not relayed; it waits for the session's next turn");
+            return;
+        }
+    };
+    let reply = report.outcome.reply.trim().to_string();
+    if report.outcome.silent || reply.is_empty() {
+        return;
+    }
+    let Ok(app) = shared.engine.app().for_agent(Some(&origin.parent_agent_id)) else {
+        return;
+    };
+    let key = origin.parent_session_key.clone();
+    let route = shared
+        .engine
+        .blocking(move || crate::app::heartbeat::session_chat_route(&app, &key))
+        .await
+        .ok()
+        .flatten();
+    let target = match route {
+        Some(route) => crate::delivery::Target::Chat(route),
+        None => crate::delivery::Target::Outbox,
+    };
+    let item = crate::delivery::Item {
+        source: crate::delivery::Source::Hook,
+        session_key: origin.parent_session_key.clone(),
+        agent_id: origin.parent_agent_id.clone(),
+        text: reply,
+        task_id: None,
+        to: None,
+        channel: None,
+        account_id: None,
+    };
+    if let Err(err) = shared.deliverer.deliver(item, &target).await {
+        tracing::warn!(%err, "a subagent's relay was not delivered");
+    }
+}

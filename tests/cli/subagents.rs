@@ -1,0 +1,123 @@
+//! Subagents through a running gateway: `sessions_spawn` from a turn,
+//! the child's own session and ledger task, and its announce in the
+//! parent's session.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::agent::{text, tool_call};
+use crate::common::Sandbox;
+use crate::gateway::{Gateway, eventually};
+use crate::scripted::ScriptedServer;
+
+/// One turn at a time, so the scripted answers go in a known order: the
+/// parent's turn ends before its child starts.
+fn one_at_a_time(sb: &Sandbox) {
+    sb.write(
+        ".almanac/config.json5",
+        r#"{"agents": {"defaults": {"model": "openai/test-model", "maxConcurrent": 1}}}"#,
+    );
+}
+
+fn subagent_tasks(gw: &Gateway) -> Vec<Value> {
+    let (code, body) = gw.request("GET", "/v1/tasks", None);
+    assert_eq!(code, 200, "{body}");
+    body["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t["runtime"] == "subagent")
+        .cloned()
+        .collect()
+}
+
+#[test]
+fn a_spawned_child_runs_in_its_own_session_and_announces_its_result_to_the_parent() {
+    let sb = Sandbox::new();
+    one_at_a_time(&sb);
+    let server = ScriptedServer::start(vec![
+        tool_call(
+            "call_1",
+            "sessions_spawn",
+            json!({"task": "Find the March receipts", "label": "receipts"}),
+        ),
+        text("A helper is on it."),
+        text("RECEIPTS-IN-MARCH.md"),
+        text("The helper found them in the March notes."),
+    ]);
+    let gw = Gateway::start(&sb, &[("OPENAI_BASE_URL", server.url.as_str())]);
+    let (code, answer) = gw.request(
+        "POST",
+        "/v1/agent",
+        Some(&json!({"message": "Where are my receipts?"})),
+    );
+    assert_eq!(code, 200, "{answer}");
+    assert_eq!(answer["reply"], "A helper is on it.", "{answer}");
+
+    // The tool answered at once with the child's run and session.
+    let spawned = server.requests()[1].json().to_string();
+    assert!(spawned.contains(r#"\"status\": \"accepted\""#), "{spawned}");
+    assert!(spawned.contains("agent:main:subagent:"), "{spawned}");
+
+    let task = eventually(Duration::from_secs(20), || {
+        subagent_tasks(&gw)
+            .into_iter()
+            .find(|t| t["status"] == "succeeded" && t["deliveryStatus"] == "session_queued")
+    });
+    let child_key = task["childSessionKey"].as_str().unwrap().to_string();
+    assert!(child_key.starts_with("agent:main:subagent:"), "{task}");
+    assert_eq!(task["requesterSessionKey"], "agent:main:main", "{task}");
+
+    // The child's turn: its task as its message, in its own session.
+    let child = server.requests()[2].json().to_string();
+    assert!(child.contains("Find the March receipts"), "{child}");
+    assert!(
+        !child.contains("Where are my receipts?"),
+        "the child does not see the parent's chat: {child}"
+    );
+
+    // The parent is woken with the announce: the status from how the run
+    // ended, the child's words inside the untrusted markers.
+    eventually(Duration::from_secs(20), || {
+        (server.requests().len() >= 4).then_some(())
+    });
+    let relay = server.requests()[3].json();
+    let told = relay["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .rfind(|m| m["role"] == "user")
+        .unwrap()
+        .to_string();
+    assert!(told.contains("Status: ok"), "{told}");
+    assert!(told.contains("RECEIPTS-IN-MARCH.md"), "{told}");
+    assert!(told.contains("EXTERNAL_UNTRUSTED_CONTENT"), "{told}");
+    assert!(told.contains(&child_key), "{told}");
+}
+
+#[test]
+fn without_a_gateway_a_spawn_is_refused_in_words_the_model_can_relay() {
+    let sb = Sandbox::new();
+    let server = ScriptedServer::start(vec![
+        tool_call(
+            "call_1",
+            "sessions_spawn",
+            json!({"task": "Research prices"}),
+        ),
+        text("I will do it myself."),
+    ]);
+    sb.run_env(
+        &[
+            "agent",
+            "--model",
+            "openai/test-model",
+            "--message",
+            "Research prices in the background",
+        ],
+        &[("OPENAI_BASE_URL", server.url.as_str())],
+    )
+    .ok();
+    let refused = server.requests()[1].json().to_string();
+    assert!(refused.contains("needs the running gateway"), "{refused}");
+}
