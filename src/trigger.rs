@@ -105,6 +105,12 @@ pub(crate) struct TurnShape {
     /// the session's last message is an unanswered one holding it, the
     /// run was cut off and is answered, not written again.
     pub resume_marker: Option<String>,
+    /// A subagent's turn, at this depth: its own workspace files only
+    /// (not `MEMORY.md`, `HEARTBEAT.md`, `BOOTSTRAP.md`), no recalled
+    /// notes, and `tools.subagents.tools` over the usual tools, without
+    /// the session tools (`sessions_spawn` kept while `maxSpawnDepth`
+    /// allows another level).
+    pub subagent_depth: Option<u32>,
 }
 
 /// What makes a turn a heartbeat turn.

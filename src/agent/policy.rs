@@ -135,7 +135,19 @@ pub(crate) struct ToolPolicy {
     /// A run's own list (a cron job's `--tools`): only tools it covers,
     /// of those the rest keeps.
     only: Option<Vec<String>>,
+    /// Tools a subagent is not offered (`tools.subagents.tools.deny`, and
+    /// the session tools).
+    child_deny: Vec<String>,
 }
+
+/// The tools a subagent never gets, whatever its config: they act on
+/// other sessions, which is its parent's business.
+const CHILD_SESSION_TOOLS: &[&str] = &[
+    "sessions_list",
+    "sessions_history",
+    "sessions_send",
+    "subagents",
+];
 
 impl ToolPolicy {
     pub(crate) fn new(config: &ToolsConfig) -> ToolPolicy {
@@ -144,7 +156,28 @@ impl ToolPolicy {
             allow: config.allow.clone(),
             deny: config.deny.clone(),
             only: None,
+            child_deny: Vec::new(),
         }
+    }
+
+    /// The same policy for a subagent's turn: narrowed to
+    /// `tools.subagents.tools.allow` when set, without its `deny`, the
+    /// session tools, and `sessions_spawn` unless `may_spawn`.
+    pub(crate) fn for_subagent(
+        mut self,
+        filter: &crate::config::SubagentToolFilter,
+        may_spawn: bool,
+    ) -> ToolPolicy {
+        if let Some(allow) = &filter.allow {
+            self.only = Some(allow.clone());
+        }
+        self.child_deny = filter.deny.clone();
+        self.child_deny
+            .extend(CHILD_SESSION_TOOLS.iter().map(|t| t.to_string()));
+        if !may_spawn {
+            self.child_deny.push("sessions_spawn".to_string());
+        }
+        self
     }
 
     /// The same policy, narrowed to the tools `only` covers (entries as
@@ -157,6 +190,11 @@ impl ToolPolicy {
     /// `Ok` when `tool` is offered; else which setting removed it.
     pub(crate) fn check(&self, tool: &str) -> Result<(), String> {
         self.check_config(tool)?;
+        if let Some(entry) = self.child_deny.iter().find(|e| entry_covers(e, tool)) {
+            return Err(format!(
+                "the tool `{tool}` is not offered to a subagent (\"{entry}\")"
+            ));
+        }
         match &self.only {
             Some(only) if !only.iter().any(|e| entry_covers(e, tool)) => Err(format!(
                 "the tool `{tool}` is not among this run's tools ({})",
@@ -366,6 +404,43 @@ mod tests {
 
     fn offered(p: &ToolPolicy) -> Vec<&'static str> {
         TOOLS.iter().copied().filter(|t| p.allows(t)).collect()
+    }
+
+    /// A subagent loses the session tools, `sessions_spawn` unless another
+    /// level is allowed, and what `tools.subagents.tools` takes away; its
+    /// `allow` narrows and never widens.
+    #[test]
+    fn a_subagent_gets_the_usual_tools_without_the_session_ones() {
+        use crate::config::SubagentToolFilter;
+        let usual = policy(None, &[], &["cron"]);
+        let none = SubagentToolFilter::default();
+        let child = usual.clone().for_subagent(&none, false);
+        for tool in ["sessions_spawn", "sessions_send", "subagents", "cron"] {
+            assert!(!child.allows(tool), "{tool}");
+        }
+        assert!(child.allows("read") && child.allows("exec"));
+        assert!(
+            child
+                .check("sessions_spawn")
+                .unwrap_err()
+                .contains("not offered to a subagent")
+        );
+        assert!(
+            usual
+                .clone()
+                .for_subagent(&none, true)
+                .allows("sessions_spawn")
+        );
+        let narrow = SubagentToolFilter {
+            allow: Some(vec!["group:fs".into(), "cron".into()]),
+            deny: vec!["write".into()],
+        };
+        let child = usual.for_subagent(&narrow, true);
+        let kept: Vec<_> = ["read", "write", "edit", "exec", "cron"]
+            .into_iter()
+            .filter(|t| child.allows(t))
+            .collect();
+        assert_eq!(kept, ["read", "edit"]);
     }
 
     /// A run's own list narrows the policy (names, groups, patterns) and

@@ -46,6 +46,11 @@ pub(crate) const HEARTBEAT_BOOTSTRAP_FILES: &[&str] = &[
     "MEMORY.md",
 ];
 
+/// The bootstrap files of a subagent's turn: who the agent is and how it
+/// works, not what it remembers or its schedule.
+pub(crate) const SUBAGENT_BOOTSTRAP_FILES: &[&str] =
+    &["AGENTS.md", "SOUL.md", "TOOLS.md", "IDENTITY.md", "USER.md"];
+
 /// The bootstrap files of a light heartbeat turn (`lightContext`).
 pub(crate) const LIGHT_HEARTBEAT_BOOTSTRAP_FILES: &[&str] = &["HEARTBEAT.md"];
 

@@ -151,6 +151,7 @@ pub(super) fn assemble<T: Send>(
         let skills = turn_skills(app, services.read_only);
         let names = match heartbeat {
             None if shape.light_context => prompt::LIGHT_BOOTSTRAP_FILES,
+            None if shape.subagent_depth.is_some() => prompt::SUBAGENT_BOOTSTRAP_FILES,
             None => prompt::BOOTSTRAP_FILES,
             Some(h) if h.light_context => prompt::LIGHT_HEARTBEAT_BOOTSTRAP_FILES,
             Some(_) => prompt::HEARTBEAT_BOOTSTRAP_FILES,
@@ -165,7 +166,9 @@ pub(super) fn assemble<T: Send>(
         (skills, bootstrap, also)
     };
     let recalling = || {
-        let light = shape.light_context || heartbeat.is_some_and(|h| h.light_context);
+        let light = shape.light_context
+            || shape.subagent_depth.is_some()
+            || heartbeat.is_some_and(|h| h.light_context);
         if memory_write && !light && !message.trim().is_empty() {
             services.context(message)
         } else {
@@ -210,7 +213,7 @@ pub(super) fn assemble<T: Send>(
             config_file: Some(app.paths.config_path.clone()),
             state_dir: Some(app.paths.state_dir.clone()),
         },
-        policy: ToolPolicy::new(tools_config).narrowed_to(shape.tools_allow.clone()),
+        policy: turn_policy(app, shape),
         allow_shell: ctx.allowed_permissions.contains("shell"),
         exec: ExecPolicy {
             security: exec_config.security,
@@ -265,6 +268,20 @@ pub(super) fn assemble<T: Send>(
 /// setting), whatever the exec policy.
 fn exec_env(app: &App) -> BTreeMap<String, String> {
     crate::child::env::base(app.host.vars())
+}
+
+/// The tool policy of a turn: the config's, narrowed by the run's own
+/// list, and a subagent's rules for a subagent's turn.
+fn turn_policy(app: &App, shape: &TurnShape) -> ToolPolicy {
+    let config = &app.config.config;
+    let policy = ToolPolicy::new(&config.tools).narrowed_to(shape.tools_allow.clone());
+    match shape.subagent_depth {
+        Some(depth) => policy.for_subagent(
+            &config.tools.subagents.tools,
+            depth < config.agents.defaults.subagents.max_spawn_depth,
+        ),
+        None => policy,
+    }
 }
 
 /// Memory, skills and scheduled jobs for the tools, through the app's

@@ -421,6 +421,7 @@ fn turn_shape(job: &CronJob, target: &SessionTarget) -> crate::trigger::TurnShap
                 format!("[cron:{} ", job.id)
             }
         }),
+        subagent_depth: None,
     }
 }
 

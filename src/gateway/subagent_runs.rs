@@ -174,6 +174,7 @@ pub(crate) async fn run(
                 .thinking
                 .as_deref()
                 .and_then(crate::trigger::Thinking::parse),
+            subagent_depth: Some(origin.depth),
             ..crate::trigger::TurnShape::default()
         },
         ..TurnRequest::default()

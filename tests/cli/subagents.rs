@@ -20,6 +20,15 @@ fn one_at_a_time(sb: &Sandbox) {
     );
 }
 
+fn offered(request: &Value) -> Vec<String> {
+    request["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap().to_string())
+        .collect()
+}
+
 fn subagent_tasks(gw: &Gateway) -> Vec<Value> {
     let (code, body) = gw.request("GET", "/v1/tasks", None);
     assert_eq!(code, 200, "{body}");
@@ -36,6 +45,11 @@ fn subagent_tasks(gw: &Gateway) -> Vec<Value> {
 fn a_spawned_child_runs_in_its_own_session_and_announces_its_result_to_the_parent() {
     let sb = Sandbox::new();
     one_at_a_time(&sb);
+    sb.write(".almanac/workspace/AGENTS.md", "AGENT-RULES: be brief.\n");
+    sb.write(
+        ".almanac/workspace/MEMORY.md",
+        "MEMORY-PRIVATE: the safe code.\n",
+    );
     let server = ScriptedServer::start(vec![
         tool_call(
             "call_1",
@@ -69,9 +83,31 @@ fn a_spawned_child_runs_in_its_own_session_and_announces_its_result_to_the_paren
     assert!(child_key.starts_with("agent:main:subagent:"), "{task}");
     assert_eq!(task["requesterSessionKey"], "agent:main:main", "{task}");
 
-    // The child's turn: its task as its message, in its own session.
-    let child = server.requests()[2].json().to_string();
+    // The child's turn: its task as its message, in its own session, with
+    // the agent's rules but not its memory, and no session tools (the
+    // default depth lets a child spawn nothing).
+    let parent_tools = offered(&server.requests()[0].json());
+    assert!(
+        parent_tools.contains(&"sessions_spawn".to_string()),
+        "{parent_tools:?}"
+    );
+    let child_request = server.requests()[2].json();
+    let child_tools = offered(&child_request);
+    assert!(
+        !child_tools.iter().any(|t| t.starts_with("sessions_")),
+        "{child_tools:?}"
+    );
+    assert!(child_tools.contains(&"read".to_string()), "{child_tools:?}");
+    let child = child_request.to_string();
     assert!(child.contains("Find the March receipts"), "{child}");
+    assert!(child.contains("AGENT-RULES"), "{child}");
+    assert!(!child.contains("MEMORY-PRIVATE"), "{child}");
+    assert!(
+        server.requests()[0]
+            .json()
+            .to_string()
+            .contains("MEMORY-PRIVATE")
+    );
     assert!(
         !child.contains("Where are my receipts?"),
         "the child does not see the parent's chat: {child}"
