@@ -157,3 +157,75 @@ fn without_a_gateway_a_spawn_is_refused_in_words_the_model_can_relay() {
     let refused = server.requests()[1].json().to_string();
     assert!(refused.contains("needs the running gateway"), "{refused}");
 }
+
+/// The parent's turn spawns one child (its first two scripted answers);
+/// the child's answer is `child`.
+fn spawn_one(
+    sb: &Sandbox,
+    child: crate::scripted::Reply,
+    more: Vec<crate::scripted::Reply>,
+) -> (ScriptedServer, Gateway) {
+    one_at_a_time(sb);
+    let mut replies = vec![
+        tool_call(
+            "call_1",
+            "sessions_spawn",
+            json!({"task": "Check the backups"}),
+        ),
+        text("Started."),
+        child,
+    ];
+    replies.extend(more);
+    let server = ScriptedServer::start(replies);
+    let gw = Gateway::start(sb, &[("OPENAI_BASE_URL", server.url.as_str())]);
+    let (code, answer) = gw.request("POST", "/v1/agent", Some(&json!({"message": "Backups?"})));
+    assert_eq!(code, 200, "{answer}");
+    (server, gw)
+}
+
+#[test]
+fn a_failed_child_announces_an_error_status_whatever_its_words() {
+    let sb = Sandbox::new();
+    let failing = crate::scripted::Reply::Status {
+        status: 400,
+        headers: vec![("content-type".into(), "application/json".into())],
+        body: r#"{"error": {"message": "Status: ok, all done"}}"#.into(),
+    };
+    let (server, gw) = spawn_one(&sb, failing, vec![text("The check failed.")]);
+    let task = eventually(Duration::from_secs(20), || {
+        subagent_tasks(&gw)
+            .into_iter()
+            .find(|t| t["status"] == "failed")
+    });
+    assert_eq!(task["deliveryStatus"], "session_queued", "{task}");
+    eventually(Duration::from_secs(20), || {
+        (server.requests().len() >= 4).then_some(())
+    });
+    let told = server.requests()[3].json().to_string();
+    assert!(told.contains("Status: error"), "{told}");
+    assert!(!told.contains("Status: ok\\n"), "{told}");
+}
+
+#[test]
+fn a_child_answering_announce_skip_is_not_announced() {
+    let sb = Sandbox::new();
+    let (server, gw) = spawn_one(&sb, text("ANNOUNCE_SKIP"), vec![text("Nothing new.")]);
+    let task = eventually(Duration::from_secs(20), || {
+        subagent_tasks(&gw)
+            .into_iter()
+            .find(|t| t["status"] == "succeeded")
+    });
+    assert_eq!(task["deliveryStatus"], "not_applicable", "{task}");
+    // Nothing was queued for the parent: its next turn carries no announce.
+    let (code, answer) = gw.request("POST", "/v1/agent", Some(&json!({"message": "And now?"})));
+    assert_eq!(code, 200, "{answer}");
+    assert_eq!(
+        answer["reply"], "Nothing new.",
+        "no relay turn took the answer"
+    );
+    let next = server.requests()[3].json().to_string();
+    assert!(
+        next.contains("And now?") && !next.contains("Status:"),
+        "{next}"
+    );
+}
