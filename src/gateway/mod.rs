@@ -185,6 +185,8 @@ pub(crate) struct Shared {
     pub lockout: http::Lockout,
     /// The webhooks' lockout and idempotency keys.
     pub webhooks: http::webhooks::WebhookState,
+    /// Subagents running now (`agents.defaults.subagents.maxConcurrent`).
+    pub subagent_slots: subagent_runs::Slots,
     /// Turns in flight (tracked, so shutdown can wait for them).
     pub turns: TaskTracker,
     /// Cancels every running turn.
@@ -435,6 +437,7 @@ async fn serve(
         token,
         lockout: http::Lockout::default(),
         webhooks: http::webhooks::WebhookState::default(),
+        subagent_slots: subagent_runs::Slots::default(),
         turns: TaskTracker::new(),
         turns_cancel: CancellationToken::new(),
         ready: AtomicBool::new(false),
@@ -745,6 +748,7 @@ pub(crate) fn test_shared_on(
         token: token.to_string(),
         lockout: http::Lockout::default(),
         webhooks: http::webhooks::WebhookState::default(),
+        subagent_slots: subagent_runs::Slots::default(),
         turns: TaskTracker::new(),
         turns_cancel: CancellationToken::new(),
         ready: AtomicBool::new(true),

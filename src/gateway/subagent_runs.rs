@@ -186,6 +186,17 @@ pub(crate) async fn run(
         task_id: Some(task.task_id.clone()),
     };
     let began = std::time::Instant::now();
+    // Its own lane is free; it waits here for one of the children's slots.
+    let max = shared
+        .engine
+        .app()
+        .config
+        .config
+        .agents
+        .defaults
+        .subagents
+        .max_concurrent as usize;
+    let _slot = shared.subagent_slots.take(max).await;
     let result = match lane {
         Ok(ticket) => {
             let admitted = super::route::Admitted::with_ticket(trigger, ticket);
@@ -376,5 +387,75 @@ async fn relay(shared: &Arc<Shared>, origin: &SubagentOrigin) {
     };
     if let Err(err) = shared.deliverer.deliver(item, &target).await {
         tracing::warn!(%err, "a subagent's relay was not delivered");
+    }
+}
+
+/// The children running at once, at most `maxConcurrent` (read at each
+/// start, so a reloaded config applies to the next child).
+#[derive(Debug, Default)]
+pub(crate) struct Slots {
+    running: std::sync::Mutex<usize>,
+    freed: tokio::sync::Notify,
+}
+
+/// One child's place among those running; given back when dropped.
+pub(crate) struct Slot<'a>(&'a Slots);
+
+impl Slots {
+    /// Waits until fewer than `max` children run, then counts this one.
+    pub(crate) async fn take(&self, max: usize) -> Slot<'_> {
+        loop {
+            // Asked before looking, so a slot freed between the look and
+            // the wait is not missed.
+            let freed = self.freed.notified();
+            {
+                let mut running = self.running.lock().unwrap_or_else(|p| p.into_inner());
+                if *running < max.max(1) {
+                    *running += 1;
+                    return Slot(self);
+                }
+            }
+            freed.await;
+        }
+    }
+
+    /// Children running now.
+    #[cfg(test)]
+    fn running(&self) -> usize {
+        *self.running.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+impl Drop for Slot<'_> {
+    fn drop(&mut self) {
+        let mut running = self.0.running.lock().unwrap_or_else(|p| p.into_inner());
+        *running = running.saturating_sub(1);
+        drop(running);
+        self.0.freed.notify_waiters();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test(start_paused = true)]
+    async fn no_more_children_run_than_the_limit_and_a_freed_slot_lets_the_next_in() {
+        let slots = std::sync::Arc::new(Slots::default());
+        let first = slots.take(2).await;
+        let _second = slots.take(2).await;
+        assert_eq!(slots.running(), 2);
+        let waiting = {
+            let slots = slots.clone();
+            tokio::spawn(async move {
+                let _third = slots.take(2).await;
+                slots.running()
+            })
+        };
+        tokio::task::yield_now().await;
+        assert!(!waiting.is_finished(), "a third waits while two run");
+        drop(first);
+        assert_eq!(waiting.await.unwrap(), 2);
+        assert_eq!(slots.running(), 1);
     }
 }

@@ -229,3 +229,32 @@ fn a_child_answering_announce_skip_is_not_announced() {
         "{next}"
     );
 }
+
+#[test]
+fn a_child_cancelled_while_it_runs_announces_cancelled() {
+    let sb = Sandbox::new();
+    let (server, gw) = spawn_one(
+        &sb,
+        crate::scripted::Reply::Hang,
+        vec![text("The backup check was stopped.")],
+    );
+    let task = eventually(Duration::from_secs(20), || {
+        subagent_tasks(&gw)
+            .into_iter()
+            .find(|t| t["status"] == "running")
+    });
+    let id = task["taskId"].as_str().unwrap();
+    let cancelled = sb.run(&["tasks", "cancel", id, "--json"]).ok().json();
+    assert_eq!(cancelled["result"], "requested", "{cancelled}");
+    eventually(Duration::from_secs(20), || {
+        (server.requests().len() >= 4).then_some(())
+    });
+    let told = server.requests()[3].json().to_string();
+    assert!(told.contains("Status: cancelled"), "{told}");
+    let task = eventually(Duration::from_secs(20), || {
+        subagent_tasks(&gw)
+            .into_iter()
+            .find(|t| t["status"] == "cancelled" && t["deliveryStatus"] == "session_queued")
+    });
+    assert_eq!(task["runtime"], "subagent");
+}
