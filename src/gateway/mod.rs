@@ -467,6 +467,7 @@ async fn serve(
     // Runs the ledger holds queued are started before the feeder can
     // record new ones: each run is started by exactly one of the two.
     http::webhook_runs::resume_runs(&shared).await;
+    subagent_runs::announce_ended_while_down(&shared).await;
     let mut all = components();
     all.extend(telegram::TelegramPoller::for_config(&shared));
     for component in all {

@@ -231,7 +231,7 @@ pub(crate) async fn run(
             &task,
             &origin,
             &record.session_key,
-            &result,
+            &Ending::of(&result),
             began.elapsed(),
         );
         told = tell_parent(shared, &task, &origin, text).await;
@@ -256,40 +256,133 @@ fn status_of(result: &anyhow::Result<crate::engine::turn::TurnReport>) -> &'stat
     }
 }
 
+/// How a child ended, as its announce tells it.
+struct Ending {
+    status: &'static str,
+    words: String,
+    notes: String,
+    tokens: u64,
+    session_id: String,
+}
+
+impl Ending {
+    fn of(result: &anyhow::Result<crate::engine::turn::TurnReport>) -> Ending {
+        match result {
+            Ok(report) => Ending {
+                status: status_of(result),
+                words: report.outcome.reply.trim().to_string(),
+                notes: report.outcome.stopped.clone().unwrap_or_default(),
+                tokens: report.outcome.usage.total_tokens,
+                session_id: report.session_id.clone(),
+            },
+            Err(err) => Ending {
+                status: status_of(result),
+                words: String::new(),
+                notes: format!("{err:#}"),
+                tokens: 0,
+                session_id: String::new(),
+            },
+        }
+    }
+}
+
 /// The announce the parent's session is told.
 fn announce(
     received: &str,
     task: &crate::tasks::Task,
     origin: &SubagentOrigin,
     child_key: &str,
-    result: &anyhow::Result<crate::engine::turn::TurnReport>,
+    ending: &Ending,
     took: Duration,
 ) -> String {
     let name = origin.label.as_deref().unwrap_or("subagent");
-    let status = status_of(result);
-    let (words, notes, tokens, session_id) = match result {
-        Ok(report) => (
-            report.outcome.reply.trim().to_string(),
-            report.outcome.stopped.clone().unwrap_or_default(),
-            report.outcome.usage.total_tokens,
-            report.session_id.clone(),
-        ),
-        Err(err) => (String::new(), format!("{err:#}"), 0, String::new()),
-    };
-    let result_block = if words.is_empty() {
+    let result_block = if ending.words.is_empty() {
         "(no reply)".to_string()
     } else {
-        super::http::external::wrap(&words, "Subagent result", name, &task.task_id, received)
+        super::http::external::wrap(
+            &ending.words,
+            "Subagent result",
+            name,
+            &task.task_id,
+            received,
+        )
     };
-    let notes = if notes.is_empty() {
-        "-".to_string()
+    let notes = if ending.notes.is_empty() {
+        "-"
     } else {
-        notes
+        ending.notes.as_str()
     };
     format!(
-        "Subagent {name} ended.\nStatus: {status}\nResult:\n{result_block}\nNotes: {notes}\nStats: runtime {:.1} s · tokens {tokens} · session {child_key} · session id {session_id}",
-        took.as_secs_f64()
+        "Subagent {name} ended.\nStatus: {}\nResult:\n{result_block}\nNotes: {notes}\nStats: runtime {:.1} s · tokens {} · session {child_key} · session id {}",
+        ending.status,
+        took.as_secs_f64(),
+        ending.tokens,
+        ending.session_id,
     )
+}
+
+/// Announces the children that ended while no gateway ran them: those
+/// the previous gateway left running (`lost`) or whose cancel it did not
+/// finish (`cancelled`), not yet told to their parent. Once at start.
+pub(crate) async fn announce_ended_while_down(shared: &Arc<Shared>) {
+    let looking = shared.clone();
+    let found = shared
+        .engine
+        .blocking(move || -> anyhow::Result<Vec<crate::tasks::Task>> {
+            let answered = runs::answered_runs(&looking)?;
+            let mut ended = Vec::new();
+            for status in [crate::tasks::Status::Lost, crate::tasks::Status::Cancelled] {
+                let filter = crate::tasks::TaskFilter {
+                    status: Some(status),
+                    runtime: Some(crate::tasks::Runtime::Subagent),
+                };
+                ended.extend(looking.tasks.with(|l| l.list(filter, None))?);
+            }
+            ended.retain(|t| {
+                t.delivery_status == crate::tasks::DeliveryStatus::Pending
+                    && !answered.contains(&t.task_id)
+            });
+            Ok(ended)
+        })
+        .await
+        .and_then(|r| r);
+    let ended = match found {
+        Ok(ended) => ended,
+        Err(err) => {
+            tracing::error!(err = %format!("{err:#}"), "cannot look for subagents that ended while the gateway was down");
+            return;
+        }
+    };
+    for task in ended {
+        let Some(origin) = origin_of(&task) else {
+            continue;
+        };
+        let ending = Ending {
+            status: if task.status == crate::tasks::Status::Lost {
+                "lost"
+            } else {
+                "cancelled"
+            },
+            words: String::new(),
+            notes: task.error.clone().unwrap_or_default(),
+            tokens: 0,
+            session_id: String::new(),
+        };
+        let took = Duration::from_millis(
+            task.ended_at
+                .zip(task.started_at)
+                .map_or(0, |(end, start)| (end - start).max(0) as u64),
+        );
+        let child_key = task.child_session_key.clone().unwrap_or_default();
+        let received = shared.host.now_ts().to_string();
+        let text = announce(&received, &task, &origin, &child_key, &ending, took);
+        if tell_parent(shared, &task, &origin, text).await {
+            let relaying = shared.clone();
+            shared
+                .turns
+                .spawn(async move { relay(&relaying, &origin).await });
+        }
+    }
 }
 
 /// Queues the announce for the parent's session, as the webhook runs'

@@ -244,6 +244,10 @@ fn a_child_cancelled_while_it_runs_announces_cancelled() {
             .find(|t| t["status"] == "running")
     });
     let id = task["taskId"].as_str().unwrap();
+    // The child is waiting on its model call.
+    eventually(Duration::from_secs(20), || {
+        (server.requests().len() >= 3).then_some(())
+    });
     let cancelled = sb.run(&["tasks", "cancel", id, "--json"]).ok().json();
     assert_eq!(cancelled["result"], "requested", "{cancelled}");
     eventually(Duration::from_secs(20), || {
@@ -257,4 +261,62 @@ fn a_child_cancelled_while_it_runs_announces_cancelled() {
             .find(|t| t["status"] == "cancelled" && t["deliveryStatus"] == "session_queued")
     });
     assert_eq!(task["runtime"], "subagent");
+}
+
+#[test]
+fn a_child_cut_by_kill_9_is_announced_lost_after_the_restart() {
+    let sb = Sandbox::new();
+    let (_hanging, gw) = spawn_one(&sb, crate::scripted::Reply::Hang, vec![]);
+    let task = eventually(Duration::from_secs(20), || {
+        subagent_tasks(&gw)
+            .into_iter()
+            .find(|t| t["status"] == "running")
+    });
+    let id = task["taskId"].as_str().unwrap().to_string();
+    gw.signal(libc::SIGKILL);
+    drop(gw);
+
+    let server = ScriptedServer::start(vec![text("The backup check was cut off.")]);
+    let gw = Gateway::start(&sb, &[("OPENAI_BASE_URL", server.url.as_str())]);
+    let task = eventually(Duration::from_secs(20), || {
+        subagent_tasks(&gw)
+            .into_iter()
+            .find(|t| t["taskId"] == id.as_str() && t["deliveryStatus"] == "session_queued")
+    });
+    assert_eq!(task["status"], "lost", "{task}");
+    eventually(Duration::from_secs(20), || {
+        (!server.requests().is_empty()).then_some(())
+    });
+    let told = server.requests()[0].json().to_string();
+    assert!(told.contains("Status: lost"), "{told}");
+    assert!(told.contains("the gateway that ran it stopped"), "{told}");
+    // The relay's reply reached the outbox (the session has no chat):
+    // the turn that carried the announce is done.
+    eventually(Duration::from_secs(20), || {
+        let list = sb.run(&["outbox", "list", "--json"]).ok().json();
+        list.to_string()
+            .contains("The backup check was cut off.")
+            .then_some(())
+    });
+    // Told once: after a second restart the parent's next turn carries no
+    // announce, and no relay turn took its scripted answer.
+    drop(gw);
+    let again = ScriptedServer::start(vec![text("Nothing new.")]);
+    let gw = Gateway::start(&sb, &[("OPENAI_BASE_URL", again.url.as_str())]);
+    let (code, answer) = gw.request("POST", "/v1/agent", Some(&json!({"message": "Any news?"})));
+    assert_eq!(code, 200, "{answer}");
+    assert_eq!(answer["reply"], "Nothing new.");
+    let asked = again.requests()[0].json();
+    let last_user = asked["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .rfind(|m| m["role"] == "user")
+        .unwrap()
+        .to_string();
+    assert!(
+        !last_user.contains("Status: lost"),
+        "announced twice: {last_user}"
+    );
+    assert_eq!(again.requests().len(), 1);
 }

@@ -464,7 +464,7 @@ pub(crate) async fn resume_runs(shared: &Arc<Shared>) {
 
 /// The webhook runs whose answer, or notice to the main session, is already
 /// out: in the outbox, the deliveries journal or the intake log.
-fn answered_runs(shared: &Shared) -> std::io::Result<std::collections::HashSet<String>> {
+pub(crate) fn answered_runs(shared: &Shared) -> std::io::Result<std::collections::HashSet<String>> {
     let mut answered = shared.deliverer.tasks_with_results()?;
     let (records, _) =
         durable::read_journal(shared.intake.journal().path(), super::super::intake::parse)?;
