@@ -185,8 +185,8 @@ pub(crate) struct Shared {
     pub lockout: http::Lockout,
     /// The webhooks' lockout and idempotency keys.
     pub webhooks: http::webhooks::WebhookState,
-    /// Subagents running now (`agents.defaults.subagents.maxConcurrent`).
-    pub subagent_slots: subagent_runs::Slots,
+    /// Subagents this gateway accepted and runs (their limits).
+    pub subagents: subagent_runs::Children,
     /// Turns in flight (tracked, so shutdown can wait for them).
     pub turns: TaskTracker,
     /// Cancels every running turn.
@@ -437,7 +437,7 @@ async fn serve(
         token,
         lockout: http::Lockout::default(),
         webhooks: http::webhooks::WebhookState::default(),
-        subagent_slots: subagent_runs::Slots::default(),
+        subagents: subagent_runs::Children::default(),
         turns: TaskTracker::new(),
         turns_cancel: CancellationToken::new(),
         ready: AtomicBool::new(false),
@@ -749,7 +749,7 @@ pub(crate) fn test_shared_on(
         token: token.to_string(),
         lockout: http::Lockout::default(),
         webhooks: http::webhooks::WebhookState::default(),
-        subagent_slots: subagent_runs::Slots::default(),
+        subagents: subagent_runs::Children::default(),
         turns: TaskTracker::new(),
         turns_cancel: CancellationToken::new(),
         ready: AtomicBool::new(true),

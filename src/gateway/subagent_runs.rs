@@ -17,6 +17,7 @@
 //! the child's words reach the parent only inside the untrusted markers;
 //! an exact `ANNOUNCE_SKIP` reply announces nothing.
 
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -63,6 +64,11 @@ pub(crate) fn spawn(
     let agents = app.agents().map_err(|e| e.to_string())?;
     let limits = app.config.config.agents.defaults.subagents.clone();
     let (depth, children_alive) = family(shared, caller_session)?;
+    // Accepted by the tool but maybe not yet in the ledger (the intake
+    // records it a moment later): counted too, once.
+    let children_alive = children_alive
+        .union(&shared.subagents.accepted_of(caller_session))
+        .count();
     let parent = Parent {
         agent_id: caller_agent,
         depth,
@@ -116,14 +122,18 @@ pub(crate) fn spawn(
         .intake
         .accept(record)
         .map_err(|e| format!("the spawn could not be recorded: {e}"))?;
+    shared.subagents.accepted(caller_session, &run_id);
     Ok(json!({"status": "accepted", "runId": run_id, "childSessionKey": child_key}))
 }
 
-/// The depth of `session` (0 unless it is a child) and its children
-/// queued or running.
-fn family(shared: &Shared, session: &str) -> Result<(u32, usize), String> {
+/// The depth of `session` (0 unless it is a child) and the run ids of
+/// its children queued or running.
+fn family(
+    shared: &Shared,
+    session: &str,
+) -> Result<(u32, std::collections::HashSet<String>), String> {
     let mut depth = 0;
-    let mut alive = 0;
+    let mut alive = std::collections::HashSet::new();
     for status in [crate::tasks::Status::Queued, crate::tasks::Status::Running] {
         let filter = crate::tasks::TaskFilter {
             status: Some(status),
@@ -135,7 +145,7 @@ fn family(shared: &Shared, session: &str) -> Result<(u32, usize), String> {
             .map_err(|e| e.to_string())?;
         for task in tasks {
             if task.requester_session_key == session {
-                alive += 1;
+                alive.insert(task.run_id.clone().unwrap_or(task.task_id.clone()));
             }
             if task.child_session_key.as_deref() == Some(session) {
                 depth = origin_of(&task).map_or(1, |o| o.depth);
@@ -196,7 +206,7 @@ pub(crate) async fn run(
         .defaults
         .subagents
         .max_concurrent as usize;
-    let _slot = shared.subagent_slots.take(max).await;
+    let _slot = shared.subagents.take(max).await;
     let result = match lane {
         Ok(ticket) => {
             let admitted = super::route::Admitted::with_ticket(trigger, ticket);
@@ -238,6 +248,9 @@ pub(crate) async fn run(
     }
     let end = super::tasks::terminal_of(&result);
     runs::finish(shared, &task.task_id, end).await;
+    shared
+        .subagents
+        .ended(&origin.parent_session_key, &run.run_id);
     if told {
         let relaying = shared.clone();
         shared
@@ -483,18 +496,46 @@ async fn relay(shared: &Arc<Shared>, origin: &SubagentOrigin) {
     }
 }
 
-/// The children running at once, at most `maxConcurrent` (read at each
+/// The children this gateway accepted, by parent session, until they
+/// end; and those running at once, at most `maxConcurrent` (read at each
 /// start, so a reloaded config applies to the next child).
 #[derive(Debug, Default)]
-pub(crate) struct Slots {
+pub(crate) struct Children {
+    accepted: std::sync::Mutex<HashMap<String, HashSet<String>>>,
     running: std::sync::Mutex<usize>,
     freed: tokio::sync::Notify,
 }
 
 /// One child's place among those running; given back when dropped.
-pub(crate) struct Slot<'a>(&'a Slots);
+pub(crate) struct Slot<'a>(&'a Children);
 
-impl Slots {
+impl Children {
+    /// `run_id` was accepted for `parent`.
+    pub(crate) fn accepted(&self, parent: &str, run_id: &str) {
+        let mut accepted = self.accepted.lock().unwrap_or_else(|p| p.into_inner());
+        accepted
+            .entry(parent.to_string())
+            .or_default()
+            .insert(run_id.to_string());
+    }
+
+    /// `run_id`, a child of `parent`, ended.
+    pub(crate) fn ended(&self, parent: &str, run_id: &str) {
+        let mut accepted = self.accepted.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(runs) = accepted.get_mut(parent) {
+            runs.remove(run_id);
+            if runs.is_empty() {
+                accepted.remove(parent);
+            }
+        }
+    }
+
+    /// The children of `parent` accepted here and not ended.
+    pub(crate) fn accepted_of(&self, parent: &str) -> HashSet<String> {
+        let accepted = self.accepted.lock().unwrap_or_else(|p| p.into_inner());
+        accepted.get(parent).cloned().unwrap_or_default()
+    }
+
     /// Waits until fewer than `max` children run, then counts this one.
     pub(crate) async fn take(&self, max: usize) -> Slot<'_> {
         loop {
@@ -534,7 +575,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn no_more_children_run_than_the_limit_and_a_freed_slot_lets_the_next_in() {
-        let slots = std::sync::Arc::new(Slots::default());
+        let slots = std::sync::Arc::new(Children::default());
         let first = slots.take(2).await;
         let _second = slots.take(2).await;
         assert_eq!(slots.running(), 2);

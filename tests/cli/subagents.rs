@@ -320,3 +320,40 @@ fn a_child_cut_by_kill_9_is_announced_lost_after_the_restart() {
     );
     assert_eq!(again.requests().len(), 1);
 }
+
+#[test]
+fn a_parent_may_have_only_max_children_per_agent_alive_even_within_one_turn() {
+    let sb = Sandbox::new();
+    sb.write(
+        ".almanac/config.json5",
+        r#"{"agents": {"defaults": {"model": "openai/test-model", "maxConcurrent": 1,
+            "subagents": {"maxChildrenPerAgent": 2}}}}"#,
+    );
+    let spawn = |id: &str, task: &str| tool_call(id, "sessions_spawn", json!({"task": task}));
+    let server = ScriptedServer::start(vec![
+        spawn("c1", "first"),
+        spawn("c2", "second"),
+        spawn("c3", "third"),
+        text("Two are running."),
+    ]);
+    let gw = Gateway::start(&sb, &[("OPENAI_BASE_URL", server.url.as_str())]);
+    let (code, answer) = gw.request("POST", "/v1/agent", Some(&json!({"message": "Go"})));
+    assert_eq!(code, 200, "{answer}");
+    let last = server.requests()[3].json();
+    let results: Vec<String> = last["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| m["content"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(results.len(), 3, "{results:?}");
+    assert!(
+        results[0].contains("accepted") && results[1].contains("accepted"),
+        "{results:?}"
+    );
+    assert!(
+        results[2].contains("2 children alive") && results[2].contains("maxChildrenPerAgent"),
+        "{results:?}"
+    );
+}
