@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use super::{Agents, MAIN, normalize_id};
 use crate::config::SubagentDefaults;
@@ -36,7 +36,7 @@ pub(crate) struct SpawnRequest {
 }
 
 /// What becomes of a child's session after its announce.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub(crate) enum Cleanup {
     /// Its session row goes and its transcript is archived.

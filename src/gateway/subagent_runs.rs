@@ -46,7 +46,7 @@ pub(crate) struct SubagentOrigin {
     pub depth: u32,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub label: Option<String>,
-    pub cleanup: String,
+    pub cleanup: Cleanup,
 }
 
 /// Accepts a spawn from the turn of `caller_session` (agent
@@ -84,11 +84,7 @@ pub(crate) fn spawn(
         parent_agent_id: caller_agent.to_string(),
         depth: plan.depth,
         label: plan.label.clone(),
-        cleanup: match plan.cleanup {
-            Cleanup::Delete => "delete",
-            Cleanup::Keep => "keep",
-        }
-        .to_string(),
+        cleanup: plan.cleanup,
     };
     let run = WebhookRun {
         run_id: run_id.clone(),

@@ -58,7 +58,7 @@ fn run_now(sb: &Sandbox, id: &str, runs_before: usize) -> (Value, Value) {
     (ran, line)
 }
 
-fn offered_tools(request: &Value) -> Vec<String> {
+pub(crate) fn offered_tools(request: &Value) -> Vec<String> {
     request["tools"]
         .as_array()
         .map(|tools| {

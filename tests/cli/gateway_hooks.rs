@@ -396,13 +396,18 @@ pub(crate) fn with_model(
 }
 
 pub(crate) fn hook_tasks(gw: &Gateway) -> Vec<Value> {
+    tasks_of_kind(gw, "hook")
+}
+
+/// The gateway's tasks of `taskKind` `kind`.
+pub(crate) fn tasks_of_kind(gw: &Gateway, kind: &str) -> Vec<Value> {
     let (code, body) = gw.request("GET", "/v1/tasks", None);
     assert_eq!(code, 200, "{body}");
     body["tasks"]
         .as_array()
         .unwrap()
         .iter()
-        .filter(|t| t["taskKind"] == "hook")
+        .filter(|t| t["taskKind"] == kind)
         .cloned()
         .collect()
 }

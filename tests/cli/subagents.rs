@@ -8,7 +8,9 @@ use serde_json::{Value, json};
 
 use crate::agent::{text, tool_call};
 use crate::common::Sandbox;
+use crate::cron_turns::offered_tools;
 use crate::gateway::{Gateway, eventually};
+use crate::gateway_hooks::tasks_of_kind;
 use crate::scripted::ScriptedServer;
 
 /// One turn at a time, so the scripted answers go in a known order: the
@@ -20,25 +22,19 @@ fn one_at_a_time(sb: &Sandbox) {
     );
 }
 
-fn offered(request: &Value) -> Vec<String> {
-    request["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["function"]["name"].as_str().unwrap().to_string())
-        .collect()
+fn subagent_tasks(gw: &Gateway) -> Vec<Value> {
+    tasks_of_kind(gw, "subagent")
 }
 
-fn subagent_tasks(gw: &Gateway) -> Vec<Value> {
-    let (code, body) = gw.request("GET", "/v1/tasks", None);
-    assert_eq!(code, 200, "{body}");
-    body["tasks"]
+/// The text of the last user message a model request holds.
+fn last_user_text(request: &Value) -> String {
+    request["messages"]
         .as_array()
         .unwrap()
         .iter()
-        .filter(|t| t["runtime"] == "subagent")
-        .cloned()
-        .collect()
+        .rfind(|m| m["role"] == "user")
+        .unwrap()
+        .to_string()
 }
 
 #[test]
@@ -86,13 +82,13 @@ fn a_spawned_child_runs_in_its_own_session_and_announces_its_result_to_the_paren
     // The child's turn: its task as its message, in its own session, with
     // the agent's rules but not its memory, and no session tools (the
     // default depth lets a child spawn nothing).
-    let parent_tools = offered(&server.requests()[0].json());
+    let parent_tools = offered_tools(&server.requests()[0].json());
     assert!(
         parent_tools.contains(&"sessions_spawn".to_string()),
         "{parent_tools:?}"
     );
     let child_request = server.requests()[2].json();
-    let child_tools = offered(&child_request);
+    let child_tools = offered_tools(&child_request);
     assert!(
         !child_tools.iter().any(|t| t.starts_with("sessions_")),
         "{child_tools:?}"
@@ -118,14 +114,7 @@ fn a_spawned_child_runs_in_its_own_session_and_announces_its_result_to_the_paren
     eventually(Duration::from_secs(20), || {
         (server.requests().len() >= 4).then_some(())
     });
-    let relay = server.requests()[3].json();
-    let told = relay["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .rfind(|m| m["role"] == "user")
-        .unwrap()
-        .to_string();
+    let told = last_user_text(&server.requests()[3].json());
     assert!(told.contains("Status: ok"), "{told}");
     assert!(told.contains("RECEIPTS-IN-MARCH.md"), "{told}");
     assert!(told.contains("EXTERNAL_UNTRUSTED_CONTENT"), "{told}");
@@ -306,14 +295,7 @@ fn a_child_cut_by_kill_9_is_announced_lost_after_the_restart() {
     let (code, answer) = gw.request("POST", "/v1/agent", Some(&json!({"message": "Any news?"})));
     assert_eq!(code, 200, "{answer}");
     assert_eq!(answer["reply"], "Nothing new.");
-    let asked = again.requests()[0].json();
-    let last_user = asked["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .rfind(|m| m["role"] == "user")
-        .unwrap()
-        .to_string();
+    let last_user = last_user_text(&again.requests()[0].json());
     assert!(
         !last_user.contains("Status: lost"),
         "announced twice: {last_user}"
