@@ -82,6 +82,23 @@ pub(crate) fn turn(
             json,
         });
     }
+    if let Some(parsed) = crate::app::subagent_command::parse(&req.message) {
+        let agent_app = app.for_agent(req.agent.as_deref())?;
+        let session = agent_app.resolve_session_key(None, req.session_key.as_deref());
+        let reply = match parsed {
+            Ok(command) => {
+                crate::app::subagent_command::answer_without_gateway(app, &session, command)?
+            }
+            Err(usage) => usage,
+        };
+        return Ok(TurnDone {
+            json: serde_json::json!({"sessionKey": session, "reply": reply, "silent": false, "command": true}),
+            reply,
+            silent: false,
+            warnings: Vec::new(),
+            stopped: None,
+        });
+    }
     let report = crate::engine::run_one_turn(app.clone(), req, crate::engine::quiet(), approver)?;
     Ok(report.into())
 }

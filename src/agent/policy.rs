@@ -50,6 +50,7 @@ pub(crate) const GROUPS: &[(&str, &[&str])] = &[
             "sessions_send",
             "sessions_spawn",
             "session_status",
+            "subagents",
         ],
     ),
     ("group:messaging", &["message"]),
@@ -142,12 +143,7 @@ pub(crate) struct ToolPolicy {
 
 /// The tools a subagent never gets, whatever its config: they act on
 /// other sessions, which is its parent's business.
-const CHILD_SESSION_TOOLS: &[&str] = &[
-    "sessions_list",
-    "sessions_history",
-    "sessions_send",
-    "subagents",
-];
+const CHILD_SESSION_TOOLS: &[&str] = &["sessions_list", "sessions_history", "sessions_send"];
 
 impl ToolPolicy {
     pub(crate) fn new(config: &ToolsConfig) -> ToolPolicy {
@@ -175,7 +171,9 @@ impl ToolPolicy {
         self.child_deny
             .extend(CHILD_SESSION_TOOLS.iter().map(|t| t.to_string()));
         if !may_spawn {
+            // A child that may not spawn has no children to control.
             self.child_deny.push("sessions_spawn".to_string());
+            self.child_deny.push("subagents".to_string());
         }
         self
     }
@@ -431,6 +429,7 @@ mod tests {
                 .for_subagent(&none, true)
                 .allows("sessions_spawn")
         );
+        assert!(usual.clone().for_subagent(&none, true).allows("subagents"));
         let narrow = SubagentToolFilter {
             allow: Some(vec!["group:fs".into(), "cron".into()]),
             deny: vec!["write".into()],

@@ -94,6 +94,17 @@ pub(crate) trait Services: Send + Sync {
     /// Starts a background run for `caller` (`sessions_spawn`'s
     /// arguments): its acceptance, or why not.
     fn spawn(&self, caller: &Caller, args: &Value) -> Result<Value, String>;
+    /// One `subagents` action for `caller`'s children.
+    fn subagents(&self, caller: &Caller, args: &Value) -> Result<Value, String> {
+        let _ = (caller, args);
+        Err("the subagents tool needs the running gateway".into())
+    }
+    /// Messages steering `caller`'s running turn, given before its next
+    /// model request.
+    fn take_steering(&self, caller: &Caller) -> Vec<String> {
+        let _ = caller;
+        Vec::new()
+    }
 }
 
 /// The actions of the `cron` tool.
@@ -257,6 +268,11 @@ impl Tools<'_> {
             SPAWN_DESCRIPTION,
             spawn_parameters(),
         ));
+        out.push(spec(
+            "subagents",
+            SUBAGENTS_DESCRIPTION,
+            subagents_parameters(),
+        ));
         for skill in &s.skills {
             out.push(spec(
                 &skill.tool,
@@ -356,6 +372,7 @@ impl Tools<'_> {
                 )),
             },
             "sessions_spawn" => json_output(self.services.spawn(&s.caller, args)),
+            "subagents" => json_output(self.services.subagents(&s.caller, args)),
             other => match s.skills.iter().find(|t| t.tool == other) {
                 Some(skill) => {
                     let words = split_args(text("args").unwrap_or(""));
@@ -588,6 +605,16 @@ fn spawn_parameters() -> Value {
         "cleanup": {"type": "string", "enum": ["delete", "keep"]},
         "mode": {"type": "string", "enum": ["run"]}
     }, "required": ["task"]})
+}
+
+const SUBAGENTS_DESCRIPTION: &str = "See and control the background runs this session started: list them, kill one (or all), or steer a running one with a message it reads before its next step.";
+
+fn subagents_parameters() -> Value {
+    json!({"type": "object", "properties": {
+        "action": {"type": "string", "enum": ["list", "kill", "steer"]},
+        "target": {"type": "string", "description": "kill/steer: a runId, its label, #N from list, or all (kill)"},
+        "message": {"type": "string", "description": "steer: what the child should do differently"}
+    }, "required": ["action"]})
 }
 
 fn cron_parameters() -> Value {

@@ -228,6 +228,12 @@ pub(crate) async fn run(
             ));
             break;
         }
+        // Steering sent while the turn ran is read before the next request.
+        for text in tools.services.take_steering(&tools.settings.caller) {
+            let steer = Message::User(vec![Block::text(text)]);
+            log.write_message(&steer, None, false)?;
+            conversation.push(steer);
+        }
         // The conversation is cleaned for the protocol of the model that
         // is asked (a fallback may speak another).
         let repaired = std::sync::Mutex::new(Vec::new());

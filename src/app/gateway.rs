@@ -46,6 +46,18 @@ pub(crate) trait GatewayPort: Send + Sync {
         caller_session: &str,
         arguments: &Value,
     ) -> Result<Value, String>;
+    /// One `subagents` tool action (`list`, `kill`, `steer`) over the
+    /// children of `caller_session` and theirs. Blocking.
+    fn control_subagents(&self, caller_session: &str, arguments: &Value) -> Result<Value, String> {
+        let _ = (caller_session, arguments);
+        Err("the subagents tool needs the running gateway".into())
+    }
+    /// The steering messages waiting for the running turn of
+    /// `session_key`, taken.
+    fn take_steering(&self, session_key: &str) -> Vec<String> {
+        let _ = session_key;
+        Vec::new()
+    }
 }
 
 /// A system event that cannot be queued.

@@ -28,6 +28,8 @@ pub(crate) mod session_memory;
 pub(crate) mod sessions;
 pub(crate) mod skills;
 pub(crate) mod status;
+pub(crate) mod subagent_command;
+pub(crate) mod subagents;
 pub(crate) mod tasks;
 pub(crate) mod zone_data;
 

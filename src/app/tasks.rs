@@ -37,7 +37,7 @@ impl App {
         }
     }
 
-    fn ledger_for_reading(&self) -> anyhow::Result<Ledger> {
+    pub(crate) fn ledger_for_reading(&self) -> anyhow::Result<Ledger> {
         let path = self.paths.state_store();
         Ledger::open_for_reading(&path)
             .with_context(|| format!("cannot read the task ledger in {}", path.display()))

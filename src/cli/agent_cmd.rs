@@ -203,33 +203,10 @@ fn show_session(app: &App, agent: Option<&str>, key: &str, json: bool) -> anyhow
     println!("transcript: {}", app.host.tilde(&view.transcript));
     for m in &view.messages {
         let role = m["role"].as_str().unwrap_or("");
-        println!("{role:>10}: {}", message_line(m));
+        println!("{role:>10}: {}", crate::app::subagents::message_line(m));
     }
     view.diagnostics.iter().for_each(warn);
     Ok(ExitCode::SUCCESS)
-}
-
-/// A transcript message as one line: its text, tool calls in brackets.
-fn message_line(m: &serde_json::Value) -> String {
-    let text: Vec<String> = m["content"]
-        .as_array()
-        .map(|blocks| {
-            blocks
-                .iter()
-                .map(|b| match b["type"].as_str() {
-                    Some("text") => b["text"].as_str().unwrap_or("").to_string(),
-                    Some("toolCall") => format!(
-                        "[call {} {}]",
-                        b["name"].as_str().unwrap_or(""),
-                        b["arguments"]
-                    ),
-                    Some(other) => format!("[{other}]"),
-                    None => String::new(),
-                })
-                .collect()
-        })
-        .unwrap_or_else(|| vec![m["summary"].as_str().unwrap_or("").to_string()]);
-    text.join(" ").replace('\n', " ")
 }
 
 /// `sessions`: every session of the agent.

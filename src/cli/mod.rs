@@ -26,6 +26,7 @@ mod pairing_cmd;
 mod session_memory_cmd;
 mod skills_cmd;
 mod status_cmd;
+mod subagents_cmd;
 mod system_cmd;
 mod tasks_cmd;
 mod values;
@@ -123,6 +124,8 @@ enum Command {
     System(ForAgent<system_cmd::SystemCommand>),
     /// The background task ledger: list, show, audit, maintenance
     Tasks(tasks_cmd::TasksArgs),
+    /// Background runs turns spawned: list, info, log, kill, steer
+    Subagents(subagents_cmd::SubagentsArgs),
     /// Results of unattended turns delivered to the outbox: list, tail
     #[command(subcommand)]
     Outbox(outbox_cmd::OutboxCommand),
@@ -158,6 +161,7 @@ impl Command {
             | Command::Skills(_)
             | Command::Hooks(_)
             | Command::Tasks(_)
+            | Command::Subagents(_)
             | Command::Outbox(_)
             | Command::Completions { .. } => false,
         }
@@ -262,6 +266,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             system_cmd::run(command, &for_agent(load_app(&options, host)?, agent)?)
         }
         Command::Tasks(args) => tasks_cmd::run(args, &load_app(&options, host)?),
+        Command::Subagents(args) => subagents_cmd::run(args, &load_app(&options, host)?),
         Command::Outbox(cmd) => outbox_cmd::run(cmd, &load_app(&options, host)?),
         Command::Cron(cmd) => cron_cmd::run(cmd, &options, host),
         Command::Completions { shell } => {

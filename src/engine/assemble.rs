@@ -396,6 +396,23 @@ impl Services for AppServices {
         }
     }
 
+    fn subagents(&self, caller: &Caller, args: &Value) -> Result<Value, String> {
+        if self.read_only {
+            return Err("nothing is changed while the prompt is only shown".into());
+        }
+        match &self.gateway {
+            Some(gateway) => gateway.control_subagents(&caller.session_key, args),
+            None => Err("the subagents tool needs the running gateway; without it no background run is alive".into()),
+        }
+    }
+
+    fn take_steering(&self, caller: &Caller) -> Vec<String> {
+        match &self.gateway {
+            Some(gateway) if !self.read_only => gateway.take_steering(&caller.session_key),
+            _ => Vec::new(),
+        }
+    }
+
     fn cron<'a>(
         &'a self,
         caller: &'a Caller,

@@ -119,6 +119,11 @@ pub(crate) fn router(shared: Arc<Shared>) -> Router {
         .route("/v1/status", get(status))
         .route("/v1/tasks", get(tasks))
         .route("/v1/tasks/{id}/cancel", post(cancel_task))
+        .route("/v1/subagents", get(subagents::list))
+        .route("/v1/subagents/{target}", get(subagents::info))
+        .route("/v1/subagents/{target}/log", get(subagents::log))
+        .route("/v1/subagents/{target}/kill", post(subagents::kill))
+        .route("/v1/subagents/{target}/steer", post(subagents::steer))
         .route("/v1/outbox/stream", get(outbox_stream))
         .route("/v1", any(not_found))
         .route("/v1/{*rest}", any(not_found))
@@ -604,6 +609,10 @@ async fn agent(
         .engine
         .session_key(&req)
         .map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, e.to_string()))?;
+    // `/stop` and `/subagents` act now, not after the session's turn.
+    if let Some(parsed) = crate::app::subagent_command::parse(&req.message) {
+        return subagents::command_reply(&shared, req.agent.as_deref(), &key, parsed).await;
+    }
     // The task is recorded and joins its lane as one step: the ledger's
     // lane order is the order the turns run in.
     let request = serde_json::to_value(&req).map_err(ApiError::internal)?;
@@ -736,7 +745,12 @@ async fn cancel_task(
         .engine
         .blocking(move || {
             let now = cancelling.host.now_ms();
-            cancelling.tasks.cancel(&id, now)
+            let outcome = cancelling.tasks.cancel(&id, now)?;
+            // What the task started stops with it.
+            if !matches!(outcome, crate::tasks::CancelOutcome::AlreadyTerminal(_)) {
+                super::subagent_control::cascade(&cancelling, outcome.task());
+            }
+            Ok::<_, crate::tasks::TaskError>(outcome)
         })
         .await
         .map_err(ApiError::internal)?
@@ -875,6 +889,7 @@ async fn outbox_stream(
 pub(crate) mod external;
 pub(crate) mod mappings;
 pub(crate) mod serve;
+mod subagents;
 mod webhook_replay;
 pub(crate) mod webhook_runs;
 pub(crate) mod webhooks;

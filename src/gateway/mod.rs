@@ -40,6 +40,8 @@ pub(crate) mod intake;
 pub(crate) mod resident;
 pub(crate) mod route;
 pub(crate) mod semantic;
+pub(crate) mod subagent_archive;
+pub(crate) mod subagent_control;
 pub(crate) mod subagent_runs;
 pub(crate) mod supervisor;
 pub(crate) mod tasks;

@@ -210,4 +210,20 @@ impl GatewayPort for Port {
         let shared = self.shared()?;
         super::subagent_runs::spawn(&shared, caller_agent, caller_session, arguments)
     }
+
+    fn control_subagents(
+        &self,
+        caller_session: &str,
+        arguments: &serde_json::Value,
+    ) -> Result<serde_json::Value, String> {
+        let shared = self.shared()?;
+        super::subagent_control::tool(&shared, caller_session, arguments)
+    }
+
+    fn take_steering(&self, session_key: &str) -> Vec<String> {
+        match self.shared() {
+            Ok(shared) => shared.subagents.take_steering(session_key),
+            Err(_) => Vec::new(),
+        }
+    }
 }

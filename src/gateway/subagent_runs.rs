@@ -30,6 +30,10 @@ use super::intake::{HOOK_AGENT_KIND, Record};
 use crate::agents::spawn::{Cleanup, Parent, SpawnRequest, child_session_key};
 use crate::trigger::{Source, Trigger, TurnRequest};
 
+/// The most children waiting for a slot at once; a spawn beyond it is
+/// refused.
+pub(crate) const QUEUE_MAX: usize = 256;
+
 /// The reply by which a child asks for no announce.
 pub(crate) const ANNOUNCE_SKIP: &str = "ANNOUNCE_SKIP";
 
@@ -47,6 +51,9 @@ pub(crate) struct SubagentOrigin {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub label: Option<String>,
     pub cleanup: Cleanup,
+    /// A later message to the same child (`/subagents send`), not its task.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub follow_up: bool,
 }
 
 /// Accepts a spawn from the turn of `caller_session` (agent
@@ -85,6 +92,7 @@ pub(crate) fn spawn(
         depth: plan.depth,
         label: plan.label.clone(),
         cleanup: plan.cleanup,
+        follow_up: false,
     };
     let run = WebhookRun {
         run_id: run_id.clone(),
@@ -103,12 +111,24 @@ pub(crate) fn spawn(
         chat: None,
         subagent: Some(origin),
     };
+    accept(shared, run, &child_key, plan.task)?;
+    shared.subagents.accepted(caller_session, &run_id);
+    Ok(json!({"status": "accepted", "runId": run_id, "childSessionKey": child_key}))
+}
+
+/// Writes a child's run to the intake log (its task is recorded from it).
+fn accept(shared: &Shared, run: WebhookRun, child_key: &str, text: String) -> Result<(), String> {
+    if shared.subagents.waiting() >= QUEUE_MAX {
+        return Err(format!(
+            "{QUEUE_MAX} subagent runs already wait for a slot (agents.defaults.subagents.maxConcurrent); try again when some have ended"
+        ));
+    }
     let record = Record {
         seq: 0,
         ts: shared.host.now_ms(),
         kind: HOOK_AGENT_KIND.into(),
-        session_key: child_key.clone(),
-        text: plan.task,
+        session_key: child_key.to_string(),
+        text,
         mode: "now".into(),
         trusted: false,
         hook: Some(serde_json::to_value(&run).map_err(|e| e.to_string())?),
@@ -117,8 +137,53 @@ pub(crate) fn spawn(
     shared
         .intake
         .accept(record)
-        .map_err(|e| format!("the spawn could not be recorded: {e}"))?;
-    shared.subagents.accepted(caller_session, &run_id);
+        .map_err(|e| format!("the run could not be recorded: {e}"))?;
+    Ok(())
+}
+
+/// A new message to the child of run `task` (`/subagents send`): a run
+/// in the same session, announced to the same parent when it ends.
+pub(crate) fn follow_up(
+    shared: &Shared,
+    task: &crate::tasks::Task,
+    message: &str,
+) -> Result<Value, String> {
+    let mut origin = origin_of(task).ok_or("that run is not a subagent's")?;
+    let message = message.trim();
+    if message.is_empty() {
+        return Err("the message is empty".into());
+    }
+    if message.chars().count() > crate::agents::spawn::MAX_TASK_CHARS {
+        return Err(format!(
+            "the message has more than {} characters",
+            crate::agents::spawn::MAX_TASK_CHARS
+        ));
+    }
+    origin.follow_up = true;
+    let child_key = task.child_session_key.clone().unwrap_or_default();
+    let run_id = uuid::Uuid::new_v4().to_string();
+    let run = WebhookRun {
+        run_id: run_id.clone(),
+        name: origin
+            .label
+            .clone()
+            .unwrap_or_else(|| "subagent".to_string()),
+        wake_mode: "now".into(),
+        deliver: false,
+        channel: "last".into(),
+        to: None,
+        model: None,
+        thinking: None,
+        timeout_seconds: None,
+        allow_unsafe_external_content: false,
+        agent_id: task.agent_id.clone(),
+        chat: None,
+        subagent: Some(origin.clone()),
+    };
+    accept(shared, run, &child_key, message.to_string())?;
+    shared
+        .subagents
+        .accepted(&origin.parent_session_key, &run_id);
     Ok(json!({"status": "accepted", "runId": run_id, "childSessionKey": child_key}))
 }
 
@@ -152,7 +217,7 @@ fn family(
 }
 
 /// The origin a subagent task's request records.
-fn origin_of(task: &crate::tasks::Task) -> Option<SubagentOrigin> {
+pub(crate) fn origin_of(task: &crate::tasks::Task) -> Option<SubagentOrigin> {
     let hook = task.request.as_ref()?.get("hook")?.get("subagent")?;
     serde_json::from_value(hook.clone()).ok()
 }
@@ -166,8 +231,13 @@ pub(crate) async fn run(
     origin: SubagentOrigin,
     lane: Result<crate::engine::Ticket, crate::engine::LaneError>,
 ) {
+    let header = if origin.follow_up {
+        "Message"
+    } else {
+        "Subagent task"
+    };
     let message = format!(
-        "[Subagent task from {}]\n{}",
+        "[{header} from {}]\n{}",
         origin.parent_session_key, record.text
     );
     let request = TurnRequest {
@@ -202,14 +272,20 @@ pub(crate) async fn run(
         .defaults
         .subagents
         .max_concurrent as usize;
-    let _slot = shared.subagents.take(max).await;
-    let result = match lane {
-        Ok(ticket) => {
+    let slot = shared.subagents.take_or_stop(&task.task_id, max).await;
+    // Killed while it waited: the ledger has it cancelled already.
+    let killed_waiting = slot.is_none();
+    let result = match (slot, lane) {
+        (None, _) => {
+            Err(crate::engine::Cancelled("before it started (killed while queued)".into()).into())
+        }
+        (Some(_slot), Ok(ticket)) => {
             let admitted = super::route::Admitted::with_ticket(trigger, ticket);
             super::route::run(shared, admitted).await
         }
-        Err(full) => Err(full.into()),
+        (Some(_), Err(full)) => Err(full.into()),
     };
+    shared.subagents.take_steering(&record.session_key);
     let cancelled = result
         .as_ref()
         .err()
@@ -232,27 +308,55 @@ pub(crate) async fn run(
         .await;
     } else {
         let received = shared.host.now_ts().to_string();
+        let mut ending = Ending::of(&result);
+        ending.transcript = transcript_of(shared, &task).await.map(|path| {
+            if origin.cleanup == Cleanup::Delete {
+                super::subagent_archive::archived_path(&path)
+            } else {
+                path
+            }
+        });
         let text = announce(
             &received,
             &task,
             &origin,
             &record.session_key,
-            &Ending::of(&result),
+            &ending,
             began.elapsed(),
         );
         told = tell_parent(shared, &task, &origin, text).await;
     }
-    let end = super::tasks::terminal_of(&result);
-    runs::finish(shared, &task.task_id, end).await;
+    if !killed_waiting {
+        let end = super::tasks::terminal_of(&result);
+        runs::finish(shared, &task.task_id, end).await;
+    }
     shared
         .subagents
         .ended(&origin.parent_session_key, &run.run_id);
+    if origin.cleanup == Cleanup::Delete {
+        super::subagent_archive::archive_run(shared, &task).await;
+    }
     if told {
         let relaying = shared.clone();
         shared
             .turns
             .spawn(async move { relay(&relaying, &origin).await });
     }
+}
+
+/// Where the transcript of `task`'s session is.
+async fn transcript_of(
+    shared: &Arc<Shared>,
+    task: &crate::tasks::Task,
+) -> Option<std::path::PathBuf> {
+    let app = shared.engine.app();
+    let task = task.clone();
+    shared
+        .engine
+        .blocking(move || crate::app::subagents::transcript(&app, &task))
+        .await
+        .ok()
+        .flatten()
 }
 
 /// `Status` from how the run ended.
@@ -272,6 +376,8 @@ struct Ending {
     notes: String,
     tokens: u64,
     session_id: String,
+    /// Where its transcript is (or goes, archived), if it has one.
+    transcript: Option<std::path::PathBuf>,
 }
 
 impl Ending {
@@ -283,6 +389,7 @@ impl Ending {
                 notes: report.outcome.stopped.clone().unwrap_or_default(),
                 tokens: report.outcome.usage.total_tokens,
                 session_id: report.session_id.clone(),
+                transcript: None,
             },
             Err(err) => Ending {
                 status: status_of(result),
@@ -290,6 +397,7 @@ impl Ending {
                 notes: format!("{err:#}"),
                 tokens: 0,
                 session_id: String::new(),
+                transcript: None,
             },
         }
     }
@@ -322,11 +430,15 @@ fn announce(
         ending.notes.as_str()
     };
     format!(
-        "Subagent {name} ended.\nStatus: {}\nResult:\n{result_block}\nNotes: {notes}\nStats: runtime {:.1} s · tokens {} · session {child_key} · session id {}",
+        "Subagent {name} ended.\nStatus: {}\nResult:\n{result_block}\nNotes: {notes}\nStats: runtime {:.1} s · tokens {} · session {child_key} · session id {} · transcript {}",
         ending.status,
         took.as_secs_f64(),
         ending.tokens,
         ending.session_id,
+        ending
+            .transcript
+            .as_ref()
+            .map_or("-".to_string(), |p| p.display().to_string()),
     )
 }
 
@@ -376,6 +488,7 @@ pub(crate) async fn announce_ended_while_down(shared: &Arc<Shared>) {
             notes: task.error.clone().unwrap_or_default(),
             tokens: 0,
             session_id: String::new(),
+            transcript: None,
         };
         let took = Duration::from_millis(
             task.ended_at
@@ -500,6 +613,10 @@ pub(crate) struct Children {
     accepted: std::sync::Mutex<HashMap<String, HashSet<String>>>,
     running: std::sync::Mutex<usize>,
     freed: tokio::sync::Notify,
+    /// Children waiting for a slot, by task id: killing one wakes it.
+    waiting: std::sync::Mutex<HashMap<String, tokio_util::sync::CancellationToken>>,
+    /// Steering messages for a child's running turn, by its session key.
+    steering: std::sync::Mutex<HashMap<String, Vec<String>>>,
 }
 
 /// One child's place among those running; given back when dropped.
@@ -530,6 +647,51 @@ impl Children {
     pub(crate) fn accepted_of(&self, parent: &str) -> HashSet<String> {
         let accepted = self.accepted.lock().unwrap_or_else(|p| p.into_inner());
         accepted.get(parent).cloned().unwrap_or_default()
+    }
+
+    /// Children waiting for a slot now.
+    pub(crate) fn waiting(&self) -> usize {
+        self.waiting.lock().unwrap_or_else(|p| p.into_inner()).len()
+    }
+
+    /// Stops task `task_id` waiting for a slot; whether it was waiting.
+    pub(crate) fn stop_waiting(&self, task_id: &str) -> bool {
+        let waiting = self.waiting.lock().unwrap_or_else(|p| p.into_inner());
+        waiting.get(task_id).map(|t| t.cancel()).is_some()
+    }
+
+    /// Queues `text` for the running turn of `session_key`.
+    pub(crate) fn steer(&self, session_key: &str, text: String) {
+        let mut steering = self.steering.lock().unwrap_or_else(|p| p.into_inner());
+        steering
+            .entry(session_key.to_string())
+            .or_default()
+            .push(text);
+    }
+
+    /// The steering waiting for `session_key`, taken.
+    pub(crate) fn take_steering(&self, session_key: &str) -> Vec<String> {
+        let mut steering = self.steering.lock().unwrap_or_else(|p| p.into_inner());
+        steering.remove(session_key).unwrap_or_default()
+    }
+
+    /// Waits for a slot as task `task_id`; `None` when it was stopped
+    /// while it waited ([`Children::stop_waiting`]).
+    pub(crate) async fn take_or_stop(&self, task_id: &str, max: usize) -> Option<Slot<'_>> {
+        let stop = tokio_util::sync::CancellationToken::new();
+        self.waiting
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(task_id.to_string(), stop.clone());
+        let slot = tokio::select! {
+            slot = self.take(max) => Some(slot),
+            () = stop.cancelled() => None,
+        };
+        self.waiting
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(task_id);
+        slot
     }
 
     /// Waits until fewer than `max` children run, then counts this one.

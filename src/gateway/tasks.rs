@@ -193,6 +193,7 @@ impl Component for TaskSweeper {
                         if let Err(err) = sweeping.deliverer.prune(now) {
                             tracing::warn!(%err, "cannot prune the outbox");
                         }
+                        super::subagent_archive::sweep(&sweeping, now);
                         let book = &sweeping.tasks;
                         book.with(|l| {
                             l.renew_leases(book.generation, now + LEASE.as_millis() as i64, now)?;

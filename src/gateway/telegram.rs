@@ -324,6 +324,26 @@ impl Batch<'_> {
                         let text = status_text(routed.as_ref().ok());
                         self.answer(&m, &text).await;
                     }
+                    Some(Command::Control) => {
+                        match (&routed, crate::app::subagent_command::parse(&m.text)) {
+                            (Ok((agent, key)), Some(parsed)) => {
+                                let text = match parsed {
+                                    Ok(command) => {
+                                        super::subagent_control::run_command(
+                                            self.shared,
+                                            agent,
+                                            key,
+                                            command,
+                                        )
+                                        .await
+                                    }
+                                    Err(usage) => usage,
+                                };
+                                self.answer(&m, &text).await;
+                            }
+                            _ => tracing::error!(account = %self.account.id, "command not routed"),
+                        }
+                    }
                     _ => match routed {
                         Ok((agent, key)) => {
                             let context = context(&m, history.take(m.chat_id));
@@ -453,7 +473,7 @@ impl Batch<'_> {
     }
 }
 
-const HELP: &str = "Write to me as you would to a person. Commands:\n/new or /reset: start a fresh conversation\n/status: which agent and session you are talking to\n/help: this text";
+const HELP: &str = "Write to me as you would to a person. Commands:\n/new or /reset: start a fresh conversation\n/status: which agent and session you are talking to\n/stop: stop my current turn and its background runs\n/subagents: list, kill, steer or message background runs (/subagents help)\n/help: this text";
 
 fn status_text(routed: Option<&(String, String)>) -> String {
     match routed {

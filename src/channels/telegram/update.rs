@@ -170,6 +170,8 @@ pub(crate) enum Command {
     Reset,
     Status,
     Help,
+    /// `/stop` or `/subagents …`: the gateway's control of running work.
+    Control,
 }
 
 /// The command `text` starts with, if it is one of ours.
@@ -188,6 +190,7 @@ pub(crate) fn command(text: &str, bot_username: &str) -> Option<Command> {
         "reset" => Some(Command::Reset),
         "status" => Some(Command::Status),
         "help" | "start" => Some(Command::Help),
+        "stop" | "subagents" => Some(Command::Control),
         _ => None,
     }
 }
@@ -285,6 +288,8 @@ mod tests {
         assert_eq!(command("/reset@Bot please", "bot"), Some(Command::Reset));
         assert_eq!(command("/status", "bot"), Some(Command::Status));
         assert_eq!(command("/help@other_bot", "bot"), None);
+        assert_eq!(command("/subagents list", "bot"), Some(Command::Control));
+        assert_eq!(command("/stop@other_bot", "bot"), None);
         assert_eq!(command("/weather", "bot"), None);
         assert_eq!(command("hi /new", "bot"), None);
     }

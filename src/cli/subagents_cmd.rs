@@ -1,0 +1,217 @@
+//! `almanac subagents [list] | info | log | kill | steer`: the background
+//! runs turns spawned. Reading goes to the ledger and the transcripts
+//! (with or without a gateway); kill and steer go to the running gateway,
+//! which runs them.
+
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::{Args, Subcommand};
+use serde_json::json;
+
+use super::JsonFlag;
+use super::output::print_json;
+use crate::app::App;
+use crate::app::subagents as view;
+
+#[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true)]
+pub(super) struct SubagentsArgs {
+    #[command(subcommand)]
+    pub command: Option<SubagentsCommand>,
+    #[command(flatten)]
+    pub list: ListArgs,
+}
+
+#[derive(Debug, Args, Clone)]
+pub(super) struct ListArgs {
+    /// Only the runs below this session (its children, theirs, …)
+    #[arg(long, value_name = "KEY")]
+    session: Option<String>,
+    #[command(flatten)]
+    json: JsonFlag,
+}
+
+#[derive(Debug, Subcommand)]
+#[command(defer = true)]
+pub(super) enum SubagentsCommand {
+    /// The runs alive (queued or running) and those ended in the last 30 minutes (the default)
+    List(ListArgs),
+    /// One run: its task, status, times, session and transcript
+    Info {
+        /// Run id (or its first characters), #N from the list, label or child session key
+        target: String,
+        #[command(flatten)]
+        json: JsonFlag,
+    },
+    /// A run's transcript, its last messages
+    Log {
+        /// Run id (or its first characters), #N from the list, label or child session key
+        target: String,
+        /// How many messages, the last ones
+        #[arg(long, default_value_t = view::LOG_LIMIT, value_parser = clap::builder::TypedValueParser::map(clap::value_parser!(u16).range(1..), usize::from))]
+        limit: usize,
+        /// Show tool calls and their results too
+        #[arg(long)]
+        tools: bool,
+        #[command(flatten)]
+        json: JsonFlag,
+    },
+    /// Stop a run and every run below it, through the running gateway
+    Kill {
+        /// Run id (or its first characters), #N from the list, label, child session key, or all
+        target: String,
+        #[command(flatten)]
+        json: JsonFlag,
+    },
+    /// Steer a running run: it reads the message before its next model request
+    Steer {
+        /// Run id (or its first characters), #N from the list, label or child session key
+        target: String,
+        /// What it should do differently
+        #[arg(required = true, num_args = 1..)]
+        message: Vec<String>,
+        #[command(flatten)]
+        json: JsonFlag,
+    },
+}
+
+pub(super) fn run(args: SubagentsArgs, app: &App) -> anyhow::Result<ExitCode> {
+    match args.command.unwrap_or(SubagentsCommand::List(args.list)) {
+        SubagentsCommand::List(list) => list_runs(app, list),
+        SubagentsCommand::Info { target, json } => info(app, &target, json.json),
+        SubagentsCommand::Log {
+            target,
+            limit,
+            tools,
+            json,
+        } => log(app, &target, limit, tools, json.json),
+        SubagentsCommand::Kill { target, json } => kill(app, &target, json.json),
+        SubagentsCommand::Steer {
+            target,
+            message,
+            json,
+        } => steer(app, &target, &message.join(" "), json.json),
+    }
+}
+
+fn runs(app: &App, session: Option<&str>) -> anyhow::Result<view::Runs> {
+    Ok(view::runs(
+        &app.ledger_for_reading()?,
+        session,
+        app.now_ms(),
+    )?)
+}
+
+/// The one run `target` names.
+fn one(app: &App, target: &str) -> anyhow::Result<(view::Runs, crate::tasks::Task)> {
+    let runs = runs(app, None)?;
+    let found = view::resolve(&runs, target)?;
+    let [task] = found.as_slice() else {
+        anyhow::bail!("`{target}` names several runs: name one");
+    };
+    let task = (*task).clone();
+    Ok((runs, task))
+}
+
+fn list_runs(app: &App, args: ListArgs) -> anyhow::Result<ExitCode> {
+    let runs = runs(app, args.session.as_deref())?;
+    let views = view::views(&runs.listed, app.now_ms());
+    if args.json.json {
+        print_json(&json!({"runs": views}))?;
+    } else {
+        println!("{}", view::list_text(&views, app));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn info(app: &App, target: &str, json: bool) -> anyhow::Result<ExitCode> {
+    let (runs, task) = one(app, target)?;
+    let mut run = view::views(std::slice::from_ref(&task), app.now_ms()).remove(0);
+    run.index = runs
+        .listed
+        .iter()
+        .position(|t| t.task_id == task.task_id)
+        .map_or(0, |i| i + 1);
+    let transcript = view::transcript(app, &task);
+    if json {
+        print_json(
+            &json!({"run": run, "transcript": transcript, "summary": task.terminal_summary}),
+        )?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!("run {} ({})", run.run_id, run.status.as_str());
+    println!("task: {}", run.task);
+    println!("agent: {}", run.agent_id);
+    println!("session: {}", run.child_session_key);
+    println!("parent: {}", run.parent_session_key);
+    if let Some(label) = &run.label {
+        println!("label: {label}");
+    }
+    println!("created: {}", app.local_time(run.created_at));
+    if let Some(at) = run.started_at {
+        println!("started: {}", app.local_time(at));
+    }
+    if let Some(at) = run.ended_at {
+        println!("ended: {}", app.local_time(at));
+    }
+    if let Some(error) = &run.error {
+        println!("error: {error}");
+    }
+    println!("announce: {}", run.delivery_status.as_str());
+    if let Some(path) = transcript {
+        println!("transcript: {}", app.host.tilde(&path));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn log(app: &App, target: &str, limit: usize, tools: bool, json: bool) -> anyhow::Result<ExitCode> {
+    let (_, task) = one(app, target)?;
+    let log = view::log(app, &task, limit, tools)?;
+    if json {
+        print_json(&log)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    if log.messages.is_empty() {
+        println!("Its transcript holds no messages.");
+    }
+    for m in &log.messages {
+        let role = m["role"].as_str().unwrap_or("");
+        println!("{role:>10}: {}", view::message_line(m));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The path segment of a target.
+fn segment(target: &str) -> String {
+    percent_encoding::utf8_percent_encode(target, percent_encoding::NON_ALPHANUMERIC).to_string()
+}
+
+fn kill(app: &App, target: &str, json: bool) -> anyhow::Result<ExitCode> {
+    let client = app.require_gateway()?;
+    let path = format!("/v1/subagents/{}/kill", segment(target));
+    let answer = client.post(&path, &json!({}), Duration::from_secs(30))?;
+    if json {
+        print_json(&answer)?;
+    } else {
+        let killed = answer["killed"].as_array().map_or(0, Vec::len);
+        let below = answer["alsoStopped"].as_u64().unwrap_or(0);
+        println!("Killed {killed} run(s), and {below} below them.");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn steer(app: &App, target: &str, message: &str, json: bool) -> anyhow::Result<ExitCode> {
+    let client = app.require_gateway()?;
+    let path = format!("/v1/subagents/{}/steer", segment(target));
+    let answer = client.post(&path, &json!({"message": message}), Duration::from_secs(30))?;
+    if json {
+        print_json(&answer)?;
+    } else {
+        println!(
+            "Steered {}: it reads the message before its next model request.",
+            crate::tasks::short_id(answer["runId"].as_str().unwrap_or(""))
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
