@@ -69,9 +69,9 @@ fn family() -> Vec<Task> {
 #[test]
 fn a_scope_holds_its_children_and_grandchildren_and_the_list_drops_old_ended_runs() {
     let runs = select(family(), Some("agent:main:main"), NOW);
-    let all: Vec<&str> = runs.all.iter().map(|t| run_id(t)).collect();
+    let all: Vec<&str> = runs.all.iter().map(run_id).collect();
     assert_eq!(all, ["run-c1", "run-g1", "run-c3", "run-c4"]);
-    let listed: Vec<&str> = runs.listed.iter().map(|t| run_id(t)).collect();
+    let listed: Vec<&str> = runs.listed.iter().map(run_id).collect();
     assert_eq!(listed, ["run-c1", "run-g1", "run-c4"]);
     let views = views(&runs.listed, NOW);
     assert_eq!(views[2].index, 3);
@@ -117,11 +117,11 @@ fn targets_name_runs_by_number_id_label_prefix_or_all() {
 fn the_descendants_of_a_session_are_its_alive_children_and_theirs() {
     let all = family();
     let found: Vec<&str> = descendants(&all, "agent:main:main")
-        .iter()
-        .map(|t| run_id(t))
+        .into_iter()
+        .map(run_id)
         .collect();
     assert_eq!(found, ["run-c1", "run-g1"]);
-    let found: Vec<&str> = descendants(&all, "c1").iter().map(|t| run_id(t)).collect();
+    let found: Vec<&str> = descendants(&all, "c1").into_iter().map(run_id).collect();
     assert_eq!(found, ["run-g1"]);
     assert!(descendants(&all, "g1").is_empty());
 }

@@ -553,10 +553,18 @@ const RELAY_MESSAGE: &str = "A background run you started has ended; its announc
 async fn relay(shared: &Arc<Shared>, origin: &SubagentOrigin) {
     // The announce is in the session's queue once the intake has fed it.
     shared.intake.caught_up(FEED_WAIT).await;
+    // A parent that is itself a child (depth 2 and below) takes the
+    // announce with its own narrowed context and tools; its words stay in
+    // its session, for its own announce.
+    let parent_depth = origin.depth.saturating_sub(1);
     let request = TurnRequest {
         message: RELAY_MESSAGE.to_string(),
         session_key: Some(origin.parent_session_key.clone()),
         agent: Some(origin.parent_agent_id.clone()),
+        shape: crate::trigger::TurnShape {
+            subagent_depth: (parent_depth > 0).then_some(parent_depth),
+            ..crate::trigger::TurnShape::default()
+        },
         ..TurnRequest::default()
     };
     let trigger = Trigger {
@@ -573,7 +581,7 @@ async fn relay(shared: &Arc<Shared>, origin: &SubagentOrigin) {
         }
     };
     let reply = report.outcome.reply.trim().to_string();
-    if report.outcome.silent || reply.is_empty() {
+    if report.outcome.silent || reply.is_empty() || parent_depth > 0 {
         return;
     }
     let Ok(app) = shared.engine.app().for_agent(Some(&origin.parent_agent_id)) else {

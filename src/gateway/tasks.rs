@@ -143,6 +143,10 @@ pub(crate) fn terminal_of(result: &anyhow::Result<crate::engine::turn::TurnRepor
             error: Some(err.to_string()),
             ..Terminal::status(TerminalStatus::Cancelled)
         },
+        Err(err) if err.is::<super::route::TimedOut>() => Terminal {
+            error: Some(err.to_string()),
+            ..Terminal::status(TerminalStatus::TimedOut)
+        },
         Err(err) => Terminal {
             error: Some(format!("{err:#}")),
             ..Terminal::status(TerminalStatus::Failed)

@@ -180,6 +180,16 @@ const TABLE: &[Row] = &[
     row(&["tasks", "audit", "--code", "no_such_code"], 2),
     row(&["tasks", "maintenance"], 0),
     row(&["tasks", "maintenance", "--apply"], 0),
+    // subagents: reading needs no gateway; kill and steer do; a run no
+    // target names is a failure.
+    row(&["subagents"], 0),
+    row(&["subagents", "list", "--session", "agent:main:main"], 0),
+    row(&["subagents", "info", "nope"], 1),
+    row(&["subagents", "log", "nope", "--limit", "0"], 2),
+    row(&["subagents", "log", "nope"], 1),
+    row(&["subagents", "kill", "all"], 1),
+    row(&["subagents", "steer", "nope"], 2),
+    row(&["subagents", "steer", "nope", "go", "left"], 1),
     // tasks cancel needs the gateway, which is not running here.
     row(&["tasks", "cancel", "3f2a9c1e"], 1),
     // outbox: an empty outbox reads as empty; a bad limit is a usage error.

@@ -34,6 +34,7 @@ mod scripted;
 mod session_memory;
 mod skills;
 mod subagents;
+mod subagents_control;
 mod tasks;
 mod telegram;
 mod time_and_activity;
