@@ -251,6 +251,8 @@ fn a_steered_child_reads_the_message_before_its_next_model_request() {
         ),
         text("Used the backup drive."),
         text("Done with the photos."),
+        text("VIDEOS-TOO"),
+        text("The videos are copied as well."),
     ]);
     let gw = Gateway::start(&sb, &[("OPENAI_BASE_URL", server.url.as_str())]);
     let (code, answer) = gw.request("POST", "/v1/agent", Some(&json!({"message": "Photos"})));
@@ -303,6 +305,82 @@ fn a_steered_child_reads_the_message_before_its_next_model_request() {
         "{}",
         log.stdout
     );
+
+    // `send`: a new message to the ended child, as its next turn in the
+    // same session, announced like the first.
+    let sent = sb
+        .run(&[
+            "agent",
+            "--message",
+            "/subagents send photos And the videos?",
+        ])
+        .ok();
+    assert!(sent.stdout.contains("Sent as run"), "{}", sent.stdout);
+    eventually(WAIT, || (server.requests().len() >= 6).then_some(()));
+    let follow_up = server.requests()[5].json().to_string();
+    assert!(
+        follow_up.contains("[Message from agent:main:main]"),
+        "{follow_up}"
+    );
+    assert!(follow_up.contains("And the videos?"), "{follow_up}");
+    assert!(
+        follow_up.contains("Copy the photos"),
+        "the same session: {follow_up}"
+    );
+    eventually(WAIT, || {
+        (told_in(&sb, "agent:main:main", "VIDEOS-TOO") == 1).then_some(())
+    });
+}
+
+#[test]
+fn the_subagents_tool_lists_and_kills_the_callers_children() {
+    let sb = Sandbox::new();
+    config(&sb, 2, json!({}));
+    let server = ScriptedServer::start(vec![
+        // The parent spawns, then waits until the child has started.
+        tool_calls(&[
+            (
+                "p1",
+                "sessions_spawn",
+                json!({"task": "Watch the logs", "label": "watcher"}),
+            ),
+            (
+                "p2",
+                "exec",
+                json!({"command": "while [ ! -f started ]; do sleep 0.05; done"}),
+            ),
+        ]),
+        tool_call(
+            "w1",
+            "exec",
+            json!({"command": "touch started; while [ ! -f go ]; do sleep 0.05; done"}),
+        ),
+        tool_call("p3", "subagents", json!({"action": "list"})),
+        tool_call(
+            "p4",
+            "subagents",
+            json!({"action": "kill", "target": "watcher"}),
+        ),
+        text("Stopped the watcher."),
+        text("The watcher was stopped."),
+    ]);
+    let gw = Gateway::start(&sb, &[("OPENAI_BASE_URL", server.url.as_str())]);
+    let (code, answer) = gw.request("POST", "/v1/agent", Some(&json!({"message": "Watch"})));
+    assert_eq!(code, 200, "{answer}");
+    assert_eq!(answer["reply"], "Stopped the watcher.");
+    let listed = server.requests()[3].json().to_string();
+    assert!(
+        listed.contains("watcher") && listed.contains("running"),
+        "{listed}"
+    );
+    let killed = server.requests()[4].json().to_string();
+    assert!(killed.contains("killed"), "{killed}");
+    let task = eventually(WAIT, || {
+        subagent_tasks(&gw)
+            .into_iter()
+            .find(|t| t["status"] == "cancelled" && t["deliveryStatus"] == "session_queued")
+    });
+    assert_eq!(task["label"], "watcher");
 }
 
 #[test]
@@ -380,47 +458,80 @@ fn a_child_ending_during_the_parents_long_turn_is_announced_after_it() {
 }
 
 #[test]
-fn cleanup_delete_archives_the_childs_session_after_its_announce() {
+fn cleanup_delete_archives_at_once_and_every_child_after_archive_after_minutes() {
     let sb = Sandbox::new();
     config(&sb, 1, json!({}));
-    let server = ScriptedServer::start(vec![
-        tool_call(
-            "p1",
-            "sessions_spawn",
-            json!({"task": "Tidy up", "cleanup": "delete"}),
-        ),
-        text("Tidying."),
-        text("TIDY-DONE"),
-        text("All tidy."),
-    ]);
+    let mut replies = vec![
+        tool_calls(&[
+            (
+                "p1",
+                "sessions_spawn",
+                json!({"task": "Tidy up", "label": "tidy", "cleanup": "delete"}),
+            ),
+            (
+                "p2",
+                "sessions_spawn",
+                json!({"task": "Keep notes", "label": "notes"}),
+            ),
+        ]),
+        text("Two helpers started."),
+    ];
+    replies.extend((1..=6).map(|n| text(&format!("DONE-{n}"))));
+    let server = ScriptedServer::start(replies);
     let gw = Gateway::start(&sb, &[("OPENAI_BASE_URL", server.url.as_str())]);
-    let (code, answer) = gw.request("POST", "/v1/agent", Some(&json!({"message": "Tidy"})));
+    let (code, answer) = gw.request("POST", "/v1/agent", Some(&json!({"message": "Go"})));
     assert_eq!(code, 200, "{answer}");
-    let task = eventually(WAIT, || {
-        subagent_tasks(&gw)
-            .into_iter()
-            .find(|t| t["status"] == "succeeded" && t["deliveryStatus"] == "session_queued")
+    let ended = eventually(WAIT, || {
+        let tasks = subagent_tasks(&gw);
+        (tasks.len() == 2
+            && tasks
+                .iter()
+                .all(|t| t["deliveryStatus"] == "session_queued"))
+        .then_some(tasks)
     });
-    let key = task["childSessionKey"].as_str().unwrap().to_string();
+    let key_of = |label: &str| {
+        ended.iter().find(|t| t["label"] == label).unwrap()["childSessionKey"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let (tidy, notes) = (key_of("tidy"), key_of("notes"));
     let archive = sb.path(".almanac/agents/main/sessions/archive");
+    let archived = || std::fs::read_dir(&archive).map_or(0, |d| d.count());
+    let sessions = || sb.run(&["sessions", "--json"]).ok().json().to_string();
+    // `delete`: gone from the store, its transcript in the archive.
     eventually(WAIT, || {
-        let sessions = sb.run(&["sessions", "--json"]).ok().json();
-        let entries = std::fs::read_dir(&archive).ok()?.count();
-        (!sessions.to_string().contains(&key) && entries == 1).then_some(())
+        (!sessions().contains(&tidy) && archived() == 1).then_some(())
     });
+    assert!(
+        sessions().contains(&notes),
+        "`keep` stays until archiveAfterMinutes"
+    );
     let file = std::fs::read_dir(&archive)
         .unwrap()
         .next()
         .unwrap()
         .unwrap()
         .path();
-    assert!(
-        std::fs::read_to_string(&file)
-            .unwrap()
-            .contains("TIDY-DONE")
-    );
+    assert!(std::fs::read_to_string(&file).unwrap().contains("Tidy up"));
     // The announce named where the transcript went.
-    eventually(WAIT, || (server.requests().len() >= 4).then_some(()));
-    let told = server.requests()[3].json().to_string();
-    assert!(told.contains("/archive/"), "{told}");
+    eventually(WAIT, || {
+        (told_in(&sb, "agent:main:main", "/archive/") == 1).then_some(())
+    });
+
+    // Two hours later (archiveAfterMinutes: 60) the gateway's sweep
+    // archives the `keep` child too.
+    drop(gw);
+    let later = (jiff::Timestamp::now() + jiff::SignedDuration::from_hours(2)).to_string();
+    let server = ScriptedServer::start(vec![]);
+    let _gw = Gateway::start(
+        &sb,
+        &[
+            ("OPENAI_BASE_URL", server.url.as_str()),
+            ("ALMANAC_NOW", later.as_str()),
+        ],
+    );
+    eventually(WAIT, || {
+        (!sessions().contains(&notes) && archived() == 2).then_some(())
+    });
 }

@@ -166,8 +166,24 @@ fn messages_reach_their_agent_once_strangers_pair_first_and_groups_need_a_mentio
         "{}",
         out[8]
     );
+    // `/subagents` and `/stop` answer at once, without a model call, and
+    // only after the same access check.
+    bot.push(dm(42, "/subagents list"));
+    let out = sent(&bot, 10);
+    assert!(
+        out[9]["text"].as_str().unwrap().contains("No subagent runs"),
+        "{}",
+        out[9]
+    );
+    bot.push(dm(7, "/stop"));
+    let out = sent(&bot, 11);
+    assert!(
+        out[10]["text"].as_str().unwrap().contains("pairing code"),
+        "{}",
+        out[10]
+    );
     // Each reply went once, and the chat saw "typing" while turns ran.
-    assert_eq!(bot.count("sendMessage"), 9);
+    assert_eq!(bot.count("sendMessage"), 11);
     assert_eq!(model.requests().len(), 5);
     assert!(bot.count("sendChatAction") >= 1);
     drop(gw);
