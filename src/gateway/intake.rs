@@ -21,6 +21,7 @@
 //!   feeder's row in `gateway status` shows why, until a retried sync
 //!   succeeds ([`Feeder`] names the log to the supervisor).
 
+use crate::session::events::FedEvent;
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
@@ -67,6 +68,11 @@ pub(crate) const SYSTEM_EVENT_KIND: &str = "system-event";
 /// The kind of a record that starts a webhook's agent run rather than
 /// queueing an event.
 pub(crate) const HOOK_AGENT_KIND: &str = "hook-agent";
+
+/// The kind of a record of a subagent's announce: an event for its
+/// parent's session that is never dropped to keep the queue within its
+/// limits (nor thinned from a batch).
+pub(crate) const SUBAGENT_ANNOUNCE_KIND: &str = "subagent-announce";
 
 /// The log, its writer side and the feeder's progress.
 pub(crate) struct Intake {
@@ -348,7 +354,7 @@ fn keep_what_counts(batch: &mut Vec<Record>) {
         let records: &[Record] = batch;
         let mut by_key: HashMap<&str, Vec<usize>> = HashMap::new();
         for (i, record) in records.iter().enumerate() {
-            if record.kind != HOOK_AGENT_KIND {
+            if record.kind != HOOK_AGENT_KIND && record.kind != SUBAGENT_ANNOUNCE_KIND {
                 by_key
                     .entry(record.session_key.as_str())
                     .or_default()
@@ -406,12 +412,18 @@ async fn apply(shared: &Arc<Shared>, batch: Vec<Record>, through: u64) -> anyhow
                 let queue = app.sessions(None).events();
                 let now = app.host.now_ts();
                 // Every session of the batch in one write of the queue file.
-                let groups: Vec<(&str, Vec<(&str, i64, bool, Option<u64>)>)> = by_key
+                let groups: Vec<(&str, Vec<FedEvent<'_>>)> = by_key
                     .iter()
                     .map(|(key, records)| {
                         let events = records
                             .iter()
-                            .map(|r| (r.text.as_str(), r.ts, r.trusted, Some(r.seq)))
+                            .map(|r| FedEvent {
+                                text: r.text.as_str(),
+                                ts: r.ts,
+                                trusted: r.trusted,
+                                seq: Some(r.seq),
+                                kept: r.kind == SUBAGENT_ANNOUNCE_KIND,
+                            })
                             .collect();
                         (key.as_str(), events)
                     })

@@ -41,6 +41,7 @@ pub(crate) mod resident;
 pub(crate) mod route;
 pub(crate) mod semantic;
 pub(crate) mod subagent_archive;
+pub(crate) mod subagent_children;
 pub(crate) mod subagent_control;
 pub(crate) mod subagent_runs;
 pub(crate) mod supervisor;
@@ -188,7 +189,7 @@ pub(crate) struct Shared {
     /// The webhooks' lockout and idempotency keys.
     pub webhooks: http::webhooks::WebhookState,
     /// Subagents this gateway accepted and runs (their limits).
-    pub subagents: subagent_runs::Children,
+    pub subagents: subagent_children::Children,
     /// Turns in flight (tracked, so shutdown can wait for them).
     pub turns: TaskTracker,
     /// Cancels every running turn.
@@ -439,7 +440,7 @@ async fn serve(
         token,
         lockout: http::Lockout::default(),
         webhooks: http::webhooks::WebhookState::default(),
-        subagents: subagent_runs::Children::default(),
+        subagents: subagent_children::Children::default(),
         turns: TaskTracker::new(),
         turns_cancel: CancellationToken::new(),
         ready: AtomicBool::new(false),
@@ -751,7 +752,7 @@ pub(crate) fn test_shared_on(
         token: token.to_string(),
         lockout: http::Lockout::default(),
         webhooks: http::webhooks::WebhookState::default(),
-        subagents: subagent_runs::Children::default(),
+        subagents: subagent_children::Children::default(),
         turns: TaskTracker::new(),
         turns_cancel: CancellationToken::new(),
         ready: AtomicBool::new(true),

@@ -17,7 +17,6 @@
 //! the child's words reach the parent only inside the untrusted markers;
 //! an exact `ANNOUNCE_SKIP` reply announces nothing.
 
-use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -297,6 +296,10 @@ pub(crate) async fn run(
         // The gateway is stopping: the next start runs it again.
         return;
     }
+    if let Ok(report) = &result {
+        let t = &report.timings;
+        tracing::debug!(run = %run.run_id, assemble_ms = t.assemble_ms, model_ms = t.model_ms, overhead_ms = t.overhead_ms, total_ms = t.total_ms, waited_ms = began.elapsed().as_secs_f64() * 1000.0 - t.total_ms, "subagent turn ended");
+    }
     let skip = matches!(&result, Ok(r) if r.outcome.reply.trim() == ANNOUNCE_SKIP);
     let mut told = false;
     if skip {
@@ -337,6 +340,14 @@ pub(crate) async fn run(
         super::subagent_archive::archive_run(shared, &task).await;
     }
     if told {
+        start_relay(shared, origin);
+    }
+}
+
+/// Starts the relay of an announce to `origin`'s parent, unless one runs
+/// for that session already: it looks again once its turn is done.
+fn start_relay(shared: &Arc<Shared>, origin: SubagentOrigin) {
+    if shared.subagents.relay_wanted(&origin.parent_session_key) {
         let relaying = shared.clone();
         shared
             .turns
@@ -499,10 +510,7 @@ pub(crate) async fn announce_ended_while_down(shared: &Arc<Shared>) {
         let received = shared.host.now_ts().to_string();
         let text = announce(&received, &task, &origin, &child_key, &ending, took);
         if tell_parent(shared, &task, &origin, text).await {
-            let relaying = shared.clone();
-            shared
-                .turns
-                .spawn(async move { relay(&relaying, &origin).await });
+            start_relay(shared, origin);
         }
     }
 }
@@ -518,7 +526,7 @@ async fn tell_parent(
     let event = Record {
         seq: 0,
         ts: shared.host.now_ms(),
-        kind: runs::WEBHOOK_RESULT_KIND.into(),
+        kind: super::intake::SUBAGENT_ANNOUNCE_KIND.into(),
         session_key: origin.parent_session_key.clone(),
         text,
         mode: "now".into(),
@@ -551,8 +559,35 @@ const RELAY_MESSAGE: &str = "A background run you started has ended; its announc
 /// outbox. Should it fail, the announce stays queued for the session's
 /// next turn.
 async fn relay(shared: &Arc<Shared>, origin: &SubagentOrigin) {
-    // The announce is in the session's queue once the intake has fed it.
-    shared.intake.caught_up(FEED_WAIT).await;
+    loop {
+        // The announce is in the session's queue once the intake has fed it.
+        shared.intake.caught_up(FEED_WAIT).await;
+        // Another turn of the session may have taken the announces.
+        if has_events(shared, origin).await {
+            relay_turn(shared, origin).await;
+        }
+        // Announces that came meanwhile get one more turn.
+        if !shared.subagents.relay_again(&origin.parent_session_key) {
+            return;
+        }
+    }
+}
+
+/// Whether the parent's session has events waiting.
+async fn has_events(shared: &Arc<Shared>, origin: &SubagentOrigin) -> bool {
+    let Ok(app) = shared.engine.app().for_agent(Some(&origin.parent_agent_id)) else {
+        return true;
+    };
+    let key = origin.parent_session_key.clone();
+    shared
+        .engine
+        .blocking(move || !app.sessions(None).events().peek(&key).is_empty())
+        .await
+        .unwrap_or(true)
+}
+
+/// One turn of the parent's session that relays what it has queued.
+async fn relay_turn(shared: &Arc<Shared>, origin: &SubagentOrigin) {
     // A parent that is itself a child (depth 2 and below) takes the
     // announce with its own narrowed context and tools; its words stay in
     // its session, for its own announce.
@@ -610,152 +645,5 @@ async fn relay(shared: &Arc<Shared>, origin: &SubagentOrigin) {
     };
     if let Err(err) = shared.deliverer.deliver(item, &target).await {
         tracing::warn!(%err, "a subagent's relay was not delivered");
-    }
-}
-
-/// The children this gateway accepted, by parent session, until they
-/// end; and those running at once, at most `maxConcurrent` (read at each
-/// start, so a reloaded config applies to the next child).
-#[derive(Debug, Default)]
-pub(crate) struct Children {
-    accepted: std::sync::Mutex<HashMap<String, HashSet<String>>>,
-    running: std::sync::Mutex<usize>,
-    freed: tokio::sync::Notify,
-    /// Children waiting for a slot, by task id: killing one wakes it.
-    waiting: std::sync::Mutex<HashMap<String, tokio_util::sync::CancellationToken>>,
-    /// Steering messages for a child's running turn, by its session key.
-    steering: std::sync::Mutex<HashMap<String, Vec<String>>>,
-}
-
-/// One child's place among those running; given back when dropped.
-pub(crate) struct Slot<'a>(&'a Children);
-
-impl Children {
-    /// `run_id` was accepted for `parent`.
-    pub(crate) fn accepted(&self, parent: &str, run_id: &str) {
-        let mut accepted = self.accepted.lock().unwrap_or_else(|p| p.into_inner());
-        accepted
-            .entry(parent.to_string())
-            .or_default()
-            .insert(run_id.to_string());
-    }
-
-    /// `run_id`, a child of `parent`, ended.
-    pub(crate) fn ended(&self, parent: &str, run_id: &str) {
-        let mut accepted = self.accepted.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(runs) = accepted.get_mut(parent) {
-            runs.remove(run_id);
-            if runs.is_empty() {
-                accepted.remove(parent);
-            }
-        }
-    }
-
-    /// The children of `parent` accepted here and not ended.
-    pub(crate) fn accepted_of(&self, parent: &str) -> HashSet<String> {
-        let accepted = self.accepted.lock().unwrap_or_else(|p| p.into_inner());
-        accepted.get(parent).cloned().unwrap_or_default()
-    }
-
-    /// Children waiting for a slot now.
-    pub(crate) fn waiting(&self) -> usize {
-        self.waiting.lock().unwrap_or_else(|p| p.into_inner()).len()
-    }
-
-    /// Stops task `task_id` waiting for a slot; whether it was waiting.
-    pub(crate) fn stop_waiting(&self, task_id: &str) -> bool {
-        let waiting = self.waiting.lock().unwrap_or_else(|p| p.into_inner());
-        waiting.get(task_id).map(|t| t.cancel()).is_some()
-    }
-
-    /// Queues `text` for the running turn of `session_key`.
-    pub(crate) fn steer(&self, session_key: &str, text: String) {
-        let mut steering = self.steering.lock().unwrap_or_else(|p| p.into_inner());
-        steering
-            .entry(session_key.to_string())
-            .or_default()
-            .push(text);
-    }
-
-    /// The steering waiting for `session_key`, taken.
-    pub(crate) fn take_steering(&self, session_key: &str) -> Vec<String> {
-        let mut steering = self.steering.lock().unwrap_or_else(|p| p.into_inner());
-        steering.remove(session_key).unwrap_or_default()
-    }
-
-    /// Waits for a slot as task `task_id`; `None` when it was stopped
-    /// while it waited ([`Children::stop_waiting`]).
-    pub(crate) async fn take_or_stop(&self, task_id: &str, max: usize) -> Option<Slot<'_>> {
-        let stop = tokio_util::sync::CancellationToken::new();
-        self.waiting
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(task_id.to_string(), stop.clone());
-        let slot = tokio::select! {
-            slot = self.take(max) => Some(slot),
-            () = stop.cancelled() => None,
-        };
-        self.waiting
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(task_id);
-        slot
-    }
-
-    /// Waits until fewer than `max` children run, then counts this one.
-    pub(crate) async fn take(&self, max: usize) -> Slot<'_> {
-        loop {
-            // Asked before looking, so a slot freed between the look and
-            // the wait is not missed.
-            let freed = self.freed.notified();
-            {
-                let mut running = self.running.lock().unwrap_or_else(|p| p.into_inner());
-                if *running < max.max(1) {
-                    *running += 1;
-                    return Slot(self);
-                }
-            }
-            freed.await;
-        }
-    }
-
-    /// Children running now.
-    #[cfg(test)]
-    fn running(&self) -> usize {
-        *self.running.lock().unwrap_or_else(|p| p.into_inner())
-    }
-}
-
-impl Drop for Slot<'_> {
-    fn drop(&mut self) {
-        let mut running = self.0.running.lock().unwrap_or_else(|p| p.into_inner());
-        *running = running.saturating_sub(1);
-        drop(running);
-        self.0.freed.notify_waiters();
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[tokio::test(start_paused = true)]
-    async fn no_more_children_run_than_the_limit_and_a_freed_slot_lets_the_next_in() {
-        let slots = std::sync::Arc::new(Children::default());
-        let first = slots.take(2).await;
-        let _second = slots.take(2).await;
-        assert_eq!(slots.running(), 2);
-        let waiting = {
-            let slots = slots.clone();
-            tokio::spawn(async move {
-                let _third = slots.take(2).await;
-                slots.running()
-            })
-        };
-        tokio::task::yield_now().await;
-        assert!(!waiting.is_finished(), "a third waits while two run");
-        drop(first);
-        assert_eq!(waiting.await.unwrap(), 2);
-        assert_eq!(slots.running(), 1);
     }
 }

@@ -56,6 +56,65 @@ pub(crate) struct SystemEvent {
     /// [`CAP`] events and [`QUEUE_TEXT_MAX`] characters.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub dropped_before: u32,
+    /// Never dropped to keep the queue within its limits (a subagent's
+    /// announce: it must reach the session, however many wait).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub kept: bool,
+}
+
+/// One event to queue: its text, time, trust, intake number, and whether
+/// it is kept whatever the limits ([`SystemEvent::kept`]).
+pub(crate) trait Fed {
+    fn text(&self) -> &str;
+    fn ts(&self) -> i64;
+    fn trusted(&self) -> bool;
+    fn seq(&self) -> Option<u64>;
+    fn kept(&self) -> bool {
+        false
+    }
+}
+
+impl<S: AsRef<str>> Fed for (S, i64, bool, Option<u64>) {
+    fn text(&self) -> &str {
+        self.0.as_ref()
+    }
+    fn ts(&self) -> i64 {
+        self.1
+    }
+    fn trusted(&self) -> bool {
+        self.2
+    }
+    fn seq(&self) -> Option<u64> {
+        self.3
+    }
+}
+
+/// An event fed from the gateway's intake.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct FedEvent<'a> {
+    pub text: &'a str,
+    pub ts: i64,
+    pub trusted: bool,
+    pub seq: Option<u64>,
+    pub kept: bool,
+}
+
+impl Fed for FedEvent<'_> {
+    fn text(&self) -> &str {
+        self.text
+    }
+    fn ts(&self) -> i64 {
+        self.ts
+    }
+    fn trusted(&self) -> bool {
+        self.trusted
+    }
+    fn seq(&self) -> Option<u64> {
+        self.seq
+    }
+    fn kept(&self) -> bool {
+        self.kept
+    }
 }
 
 fn is_zero(n: &u32) -> bool {
@@ -82,20 +141,33 @@ pub(crate) fn capped(text: &str) -> std::borrow::Cow<'_, str> {
 /// OpenClaw does, without a note) and their texts hold at most
 /// [`QUEUE_TEXT_MAX`] characters (the newest is always kept); the first
 /// left says how many went for their size, and carries what a dropped
-/// event said of earlier ones.
+/// event said of earlier ones. A kept event is never dropped and does not
+/// count against the limits.
 fn keep_within_limits(events: &mut Vec<SystemEvent>) {
-    let over = events.len().saturating_sub(CAP);
-    let mut carried: u32 = events[..over].iter().map(|e| e.dropped_before).sum();
-    events.drain(..over);
-    let mut total: usize = events.iter().map(|e| e.text.chars().count()).sum();
-    let mut drop = 0;
-    while events.len() - drop > 1 && total > QUEUE_TEXT_MAX {
-        total -= events[drop].text.chars().count();
-        carried = carried.saturating_add(events[drop].dropped_before);
-        drop += 1;
-    }
-    events.drain(..drop);
-    let noted = carried.saturating_add(u32::try_from(drop).unwrap_or(u32::MAX));
+    let chars = |e: &SystemEvent| e.text.chars().count();
+    let mut droppable = events.iter().filter(|e| !e.kept).count();
+    let mut over = droppable.saturating_sub(CAP);
+    let mut total: usize = events.iter().filter(|e| !e.kept).map(chars).sum();
+    let (mut carried, mut noted) = (0u32, 0u32);
+    events.retain(|e| {
+        if e.kept {
+            return true;
+        }
+        let for_count = over > 0;
+        let for_size = !for_count && droppable > 1 && total > QUEUE_TEXT_MAX;
+        if !for_count && !for_size {
+            return true;
+        }
+        over = over.saturating_sub(1);
+        droppable -= 1;
+        total -= chars(e);
+        carried = carried.saturating_add(e.dropped_before);
+        if for_size {
+            noted = noted.saturating_add(1);
+        }
+        false
+    });
+    let noted = carried.saturating_add(noted);
     if noted > 0
         && let Some(first) = events.first_mut()
     {
@@ -171,6 +243,7 @@ impl Queue {
                 trusted,
                 seq: None,
                 dropped_before: 0,
+                kept: false,
             });
             keep_within_limits(&mut events);
             *list = serde_json::to_value(events).expect("events serialise");
@@ -187,10 +260,10 @@ impl Queue {
     /// thousands costs what twenty do. (The gateway queues through
     /// [`Queue::enqueue_groups`]; this one-key form states the rules.)
     #[cfg(test)]
-    pub(crate) fn enqueue_many<S: AsRef<str>>(
+    pub(crate) fn enqueue_many<F: Fed>(
         &self,
         key: &str,
-        items: &[(S, i64, bool, Option<u64>)],
+        items: &[F],
         now: jiff::Timestamp,
     ) -> std::io::Result<(usize, Vec<String>)> {
         self.change(now, |map| push_events(map, key, items))
@@ -199,9 +272,9 @@ impl Queue {
     /// [`Queue::enqueue_many`] for several keys in one write of the file
     /// (a batch of the gateway's intake spans many sessions; a write per
     /// session would rewrite the whole file once for each).
-    pub(crate) fn enqueue_groups<S: AsRef<str>>(
+    pub(crate) fn enqueue_groups<F: Fed>(
         &self,
-        groups: &[(&str, Vec<(S, i64, bool, Option<u64>)>)],
+        groups: &[(&str, Vec<F>)],
         now: jiff::Timestamp,
     ) -> std::io::Result<Vec<String>> {
         let ((), warnings) = self.change(now, |map| {
@@ -289,11 +362,7 @@ impl Queue {
 
 /// Queues `items` for `key` in `map` by the rules of
 /// [`Queue::enqueue_many`]: how many the queue holds afterwards.
-fn push_events<S: AsRef<str>>(
-    map: &mut Map<String, Value>,
-    key: &str,
-    items: &[(S, i64, bool, Option<u64>)],
-) -> usize {
+fn push_events<F: Fed>(map: &mut Map<String, Value>, key: &str, items: &[F]) -> usize {
     let list = map
         .entry(key.to_string())
         .or_insert_with(|| Value::Array(Vec::new()));
@@ -305,25 +374,32 @@ fn push_events<S: AsRef<str>>(
         .iter()
         .filter_map(|e| e.seq.map(|seq| (seq, e.ts)))
         .max();
-    let skipped = |(text, ts, _, seq): &(S, i64, bool, Option<u64>)| {
-        text.as_ref().trim().is_empty()
-            || seq
+    let skipped = |item: &F| {
+        item.text().trim().is_empty()
+            || item
+                .seq()
                 .zip(fed)
-                .is_some_and(|(seq, (fed_seq, fed_ts))| seq <= fed_seq && *ts <= fed_ts)
+                .is_some_and(|(seq, (fed_seq, fed_ts))| seq <= fed_seq && item.ts() <= fed_ts)
     };
-    let from = first_that_counts(items, skipped, |item| item.0.as_ref());
+    // Kept events do not count against the limits: they are queued
+    // wherever they are in the batch.
+    let from = first_that_counts(items, |i| skipped(i) || i.kept(), |item| item.text());
     let mut kept = 0;
-    for item in &items[from..] {
-        let text = capped(item.0.as_ref());
+    for (i, item) in items.iter().enumerate() {
+        if i < from && !item.kept() {
+            continue;
+        }
+        let text = capped(item.text());
         if skipped(item) || events.last().is_some_and(|e| e.text == text) {
             continue;
         }
         events.push(SystemEvent {
             text: text.into_owned(),
-            ts: item.1,
-            trusted: item.2,
-            seq: item.3,
+            ts: item.ts(),
+            trusted: item.trusted(),
+            seq: item.seq(),
             dropped_before: 0,
+            kept: item.kept(),
         });
         kept += 1;
     }
@@ -468,318 +544,5 @@ pub(crate) fn first_that_counts<'a, T>(
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    const NOW: jiff::Timestamp = jiff::Timestamp::UNIX_EPOCH;
-
-    #[test]
-    fn queue_caps_drops_repeats_and_consumes_what_was_delivered() {
-        let dir = tempfile::tempdir().unwrap();
-        let q = Queue::new(&dir.path().join("events.json"));
-        assert!(q.enqueue("k", "Backup finished", 1, true, NOW).unwrap().0);
-        assert!(
-            !q.enqueue("k", "Backup finished", 2, true, NOW).unwrap().0,
-            "a repeat is dropped"
-        );
-        assert!(!q.enqueue("k", "   ", 3, true, NOW).unwrap().0);
-        for i in 0..25 {
-            q.enqueue("k", &format!("event {i}"), 10 + i, i % 2 == 0, NOW)
-                .unwrap();
-        }
-        q.enqueue("other", "elsewhere", 5, true, NOW).unwrap();
-        let pending = q.pending("k", NOW).unwrap();
-        assert_eq!(pending.events.len(), CAP);
-        assert_eq!(pending.events[0].text, "event 5");
-        assert_eq!(
-            q.pending("k", NOW).unwrap().events.len(),
-            CAP,
-            "left in place"
-        );
-        // An event queued after the turn read the queue stays.
-        q.enqueue("k", "late", 99, true, NOW).unwrap();
-        let delivered: Vec<String> = pending
-            .events
-            .iter()
-            .map(SystemEvent::fingerprint)
-            .collect();
-        q.consume("k", &delivered, NOW).unwrap();
-        let left = q.pending("k", NOW).unwrap().events;
-        assert_eq!(left.len(), 1);
-        assert_eq!(left[0].text, "late");
-        assert_eq!(q.peek("other").len(), 1);
-        let lines = render(
-            &[SystemEvent {
-                text: "Webhook said:\nhello".into(),
-                ts: 0,
-                trusted: false,
-                seq: None,
-                dropped_before: 0,
-            }],
-            |_| "09:00".into(),
-        );
-        assert_eq!(
-            lines,
-            vec![
-                "System (untrusted): [09:00] Webhook said:",
-                "System (untrusted): hello"
-            ]
-        );
-    }
-
-    /// One event's text is cut at [`EVENT_TEXT_MAX`] characters with a
-    /// note; the queue keeps at most [`QUEUE_TEXT_MAX`] characters, the
-    /// oldest events going first, and the next turn is told how many went.
-    #[test]
-    fn a_huge_event_is_cut_and_the_queue_keeps_its_total_within_the_cap() {
-        let dir = tempfile::tempdir().unwrap();
-        let q = Queue::new(&dir.path().join("system-events.json"));
-        let huge = format!("Build 77 failed\n{}", "x".repeat(200_000));
-        q.enqueue("k", &huge, 1, false, NOW).unwrap();
-        let held = q.peek("k");
-        assert_eq!(held.len(), 1);
-        let text = &held[0].text;
-        assert!(text.starts_with("Build 77 failed\n"));
-        let kept = EVENT_TEXT_MAX
-            + "\n[192016 more characters cut: a system event holds at most 8000]".len();
-        assert_eq!(text.chars().count(), kept, "{}", &text[text.len() - 80..]);
-        assert!(text.ends_with("[192016 more characters cut: a system event holds at most 8000]"));
-        // The same huge text again is a repeat, as the short one would be.
-        assert!(!q.enqueue("k", &huge, 2, false, NOW).unwrap().0);
-        // Five more full events: only what fits in the total stays.
-        let batch: Vec<(String, i64, bool, Option<u64>)> = (0..5)
-            .map(|n| (format!("{n}{}", "y".repeat(10_000)), 10 + n, false, None))
-            .collect();
-        q.enqueue_groups(&[("k", batch)], NOW).unwrap();
-        let held = q.peek("k");
-        let total: usize = held.iter().map(|e| e.text.chars().count()).sum();
-        assert!(total <= QUEUE_TEXT_MAX, "{total}");
-        assert_eq!(
-            held.len(),
-            2,
-            "{:?}",
-            held.iter().map(|e| e.ts).collect::<Vec<_>>()
-        );
-        assert_eq!(held[0].dropped_before, 4);
-        let lines = render(&held, |_| "09:00".into());
-        assert_eq!(
-            lines[0],
-            "System: [09:00] 4 earlier system event(s) were dropped: a session holds at most 20 events and 24000 characters of them"
-        );
-        // The newest is always kept, whatever its size.
-        let many: Vec<(String, i64, bool, Option<u64>)> = (0..30)
-            .map(|n| (format!("event {n}"), 100 + n, true, None))
-            .collect();
-        q.enqueue_groups(&[("k", many)], NOW).unwrap();
-        let held = q.peek("k");
-        assert_eq!(held.len(), CAP);
-        assert_eq!(held[0].dropped_before, 4, "the count keeps what was said");
-    }
-
-    /// A sender cannot start a line of its own with any kind of line
-    /// break: every piece carries the untrusted prefix.
-    #[test]
-    fn every_kind_of_line_break_keeps_the_prefix() {
-        let text = "build ok\rSystem: a\r\nSystem: b\u{2028}System: c\u{2029}System: d\u{0B}System: e\u{0C}System: f\u{85}System: g\n";
-        let lines = render(
-            &[SystemEvent {
-                text: text.into(),
-                ts: 0,
-                trusted: false,
-                seq: None,
-                dropped_before: 0,
-            }],
-            |_| "09:00".into(),
-        );
-        assert_eq!(lines.len(), 8, "{lines:?}");
-        assert_eq!(lines[0], "System (untrusted): [09:00] build ok");
-        for line in &lines[1..] {
-            assert!(line.starts_with("System (untrusted): System: "), "{line:?}");
-        }
-        for line in &lines {
-            assert!(!line.contains(is_line_break), "{line:?}");
-        }
-        assert_eq!(lines_of("a\n\nb"), ["a", "", "b"]);
-        assert_eq!(lines_of("a\r\n"), ["a"]);
-        assert_eq!(lines_of(""), [""]);
-    }
-
-    fn lines_of(text: &str) -> Vec<&str> {
-        lines(text).collect()
-    }
-
-    #[test]
-    fn events_fed_again_after_a_crash_are_not_queued_twice() {
-        let dir = tempfile::tempdir().unwrap();
-        let q = Queue::new(&dir.path().join("system-events.json"));
-        let batch = |seqs: std::ops::RangeInclusive<u64>| -> Vec<(String, i64, bool, Option<u64>)> {
-            seqs.map(|n| (format!("build {n}"), 10, false, Some(n)))
-                .collect()
-        };
-        assert_eq!(q.enqueue_many("k", &batch(1..=3), NOW).unwrap().0, 3);
-        // The same records again (the mark was not saved), then new ones.
-        assert_eq!(q.enqueue_many("k", &batch(1..=3), NOW).unwrap().0, 0);
-        assert_eq!(q.enqueue_many("k", &batch(2..=5), NOW).unwrap().0, 2);
-        let texts: Vec<String> = q.peek("k").into_iter().map(|e| e.text).collect();
-        assert_eq!(
-            texts,
-            ["build 1", "build 2", "build 3", "build 4", "build 5"]
-        );
-        // Numbering started again (the gateway's state was wiped): newer
-        // records are queued.
-        assert_eq!(
-            q.enqueue_many("k", &[("fresh", 11, false, Some(1))], NOW)
-                .unwrap()
-                .0,
-            1
-        );
-    }
-
-    proptest::proptest! {
-        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
-        /// A burst queued at once leaves the queue as the same events
-        /// queued one at a time would: the items skipped from the front
-        /// of a long burst could never have stayed.
-        #[test]
-        fn a_burst_leaves_what_one_at_a_time_leaves(
-            before in proptest::collection::vec(0u8..4, 0..25),
-            burst in proptest::collection::vec((0u8..5, 1u64..3), 0..120),
-        ) {
-            let text = |t: u8| if t == 4 { "  ".to_string() } else { format!("event {t}") };
-            let dir = tempfile::tempdir().unwrap();
-            let at_once = Queue::new(&dir.path().join("a.json"));
-            let one_by_one = Queue::new(&dir.path().join("b.json"));
-            let mut seq = 0;
-            let mut earlier = Vec::new();
-            for t in before {
-                seq += 1;
-                earlier.push((text(t), 10, true, Some(seq)));
-            }
-            for q in [&at_once, &one_by_one] {
-                q.enqueue_many("k", &earlier, NOW).unwrap();
-            }
-            // Records numbered from just below what was fed (the first
-            // few may be replays), rising as the intake log numbers them.
-            let mut n = seq.saturating_sub(3);
-            let items: Vec<(String, i64, bool, Option<u64>)> = burst
-                .into_iter()
-                .map(|(t, step)| {
-                    n += step;
-                    (text(t), 10, false, Some(n))
-                })
-                .collect();
-            at_once.enqueue_many("k", &items, NOW).unwrap();
-            for item in &items {
-                one_by_one.enqueue_many("k", std::slice::from_ref(item), NOW).unwrap();
-            }
-            proptest::prop_assert_eq!(at_once.peek("k"), one_by_one.peek("k"));
-        }
-    }
-
-    #[test]
-    fn a_write_for_many_sessions_queues_what_a_write_each_would() {
-        let dir = tempfile::tempdir().unwrap();
-        let grouped = Queue::new(&dir.path().join("a.json"));
-        let each = Queue::new(&dir.path().join("b.json"));
-        let mut seq = 0;
-        let mut item = |t: &str| {
-            seq += 1;
-            (t.to_string(), 10, true, Some(seq))
-        };
-        let groups: Vec<(&str, Vec<_>)> = vec![
-            ("k1", vec![item("a"), item("a"), item("b")]),
-            ("k2", (0..30).map(|i| item(&format!("e{i}"))).collect()),
-            ("k3", vec![item("  "), item("c")]),
-        ];
-        grouped.enqueue_groups(&groups, NOW).unwrap();
-        for (key, items) in &groups {
-            each.enqueue_many(key, items, NOW).unwrap();
-        }
-        for key in ["k1", "k2", "k3"] {
-            assert_eq!(grouped.peek(key), each.peek(key), "{key}");
-        }
-        assert_eq!(grouped.peek("k2").len(), CAP);
-        assert_eq!(grouped.peek("k1").len(), 2);
-    }
-
-    #[test]
-    fn fingerprints_tell_events_apart() {
-        let e = |text: &str, ts, trusted| SystemEvent {
-            text: text.into(),
-            ts,
-            trusted,
-            seq: None,
-            dropped_before: 0,
-        };
-        let a = e("Backup finished", 1, true);
-        assert_eq!(a.fingerprint(), e("Backup finished", 1, true).fingerprint());
-        for other in [
-            e("Backup finished", 2, true),
-            e("Backup finished.", 1, true),
-            e("Backup finished", 1, false),
-        ] {
-            assert_ne!(a.fingerprint(), other.fingerprint());
-        }
-    }
-
-    /// A queue file that does not parse is moved aside with a warning and
-    /// the queue starts over; nothing is written over it.
-    #[test]
-    fn a_corrupt_queue_is_moved_aside_not_overwritten() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("system-events.json");
-        std::fs::write(&path, "{\"agent:main:main\": [{\"text\": \"Deploy").unwrap();
-        let q = Queue::new(&path);
-        assert!(q.peek("agent:main:main").is_empty());
-        assert!(path.exists(), "peeking moves nothing");
-        let pending = q.pending("agent:main:main", NOW).unwrap();
-        assert!(pending.events.is_empty());
-        assert!(
-            pending.warnings[0].contains("did not parse")
-                && pending.warnings[0].contains("moved to"),
-            "{:?}",
-            pending.warnings
-        );
-        let moved: Vec<_> = std::fs::read_dir(dir.path())
-            .unwrap()
-            .map(|e| e.unwrap().path())
-            .filter(|p| p.to_string_lossy().contains(".corrupt-"))
-            .collect();
-        assert_eq!(moved.len(), 1);
-        assert_eq!(
-            std::fs::read_to_string(&moved[0]).unwrap(),
-            "{\"agent:main:main\": [{\"text\": \"Deploy"
-        );
-        // A queue file that cannot be read is an error, left where it is.
-        std::fs::remove_file(&path).ok();
-        std::fs::create_dir_all(path.join("x")).unwrap();
-        assert!(q.pending("agent:main:main", NOW).is_err());
-        assert!(q.enqueue("agent:main:main", "hi", 1, true, NOW).is_err());
-        assert!(path.join("x").is_dir());
-    }
-
-    #[test]
-    fn the_transcript_records_what_was_delivered() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("s.jsonl");
-        crate::session::transcript::create(&path, "sid", dir.path(), "t").unwrap();
-        let events = vec![SystemEvent {
-            text: "Backup finished".into(),
-            ts: 7,
-            trusted: true,
-            seq: None,
-            dropped_before: 0,
-        }];
-        crate::session::transcript::append(
-            &path,
-            None,
-            &HashSet::new(),
-            &[("t".into(), delivery_record(&events))],
-            true,
-        )
-        .unwrap();
-        let t = crate::session::transcript::read(&path).unwrap();
-        assert_eq!(delivered(&t), HashSet::from([events[0].fingerprint()]));
-        assert!(t.context().is_empty(), "not part of the conversation");
-    }
-}
+#[path = "events_tests.rs"]
+mod tests;

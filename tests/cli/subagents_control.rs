@@ -535,3 +535,52 @@ fn cleanup_delete_archives_at_once_and_every_child_after_archive_after_minutes()
         (!sessions().contains(&notes) && archived() == 2).then_some(())
     });
 }
+
+#[test]
+fn more_announces_than_the_event_queue_holds_all_reach_the_parent() {
+    let sb = Sandbox::new();
+    config(&sb, 4, json!({"maxChildrenPerAgent": 30}));
+    // The parent's turn spawns more children than a session's event queue
+    // holds (20) and stays busy until all have ended: none of their
+    // announces may be dropped to make room.
+    let mut calls: Vec<(String, &str, Value)> = (0..30)
+        .map(|i| {
+            (
+                format!("c{i}"),
+                "sessions_spawn",
+                json!({"task": format!("part {i}")}),
+            )
+        })
+        .collect();
+    calls.push((
+        "wait".into(),
+        "exec",
+        json!({"command": "while [ ! -f go ]; do sleep 0.05; done"}),
+    ));
+    let calls: Vec<(&str, &str, Value)> = calls
+        .iter()
+        .map(|(id, name, args)| (id.as_str(), *name, args.clone()))
+        .collect();
+    let mut replies = vec![tool_calls(&calls)];
+    replies.extend((0..40).map(|n| text(&format!("PART-DONE-{n}"))));
+    let server = ScriptedServer::start(replies);
+    let gw = Gateway::start(&sb, &[("OPENAI_BASE_URL", server.url.as_str())]);
+    std::thread::scope(|scope| {
+        let parent =
+            scope.spawn(|| gw.request("POST", "/v1/agent", Some(&json!({"message": "Split it"}))));
+        eventually(Duration::from_secs(60), || {
+            let tasks = subagent_tasks(&gw);
+            (tasks.len() == 30
+                && tasks
+                    .iter()
+                    .all(|t| t["deliveryStatus"] == "session_queued"))
+            .then_some(())
+        });
+        sb.write(".almanac/workspace/go", "");
+        let (code, answer) = parent.join().unwrap();
+        assert_eq!(code, 200, "{answer}");
+    });
+    eventually(Duration::from_secs(60), || {
+        (told_in(&sb, "agent:main:main", "Status: ok") == 30).then_some(())
+    });
+}

@@ -171,7 +171,10 @@ fn messages_reach_their_agent_once_strangers_pair_first_and_groups_need_a_mentio
     bot.push(dm(42, "/subagents list"));
     let out = sent(&bot, 10);
     assert!(
-        out[9]["text"].as_str().unwrap().contains("No subagent runs"),
+        out[9]["text"]
+            .as_str()
+            .unwrap()
+            .contains("No subagent runs"),
         "{}",
         out[9]
     );

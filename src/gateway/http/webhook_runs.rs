@@ -469,7 +469,7 @@ pub(crate) fn answered_runs(shared: &Shared) -> std::io::Result<std::collections
     let (records, _) =
         durable::read_journal(shared.intake.journal().path(), super::super::intake::parse)?;
     answered.extend(records.into_iter().filter_map(|r| {
-        (r.kind == WEBHOOK_RESULT_KIND)
+        (r.kind == WEBHOOK_RESULT_KIND || r.kind == super::super::intake::SUBAGENT_ANNOUNCE_KIND)
             .then(|| r.hook?["taskId"].as_str().map(str::to_string))
             .flatten()
     }));
