@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Subagents under load: one turn spawns CHILDREN children at once
-# (`maxChildrenPerAgent` = CHILDREN, `subagents.maxConcurrent` 8, turns
-# `agents.defaults.maxConcurrent` 8) against an instant local model
+# (`maxChildrenPerAgent` = CHILDREN, `subagents.maxConcurrent` 8, turns of
+# all kinds `agents.defaults.maxConcurrent` = TURNS, default 4 as the
+# config's default) against an instant local model
 # (bench/subagents_server.py), through a running gateway. Prints:
 #   * each child's turn time from its start to its end in the ledger
 #     (p50, p95) with a model that answers at once: the gateway's own work
@@ -15,6 +16,8 @@
 #     once).
 #
 #   bench/subagents.sh [CHILDREN]     (default 50)
+#   TURNS=8 bench/subagents.sh          (8 turns at once on the machine's cores)
+#   PERF_OUT=file, GATEWAY_LOG=filter KEEP_LOG=file: a profile, the log
 source "$(dirname "$0")/lib.sh"
 CHILDREN="${1:-50}"
 build_release

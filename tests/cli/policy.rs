@@ -238,7 +238,8 @@ fn the_tool_policy_decides_what_the_model_is_offered() {
             "memory_search",
             "memory_get",
             "memory_append",
-            "sessions_spawn"
+            "sessions_spawn",
+            "subagents"
         ]
     );
     let results = tool_results(&server);
