@@ -52,13 +52,17 @@ for _ in $(seq 400); do
     sleep 0.05
 done
 [ -n "$ready" ] || { cat "$home/gateway.log" >&2; echo "the gateway was not ready within 20 s" >&2; exit 1; }
+# A gateway past its first seconds: the bundled skills it wrote out at
+# start are older than the skills cache's racy window, and its watcher
+# has stored the turns' skills cache.
+for _ in $(seq 200); do [ -s "$home/.almanac/cache/skills-turn.json" ] && break; sleep 0.05; done
 private_kb() { awk '/^RssAnon/ {print $2}' "/proc/$gw_pid/status"; }
 before="$(private_kb)"
 cpu_ms() { awk -v hz="$(getconf CLK_TCK)" '{print int(($14 + $15) * 1000 / hz)}' "/proc/$gw_pid/stat"; }
 cpu_before="$(cpu_ms)"
 # PERF_OUT=file records the gateway's profile while the children run.
 perf_pid=""
-if [ -n "${PERF_OUT:-}" ]; then perf record -F 4000 -g -p "$gw_pid" -o "$PERF_OUT" 2>/dev/null & perf_pid=$!; sleep 0.5; fi
+if [ -n "${PERF_OUT:-}" ]; then perf record -F 2000 --call-graph dwarf,16384 -p "$gw_pid" -o "$PERF_OUT" 2>/dev/null & perf_pid=$!; sleep 0.5; fi
 ( peak=0; while kill -0 "$gw_pid" 2>/dev/null; do
     kb="$(private_kb 2>/dev/null || echo 0)"; [ "${kb:-0}" -gt "$peak" ] && peak="$kb" && echo "$peak" >"$home/peak"
     sleep 0.01; done ) &
@@ -104,7 +108,7 @@ PY
 cpu_after="$(cpu_ms)"
 [ -n "$perf_pid" ] && kill -INT "$perf_pid" && wait "$perf_pid" 2>/dev/null
 echo "model answers: $(curl -s "http://127.0.0.1:$port/")"
-echo "gateway CPU time: $((cpu_after - cpu_before)) ms in all, $(( (cpu_after - cpu_before) / CHILDREN )) ms per child (its turn, its announce and the relay turn)"
+python3 -c 'import sys; t, n = int(sys.argv[1]), int(sys.argv[2]); print(f"gateway CPU time: {t} ms in all, {t / n:.1f} ms per child (its turn, its ledger task, its announce, its share of the relay turns)")' "$((cpu_after - cpu_before))" "$CHILDREN"
 kill "$sampler_pid" 2>/dev/null; sampler_pid=""
 peak="$(cat "$home/peak" 2>/dev/null || echo 0)"
 echo "gateway private memory: $((before / 1024)) MB before, peak $((peak / 1024)).$(( (peak % 1024) * 10 / 1024 )) MB while the children ran"

@@ -298,7 +298,7 @@ pub(crate) async fn run(
     }
     if let Ok(report) = &result {
         let t = &report.timings;
-        tracing::debug!(run = %run.run_id, assemble_ms = t.assemble_ms, model_ms = t.model_ms, overhead_ms = t.overhead_ms, total_ms = t.total_ms, waited_ms = began.elapsed().as_secs_f64() * 1000.0 - t.total_ms, "subagent turn ended");
+        tracing::debug!(run = %run.run_id, skills = ?t.skills, assemble_ms = t.assemble_ms, model_ms = t.model_ms, overhead_ms = t.overhead_ms, total_ms = t.total_ms, waited_ms = began.elapsed().as_secs_f64() * 1000.0 - t.total_ms, "subagent turn ended");
     }
     let skip = matches!(&result, Ok(r) if r.outcome.reply.trim() == ANNOUNCE_SKIP);
     let mut told = false;

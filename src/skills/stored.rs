@@ -106,7 +106,9 @@ pub(crate) fn load_or_build<T: Serialize + DeserializeOwned>(
         stamps,
         value,
     };
-    if !racy && let Err(err) = store(cache, &file) {
+    if racy {
+        tracing::debug!(path = %cache.display(), watched = ?file.watched.iter().map(|g| (g.dir.display().to_string(), g.paths.len())).collect::<Vec<_>>(), "skills changed a moment ago: the cache is not kept");
+    } else if let Err(err) = store(cache, &file) {
         tracing::debug!(%err, path = %cache.display(), "skills cache not written");
     }
     (file.value, Origin::Built)
@@ -127,9 +129,14 @@ fn load<T: DeserializeOwned>(cache: &Path, inputs: &SkillsInputs) -> Option<T> {
     }
     // A new PATH changes the fingerprint; its folders are watched.
     if super::snapshot::inputs_fingerprint(inputs, &file.vars) != file.inputs {
+        tracing::debug!(path = %cache.display(), "skills cache made for other inputs; rebuilding");
         return None;
     }
-    (stamp(&file.watched).0 == file.stamps).then_some(file.value)
+    if stamp(&file.watched).0 != file.stamps {
+        tracing::debug!(path = %cache.display(), "a watched skills path changed; rebuilding");
+        return None;
+    }
+    Some(file.value)
 }
 
 /// `paths` grouped under the deepest of `anchors` holding them (a path

@@ -150,6 +150,9 @@ pub(crate) struct Counts {
     pub issues: usize,
 }
 
+/// Prepared statements the gateway's ledger connection keeps.
+const STATEMENTS_KEPT: usize = 64;
+
 /// The task ledger over one connection to the state store.
 pub struct Ledger {
     conn: Connection,
@@ -170,6 +173,11 @@ impl Ledger {
     /// needed) for reading and writing.
     pub fn open(path: &Path) -> Result<Ledger, TaskError> {
         let store = Store::open(path, StoreKind::State)?;
+        // Every statement of a task's life stays prepared (the default
+        // cache of 16 is smaller than the ledger's statements).
+        store
+            .conn
+            .set_prepared_statement_cache_capacity(STATEMENTS_KEPT);
         Ok(Ledger {
             conn: store.conn,
             writable: true,
@@ -293,14 +301,12 @@ impl Ledger {
                 action: "start",
             });
         }
-        tx.execute(
-            &format!(
-                "UPDATE tasks SET status = 'running', started_at = {STAMP},
+        tx.prepare_cached(&format!(
+            "UPDATE tasks SET status = 'running', started_at = {STAMP},
                      last_event_at = {STAMP}, generation = ?2, lease_until = ?3
                  WHERE task_id = ?4"
-            ),
-            params![now_ms, generation, lease_until, id],
-        )?;
+        ))?
+        .execute(params![now_ms, generation, lease_until, id])?;
         let task = fetch(&tx, id)?.ok_or_else(|| TaskError::NotFound(id.to_string()))?;
         tx.commit()?;
         Ok(task)
@@ -316,11 +322,13 @@ impl Ledger {
     ) -> Result<usize, TaskError> {
         self.writable()?;
         check_lease(lease_until, now_ms)?;
-        Ok(self.conn.execute(
-            "UPDATE tasks SET lease_until = MAX(COALESCE(lease_until, ?2), ?2)
+        Ok(self
+            .conn
+            .prepare_cached(
+                "UPDATE tasks SET lease_until = MAX(COALESCE(lease_until, ?2), ?2)
              WHERE status = 'running' AND generation = ?1",
-            params![generation, lease_until],
-        )?)
+            )?
+            .execute(params![generation, lease_until])?)
     }
 
     /// Records whether the result reached its requester. Allowed in any
@@ -332,13 +340,12 @@ impl Ledger {
         now_ms: i64,
     ) -> Result<Task, TaskError> {
         let tx = self.write_tx()?;
-        let changed = tx.execute(
-            &format!(
+        let changed = tx
+            .prepare_cached(&format!(
                 "UPDATE tasks SET delivery_status = ?2, last_event_at = {STAMP}
                  WHERE task_id = ?3"
-            ),
-            params![now_ms, delivery, id],
-        )?;
+            ))?
+            .execute(params![now_ms, delivery, id])?;
         if changed == 0 {
             return Err(TaskError::NotFound(id.to_string()));
         }
@@ -369,25 +376,21 @@ impl Ledger {
         let task = fetch(&tx, id)?.ok_or_else(|| TaskError::NotFound(id.to_string()))?;
         let outcome: fn(Task) -> CancelOutcome = match task.status {
             Status::Queued => {
-                tx.execute(
-                    &format!(
-                        "UPDATE tasks SET status = 'cancelled', cancel_requested_at = {STAMP},
+                tx.prepare_cached(&format!(
+                    "UPDATE tasks SET status = 'cancelled', cancel_requested_at = {STAMP},
                              ended_at = {STAMP}, last_event_at = {STAMP},
                              cleanup_after = {STAMP} + ?2
                          WHERE task_id = ?3"
-                    ),
-                    params![now_ms, RETENTION_MS, id],
-                )?;
+                ))?
+                .execute(params![now_ms, RETENTION_MS, id])?;
                 CancelOutcome::Cancelled
             }
             Status::Running => {
-                tx.execute(
-                    &format!(
-                        "UPDATE tasks SET cancel_requested_at = {STAMP}, last_event_at = {STAMP}
+                tx.prepare_cached(&format!(
+                    "UPDATE tasks SET cancel_requested_at = {STAMP}, last_event_at = {STAMP}
                          WHERE task_id = ?2 AND cancel_requested_at IS NULL"
-                    ),
-                    params![now_ms, id],
-                )?;
+                ))?
+                .execute(params![now_ms, id])?;
                 CancelOutcome::Requested
             }
             _ => return Ok(CancelOutcome::AlreadyTerminal(task)),
@@ -495,13 +498,12 @@ impl Batch<'_> {
         delivery: DeliveryStatus,
         now_ms: i64,
     ) -> Result<(), TaskError> {
-        self.tx.execute(
-            &format!(
+        self.tx
+            .prepare_cached(&format!(
                 "UPDATE tasks SET delivery_status = ?2, last_event_at = {STAMP}
                  WHERE task_id = ?3 AND delivery_status = 'pending'"
-            ),
-            params![now_ms, delivery, id],
-        )?;
+            ))?
+            .execute(params![now_ms, delivery, id])?;
         Ok(())
     }
 
@@ -542,39 +544,37 @@ fn insert_task(tx: &Connection, new: NewTask, now_ms: i64) -> Result<String, Tas
         Some(_) => (Status::Running, Some(now_ms)),
         None => (Status::Queued, None),
     };
-    tx.execute(
-        &format!(
-            "INSERT INTO tasks ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10,
+    tx.prepare_cached(&format!(
+        "INSERT INTO tasks ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10,
              ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, NULL, ?18, NULL, NULL, NULL, NULL,
              NULL, ?20, ?21, ?22, ?23, NULL, ?24)"
-        ),
-        params![
-            id,
-            new.runtime,
-            new.task_kind,
-            new.source_id,
-            new.run_id,
-            new.requester_session_key,
-            new.owner_key,
-            new.scope_kind,
-            new.child_session_key,
-            new.parent_flow_id,
-            new.parent_task_id,
-            new.agent_id,
-            new.label,
-            new.task,
-            status,
-            new.delivery_status,
-            new.notify_policy,
-            now_ms,
-            started_at,
-            new.running.map(|l| l.generation),
-            new.running.map(|l| l.until_ms),
-            new.lane_key,
-            lane_seq,
-            request,
-        ],
-    )?;
+    ))?
+    .execute(params![
+        id,
+        new.runtime,
+        new.task_kind,
+        new.source_id,
+        new.run_id,
+        new.requester_session_key,
+        new.owner_key,
+        new.scope_kind,
+        new.child_session_key,
+        new.parent_flow_id,
+        new.parent_task_id,
+        new.agent_id,
+        new.label,
+        new.task,
+        status,
+        new.delivery_status,
+        new.notify_policy,
+        now_ms,
+        started_at,
+        new.running.map(|l| l.generation),
+        new.running.map(|l| l.until_ms),
+        new.lane_key,
+        lane_seq,
+        request,
+    ])?;
     Ok(id)
 }
 
@@ -589,23 +589,21 @@ fn finish_task(
     if task.status.is_terminal() {
         return Ok(FinishOutcome::AlreadyTerminal(task));
     }
-    tx.execute(
-        &format!(
-            "UPDATE tasks SET status = ?2, error = ?3, terminal_summary = ?4,
+    tx.prepare_cached(&format!(
+        "UPDATE tasks SET status = ?2, error = ?3, terminal_summary = ?4,
                  terminal_outcome = ?5, ended_at = {STAMP}, last_event_at = {STAMP},
                  cleanup_after = {STAMP} + ?6, lease_until = NULL
              WHERE task_id = ?7"
-        ),
-        params![
-            now_ms,
-            Status::from(end.status),
-            end.error,
-            end.terminal_summary,
-            end.terminal_outcome,
-            RETENTION_MS,
-            id
-        ],
-    )?;
+    ))?
+    .execute(params![
+        now_ms,
+        Status::from(end.status),
+        end.error,
+        end.terminal_summary,
+        end.terminal_outcome,
+        RETENTION_MS,
+        id
+    ])?;
     let task = fetch(tx, id)?.ok_or_else(|| TaskError::NotFound(id.to_string()))?;
     Ok(FinishOutcome::Finished(task))
 }
