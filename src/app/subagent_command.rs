@@ -141,46 +141,22 @@ pub(crate) fn answer_without_gateway(
     let now = app.now_ms();
     let ledger = app.ledger_for_reading()?;
     let runs = view::runs(&ledger, Some(session), now)?;
-    let one = |target: &str| -> anyhow::Result<crate::tasks::Task> {
-        let found = view::resolve(&runs, target)?;
-        match found.as_slice() {
-            [task] => Ok((*task).clone()),
-            _ => anyhow::bail!("name one run, not all"),
-        }
-    };
     Ok(match command {
         Command::Help => format!("usage: {USAGE}"),
         Command::List => view::list_text(&view::views(&runs.listed, now), app),
         Command::Stop => "Nothing runs: no gateway is running.".to_string(),
         Command::Info(target) => {
-            let task = one(&target)?;
-            let v = view::views(std::slice::from_ref(&task), now).remove(0);
-            format!(
-                "run {} ({})\ntask: {}\nsession: {}",
-                v.run_id,
-                v.status.as_str(),
-                v.task,
-                v.child_session_key
-            )
+            let task = view::resolve_one(&runs, &target)?;
+            view::info_text(&view::info(app, &runs, task, now), app)
         }
         Command::Log {
             target,
             limit,
             tools,
-        } => {
-            let log = view::log(app, &one(&target)?, limit, tools)?;
-            log.messages
-                .iter()
-                .map(|m| {
-                    format!(
-                        "{}: {}",
-                        m["role"].as_str().unwrap_or(""),
-                        view::message_line(m)
-                    )
-                })
-                .collect::<Vec<_>>()
-                .join("\n")
-        }
+        } => view::log_text(
+            &view::log(app, view::resolve_one(&runs, &target)?, limit, tools)?,
+            0,
+        ),
         Command::Kill(_) | Command::Steer { .. } | Command::Send { .. } | Command::Spawn { .. } => {
             anyhow::bail!(
                 "this needs the running gateway (subagent runs live in it): start it with `almanac gateway run`"

@@ -37,6 +37,8 @@ pub(crate) enum TargetError {
     Ended { run: String, status: String },
     #[error("no subagent run is alive")]
     NoneAlive,
+    #[error("`{0}` names several runs: name one")]
+    Several(String),
 }
 
 /// One run as the list shows it.
@@ -217,6 +219,84 @@ pub(crate) fn resolve<'a>(runs: &'a Runs, target: &str) -> Result<Vec<&'a Task>,
                 .join(", "),
         }),
     }
+}
+
+/// The one run `target` names (alive or not).
+pub(crate) fn resolve_one<'a>(runs: &'a Runs, target: &str) -> Result<&'a Task, TargetError> {
+    match resolve(runs, target)?.as_slice() {
+        [task] => Ok(task),
+        _ => Err(TargetError::Several(target.to_string())),
+    }
+}
+
+/// One run as `subagents info` shows it.
+#[derive(Debug, Serialize)]
+pub(crate) struct RunInfo {
+    pub run: RunView,
+    pub transcript: Option<PathBuf>,
+    pub summary: Option<String>,
+}
+
+/// `task` with its place in `runs`' list, its transcript and summary.
+pub(crate) fn info(app: &App, runs: &Runs, task: &Task, now_ms: i64) -> RunInfo {
+    let mut run = views(std::slice::from_ref(task), now_ms).remove(0);
+    run.index = runs
+        .listed
+        .iter()
+        .position(|t| t.task_id == task.task_id)
+        .map_or(0, |i| i + 1);
+    RunInfo {
+        run,
+        transcript: transcript(app, task),
+        summary: task.terminal_summary.clone(),
+    }
+}
+
+/// [`RunInfo`] as text, a field a line.
+pub(crate) fn info_text(info: &RunInfo, app: &App) -> String {
+    let run = &info.run;
+    let mut lines = vec![
+        format!("run {} ({})", run.run_id, run.status.as_str()),
+        format!("task: {}", run.task),
+        format!("agent: {}", run.agent_id),
+        format!("session: {}", run.child_session_key),
+        format!("parent: {}", run.parent_session_key),
+    ];
+    if let Some(label) = &run.label {
+        lines.push(format!("label: {label}"));
+    }
+    lines.push(format!("created: {}", app.local_time(run.created_at)));
+    for (name, at) in [("started", run.started_at), ("ended", run.ended_at)] {
+        if let Some(at) = at {
+            lines.push(format!("{name}: {}", app.local_time(at)));
+        }
+    }
+    if let Some(error) = &run.error {
+        lines.push(format!("error: {error}"));
+    }
+    lines.push(format!("announce: {}", run.delivery_status.as_str()));
+    if let Some(path) = &info.transcript {
+        lines.push(format!("transcript: {}", app.host.tilde(path)));
+    }
+    lines.join("\n")
+}
+
+/// A run's log as text, a message a line; `width` pads the role.
+pub(crate) fn log_text(log: &RunLog, width: usize) -> String {
+    if log.messages.is_empty() {
+        return "Its transcript holds no messages (yet).".to_string();
+    }
+    log.messages
+        .iter()
+        .map(|m| {
+            format!(
+                "{:>width$}: {}",
+                m["role"].as_str().unwrap_or(""),
+                message_line(m)
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// The one run `target` names that is still alive.

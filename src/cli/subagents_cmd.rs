@@ -106,11 +106,7 @@ fn runs(app: &App, session: Option<&str>) -> anyhow::Result<view::Runs> {
 /// The one run `target` names.
 fn one(app: &App, target: &str) -> anyhow::Result<(view::Runs, crate::tasks::Task)> {
     let runs = runs(app, None)?;
-    let found = view::resolve(&runs, target)?;
-    let [task] = found.as_slice() else {
-        anyhow::bail!("`{target}` names several runs: name one");
-    };
-    let task = (*task).clone();
+    let task = view::resolve_one(&runs, target)?.clone();
     Ok((runs, task))
 }
 
@@ -127,40 +123,11 @@ fn list_runs(app: &App, args: ListArgs) -> anyhow::Result<ExitCode> {
 
 fn info(app: &App, target: &str, json: bool) -> anyhow::Result<ExitCode> {
     let (runs, task) = one(app, target)?;
-    let mut run = view::views(std::slice::from_ref(&task), app.now_ms()).remove(0);
-    run.index = runs
-        .listed
-        .iter()
-        .position(|t| t.task_id == task.task_id)
-        .map_or(0, |i| i + 1);
-    let transcript = view::transcript(app, &task);
+    let info = view::info(app, &runs, &task, app.now_ms());
     if json {
-        print_json(
-            &json!({"run": run, "transcript": transcript, "summary": task.terminal_summary}),
-        )?;
-        return Ok(ExitCode::SUCCESS);
-    }
-    println!("run {} ({})", run.run_id, run.status.as_str());
-    println!("task: {}", run.task);
-    println!("agent: {}", run.agent_id);
-    println!("session: {}", run.child_session_key);
-    println!("parent: {}", run.parent_session_key);
-    if let Some(label) = &run.label {
-        println!("label: {label}");
-    }
-    println!("created: {}", app.local_time(run.created_at));
-    if let Some(at) = run.started_at {
-        println!("started: {}", app.local_time(at));
-    }
-    if let Some(at) = run.ended_at {
-        println!("ended: {}", app.local_time(at));
-    }
-    if let Some(error) = &run.error {
-        println!("error: {error}");
-    }
-    println!("announce: {}", run.delivery_status.as_str());
-    if let Some(path) = transcript {
-        println!("transcript: {}", app.host.tilde(&path));
+        print_json(&info)?;
+    } else {
+        println!("{}", view::info_text(&info, app));
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -172,13 +139,7 @@ fn log(app: &App, target: &str, limit: usize, tools: bool, json: bool) -> anyhow
         print_json(&log)?;
         return Ok(ExitCode::SUCCESS);
     }
-    if log.messages.is_empty() {
-        println!("Its transcript holds no messages.");
-    }
-    for m in &log.messages {
-        let role = m["role"].as_str().unwrap_or("");
-        println!("{role:>10}: {}", view::message_line(m));
-    }
+    println!("{}", view::log_text(&log, 10));
     Ok(ExitCode::SUCCESS)
 }
 

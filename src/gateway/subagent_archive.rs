@@ -110,16 +110,20 @@ pub(crate) fn sweep(shared: &Shared, now_ms: i64) {
             return;
         }
     };
+    // Most are archived already: one look at each agent's (cached) store.
+    let mut stores: std::collections::HashMap<
+        Option<String>,
+        Option<Arc<serde_json::Map<String, serde_json::Value>>>,
+    > = std::collections::HashMap::new();
     for task in due(&tasks, now_ms, after) {
         let Some(key) = task.child_session_key.as_deref() else {
             continue;
         };
-        let Ok(agent_app) = app.for_agent(task.agent_id.as_deref()) else {
-            continue;
-        };
-        // Most are archived already: one look at the (cached) store.
-        let (map, _) = agent_app.sessions(None).store().load();
-        if !map.contains_key(key) {
+        let store = stores.entry(task.agent_id.clone()).or_insert_with(|| {
+            let agent_app = app.for_agent(task.agent_id.as_deref()).ok()?;
+            Some(agent_app.sessions(None).store().load().0)
+        });
+        if !store.as_ref().is_some_and(|map| map.contains_key(key)) {
             continue;
         }
         match archive_session(&app, task.agent_id.as_deref(), key) {

@@ -153,38 +153,25 @@ pub(crate) fn send(
     message: &str,
 ) -> Result<Value, String> {
     let runs = runs_in(shared, scope)?;
-    let found = view::resolve(&runs, target).map_err(|e| e.to_string())?;
-    if found.len() != 1 {
-        return Err("send goes to one run: name one, not all".into());
-    }
-    super::subagent_runs::follow_up(shared, found[0], message)
+    let task = view::resolve_one(&runs, target).map_err(|e| e.to_string())?;
+    super::subagent_runs::follow_up(shared, task, message)
 }
 
 /// One run with its place in the list, its transcript and how its
 /// announce went. Blocking.
-pub(crate) fn info(shared: &Shared, scope: Option<&str>, target: &str) -> Result<Value, String> {
+pub(crate) fn info(
+    shared: &Shared,
+    scope: Option<&str>,
+    target: &str,
+) -> Result<view::RunInfo, String> {
     let runs = runs_in(shared, scope)?;
-    let found = view::resolve(&runs, target).map_err(|e| e.to_string())?;
-    let [task] = found.as_slice() else {
-        return Err("info shows one run: name one, not all".into());
-    };
-    Ok(info_of(shared, &runs, task))
-}
-
-fn info_of(shared: &Shared, runs: &Runs, task: &Task) -> Value {
-    let now = shared.host.now_ms();
-    let mut one = view::views(std::slice::from_ref(task), now).remove(0);
-    one.index = runs
-        .listed
-        .iter()
-        .position(|t| t.task_id == task.task_id)
-        .map_or(0, |i| i + 1);
-    let transcript = view::transcript(&shared.engine.app(), task);
-    json!({
-        "run": one,
-        "transcript": transcript,
-        "summary": task.terminal_summary,
-    })
+    let task = view::resolve_one(&runs, target).map_err(|e| e.to_string())?;
+    Ok(view::info(
+        &shared.engine.app(),
+        &runs,
+        task,
+        shared.host.now_ms(),
+    ))
 }
 
 /// A run's log. Blocking.
@@ -196,10 +183,7 @@ pub(crate) fn log(
     tools: bool,
 ) -> Result<view::RunLog, String> {
     let runs = runs_in(shared, scope)?;
-    let found = view::resolve(&runs, target).map_err(|e| e.to_string())?;
-    let [task] = found.as_slice() else {
-        return Err("log shows one run: name one, not all".into());
-    };
+    let task = view::resolve_one(&runs, target).map_err(|e| e.to_string())?;
     view::log(&shared.engine.app(), task, limit, tools).map_err(|e| format!("{e:#}"))
 }
 
@@ -285,29 +269,12 @@ fn command_text(
             let below = done["alsoStopped"].as_u64().unwrap_or(0);
             format!("Killed {killed} subagent run(s), and {below} below them.")
         }
-        Command::Info(target) => info_text(&info(shared, scope, &target)?, &app),
+        Command::Info(target) => view::info_text(&info(shared, scope, &target)?, &app),
         Command::Log {
             target,
             limit,
             tools,
-        } => {
-            let log = log(shared, scope, &target, limit, tools)?;
-            if log.messages.is_empty() {
-                "Its transcript holds no messages (yet).".to_string()
-            } else {
-                log.messages
-                    .iter()
-                    .map(|m| {
-                        format!(
-                            "{}: {}",
-                            m["role"].as_str().unwrap_or(""),
-                            view::message_line(m)
-                        )
-                    })
-                    .collect::<Vec<_>>()
-                    .join("\n")
-            }
-        }
+        } => view::log_text(&log(shared, scope, &target, limit, tools)?, 0),
         Command::Steer { target, message } => {
             let done = steer(shared, scope, &target, &message, "the user")?;
             format!(
@@ -350,46 +317,4 @@ fn strip_nulls(mut value: Value) -> Value {
         map.retain(|_, v| !v.is_null());
     }
     value
-}
-
-fn info_text(info: &Value, app: &crate::app::App) -> String {
-    let run = &info["run"];
-    let time = |field: &str| run[field].as_i64().map(|ms| app.local_time(ms));
-    let mut lines = vec![
-        format!(
-            "run {} ({})",
-            run["runId"].as_str().unwrap_or(""),
-            run["status"].as_str().unwrap_or("")
-        ),
-        format!("task: {}", run["task"].as_str().unwrap_or("")),
-        format!("agent: {}", run["agentId"].as_str().unwrap_or("")),
-        format!("session: {}", run["childSessionKey"].as_str().unwrap_or("")),
-        format!("parent: {}", run["parentSessionKey"].as_str().unwrap_or("")),
-    ];
-    if let Some(label) = run["label"].as_str() {
-        lines.push(format!("label: {label}"));
-    }
-    for (name, field) in [
-        ("created", "createdAt"),
-        ("started", "startedAt"),
-        ("ended", "endedAt"),
-    ] {
-        if let Some(t) = time(field) {
-            lines.push(format!("{name}: {t}"));
-        }
-    }
-    if let Some(error) = run["error"].as_str() {
-        lines.push(format!("error: {error}"));
-    }
-    lines.push(format!(
-        "announce: {}",
-        run["deliveryStatus"].as_str().unwrap_or("")
-    ));
-    if let Some(path) = info["transcript"].as_str() {
-        lines.push(format!(
-            "transcript: {}",
-            app.host.tilde(std::path::Path::new(path))
-        ));
-    }
-    lines.join("\n")
 }

@@ -93,30 +93,45 @@ pub(crate) fn spawn(
         cleanup: plan.cleanup,
         follow_up: false,
     };
-    let run = WebhookRun {
-        run_id: run_id.clone(),
-        name: plan.label.clone().unwrap_or_else(|| "subagent".to_string()),
+    let mut run = child_run(run_id, origin, Some(plan.agent_id));
+    run.model = plan
+        .model
+        .or_else(|| limits.model.as_ref().map(|m| m.primary().to_string()));
+    run.thinking = plan.thinking.or(limits.thinking);
+    run.timeout_seconds = plan.timeout.map(|t| t.as_secs());
+    accept(shared, run, &child_key, plan.task)
+}
+
+/// A child's run in its session, with no settings of its own yet.
+fn child_run(run_id: String, origin: SubagentOrigin, agent_id: Option<String>) -> WebhookRun {
+    WebhookRun {
+        run_id,
+        name: origin
+            .label
+            .clone()
+            .unwrap_or_else(|| "subagent".to_string()),
         wake_mode: "now".into(),
         deliver: false,
         channel: "last".into(),
         to: None,
-        model: plan
-            .model
-            .or_else(|| limits.model.as_ref().map(|m| m.primary().to_string())),
-        thinking: plan.thinking.or(limits.thinking),
-        timeout_seconds: plan.timeout.map(|t| t.as_secs()),
+        model: None,
+        thinking: None,
+        timeout_seconds: None,
         allow_unsafe_external_content: false,
-        agent_id: Some(plan.agent_id),
+        agent_id,
         chat: None,
         subagent: Some(origin),
-    };
-    accept(shared, run, &child_key, plan.task)?;
-    shared.subagents.accepted(caller_session, &run_id);
-    Ok(json!({"status": "accepted", "runId": run_id, "childSessionKey": child_key}))
+    }
 }
 
-/// Writes a child's run to the intake log (its task is recorded from it).
-fn accept(shared: &Shared, run: WebhookRun, child_key: &str, text: String) -> Result<(), String> {
+/// Writes a child's run to the intake log (its task is recorded from it)
+/// and counts it among its parent's children: the tool's answer.
+fn accept(
+    shared: &Shared,
+    run: WebhookRun,
+    child_key: &str,
+    text: String,
+) -> Result<Value, String> {
     if shared.subagents.waiting() >= QUEUE_MAX {
         return Err(format!(
             "{QUEUE_MAX} subagent runs already wait for a slot (agents.defaults.subagents.maxConcurrent); try again when some have ended"
@@ -137,7 +152,12 @@ fn accept(shared: &Shared, run: WebhookRun, child_key: &str, text: String) -> Re
         .intake
         .accept(record)
         .map_err(|e| format!("the run could not be recorded: {e}"))?;
-    Ok(())
+    if let Some(origin) = &run.subagent {
+        shared
+            .subagents
+            .accepted(&origin.parent_session_key, &run.run_id);
+    }
+    Ok(json!({"status": "accepted", "runId": run.run_id, "childSessionKey": child_key}))
 }
 
 /// A new message to the child of run `task` (`/subagents send`): a run
@@ -161,29 +181,8 @@ pub(crate) fn follow_up(
     origin.follow_up = true;
     let child_key = task.child_session_key.clone().unwrap_or_default();
     let run_id = uuid::Uuid::new_v4().to_string();
-    let run = WebhookRun {
-        run_id: run_id.clone(),
-        name: origin
-            .label
-            .clone()
-            .unwrap_or_else(|| "subagent".to_string()),
-        wake_mode: "now".into(),
-        deliver: false,
-        channel: "last".into(),
-        to: None,
-        model: None,
-        thinking: None,
-        timeout_seconds: None,
-        allow_unsafe_external_content: false,
-        agent_id: task.agent_id.clone(),
-        chat: None,
-        subagent: Some(origin.clone()),
-    };
-    accept(shared, run, &child_key, message.to_string())?;
-    shared
-        .subagents
-        .accepted(&origin.parent_session_key, &run_id);
-    Ok(json!({"status": "accepted", "runId": run_id, "childSessionKey": child_key}))
+    let run = child_run(run_id, origin, task.agent_id.clone());
+    accept(shared, run, &child_key, message.to_string())
 }
 
 /// The depth of `session` (0 unless it is a child) and the run ids of

@@ -74,7 +74,8 @@ pub(super) async fn info(
     Query(q): Query<Scope>,
 ) -> ApiResult {
     blocking(&shared, move |s| {
-        control::info(s, q.session.as_deref(), &target)
+        let info = control::info(s, q.session.as_deref(), &target)?;
+        serde_json::to_value(info).map_err(|e| e.to_string())
     })
     .await
 }
