@@ -28,6 +28,16 @@ pub(crate) fn run(
     crate::gateway::run(app, options, opts, CancellationToken::new(), on_ready)
 }
 
+/// `mcp serve`: the MCP server on stdin and stdout until stdin ends or
+/// a stop signal.
+pub(crate) fn mcp_serve(app: App) -> anyhow::Result<()> {
+    crate::host::allocator::serve_from_mimalloc();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(crate::mcp::stdio::serve(crate::mcp::Server::new(app)))
+}
+
 /// What `almanac agent prompt` shows: what the model would be sent.
 pub(crate) fn prompt_view(app: &App, req: &TurnRequest) -> anyhow::Result<PromptView> {
     crate::engine::turn::prompt_view(app, req)

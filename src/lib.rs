@@ -27,6 +27,7 @@ pub(crate) mod gateway;
 pub(crate) mod gateway_client;
 pub(crate) mod hooks;
 pub(crate) mod host;
+pub(crate) mod mcp;
 pub(crate) mod memory;
 pub(crate) mod par;
 pub(crate) mod paths;

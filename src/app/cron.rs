@@ -135,6 +135,37 @@ pub(crate) enum Requester {
         agent_id: String,
         session_key: String,
     },
+    /// A client of the MCP server (a model too), for `agent_id`, whose
+    /// main session is `session_key`.
+    Mcp {
+        agent_id: String,
+        session_key: String,
+    },
+}
+
+impl Requester {
+    /// The agent and session of a model's request (`None`: the user's).
+    pub(crate) fn model(&self) -> Option<(&str, &str)> {
+        match self {
+            Requester::User => None,
+            Requester::Agent {
+                agent_id,
+                session_key,
+            }
+            | Requester::Mcp {
+                agent_id,
+                session_key,
+            } => Some((agent_id, session_key)),
+        }
+    }
+
+    /// The job's `createdBy` for a model's request.
+    fn created_by(&self) -> &'static str {
+        match self {
+            Requester::Mcp { .. } => crate::cron::job::CREATED_BY_MCP,
+            _ => crate::cron::job::CREATED_BY_AGENT,
+        }
+    }
 }
 
 /// The agent a job with `agent_id` runs as: that one, or the default
@@ -236,13 +267,9 @@ pub(crate) fn add_job(
     job.updated_at_ms = now_ms;
     job.state = JobState::default();
     job.agent_id = job.agent_id.as_deref().map(normalize_agent_id);
-    if let Requester::Agent {
-        session_key,
-        agent_id,
-    } = requester
-    {
-        job.session_key = Some(session_key.clone());
-        job.mark_created_by_agent();
+    if let Some((agent_id, session_key)) = requester.model() {
+        job.session_key = Some(session_key.to_string());
+        job.mark_created_by(requester.created_by());
         // A job a turn of another agent than the default schedules is
         // that agent's.
         if job.agent_id.is_none() && job_agent(app, None) != normalize_agent_id(agent_id) {
@@ -330,7 +357,7 @@ fn check_requester(
     job: &CronJob,
     requester: &Requester,
 ) -> Result<(), CronError> {
-    let Requester::Agent { agent_id, .. } = requester else {
+    let Some((agent_id, _)) = requester.model() else {
         return Ok(());
     };
     if job_agent(app, job.agent_id.as_deref()) != normalize_agent_id(agent_id) {
@@ -434,7 +461,7 @@ pub(crate) fn update_from_json(
         return Err(invalid("patch", "nothing to change: the patch is empty").into());
     }
     let mut refused: Vec<&str> = SET_BY_ALMANAC.to_vec();
-    if matches!(requester, Requester::Agent { .. }) {
+    if requester.model().is_some() {
         refused.push("sessionKey");
     }
     if let Some(field) = refused.iter().find(|f| patch.contains_key(**f)) {
@@ -555,9 +582,9 @@ pub(crate) fn change_job(
             complete_schedule(&mut job.schedule, Some(&current.schedule), now_ms);
         }
         if job.session_target == SessionTarget::Current
-            && let Requester::Agent { session_key, .. } = requester
+            && let Some((_, session_key)) = requester.model()
         {
-            job.session_target = SessionTarget::Session(session_key.clone());
+            job.session_target = SessionTarget::Session(session_key.to_string());
         }
         resolve_current(&mut job);
         check_requester(app, Some(&current), &job, requester)?;

@@ -139,10 +139,15 @@ fn is_agents(app: &App, agent: &str, job: &Value) -> bool {
 /// A turn sees and changes its own agent's jobs only: another agent's
 /// is refused (one that does not exist is left to the action to say).
 fn own_job(app: &App, caller: &Caller, lookup: &str) -> Result<(), String> {
+    own_job_of(app, &caller.agent_id, lookup)
+}
+
+/// [`own_job`] for `agent_id`'s requests.
+pub(crate) fn own_job_of(app: &App, agent_id: &str, lookup: &str) -> Result<(), String> {
     let Ok(id) = app.cron_store().resolve(lookup, app.now_ms()) else {
         return Ok(());
     };
-    let agent = app_cron::job_agent(app, Some(&caller.agent_id));
+    let agent = app_cron::job_agent(app, Some(agent_id));
     let jobs = every_job(app)?;
     match jobs.iter().find(|j| j["id"] == id.as_str()) {
         Some(job) if !is_agents(app, &agent, job) => Err(format!(
@@ -152,7 +157,7 @@ fn own_job(app: &App, caller: &Caller, lookup: &str) -> Result<(), String> {
     }
 }
 
-fn list(app: &App, caller: &Caller, args: &Value) -> Result<Value, String> {
+pub(crate) fn list(app: &App, caller: &Caller, args: &Value) -> Result<Value, String> {
     let mut query = ListQuery {
         limit: LIST_DEFAULT_LIMIT,
         ..ListQuery::default()

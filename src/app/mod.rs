@@ -21,6 +21,8 @@ pub(crate) mod gateway;
 pub(crate) mod gateway_install;
 pub(crate) mod heartbeat;
 pub(crate) mod hooks;
+pub(crate) mod mcp_resources;
+pub(crate) mod mcp_tools;
 pub(crate) mod memory;
 mod memory_answer;
 pub(crate) mod outbox;

@@ -19,6 +19,7 @@ mod gateway_cmd;
 mod heartbeat_cmd;
 mod hooks_cmd;
 mod logging;
+mod mcp_cmd;
 mod memory_cmd;
 mod outbox_cmd;
 mod output;
@@ -132,6 +133,9 @@ enum Command {
     /// Scheduled jobs: add, edit, remove, list, enable, disable, their runs, run one now; next fire times
     #[command(subcommand)]
     Cron(cron_cmd::CronCommand),
+    /// almanac's memory, skills and time as an MCP server (mcp serve)
+    #[command(subcommand)]
+    Mcp(mcp_cmd::McpCommand),
     /// Print a shell completion script
     Completions {
         /// The shell: bash, zsh, fish, elvish or powershell
@@ -150,7 +154,8 @@ impl Command {
             | Command::Agent(_)
             | Command::Gateway(_)
             | Command::System(_)
-            | Command::Cron(_) => true,
+            | Command::Cron(_)
+            | Command::Mcp(_) => true,
             Command::Status(_)
             | Command::Config(_)
             | Command::Agents(_)
@@ -269,6 +274,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Subagents(args) => subagents_cmd::run(args, &load_app(&options, host)?),
         Command::Outbox(cmd) => outbox_cmd::run(cmd, &load_app(&options, host)?),
         Command::Cron(cmd) => cron_cmd::run(cmd, &options, host),
+        Command::Mcp(cmd) => mcp_cmd::run(cmd, load_app(&options, host)?),
         Command::Completions { shell } => {
             let mut cmd = Cli::command();
             clap_complete::generate(shell, &mut cmd, "almanac", &mut std::io::stdout());

@@ -4,6 +4,7 @@
 
 mod cron;
 mod hooks;
+mod mcp;
 mod skills;
 mod subagents;
 mod telegram;
@@ -14,6 +15,7 @@ use serde::{Deserialize, Serialize};
 
 pub(crate) use cron::*;
 pub(crate) use hooks::*;
+pub(crate) use mcp::*;
 pub(crate) use skills::*;
 pub(crate) use subagents::*;
 pub(crate) use telegram::*;
@@ -47,6 +49,8 @@ pub(crate) struct Config {
     pub channels: ChannelsConfig,
     pub cron: CronConfig,
     pub hooks: HooksConfig,
+    /// The MCP server (`almanac mcp serve`, the gateway's `/mcp`).
+    pub mcp: McpConfig,
     /// Which agent each channel's messages go to (OpenClaw's `bindings`).
     pub bindings: Vec<BindingConfig>,
 }

@@ -28,6 +28,8 @@ pub(crate) const AT_FUTURE_MS: i64 = 10 * 365 * 24 * 3_600_000 + 2 * 24 * 3_600_
 pub(crate) const CREATED_BY: &str = "createdBy";
 /// [`CREATED_BY`]'s value on a job the model created.
 pub(crate) const CREATED_BY_AGENT: &str = "agent";
+/// `createdBy` of a job a client of the MCP server added (a model too).
+pub(crate) const CREATED_BY_MCP: &str = "mcp";
 /// The job field (almanac's) listing the webhook URLs of a job the model
 /// created that the user has since set from the command line: those are
 /// the user's.

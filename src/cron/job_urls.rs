@@ -7,14 +7,19 @@
 use serde_json::Value;
 
 use super::job::{
-    CREATED_BY, CREATED_BY_AGENT, CronJob, DeliveryMode, FailureAlert, USER_WEBHOOKS,
+    CREATED_BY, CREATED_BY_AGENT, CREATED_BY_MCP, CronJob, DeliveryMode, FailureAlert,
+    USER_WEBHOOKS,
 };
 
 impl CronJob {
-    /// Whether the model created this job (`"createdBy": "agent"`): the
+    /// Whether a model created this job (`"createdBy": "agent"`, or
+    /// `"mcp"` for a client of the MCP server): the
     /// webhook URLs in it are then the model's, not the user's.
     pub(crate) fn created_by_agent(&self) -> bool {
-        self.extra.get(CREATED_BY).and_then(Value::as_str) == Some(CREATED_BY_AGENT)
+        matches!(
+            self.extra.get(CREATED_BY).and_then(Value::as_str),
+            Some(CREATED_BY_AGENT | CREATED_BY_MCP)
+        )
     }
 
     /// Whether `url`, one of this job's webhook URLs, is the model's: the
@@ -45,10 +50,10 @@ impl CronJob {
         }
     }
 
-    /// Records that the model created this job.
-    pub(crate) fn mark_created_by_agent(&mut self) {
-        self.extra
-            .insert(CREATED_BY.to_string(), Value::from(CREATED_BY_AGENT));
+    /// Records that a model created this job: `by` is
+    /// [`CREATED_BY_AGENT`] or [`CREATED_BY_MCP`].
+    pub(crate) fn mark_created_by(&mut self, by: &str) {
+        self.extra.insert(CREATED_BY.to_string(), Value::from(by));
     }
 
     /// The webhook URLs the job posts to, by field: `delivery.to` in

@@ -213,7 +213,7 @@ async fn a_job_the_model_made_may_not_post_to_this_machine_unless_allowed() {
     let shared = shared(dir.path(), "{}");
     let slot = NOW - 60_000;
     let mut by_model = (*event_job(&url)).clone();
-    by_model.mark_created_by_agent();
+    by_model.mark_created_by(crate::cron::job::CREATED_BY_AGENT);
     let by_model = Arc::new(by_model);
     let ended = deliver_end(
         &shared,
@@ -274,7 +274,7 @@ async fn the_webhook_token_never_goes_to_an_address_the_model_chose() {
     );
     let slot = NOW - 60_000;
     let mut by_model = (*event_job(&url)).clone();
-    by_model.mark_created_by_agent();
+    by_model.mark_created_by(crate::cron::job::CREATED_BY_AGENT);
     let ended = deliver_end(
         &shared,
         Some(&Arc::new(by_model.clone())),
@@ -383,7 +383,7 @@ async fn a_failed_run_is_reported_to_its_failure_destination() {
         &format!("{{ cron: {{ failureDestination: {{ mode: 'webhook', to: '{url}' }} }} }}"),
     );
     let mut by_model = (*plain).clone();
-    by_model.mark_created_by_agent();
+    by_model.mark_created_by(crate::cron::job::CREATED_BY_AGENT);
     deliver_end(&shared, Some(&Arc::new(by_model)), slot, failed()).await;
     let got = receiver.got();
     assert_eq!(got.len(), 2);
@@ -535,7 +535,7 @@ async fn an_alert_url_is_the_users_only_when_it_comes_from_the_config() {
         &format!("{{ cron: {{ failureAlert: {{ mode: 'webhook', to: '{url}' }} }} }}"),
     );
     let mut by_model = (*turn_job(json!({}))).clone();
-    by_model.mark_created_by_agent();
+    by_model.mark_created_by(crate::cron::job::CREATED_BY_AGENT);
     // `cron.failureAlert.to`, the user's: posted.
     send_alert(
         &shared,

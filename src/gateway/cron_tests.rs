@@ -16,7 +16,7 @@ async fn a_reminder_the_model_scheduled_is_not_trusted() {
     .unwrap();
     let users = event_record(&shared, &app, &job).ok().unwrap();
     assert!(users.trusted);
-    job.mark_created_by_agent();
+    job.mark_created_by(crate::cron::job::CREATED_BY_AGENT);
     let models = event_record(&shared, &app, &job).ok().unwrap();
     assert!(!models.trusted);
 }
