@@ -292,10 +292,10 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("hooks", &["agent", "child", "config", "durable", "host", "memory", "paths", "provider", "session", "skills"]),
     ("delivery", &["channels", "config", "durable", "host", "memory", "paths", "provider", "tasks", "trigger"]),
     ("gateway_client", &["config", "durable", "host", "paths", "trigger"]),
-    ("mcp", &["app", "config", "gateway_client", "host"]),
     ("app", &["activity", "agent", "agents", "channels", "child", "config", "cron", "delivery", "durable", "gateway_client", "hooks", "host", "memory", "par", "paths", "provider", "session", "skills", "store", "tasks", "trigger"]),
     ("engine", &["activity", "agent", "agents", "app", "channels", "child", "config", "cron", "delivery", "durable", "gateway_client", "hooks", "host", "memory", "par", "paths", "provider", "session", "skills", "store", "tasks", "trigger"]),
-    ("gateway", &["activity", "agents", "app", "channels", "config", "cron", "delivery", "durable", "engine", "gateway_client", "hooks", "host", "memory", "par", "paths", "session", "skills", "store", "tasks", "trigger"]),
+    ("mcp", &["app"]),
+    ("gateway", &["activity", "agents", "app", "channels", "config", "cron", "delivery", "durable", "engine", "gateway_client", "hooks", "host", "mcp", "memory", "par", "paths", "session", "skills", "store", "tasks", "trigger"]),
     ("entry", &["activity", "agent", "agents", "app", "channels", "config", "cron", "delivery", "durable", "engine", "gateway", "gateway_client", "hooks", "host", "mcp", "memory", "paths", "session", "skills", "tasks", "trigger"]),
     ("cli", &["activity", "agent", "agents", "app", "channels", "child", "config", "cron", "delivery", "durable", "entry", "gateway_client", "hooks", "host", "memory", "paths", "session", "skills", "tasks", "trigger"]),
 ];

@@ -35,7 +35,9 @@ pub(crate) fn mcp_serve(app: App) -> anyhow::Result<()> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    runtime.block_on(crate::mcp::stdio::serve(crate::mcp::Server::new(app)))
+    runtime.block_on(crate::mcp::stdio::serve(crate::mcp::Server::forwarding(
+        app,
+    )))
 }
 
 /// What `almanac agent prompt` shows: what the model would be sent.

@@ -38,7 +38,8 @@ pub(crate) fn skills_list(app: &App, eligible_only: bool) -> Value {
 /// `skill_get`: the skill's instructions, its SKILL.md without the front
 /// matter (a plugin's manifest as it is).
 pub(crate) fn skill_get(app: &App, name: &str) -> Result<Value, String> {
-    let (_, report) = app.skills_report();
+    // The bundled skills' files are written out as for a run.
+    let (_, report) = app.skills_report_for_running();
     let Some(found) = report.find(name) else {
         return Err(format!("no skill named `{name}` (skills_list lists them)"));
     };

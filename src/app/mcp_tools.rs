@@ -24,6 +24,37 @@ use super::cron::{self as app_cron, Requester};
 use crate::config::McpConfig;
 use crate::memory::write::AppendRequest;
 
+/// What the process serving the calls does better than a call alone: the
+/// gateway's warm memory search and its scheduler's nudge.
+pub(crate) trait Warm: Send + Sync {
+    /// `req` searched by a warm searcher; `None`: search as the command
+    /// does.
+    fn search(
+        &self,
+        req: &super::memory::ResolvedSearch,
+    ) -> Option<anyhow::Result<super::memory::Searched>>;
+    /// The job store changed: the scheduler reads it again.
+    fn cron_changed(&self, app: &App);
+}
+
+/// Calls served by a process of their own (`mcp serve` without a
+/// gateway): a search asks the gateway when one runs, as the command
+/// does; a job change tells it.
+pub(crate) struct Standalone;
+
+impl Warm for Standalone {
+    fn search(
+        &self,
+        _req: &super::memory::ResolvedSearch,
+    ) -> Option<anyhow::Result<super::memory::Searched>> {
+        None
+    }
+
+    fn cron_changed(&self, app: &App) {
+        app_cron::tell_gateway(app, true);
+    }
+}
+
 /// One tool.
 #[derive(Debug)]
 pub(crate) struct ToolSpec {
@@ -73,7 +104,7 @@ pub(crate) const TOOLS: &[ToolSpec] = &[
             )
         },
         output: || {
-            object(
+            open_object(
                 json!({"hits": {"type": "array"}, "query": {"type": "string"}}),
                 &["hits"],
             )
@@ -95,7 +126,7 @@ pub(crate) const TOOLS: &[ToolSpec] = &[
             )
         },
         output: || {
-            object(
+            open_object(
                 json!({"path": {"type": "string"}, "text": {"type": "string"}}),
                 &["path", "text"],
             )
@@ -115,7 +146,7 @@ pub(crate) const TOOLS: &[ToolSpec] = &[
                 &["text"],
             )
         },
-        output: || object(json!({"written": {"type": "array"}}), &["written"]),
+        output: || open_object(json!({"written": {"type": "array"}}), &["written"]),
     },
     ToolSpec {
         name: "session_memory_search",
@@ -132,7 +163,7 @@ pub(crate) const TOOLS: &[ToolSpec] = &[
             )
         },
         output: || {
-            object(
+            open_object(
                 json!({"hits": {"type": "array"}, "query": {"type": "string"}}),
                 &["hits"],
             )
@@ -152,7 +183,7 @@ pub(crate) const TOOLS: &[ToolSpec] = &[
                 &["query"],
             )
         },
-        output: || object(json!({"text": {"type": "string"}}), &[]),
+        output: || open_object(json!({"text": {"type": "string"}}), &[]),
     },
     ToolSpec {
         name: "skills_list",
@@ -167,7 +198,7 @@ pub(crate) const TOOLS: &[ToolSpec] = &[
                 &[],
             )
         },
-        output: || object(json!({"skills": {"type": "array"}}), &["skills"]),
+        output: || open_object(json!({"skills": {"type": "array"}}), &["skills"]),
     },
     ToolSpec {
         name: "skill_get",
@@ -180,7 +211,7 @@ pub(crate) const TOOLS: &[ToolSpec] = &[
             )
         },
         output: || {
-            object(
+            open_object(
                 json!({"name": {"type": "string"}, "path": {"type": "string"}, "body": {"type": "string"}}),
                 &["name", "body"],
             )
@@ -200,7 +231,7 @@ pub(crate) const TOOLS: &[ToolSpec] = &[
                 &[],
             )
         },
-        output: || object(json!({"jobs": {"type": "array"}}), &["jobs"]),
+        output: || open_object(json!({"jobs": {"type": "array"}}), &["jobs"]),
     },
     ToolSpec {
         name: "cron_add",
@@ -224,7 +255,7 @@ pub(crate) const TOOLS: &[ToolSpec] = &[
             )
         },
         output: || {
-            object(
+            open_object(
                 json!({"ok": {"type": "boolean"}, "job": {"type": "object"}}),
                 &["ok", "job"],
             )
@@ -241,7 +272,7 @@ pub(crate) const TOOLS: &[ToolSpec] = &[
             )
         },
         output: || {
-            object(
+            open_object(
                 json!({"ok": {"type": "boolean"}, "removed": {"type": "boolean"}}),
                 &["ok", "removed"],
             )
@@ -262,7 +293,7 @@ pub(crate) const TOOLS: &[ToolSpec] = &[
             )
         },
         output: || {
-            object(
+            open_object(
                 json!({"queued": {"type": "boolean"}, "sessionKey": {"type": "string"}}),
                 &["queued"],
             )
@@ -273,7 +304,7 @@ pub(crate) const TOOLS: &[ToolSpec] = &[
         description: "The agent's last heartbeat run: when, its outcome and what it said.",
         writes: false,
         input: || object(json!({"agentId": {"type": "string"}}), &[]),
-        output: || object(json!({"ran": {"type": "boolean"}, "event": {}}), &["ran"]),
+        output: || open_object(json!({"ran": {"type": "boolean"}, "event": {}}), &["ran"]),
     },
 ];
 
@@ -284,6 +315,12 @@ fn object(properties: Value, required: &[&str]) -> Value {
         "required": required,
         "additionalProperties": false,
     })
+}
+
+/// An output's schema: the fields named, more allowed (a result may
+/// carry notes and warnings).
+fn open_object(properties: Value, required: &[&str]) -> Value {
+    json!({"type": "object", "properties": properties, "required": required})
 }
 
 /// The spec of the tool called `name`, offered or not.
@@ -437,7 +474,12 @@ fn article(kind: &str) -> String {
 /// Runs the tool `name` (already admitted) for the agent its `agentId`
 /// names. Blocking: call it off an async runtime's threads (a cron change
 /// tells a running gateway through a client with a runtime of its own).
-pub(crate) fn call(app: &App, name: &str, args: &Value) -> Result<Value, CallError> {
+pub(crate) fn call(
+    app: &App,
+    warm: &dyn Warm,
+    name: &str,
+    args: &Value,
+) -> Result<Value, CallError> {
     let parsed = parse_args(name, args)?;
     let app =
         app.for_agent(parsed.agent_id.as_deref())
@@ -446,7 +488,7 @@ pub(crate) fn call(app: &App, name: &str, args: &Value) -> Result<Value, CallErr
                 reason: format!("{e:#}"),
             })?;
     match name {
-        "memory_search" => memory_search(&app, parsed),
+        "memory_search" => memory_search(&app, warm, parsed),
         "memory_get" => memory_get(&app, parsed),
         "memory_append" => memory_append(&app, parsed),
         "session_memory_search" => {
@@ -468,8 +510,8 @@ pub(crate) fn call(app: &App, name: &str, args: &Value) -> Result<Value, CallErr
         "skill_get" => super::mcp_resources::skill_get(&app, parsed.name.as_deref().unwrap_or(""))
             .map_err(CallError::Failed),
         "cron_list" => cron_list(&app, parsed),
-        "cron_add" => cron_add(&app, args),
-        "cron_remove" => cron_remove(&app, parsed),
+        "cron_add" => cron_add(&app, warm, args),
+        "cron_remove" => cron_remove(&app, warm, parsed),
         "system_event" => system_event(&app, parsed),
         "heartbeat_last" => {
             let event = super::heartbeat::last_event(&app).map_err(failed)?;
@@ -479,7 +521,7 @@ pub(crate) fn call(app: &App, name: &str, args: &Value) -> Result<Value, CallErr
     }
 }
 
-fn memory_search(app: &App, args: Args) -> Result<Value, CallError> {
+fn memory_search(app: &App, warm: &dyn Warm, args: Args) -> Result<Value, CallError> {
     let req = super::memory::SearchRequest {
         query: args.query.unwrap_or_default(),
         max_results: args.max_results.map(|n| n as usize),
@@ -487,7 +529,19 @@ fn memory_search(app: &App, args: Args) -> Result<Value, CallError> {
         since: args.since,
         ..Default::default()
     };
-    let searched = super::memory::search_command(app, &req).map_err(failed)?;
+    // The warm searcher serves the default agent's memory.
+    let warmed = match app.default_agent {
+        true => app
+            .resolve_search(&req)
+            .map_err(failed)?
+            .and_then(|r| warm.search(&r)),
+        false => None,
+    };
+    let searched = match warmed {
+        Some(searched) => searched,
+        None => super::memory::search_command(app, &req),
+    }
+    .map_err(failed)?;
     let mut value = serde_json::to_value(&searched).map_err(failed)?;
     value["mode"] = Value::from(searched.semantic.mode);
     if searched.disabled {
@@ -544,7 +598,7 @@ fn cron_list(app: &App, args: Args) -> Result<Value, CallError> {
     super::cron_tool::list(app, &caller, &Value::Object(query)).map_err(CallError::Failed)
 }
 
-fn cron_add(app: &App, args: &Value) -> Result<Value, CallError> {
+fn cron_add(app: &App, warm: &dyn Warm, args: &Value) -> Result<Value, CallError> {
     let mut job = args.as_object().cloned().unwrap_or_default();
     // The job runs as the agent the call names (the default otherwise).
     job.shift_remove("agentId");
@@ -552,7 +606,7 @@ fn cron_add(app: &App, args: &Value) -> Result<Value, CallError> {
     let added =
         app_cron::add_from_json(app, &Value::Object(job), &requester, |_| {}).map_err(failed)?;
     if added.written {
-        app_cron::tell_gateway(app, true);
+        warm.cron_changed(app);
     }
     let mut answer = serde_json::to_value(&added).map_err(failed)?;
     if !added.notes.is_empty() {
@@ -561,12 +615,12 @@ fn cron_add(app: &App, args: &Value) -> Result<Value, CallError> {
     Ok(answer)
 }
 
-fn cron_remove(app: &App, args: Args) -> Result<Value, CallError> {
+fn cron_remove(app: &App, warm: &dyn Warm, args: Args) -> Result<Value, CallError> {
     let id = args.id.unwrap_or_default();
     super::cron_tool::own_job_of(app, &app.agent, &id).map_err(CallError::Failed)?;
     let (removed, written) = app_cron::remove_job(app, &id).map_err(failed)?;
     if written {
-        app_cron::tell_gateway(app, true);
+        warm.cron_changed(app);
     }
     Ok(json!({"ok": removed.ok, "removed": removed.removed, "id": removed.id}))
 }
@@ -583,6 +637,52 @@ fn system_event(app: &App, args: Args) -> Result<Value, CallError> {
         "sessionKey": queued.session_key,
         "warning": queued.warning,
     }))
+}
+
+/// A call sent to the gateway (`POST /v1/mcp/call`).
+#[derive(Debug, serde::Serialize, Deserialize)]
+pub(crate) struct CallRequest {
+    pub name: String,
+    pub arguments: Value,
+}
+
+/// A call's outcome as the gateway answers it.
+#[derive(Debug, serde::Serialize, Deserialize)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+pub(crate) enum CallOutcome {
+    Result { value: Value },
+    Failed { reason: String },
+    InvalidArguments { tool: String, reason: String },
+    UnknownTool { name: String },
+    NotOffered { name: String },
+}
+
+impl From<Result<Value, CallError>> for CallOutcome {
+    fn from(result: Result<Value, CallError>) -> CallOutcome {
+        match result {
+            Ok(value) => CallOutcome::Result { value },
+            Err(CallError::Failed(reason)) => CallOutcome::Failed { reason },
+            Err(CallError::InvalidArguments { tool, reason }) => {
+                CallOutcome::InvalidArguments { tool, reason }
+            }
+            Err(CallError::UnknownTool(name)) => CallOutcome::UnknownTool { name },
+            Err(CallError::NotOffered(name)) => CallOutcome::NotOffered { name },
+        }
+    }
+}
+
+impl From<CallOutcome> for Result<Value, CallError> {
+    fn from(outcome: CallOutcome) -> Result<Value, CallError> {
+        match outcome {
+            CallOutcome::Result { value } => Ok(value),
+            CallOutcome::Failed { reason } => Err(CallError::Failed(reason)),
+            CallOutcome::InvalidArguments { tool, reason } => {
+                Err(CallError::InvalidArguments { tool, reason })
+            }
+            CallOutcome::UnknownTool { name } => Err(CallError::UnknownTool(name)),
+            CallOutcome::NotOffered { name } => Err(CallError::NotOffered(name)),
+        }
+    }
 }
 
 #[cfg(test)]

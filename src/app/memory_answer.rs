@@ -100,7 +100,7 @@ impl SearchAnswer {
         }
     }
 
-    pub(super) fn into_searched(self) -> anyhow::Result<Searched> {
+    pub(crate) fn into_searched(self) -> anyhow::Result<Searched> {
         let day = |d: Option<String>| -> Result<Option<jiff::civil::Date>, jiff::Error> {
             d.as_deref().map(str::parse).transpose()
         };

@@ -4,6 +4,7 @@
 //! | routes | auth | bad-token lockout |
 //! |---|---|---|
 //! | `/v1/*` control API (`/v1/outbox/stream`: server-sent events) | gateway token (`Authorization: Bearer`) | yes |
+//! | `/mcp` MCP over streamable HTTP ([`mcp`]) | gateway token | yes |
 //! | `/healthz`, `/readyz` | none | never |
 //! | `<hooks.path>/*` webhooks ([`webhooks`]), when `hooks.enabled` | hook token, or a mapping's signature | yes (its own) |
 //!
@@ -125,6 +126,8 @@ pub(crate) fn router(shared: Arc<Shared>) -> Router {
         .route("/v1/subagents/{target}/kill", post(subagents::kill))
         .route("/v1/subagents/{target}/steer", post(subagents::steer))
         .route("/v1/outbox/stream", get(outbox_stream))
+        .route("/v1/mcp/call", post(mcp::call))
+        .route_service(crate::mcp::HTTP_PATH, mcp::service(&shared))
         .route("/v1", any(not_found))
         .route("/v1/{*rest}", any(not_found))
         .method_not_allowed_fallback(method_not_allowed)
@@ -888,6 +891,7 @@ async fn outbox_stream(
 
 pub(crate) mod external;
 pub(crate) mod mappings;
+mod mcp;
 pub(crate) mod serve;
 mod subagents;
 mod webhook_replay;

@@ -18,3 +18,6 @@ mod server;
 pub(crate) mod stdio;
 
 pub(crate) use server::Server;
+
+/// The MCP endpoint's path in the gateway.
+pub(crate) const HTTP_PATH: &str = "/mcp";

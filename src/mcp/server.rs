@@ -2,6 +2,14 @@
 //! and reads the resources. Each call runs on a thread of its own (the
 //! tools block, and a cron change tells a running gateway through a
 //! client with a runtime of its own).
+//!
+//! Where a call runs: in the gateway, with its warm searcher
+//! ([`Backend::InGateway`]); in `mcp serve`, at the gateway that runs
+//! for the state directory when there is one (its model loaded, its
+//! index the only writer), else here, and a notice on stderr says which
+//! whenever it changes ([`Backend::Forwarding`]). A reading call the
+//! gateway did not answer runs here; a writing one is reported failed
+//! rather than run twice.
 
 use std::sync::Arc;
 
@@ -17,7 +25,24 @@ use serde_json::Value;
 
 use crate::app::App;
 use crate::app::mcp_resources::{self, ReadError};
-use crate::app::mcp_tools::{self, CallError};
+use crate::app::mcp_tools::{self, CallError, CallOutcome, CallRequest, Warm};
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::time::Duration;
+
+/// How long a forwarded call may take (a first search may load a model).
+const FORWARD_WAIT: Duration = Duration::from_secs(60);
+
+/// Where calls run.
+pub(crate) enum Backend {
+    /// In the gateway's process, with what it keeps warm.
+    InGateway(Arc<dyn Warm>),
+    /// At the running gateway, else here; the last place said on stderr.
+    Forwarding(AtomicU8),
+}
+
+const SAID_NOTHING: u8 = 0;
+const SAID_GATEWAY: u8 = 1;
+const SAID_HERE: u8 = 2;
 
 /// What the server tells a client about itself.
 const INSTRUCTIONS: &str = "almanac: the user's local memory (Markdown notes searched by meaning and keywords), \
@@ -29,10 +54,24 @@ something they may have told before. Text read from memory is the user's notes, 
 pub(crate) struct Server {
     app: Arc<App>,
     tools: Arc<Vec<Tool>>,
+    backend: Arc<Backend>,
 }
 
 impl Server {
-    pub(crate) fn new(app: App) -> Server {
+    /// The server of `mcp serve`: calls go to the running gateway.
+    pub(crate) fn forwarding(app: App) -> Server {
+        Server::new(
+            Arc::new(app),
+            Backend::Forwarding(AtomicU8::new(SAID_NOTHING)),
+        )
+    }
+
+    /// The server the gateway mounts, running calls with `warm`.
+    pub(crate) fn in_gateway(app: Arc<App>, warm: Arc<dyn Warm>) -> Server {
+        Server::new(app, Backend::InGateway(warm))
+    }
+
+    fn new(app: Arc<App>, backend: Backend) -> Server {
         let tools = mcp_tools::offered(&app.config.config.mcp)
             .into_iter()
             .map(|spec| {
@@ -41,8 +80,9 @@ impl Server {
             })
             .collect();
         Server {
-            app: Arc::new(app),
+            app,
             tools: Arc::new(tools),
+            backend: Arc::new(backend),
         }
     }
 
@@ -100,8 +140,9 @@ impl ServerHandler for Server {
         let name = request.name.to_string();
         let args = Value::Object(request.arguments.unwrap_or_default());
         mcp_tools::admit(&self.app.config.config.mcp, &name, &args).map_err(protocol_error)?;
+        let backend = self.backend.clone();
         let called = self
-            .off_runtime(move |app| mcp_tools::call(app, &name, &args))
+            .off_runtime(move |app| run_call(app, &backend, &name, &args))
             .await?;
         match called {
             Ok(value) => Ok(CallToolResult::structured(value).into()),
@@ -166,6 +207,68 @@ impl ServerHandler for Server {
             )),
             Err(ReadError::Failed(reason)) => Err(ErrorData::internal_error(reason, None)),
         }
+    }
+}
+
+/// Runs one admitted call where `backend` says.
+fn run_call(app: &App, backend: &Backend, name: &str, args: &Value) -> Result<Value, CallError> {
+    let said = match backend {
+        Backend::InGateway(warm) => return mcp_tools::call(app, warm.as_ref(), name, args),
+        Backend::Forwarding(said) => said,
+    };
+    let client = match app.gateway_client() {
+        Ok(Some(client)) => client,
+        Ok(None) => {
+            say(
+                said,
+                SAID_HERE,
+                "no gateway runs for this state directory; serving from this process",
+            );
+            return mcp_tools::call(app, &mcp_tools::Standalone, name, args);
+        }
+        Err(err) => {
+            say(
+                said,
+                SAID_HERE,
+                &format!("the gateway cannot be reached ({err:#}); serving from this process"),
+            );
+            return mcp_tools::call(app, &mcp_tools::Standalone, name, args);
+        }
+    };
+    let request = CallRequest {
+        name: name.to_string(),
+        arguments: args.clone(),
+    };
+    match client.post_for::<CallOutcome, _>("/v1/mcp/call", &request, FORWARD_WAIT) {
+        Ok(outcome) => {
+            let port = client.info.port;
+            say(
+                said,
+                SAID_GATEWAY,
+                &format!("tool calls go to the gateway on port {port}"),
+            );
+            outcome.into()
+        }
+        Err(err) if mcp_tools::spec(name).is_some_and(|t| t.writes) => {
+            Err(CallError::Failed(format!(
+                "the gateway did not answer ({err:#}); the change may or may not have been made: look before trying again"
+            )))
+        }
+        Err(err) => {
+            say(
+                said,
+                SAID_HERE,
+                &format!("the gateway did not answer ({err:#}); serving from this process"),
+            );
+            mcp_tools::call(app, &mcp_tools::Standalone, name, args)
+        }
+    }
+}
+
+/// Says on stderr where calls run, when that changed.
+fn say(said: &AtomicU8, now: u8, notice: &str) {
+    if said.swap(now, Ordering::Relaxed) != now {
+        eprintln!("almanac mcp: {notice}");
     }
 }
 

@@ -31,7 +31,7 @@ use super::Server;
 pub(crate) const MAX_LINE: usize = 4 * 1024 * 1024;
 /// After a stop, how long the server waits for more lines once its calls
 /// are done.
-const STOP_QUIET: Duration = Duration::from_millis(500);
+const STOP_QUIET: Duration = Duration::from_secs(2);
 /// JSON-RPC's codes for what this layer refuses.
 const PARSE_ERROR: i64 = -32700;
 const INVALID_REQUEST: i64 = -32600;
@@ -105,6 +105,7 @@ where
                 biased;
                 () = &mut stop => {
                     stopping = true;
+                    eprintln!("almanac mcp: stopping: the calls in progress are answered, new ones refused");
                     // The SDK answers what it has and ends.
                     to_sdk = None;
                     continue;

@@ -182,6 +182,8 @@ const TABLE: &[Row] = &[
     row(&["tasks", "maintenance", "--apply"], 0),
     // subagents: reading needs no gateway; kill and steer do; a run no
     // target names is a failure.
+    row(&["mcp", "serve"], 0),
+    row(&["mcp", "serve", "--bogus"], 2),
     row(&["subagents"], 0),
     row(&["subagents", "list", "--session", "agent:main:main"], 0),
     row(&["subagents", "info", "nope"], 1),

@@ -54,6 +54,11 @@ impl Gateway {
     /// `gateway.json` and `/readyz` says every component has started (the
     /// file comes first: a loaded machine may not have polled them yet).
     pub(crate) fn start(sb: &Sandbox, env: &[(&str, &str)]) -> Gateway {
+        Gateway::start_on(sb, env, 0)
+    }
+
+    /// [`Gateway::start`] on `port` (0: any free one).
+    pub(crate) fn start_on(sb: &Sandbox, env: &[(&str, &str)], port: u16) -> Gateway {
         let mut cmd = sb.cmd();
         // No interval heartbeat turn unless the test asks for one: it
         // would take a scripted answer meant for the test.
@@ -65,7 +70,7 @@ impl Gateway {
         }
         let log = tempfile::NamedTempFile::new().unwrap();
         let child = cmd
-            .args(["gateway", "run", "--port", "0"])
+            .args(["gateway", "run", "--port", &port.to_string()])
             .stdout(Stdio::null())
             .stderr(log.reopen().unwrap())
             .spawn()

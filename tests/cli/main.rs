@@ -24,6 +24,7 @@ mod heartbeat_turns;
 mod hooks;
 mod injection;
 mod json_names;
+mod mcp;
 mod memory;
 mod memory_gateway;
 mod memory_hybrid;

@@ -119,10 +119,10 @@ fn normalise_path(raw: &str) -> Result<String, WebhookConfigError> {
     if base.contains(['?', '#']) || base.split('/').any(|s| s == "." || s == "..") {
         return bad("use a plain path such as /hooks");
     }
-    for taken in ["/v1", "/healthz", "/readyz"] {
+    for taken in ["/v1", "/healthz", "/readyz", crate::mcp::HTTP_PATH] {
         let inside = |a: &str, b: &str| a == b || a.starts_with(&format!("{b}/"));
         if inside(&base, taken) || inside(taken, &base) {
-            return bad("it overlaps the gateway's own routes (/v1, /healthz, /readyz)");
+            return bad("it overlaps the gateway's own routes (/v1, /mcp, /healthz, /readyz)");
         }
     }
     Ok(base)

@@ -19,6 +19,9 @@ fn paths_are_normalised_and_never_take_the_gateways_own_routes() {
         ("/v1/hooks", None),
         ("/healthz", None),
         ("/readyz/x", None),
+        ("/mcp", None),
+        ("/mcp/hooks", None),
+        ("/mcpx", Some("/mcpx")),
         ("/a/../v1", None),
     ] {
         assert_eq!(normalise_path(raw).ok().as_deref(), want, "{raw:?}");
