@@ -123,10 +123,9 @@ where
         };
         match admit(&line, stopping) {
             Admitted::Pass => {
-                if let Some(sdk) = to_sdk.as_mut() {
-                    let mut framed = line.into_bytes_or_refusal();
-                    framed.push(b'\n');
-                    if sdk.write_all(&framed).await.is_err() {
+                if let (Some(sdk), Line::Text(mut bytes)) = (to_sdk.as_mut(), line) {
+                    bytes.push(b'\n');
+                    if sdk.write_all(&bytes).await.is_err() {
                         break;
                     }
                 }
@@ -149,15 +148,6 @@ where
 enum Line {
     Text(Vec<u8>),
     TooLong(usize),
-}
-
-impl Line {
-    fn into_bytes_or_refusal(self) -> Vec<u8> {
-        match self {
-            Line::Text(bytes) => bytes,
-            Line::TooLong(_) => Vec::new(),
-        }
-    }
 }
 
 /// The next line without its end, reading at most [`MAX_LINE`] bytes of
