@@ -444,3 +444,71 @@ fn stdio_forwards_to_a_running_gateway_and_serves_alone_once_it_stops() {
     );
     server.notice("serving from this process");
 }
+
+#[test]
+fn agent_id_picks_the_agents_memory_and_the_tool_lists_follow_the_config() {
+    let sb = Sandbox::new();
+    sb.write(".almanac/workspace/MEMORY.md", "# Main\n- main's note\n");
+    sb.write(
+        ".almanac/workspace-work/MEMORY.md",
+        "# Work\n- the work agent's note\n",
+    );
+    sb.write(
+        ".almanac/config.json5",
+        r#"{agents: {list: [{id: "main", default: true}, {id: "work", workspace: "~/.almanac/workspace-work"}]},
+            mcp: {allowWrites: true, tools: {deny: ["memory_search", "cron_remove"]}}}"#,
+    );
+    let mut server = LineClient::start(&sb);
+    let listed = server.ask(&json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}));
+    let names: Vec<&str> = listed["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert!(
+        names.contains(&"memory_append") && names.contains(&"cron_add"),
+        "{names:?}"
+    );
+    assert!(
+        !names.contains(&"memory_search") && !names.contains(&"cron_remove"),
+        "{names:?}"
+    );
+    let denied = server.call(2, "memory_search", json!({"query": "note"}));
+    assert_eq!(denied["error"]["code"], -32602, "{denied}");
+    let work = server.call(
+        3,
+        "memory_get",
+        json!({"path": "MEMORY.md", "agentId": "work"}),
+    );
+    assert!(
+        work["result"]["structuredContent"]["text"]
+            .as_str()
+            .unwrap()
+            .contains("work agent")
+    );
+    let main = server.call(4, "memory_get", json!({"path": "MEMORY.md"}));
+    assert!(
+        main["result"]["structuredContent"]["text"]
+            .as_str()
+            .unwrap()
+            .contains("main's note")
+    );
+    let unknown = server.call(
+        5,
+        "memory_get",
+        json!({"path": "MEMORY.md", "agentId": "nobody"}),
+    );
+    assert_eq!(unknown["error"]["code"], -32602, "{unknown}");
+    let appended = server.call(
+        6,
+        "memory_append",
+        json!({"text": "Work standup moved to 10", "longTerm": true, "agentId": "work"}),
+    );
+    assert_eq!(appended["result"]["isError"], false, "{appended}");
+    assert!(
+        sb.read(".almanac/workspace-work/MEMORY.md")
+            .contains("Work standup moved to 10")
+    );
+    assert!(!sb.read(".almanac/workspace/MEMORY.md").contains("standup"));
+}
