@@ -454,22 +454,13 @@ async fn tell(app: &App, gateway: Option<&Arc<dyn GatewayPort>>, written: bool) 
     }
 }
 
-/// Runs `work` (a call of the control API, whose client drives a runtime
-/// of its own) on a thread of its own, awaited without blocking the
-/// runtime of the turn.
+/// Runs `work` (a call of the control API) off the turn's runtime.
 async fn off_runtime<T: Send + 'static>(
     work: impl FnOnce() -> T + Send + 'static,
 ) -> Result<T, String> {
-    let (done, answer) = tokio::sync::oneshot::channel();
-    std::thread::Builder::new()
-        .name("cron-tool".into())
-        .spawn(move || {
-            let _ = done.send(work());
-        })
-        .map_err(|e| format!("cannot reach the gateway: {e}"))?;
-    answer
+    super::on_own_thread("cron-tool", work)
         .await
-        .map_err(|_| "the request to the gateway stopped".to_string())
+        .map_err(|e| format!("the request to the gateway did not run: {e}"))
 }
 
 fn job_answer(changed: JobChanged) -> Value {

@@ -350,8 +350,10 @@ pub(crate) fn admit(config: &McpConfig, name: &str, args: &Value) -> Result<(), 
 }
 
 /// The arguments of every tool (one shape; each tool reads its own).
+/// Which fields a tool takes is its schema's to say ([`parse_args`]);
+/// `cron_add` passes its job on as given.
 #[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[serde(rename_all = "camelCase")]
 struct Args {
     query: Option<String>,
     max_results: Option<u32>,
@@ -370,23 +372,6 @@ struct Args {
     include_disabled: Option<bool>,
     id: Option<String>,
     mode: Option<String>,
-    // cron_add's job fields: checked here, passed on as the raw job.
-    #[allow(dead_code)]
-    schedule: Option<Value>,
-    #[allow(dead_code)]
-    payload: Option<Value>,
-    #[allow(dead_code)]
-    session_target: Option<Value>,
-    #[allow(dead_code)]
-    wake_mode: Option<Value>,
-    #[allow(dead_code)]
-    delivery: Option<Value>,
-    #[allow(dead_code)]
-    enabled: Option<bool>,
-    #[allow(dead_code)]
-    delete_after_run: Option<bool>,
-    #[allow(dead_code)]
-    description: Option<String>,
 }
 
 /// Checks `args` against the tool's schema: the fields it names, their
@@ -530,12 +515,12 @@ fn memory_search(app: &App, warm: &dyn Warm, args: Args) -> Result<Value, CallEr
         ..Default::default()
     };
     // The warm searcher serves the default agent's memory.
-    let warmed = match app.default_agent {
-        true => app
-            .resolve_search(&req)
+    let warmed = if app.default_agent {
+        app.resolve_search(&req)
             .map_err(failed)?
-            .and_then(|r| warm.search(&r)),
-        false => None,
+            .and_then(|r| warm.search(&r))
+    } else {
+        None
     };
     let searched = match warmed {
         Some(searched) => searched,

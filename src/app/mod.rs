@@ -76,6 +76,25 @@ pub(crate) struct App {
     base: std::sync::Arc<config::Config>,
 }
 
+/// Runs `work` on a thread named `name` and awaits it without blocking
+/// the runtime: for work that may call the gateway's control API, whose
+/// client drives a runtime of its own (which cannot start on a runtime's
+/// threads, its blocking pool included).
+pub(crate) async fn on_own_thread<T: Send + 'static>(
+    name: &str,
+    work: impl FnOnce() -> T + Send + 'static,
+) -> std::io::Result<T> {
+    let (done, answer) = tokio::sync::oneshot::channel();
+    std::thread::Builder::new()
+        .name(name.to_string())
+        .spawn(move || {
+            let _ = done.send(work());
+        })?;
+    answer
+        .await
+        .map_err(|_| std::io::Error::other("the work stopped without an answer"))
+}
+
 impl App {
     /// Wall-clock nanoseconds, for file freshness (never the `--now` time).
     pub(crate) fn wall_ns(&self) -> i64 {

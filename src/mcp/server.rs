@@ -12,6 +12,8 @@
 //! rather than run twice.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::time::Duration;
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
@@ -26,8 +28,6 @@ use serde_json::Value;
 use crate::app::App;
 use crate::app::mcp_resources::{self, ReadError};
 use crate::app::mcp_tools::{self, CallError, CallOutcome, CallRequest, Warm};
-use std::sync::atomic::{AtomicU8, Ordering};
-use std::time::Duration;
 
 /// How long a forwarded call may take (a first search may load a model).
 const FORWARD_WAIT: Duration = Duration::from_secs(60);
@@ -92,16 +92,9 @@ impl Server {
         work: impl FnOnce(&App) -> T + Send + 'static,
     ) -> Result<T, ErrorData> {
         let app = self.app.clone();
-        let (done, answer) = tokio::sync::oneshot::channel();
-        std::thread::Builder::new()
-            .name("mcp-call".into())
-            .spawn(move || {
-                let _ = done.send(work(&app));
-            })
-            .map_err(|e| ErrorData::internal_error(format!("cannot start the call: {e}"), None))?;
-        answer
+        crate::app::on_own_thread("mcp-call", move || work(&app))
             .await
-            .map_err(|_| ErrorData::internal_error("the call stopped without an answer", None))
+            .map_err(|e| ErrorData::internal_error(format!("the call did not run: {e}"), None))
     }
 }
 

@@ -82,20 +82,15 @@ pub(super) async fn call(
     let Json(request) = body?;
     let app = shared.engine.app();
     let warm = warm(&shared);
-    let (done, answer) = tokio::sync::oneshot::channel();
     // A thread of its own: a call may tell this gateway of a change
     // through a client with a runtime of its own.
-    std::thread::Builder::new()
-        .name("mcp-call".into())
-        .spawn(move || {
-            let config = &app.config.config.mcp;
-            let result =
-                mcp_tools::admit(config, &request.name, &request.arguments).and_then(|()| {
-                    mcp_tools::call(&app, warm.as_ref(), &request.name, &request.arguments)
-                });
-            let _ = done.send(CallOutcome::from(result));
-        })
-        .map_err(ApiError::internal)?;
-    let outcome = answer.await.map_err(ApiError::internal)?;
+    let outcome = crate::app::on_own_thread("mcp-call", move || {
+        let config = &app.config.config.mcp;
+        let result = mcp_tools::admit(config, &request.name, &request.arguments)
+            .and_then(|()| mcp_tools::call(&app, warm.as_ref(), &request.name, &request.arguments));
+        CallOutcome::from(result)
+    })
+    .await
+    .map_err(ApiError::internal)?;
     Ok(Json(outcome))
 }
