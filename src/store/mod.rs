@@ -466,6 +466,14 @@ const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
 fn configure(conn: &Connection, kind: StoreKind, busy: Duration) -> rusqlite::Result<()> {
     conn.busy_timeout(busy)?;
+    // Plans never depend on bound values. Without this a kept statement
+    // with `LIMIT ?` (or `LIKE ?`) is compiled again every time it is
+    // bound: a memory search binds its neighbour and context lookups a few
+    // dozen times.
+    conn.set_db_config(
+        rusqlite::config::DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG,
+        true,
+    )?;
     // `rarray(?)` binds a list of values as one parameter.
     rusqlite::vtab::array::load_module(conn)?;
     // Switching the journal mode needs an exclusive lock; only a new
@@ -545,6 +553,33 @@ pub(crate) fn checksum(sql: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_kept_statement_with_a_bound_limit_is_not_compiled_again_for_each_binding() {
+        // The memory search binds `LIMIT ?` in kept statements many times
+        // a search; each binding used to recompile the statement.
+        let store = Store::open_in_memory(StoreKind::Index).unwrap();
+        for (limit, heading) in [(1, "a"), (2, "b"), (3, "c")] {
+            let mut stmt = store
+                .conn
+                .prepare_cached(
+                    "SELECT id FROM items WHERE file_id = ?1 AND heading = ?2
+                     ORDER BY start_line LIMIT ?3",
+                )
+                .unwrap();
+            let ids: Vec<i64> = stmt
+                .query_map(rusqlite::params![1, heading, limit], |r| r.get(0))
+                .unwrap()
+                .collect::<Result<_, _>>()
+                .unwrap();
+            assert!(ids.is_empty());
+            assert_eq!(
+                stmt.get_status(rusqlite::StatementStatus::RePrepare),
+                0,
+                "compiled again after binding LIMIT {limit}"
+            );
+        }
+    }
 
     #[test]
     fn migrations_are_contiguous_and_pinned() {
