@@ -1,6 +1,6 @@
 //! What a warm process pays to embed one short query (the compact
-//! weights, as a search uses them), and to compare it with many stored
-//! int8 vectors; medians in ms.
+//! weights, as a search uses them), also after sitting idle, and to
+//! compare it with many stored int8 vectors; medians in ms.
 //!
 //!   cargo run --release -p almanac-embed --example warm -- <model dir> [runs] [vectors]
 //!
@@ -76,4 +76,19 @@ fn main() {
         "query embedding after a scan: median {:.2} ms ({sink:.0})",
         median(times)
     );
+    // As a server meets queries: each after the process sat idle a while
+    // (the crew's helper parked, the CPUs maybe asleep).
+    for idle_ms in [3, 10] {
+        let mut times = Vec::new();
+        for i in 0..runs {
+            std::thread::sleep(std::time::Duration::from_millis(idle_ms));
+            let t = Instant::now();
+            encoder.embed(&[QUERIES[i % QUERIES.len()]]).unwrap();
+            times.push(t.elapsed().as_secs_f64() * 1000.0);
+        }
+        println!(
+            "query embedding after {idle_ms} ms idle: median {:.2} ms",
+            median(times)
+        );
+    }
 }
