@@ -296,7 +296,7 @@ mod tests {
         });
     }
 
-    /// Pins `thread` (0: the calling one) to `cpu`; false when it cannot.
+    /// Pins `thread` to `cpu`; false when it cannot.
     #[cfg(target_os = "linux")]
     fn pin(thread: libc::pthread_t, cpu: usize) -> bool {
         // SAFETY: a zeroed cpu_set_t is an empty set; the calls only read
