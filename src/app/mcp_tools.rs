@@ -385,10 +385,8 @@ fn parse_args(name: &str, args: &Value) -> Result<Args, CallError> {
     let Value::Object(given) = args else {
         return Err(invalid("the arguments are not a JSON object".into()));
     };
-    let properties = schema["properties"]
-        .as_object()
-        .cloned()
-        .unwrap_or_default();
+    let none = serde_json::Map::new();
+    let properties = schema["properties"].as_object().unwrap_or(&none);
     for (key, value) in given {
         let Some(prop) = properties.get(key) else {
             return Err(invalid(format!("unknown argument `{key}`")));

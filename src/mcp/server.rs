@@ -209,24 +209,19 @@ fn run_call(app: &App, backend: &Backend, name: &str, args: &Value) -> Result<Va
         Backend::InGateway(warm) => return mcp_tools::call(app, warm.as_ref(), name, args),
         Backend::Forwarding(said) => said,
     };
+    // Served by this process, saying why when that is new.
+    let here = |why: &str| {
+        say(
+            said,
+            SAID_HERE,
+            &format!("{why}; serving from this process"),
+        );
+        mcp_tools::call(app, &mcp_tools::Standalone, name, args)
+    };
     let client = match app.gateway_client() {
         Ok(Some(client)) => client,
-        Ok(None) => {
-            say(
-                said,
-                SAID_HERE,
-                "no gateway runs for this state directory; serving from this process",
-            );
-            return mcp_tools::call(app, &mcp_tools::Standalone, name, args);
-        }
-        Err(err) => {
-            say(
-                said,
-                SAID_HERE,
-                &format!("the gateway cannot be reached ({err:#}); serving from this process"),
-            );
-            return mcp_tools::call(app, &mcp_tools::Standalone, name, args);
-        }
+        Ok(None) => return here("no gateway runs for this state directory"),
+        Err(err) => return here(&format!("the gateway cannot be reached ({err:#})")),
     };
     let request = CallRequest {
         name: name.to_string(),
@@ -247,14 +242,7 @@ fn run_call(app: &App, backend: &Backend, name: &str, args: &Value) -> Result<Va
                 "the gateway did not answer ({err:#}); the change may or may not have been made: look before trying again"
             )))
         }
-        Err(err) => {
-            say(
-                said,
-                SAID_HERE,
-                &format!("the gateway did not answer ({err:#}); serving from this process"),
-            );
-            mcp_tools::call(app, &mcp_tools::Standalone, name, args)
-        }
+        Err(err) => here(&format!("the gateway did not answer ({err:#})")),
     }
 }
 
