@@ -14,7 +14,10 @@
 //!   the gateway's bookkeeping, [`Engine::background`]: one thread at a
 //!   lower CPU priority); async
 //!   code never blocks a runtime thread. A turn's model calls run on the
-//!   engine's runtime from that blocking thread (`Handle::block_on`). A
+//!   engine's runtime from that blocking thread (`Handle::block_on`),
+//!   which is why a turn runs through [`Engine::blocking_on_runtime`]:
+//!   work given to [`Engine::blocking`] holds one of a few places, and
+//!   never waits on the runtime, so it never waits for a place. A
 //!   command's single turn ([`run_one_turn`]) has no async code around it:
 //!   its main thread is the blocking thread and drives the current-thread
 //!   runtime for the model calls itself.
@@ -73,12 +76,22 @@ struct Inner {
     providers: Mutex<HashMap<String, Arc<dyn Provider>>>,
     lanes: Arc<Lanes>,
     concurrency: Arc<Semaphore>,
+    /// Places for short blocking work at once (see [`Engine::blocking`]).
+    short_work: Arc<Semaphore>,
     /// The webhook clients: open, and guarded (see [`Engine::webhook_client`]).
     webhook_clients: [OnceLock<reqwest::Client>; 2],
     /// The chat channels' client (see [`Engine::telegram_client`]).
     telegram_client: OnceLock<reqwest::Client>,
     /// The bookkeeping thread, started on first use.
     background: OnceLock<Mutex<std::sync::mpsc::Sender<BackgroundWork>>>,
+}
+
+/// Short blocking pieces of work run at once ([`Engine::blocking`]): two
+/// per core, at least 4 (files and SQLite wait on the disk as much as they
+/// use a core), at most 16.
+fn short_work_at_once() -> usize {
+    let cores = std::thread::available_parallelism().map_or(2, std::num::NonZeroUsize::get);
+    (cores * 2).clamp(4, 16)
 }
 
 /// Work for the bookkeeping thread.
@@ -101,6 +114,7 @@ impl Engine {
                 providers: Mutex::new(HashMap::new()),
                 lanes: Lanes::new(LANE_CAPACITY),
                 concurrency: Arc::new(Semaphore::new(max)),
+                short_work: Arc::new(Semaphore::new(short_work_at_once())),
                 webhook_clients: [OnceLock::new(), OnceLock::new()],
                 telegram_client: OnceLock::new(),
                 background: OnceLock::new(),
@@ -201,11 +215,43 @@ impl Engine {
         &self.inner.lanes
     }
 
-    /// Runs blocking work off the async threads: the one boundary. The
-    /// thread gives back the pages it freed when the work is done: a turn
-    /// allocates much (prompt, transcript, skills), and a pool thread may
-    /// then idle, holding them, until it exits.
+    /// Runs blocking work off the async threads: the one boundary. At
+    /// most [`short_work_at_once`] such pieces run at a time; the rest
+    /// wait their turn here. Work that waits on the runtime (a turn's
+    /// model calls) goes through [`Engine::blocking_on_runtime`] instead.
+    ///
+    /// Why a limit: the runtime starts a thread whenever no idle one is
+    /// left, so a burst (a hundred chat replies ending at once) made
+    /// twenty threads, each keeping its own allocator pages and stack
+    /// (1,000 Telegram messages: 11 MB more private memory), for no more
+    /// throughput on a machine of few cores.
     pub(crate) async fn blocking<T: Send + 'static>(
+        &self,
+        work: impl FnOnce() -> T + Send + 'static,
+    ) -> anyhow::Result<T> {
+        // Held until the work's end is seen here, not dropped by the work
+        // itself: the next piece then finds the thread idle again rather
+        // than starting another.
+        let _place = self.inner.short_work.acquire().await?;
+        self.on_blocking_thread(work).await
+    }
+
+    /// Runs blocking work that waits on the engine's runtime (a turn's
+    /// model calls, a heartbeat's turn and delivery), outside the limit of
+    /// [`Engine::blocking`]: it may itself need that limit's places, and
+    /// it is limited already (`agents.defaults.maxConcurrent`, one
+    /// heartbeat per agent).
+    pub(crate) async fn blocking_on_runtime<T: Send + 'static>(
+        &self,
+        work: impl FnOnce() -> T + Send + 'static,
+    ) -> anyhow::Result<T> {
+        self.on_blocking_thread(work).await
+    }
+
+    /// The thread gives back the pages it freed when the work is done: a
+    /// turn allocates much (prompt, transcript, skills), and a pool thread
+    /// may then idle, holding them, until it exits.
+    async fn on_blocking_thread<T: Send + 'static>(
         &self,
         work: impl FnOnce() -> T + Send + 'static,
     ) -> anyhow::Result<T> {
@@ -338,7 +384,7 @@ impl Engine {
         let engine = self.clone();
         let handle = self.inner.handle.clone();
         let report = self
-            .blocking(move || {
+            .blocking_on_runtime(move || {
                 let _lane = lane;
                 let _permit = permit;
                 on_start()?;
@@ -586,19 +632,115 @@ mod tests {
     use crate::app::GlobalOptions;
     use crate::host::Host;
 
+    use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+
+    fn engine_in(dir: &std::path::Path) -> Engine {
+        let host = Host::with_vars(
+            [("ALMANAC_STATE_DIR", dir.join("state").display().to_string())],
+            dir,
+            dir,
+            "2026-12-01T10:00:00+00:00[UTC]".parse().unwrap(),
+        );
+        Engine::new(App::load(&GlobalOptions::default(), host).unwrap())
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_burst_of_short_blocking_work_runs_a_few_pieces_at_a_time() {
+        let dir = tempfile::tempdir().unwrap();
+        let engine = engine_in(dir.path());
+        let limit = short_work_at_once();
+        let (started, running, most) = (
+            Arc::new(AtomicUsize::new(0)),
+            Arc::new(AtomicUsize::new(0)),
+            Arc::new(AtomicUsize::new(0)),
+        );
+        let pieces: Vec<_> = (0..limit * 8)
+            .map(|_| {
+                let engine = engine.clone();
+                let (started, running, most) = (started.clone(), running.clone(), most.clone());
+                tokio::spawn(async move {
+                    engine
+                        .blocking(move || {
+                            most.fetch_max(running.fetch_add(1, SeqCst) + 1, SeqCst);
+                            started.fetch_add(1, SeqCst);
+                            // Held until `limit` pieces have started, then
+                            // a while longer: unlimited, every piece of the
+                            // burst would be on a thread of its own by then.
+                            while started.load(SeqCst) < limit {
+                                std::thread::yield_now();
+                            }
+                            for _ in 0..2_000 {
+                                std::thread::yield_now();
+                            }
+                            running.fetch_sub(1, SeqCst);
+                        })
+                        .await
+                        .unwrap();
+                })
+            })
+            .collect();
+        for piece in pieces {
+            piece.await.unwrap();
+        }
+        assert_eq!(started.load(SeqCst), limit * 8);
+        assert_eq!(most.load(SeqCst), limit, "pieces at once");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn work_that_waits_on_the_runtime_needs_no_place_of_short_work() {
+        let dir = tempfile::tempdir().unwrap();
+        let engine = engine_in(dir.path());
+        let limit = short_work_at_once();
+        let gate = Arc::new((Mutex::new(false), std::sync::Condvar::new()));
+        let (started_tx, mut started) = tokio::sync::mpsc::unbounded_channel();
+        let holders: Vec<_> = (0..limit)
+            .map(|_| {
+                let (engine, gate, started_tx) = (engine.clone(), gate.clone(), started_tx.clone());
+                tokio::spawn(async move {
+                    engine
+                        .blocking(move || {
+                            let _ = started_tx.send(());
+                            let (open, opened) = &*gate;
+                            let mut open = open.lock().unwrap();
+                            while !*open {
+                                open = opened.wait(open).unwrap();
+                            }
+                        })
+                        .await
+                        .unwrap();
+                })
+            })
+            .collect();
+        for _ in 0..limit {
+            started.recv().await.unwrap();
+        }
+        // Every place is held: a turn's kind of work still runs, and the
+        // short work it asks for on the way waits for a place.
+        let handle = tokio::runtime::Handle::current();
+        let inner = engine.clone();
+        let waiting = engine.blocking_on_runtime(move || {
+            let asked = handle.spawn(async move { inner.blocking(|| 7).await.unwrap() });
+            (1, asked)
+        });
+        let (ran, asked) = tokio::time::timeout(Duration::from_secs(60), waiting)
+            .await
+            .expect("work on the runtime ran while every place was held")
+            .unwrap();
+        assert_eq!(ran, 1);
+        assert!(!asked.is_finished());
+        let (open, opened) = &*gate;
+        *open.lock().unwrap() = true;
+        opened.notify_all();
+        assert_eq!(asked.await.unwrap(), 7);
+        for holder in holders {
+            holder.await.unwrap();
+        }
+    }
+
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn bookkeeping_runs_in_order_on_one_lower_priority_thread() {
         let dir = tempfile::tempdir().unwrap();
-        let host = Host::with_vars(
-            [(
-                "ALMANAC_STATE_DIR",
-                dir.path().join("state").display().to_string(),
-            )],
-            dir.path(),
-            dir.path(),
-            "2026-12-01T10:00:00+00:00[UTC]".parse().unwrap(),
-        );
-        let engine = Engine::new(App::load(&GlobalOptions::default(), host).unwrap());
+        let engine = engine_in(dir.path());
         let seen = Arc::new(Mutex::new(Vec::new()));
         let mut threads = Vec::new();
         for i in 0..3 {

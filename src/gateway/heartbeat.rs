@@ -107,7 +107,7 @@ pub(crate) async fn run(
     let handle = tokio::runtime::Handle::current();
     shared
         .engine
-        .blocking(move || {
+        .blocking_on_runtime(move || {
             let mut runner = GatewayRunner {
                 shared: runner_shared,
                 handle,

@@ -10,6 +10,9 @@
 //!   only once every update up to it is in the intake log (one write),
 //!   so a kill -9 neither loses nor repeats a message: a message fed
 //!   twice is one task, answered once.
+//! * A flood waits at Telegram: with [`CHAT_RUNS_IN_FLIGHT`] chat runs
+//!   queued or running, the poller asks for no more updates until some
+//!   end, so a burst does not grow the gateway's memory.
 //! * Errors never spin: 409 Conflict backs off from 5 s to 5 min, a
 //!   revoked token (401) waits 5 min, a rate limit its `retry_after`,
 //!   anything else 1 s doubling to a minute; each shows in `gateway
@@ -33,6 +36,13 @@ use crate::trigger::{ChatContext, ChatPeer, TurnRequest};
 
 /// How long one `getUpdates` waits for a message.
 const POLL_WAIT: Duration = Duration::from_secs(25);
+/// Chat runs in flight above which the poller asks for no more updates
+/// until some end: a flood waits at Telegram (which keeps updates for a
+/// day) rather than in the gateway's memory. Two `getUpdates` batches.
+const CHAT_RUNS_IN_FLIGHT: usize = 200;
+/// How long the poller waits for the intake's feeder to start the runs
+/// of the last batch before it counts them.
+const FEED_WAIT: Duration = Duration::from_secs(5);
 /// How long a second poller waits before looking at the lock again.
 const LOCK_RETRY: Duration = Duration::from_secs(30);
 
@@ -192,6 +202,17 @@ impl TelegramPoller {
                     .blocking(move || store::write_offset(&at, &id, bot, last))
                     .await??;
                 offset = last + 1;
+                let room = async {
+                    shared.intake.caught_up(FEED_WAIT).await;
+                    shared
+                        .webhooks
+                        .room_for_chat_runs(CHAT_RUNS_IN_FLIGHT)
+                        .await;
+                };
+                tokio::select! {
+                    () = stop.cancelled() => return Ok(()),
+                    () = room => {}
+                }
             }
         }
     }

@@ -435,6 +435,52 @@ fn messages_of_one_chat_taken_in_one_batch_are_answered_in_the_order_sent() {
 }
 
 #[test]
+fn a_flood_waits_at_telegram_until_the_runs_in_flight_drop_below_two_hundred() {
+    let sb = Sandbox::new();
+    let bot = BotApi::start();
+    // Ten people, each in a session of their own (no lane fills up).
+    sb.write(
+        ".almanac/config.json5",
+        &format!(
+            r#"{{agents: {{defaults: {{model: "openai/test-model"}}}}, session: {{dmScope: "per-peer"}},
+            channels: {{telegram: {{botToken: "{TOKEN}", apiRoot: "{}", dmPolicy: "open"}}}}}}"#,
+            bot.root
+        ),
+    );
+    // 260 messages waiting before the gateway starts: the first
+    // getUpdates answers them all (this Bot API gives every waiting
+    // update at once), so 260 runs are accepted together.
+    const FLOOD: usize = 260;
+    for i in 0..FLOOD {
+        bot.push(dm(100 + (i % 10) as i64, &format!("message {i}")));
+    }
+    let answers: Vec<Reply> = (0..FLOOD).map(|i| text(&format!("answer {i}"))).collect();
+    let model = ScriptedServer::start(answers);
+    let _gw = start(&sb, &model);
+    sent(&bot, FLOOD);
+    // The poller asked for more only once fewer than 200 runs were in
+    // flight: at least 61 ended (their replies journaled), and all but
+    // the few being sent had gone out. Without the limit it asks again at
+    // once, before any reply.
+    let calls = bot.calls();
+    let next_poll = calls
+        .iter()
+        .enumerate()
+        .filter(|(_, (method, _))| method == "getUpdates")
+        .nth(1)
+        .map(|(at, _)| at)
+        .expect("a second getUpdates");
+    let replies_before = calls[..next_poll]
+        .iter()
+        .filter(|(method, _)| method == "sendMessage")
+        .count();
+    assert!(
+        replies_before >= 40,
+        "the second getUpdates came after {replies_before} replies"
+    );
+}
+
+#[test]
 fn heartbeat_alerts_and_hook_answers_can_name_a_telegram_chat() {
     use crate::gateway_hooks::{HOOK_TOKEN, bearer, send};
     let sb = Sandbox::new();

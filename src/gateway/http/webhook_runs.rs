@@ -315,7 +315,7 @@ fn run_task(
         if run.subagent.is_some() {
             super::super::subagent_runs::TASK_KIND
         } else if run.chat.is_some() {
-            "chat"
+            CHAT_TASK_KIND
         } else {
             "hook"
         }
@@ -358,11 +358,14 @@ pub(crate) fn start_run(shared: &Arc<Shared>, mut task: crate::tasks::Task, reco
     if !fresh {
         return;
     }
+    let counted =
+        (task.task_kind.as_deref() == Some(CHAT_TASK_KIND)).then(|| ChatRunCount::start(shared));
     // The run takes its place in its session's lane now, in the order the
     // runs were recorded: spawned tasks start in no set order.
     let mut lane = shared.engine.lanes().enqueue(&record.session_key);
     let running = shared.clone();
     shared.turns.spawn(async move {
+        let _counted = counted;
         let task_id = task.task_id.clone();
         // A queued run waits small; its turn is built once the lane is its.
         if let Ok(ticket) = &mut lane {
@@ -381,6 +384,29 @@ pub(crate) fn start_run(shared: &Arc<Shared>, mut task: crate::tasks::Task, reco
             .unwrap_or_else(|p| p.into_inner())
             .remove(&task_id);
     });
+}
+
+/// The task kind of a chat message's run.
+const CHAT_TASK_KIND: &str = "chat";
+
+/// One chat run counted in flight, from its start until it ends or is
+/// dropped (a gateway stopping drops the runs it has not finished).
+struct ChatRunCount(Arc<Shared>);
+
+impl ChatRunCount {
+    fn start(shared: &Arc<Shared>) -> ChatRunCount {
+        shared.webhooks.chat_runs.send_modify(|n| *n += 1);
+        ChatRunCount(shared.clone())
+    }
+}
+
+impl Drop for ChatRunCount {
+    fn drop(&mut self) {
+        self.0
+            .webhooks
+            .chat_runs
+            .send_modify(|n| *n = n.saturating_sub(1));
+    }
 }
 
 /// The kind of the intake record telling the main session how a run went.

@@ -140,6 +140,9 @@ pub(crate) struct WebhookState {
     /// Hook and chat runs in flight in this process (a run is never
     /// started twice at once); each leaves the set when it ends.
     pub(super) started: Mutex<std::collections::HashSet<String>>,
+    /// How many of them are chat messages' runs (see
+    /// [`WebhookState::room_for_chat_runs`]).
+    pub(super) chat_runs: tokio::sync::watch::Sender<usize>,
 }
 
 impl Default for WebhookState {
@@ -149,6 +152,7 @@ impl Default for WebhookState {
             lockout: super::Lockout::new(LOCKOUT_AFTER),
             replay: tokio::sync::Mutex::default(),
             started: Mutex::default(),
+            chat_runs: tokio::sync::watch::Sender::new(0),
         }
     }
 }
@@ -172,6 +176,14 @@ struct Served {
 }
 
 impl WebhookState {
+    /// Waits until fewer than `limit` chat messages' runs are in flight
+    /// (queued in their lanes or running).
+    pub(crate) async fn room_for_chat_runs(&self, limit: usize) {
+        let mut in_flight = self.chat_runs.subscribe();
+        // The sender lives as long as `self`: the wait ends only by room.
+        let _ = in_flight.wait_for(|n| *n < limit).await;
+    }
+
     /// The settings for `app`'s config: `None` when hooks are off or
     /// unusable (said once per config).
     fn served(&self, app: &Arc<crate::app::App>, gateway_token: &str) -> Option<Arc<Served>> {
