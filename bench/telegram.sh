@@ -4,8 +4,8 @@
 # a local Bot API and a model that answers at once (bench/telegram_server.py).
 # Prints messages per second from the first update queued to the last
 # reply sent, latency from update to reply (p50, p99), and the gateway's
-# private memory (RssAnon) before and after. Model time is near zero, so
-# the figures are the gateway's own.
+# private memory (RssAnon) before, right after the last reply and 1 s
+# later. Model time is near zero, so the figures are the gateway's own.
 #
 #   bench/telegram.sh [MESSAGES] [CHATS]     (default 1000 50)
 source "$(dirname "$0")/lib.sh"
@@ -59,4 +59,9 @@ print(f"answered {len(answered)} of {n} messages in {span:.2f} s: {len(answered)
 print(f"update to reply sent: p50 {lat[len(lat) // 2]:.1f} ms, p99 {lat[int(len(lat) * 0.99) - 1]:.1f} ms")
 PY
 after="$(private_kb)"
-echo "gateway private memory: before ${before} kB, after ${after} kB, growth $(( (after - before) / 1024 )) MB"
+# Once quiet, the gateway gives back what the burst freed; 1 s is well
+# past that (50 ms of quiet).
+sleep 1
+settled="$(private_kb)"
+growth() { awk -v a="$1" -v b="$before" 'BEGIN {printf "%.1f", (a - b) / 1024}'; }
+echo "gateway private memory: before ${before} kB; right after the last reply ${after} kB, growth $(growth "$after") MB; 1 s later ${settled} kB, growth $(growth "$settled") MB"

@@ -170,13 +170,21 @@ pub(crate) fn resolve<'a>(runs: &'a Runs, target: &str) -> Result<Vec<&'a Task>,
             Ok(alive)
         };
     }
-    let number = target.strip_prefix('#').unwrap_or(target);
+    // `#3` is the list's third run; a bare `3` too, unless the list is
+    // shorter: then digits are the start of a run id (`43142444…`).
+    let (number, marked) = match target.strip_prefix('#') {
+        Some(number) => (number, true),
+        None => (target, false),
+    };
     if let Ok(n) = number.parse::<usize>() {
-        return n
-            .checked_sub(1)
-            .and_then(|i| runs.listed.get(i))
-            .map(|t| vec![t])
-            .ok_or_else(|| TargetError::NotFound(target.to_string()));
+        let listed = n.checked_sub(1).and_then(|i| runs.listed.get(i));
+        match listed {
+            Some(t) => return Ok(vec![t]),
+            None if marked || target.len() < 4 => {
+                return Err(TargetError::NotFound(target.to_string()));
+            }
+            None => {}
+        }
     }
     let exact: Vec<&Task> = runs
         .all

@@ -140,3 +140,30 @@ fn a_log_without_tools_drops_calls_and_their_results() {
         serde_json::json!([{"type": "text", "text": "ok"}])
     );
 }
+
+#[test]
+fn an_id_prefix_of_digits_names_its_run_unless_it_is_a_listed_number() {
+    let mut l = Ledger::open_in_memory().unwrap();
+    let mut digits = run(
+        &mut l,
+        "agent:main:main",
+        "c9",
+        "nine",
+        NOW,
+        Status::Running,
+    );
+    digits.run_id = Some("43142444-5b1c-4c7e-9d4e-0a1b2c3d4e5f".to_string());
+    let runs = select(vec![digits], Some("agent:main:main"), NOW);
+    let found = resolve(&runs, "43142444").unwrap();
+    assert_eq!(run_id(found[0]), "43142444-5b1c-4c7e-9d4e-0a1b2c3d4e5f");
+    // `#` always means the list's number; a short number too.
+    assert_eq!(run_id(resolve(&runs, "1").unwrap()[0]), run_id(found[0]));
+    assert_eq!(
+        resolve(&runs, "#43142444").unwrap_err(),
+        TargetError::NotFound("#43142444".into())
+    );
+    assert_eq!(
+        resolve(&runs, "7").unwrap_err(),
+        TargetError::NotFound("7".into())
+    );
+}

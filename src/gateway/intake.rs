@@ -84,6 +84,10 @@ pub(crate) struct Intake {
     to_feeder: mpsc::UnboundedSender<Record>,
     feed: tokio::sync::Mutex<mpsc::UnboundedReceiver<Record>>,
     applied: watch::Sender<u64>,
+    /// The last record whose run, if it has one, was started (just after
+    /// `applied` moves): what was accepted and is past this is not yet
+    /// counted among the runs in flight.
+    started: watch::Sender<u64>,
 }
 
 impl std::fmt::Debug for Intake {
@@ -125,6 +129,7 @@ impl Intake {
             to_feeder,
             feed: tokio::sync::Mutex::new(feed),
             applied: watch::Sender::new(applied),
+            started: watch::Sender::new(applied),
         })
     }
 
@@ -180,6 +185,16 @@ impl Intake {
     /// The last accepted sequence number.
     pub(crate) fn last_accepted(&self) -> u64 {
         *self.last_seq.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Waits until the runs of everything accepted so far have been
+    /// started (no time limit: a feeder that cannot feed holds the caller
+    /// back, which is what a caller that waits for room wants).
+    pub(crate) async fn runs_started(&self) {
+        let target = self.last_accepted();
+        let mut rx = self.started.subscribe();
+        // The sender lives as long as `self`.
+        let _ = rx.wait_for(|started| *started >= target).await;
     }
 
     /// Waits until everything accepted so far has been fed (at most
@@ -463,6 +478,7 @@ async fn apply(shared: &Arc<Shared>, batch: Vec<Record>, through: u64) -> anyhow
     for (task, record) in runs {
         super::http::webhook_runs::start_run(shared, task, record);
     }
+    shared.intake.started.send_replace(through);
     for w in warnings {
         tracing::warn!("{w}");
     }

@@ -40,9 +40,6 @@ const POLL_WAIT: Duration = Duration::from_secs(25);
 /// until some end: a flood waits at Telegram (which keeps updates for a
 /// day) rather than in the gateway's memory. Two `getUpdates` batches.
 const CHAT_RUNS_IN_FLIGHT: usize = 200;
-/// How long the poller waits for the intake's feeder to start the runs
-/// of the last batch before it counts them.
-const FEED_WAIT: Duration = Duration::from_secs(5);
 /// How long a second poller waits before looking at the lock again.
 const LOCK_RETRY: Duration = Duration::from_secs(30);
 
@@ -203,7 +200,7 @@ impl TelegramPoller {
                     .await??;
                 offset = last + 1;
                 let room = async {
-                    shared.intake.caught_up(FEED_WAIT).await;
+                    shared.intake.runs_started().await;
                     shared
                         .webhooks
                         .room_for_chat_runs(CHAT_RUNS_IN_FLIGHT)

@@ -402,10 +402,16 @@ impl ChatRunCount {
 
 impl Drop for ChatRunCount {
     fn drop(&mut self) {
-        self.0
-            .webhooks
-            .chat_runs
-            .send_modify(|n| *n = n.saturating_sub(1));
+        let mut none_left = false;
+        self.0.webhooks.chat_runs.send_modify(|n| {
+            *n = n.saturating_sub(1);
+            none_left = *n == 0;
+        });
+        // The end of a burst of messages is work that built and dropped
+        // much: its free memory goes back once the gateway is quiet.
+        if none_left {
+            self.0.periodic_work_ran.notify_one();
+        }
     }
 }
 
@@ -797,4 +803,30 @@ async fn delivery_target(
 fn internal(err: impl std::fmt::Display) -> ApiError {
     tracing::error!(error = %err, "hook request failed");
     ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, err.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use futures_util::FutureExt;
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn chat_runs_in_flight_make_room_as_they_end_and_the_last_asks_for_a_give_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let shared = crate::gateway::test_shared(dir.path(), "token");
+        let mut runs: Vec<_> = (0..3).map(|_| ChatRunCount::start(&shared)).collect();
+        let mut room = Box::pin(shared.webhooks.room_for_chat_runs(3));
+        assert!(
+            (&mut room).now_or_never().is_none(),
+            "room with 3 of 3 in flight"
+        );
+        runs.pop();
+        assert!((&mut room).now_or_never().is_some(), "no room with 2 of 3");
+        // Only the end of the burst asks for the free memory to go back.
+        runs.pop();
+        assert!(shared.periodic_work_ran.notified().now_or_never().is_none());
+        runs.pop();
+        assert!(shared.periodic_work_ran.notified().now_or_never().is_some());
+        assert_eq!(*shared.webhooks.chat_runs.borrow(), 0);
+    }
 }
