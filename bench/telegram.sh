@@ -59,8 +59,7 @@ print(f"answered {len(answered)} of {n} messages in {span:.2f} s: {len(answered)
 print(f"update to reply sent: p50 {lat[len(lat) // 2]:.1f} ms, p99 {lat[int(len(lat) * 0.99) - 1]:.1f} ms")
 PY
 after="$(private_kb)"
-# Once quiet, the gateway gives back what the burst freed; 1 s is well
-# past that (50 ms of quiet).
+# Again once the gateway has been quiet for a moment: what it keeps.
 sleep 1
 settled="$(private_kb)"
 growth() { awk -v a="$1" -v b="$before" 'BEGIN {printf "%.1f", (a - b) / 1024}'; }

@@ -402,16 +402,10 @@ impl ChatRunCount {
 
 impl Drop for ChatRunCount {
     fn drop(&mut self) {
-        let mut none_left = false;
-        self.0.webhooks.chat_runs.send_modify(|n| {
-            *n = n.saturating_sub(1);
-            none_left = *n == 0;
-        });
-        // The end of a burst of messages is work that built and dropped
-        // much: its free memory goes back once the gateway is quiet.
-        if none_left {
-            self.0.periodic_work_ran.notify_one();
-        }
+        self.0
+            .webhooks
+            .chat_runs
+            .send_modify(|n| *n = n.saturating_sub(1));
     }
 }
 
@@ -811,7 +805,7 @@ mod tests {
     use futures_util::FutureExt;
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn chat_runs_in_flight_make_room_as_they_end_and_the_last_asks_for_a_give_back() {
+    async fn chat_runs_in_flight_make_room_as_they_end() {
         let dir = tempfile::tempdir().unwrap();
         let shared = crate::gateway::test_shared(dir.path(), "token");
         let mut runs: Vec<_> = (0..3).map(|_| ChatRunCount::start(&shared)).collect();
@@ -822,11 +816,7 @@ mod tests {
         );
         runs.pop();
         assert!((&mut room).now_or_never().is_some(), "no room with 2 of 3");
-        // Only the end of the burst asks for the free memory to go back.
-        runs.pop();
-        assert!(shared.periodic_work_ran.notified().now_or_never().is_none());
-        runs.pop();
-        assert!(shared.periodic_work_ran.notified().now_or_never().is_some());
+        runs.clear();
         assert_eq!(*shared.webhooks.chat_runs.borrow(), 0);
     }
 }
