@@ -90,8 +90,7 @@ struct Inner {
 /// per core, at least 4 (files and SQLite wait on the disk as much as they
 /// use a core), at most 16.
 fn short_work_at_once() -> usize {
-    let cores = std::thread::available_parallelism().map_or(2, std::num::NonZeroUsize::get);
-    (cores * 2).clamp(4, 16)
+    (crate::host::compute_threads() * 2).clamp(4, 16)
 }
 
 /// Work for the bookkeeping thread.
@@ -233,25 +232,18 @@ impl Engine {
         // itself: the next piece then finds the thread idle again rather
         // than starting another.
         let _place = self.inner.short_work.acquire().await?;
-        self.on_blocking_thread(work).await
+        self.blocking_on_runtime(work).await
     }
 
     /// Runs blocking work that waits on the engine's runtime (a turn's
     /// model calls, a heartbeat's turn and delivery), outside the limit of
     /// [`Engine::blocking`]: it may itself need that limit's places, and
     /// it is limited already (`agents.defaults.maxConcurrent`, one
-    /// heartbeat per agent).
+    /// heartbeat per agent). The thread gives back the pages it freed
+    /// when the work is done: a turn allocates much (prompt, transcript,
+    /// skills), and a pool thread may then idle, holding them, until it
+    /// exits.
     pub(crate) async fn blocking_on_runtime<T: Send + 'static>(
-        &self,
-        work: impl FnOnce() -> T + Send + 'static,
-    ) -> anyhow::Result<T> {
-        self.on_blocking_thread(work).await
-    }
-
-    /// The thread gives back the pages it freed when the work is done: a
-    /// turn allocates much (prompt, transcript, skills), and a pool thread
-    /// may then idle, holding them, until it exits.
-    async fn on_blocking_thread<T: Send + 'static>(
         &self,
         work: impl FnOnce() -> T + Send + 'static,
     ) -> anyhow::Result<T> {

@@ -87,7 +87,7 @@ pub(crate) struct Intake {
     /// The last record whose run, if it has one, was started (just after
     /// `applied` moves): what was accepted and is past this is not yet
     /// counted among the runs in flight.
-    started: watch::Sender<u64>,
+    runs_started_through: watch::Sender<u64>,
 }
 
 impl std::fmt::Debug for Intake {
@@ -129,7 +129,7 @@ impl Intake {
             to_feeder,
             feed: tokio::sync::Mutex::new(feed),
             applied: watch::Sender::new(applied),
-            started: watch::Sender::new(applied),
+            runs_started_through: watch::Sender::new(applied),
         })
     }
 
@@ -192,7 +192,7 @@ impl Intake {
     /// back, which is what a caller that waits for room wants).
     pub(crate) async fn runs_started(&self) {
         let target = self.last_accepted();
-        let mut rx = self.started.subscribe();
+        let mut rx = self.runs_started_through.subscribe();
         // The sender lives as long as `self`.
         let _ = rx.wait_for(|started| *started >= target).await;
     }
@@ -478,7 +478,7 @@ async fn apply(shared: &Arc<Shared>, batch: Vec<Record>, through: u64) -> anyhow
     for (task, record) in runs {
         super::http::webhook_runs::start_run(shared, task, record);
     }
-    shared.intake.started.send_replace(through);
+    shared.intake.runs_started_through.send_replace(through);
     for w in warnings {
         tracing::warn!("{w}");
     }
