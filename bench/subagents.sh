@@ -17,7 +17,7 @@
 #
 #   bench/subagents.sh [CHILDREN]     (default 50)
 #   TURNS=8 bench/subagents.sh          (8 turns at once on the machine's cores)
-#   PERF_OUT=file, GATEWAY_LOG=filter KEEP_LOG=file: a profile, the log
+#   PERF_OUT=file (PERF_FREQ=Hz), GATEWAY_LOG=filter KEEP_LOG=file: a profile, the log
 source "$(dirname "$0")/lib.sh"
 CHILDREN="${1:-50}"
 build_release
@@ -58,11 +58,16 @@ done
 for _ in $(seq 200); do [ -s "$home/.almanac/cache/skills-turn.json" ] && break; sleep 0.05; done
 private_kb() { awk '/^RssAnon/ {print $2}' "/proc/$gw_pid/status"; }
 before="$(private_kb)"
-cpu_ms() { awk -v hz="$(getconf CLK_TCK)" '{print int(($14 + $15) * 1000 / hz)}' "/proc/$gw_pid/stat"; }
-cpu_before="$(cpu_ms)"
+# The gateway's CPU time in µs, summed over its threads' scheduler
+# statistics (exact, where the process's user and system times are
+# counted in 10 ms ticks). Every thread lives through the run: the pool's
+# idle threads end only after 10 s.
+cpu_us() { cat /proc/"$gw_pid"/task/*/schedstat 2>/dev/null | awk '{ns += $1} END {printf "%d", ns / 1000}'; }
+ticks_ms() { awk -v hz="$(getconf CLK_TCK)" '{print int(($14 + $15) * 1000 / hz)}' "/proc/$gw_pid/stat"; }
+cpu_before="$(cpu_us)"; ticks_before="$(ticks_ms)"
 # PERF_OUT=file records the gateway's profile while the children run.
 perf_pid=""
-if [ -n "${PERF_OUT:-}" ]; then perf record -F 2000 --call-graph dwarf,16384 -p "$gw_pid" -o "$PERF_OUT" 2>/dev/null & perf_pid=$!; sleep 0.5; fi
+if [ -n "${PERF_OUT:-}" ]; then perf record -F "${PERF_FREQ:-2000}" --call-graph dwarf,16384 -p "$gw_pid" -o "$PERF_OUT" 2>/dev/null & perf_pid=$!; sleep 0.5; fi
 ( peak=0; while kill -0 "$gw_pid" 2>/dev/null; do
     kb="$(private_kb 2>/dev/null || echo 0)"; [ "${kb:-0}" -gt "$peak" ] && peak="$kb" && echo "$peak" >"$home/peak"
     sleep 0.01; done ) &
@@ -105,10 +110,10 @@ time.sleep(0.5)
 told = announces()
 print(f"announces in the parent's session: {told} of {n}" + ("" if told == n else "  <-- MISMATCH"))
 PY
-cpu_after="$(cpu_ms)"
+cpu_after="$(cpu_us)"; ticks_after="$(ticks_ms)"
 [ -n "$perf_pid" ] && kill -INT "$perf_pid" && wait "$perf_pid" 2>/dev/null
 echo "model answers: $(curl -s "http://127.0.0.1:$port/")"
-python3 -c 'import sys; t, n = int(sys.argv[1]), int(sys.argv[2]); print(f"gateway CPU time: {t} ms in all, {t / n:.1f} ms per child (its turn, its ledger task, its announce, its share of the relay turns)")' "$((cpu_after - cpu_before))" "$CHILDREN"
+python3 -c 'import sys; t, n = int(sys.argv[1]) / 1000, int(sys.argv[2]); print(f"gateway CPU time: {t:.0f} ms in all, {t / n:.2f} ms per child (its turn, its ledger task, its announce, its share of the relay turns; the process ticks say {sys.argv[3]} ms)")' "$((cpu_after - cpu_before))" "$CHILDREN" "$((ticks_after - ticks_before))"
 kill "$sampler_pid" 2>/dev/null; sampler_pid=""
 peak="$(cat "$home/peak" 2>/dev/null || echo 0)"
 echo "gateway private memory: $((before / 1024)) MB before, peak $((peak / 1024)).$(( (peak % 1024) * 10 / 1024 )) MB while the children ran"

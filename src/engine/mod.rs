@@ -33,6 +33,7 @@
 pub(crate) mod assemble;
 pub(crate) mod lanes;
 pub(crate) mod model;
+mod pool;
 pub(crate) mod turn;
 mod turn_session;
 
@@ -239,24 +240,24 @@ impl Engine {
     /// model calls, a heartbeat's turn and delivery), outside the limit of
     /// [`Engine::blocking`]: it may itself need that limit's places, and
     /// it is limited already (`agents.defaults.maxConcurrent`, one
-    /// heartbeat per agent). The thread gives back the pages it freed
-    /// when the work is done: a turn allocates much (prompt, transcript,
-    /// skills), and a pool thread may then idle, holding them, until it
-    /// exits.
+    /// heartbeat per agent). Both run on the engine's own threads
+    /// (`pool`), which give their free pages back once idle.
     pub(crate) async fn blocking_on_runtime<T: Send + 'static>(
         &self,
         work: impl FnOnce() -> T + Send + 'static,
     ) -> anyhow::Result<T> {
-        tokio::task::spawn_blocking(move || {
+        pool::run(move || {
             let _boundary = BlockingBoundary::enter();
-            let done = work();
-            crate::host::allocator::release_thread_free_pages();
-            done
+            work()
         })
         .await
-        .map_err(|e| match e.try_into_panic() {
-            Ok(panic) => anyhow::anyhow!("blocking work panicked: {}", panic_text(&*panic)),
-            Err(e) => anyhow::anyhow!("blocking work stopped: {e}"),
+        .map_err(|failed| match failed {
+            pool::Failed::Panicked(panic) => {
+                anyhow::anyhow!("blocking work panicked: {}", panic_text(&*panic))
+            }
+            pool::Failed::NotRun => {
+                anyhow::anyhow!("blocking work did not run: no thread could be started")
+            }
         })
     }
 

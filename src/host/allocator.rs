@@ -41,9 +41,9 @@ pub(crate) fn serve_from_mimalloc() {
 }
 
 /// Gives back the pages this thread's heap holds free (blocks freed here
-/// and those other threads freed into its pages). For the end of work that
-/// allocated much on a pool thread that may then sit idle: mimalloc
-/// collects a heap only when its own thread allocates again.
+/// and those other threads freed into its pages). For a pool thread that
+/// has gone idle: mimalloc collects a heap only when its own thread
+/// allocates again.
 pub(crate) fn release_thread_free_pages() {
     if SERVING.load(Ordering::Acquire) {
         // SAFETY: collecting only frees what is free.

@@ -23,6 +23,7 @@ pub(crate) mod events;
 pub(crate) mod key;
 pub(crate) mod reset;
 pub(crate) mod store;
+mod store_batch;
 mod store_cache;
 pub(crate) mod transcript;
 

@@ -14,8 +14,9 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::store_cache;
+use super::{store_batch, store_cache};
 use crate::durable;
+use crate::durable::{HeldLock, lock_file};
 
 /// The fields of an entry almanac reads and writes; the rest of the
 /// entry's JSON is carried along untouched.
@@ -198,51 +199,66 @@ impl SessionsFile {
     }
 
     /// Reads, lets `f` change, and writes back if anything changed, under
-    /// the store's lock. A file that does not parse is moved aside (named
-    /// with `now`) and a new store started, with a warning; one that cannot
-    /// be read is an error, left in place.
+    /// the store's lock; changes made by this process's other threads
+    /// meanwhile go in the same write (see `store_batch`). A file that does
+    /// not parse is moved aside (named with `now`) and a new store started,
+    /// with a warning; one that cannot be read is an error, left in place.
     pub(crate) fn update<T>(
         &self,
         now: jiff::Timestamp,
         f: impl FnOnce(&mut Map<String, Value>) -> T,
     ) -> std::io::Result<(T, Vec<String>)> {
-        durable::with_file_lock(&self.lock_path(), || {
-            let mut warnings = Vec::new();
-            let read = self.read().map_err(|e| {
-                std::io::Error::new(
-                    e.kind(),
-                    format!("cannot read the session store {}: {e}", self.path.display()),
-                )
-            })?;
-            let before = match read {
-                Read::Missing => Arc::default(),
-                Read::Parsed(map) => map,
-                Read::Unparsable(reason) => {
-                    let moved_to = durable::quarantine(&self.path, now)?;
-                    store_cache::forget(&self.path);
-                    warnings.push(format!(
-                        "the session store did not parse ({reason}); it was moved to {}",
-                        moved_to.display()
-                    ));
-                    Arc::default()
-                }
-            };
-            let mut map = Map::clone(&before);
-            let value = f(&mut map);
-            if map != *before {
-                let mut bytes = serde_json::to_vec_pretty(&map).expect("a JSON map serialises");
-                bytes.push(b'\n');
-                durable::atomic_replace(&self.path, &bytes, durable::PRIVATE_FILE_MODE)?;
-                // Under the lock no other writer follows before this look.
-                match std::fs::metadata(&self.path) {
-                    Ok(meta) => {
-                        store_cache::put(&self.path, store_cache::FileId::of(&meta), Arc::new(map))
-                    }
-                    Err(_) => store_cache::forget(&self.path),
-                }
+        let file = LockedStore { store: self, now };
+        store_batch::change(&self.path, &file, f)
+    }
+}
+
+/// The store's side of a batch of changes.
+struct LockedStore<'a> {
+    store: &'a SessionsFile,
+    now: jiff::Timestamp,
+}
+
+impl store_batch::StoreFile for LockedStore<'_> {
+    fn lock_and_read(&self) -> std::io::Result<(HeldLock, Arc<Map<String, Value>>, Vec<String>)> {
+        let path = &self.store.path;
+        let held = lock_file(&self.store.lock_path())?;
+        let read = self.store.read().map_err(|e| {
+            std::io::Error::new(
+                e.kind(),
+                format!("cannot read the session store {}: {e}", path.display()),
+            )
+        })?;
+        let mut warnings = Vec::new();
+        let map = match read {
+            Read::Missing => Arc::default(),
+            Read::Parsed(map) => map,
+            Read::Unparsable(reason) => {
+                let moved_to = durable::quarantine(path, self.now)?;
+                store_cache::forget(path);
+                warnings.push(format!(
+                    "the session store did not parse ({reason}); it was moved to {}",
+                    moved_to.display()
+                ));
+                Arc::default()
             }
-            Ok((value, warnings))
-        })?
+        };
+        Ok((held, map, warnings))
+    }
+
+    fn write(&self, map: &Map<String, Value>) -> std::io::Result<()> {
+        let path = &self.store.path;
+        let mut bytes = serde_json::to_vec_pretty(map).expect("a JSON map serialises");
+        bytes.push(b'\n');
+        durable::atomic_replace(path, &bytes, durable::PRIVATE_FILE_MODE)?;
+        // Under the lock no other writer follows before this look.
+        match std::fs::metadata(path) {
+            Ok(meta) => {
+                store_cache::put(path, store_cache::FileId::of(&meta), Arc::new(map.clone()))
+            }
+            Err(_) => store_cache::forget(path),
+        }
+        Ok(())
     }
 }
 
