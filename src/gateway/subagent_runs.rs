@@ -193,22 +193,16 @@ fn family(
 ) -> Result<(u32, std::collections::HashSet<String>), String> {
     let mut depth = 0;
     let mut alive = std::collections::HashSet::new();
-    for status in [crate::tasks::Status::Queued, crate::tasks::Status::Running] {
-        let filter = crate::tasks::TaskFilter {
-            status: Some(status),
-            runtime: Some(crate::tasks::Runtime::Subagent),
-        };
-        let tasks = shared
-            .tasks
-            .with(|l| l.list(filter, None))
-            .map_err(|e| e.to_string())?;
-        for task in tasks {
-            if task.requester_session_key == session {
-                alive.insert(task.run_id.clone().unwrap_or(task.task_id.clone()));
-            }
-            if task.child_session_key.as_deref() == Some(session) {
-                depth = origin_of(&task).map_or(1, |o| o.depth);
-            }
+    let tasks = shared
+        .tasks
+        .with(|l| l.live_subagents_around(session))
+        .map_err(|e| e.to_string())?;
+    for task in tasks {
+        if task.requester_session_key == session {
+            alive.insert(task.run_id.clone().unwrap_or(task.task_id.clone()));
+        }
+        if task.child_session_key.as_deref() == Some(session) {
+            depth = origin_of(&task).map_or(1, |o| o.depth);
         }
     }
     Ok((depth, alive))

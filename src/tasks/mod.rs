@@ -414,6 +414,17 @@ impl Ledger {
         )
     }
 
+    /// Subagent runs queued or running that `session` asked for or runs
+    /// in (a spawn's family check): found by the session indexes, not by
+    /// reading every live run.
+    pub(crate) fn live_subagents_around(&self, session: &str) -> Result<Vec<Task>, TaskError> {
+        self.select(
+            "WHERE (requester_session_key = ?1 OR child_session_key = ?1)
+               AND runtime = ?2 AND status IN (?3, ?4)",
+            params![session, Runtime::Subagent, Status::Queued, Status::Running],
+        )
+    }
+
     /// One task by task id, else the most recent by run id, else the most
     /// recent whose requester or child session is `lookup`, else the one
     /// task whose id starts with `lookup` (at least 4 characters; more than

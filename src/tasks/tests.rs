@@ -1024,6 +1024,40 @@ fn lists_filter_newest_first() {
 }
 
 #[test]
+fn a_sessions_live_subagent_runs_are_those_it_asked_for_or_runs_in() {
+    let mut l = ledger();
+    let running = task_in(&mut l, Status::Running, T0);
+    let waiting = task_in(&mut l, Status::Queued, T0 + 1);
+    task_in(&mut l, Status::Succeeded, T0 + 2);
+    let mut other = new_task(None, None);
+    other.requester_session_key = "agent:main:other".into();
+    let other = l.create(other, T0 + 3).unwrap();
+    let mut inside = new_task(None, None);
+    inside.requester_session_key = "agent:main:other".into();
+    inside.child_session_key = Some("agent:main:main".into());
+    let inside = l.create(inside, T0 + 4).unwrap();
+    let mut cron = NewTask::new(Runtime::Cron, "agent:main:main", "tick");
+    cron.requester_session_key = "agent:main:main".into();
+    l.create(cron, T0 + 5).unwrap();
+    let ids = |session: &str| -> BTreeSet<String> {
+        l.live_subagents_around(session)
+            .unwrap()
+            .into_iter()
+            .map(|t| t.task_id)
+            .collect()
+    };
+    assert_eq!(
+        ids("agent:main:main"),
+        BTreeSet::from([running.task_id, waiting.task_id, inside.task_id.clone()])
+    );
+    assert_eq!(
+        ids("agent:main:other"),
+        BTreeSet::from([other.task_id, inside.task_id])
+    );
+    assert!(ids("agent:main:nobody").is_empty());
+}
+
+#[test]
 fn reading_creates_nothing_and_never_migrates() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("state").join("almanac.sqlite");
