@@ -17,7 +17,9 @@
 //!   engine's runtime from that blocking thread (`Handle::block_on`),
 //!   which is why a turn runs through [`Engine::blocking_on_runtime`]:
 //!   work given to [`Engine::blocking`] holds one of a few places, and
-//!   never waits on the runtime, so it never waits for a place. A
+//!   never waits on the runtime, so it never waits for a place. Both
+//!   run on the engine's threads ([`pool`]), which start one whenever no
+//!   thread is free and give their free pages back once idle. A
 //!   command's single turn ([`run_one_turn`]) has no async code around it:
 //!   its main thread is the blocking thread and drives the current-thread
 //!   runtime for the model calls itself.
