@@ -119,7 +119,9 @@ impl Pool {
         state.jobs.push_back(job);
         // Threads that will look at the queue before they wait: those
         // between two jobs (or starting) and those told of work.
-        let between = state.threads - state.busy - state.idle - state.wakeups;
+        let between = state
+            .threads
+            .saturating_sub(state.busy + state.idle + state.wakeups);
         if state.jobs.len() <= between + state.wakeups {
             return;
         }
