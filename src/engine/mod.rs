@@ -222,7 +222,7 @@ impl Engine {
     /// wait their turn here. Work that waits on the runtime (a turn's
     /// model calls) goes through [`Engine::blocking_on_runtime`] instead.
     ///
-    /// Why a limit: the runtime starts a thread whenever no idle one is
+    /// Why a limit: the pool starts a thread whenever no free one is
     /// left, so a burst (a hundred chat replies ending at once) made
     /// twenty threads, each keeping its own allocator pages and stack
     /// (1,000 Telegram messages: 11 MB more private memory), for no more
@@ -232,7 +232,7 @@ impl Engine {
         work: impl FnOnce() -> T + Send + 'static,
     ) -> anyhow::Result<T> {
         // Held until the work's end is seen here, not dropped by the work
-        // itself: the next piece then finds the thread idle again rather
+        // itself: the next piece then finds the thread free again rather
         // than starting another.
         let _place = self.inner.short_work.acquire().await?;
         self.blocking_on_runtime(work).await

@@ -10,7 +10,8 @@
 //! gateway after it holds only live data.
 //!
 //! Invariants: a job submitted runs (a new thread starts whenever none is
-//! idle, so work that waits for other work never waits for a thread); a
+//! free, idle or between two jobs, so work that waits for other work
+//! never waits for a thread); a
 //! job's panic is caught and handed to its waiter; a thread idle for
 //! [`KEEP_ALIVE`] ends.
 
