@@ -80,3 +80,38 @@ if len(results) == 2:
     print(f"{'  this build / baseline':<34} {results[0]['median'] / results[1]['median']:.2f}x")
 PY
 }
+
+# in_rounds LABEL=REGEX… -- "$0" ARGS…: runs the calling script ROUNDS
+# times (default 3; its rounds run with ROUNDS=1), prints each round's
+# output, then the median over the rounds of each figure: the first
+# number REGEX captures in a round's output, under LABEL. On a shared
+# machine one round's figure moves by 15% run to run; the median of three
+# moves less. Returns 1 when the caller is a round itself (it goes on).
+in_rounds() {
+    local rounds="${ROUNDS:-3}" figures=() r
+    [ "$rounds" -le 1 ] && return 1
+    while [ "$1" != "--" ]; do figures+=("$1"); shift; done
+    shift
+    build_release
+    local outputs="$BENCH_OUT/rounds.$$"
+    : >"$outputs"
+    for r in $(seq "$rounds"); do
+        echo "== round $r of $rounds"
+        ROUNDS=1 ALMANAC_BIN="$ALMANAC" "$@" | tee -a "$outputs"
+        echo "== end of round" >>"$outputs"
+    done
+    python3 - "$outputs" "${figures[@]}" <<'PY'
+import re, statistics, sys
+text = open(sys.argv[1]).read()
+rounds = text.split("== end of round")[:-1]
+print(f"== median of {len(rounds)} rounds")
+for figure in sys.argv[2:]:
+    label, regex = figure.split("=", 1)
+    values = [float(m.group(1)) for r in rounds if (m := re.search(regex, r))]
+    if values:
+        shown = ", ".join(f"{v:g}" for v in values)
+        print(f"{label}: {statistics.median(values):g} (rounds: {shown})")
+PY
+    rm -f "$outputs"
+    return 0
+}

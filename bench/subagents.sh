@@ -15,11 +15,19 @@
 #   * how many announces reached the parent's session (each must be there
 #     once).
 #
-#   bench/subagents.sh [CHILDREN]     (default 50)
+#   bench/subagents.sh [CHILDREN]     (default 50; ROUNDS=3 runs, then the medians)
 #   TURNS=8 bench/subagents.sh          (8 turns at once on the machine's cores)
 #   PERF_OUT=file (PERF_FREQ=Hz), GATEWAY_LOG=filter KEEP_LOG=file: a profile, the log
 source "$(dirname "$0")/lib.sh"
 CHILDREN="${1:-50}"
+# A profile or a log is of one round.
+[ -n "${PERF_OUT:-}${KEEP_LOG:-}" ] && ROUNDS=1
+if in_rounds \
+    "gateway CPU per child, ms=([0-9.]+) ms per child \(its" \
+    "peak private memory, MB=peak ([0-9.]+) MB" \
+    "spawn to last child ended, ms per child=ended: [0-9]+ ms, ([0-9.]+) ms per child" \
+    "announces in the parent's session=session: ([0-9]+) of" \
+    -- "$0" "$@"; then exit 0; fi
 build_release
 
 home="$(mktemp -d)"

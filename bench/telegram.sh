@@ -7,10 +7,17 @@
 # private memory (RssAnon) before, right after the last reply and 1 s
 # later. Model time is near zero, so the figures are the gateway's own.
 #
-#   bench/telegram.sh [MESSAGES] [CHATS]     (default 1000 50)
+#   bench/telegram.sh [MESSAGES] [CHATS]     (default 1000 50; ROUNDS=3 runs, then the medians)
 source "$(dirname "$0")/lib.sh"
 MESSAGES="${1:-1000}"
 CHATS="${2:-50}"
+if in_rounds \
+    "seconds for all=messages in ([0-9.]+) s" \
+    "messages/s=([0-9.]+) messages/s" \
+    "p99 update to reply, ms=p99 ([0-9.]+) ms" \
+    "private memory growth right after, MB=growth ([0-9.]+) MB;" \
+    "private memory growth 1 s later, MB=1 s later [0-9]+ kB, growth ([0-9.]+) MB" \
+    -- "$0" "$@"; then exit 0; fi
 build_release
 
 home="$(mktemp -d)"
