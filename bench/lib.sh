@@ -97,7 +97,9 @@ in_rounds() {
     : >"$outputs"
     for r in $(seq "$rounds"); do
         echo "== round $r of $rounds"
-        ROUNDS=1 ALMANAC_BIN="$ALMANAC" "$@" | tee -a "$outputs"
+        # (set -e does not reach here: the caller tests this function.)
+        ROUNDS=1 ALMANAC_BIN="$ALMANAC" "$@" | tee -a "$outputs" ||
+            { echo "round $r failed" >&2; rm -f "$outputs"; exit 1; }
         echo "== end of round" >>"$outputs"
     done
     python3 - "$outputs" "${figures[@]}" <<'PY'
