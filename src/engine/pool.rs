@@ -11,9 +11,8 @@
 //!
 //! Invariants: a job submitted runs (a new thread starts whenever none is
 //! free, idle or between two jobs, so work that waits for other work
-//! never waits for a thread); a
-//! job's panic is caught and handed to its waiter; a thread idle for
-//! [`KEEP_ALIVE`] ends.
+//! never waits for a thread); a job's panic is caught and handed to its
+//! waiter; a thread idle for [`KEEP_ALIVE`] ends.
 
 use std::collections::VecDeque;
 use std::panic::AssertUnwindSafe;

@@ -246,16 +246,14 @@ impl store_batch::StoreFile for LockedStore<'_> {
         Ok((held, map, warnings))
     }
 
-    fn write(&self, map: &Map<String, Value>) -> std::io::Result<()> {
+    fn write(&self, map: &Arc<Map<String, Value>>) -> std::io::Result<()> {
         let path = &self.store.path;
-        let mut bytes = serde_json::to_vec_pretty(map).expect("a JSON map serialises");
+        let mut bytes = serde_json::to_vec_pretty(&**map).expect("a JSON map serialises");
         bytes.push(b'\n');
         durable::atomic_replace(path, &bytes, durable::PRIVATE_FILE_MODE)?;
         // Under the lock no other writer follows before this look.
         match std::fs::metadata(path) {
-            Ok(meta) => {
-                store_cache::put(path, store_cache::FileId::of(&meta), Arc::new(map.clone()))
-            }
+            Ok(meta) => store_cache::put(path, store_cache::FileId::of(&meta), map.clone()),
             Err(_) => store_cache::forget(path),
         }
         Ok(())

@@ -33,8 +33,9 @@ pub(super) trait StoreFile {
     /// Takes the store's lock and reads the store (moving a corrupt one
     /// aside), with warnings.
     fn lock_and_read(&self) -> io::Result<(HeldLock, Arc<Store>, Vec<String>)>;
-    /// Writes `map` as the store (the lock is held).
-    fn write(&self, map: &Store) -> io::Result<()>;
+    /// Writes `map` as the store (the lock is held); the store may keep
+    /// the map itself as what the file now holds.
+    fn write(&self, map: &Arc<Store>) -> io::Result<()>;
 }
 
 /// Applies `f` to the store at `path` with the other changes made at the

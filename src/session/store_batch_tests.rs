@@ -64,9 +64,9 @@ impl StoreFile for HeldStore {
         Ok((lock_file(&self.lock)?, Arc::new(last), Vec::new()))
     }
 
-    fn write(&self, map: &Store) -> io::Result<()> {
+    fn write(&self, map: &Arc<Store>) -> io::Result<()> {
         self.go.lock().unwrap().recv().unwrap()?;
-        self.written.lock().unwrap().push(map.clone());
+        self.written.lock().unwrap().push(Store::clone(map));
         Ok(())
     }
 }
