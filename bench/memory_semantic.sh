@@ -5,8 +5,9 @@
 # side by side: words only in the command on its own (no gateway, the
 # provider set to none), hybrid in the command on its own (every search
 # loads the model and reads every vector) and hybrid through a running
-# gateway (model warm, vectors in memory); then the gateway's hybrid p50
-# over the command's words-only p50.
+# gateway (model warm, vectors in memory), and words only through a
+# gateway set to words only; then the gateway's hybrid p50 and its
+# words-only p50 over the command's words-only p50.
 #
 #   bench/memory_semantic.sh                       (DAYS=90, RUNS=20 per query)
 #   DAYS=3 RUNS=3 ALMANAC_BIN=target/debug/almanac bench/memory_semantic.sh
@@ -92,16 +93,27 @@ time_queries lexical --set agents.defaults.memorySearch.provider=none
 time_queries cold
 
 port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
-$A gateway run --port "$port" >"$work/gateway.log" 2>&1 &
-gw=$!
-until curl -fs "http://127.0.0.1:$port/readyz" >/dev/null 2>&1; do
-    kill -0 "$gw" 2>/dev/null || { echo "the gateway exited:" >&2; cat "$work/gateway.log" >&2; exit 1; }
-    sleep 0.05
-done
+# start_gateway [OPTION…]: a gateway with the global OPTIONs, once ready.
+start_gateway() {
+    $A "$@" gateway run --port "$port" >"$work/gateway.log" 2>&1 &
+    gw=$!
+    until curl -fs "http://127.0.0.1:$port/readyz" >/dev/null 2>&1; do
+        kill -0 "$gw" 2>/dev/null || { echo "the gateway exited:" >&2; cat "$work/gateway.log" >&2; exit 1; }
+        sleep 0.05
+    done
+}
+start_gateway
 # Every note has its vector already; the first search loads the model.
 $A memory search --json -- "warm up" >/dev/null
 time_queries gateway
 status="$($A gateway status --json)"
+kill "$gw" && wait "$gw" 2>/dev/null
+# The same words-only search as the first column, through a gateway whose
+# settings are words only too: the warm path doing the same work.
+start_gateway --set agents.defaults.memorySearch.provider=none
+$A --set agents.defaults.memorySearch.provider=none memory search --json -- "warm up" >/dev/null
+time_queries lexical-gateway --set agents.defaults.memorySearch.provider=none
+words_answered="$($A gateway status --json | python3 -c 'import json, sys; print((json.load(sys.stdin).get("memorySearch") or {}).get("searches", 0))')"
 
 python3 - "$BENCH_OUT" "${#queries[@]}" "$status" "${queries[@]}" <<'PY'
 import json, sys
@@ -112,8 +124,9 @@ def times(label, i):
 def pct(xs, p):
     xs = sorted(xs)
     return xs[min(len(xs) - 1, int(round(p / 100 * (len(xs) - 1))))]
-labels = ("lexical", "cold", "gateway")
-print(f"{'memory search --json, p50 / p95 ms':<42} {'words, no gateway':>19}   {'hybrid, no gateway':>19}   {'hybrid, gateway':>19}")
+labels = ("lexical", "lexical-gateway", "cold", "gateway")
+heads = ("words, no gateway", "words, gateway", "hybrid, no gateway", "hybrid, gateway")
+print(f"{'memory search --json, p50 / p95 ms':<42} " + "   ".join(f"{h:>19}" for h in heads))
 every = {label: [] for label in labels}
 for i, q in enumerate(queries):
     row = []
@@ -123,10 +136,12 @@ for i, q in enumerate(queries):
         row.append(f"{pct(ts, 50):8.1f} / {pct(ts, 95):7.1f}")
     print(f"  {q[:40]:<40} " + "   ".join(f"{r:>19}" for r in row))
 print(f"  {'all queries':<40} " + "   ".join(f"{pct(every[l], 50):8.1f} / {pct(every[l], 95):7.1f}" for l in labels))
-w, c, g = (pct(every[l], 50) for l in labels)
+w, wg, c, g = (pct(every[l], 50) for l in labels)
 print(f"hybrid through the gateway / words only without it, at p50: {g / max(w, 1e-9):.2f}x "
       f"(hybrid without it: {c / max(g, 1e-9):.1f}x slower than through it)")
+print(f"words only through the gateway / words only without it, at p50: {wg / max(w, 1e-9):.2f}x")
 m = status.get("memorySearch") or {}
 print(f"gateway: {m.get('searches', 0)} searches answered, {m.get('vectorsInMemory', 0)} vectors in memory, "
       f"provider {'loaded' if m.get('providerLoaded') else 'not loaded'}")
 PY
+echo "words-only gateway: $words_answered searches answered"

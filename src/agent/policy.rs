@@ -94,16 +94,29 @@ fn profile_name(profile: ToolProfile) -> &'static str {
 
 /// `*` wildcards, any case.
 fn glob(pattern: &str, name: &str) -> bool {
+    // Tool names and policy entries are ASCII: matched byte by byte, with
+    // nothing allocated (every turn checks every tool against the policy).
+    if pattern.is_ascii() && name.is_ascii() {
+        return glob_in(
+            pattern.as_bytes(),
+            name.as_bytes(),
+            u8::eq_ignore_ascii_case,
+        );
+    }
     let pattern: Vec<char> = pattern.to_lowercase().chars().collect();
     let name: Vec<char> = name.to_lowercase().chars().collect();
-    // Classic wildcard matching with backtracking to the last `*`.
+    glob_in(&pattern, &name, |a, b| a == b)
+}
+
+/// Wildcard matching with backtracking to the last `*`.
+fn glob_in<T: IsStar>(pattern: &[T], name: &[T], same: impl Fn(&T, &T) -> bool) -> bool {
     let (mut p, mut n) = (0, 0);
     let mut star: Option<(usize, usize)> = None;
     while n < name.len() {
-        if p < pattern.len() && pattern[p] != '*' && pattern[p] == name[n] {
+        if p < pattern.len() && !pattern[p].is_star() && same(&pattern[p], &name[n]) {
             p += 1;
             n += 1;
-        } else if p < pattern.len() && pattern[p] == '*' {
+        } else if p < pattern.len() && pattern[p].is_star() {
             star = Some((p, n));
             p += 1;
         } else if let Some((sp, sn)) = star {
@@ -114,7 +127,23 @@ fn glob(pattern: &str, name: &str) -> bool {
             return false;
         }
     }
-    pattern[p..].iter().all(|c| *c == '*')
+    pattern[p..].iter().all(|c| c.is_star())
+}
+
+trait IsStar {
+    fn is_star(&self) -> bool;
+}
+
+impl IsStar for u8 {
+    fn is_star(&self) -> bool {
+        *self == b'*'
+    }
+}
+
+impl IsStar for char {
+    fn is_star(&self) -> bool {
+        *self == '*'
+    }
 }
 
 /// Whether a policy entry (a tool name, a `group:*` name, or a pattern)
@@ -624,6 +653,10 @@ mod tests {
             ("read", "reader", false),
             ("re*d", "read", true),
             ("", "read", false),
+            ("", "", true),
+            ("**", "", true),
+            ("ÉTAT_*", "état_lire", true),
+            ("é*", "etat", false),
         ] {
             assert_eq!(glob(pattern, name), want, "{pattern} {name}");
         }
