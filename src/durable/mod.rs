@@ -264,6 +264,7 @@ fn write_synced_with(
     let mut out = io::BufWriter::with_capacity(256 * 1024, EarlyWriteback { file, pending: 0 });
     write(&mut out)?;
     let out = out.into_inner().map_err(io::IntoInnerError::into_error)?;
+    count_sync();
     out.file.sync_all()
 }
 
@@ -327,6 +328,26 @@ pub(crate) fn atomic_create(path: &Path, bytes: &[u8], mode: u32) -> io::Result<
     });
     let _ = fs::remove_file(&temp);
     result
+}
+
+/// Writes `first` into the file at `path` (created with `mode` when
+/// missing) unless the file holds bytes already, under the file's lock, as
+/// [`locked_append`] takes it; returns whether it wrote. A file left empty
+/// by a start cut short (a kill between its creation and its write) gets
+/// `first` on the next call, and two writers starting it at once write
+/// `first` once. Nothing is synced: for a file whose first synced append
+/// follows at once (that sync writes `first` too) in a directory synced
+/// soon after (which keeps its name); [`atomic_create`] syncs both itself.
+pub(crate) fn start_unsynced(path: &Path, first: &[u8], mode: u32) -> io::Result<bool> {
+    let mut file = open_for_append(path, mode)?;
+    file.lock()?;
+    let wrote = match file.metadata() {
+        Ok(meta) if meta.len() > 0 => Ok(false),
+        Ok(_) => file.write_all(first).map(|()| true),
+        Err(e) => Err(e),
+    };
+    let _ = file.unlock();
+    wrote
 }
 
 /// Makes `keep` another name of the file `path` holds now (the file a
@@ -401,8 +422,14 @@ pub(crate) fn locked_append(
 ) -> io::Result<()> {
     let mut file = open_for_append(path, new_mode)?;
     file.lock()?;
-    let result = append_on_fresh_line(&mut file, bytes)
-        .and_then(|()| if sync { file.sync_data() } else { Ok(()) });
+    let result = append_on_fresh_line(&mut file, bytes).and_then(|()| {
+        if sync {
+            count_sync();
+            file.sync_data()
+        } else {
+            Ok(())
+        }
+    });
     let _ = file.unlock();
     result
 }
@@ -561,7 +588,25 @@ fn sync_dir(dir: &Path) -> io::Result<()> {
     } else {
         dir
     };
+    count_sync();
     File::open(dir)?.sync_all()
+}
+
+#[cfg(test)]
+thread_local! {
+    static SYNCS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// Counts a sync made here on this thread (tests read it).
+fn count_sync() {
+    #[cfg(test)]
+    SYNCS.with(|n| n.set(n.get() + 1));
+}
+
+/// Syncs this module made on this thread so far.
+#[cfg(test)]
+pub(crate) fn syncs_on_this_thread() -> u64 {
+    SYNCS.with(std::cell::Cell::get)
 }
 
 #[cfg(test)]

@@ -565,3 +565,35 @@ fn a_file_s_lock_is_its_name_with_lock_appended() {
         b"/tmp/caf\xe9.json.lock"
     );
 }
+
+#[test]
+fn a_started_file_gets_its_first_bytes_once_and_an_empty_one_gets_them_too() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("sessions").join("s.jsonl");
+    assert!(start_unsynced(&path, b"header\n", 0o600).unwrap());
+    assert_eq!(
+        fs::metadata(&path).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+    assert!(!start_unsynced(&path, b"other\n", 0o600).unwrap());
+    assert_eq!(fs::read_to_string(&path).unwrap(), "header\n");
+    // A start cut between the file's creation and its write.
+    let cut = dir.path().join("cut.jsonl");
+    fs::write(&cut, "").unwrap();
+    assert!(start_unsynced(&cut, b"header\n", 0o600).unwrap());
+    assert_eq!(fs::read_to_string(&cut).unwrap(), "header\n");
+    // Writers starting one file at once write its first bytes once.
+    let raced = dir.path().join("raced.jsonl");
+    let wrote: usize = std::thread::scope(|s| {
+        let all: Vec<_> = (0..8)
+            .map(|_| s.spawn(|| start_unsynced(&raced, b"header\n", 0o600).unwrap()))
+            .collect();
+        all.into_iter()
+            .map(|t| usize::from(t.join().unwrap()))
+            .sum()
+    });
+    assert_eq!(wrote, 1);
+    assert_eq!(fs::read_to_string(&raced).unwrap(), "header\n");
+    assert_eq!(syncs_on_this_thread(), 0, "nothing is synced");
+}

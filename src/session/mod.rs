@@ -144,7 +144,7 @@ impl Sessions {
         let chat_type = key::chat_type(key);
         let channel = channel.or_else(|| key::channel_of(key));
         let policy = reset::policy(&self.config, chat_type, channel);
-        let ((entry, started), warnings) = self.store().update(now, |map| {
+        let ((entry, started, header), warnings) = self.store().update(now, |map| {
             let existing = map.get(key).and_then(SessionEntry::from_value);
             let started = match (&existing, explicit) {
                 (None, _) => Some(Started::First),
@@ -191,12 +191,24 @@ impl Sessions {
                 *value = serde_json::Value::Object(Default::default());
                 entry.write_into(value);
             }
-            (entry, started)
+            // A new session's transcript is started here, before the write
+            // that carries its row: that write syncs the store's folder,
+            // where the transcript is (a new entry names no other file),
+            // so its name is as durable as the row when this returns; its
+            // header is synced by the turn's first message, appended synced.
+            let header = started.is_some().then(|| {
+                let path = self.transcript_path(&entry);
+                transcript::start_unsynced(&path, &entry.session_id, cwd, &iso(now))
+            });
+            (entry, started, header)
         })?;
         let transcript = self.transcript_path(&entry);
-        if started.is_some() || !transcript.exists() {
-            let stamp = iso(now);
-            transcript::create(&transcript, &entry.session_id, cwd, &stamp)?;
+        match header {
+            Some(started) => started?,
+            None if transcript::needs_header(&transcript) => {
+                transcript::create(&transcript, &entry.session_id, cwd, &iso(now))?;
+            }
+            None => {}
         }
         Ok((
             Current {
@@ -281,6 +293,40 @@ mod tests {
 
     fn at(text: &str) -> jiff::Timestamp {
         text.parse().unwrap()
+    }
+
+    #[test]
+    fn a_new_sessions_transcript_is_started_within_the_stores_write() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = Sessions::new(dir.path(), "main", &SessionConfig::default(), TimeZone::UTC);
+        let now = at("2026-11-29T09:00:00Z");
+        let before = crate::durable::syncs_on_this_thread();
+        let (current, _) = s
+            .current("agent:main:main", None, now, dir.path(), None, false)
+            .unwrap();
+        // The store's file and its folder, which holds the transcript too;
+        // the header is synced by the turn's first message.
+        assert_eq!(crate::durable::syncs_on_this_thread() - before, 2);
+        let text = std::fs::read_to_string(&current.transcript).unwrap();
+        assert!(text.starts_with("{\"type\":\"session\""), "{text}");
+        assert_eq!(current.transcript.parent(), Some(s.dir.as_path()));
+        let read = transcript::read(&current.transcript).unwrap();
+        assert_eq!(
+            read.session_id.as_deref(),
+            Some(current.entry.session_id.as_str())
+        );
+        // A transcript left empty (a start cut short) gets its header when
+        // the session is next used.
+        std::fs::write(&current.transcript, "").unwrap();
+        let (again, _) = s
+            .current("agent:main:main", None, now, dir.path(), None, false)
+            .unwrap();
+        assert_eq!(again.entry.session_id, current.entry.session_id);
+        let read = transcript::read(&again.transcript).unwrap();
+        assert_eq!(
+            read.session_id.as_deref(),
+            Some(current.entry.session_id.as_str())
+        );
     }
 
     #[test]

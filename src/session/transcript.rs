@@ -69,17 +69,47 @@ pub(crate) struct Transcript {
     pub diagnostics: Vec<String>,
 }
 
-/// Creates the file with its header unless it exists.
+/// Creates the file with its header unless it exists, synced with its
+/// name; an empty file (a start cut short) gets its header too.
 pub(crate) fn create(
     path: &Path,
     session_id: &str,
     cwd: &Path,
     timestamp: &str,
 ) -> std::io::Result<()> {
+    let line = header_line(session_id, cwd, timestamp);
+    let created = durable::atomic_create(path, line.as_bytes(), durable::PRIVATE_FILE_MODE)?;
+    if !created && durable::start_unsynced(path, line.as_bytes(), durable::PRIVATE_FILE_MODE)? {
+        std::fs::File::open(path)?.sync_data()?;
+    }
+    Ok(())
+}
+
+/// Gives the file its header unless it holds bytes already (creating it),
+/// nothing synced ([`durable::start_unsynced`]): for a new session's
+/// transcript, whose first message is appended synced at once and whose
+/// directory the session store's write syncs. Saves a new session the
+/// two syncs, the temporary file and the link of [`create`].
+pub(crate) fn start_unsynced(
+    path: &Path,
+    session_id: &str,
+    cwd: &Path,
+    timestamp: &str,
+) -> std::io::Result<()> {
+    let line = header_line(session_id, cwd, timestamp);
+    durable::start_unsynced(path, line.as_bytes(), durable::PRIVATE_FILE_MODE).map(|_| ())
+}
+
+/// Whether the file at `path` is missing or empty (it needs its header).
+pub(crate) fn needs_header(path: &Path) -> bool {
+    std::fs::metadata(path).map_or(true, |meta| meta.len() == 0)
+}
+
+fn header_line(session_id: &str, cwd: &Path, timestamp: &str) -> String {
     let header = json!({"type": "session", "version": VERSION, "id": session_id, "timestamp": timestamp, "cwd": cwd});
     let mut line = header.to_string();
     line.push('\n');
-    durable::atomic_create(path, line.as_bytes(), durable::PRIVATE_FILE_MODE).map(|_| ())
+    line
 }
 
 /// Reads a transcript. A missing file is empty; a first line that is not a
