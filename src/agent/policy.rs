@@ -97,53 +97,41 @@ fn glob(pattern: &str, name: &str) -> bool {
     // Tool names and policy entries are ASCII: matched byte by byte, with
     // nothing allocated (every turn checks every tool against the policy).
     if pattern.is_ascii() && name.is_ascii() {
-        return glob_in(
-            pattern.as_bytes(),
-            name.as_bytes(),
-            u8::eq_ignore_ascii_case,
-        );
+        return glob_in(pattern.as_bytes(), name.as_bytes(), b'*', |a, b| {
+            a.eq_ignore_ascii_case(&b)
+        });
     }
     let pattern: Vec<char> = pattern.to_lowercase().chars().collect();
     let name: Vec<char> = name.to_lowercase().chars().collect();
-    glob_in(&pattern, &name, |a, b| a == b)
+    glob_in(&pattern, &name, '*', |a, b| a == b)
 }
 
-/// Wildcard matching with backtracking to the last `*`.
-fn glob_in<T: IsStar>(pattern: &[T], name: &[T], same: impl Fn(&T, &T) -> bool) -> bool {
+/// Wildcard matching (`star` matches any run) with backtracking to the
+/// last `star`.
+fn glob_in<T: Copy + PartialEq>(
+    pattern: &[T],
+    name: &[T],
+    star: T,
+    same: impl Fn(T, T) -> bool,
+) -> bool {
     let (mut p, mut n) = (0, 0);
-    let mut star: Option<(usize, usize)> = None;
+    let mut last_star: Option<(usize, usize)> = None;
     while n < name.len() {
-        if p < pattern.len() && !pattern[p].is_star() && same(&pattern[p], &name[n]) {
+        if p < pattern.len() && pattern[p] != star && same(pattern[p], name[n]) {
             p += 1;
             n += 1;
-        } else if p < pattern.len() && pattern[p].is_star() {
-            star = Some((p, n));
+        } else if p < pattern.len() && pattern[p] == star {
+            last_star = Some((p, n));
             p += 1;
-        } else if let Some((sp, sn)) = star {
+        } else if let Some((sp, sn)) = last_star {
             p = sp + 1;
             n = sn + 1;
-            star = Some((sp, sn + 1));
+            last_star = Some((sp, sn + 1));
         } else {
             return false;
         }
     }
-    pattern[p..].iter().all(|c| c.is_star())
-}
-
-trait IsStar {
-    fn is_star(&self) -> bool;
-}
-
-impl IsStar for u8 {
-    fn is_star(&self) -> bool {
-        *self == b'*'
-    }
-}
-
-impl IsStar for char {
-    fn is_star(&self) -> bool {
-        *self == '*'
-    }
+    pattern[p..].iter().all(|c| *c == star)
 }
 
 /// Whether a policy entry (a tool name, a `group:*` name, or a pattern)

@@ -204,7 +204,7 @@ impl Sessions {
         })?;
         let transcript = self.transcript_path(&entry);
         match header {
-            Some(started) => started?,
+            Some(written) => written?,
             None if transcript::needs_header(&transcript) => {
                 transcript::create(&transcript, &entry.session_id, cwd, &iso(now))?;
             }
