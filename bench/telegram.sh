@@ -4,8 +4,9 @@
 # a local Bot API and a model that answers at once (bench/telegram_server.py).
 # Prints messages per second from the first update queued to the last
 # reply sent, latency from update to reply (p50, p99), and the gateway's
-# private memory (RssAnon) before, right after the last reply and 1 s
-# later. Model time is near zero, so the figures are the gateway's own.
+# private memory (RssAnon) before (once its start has settled), right
+# after the last reply and 1 s later (what it keeps). Model time is near
+# zero, so the figures are the gateway's own.
 #
 #   bench/telegram.sh [MESSAGES] [CHATS]     (default 1000 50; ROUNDS=3 runs, then the medians)
 source "$(dirname "$0")/lib.sh"
@@ -47,6 +48,10 @@ for _ in $(seq 200); do
     sleep 0.05
 done
 private_kb() { awk '/^RssAnon/ {print $2}' "/proc/$gw_pid/status"; }
+# The gateway gives back what its start allocated once it has been quiet
+# for 10 s; the messages come to a gateway that has settled, as they do
+# to one that has run for a while.
+sleep "${SETTLE:-11}"
 before="$(private_kb)"
 curl -s -X POST -d "{\"chats\": $CHATS, \"messages\": $MESSAGES}" "http://127.0.0.1:$port/_push" >/dev/null
 python3 - "$port" "$MESSAGES" <<'PY'

@@ -99,6 +99,33 @@ fn short_work_at_once() -> usize {
 /// Work for the bookkeeping thread.
 type BackgroundWork = Box<dyn FnOnce() + Send>;
 
+/// The bookkeeping thread's life: runs work in order until the engine
+/// ends, and gives its free pages back once it has had no work for a
+/// moment (as the pool's threads do), so a burst's batches leave nothing
+/// behind.
+fn bookkeeping_loop(work: &std::sync::mpsc::Receiver<BackgroundWork>) {
+    use std::sync::mpsc::RecvTimeoutError;
+    let mut ran_since_give_back = false;
+    loop {
+        let next = if ran_since_give_back {
+            match work.recv_timeout(pool::GIVE_BACK_AFTER) {
+                Ok(job) => Ok(job),
+                Err(RecvTimeoutError::Timeout) => {
+                    crate::host::allocator::release_thread_free_pages();
+                    ran_since_give_back = false;
+                    continue;
+                }
+                Err(RecvTimeoutError::Disconnected) => Err(()),
+            }
+        } else {
+            work.recv().map_err(|_| ())
+        };
+        let Ok(job) = next else { return };
+        job();
+        ran_since_give_back = true;
+    }
+}
+
 impl std::fmt::Debug for Engine {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Engine").finish_non_exhaustive()
@@ -143,9 +170,7 @@ impl Engine {
                 .name("bookkeeping".into())
                 .spawn(move || {
                     crate::host::lower_this_thread_priority();
-                    while let Ok(job) = rx.recv() {
-                        job();
-                    }
+                    bookkeeping_loop(&rx);
                 });
             if let Err(err) = started {
                 tracing::error!(%err, "the bookkeeping thread did not start");

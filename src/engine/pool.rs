@@ -20,7 +20,7 @@ use std::sync::{Condvar, Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
 
 /// Idle time after which a thread gives its free pages back.
-const GIVE_BACK_AFTER: Duration = Duration::from_millis(10);
+pub(crate) const GIVE_BACK_AFTER: Duration = Duration::from_millis(10);
 /// Idle time after which a thread ends.
 const KEEP_ALIVE: Duration = Duration::from_secs(10);
 

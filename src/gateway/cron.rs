@@ -462,7 +462,7 @@ impl Runner {
                 self.prepare(at);
             }
             if std::mem::take(&mut timer_woke) {
-                self.shared.periodic_work_ran.notify_one();
+                self.shared.work_ran.notify_one();
             }
             self.shared
                 .cron

@@ -330,7 +330,7 @@ async fn agent_loop(
             () = stop.cancelled() => return Ok(()),
             () = tokio::time::sleep(sleep) => {
                 if busy_streak == 0 {
-                    shared.periodic_work_ran.notify_one();
+                    shared.work_ran.notify_one();
                 }
                 let now = shared.host.now_ms();
                 match next_due {

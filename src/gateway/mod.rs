@@ -83,14 +83,15 @@ const TURN_GRACE: Duration = Duration::from_secs(7);
 /// by then.
 const START_SETTLE: Duration = Duration::from_secs(10);
 
-/// How long periodic work must have been quiet before the gateway gives
-/// back what it allocated: the timers that wake together (the task sweep,
-/// cron, heartbeat) are one give-back, and the resident set is back to
-/// idle within this of their wake.
-const PERIODIC_SETTLE: Duration = Duration::from_millis(50);
+/// How long work (turns, and the timers of the task sweep, cron and
+/// heartbeat) must have been quiet before the gateway gives back what it
+/// allocated: work that comes together (a chat's burst of messages, timers
+/// that wake at once) is one give-back, and the process's memory is back
+/// to idle within this of the burst's end.
+const WORK_SETTLE: Duration = Duration::from_millis(50);
 
 /// Gives back what start-up allocated once it has settled, and again
-/// after each burst of periodic work once that is quiet
+/// after each burst of work once that is quiet
 /// ([`resident::release_free_memory`]): an idle gateway stays as small
 /// at its thousandth sweep as after its start.
 async fn give_back_when_quiet<F, Fut>(
@@ -111,7 +112,7 @@ async fn give_back_when_quiet<F, Fut>(
             }
         }
         give_back().await;
-        quiet = PERIODIC_SETTLE;
+        quiet = WORK_SETTLE;
         tokio::select! {
             () = work_ran.notified() => {}
             () = stop.cancelled() => return,
@@ -208,10 +209,10 @@ pub(crate) struct Shared {
     pub cron: cron::CronState,
     /// Memory search's warm provider and vectors.
     pub semantic: semantic::SemanticState,
-    /// Said by periodic work (the task sweep, the cron and heartbeat
-    /// timers) once it ran: it maps code an idle gateway then gives back
-    /// ([`resident`]).
-    pub periodic_work_ran: tokio::sync::Notify,
+    /// Said by work once it ran (each turn's end, the task sweep, the
+    /// cron and heartbeat timers): what it freed, a gateway gone quiet
+    /// gives back ([`resident`]).
+    pub work_ran: tokio::sync::Notify,
     /// Said by the config watcher when a reload changed the memory paths
     /// (the memory watcher then watches the new ones).
     pub memory_paths_changed: tokio::sync::Notify,
@@ -374,6 +375,7 @@ pub(crate) fn run(
         .max_blocking_threads(32)
         .thread_keep_alive(Duration::from_secs(10))
         .event_interval(EVENT_INTERVAL)
+        .on_thread_park(crate::host::allocator::give_back_if_asked)
         .enable_all()
         .build()?;
     let result = runtime.block_on(serve(
@@ -450,7 +452,7 @@ async fn serve(
         heartbeat: heartbeat::HeartbeatState::new(heartbeat_on),
         cron: cron::CronState::new(),
         semantic: semantic::SemanticState::default(),
-        periodic_work_ran: tokio::sync::Notify::new(),
+        work_ran: tokio::sync::Notify::new(),
         memory_paths_changed: tokio::sync::Notify::new(),
         chat_router: chat::RouterCache::default(),
     });
@@ -549,14 +551,15 @@ fn announce_startup(shared: &Arc<Shared>, local: std::net::SocketAddr) {
 }
 
 /// Gives back the allocators' free memory once start-up has settled and
-/// after each burst of periodic work ([`give_back_when_quiet`]), until
+/// after each burst of work ([`give_back_when_quiet`]), until
 /// `stop`.
 fn spawn_memory_give_back(shared: &Arc<Shared>, tracker: &TaskTracker, stop: &CancellationToken) {
     let shared = shared.clone();
     let stop = stop.clone();
     tracker.spawn(async move {
-        give_back_when_quiet(&shared.periodic_work_ran, &stop, || async {
+        give_back_when_quiet(&shared.work_ran, &stop, || async {
             let _ = shared.engine.blocking(resident::release_free_memory).await;
+            resident::wake_the_workers(worker_threads());
         })
         .await;
     });
@@ -762,7 +765,7 @@ pub(crate) fn test_shared_on(
         heartbeat: heartbeat::HeartbeatState::new(true),
         cron: cron::CronState::new(),
         semantic: semantic::SemanticState::default(),
-        periodic_work_ran: tokio::sync::Notify::new(),
+        work_ran: tokio::sync::Notify::new(),
         memory_paths_changed: tokio::sync::Notify::new(),
         chat_router: chat::RouterCache::default(),
     });
@@ -780,7 +783,7 @@ mod give_back_tests {
 
     use tokio_util::sync::CancellationToken;
 
-    use super::{PERIODIC_SETTLE, START_SETTLE, give_back_when_quiet};
+    use super::{START_SETTLE, WORK_SETTLE, give_back_when_quiet};
 
     /// Start-up settles once; then each burst of periodic work is one
     /// give-back, shortly after its last wake, and nothing happens while
@@ -814,16 +817,53 @@ mod give_back_tests {
         // Three timers wake close together: one give-back after the last.
         for _ in 0..3 {
             work_ran.notify_one();
-            step(PERIODIC_SETTLE / 2).await;
+            step(WORK_SETTLE / 2).await;
             assert_eq!(given.load(Ordering::SeqCst), 1, "not while work goes on");
         }
-        step(PERIODIC_SETTLE).await;
+        step(WORK_SETTLE).await;
         assert_eq!(given.load(Ordering::SeqCst), 2);
         // The next minute's sweep: one more.
         step(Duration::from_secs(60)).await;
         work_ran.notify_one();
-        step(PERIODIC_SETTLE * 2).await;
+        step(WORK_SETTLE * 2).await;
         assert_eq!(given.load(Ordering::SeqCst), 3);
+        stop.cancel();
+        task.await.unwrap();
+    }
+
+    /// A burst of turns (a chat's messages) is work too: once the last
+    /// one ended and turns are quiet, what they freed is given back.
+    #[tokio::test(flavor = "current_thread", start_paused = true)]
+    async fn a_burst_of_turns_is_given_back_once_it_is_over() {
+        use crate::trigger::{Source, Trigger, TurnRequest};
+        let dir = tempfile::tempdir().unwrap();
+        let shared = crate::gateway::test_shared(dir.path(), "t");
+        let stop = CancellationToken::new();
+        let given = std::sync::Arc::new(AtomicUsize::new(0));
+        let task = {
+            let (shared, stop, given) = (shared.clone(), stop.clone(), given.clone());
+            tokio::spawn(async move {
+                give_back_when_quiet(&shared.work_ran, &stop, || async {
+                    given.fetch_add(1, Ordering::SeqCst);
+                })
+                .await;
+            })
+        };
+        tokio::time::sleep(START_SETTLE + Duration::from_millis(1)).await;
+        assert_eq!(given.load(Ordering::SeqCst), 1);
+        for n in 0..5 {
+            let request = TurnRequest {
+                message: format!("message {n}"),
+                ..Default::default()
+            };
+            // No model is configured: each turn ends at once, failed.
+            let ended = super::route::route(&shared, Trigger::new(Source::Api, request)).await;
+            assert!(ended.is_err());
+            tokio::time::sleep(WORK_SETTLE / 2).await;
+            assert_eq!(given.load(Ordering::SeqCst), 1, "not while turns go on");
+        }
+        tokio::time::sleep(WORK_SETTLE).await;
+        assert_eq!(given.load(Ordering::SeqCst), 2, "once after the burst");
         stop.cancel();
         task.await.unwrap();
     }

@@ -15,6 +15,9 @@
 /// gateway's allocator, `host::allocator`) and glibc's (SQLite's, and
 /// what was allocated before the gateway started).
 pub(crate) fn release_free_memory() {
+    // Each runtime worker's heap is collected by the worker itself, when
+    // it next parks (`host::allocator::give_back_if_asked`).
+    crate::host::allocator::ask_every_thread_to_give_back();
     // SAFETY: mi_collect only frees and returns the calling thread's and
     // abandoned free pages; other threads' are returned by mimalloc itself
     // once they stay free.
@@ -25,6 +28,17 @@ pub(crate) fn release_free_memory() {
     // SAFETY: malloc_trim only returns free heap pages to the OS.
     unsafe {
         libc::malloc_trim(0);
+    }
+}
+
+/// Wakes the runtime's parked workers (up to `workers`) with a task that
+/// does nothing: each parks again at once, and gives back its heap's free
+/// pages as it does when [`release_free_memory`] asked it to. Without
+/// this, a worker parked before the ask holds them until its next wake,
+/// which an idle gateway may not have for minutes.
+pub(crate) fn wake_the_workers(workers: usize) {
+    for _ in 0..workers {
+        tokio::spawn(tokio::task::yield_now());
     }
 }
 

@@ -134,7 +134,7 @@ pub(crate) async fn run_telling(
         on_start,
         Some(port),
     );
-    match trigger.timeout {
+    let report = match trigger.timeout {
         None => turn.await,
         Some(limit) => match tokio::time::timeout(limit, turn).await {
             Ok(result) => result,
@@ -143,7 +143,11 @@ pub(crate) async fn run_telling(
                 Err(TimedOut(limit).into())
             }
         },
-    }
+    };
+    // A burst of turns (a chat's messages) frees what it built once it is
+    // over: the gateway gives it back when turns have been quiet a moment.
+    shared.work_ran.notify_one();
+    report
 }
 
 /// Admits and runs `trigger`.

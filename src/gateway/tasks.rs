@@ -205,7 +205,7 @@ impl Component for TaskSweeper {
                         })
                     })
                     .await??;
-                shared.periodic_work_ran.notify_one();
+                shared.work_ran.notify_one();
                 for id in &swept.lost {
                     tracing::warn!(task = %id, "task lost: the gateway that ran it is gone");
                     let _ = shared.bus.send(GatewayEvent::TaskChanged {

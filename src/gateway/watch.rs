@@ -232,7 +232,7 @@ async fn watch_memory(shared: &Arc<Shared>, stop: &CancellationToken) -> anyhow:
                 }
                 sync_memory(shared, &index, Look::Sync(SyncMode::Full)).await?;
                 super::resident::release_free_memory();
-                shared.periodic_work_ran.notify_one();
+                shared.work_ran.notify_one();
                 continue;
             }
         };

@@ -15,7 +15,8 @@
 //! so a block made before the switch still goes back to the system.
 
 use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::cell::Cell;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use mimalloc::MiMalloc;
 
@@ -49,6 +50,40 @@ pub(crate) fn release_thread_free_pages() {
         // SAFETY: collecting only frees what is free.
         unsafe { libmimalloc_sys::mi_collect(false) }
     }
+}
+
+/// Bumped by [`ask_every_thread_to_give_back`]: a thread that has not
+/// given back since the last bump does at its next [`give_back_if_asked`].
+static GIVE_BACK_ROUND: AtomicU64 = AtomicU64::new(0);
+
+thread_local! {
+    /// The last [`GIVE_BACK_ROUND`] this thread gave back in.
+    static GAVE_BACK_IN: Cell<u64> = const { Cell::new(0) };
+}
+
+/// Asks every thread that calls [`give_back_if_asked`] when it goes idle
+/// (the runtime's workers) to give its free pages back once, the next
+/// time it does: a heap is mimalloc's per thread, and only its own thread
+/// can collect it.
+pub(crate) fn ask_every_thread_to_give_back() {
+    GIVE_BACK_ROUND.fetch_add(1, Ordering::AcqRel);
+}
+
+/// For a thread about to go idle: gives its free pages back if asked
+/// since it last did ([`ask_every_thread_to_give_back`]). An atomic load
+/// otherwise, so it can run at every park of a runtime worker.
+pub(crate) fn give_back_if_asked() {
+    gave_back_as_asked();
+}
+
+/// [`give_back_if_asked`], telling whether it gave back.
+fn gave_back_as_asked() -> bool {
+    let round = GIVE_BACK_ROUND.load(Ordering::Acquire);
+    let asked = GAVE_BACK_IN.with(|gave| gave.replace(round) != round);
+    if asked {
+        release_thread_free_pages();
+    }
+    asked
 }
 
 /// `mi_option_purge_delay` in mimalloc v2's option enum (the crate does
@@ -124,6 +159,8 @@ mod tests {
         let switched_already = SERVING.load(Ordering::Acquire);
         let before: Vec<Vec<u8>> = (0..64).map(|i| vec![i as u8; 16 + i * 97]).collect();
         let big_before = vec![7u8; 1 << 20];
+        // Another test may switch this process while this one runs.
+        let switched_meanwhile = SERVING.load(Ordering::Acquire) != switched_already;
         serve_from_mimalloc();
         let after: Vec<Vec<u8>> = (0..64).map(|i| vec![i as u8; 16 + i * 97]).collect();
         let mut grown = before.clone();
@@ -137,7 +174,9 @@ mod tests {
         }
         assert!(after.iter().all(|v| mimallocs(v.as_ptr().cast_mut())));
         // (Another test may have switched this process first.)
-        assert_eq!(mimallocs(big_before.as_ptr().cast_mut()), switched_already);
+        if !switched_meanwhile {
+            assert_eq!(mimallocs(big_before.as_ptr().cast_mut()), switched_already);
+        }
         let aligned = Layout::from_size_align(4096, 4096).expect("layout");
         // SAFETY: a non-zero layout, freed with the same layout.
         unsafe {
@@ -146,6 +185,22 @@ mod tests {
             Allocator.dealloc(p, aligned);
         }
         drop((after, grown, big_before));
+    }
+
+    #[test]
+    fn each_thread_gives_back_once_per_ask() {
+        ask_every_thread_to_give_back();
+        assert!(gave_back_as_asked(), "asked: gives back");
+        assert!(!gave_back_as_asked(), "once per ask, not at every park");
+        // Another thread has its own heap: it gives back too, once.
+        std::thread::spawn(|| {
+            assert!(gave_back_as_asked());
+            assert!(!gave_back_as_asked());
+        })
+        .join()
+        .unwrap();
+        ask_every_thread_to_give_back();
+        assert!(gave_back_as_asked(), "the next ask: again");
     }
 
     #[test]
