@@ -1,12 +1,13 @@
 //! The BERT encoder: embeddings, self-attention layers, mean pooling.
 
 use std::path::Path;
+use std::sync::Mutex;
 
 use candle_core::{DType, Device, Module, Tensor};
 use candle_nn::{Embedding, LayerNorm, Linear, VarBuilder};
 
 use crate::LoadError;
-use crate::blocks::{BlockLinear, Blocks};
+use crate::blocks::{BlockLinear, Scratch};
 use crate::crew::Crew;
 use crate::ops::{self, Norm};
 
@@ -239,6 +240,29 @@ pub(crate) struct Bert {
     /// The pass without tensors ([`Bert::embed_one`]), when every dense
     /// layer is int8 blocks and every table is mapped (compact weights).
     plain: Option<Plain>,
+    /// The last short pass's buffers, for the next one (taken while a pass
+    /// runs; a pass that finds none makes its own).
+    buffers: Mutex<Option<PassBuffers>>,
+}
+
+/// Texts up to this many tokens leave their pass's buffers for the next
+/// (a query is a handful): under 2 MB, kept while the model is.
+const KEPT_BUFFERS_TOKENS: usize = 64;
+
+/// The rows a pass without tensors works on, kept from pass to pass: the
+/// allocator gives a freed buffer's pages back, and a pass on new buffers
+/// faulted a few hundred pages in again for every query.
+#[derive(Default)]
+struct PassBuffers {
+    x: Vec<f32>,
+    q: Vec<f32>,
+    k: Vec<f32>,
+    v: Vec<f32>,
+    context: Vec<f32>,
+    attended: Vec<f32>,
+    inner: Vec<f32>,
+    out: Vec<f32>,
+    scratch: Scratch,
 }
 
 /// What the pass without tensors needs besides the block layers: the
@@ -323,6 +347,7 @@ impl Bert {
             heads: config.num_attention_heads,
             hidden: h,
             plain: None,
+            buffers: Mutex::new(None),
         };
         bert.plain = Plain::of(&bert).map_err(|e| LoadError::Weights(e.to_string()))?;
         Ok(bert)
@@ -372,37 +397,71 @@ impl Bert {
         ids: &[u32],
         crew: Option<&Crew>,
     ) -> candle_core::Result<Vec<f32>> {
+        let kept = |slot: &mut Option<PassBuffers>| slot.take();
+        let mut buffers = self
+            .buffers
+            .lock()
+            .map_or(None, |mut slot| kept(&mut slot))
+            .unwrap_or_default();
+        let vector = self.pass(plain, ids, crew, &mut buffers);
+        if ids.len() <= KEPT_BUFFERS_TOKENS
+            && let Ok(mut slot) = self.buffers.lock()
+        {
+            *slot = Some(buffers);
+        }
+        vector
+    }
+
+    /// Whether a pass left its buffers for the next.
+    #[cfg(test)]
+    pub(crate) fn buffers_kept(&self) -> bool {
+        self.buffers.lock().is_ok_and(|slot| slot.is_some())
+    }
+
+    fn pass(
+        &self,
+        plain: &Plain,
+        ids: &[u32],
+        crew: Option<&Crew>,
+        b: &mut PassBuffers,
+    ) -> candle_core::Result<Vec<f32>> {
         let h = self.hidden;
         let t = ids.len();
         if t == 0 {
             return Ok(vec![0.0; h]);
         }
-        let mut x = vec![0f32; t * h];
-        for (i, (&id, row)) in ids.iter().zip(x.chunks_exact_mut(h)).enumerate() {
+        b.x.clear();
+        b.x.resize(t * h, 0.0);
+        for (i, (&id, row)) in ids.iter().zip(b.x.chunks_exact_mut(h)).enumerate() {
             self.words.add_row(id, row)?;
             self.positions.add_row(i as u32, row)?;
             self.token_types.add_row(0, row)?;
         }
-        plain.norm.apply(&mut x);
-        let mut context = vec![0f32; t * h];
+        plain.norm.apply(&mut b.x);
+        b.context.clear();
+        b.context.resize(t * h, 0.0);
         for (layer, (attention_norm, output_norm)) in self.layers.iter().zip(&plain.layers) {
             // The query, key and value layers read the same rows: cut once.
-            let rows = Blocks::of(&x, h);
-            let q = block(&layer.query)?.apply_blocks(&rows, crew);
-            let k = block(&layer.key)?.apply_blocks(&rows, crew);
-            let v = block(&layer.value)?.apply_blocks(&rows, crew);
-            ops::attention(&q, &k, &v, t, self.heads, &mut context);
-            let mut attended = block(&layer.attention_out)?.apply(&context, crew);
-            ops::add(&mut attended, &x);
-            attention_norm.apply(&mut attended);
-            x = attended;
-            let mut inner = block(&layer.up)?.apply(&x, crew);
-            ops::gelu(&mut inner);
-            let mut out = block(&layer.down)?.apply(&inner, crew);
-            ops::add(&mut out, &x);
-            output_norm.apply(&mut out);
-            x = out;
+            let query = block(&layer.query)?;
+            query.cut(&b.x, &mut b.scratch.rows);
+            let (rows, sums) = (&b.scratch.rows, &mut b.scratch.sums);
+            query.apply_blocks_into(rows, crew, sums, &mut b.q);
+            block(&layer.key)?.apply_blocks_into(rows, crew, sums, &mut b.k);
+            block(&layer.value)?.apply_blocks_into(rows, crew, sums, &mut b.v);
+            ops::attention(&b.q, &b.k, &b.v, t, self.heads, &mut b.context);
+            let attention_out = block(&layer.attention_out)?;
+            attention_out.apply_into(&b.context, crew, &mut b.scratch, &mut b.attended);
+            ops::add(&mut b.attended, &b.x);
+            attention_norm.apply(&mut b.attended);
+            std::mem::swap(&mut b.x, &mut b.attended);
+            block(&layer.up)?.apply_into(&b.x, crew, &mut b.scratch, &mut b.inner);
+            ops::gelu(&mut b.inner);
+            block(&layer.down)?.apply_into(&b.inner, crew, &mut b.scratch, &mut b.out);
+            ops::add(&mut b.out, &b.x);
+            output_norm.apply(&mut b.out);
+            std::mem::swap(&mut b.x, &mut b.out);
         }
+        let x = &b.x;
         let mut mean = vec![0f32; h];
         for row in x.chunks_exact(h) {
             ops::add(&mut mean, row);

@@ -118,12 +118,47 @@ impl BlockLinear {
 
     /// The layer over `values`, rows of `inputs` one after another.
     pub(crate) fn apply(&self, values: &[f32], crew: Option<&Crew>) -> Vec<f32> {
-        self.apply_blocks(&Blocks::of(values, self.inputs), crew)
+        let mut out = Vec::new();
+        self.apply_into(values, crew, &mut Scratch::default(), &mut out);
+        out
     }
 
-    /// The layer over activation rows already cut into blocks (layers
+    /// [`BlockLinear::apply`] into `out`, on buffers kept from call to
+    /// call: a pass reusing them never faults fresh pages in.
+    pub(crate) fn apply_into(
+        &self,
+        values: &[f32],
+        crew: Option<&Crew>,
+        scratch: &mut Scratch,
+        out: &mut Vec<f32>,
+    ) {
+        self.cut(values, &mut scratch.rows);
+        self.apply_blocks_into(&scratch.rows, crew, &mut scratch.sums, out);
+    }
+
+    /// `values` cut into `rows` as this layer's kernel reads them (layers
     /// fed the same rows cut them once).
+    pub(crate) fn cut(&self, values: &[f32], rows: &mut Blocks) {
+        rows.refill(values, self.inputs, self.kernel.shifts_rows());
+    }
+
+    /// The layer over activation rows already cut into blocks.
+    #[cfg(test)]
     pub(crate) fn apply_blocks(&self, activations: &Blocks, crew: Option<&Crew>) -> Vec<f32> {
+        let mut out = Vec::new();
+        self.apply_blocks_into(activations, crew, &mut Vec::new(), &mut out);
+        out
+    }
+
+    /// The layer over activation rows already cut into blocks, into
+    /// `out`; `sums` holds the chunks' sums on the way.
+    pub(crate) fn apply_blocks_into(
+        &self,
+        activations: &Blocks,
+        crew: Option<&Crew>,
+        sums: &mut Vec<f32>,
+        out: &mut Vec<f32>,
+    ) {
         let rows = activations.rows(self.inputs);
         let per_row = self.inputs / BLOCK;
         let values = activations.values_for(self.kernel);
@@ -141,9 +176,10 @@ impl BlockLinear {
         };
         // Output features in chunks, each a task for this thread or the
         // crew's helper; a chunk's sums land row after row within it.
-        let mut by_chunk = vec![0f32; rows * self.outputs];
+        sums.clear();
+        sums.resize(rows * self.outputs, 0.0);
         if rows > 0 {
-            let chunks: Vec<Mutex<&mut [f32]>> = by_chunk
+            let chunks: Vec<Mutex<&mut [f32]>> = sums
                 .chunks_mut(OUTPUTS_PER_TASK * rows)
                 .map(Mutex::new)
                 .collect();
@@ -165,8 +201,9 @@ impl BlockLinear {
                 None => (0..chunks.len()).for_each(task),
             }
         }
-        let mut out = vec![0f32; rows * self.outputs];
-        for (chunk, sums) in by_chunk.chunks(OUTPUTS_PER_TASK * rows.max(1)).enumerate() {
+        out.clear();
+        out.resize(rows * self.outputs, 0.0);
+        for (chunk, sums) in sums.chunks(OUTPUTS_PER_TASK * rows.max(1)).enumerate() {
             let first = chunk * OUTPUTS_PER_TASK;
             let count = sums.len() / rows.max(1);
             for (r, row) in sums.chunks_exact(count).enumerate() {
@@ -176,8 +213,15 @@ impl BlockLinear {
                 }
             }
         }
-        out
     }
+}
+
+/// What a layer's product needs on the way, kept by a caller that runs
+/// many ([`BlockLinear::apply_into`]).
+#[derive(Default)]
+pub(crate) struct Scratch {
+    pub(crate) rows: Blocks,
+    pub(crate) sums: Vec<f32>,
 }
 
 /// Each block's scale of Q8_0 `bytes` (rows of `per_row` blocks) as f32:
@@ -204,12 +248,18 @@ fn block_scales(bytes: &[u8], per_row: usize, together: usize) -> Vec<f32> {
     out
 }
 
-/// Output features a task of [`BlockLinear::apply_blocks`] takes.
+/// `v` + 128 as an unsigned byte (its top bit flipped), kept in an i8.
+fn shift_byte(v: i8) -> i8 {
+    (v as u8 ^ 0x80) as i8
+}
+
+/// Output features a task of [`BlockLinear::apply_blocks_into`] takes.
 /// A multiple of every kernel's outputs made together.
 const OUTPUTS_PER_TASK: usize = 32;
 
 /// Activation rows cut into int8 blocks of [`BLOCK`] with one scale each
 /// (as [`crate::Quantized`] does a whole vector).
+#[derive(Default)]
 pub(crate) struct Blocks {
     values: Vec<i8>,
     scales: Vec<f32>,
@@ -224,12 +274,8 @@ impl Blocks {
         if !kernel.shifts_rows() {
             return &self.values;
         }
-        self.shifted.get_or_init(|| {
-            self.values
-                .iter()
-                .map(|v| (*v as u8 ^ 0x80) as i8)
-                .collect()
-        })
+        self.shifted
+            .get_or_init(|| self.values.iter().map(|v| shift_byte(*v)).collect())
     }
 
     /// Whole rows of `inputs` values held (a partial last row is not).
@@ -239,18 +285,29 @@ impl Blocks {
 
     /// `values`, rows of `inputs` (a multiple of [`BLOCK`]), cut into
     /// blocks; a partial last row is left out.
+    #[cfg(test)]
     pub(crate) fn of(values: &[f32], inputs: usize) -> Blocks {
-        let rows = values.len() / inputs;
-        let mut out = Blocks {
-            values: Vec::with_capacity(rows * inputs),
-            scales: Vec::with_capacity(rows * inputs / BLOCK),
-            shifted: OnceLock::new(),
-        };
-        for block in values[..rows * inputs].chunks_exact(BLOCK) {
-            let scale = crate::quantize::quantize_into(block, &mut out.values);
-            out.scales.push(scale);
-        }
+        let mut out = Blocks::default();
+        out.refill(values, inputs, false);
         out
+    }
+
+    /// As `Blocks::of`, in place, keeping the buffers; `shift`: the
+    /// shifted values too, now ([`Kernel::shifts_rows`]).
+    pub(crate) fn refill(&mut self, values: &[f32], inputs: usize, shift: bool) {
+        let rows = values.len() / inputs;
+        self.values.clear();
+        self.scales.clear();
+        for block in values[..rows * inputs].chunks_exact(BLOCK) {
+            let scale = crate::quantize::quantize_into(block, &mut self.values);
+            self.scales.push(scale);
+        }
+        let mut shifted = self.shifted.take().unwrap_or_default();
+        if shift {
+            shifted.clear();
+            shifted.extend(self.values.iter().map(|v| shift_byte(*v)));
+            let _ = self.shifted.set(shifted);
+        }
     }
 }
 

@@ -404,6 +404,27 @@ mod tests {
     }
 
     #[test]
+    fn passes_on_kept_buffers_give_what_passes_on_new_ones_give() {
+        let tmp = with_compact();
+        let kept = Encoder::load_fast(tmp.path()).unwrap();
+        let long = SENTENCES.join(" and ").repeat(3);
+        // Short, long, shorter, longer: each pass finds the buffers of a
+        // text of another length.
+        let mut texts: Vec<&str> = vec![SENTENCES[0], &long];
+        texts.extend(SENTENCES.iter().rev());
+        texts.push(&long);
+        texts.push(SENTENCES[1]);
+        for text in &texts {
+            let got = kept.embed(&[text]).unwrap();
+            let fresh = Encoder::load_fast(tmp.path()).unwrap();
+            assert_eq!(got, fresh.embed(&[text]).unwrap(), "{text:?}");
+            let tokens = kept.tokenizer.encode(*text, true).unwrap().get_ids().len();
+            let slot = kept.model.buffers_kept();
+            assert_eq!(slot, tokens <= 64, "{tokens} tokens: buffers kept {slot}");
+        }
+    }
+
+    #[test]
     fn weights_laid_out_for_serving_give_the_fast_load_vectors() {
         let tmp = with_compact();
         let fast = Encoder::load_fast(tmp.path()).unwrap();
