@@ -107,20 +107,20 @@ fn bookkeeping_loop(work: &std::sync::mpsc::Receiver<BackgroundWork>) {
     use std::sync::mpsc::RecvTimeoutError;
     let mut ran_since_give_back = false;
     loop {
-        let next = if ran_since_give_back {
+        let job = if ran_since_give_back {
             match work.recv_timeout(pool::GIVE_BACK_AFTER) {
-                Ok(job) => Ok(job),
+                Ok(job) => job,
                 Err(RecvTimeoutError::Timeout) => {
                     crate::host::allocator::release_thread_free_pages();
                     ran_since_give_back = false;
                     continue;
                 }
-                Err(RecvTimeoutError::Disconnected) => Err(()),
+                Err(RecvTimeoutError::Disconnected) => return,
             }
         } else {
-            work.recv().map_err(|_| ())
+            let Ok(job) = work.recv() else { return };
+            job
         };
-        let Ok(job) = next else { return };
         job();
         ran_since_give_back = true;
     }

@@ -397,11 +397,11 @@ impl Bert {
         ids: &[u32],
         crew: Option<&Crew>,
     ) -> candle_core::Result<Vec<f32>> {
-        let kept = |slot: &mut Option<PassBuffers>| slot.take();
         let mut buffers = self
             .buffers
             .lock()
-            .map_or(None, |mut slot| kept(&mut slot))
+            .ok()
+            .and_then(|mut slot| slot.take())
             .unwrap_or_default();
         let vector = self.pass(plain, ids, crew, &mut buffers);
         if ids.len() <= KEPT_BUFFERS_TOKENS
