@@ -298,10 +298,11 @@ impl Blocks {
         let rows = values.len() / inputs;
         self.values.clear();
         self.scales.clear();
-        for block in values[..rows * inputs].chunks_exact(BLOCK) {
-            let scale = crate::quantize::quantize_into(block, &mut self.values);
-            self.scales.push(scale);
-        }
+        crate::quantize::quantize_blocks(
+            &values[..rows * inputs],
+            &mut self.values,
+            &mut self.scales,
+        );
         let mut shifted = self.shifted.take().unwrap_or_default();
         if shift {
             shifted.clear();

@@ -29,6 +29,7 @@ mod quantize;
 #[cfg(test)]
 mod test_model;
 mod tokenizer;
+mod wide;
 
 use std::path::Path;
 

@@ -10,6 +10,8 @@
 //! * Rows are `width` values one after another; a partial last row is
 //!   left alone.
 
+use crate::wide::{dot, sum_by, wide_fn};
+
 /// A layer norm's weights as plain floats.
 pub(crate) struct Norm {
     pub(crate) weight: Vec<f32>,
@@ -21,75 +23,86 @@ impl Norm {
     /// Each row of `x` (rows of the weight's width) normalised to mean 0
     /// and variance 1, then scaled and shifted.
     pub(crate) fn apply(&self, x: &mut [f32]) {
-        let width = self.weight.len();
+        norm_rows(&self.weight, &self.bias, self.eps, x);
+    }
+}
+
+wide_fn! {
+    /// [`Norm::apply`]'s arithmetic.
+    fn norm_rows(weight: &[f32], bias: &[f32], eps: f32, x: &mut [f32]) {
+        let width = weight.len();
         if width == 0 {
             return;
         }
         for row in x.chunks_exact_mut(width) {
-            let mean = row.iter().sum::<f32>() / width as f32;
-            let variance = row.iter().map(|v| (v - mean) * (v - mean)).sum::<f32>() / width as f32;
-            let inverse = 1.0 / (variance + self.eps).sqrt();
-            for ((v, w), b) in row.iter_mut().zip(&self.weight).zip(&self.bias) {
+            let mean = sum_by(row, |v| v) / width as f32;
+            let variance = sum_by(row, |v| (v - mean) * (v - mean)) / width as f32;
+            let inverse = 1.0 / (variance + eps).sqrt();
+            for ((v, w), b) in row.iter_mut().zip(weight).zip(bias) {
                 *v = (*v - mean) * inverse * w + b;
             }
         }
     }
 }
 
-/// Scaled dot-product self-attention of one text of `tokens` rows:
-/// `q`, `k` and `v` hold `heads` heads side by side in each row; each
-/// head's context goes to the same place in `out`.
-pub(crate) fn attention(
-    q: &[f32],
-    k: &[f32],
-    v: &[f32],
-    tokens: usize,
-    heads: usize,
-    out: &mut [f32],
-) {
-    let width = q.len() / tokens.max(1);
-    if heads == 0 || width == 0 || !width.is_multiple_of(heads) {
-        return;
-    }
-    let head = width / heads;
-    let scale = 1.0 / (head as f32).sqrt();
-    let mut weights = vec![0f32; tokens];
-    for h in 0..heads {
-        let part = |rows: &[f32], i: usize| -> std::ops::Range<usize> {
-            let start = i * width + h * head;
-            debug_assert!(start + head <= rows.len());
-            start..start + head
-        };
-        for i in 0..tokens {
-            let qi = &q[part(q, i)];
-            let mut largest = f32::NEG_INFINITY;
-            for (j, w) in weights.iter_mut().enumerate() {
-                let kj = &k[part(k, j)];
-                *w = qi.iter().zip(kj).map(|(a, b)| a * b).sum::<f32>() * scale;
-                largest = largest.max(*w);
-            }
-            let mut total = 0.0;
-            for w in weights.iter_mut() {
-                *w = (*w - largest).exp();
-                total += *w;
-            }
-            let range = part(out, i);
-            let oi = &mut out[range];
-            oi.fill(0.0);
-            for (j, w) in weights.iter().enumerate() {
-                let share = w / total;
-                for (o, x) in oi.iter_mut().zip(&v[part(v, j)]) {
-                    *o += share * x;
+wide_fn! {
+    /// Scaled dot-product self-attention of one text of `tokens` rows:
+    /// `q`, `k` and `v` hold `heads` heads side by side in each row; each
+    /// head's context goes to the same place in `out`.
+    pub(crate) fn attention(
+        q: &[f32],
+        k: &[f32],
+        v: &[f32],
+        tokens: usize,
+        heads: usize,
+        out: &mut [f32],
+    ) {
+        let width = q.len() / tokens.max(1);
+        if heads == 0 || width == 0 || !width.is_multiple_of(heads) {
+            return;
+        }
+        let head = width / heads;
+        let scale = 1.0 / (head as f32).sqrt();
+        let mut weights = vec![0f32; tokens];
+        for h in 0..heads {
+            let part = |rows: &[f32], i: usize| -> std::ops::Range<usize> {
+                let start = i * width + h * head;
+                debug_assert!(start + head <= rows.len());
+                start..start + head
+            };
+            for i in 0..tokens {
+                let qi = &q[part(q, i)];
+                let mut largest = f32::NEG_INFINITY;
+                for (j, w) in weights.iter_mut().enumerate() {
+                    let kj = &k[part(k, j)];
+                    *w = dot(qi, kj) * scale;
+                    largest = largest.max(*w);
+                }
+                let mut total = 0.0;
+                for w in weights.iter_mut() {
+                    *w = (*w - largest).exp();
+                    total += *w;
+                }
+                let range = part(out, i);
+                let oi = &mut out[range];
+                oi.fill(0.0);
+                for (j, w) in weights.iter().enumerate() {
+                    let share = w / total;
+                    for (o, x) in oi.iter_mut().zip(&v[part(v, j)]) {
+                        *o += share * x;
+                    }
                 }
             }
         }
     }
 }
 
-/// GELU with the exact (erf) form, `x·(1 + erf(x/√2))/2`, in place.
-pub(crate) fn gelu(x: &mut [f32]) {
-    for v in x.iter_mut() {
-        *v = *v * (1.0 + erf(*v * std::f32::consts::FRAC_1_SQRT_2)) / 2.0;
+wide_fn! {
+    /// GELU with the exact (erf) form, `x·(1 + erf(x/√2))/2`, in place.
+    pub(crate) fn gelu(x: &mut [f32]) {
+        for v in x.iter_mut() {
+            *v = *v * (1.0 + erf(*v * std::f32::consts::FRAC_1_SQRT_2)) / 2.0;
+        }
     }
 }
 
@@ -98,6 +111,7 @@ pub(crate) fn gelu(x: &mut [f32]) {
 /// clamped to ±4 (beyond which erf is ±1 in f32). Plain arithmetic that
 /// vectorises, where the library's erf branches value by value (and
 /// `mul_add` would be a library call on baseline x86-64).
+#[inline(always)]
 pub(crate) fn erf(x: f32) -> f32 {
     // A NaN stays NaN.
     let x = x.clamp(-4.0, 4.0);
@@ -117,10 +131,12 @@ pub(crate) fn erf(x: f32) -> f32 {
     x * p / q
 }
 
-/// `into += from`, element by element.
-pub(crate) fn add(into: &mut [f32], from: &[f32]) {
-    for (a, b) in into.iter_mut().zip(from) {
-        *a += b;
+wide_fn! {
+    /// `into += from`, element by element.
+    pub(crate) fn add(into: &mut [f32], from: &[f32]) {
+        for (a, b) in into.iter_mut().zip(from) {
+            *a += b;
+        }
     }
 }
 
@@ -142,6 +158,31 @@ mod tests {
         for (i, (g, w)) in got.iter().zip(want).enumerate() {
             assert!((g - w).abs() <= tolerance, "at {i}: {g} vs {w}");
         }
+    }
+
+    #[test]
+    fn both_compilations_give_the_same_bits() {
+        let (tokens, heads, head) = (9, 12, 32);
+        let width = heads * head;
+        let (q, k, v) = (
+            values(tokens * width, 1),
+            values(tokens * width, 2),
+            values(tokens * width, 3),
+        );
+        let norm = Norm {
+            weight: values(width, 7),
+            bias: values(width, 9),
+            eps: 1e-12,
+        };
+        let run = || {
+            let mut out = vec![0f32; tokens * width];
+            attention(&q, &k, &v, tokens, heads, &mut out);
+            norm.apply(&mut out);
+            add(&mut out, &q);
+            gelu(&mut out);
+            out.iter().map(|x| x.to_bits()).collect::<Vec<u32>>()
+        };
+        assert_eq!(run(), crate::wide::portable(run));
     }
 
     #[test]

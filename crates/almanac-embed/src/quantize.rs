@@ -1,6 +1,9 @@
 //! Int8 vectors: a quarter of the bytes of f32, and dot products that
 //! vectorise well, at about 1% error on unit vectors.
 
+use crate::blocks::BLOCK;
+use crate::wide::wide_fn;
+
 /// A vector as int8 parts and one scale: `part × scale ≈ value`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Quantized {
@@ -47,9 +50,32 @@ impl Quantized {
 /// the largest finite magnitude to 127 (`part × scale ≈ value`; 0 when
 /// there is none). Non-finite values count as 0.
 pub(crate) fn quantize_into(values: &[f32], parts: &mut Vec<i8>) -> f32 {
+    let start = parts.len();
+    parts.resize(start + values.len(), 0);
+    quantize_slice(values, &mut parts[start..])
+}
+
+wide_fn! {
+    /// `values` cut into blocks of [`BLOCK`], each as [`quantize_into`]
+    /// makes it: the parts appended to `parts`, the scales to `scales`
+    /// (a partial last block is left out). What a query's pass does to
+    /// every activation of every layer.
+    pub(crate) fn quantize_blocks(values: &[f32], parts: &mut Vec<i8>, scales: &mut Vec<f32>) {
+        let whole = values.len() / BLOCK * BLOCK;
+        let start = parts.len();
+        parts.resize(start + whole, 0);
+        let blocks = values[..whole].chunks_exact(BLOCK);
+        for (block, out) in blocks.zip(parts[start..].chunks_exact_mut(BLOCK)) {
+            scales.push(quantize_slice(block, out));
+        }
+    }
+}
+
+/// [`quantize_into`] into `parts` (as long as `values`): each part set.
+#[inline(always)]
+fn quantize_slice(values: &[f32], parts: &mut [i8]) -> f32 {
     // Written without early exits or library calls so that both loops
-    // vectorise: a query's forward pass cuts every activation of every
-    // layer this way.
+    // vectorise.
     // Eight running maxima, one per lane, then the largest of them.
     let mut lanes = [0f32; 8];
     let mut chunks = values.chunks_exact(8);
@@ -63,13 +89,12 @@ pub(crate) fn quantize_into(values: &[f32], parts: &mut Vec<i8>) -> f32 {
         .iter()
         .chain(&lanes)
         .fold(0f32, |m, x| larger_finite(m, *x));
-    let start = parts.len();
-    parts.resize(start + values.len(), 0);
     if largest == 0.0 {
+        parts.fill(0);
         return 0.0;
     }
     let scale = largest / 127.0;
-    for (part, x) in parts[start..].iter_mut().zip(values) {
+    for (part, x) in parts.iter_mut().zip(values) {
         let scaled = if x.is_finite() {
             (x / scale).clamp(-127.0, 127.0)
         } else {
@@ -81,7 +106,7 @@ pub(crate) fn quantize_into(values: &[f32], parts: &mut Vec<i8>) -> f32 {
 }
 
 /// The larger of `largest` and `x`'s magnitude, when that is finite.
-#[inline]
+#[inline(always)]
 fn larger_finite(largest: f32, x: f32) -> f32 {
     let magnitude = x.abs();
     // NaN fails both comparisons.
@@ -94,7 +119,7 @@ fn larger_finite(largest: f32, x: f32) -> f32 {
 
 /// `x` (within ±127) rounded half away from zero, as `f32::round` does.
 /// By hand because `round` is a library call on baseline x86-64.
-#[inline]
+#[inline(always)]
 fn round_half_away(x: f32) -> i8 {
     let whole = x as i32;
     // Exact: `x` and its whole part are within 2²³ of each other.
@@ -235,6 +260,35 @@ mod tests {
         assert_eq!(Quantized::from_bytes(&f32::NAN.to_le_bytes()), None);
         let zero = Quantized::new(&[0.0, 0.0]);
         assert_eq!(zero.dot(&zero), 0.0);
+    }
+
+    #[test]
+    fn blocks_are_cut_as_each_block_alone_in_both_compilations() {
+        let values: Vec<f32> = crate::blocks::tests::values(32 * 12 + 5, 4)
+            .into_iter()
+            .enumerate()
+            .map(|(i, v)| match i {
+                40 => f32::NAN,
+                41 => f32::INFINITY,
+                _ if (64..96).contains(&i) => 0.0,
+                _ => v * 3.0,
+            })
+            .collect();
+        let mut want = (Vec::new(), Vec::new());
+        for block in values.chunks_exact(BLOCK) {
+            want.1.push(quantize_into(block, &mut want.0));
+        }
+        let cut = || {
+            let mut got = (vec![7i8], vec![7f32]);
+            quantize_blocks(&values, &mut got.0, &mut got.1);
+            got
+        };
+        let (wide, portable) = (cut(), crate::wide::portable(cut));
+        assert_eq!(wide, portable);
+        assert_eq!(wide.0[1..], want.0[..]);
+        assert_eq!(wide.1[1..], want.1[..]);
+        assert_eq!(wide.1.len(), 1 + 12, "the partial block is left out");
+        assert_eq!(wide.1[3], 0.0, "an all-zero block");
     }
 
     #[test]
