@@ -353,23 +353,28 @@ impl Bert {
         Ok(bert)
     }
 
-    /// Lays every int8 block layer out for its kernel (see
-    /// [`BlockLinear::pack`]).
+    /// Lays every int8 block layer out for its kernel, in the order a
+    /// pass reads them, in one region ([`crate::blocks::pack_layers`]).
     pub(crate) fn pack(&mut self) {
-        for layer in &mut self.layers {
-            for dense in [
-                &mut layer.query,
-                &mut layer.key,
-                &mut layer.value,
-                &mut layer.attention_out,
-                &mut layer.up,
-                &mut layer.down,
-            ] {
-                if let Dense::Blocks(blocks) = dense {
-                    blocks.pack();
-                }
-            }
-        }
+        let mut layers: Vec<&mut BlockLinear> = self
+            .layers
+            .iter_mut()
+            .flat_map(|layer| {
+                [
+                    &mut layer.query,
+                    &mut layer.key,
+                    &mut layer.value,
+                    &mut layer.attention_out,
+                    &mut layer.up,
+                    &mut layer.down,
+                ]
+            })
+            .filter_map(|dense| match dense {
+                Dense::Blocks(blocks) => Some(blocks),
+                _ => None,
+            })
+            .collect();
+        crate::blocks::pack_layers(&mut layers);
     }
 
     /// Whether [`Bert::embed_one`] can run.
