@@ -377,6 +377,12 @@ impl Bert {
         crate::blocks::pack_layers(&mut layers);
     }
 
+    /// The region the packed weights are in, if they are.
+    pub(crate) fn packed_region(&self) -> Option<std::sync::Arc<crate::blocks::Region>> {
+        let first = self.layers.first()?;
+        block(&first.query).ok()?.packed_region()
+    }
+
     /// Whether [`Bert::embed_one`] can run.
     pub(crate) fn has_plain_pass(&self) -> bool {
         self.plain.is_some()

@@ -93,6 +93,11 @@ impl BlockLinear {
         pack_layers(&mut [self]);
     }
 
+    /// The region its packed weights are in, if they are.
+    pub(crate) fn packed_region(&self) -> Option<Arc<Region>> {
+        self.packed.as_ref().map(|p| p.region.clone())
+    }
+
     /// Bytes of the weights in the kernel's own layout (0: it has none,
     /// or they are laid out so already).
     fn packed_len(&self) -> usize {
@@ -293,7 +298,7 @@ const HUGE_PAGE: usize = 2 << 20;
 
 impl Region {
     /// `len` zeroed bytes.
-    fn new(len: usize) -> std::io::Result<Region> {
+    pub(crate) fn new(len: usize) -> std::io::Result<Region> {
         // Room to start on a huge-page boundary: a mapping starts on a page.
         let map = memmap2::MmapOptions::new()
             .len(len + HUGE_PAGE)
@@ -307,7 +312,7 @@ impl Region {
         Ok(Region { map, start, len })
     }
 
-    fn bytes(&self) -> &[u8] {
+    pub(crate) fn bytes(&self) -> &[u8] {
         &self.map[self.start..self.start + self.len]
     }
 

@@ -29,14 +29,20 @@
 //! * The helper never spins on the CPU its asker last posted from.
 //! * Dropping the crew stops and joins its thread.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU8, AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
+
+use crate::blocks::Region;
 
 /// How long the helper waits, awake, for the next product before it
 /// parks: longer than the gaps between a pass's products.
 const STAY_AWAKE: Duration = Duration::from_micros(200);
+
+/// Bytes the helper reads ahead ([`Crew::expect_work`]) between looks at
+/// whether work came meanwhile.
+const READ_AHEAD_STEP: usize = 256 << 10;
 
 const IDLE: u8 = 0;
 const POSTED: u8 = 1;
@@ -68,6 +74,10 @@ struct Shared {
     state: AtomicU8,
     /// A thread is in [`Crew::for_each`] with the helper.
     asked: AtomicBool,
+    /// Work was announced ([`Crew::expect_work`]): read ahead.
+    expected: AtomicBool,
+    /// What the helper reads ahead of announced work ([`Crew::read_ahead`]).
+    ahead: OnceLock<Arc<Region>>,
     /// The posted job (a `Job` on the asking thread's stack), valid while
     /// `state` is `POSTED` or `RUNNING`.
     job: AtomicPtr<()>,
@@ -76,6 +86,9 @@ struct Shared {
     /// Turns of the helper's waiting loop, for tests.
     #[cfg(test)]
     spins: AtomicUsize,
+    /// Bytes read ahead, for tests.
+    #[cfg(test)]
+    read_ahead: AtomicUsize,
 }
 
 const NO_CPU: usize = usize::MAX;
@@ -110,10 +123,14 @@ impl Crew {
         let shared = Arc::new(Shared {
             state: AtomicU8::new(IDLE),
             asked: AtomicBool::new(false),
+            expected: AtomicBool::new(false),
+            ahead: OnceLock::new(),
             job: AtomicPtr::new(std::ptr::null_mut()),
             asker_cpu: AtomicUsize::new(NO_CPU),
             #[cfg(test)]
             spins: AtomicUsize::new(0),
+            #[cfg(test)]
+            read_ahead: AtomicUsize::new(0),
         });
         let theirs = shared.clone();
         let helper = std::thread::Builder::new()
@@ -124,6 +141,25 @@ impl Crew {
             shared,
             helper: Some(helper),
         })
+    }
+
+    /// Has the helper read `region` ahead of work announced from now on
+    /// ([`Crew::expect_work`]): the memory the work will read, brought into
+    /// the shared caches while the asker does other things. Set once.
+    pub(crate) fn read_ahead(&self, region: Arc<Region>) {
+        let _ = self.shared.ahead.set(region);
+    }
+
+    /// Tells the helper work is about to come: it wakes now and reads
+    /// ahead what the work will read, rather than being woken by the
+    /// first task (waking a parked thread takes tens of microseconds, more
+    /// on an idle virtual CPU, and after idle the memory the work reads
+    /// is no longer in the caches).
+    pub(crate) fn expect_work(&self) {
+        self.shared.expected.store(true, Ordering::Release);
+        if let Some(helper) = &self.helper {
+            helper.thread().unpark();
+        }
     }
 
     /// Runs `run(0..tasks)`, each task once, on this thread and the
@@ -207,12 +243,39 @@ fn on_askers_cpu(shared: &Shared) -> bool {
     asker != NO_CPU && current_cpu() == asker
 }
 
+/// Reads `bytes` (a byte of every cache line) until done or until a job
+/// is posted or the crew stops.
+fn read_ahead(shared: &Shared, bytes: &[u8]) {
+    for step in bytes.chunks(READ_AHEAD_STEP) {
+        if shared.state.load(Ordering::Relaxed) != IDLE {
+            return;
+        }
+        let mut sum = 0u8;
+        for line in step.iter().step_by(64) {
+            sum = sum.wrapping_add(*line);
+        }
+        std::hint::black_box(sum);
+        #[cfg(test)]
+        shared.read_ahead.fetch_add(step.len(), Ordering::Relaxed);
+    }
+}
+
 /// The helper's loop: take posted jobs, stay awake a while after each,
-/// park when none comes, end on `STOP`.
+/// park when none comes, end on `STOP`; read ahead when work is
+/// announced.
 fn help(shared: &Shared) {
     let mut awake_since = Instant::now();
     let mut spins = 0u32;
     loop {
+        // Looked at before it is taken: a swap on every turn would pull
+        // the line from the asker's cache each time.
+        if shared.expected.load(Ordering::Relaxed) && shared.expected.swap(false, Ordering::Acquire)
+        {
+            if let Some(ahead) = shared.ahead.get() {
+                read_ahead(shared, ahead.bytes());
+            }
+            awake_since = Instant::now();
+        }
         match shared.state.load(Ordering::Acquire) {
             STOP => return,
             POSTED => {
@@ -270,6 +333,39 @@ mod tests {
                 assert_eq!(*seen.lock().unwrap(), vec![1; tasks]);
             }
         }
+    }
+
+    #[test]
+    fn work_announced_has_the_helper_read_ahead_and_tasks_still_run_once() {
+        let region = Arc::new(Region::new(3 * READ_AHEAD_STEP + 100).unwrap());
+        let Some(crew) = Crew::new() else { return };
+        crew.read_ahead(region.clone());
+        crew.expect_work();
+        // The helper reads it all when nothing is posted meanwhile.
+        for _ in 0..10_000_000 {
+            if crew.shared.read_ahead.load(Ordering::Relaxed) >= region.bytes().len() {
+                break;
+            }
+            std::thread::yield_now();
+        }
+        assert_eq!(
+            crew.shared.read_ahead.load(Ordering::Relaxed),
+            region.bytes().len()
+        );
+        // Announced and posted at once: every task runs once.
+        for tasks in [2, 64] {
+            crew.expect_work();
+            let counts: Vec<AtomicUsize> = (0..tasks).map(|_| AtomicUsize::new(0)).collect();
+            crew.for_each(tasks, &|t| {
+                counts[t].fetch_add(1, Ordering::Relaxed);
+            });
+            assert!(counts.iter().all(|c| c.load(Ordering::Relaxed) == 1));
+        }
+        // A crew without memory to read ahead only wakes its helper.
+        let Some(plain) = Crew::new() else { return };
+        plain.expect_work();
+        plain.for_each(3, &|_| {});
+        assert_eq!(plain.shared.read_ahead.load(Ordering::Relaxed), 0);
     }
 
     #[test]
