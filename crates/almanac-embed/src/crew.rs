@@ -26,7 +26,11 @@
 //! * One asker at a time shares the helper: a second thread asking
 //!   meanwhile runs its tasks alone (a posted job is the asker's, and
 //!   only the asker takes it back).
-//! * The helper never spins on the CPU its asker last posted from.
+//! * The helper never spins on the CPU its asker last posted from, nor
+//!   reads ahead there.
+//! * Told work is coming ([`Crew::expect_work`]), the helper reads the
+//!   memory it was given ahead ([`Crew::read_ahead`]), and stops within
+//!   [`READ_AHEAD_STEP`] bytes once a job is posted.
 //! * Dropping the crew stops and joins its thread.
 
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU8, AtomicUsize, Ordering};
@@ -156,6 +160,9 @@ impl Crew {
     /// on an idle virtual CPU, and after idle the memory the work reads
     /// is no longer in the caches).
     pub(crate) fn expect_work(&self) {
+        self.shared
+            .asker_cpu
+            .store(current_cpu(), Ordering::Relaxed);
         self.shared.expected.store(true, Ordering::Release);
         if let Some(helper) = &self.helper {
             helper.thread().unpark();
@@ -271,7 +278,11 @@ fn help(shared: &Shared) {
         // the line from the asker's cache each time.
         if shared.expected.load(Ordering::Relaxed) && shared.expected.swap(false, Ordering::Acquire)
         {
-            if let Some(ahead) = shared.ahead.get() {
+            // Not on the asker's CPU: the reading would take the time the
+            // asker needs to get to the work.
+            if let Some(ahead) = shared.ahead.get()
+                && !on_askers_cpu(shared)
+            {
                 read_ahead(shared, ahead.bytes());
             }
             awake_since = Instant::now();
@@ -335,23 +346,54 @@ mod tests {
         }
     }
 
+    /// Every CPU for this thread again.
+    #[cfg(target_os = "linux")]
+    fn unpin() {
+        // SAFETY: as in `pin`.
+        unsafe {
+            let mut all: libc::cpu_set_t = std::mem::zeroed();
+            for c in 0..libc::CPU_SETSIZE as usize {
+                libc::CPU_SET(c, &mut all);
+            }
+            let size = std::mem::size_of::<libc::cpu_set_t>();
+            libc::pthread_setaffinity_np(libc::pthread_self(), size, &all);
+        }
+    }
+
+    #[cfg(target_os = "linux")]
     #[test]
-    fn work_announced_has_the_helper_read_ahead_and_tasks_still_run_once() {
+    fn work_announced_has_the_helper_read_ahead_off_the_askers_cpu() {
+        use std::os::unix::thread::JoinHandleExt;
         let region = Arc::new(Region::new(3 * READ_AHEAD_STEP + 100).unwrap());
         let Some(crew) = Crew::new() else { return };
         crew.read_ahead(region.clone());
+        let helper = crew.helper.as_ref().unwrap().as_pthread_t();
+        // SAFETY: pthread_self has no preconditions.
+        let me = unsafe { libc::pthread_self() };
+        let read = || crew.shared.read_ahead.load(Ordering::Relaxed);
+        // On the asker's CPU: woken, but nothing read there.
+        if !pin(me, 0) || !pin(helper, 0) {
+            return;
+        }
         crew.expect_work();
-        // The helper reads it all when nothing is posted meanwhile.
+        for _ in 0..100 {
+            std::thread::yield_now();
+        }
+        crew.for_each(4, &|_| {});
+        assert_eq!(read(), 0);
+        // On another CPU: it reads it all when nothing is posted meanwhile.
+        if !pin(helper, 1) {
+            unpin();
+            return;
+        }
+        crew.expect_work();
         for _ in 0..10_000_000 {
-            if crew.shared.read_ahead.load(Ordering::Relaxed) >= region.bytes().len() {
+            if read() >= region.bytes().len() {
                 break;
             }
             std::thread::yield_now();
         }
-        assert_eq!(
-            crew.shared.read_ahead.load(Ordering::Relaxed),
-            region.bytes().len()
-        );
+        assert_eq!(read(), region.bytes().len());
         // Announced and posted at once: every task runs once.
         for tasks in [2, 64] {
             crew.expect_work();
@@ -361,11 +403,7 @@ mod tests {
             });
             assert!(counts.iter().all(|c| c.load(Ordering::Relaxed) == 1));
         }
-        // A crew without memory to read ahead only wakes its helper.
-        let Some(plain) = Crew::new() else { return };
-        plain.expect_work();
-        plain.for_each(3, &|_| {});
-        assert_eq!(plain.shared.read_ahead.load(Ordering::Relaxed), 0);
+        unpin();
     }
 
     #[test]
@@ -432,15 +470,7 @@ mod tests {
         // for every ask.
         let spins = crew.shared.spins.load(Ordering::Relaxed);
         assert!(spins <= asks * 2 * 64, "{spins} turns spun for {asks} asks");
-        // SAFETY: as above.
-        unsafe {
-            let mut all: libc::cpu_set_t = std::mem::zeroed();
-            for c in 0..libc::CPU_SETSIZE as usize {
-                libc::CPU_SET(c, &mut all);
-            }
-            let size = std::mem::size_of::<libc::cpu_set_t>();
-            libc::pthread_setaffinity_np(libc::pthread_self(), size, &all);
-        }
+        unpin();
     }
 
     #[test]
