@@ -313,18 +313,15 @@ pub(crate) fn search(shared: &Shared, req: &ResolvedSearch) -> anyhow::Result<Se
     let started = std::time::Instant::now();
     let embedder = semantic.provider(&choice);
     let (index, searched) = match embedder.as_deref() {
-        Ok(model) => {
-            model.expect_query();
-            hybrid(semantic, &memory, kept, req, model, app.wall_ns(), || {
-                let embedding = std::time::Instant::now();
-                let made = crate::app::memory::query_vector(&app, Ok(model), &req.query);
-                tracing::debug!(
-                    ms = embedding.elapsed().as_secs_f64() * 1000.0,
-                    "memory search: query embedded"
-                );
-                made
-            })?
-        }
+        Ok(model) => hybrid(semantic, &memory, kept, req, model, app.wall_ns(), || {
+            let embedding = std::time::Instant::now();
+            let made = crate::app::memory::query_vector(&app, Ok(model), &req.query);
+            tracing::debug!(
+                ms = embedding.elapsed().as_secs_f64() * 1000.0,
+                "memory search: query embedded"
+            );
+            made
+        })?,
         Err(reason) => {
             let (index, sync) = reopened(&memory, kept, app.wall_ns())?;
             let (mode, _) = crate::app::memory::query_vector(&app, Err(reason), &req.query);

@@ -353,34 +353,23 @@ impl Bert {
         Ok(bert)
     }
 
-    /// Lays every int8 block layer out for its kernel, in the order a
-    /// pass reads them, in one region ([`crate::blocks::pack_layers`]).
+    /// Lays every int8 block layer out for its kernel (see
+    /// [`BlockLinear::pack`]).
     pub(crate) fn pack(&mut self) {
-        let mut layers: Vec<&mut BlockLinear> = self
-            .layers
-            .iter_mut()
-            .flat_map(|layer| {
-                [
-                    &mut layer.query,
-                    &mut layer.key,
-                    &mut layer.value,
-                    &mut layer.attention_out,
-                    &mut layer.up,
-                    &mut layer.down,
-                ]
-            })
-            .filter_map(|dense| match dense {
-                Dense::Blocks(blocks) => Some(blocks),
-                _ => None,
-            })
-            .collect();
-        crate::blocks::pack_layers(&mut layers);
-    }
-
-    /// The region the packed weights are in, if they are.
-    pub(crate) fn packed_region(&self) -> Option<std::sync::Arc<crate::blocks::Region>> {
-        let first = self.layers.first()?;
-        block(&first.query).ok()?.packed_region()
+        for layer in &mut self.layers {
+            for dense in [
+                &mut layer.query,
+                &mut layer.key,
+                &mut layer.value,
+                &mut layer.attention_out,
+                &mut layer.up,
+                &mut layer.down,
+            ] {
+                if let Dense::Blocks(blocks) = dense {
+                    blocks.pack();
+                }
+            }
+        }
     }
 
     /// Whether [`Bert::embed_one`] can run.

@@ -25,7 +25,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use candle_core::{Device, Tensor};
 
 use crate::crew::Crew;
-use crate::kernels::{Kernel, PACKED_BLOCK_BYTES, Row};
+use crate::kernels::{Kernel, Row};
 
 /// Values per block, as in Q8_0.
 pub(crate) const BLOCK: usize = 32;
@@ -49,9 +49,9 @@ pub(crate) struct BlockLinear {
     /// at once, block after block within each group of those outputs.
     scales: Vec<f32>,
     /// The weights laid out for the kernel, when it has a layout of its
-    /// own and they were packed ([`pack_layers`]): read in one stream
+    /// own and [`BlockLinear::pack`] was asked for: read in one stream
     /// instead of several rows at once.
-    packed: Option<Packed>,
+    packed: Option<Vec<u8>>,
     bias: Vec<f32>,
 }
 
@@ -86,24 +86,12 @@ impl BlockLinear {
         })
     }
 
-    /// Copies the weights into the kernel's own layout, when it has one
-    /// ([`pack_layers`] for this layer alone).
-    #[cfg(test)]
+    /// Copies the weights into the kernel's own layout, when it has one:
+    /// faster products for the weights' size in memory (they are otherwise
+    /// read in place from the mapped file).
     pub(crate) fn pack(&mut self) {
-        pack_layers(&mut [self]);
-    }
-
-    /// The region its packed weights are in, if they are.
-    pub(crate) fn packed_region(&self) -> Option<Arc<Region>> {
-        self.packed.as_ref().map(|p| p.region.clone())
-    }
-
-    /// Bytes of the weights in the kernel's own layout (0: it has none,
-    /// or they are laid out so already).
-    fn packed_len(&self) -> usize {
-        match self.packed {
-            Some(_) => 0,
-            None => self.kernel.packed_len(self.outputs, self.inputs / BLOCK),
+        if self.packed.is_none() {
+            self.packed = self.kernel.pack(self.weights(), self.inputs / BLOCK);
         }
     }
 
@@ -183,7 +171,7 @@ impl BlockLinear {
             })
             .collect();
         let (weights, row_bytes) = match &self.packed {
-            Some(packed) => (packed.bytes(), per_row * PACKED_BLOCK_BYTES),
+            Some(packed) => (&packed[..], per_row * BLOCK),
             None => (self.weights(), per_row * BLOCK_BYTES),
         };
         // Output features in chunks, each a task for this thread or the
@@ -201,9 +189,7 @@ impl BlockLinear {
                 let last = first + out.len() / rows;
                 self.kernel.outputs(
                     &weights[first * row_bytes..last * row_bytes],
-                    self.scales
-                        .get(first * per_row..last * per_row)
-                        .unwrap_or_default(),
+                    &self.scales[first * per_row..last * per_row],
                     per_row,
                     &x,
                     &mut out,
@@ -227,97 +213,6 @@ impl BlockLinear {
                 }
             }
         }
-    }
-}
-
-/// Lays the weights of `layers` out for their kernels, those that have a
-/// layout of their own, one after another in one [`Region`]: faster
-/// products for the weights' size in memory (they are otherwise read in
-/// place from the mapped file). Their scales then live in the region
-/// only. Without a region (no memory to map), they stay as they are.
-pub(crate) fn pack_layers(layers: &mut [&mut BlockLinear]) {
-    let lengths: Vec<usize> = layers.iter().map(|layer| layer.packed_len()).collect();
-    let total: usize = lengths.iter().sum();
-    if total == 0 {
-        return;
-    }
-    let Ok(mut region) = Region::new(total) else {
-        return;
-    };
-    let mut start = 0;
-    for (layer, &len) in layers.iter().zip(&lengths) {
-        let out = &mut region.bytes_mut()[start..start + len];
-        layer
-            .kernel
-            .pack_into(layer.weights(), layer.inputs / BLOCK, &layer.scales, out);
-        start += len;
-    }
-    let region = Arc::new(region);
-    let mut start = 0;
-    for (layer, &len) in layers.iter_mut().zip(&lengths) {
-        if len > 0 {
-            layer.packed = Some(Packed {
-                region: region.clone(),
-                start,
-                len,
-            });
-            layer.scales = Vec::new();
-        }
-        start += len;
-    }
-}
-
-/// One layer's packed weights within a [`Region`].
-struct Packed {
-    region: Arc<Region>,
-    start: usize,
-    len: usize,
-}
-
-impl Packed {
-    fn bytes(&self) -> &[u8] {
-        &self.region.bytes()[self.start..self.start + self.len]
-    }
-}
-
-/// Memory of its own for packed weights, on 2 MB pages where the system
-/// gives them (Linux with transparent huge pages on `madvise` or
-/// `always`). A query's pass reads every weight once, some twelve
-/// megabytes that an idle machine has let go from its caches: on 4 KB
-/// pages the reads stall at every page boundary (the hardware prefetcher
-/// stops there) and on every TLB miss, three thousand of them a pass.
-pub(crate) struct Region {
-    map: memmap2::MmapMut,
-    /// Where the usable bytes start in `map`: on a 2 MB boundary.
-    start: usize,
-    len: usize,
-}
-
-/// The size of a huge page on x86-64 and arm64 Linux.
-const HUGE_PAGE: usize = 2 << 20;
-
-impl Region {
-    /// `len` zeroed bytes.
-    pub(crate) fn new(len: usize) -> std::io::Result<Region> {
-        // Room to start on a huge-page boundary: a mapping starts on a page.
-        let map = memmap2::MmapOptions::new()
-            .len(len + HUGE_PAGE)
-            .map_anon()?;
-        let start = map.as_ptr().align_offset(HUGE_PAGE).min(HUGE_PAGE);
-        #[cfg(target_os = "linux")]
-        {
-            // Only a speed-up: a system without huge pages says no.
-            let _ = map.advise_range(memmap2::Advice::HugePage, start, len);
-        }
-        Ok(Region { map, start, len })
-    }
-
-    pub(crate) fn bytes(&self) -> &[u8] {
-        &self.map[self.start..self.start + self.len]
-    }
-
-    fn bytes_mut(&mut self) -> &mut [u8] {
-        &mut self.map[self.start..self.start + self.len]
     }
 }
 

@@ -26,27 +26,17 @@
 //! * One asker at a time shares the helper: a second thread asking
 //!   meanwhile runs its tasks alone (a posted job is the asker's, and
 //!   only the asker takes it back).
-//! * The helper never spins on the CPU its asker last posted from, nor
-//!   reads ahead there.
-//! * Told work is coming ([`Crew::expect_work`]), the helper reads the
-//!   memory it was given ahead ([`Crew::read_ahead`]), and stops within
-//!   [`READ_AHEAD_STEP`] bytes once a job is posted.
+//! * The helper never spins on the CPU its asker last posted from.
 //! * Dropping the crew stops and joins its thread.
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU8, AtomicUsize, Ordering};
-use std::sync::{Arc, OnceLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
-
-use crate::blocks::Region;
 
 /// How long the helper waits, awake, for the next product before it
 /// parks: longer than the gaps between a pass's products.
 const STAY_AWAKE: Duration = Duration::from_micros(200);
-
-/// Bytes the helper reads ahead ([`Crew::expect_work`]) between looks at
-/// whether work came meanwhile.
-const READ_AHEAD_STEP: usize = 256 << 10;
 
 const IDLE: u8 = 0;
 const POSTED: u8 = 1;
@@ -78,10 +68,6 @@ struct Shared {
     state: AtomicU8,
     /// A thread is in [`Crew::for_each`] with the helper.
     asked: AtomicBool,
-    /// Work was announced ([`Crew::expect_work`]): read ahead.
-    expected: AtomicBool,
-    /// What the helper reads ahead of announced work ([`Crew::read_ahead`]).
-    ahead: OnceLock<Arc<Region>>,
     /// The posted job (a `Job` on the asking thread's stack), valid while
     /// `state` is `POSTED` or `RUNNING`.
     job: AtomicPtr<()>,
@@ -90,9 +76,6 @@ struct Shared {
     /// Turns of the helper's waiting loop, for tests.
     #[cfg(test)]
     spins: AtomicUsize,
-    /// Bytes read ahead, for tests.
-    #[cfg(test)]
-    read_ahead: AtomicUsize,
 }
 
 const NO_CPU: usize = usize::MAX;
@@ -127,14 +110,10 @@ impl Crew {
         let shared = Arc::new(Shared {
             state: AtomicU8::new(IDLE),
             asked: AtomicBool::new(false),
-            expected: AtomicBool::new(false),
-            ahead: OnceLock::new(),
             job: AtomicPtr::new(std::ptr::null_mut()),
             asker_cpu: AtomicUsize::new(NO_CPU),
             #[cfg(test)]
             spins: AtomicUsize::new(0),
-            #[cfg(test)]
-            read_ahead: AtomicUsize::new(0),
         });
         let theirs = shared.clone();
         let helper = std::thread::Builder::new()
@@ -145,28 +124,6 @@ impl Crew {
             shared,
             helper: Some(helper),
         })
-    }
-
-    /// Has the helper read `region` ahead of work announced from now on
-    /// ([`Crew::expect_work`]): the memory the work will read, brought into
-    /// the shared caches while the asker does other things. Set once.
-    pub(crate) fn read_ahead(&self, region: Arc<Region>) {
-        let _ = self.shared.ahead.set(region);
-    }
-
-    /// Tells the helper work is about to come: it wakes now and reads
-    /// ahead what the work will read, rather than being woken by the
-    /// first task (waking a parked thread takes tens of microseconds, more
-    /// on an idle virtual CPU, and after idle the memory the work reads
-    /// is no longer in the caches).
-    pub(crate) fn expect_work(&self) {
-        self.shared
-            .asker_cpu
-            .store(current_cpu(), Ordering::Relaxed);
-        self.shared.expected.store(true, Ordering::Release);
-        if let Some(helper) = &self.helper {
-            helper.thread().unpark();
-        }
     }
 
     /// Runs `run(0..tasks)`, each task once, on this thread and the
@@ -250,43 +207,12 @@ fn on_askers_cpu(shared: &Shared) -> bool {
     asker != NO_CPU && current_cpu() == asker
 }
 
-/// Reads `bytes` (a byte of every cache line) until done or until a job
-/// is posted or the crew stops.
-fn read_ahead(shared: &Shared, bytes: &[u8]) {
-    for step in bytes.chunks(READ_AHEAD_STEP) {
-        if shared.state.load(Ordering::Relaxed) != IDLE {
-            return;
-        }
-        let mut sum = 0u8;
-        for line in step.iter().step_by(64) {
-            sum = sum.wrapping_add(*line);
-        }
-        std::hint::black_box(sum);
-        #[cfg(test)]
-        shared.read_ahead.fetch_add(step.len(), Ordering::Relaxed);
-    }
-}
-
 /// The helper's loop: take posted jobs, stay awake a while after each,
-/// park when none comes, end on `STOP`; read ahead when work is
-/// announced.
+/// park when none comes, end on `STOP`.
 fn help(shared: &Shared) {
     let mut awake_since = Instant::now();
     let mut spins = 0u32;
     loop {
-        // Looked at before it is taken: a swap on every turn would pull
-        // the line from the asker's cache each time.
-        if shared.expected.load(Ordering::Relaxed) && shared.expected.swap(false, Ordering::Acquire)
-        {
-            // Not on the asker's CPU: the reading would take the time the
-            // asker needs to get to the work.
-            if let Some(ahead) = shared.ahead.get()
-                && !on_askers_cpu(shared)
-            {
-                read_ahead(shared, ahead.bytes());
-            }
-            awake_since = Instant::now();
-        }
         match shared.state.load(Ordering::Acquire) {
             STOP => return,
             POSTED => {
@@ -344,66 +270,6 @@ mod tests {
                 assert_eq!(*seen.lock().unwrap(), vec![1; tasks]);
             }
         }
-    }
-
-    /// Every CPU for this thread again.
-    #[cfg(target_os = "linux")]
-    fn unpin() {
-        // SAFETY: as in `pin`.
-        unsafe {
-            let mut all: libc::cpu_set_t = std::mem::zeroed();
-            for c in 0..libc::CPU_SETSIZE as usize {
-                libc::CPU_SET(c, &mut all);
-            }
-            let size = std::mem::size_of::<libc::cpu_set_t>();
-            libc::pthread_setaffinity_np(libc::pthread_self(), size, &all);
-        }
-    }
-
-    #[cfg(target_os = "linux")]
-    #[test]
-    fn work_announced_has_the_helper_read_ahead_off_the_askers_cpu() {
-        use std::os::unix::thread::JoinHandleExt;
-        let region = Arc::new(Region::new(3 * READ_AHEAD_STEP + 100).unwrap());
-        let Some(crew) = Crew::new() else { return };
-        crew.read_ahead(region.clone());
-        let helper = crew.helper.as_ref().unwrap().as_pthread_t();
-        // SAFETY: pthread_self has no preconditions.
-        let me = unsafe { libc::pthread_self() };
-        let read = || crew.shared.read_ahead.load(Ordering::Relaxed);
-        // On the asker's CPU: woken, but nothing read there.
-        if !pin(me, 0) || !pin(helper, 0) {
-            return;
-        }
-        crew.expect_work();
-        for _ in 0..100 {
-            std::thread::yield_now();
-        }
-        crew.for_each(4, &|_| {});
-        assert_eq!(read(), 0);
-        // On another CPU: it reads it all when nothing is posted meanwhile.
-        if !pin(helper, 1) {
-            unpin();
-            return;
-        }
-        crew.expect_work();
-        for _ in 0..10_000_000 {
-            if read() >= region.bytes().len() {
-                break;
-            }
-            std::thread::yield_now();
-        }
-        assert_eq!(read(), region.bytes().len());
-        // Announced and posted at once: every task runs once.
-        for tasks in [2, 64] {
-            crew.expect_work();
-            let counts: Vec<AtomicUsize> = (0..tasks).map(|_| AtomicUsize::new(0)).collect();
-            crew.for_each(tasks, &|t| {
-                counts[t].fetch_add(1, Ordering::Relaxed);
-            });
-            assert!(counts.iter().all(|c| c.load(Ordering::Relaxed) == 1));
-        }
-        unpin();
     }
 
     #[test]
@@ -470,7 +336,15 @@ mod tests {
         // for every ask.
         let spins = crew.shared.spins.load(Ordering::Relaxed);
         assert!(spins <= asks * 2 * 64, "{spins} turns spun for {asks} asks");
-        unpin();
+        // SAFETY: as above.
+        unsafe {
+            let mut all: libc::cpu_set_t = std::mem::zeroed();
+            for c in 0..libc::CPU_SETSIZE as usize {
+                libc::CPU_SET(c, &mut all);
+            }
+            let size = std::mem::size_of::<libc::cpu_set_t>();
+            libc::pthread_setaffinity_np(libc::pthread_self(), size, &all);
+        }
     }
 
     #[test]

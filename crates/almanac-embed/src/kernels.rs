@@ -10,10 +10,6 @@
 
 use crate::blocks::{BLOCK, BLOCK_BYTES};
 
-/// Bytes of one block of one output in a kernel's own layout: its 32
-/// values and its scale (f32).
-pub(crate) const PACKED_BLOCK_BYTES: usize = BLOCK + 4;
-
 /// One activation row for a kernel: its int8 values and its block scales.
 pub(crate) type Row<'a> = (&'a [i8], &'a [f32]);
 
@@ -89,29 +85,15 @@ impl Kernel {
         }
     }
 
-    /// Bytes of `outputs` rows of `per_row` blocks in this kernel's own
-    /// layout ([`Kernel::pack_into`]); 0 when it has none.
-    pub(crate) fn packed_len(self, outputs: usize, per_row: usize) -> usize {
+    /// Q8_0 rows of `per_row` blocks in this kernel's own layout, when it
+    /// reads one ([`Kernel::outputs`] with `packed`).
+    pub(crate) fn pack(self, bytes: &[u8], per_row: usize) -> Option<Vec<u8>> {
         match self {
             #[cfg(target_arch = "x86_64")]
-            Kernel::Vnni => outputs / vnni::OUTPUTS * vnni::OUTPUTS * per_row * PACKED_BLOCK_BYTES,
+            Kernel::Vnni => Some(vnni::pack(bytes, per_row)),
             _ => {
-                let _ = (outputs, per_row);
-                0
-            }
-        }
-    }
-
-    /// Q8_0 rows of `per_row` blocks and their scales (laid out as
-    /// [`Kernel::outputs_at_once`] says) into `out`, in this kernel's own
-    /// layout ([`Kernel::outputs`] with `packed`); `out` is
-    /// [`Kernel::packed_len`] long.
-    pub(crate) fn pack_into(self, bytes: &[u8], per_row: usize, scales: &[f32], out: &mut [u8]) {
-        match self {
-            #[cfg(target_arch = "x86_64")]
-            Kernel::Vnni => vnni::pack(bytes, per_row, scales, out),
-            _ => {
-                let _ = (bytes, per_row, scales, out);
+                let _ = (bytes, per_row);
+                None
             }
         }
     }
@@ -121,8 +103,7 @@ impl Kernel {
     /// `blocks` long, `scales` their block scales laid out as
     /// [`Kernel::outputs_at_once`] says, `rows` shifted when
     /// [`Kernel::shifts_rows`]. `packed`: `w` is in the layout
-    /// [`Kernel::pack_into`] makes ([`PACKED_BLOCK_BYTES`] a block, the
-    /// scales among them; `scales` is not read).
+    /// [`Kernel::pack`] makes (32 bytes a block, no scales).
     pub(crate) fn outputs(
         self,
         w: &[u8],
@@ -133,12 +114,7 @@ impl Kernel {
         packed: bool,
     ) {
         let count = out.len() / rows.len().max(1);
-        let row_bytes = blocks
-            * if packed {
-                PACKED_BLOCK_BYTES
-            } else {
-                BLOCK_BYTES
-            };
+        let row_bytes = blocks * if packed { BLOCK } else { BLOCK_BYTES };
         match self {
             #[cfg(target_arch = "x86_64")]
             Kernel::Vnni => {
@@ -150,7 +126,7 @@ impl Kernel {
                         w: &w[span],
                         packed,
                         row_bytes,
-                        scales: if packed { &[] } else { &scales[scale_span] },
+                        scales: &scales[scale_span],
                     };
                     vnni::eight(weights, rows, &mut out[first..], count);
                 }
@@ -317,30 +293,23 @@ mod vnni {
     //! multiply-add per block for eight outputs, no horizontal sums.
     //!
     //! Packed weights ([`pack`]) are stored turned already, eight rows'
-    //! block after block, each block's eight scales after its values: the
-    //! kernel then reads weights and scales in one stream and skips the
-    //! transpose (the eight rows of the mapped file are eight streams
-    //! through memory, and the scales a ninth, which the memory system
-    //! follows worse).
+    //! block after block: the kernel then reads them in one stream and
+    //! skips the transpose (the eight rows of the mapped file are eight
+    //! streams through memory, which the memory system follows worse).
     //!
     //! `vpdpbusd` multiplies unsigned by signed bytes, so activation rows
     //! come as x + 128; each lane starts from −128·Σw of its block, which
     //! leaves exactly Σ x·w (at most 32·255·127 in magnitude: no overflow).
 
-    use super::{BLOCK, BLOCK_BYTES, PACKED_BLOCK_BYTES, Row};
+    use super::{BLOCK, BLOCK_BYTES, Row};
     use std::arch::x86_64::*;
 
     /// Outputs made together.
     pub(super) const OUTPUTS: usize = 8;
 
-    /// Bytes of one block of eight packed rows: their values turned, then
-    /// their eight scales.
-    const GROUP_BLOCK_BYTES: usize = OUTPUTS * PACKED_BLOCK_BYTES;
-
-    /// Eight weight rows: Q8_0 rows of `row_bytes` each and their block
-    /// scales, block after block, eight per block (or, `packed`, their
-    /// [`pack`] layout, `row_bytes` being [`PACKED_BLOCK_BYTES`] a block,
-    /// and no `scales`).
+    /// Eight weight rows: Q8_0 rows of `row_bytes` each (or, `packed`,
+    /// their [`pack`] layout, `row_bytes` being 32 a block) and their
+    /// block scales, block after block, eight per block.
     #[derive(Clone, Copy)]
     pub(super) struct Eight<'a> {
         pub(super) w: &'a [u8],
@@ -358,23 +327,15 @@ mod vnni {
             scales,
         } = weights;
         let whole = if w.len() >= OUTPUTS * row_bytes {
-            row_bytes
-                / if packed {
-                    PACKED_BLOCK_BYTES
-                } else {
-                    BLOCK_BYTES
-                }
+            row_bytes / if packed { BLOCK } else { BLOCK_BYTES }
         } else {
             0
         };
-        let scaled = if packed {
-            whole
-        } else {
-            scales.len() / OUTPUTS
-        };
-        let blocks = rows.iter().fold(whole.min(scaled), |n, (x, x_scales)| {
-            n.min(x.len() / BLOCK).min(x_scales.len())
-        });
+        let blocks = rows
+            .iter()
+            .fold(whole.min(scales.len() / OUTPUTS), |n, (x, x_scales)| {
+                n.min(x.len() / BLOCK).min(x_scales.len())
+            });
         let rows = &rows[..rows
             .len()
             .min((out.len() + stride).saturating_sub(OUTPUTS) / stride.max(1))];
@@ -426,7 +387,7 @@ mod vnni {
             // within their slices (see `eight`).
             let turned = if packed {
                 std::array::from_fn(|t| unsafe {
-                    _mm256_loadu_si256(w.as_ptr().add(b * GROUP_BLOCK_BYTES + t * BLOCK).cast())
+                    _mm256_loadu_si256(w.as_ptr().add((b * OUTPUTS + t) * BLOCK).cast())
                 })
             } else {
                 unsafe {
@@ -442,14 +403,7 @@ mod vnni {
                 start = _mm256_dpbusd_epi32(start, offset, part);
             }
             let start = _mm256_sub_epi32(zero, start);
-            let w_scales = unsafe {
-                if packed {
-                    let at = b * GROUP_BLOCK_BYTES + OUTPUTS * BLOCK;
-                    _mm256_loadu_ps(w.as_ptr().add(at).cast())
-                } else {
-                    _mm256_loadu_ps(scales.as_ptr().add(b * OUTPUTS))
-                }
-            };
+            let w_scales = unsafe { _mm256_loadu_ps(scales.as_ptr().add(b * OUTPUTS)) };
             for (k, (x, x_scales)) in rows[..N].iter().enumerate() {
                 let mut dot = start;
                 for (t, part) in turned.iter().enumerate() {
@@ -472,32 +426,25 @@ mod vnni {
         N
     }
 
-    /// Q8_0 rows (`per_row` blocks each) and their scales (block after
-    /// block in groups of eight rows) into `out` as the packed kernel
-    /// reads them: for each group of eight rows, block after block, the
-    /// block's 4-byte groups turned (group `t` of all eight rows
-    /// together), then the block's eight scales. Whole groups only (the
-    /// kernel runs on layers of eight outputs), as far as `out` reaches.
-    pub(super) fn pack(bytes: &[u8], per_row: usize, scales: &[f32], out: &mut [u8]) {
+    /// Q8_0 rows (`per_row` blocks each, a multiple of eight rows) laid
+    /// out as the packed kernel reads them: for each group of eight rows,
+    /// block after block, the block's 4-byte groups turned (group `t` of
+    /// all eight rows together).
+    pub(super) fn pack(bytes: &[u8], per_row: usize) -> Vec<u8> {
+        // Whole groups only: the kernel runs on layers of eight outputs.
         let rows = bytes.len() / BLOCK_BYTES / per_row.max(1) / OUTPUTS * OUTPUTS;
-        let mut places = out.chunks_exact_mut(GROUP_BLOCK_BYTES);
-        let mut group_scales = scales.chunks_exact(OUTPUTS);
+        let mut out = Vec::with_capacity(rows * per_row * BLOCK);
         for group in (0..rows).step_by(OUTPUTS) {
             for b in 0..per_row {
-                let (Some(place), Some(eight_scales)) = (places.next(), group_scales.next()) else {
-                    return;
-                };
-                let (values, scales_out) = place.split_at_mut(OUTPUTS * BLOCK);
-                for (k, four) in values.chunks_exact_mut(4).enumerate() {
-                    let (t, j) = (k / OUTPUTS, k % OUTPUTS);
-                    let at = ((group + j) * per_row + b) * BLOCK_BYTES + 2 + 4 * t;
-                    four.copy_from_slice(&bytes[at..at + 4]);
-                }
-                for (four, scale) in scales_out.chunks_exact_mut(4).zip(eight_scales) {
-                    four.copy_from_slice(&scale.to_le_bytes());
+                for t in 0..BLOCK / 4 {
+                    for j in 0..OUTPUTS {
+                        let at = ((group + j) * per_row + b) * BLOCK_BYTES + 2 + 4 * t;
+                        out.extend_from_slice(&bytes[at..at + 4]);
+                    }
                 }
             }
         }
+        out
     }
 
     /// Eight registers of eight 4-byte groups turned: lane `j` of result

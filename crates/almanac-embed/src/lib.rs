@@ -143,10 +143,6 @@ impl Encoder {
         let mut encoder = Encoder::load_fast(dir)?;
         if encoder.compact {
             encoder.model.pack();
-            // The crew's helper reads the weights ahead of each query.
-            if let (Some(crew), Some(region)) = (&encoder.crew, encoder.model.packed_region()) {
-                crew.read_ahead(region);
-            }
         }
         Ok(encoder)
     }
@@ -259,15 +255,6 @@ impl Encoder {
         match &self.own_thread {
             Some(pool) => pool.install(|| self.embed_here(texts)),
             None => self.embed_here(texts),
-        }
-    }
-
-    /// Tells the encoder a query is about to come (a search looks its
-    /// words up first): the helper thread that shares its products wakes
-    /// now and reads the weights meanwhile.
-    pub fn expect_query(&self) {
-        if let Some(crew) = &self.crew {
-            crew.expect_work();
         }
     }
 
@@ -444,9 +431,6 @@ mod tests {
         let fast = Encoder::load_fast(tmp.path()).unwrap();
         let serving = Encoder::load_for_serving(tmp.path()).unwrap();
         assert!(serving.is_compact() && serving.model.has_plain_pass());
-        // Its crew's helper reads the packed weights (where this CPU's
-        // kernel packs them) ahead of the query.
-        serving.expect_query();
         for (text, (f, s)) in SENTENCES.iter().zip(
             fast.embed(&SENTENCES)
                 .unwrap()

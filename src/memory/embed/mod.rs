@@ -63,9 +63,6 @@ pub(crate) trait Embedder: Send + Sync {
             }),
         }
     }
-    /// A query is about to come ([`Embedder::embed_query`]): a provider
-    /// may get ready for it meanwhile.
-    fn expect_query(&self) {}
     /// The key stored with each vector: a vector made by another model is
     /// not comparable, and is replaced.
     fn key(&self) -> String {
@@ -361,10 +358,6 @@ impl Embedder for Local {
             .embed(texts)
             .map_err(|e| EmbedError::Failed(e.to_string()))?;
         check_batch(texts.len(), encoder.dims(), vectors)
-    }
-
-    fn expect_query(&self) {
-        self.encoder.expect_query();
     }
 
     fn embed_query(&self, query: &str) -> Result<Vec<f32>, EmbedError> {
