@@ -50,7 +50,7 @@ pub(crate) fn avx2_here() -> bool {
     std::arch::is_x86_feature_detected!("avx2")
 }
 
-#[cfg(test)]
+#[cfg(all(test, target_arch = "x86_64"))]
 thread_local! {
     static PORTABLE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
@@ -58,8 +58,10 @@ thread_local! {
 /// `f` run with the compilations as built, on this thread.
 #[cfg(test)]
 pub(crate) fn portable<R>(f: impl FnOnce() -> R) -> R {
+    #[cfg(target_arch = "x86_64")]
     PORTABLE.set(true);
     let result = f();
+    #[cfg(target_arch = "x86_64")]
     PORTABLE.set(false);
     result
 }
