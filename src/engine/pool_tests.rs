@@ -59,6 +59,34 @@ async fn a_thread_gives_its_pages_back_when_idle_not_after_every_piece() {
 }
 
 #[tokio::test]
+async fn pieces_one_after_another_go_to_the_thread_idle_the_shortest() {
+    let pool = new_pool();
+    // A burst of three pieces that wait for each other leaves three threads.
+    let all_in = std::sync::Arc::new(std::sync::Barrier::new(3));
+    let burst: Vec<_> = (0..3)
+        .map(|_| {
+            let all_in = all_in.clone();
+            tokio::spawn(run_on(pool, move || {
+                all_in.wait();
+            }))
+        })
+        .collect();
+    for piece in burst {
+        assert!(matches!(piece.await, Ok(Ok(()))));
+    }
+    assert_eq!(state(pool).0, 3);
+    let mut ran_on = std::collections::HashSet::new();
+    for _ in 0..12 {
+        let Ok(thread) = run_on(pool, || std::thread::current().id()).await else {
+            panic!("a piece did not run")
+        };
+        ran_on.insert(thread);
+    }
+    // Taking turns, each thread would find its pages given back.
+    assert_eq!(ran_on.len(), 1, "pieces one at a time ran on {ran_on:?}");
+}
+
+#[tokio::test]
 async fn a_panic_in_a_piece_reaches_its_waiter_and_the_thread_lives_on() {
     let pool = new_pool();
     let failed = run_on(pool, || -> u32 { panic!("a bug in a piece") }).await;
