@@ -665,27 +665,29 @@ fn hit_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Hit> {
 /// file is one memory): the group keeps the rank of its best copy and is
 /// shown as its long-term copy when it has one.
 fn dedupe(hits: Vec<Hit>, limit: usize) -> Vec<Hit> {
-    let mut order: Vec<i64> = Vec::new();
-    let mut groups: HashMap<i64, Hit> = HashMap::new();
+    // Each group's place in `kept`, not the hit itself: a search dedupes
+    // every candidate, and moving whole hits through a growing map cost
+    // copies and fresh pages on every search.
+    let mut kept: Vec<Hit> = Vec::with_capacity(hits.len().min(limit));
+    let mut place: HashMap<i64, usize> = HashMap::with_capacity(hits.len().min(limit));
     for hit in hits {
-        match groups.get_mut(&hit.norm_hash) {
-            None => {
-                order.push(hit.norm_hash);
-                groups.insert(hit.norm_hash, hit);
-            }
-            Some(kept) => {
-                if kept.kind != FileKind::LongTerm && hit.kind == FileKind::LongTerm {
-                    let score = kept.score;
-                    *kept = Hit { score, ..hit };
+        match place.get(&hit.norm_hash) {
+            Some(&at) => {
+                let group = &mut kept[at];
+                if group.kind != FileKind::LongTerm && hit.kind == FileKind::LongTerm {
+                    let score = group.score;
+                    *group = Hit { score, ..hit };
                 }
             }
+            // A group first seen past the limit is never shown.
+            None if kept.len() < limit => {
+                place.insert(hit.norm_hash, kept.len());
+                kept.push(hit);
+            }
+            None => {}
         }
     }
-    order
-        .into_iter()
-        .take(limit)
-        .filter_map(|h| groups.remove(&h))
-        .collect()
+    kept
 }
 
 mod indexing;
