@@ -411,6 +411,12 @@ async fn serve(
     on_ready: impl FnOnce(&GatewayInfo) + Send,
 ) -> anyhow::Result<()> {
     let local = listener.local_addr()?;
+    // Listened for before the gateway says it is ready, so a SIGTERM sent
+    // as soon as it is (a service manager, a script) stops it gracefully:
+    // listened for later, it found either no handler (the process died
+    // without its shutdown) or tokio's handler with no listener yet (the
+    // signal was dropped and the gateway ran on).
+    let mut stop_signals = StopSignals::listen();
     let paths = app.paths.clone();
     let host = app.host.clone();
     let memory_root = app.memory().root;
@@ -504,7 +510,7 @@ async fn serve(
     announce_startup(&shared, local);
     spawn_memory_give_back(&shared, &tracker, &components_stop);
 
-    wait_for_shutdown(&stop).await;
+    wait_for_shutdown(&stop, &mut stop_signals).await;
     tracing::info!("gateway stopping");
     let deadline = tokio::time::Instant::now() + (SHUTDOWN_DEADLINE - SHUTDOWN_TAIL);
     shared.ready.store(false, Ordering::Release);
@@ -676,11 +682,25 @@ fn open_ledger(app: &App) -> anyhow::Result<tasks::TaskBook> {
     Ok(tasks::TaskBook::new(ledger, generation))
 }
 
+/// SIGTERM and SIGINT, each `None` when it cannot be listened for.
+struct StopSignals {
+    term: Option<tokio::signal::unix::Signal>,
+    int: Option<tokio::signal::unix::Signal>,
+}
+
+impl StopSignals {
+    fn listen() -> StopSignals {
+        use tokio::signal::unix::{SignalKind, signal};
+        StopSignals {
+            term: signal(SignalKind::terminate()).ok(),
+            int: signal(SignalKind::interrupt()).ok(),
+        }
+    }
+}
+
 /// SIGTERM, SIGINT or the caller's token.
-async fn wait_for_shutdown(stop: &CancellationToken) {
-    use tokio::signal::unix::{SignalKind, signal};
-    let mut term = signal(SignalKind::terminate()).ok();
-    let mut int = signal(SignalKind::interrupt()).ok();
+async fn wait_for_shutdown(stop: &CancellationToken, signals: &mut StopSignals) {
+    let StopSignals { term, int } = signals;
     tokio::select! {
         () = stop.cancelled() => {}
         Some(()) = async { match term.as_mut() { Some(s) => s.recv().await, None => std::future::pending().await } } => {}

@@ -20,6 +20,7 @@ mod gateway_hook_runs;
 mod gateway_hooks;
 mod gateway_hooks_load;
 mod gateway_install;
+mod gateway_stop;
 mod heartbeat_turns;
 mod hooks;
 mod injection;
