@@ -35,9 +35,14 @@ pub(crate) fn mcp_serve(app: App) -> anyhow::Result<()> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    runtime.block_on(crate::mcp::stdio::serve(crate::mcp::Server::forwarding(
-        app,
-    )))
+    runtime.block_on(async {
+        // Listened for before the first request is read.
+        let mut signals = crate::host::signals::StopSignals::listen();
+        crate::mcp::stdio::serve(crate::mcp::Server::forwarding(app), async move {
+            signals.recv().await;
+        })
+        .await
+    })
 }
 
 /// What `almanac agent prompt` shows: what the model would be sent.

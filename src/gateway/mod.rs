@@ -63,6 +63,7 @@ use crate::config::GatewayBind;
 use crate::engine::Engine;
 use crate::gateway_client::{GatewayInfo, GatewayStatus};
 use crate::host::Host;
+use crate::host::signals::StopSignals;
 use crate::trigger::{Source, Trigger, TurnRequest};
 use supervisor::{Component, Registry};
 
@@ -412,10 +413,7 @@ async fn serve(
 ) -> anyhow::Result<()> {
     let local = listener.local_addr()?;
     // Listened for before the gateway says it is ready, so a SIGTERM sent
-    // as soon as it is (a service manager, a script) stops it gracefully:
-    // listened for later, it found either no handler (the process died
-    // without its shutdown) or tokio's handler with no listener yet (the
-    // signal was dropped and the gateway ran on).
+    // as soon as it is (a service manager, a script) stops it gracefully.
     let mut stop_signals = StopSignals::listen();
     let paths = app.paths.clone();
     let host = app.host.clone();
@@ -682,29 +680,11 @@ fn open_ledger(app: &App) -> anyhow::Result<tasks::TaskBook> {
     Ok(tasks::TaskBook::new(ledger, generation))
 }
 
-/// SIGTERM and SIGINT, each `None` when it cannot be listened for.
-struct StopSignals {
-    term: Option<tokio::signal::unix::Signal>,
-    int: Option<tokio::signal::unix::Signal>,
-}
-
-impl StopSignals {
-    fn listen() -> StopSignals {
-        use tokio::signal::unix::{SignalKind, signal};
-        StopSignals {
-            term: signal(SignalKind::terminate()).ok(),
-            int: signal(SignalKind::interrupt()).ok(),
-        }
-    }
-}
-
 /// SIGTERM, SIGINT or the caller's token.
 async fn wait_for_shutdown(stop: &CancellationToken, signals: &mut StopSignals) {
-    let StopSignals { term, int } = signals;
     tokio::select! {
         () = stop.cancelled() => {}
-        Some(()) = async { match term.as_mut() { Some(s) => s.recv().await, None => std::future::pending().await } } => {}
-        Some(()) = async { match int.as_mut() { Some(s) => s.recv().await, None => std::future::pending().await } } => {}
+        () = signals.recv() => {}
     }
 }
 

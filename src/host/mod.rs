@@ -1,6 +1,7 @@
 //! What the host gives a command: environment variables, home directory,
-//! working directory, the running executable and the clock; and the
-//! process's allocator ([`allocator`]).
+//! working directory, the running executable and the clock; the
+//! process's allocator ([`allocator`]) and the signals that stop it
+//! ([`signals`]).
 //!
 //! Invariants: nothing below the CLI reads `std::env` or the system clock
 //! directly; it receives a [`Host`] and asks its [`Clock`] for the time
@@ -12,6 +13,7 @@
 
 pub(crate) mod allocator;
 mod clock;
+pub(crate) mod signals;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -37,29 +37,10 @@ const PARSE_ERROR: i64 = -32700;
 const INVALID_REQUEST: i64 = -32600;
 const SHUTTING_DOWN: i64 = -32000;
 
-/// Serves `server` on stdin and stdout until stdin ends or a stop signal.
-pub(crate) async fn serve(server: Server) -> anyhow::Result<()> {
-    serve_on(
-        server,
-        tokio::io::stdin(),
-        tokio::io::stdout(),
-        stop_signal(),
-    )
-    .await
-}
-
-async fn stop_signal() {
-    use tokio::signal::unix::{SignalKind, signal};
-    let (Ok(mut term), Ok(mut int)) = (
-        signal(SignalKind::terminate()),
-        signal(SignalKind::interrupt()),
-    ) else {
-        return std::future::pending().await;
-    };
-    tokio::select! {
-        _ = term.recv() => {}
-        _ = int.recv() => {}
-    }
+/// Serves `server` on stdin and stdout until stdin ends or `stop`
+/// completes (the process's stop signals).
+pub(crate) async fn serve(server: Server, stop: impl Future<Output = ()>) -> anyhow::Result<()> {
+    serve_on(server, tokio::io::stdin(), tokio::io::stdout(), stop).await
 }
 
 /// [`serve`] on any input and output, stopping when `stop` completes.
