@@ -32,13 +32,34 @@ const DEBOUNCE: Duration = Duration::from_millis(150);
 
 type Events = mpsc::UnboundedReceiver<notify::Result<notify::Event>>;
 
-/// A watcher whose events arrive on a tokio channel.
+/// A watcher whose events arrive on a tokio channel, reads left out.
+///
+/// The OS reports every open of a file in a watched folder: each command
+/// that reads `gateway.json` and the token in the state folder, every
+/// read of a note. Dropped here, on the watcher's own thread, they wake
+/// no task of the gateway's (each woke a worker, which woke another,
+/// while the command that opened the file waited for a CPU).
 fn watcher() -> anyhow::Result<(notify::RecommendedWatcher, Events)> {
     let (tx, rx) = mpsc::unbounded_channel();
-    let watcher = notify::recommended_watcher(move |event| {
-        let _ = tx.send(event);
+    let watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
+        if !is_read(&event) {
+            let _ = tx.send(event);
+        }
     })?;
     Ok((watcher, rx))
+}
+
+/// An event that changed nothing: a file opened, read or closed unwritten.
+fn is_read(event: &notify::Result<notify::Event>) -> bool {
+    use notify::event::{AccessKind, AccessMode, EventKind};
+    match event {
+        Ok(event) => match event.kind {
+            EventKind::Access(AccessKind::Close(AccessMode::Write)) => false,
+            EventKind::Access(_) => !event.need_rescan(),
+            _ => false,
+        },
+        Err(_) => false,
+    }
 }
 
 /// Longest wait after the first change of a burst: files that keep
@@ -607,5 +628,37 @@ mod tests {
             .unwrap()
             .unwrap();
         assert_eq!(began.elapsed(), Duration::from_millis(50));
+    }
+
+    /// Opening and reading files in a watched folder (what every command
+    /// does to `gateway.json` and the token) sends the gateway nothing; a
+    /// write behind them still arrives, and it arrives first.
+    #[tokio::test]
+    async fn reads_in_a_watched_folder_reach_no_task_and_writes_do() {
+        let dir = tempfile::tempdir().unwrap();
+        let read = dir.path().join("gateway.json");
+        std::fs::write(&read, "{}").unwrap();
+        let (mut watcher, mut events) = watcher().unwrap();
+        watcher
+            .watch(dir.path(), RecursiveMode::NonRecursive)
+            .unwrap();
+        for _ in 0..3 {
+            assert_eq!(std::fs::read_to_string(&read).unwrap(), "{}");
+        }
+        let written = dir.path().join("config.json5");
+        std::fs::write(&written, "{}").unwrap();
+        // The OS reports in order: the reads' events would come first.
+        let first = events.recv().await.unwrap().unwrap();
+        assert!(!first.kind.is_access(), "{first:?}");
+        assert_eq!(first.paths, vec![written.clone()], "{first:?}");
+        assert!(is_read(&Ok(notify::Event::new(notify::EventKind::Access(
+            notify::event::AccessKind::Open(notify::event::AccessMode::Any)
+        )))));
+        let closed_written = notify::EventKind::Access(notify::event::AccessKind::Close(
+            notify::event::AccessMode::Write,
+        ));
+        assert!(!is_read(&Ok(notify::Event::new(closed_written))));
+        assert!(!is_read(&change("/a")));
+        assert!(!is_read(&Err(notify::Error::generic("lost"))));
     }
 }
