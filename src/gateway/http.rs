@@ -548,8 +548,6 @@ async fn cron_reload(State(shared): State<Arc<Shared>>) -> ApiResult {
     Ok(Json(json!({"ok": true})))
 }
 
-/// The switch was changed on disk (`system heartbeat enable|disable`):
-/// the runner looks at its schedule again.
 /// `memory search` answered here ([`super::semantic::search`]): `{ok,
 /// …}` with everything the command prints; 409 when this gateway's
 /// settings would answer otherwise than the command's.
@@ -582,6 +580,8 @@ struct Answered<T> {
     answer: T,
 }
 
+/// The switch was changed on disk (`system heartbeat enable|disable`):
+/// the runner looks at its schedule again.
 async fn heartbeat_enable(State(shared): State<Arc<Shared>>) -> ApiResult {
     shared.heartbeat.set_enabled(true);
     Ok(Json(json!({"ok": true, "enabled": true})))
