@@ -1,8 +1,10 @@
 //! One body, two compilations: as built (baseline x86-64 keeps floats
 //! four to a register) and for AVX2 (eight), the second run when the CPU
-//! has it. A query's pass spends about half its time in steps that run on
-//! one thread (cutting activations into blocks, layer norms, GELU,
-//! attention); in eight-wide registers they take about half as long.
+//! has it. A query's pass spends a good part of its time in steps that run
+//! on one thread (layer norms, GELU, attention); in eight-wide registers
+//! they take about half as long. Cutting activations into int8 blocks,
+//! which the compiler does not vectorise, has explicit AVX2 code in
+//! `quantize`, held to the same bits.
 //!
 //! Invariants:
 //! * Both compilations run the same operations in the same order (no
