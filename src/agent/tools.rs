@@ -95,9 +95,13 @@ pub(crate) trait Services: Send + Sync {
     /// arguments): its acceptance, or why not.
     fn spawn(&self, caller: &Caller, args: &Value) -> Result<Value, String>;
     /// One `subagents` action for `caller`'s children.
-    fn subagents(&self, caller: &Caller, args: &Value) -> Result<Value, String> {
+    fn subagents<'a>(
+        &'a self,
+        caller: &'a Caller,
+        args: &'a Value,
+    ) -> Pin<Box<dyn Future<Output = Result<Value, String>> + Send + 'a>> {
         let _ = (caller, args);
-        Err("the subagents tool needs the running gateway".into())
+        Box::pin(async { Err("the subagents tool needs the running gateway".into()) })
     }
     /// Messages steering `caller`'s running turn, given before its next
     /// model request.
@@ -372,7 +376,7 @@ impl Tools<'_> {
                 )),
             },
             "sessions_spawn" => json_output(self.services.spawn(&s.caller, args)),
-            "subagents" => json_output(self.services.subagents(&s.caller, args)),
+            "subagents" => json_output(self.services.subagents(&s.caller, args).await),
             other => match s.skills.iter().find(|t| t.tool == other) {
                 Some(skill) => {
                     let words = split_args(text("args").unwrap_or(""));

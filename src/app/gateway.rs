@@ -47,10 +47,11 @@ pub(crate) trait GatewayPort: Send + Sync {
         arguments: &Value,
     ) -> Result<Value, String>;
     /// One `subagents` tool action (`list`, `kill`, `steer`) over the
-    /// children of `caller_session` and theirs. Blocking.
-    fn control_subagents(&self, caller_session: &str, arguments: &Value) -> Result<Value, String> {
+    /// children of `caller_session` and theirs, once the spawns
+    /// acknowledged so far are recorded.
+    fn control_subagents(&self, caller_session: &str, arguments: &Value) -> LaterAnswer {
         let _ = (caller_session, arguments);
-        Err("the subagents tool needs the running gateway".into())
+        Box::pin(async { Err("the subagents tool needs the running gateway".into()) })
     }
     /// The steering messages waiting for the running turn of
     /// `session_key`, taken.

@@ -11,7 +11,7 @@
 use std::collections::HashSet;
 use std::path::PathBuf;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::App;
@@ -42,7 +42,7 @@ pub(crate) enum TargetError {
 }
 
 /// One run as the list shows it.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct RunView {
     /// Its number in the list (`#N`).
@@ -238,7 +238,7 @@ pub(crate) fn resolve_one<'a>(runs: &'a Runs, target: &str) -> Result<&'a Task, 
 }
 
 /// One run as `subagents info` shows it.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 pub(crate) struct RunInfo {
     pub run: RunView,
     pub transcript: Option<PathBuf>,
@@ -352,7 +352,7 @@ pub(crate) fn transcript(app: &App, task: &Task) -> Option<PathBuf> {
 }
 
 /// A run's transcript as `subagents log` shows it.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct RunLog {
     pub run_id: String,

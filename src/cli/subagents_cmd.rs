@@ -1,13 +1,15 @@
 //! `almanac subagents [list] | info | log | kill | steer`: the background
-//! runs turns spawned. Reading goes to the ledger and the transcripts
-//! (with or without a gateway); kill and steer go to the running gateway,
-//! which runs them.
+//! runs turns spawned. Reading asks the running gateway, which answers
+//! with every spawn it has acknowledged (its ledger records a run a
+//! moment after the spawn), and without one reads the ledger and the
+//! transcripts; kill and steer go to the running gateway, which runs
+//! them.
 
 use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{Args, Subcommand};
-use serde_json::json;
+use serde_json::{Value, json};
 
 use super::JsonFlag;
 use super::output::print_json;
@@ -110,9 +112,26 @@ fn one(app: &App, target: &str) -> anyhow::Result<(view::Runs, crate::tasks::Tas
     Ok((runs, task))
 }
 
+/// The running gateway's answer to `GET path`, or `None` without one.
+fn asked_of_gateway(app: &App, path: &str) -> anyhow::Result<Option<Value>> {
+    match app.gateway_client()? {
+        Some(client) => Ok(Some(client.get(path)?)),
+        None => Ok(None),
+    }
+}
+
 fn list_runs(app: &App, args: ListArgs) -> anyhow::Result<ExitCode> {
-    let runs = runs(app, args.session.as_deref())?;
-    let views = view::views(&runs.listed, app.now_ms());
+    let path = match &args.session {
+        Some(session) => format!("/v1/subagents?session={}", segment(session)),
+        None => "/v1/subagents".to_string(),
+    };
+    let views: Vec<view::RunView> = match asked_of_gateway(app, &path)? {
+        Some(answer) => serde_json::from_value(answer["runs"].clone())?,
+        None => {
+            let runs = runs(app, args.session.as_deref())?;
+            view::views(&runs.listed, app.now_ms())
+        }
+    };
     if args.json.json {
         print_json(&json!({"runs": views}))?;
     } else {
@@ -122,8 +141,14 @@ fn list_runs(app: &App, args: ListArgs) -> anyhow::Result<ExitCode> {
 }
 
 fn info(app: &App, target: &str, json: bool) -> anyhow::Result<ExitCode> {
-    let (runs, task) = one(app, target)?;
-    let info = view::info(app, &runs, &task, app.now_ms());
+    let path = format!("/v1/subagents/{}", segment(target));
+    let info: view::RunInfo = match asked_of_gateway(app, &path)? {
+        Some(answer) => serde_json::from_value(answer)?,
+        None => {
+            let (runs, task) = one(app, target)?;
+            view::info(app, &runs, &task, app.now_ms())
+        }
+    };
     if json {
         print_json(&info)?;
     } else {
@@ -133,8 +158,17 @@ fn info(app: &App, target: &str, json: bool) -> anyhow::Result<ExitCode> {
 }
 
 fn log(app: &App, target: &str, limit: usize, tools: bool, json: bool) -> anyhow::Result<ExitCode> {
-    let (_, task) = one(app, target)?;
-    let log = view::log(app, &task, limit, tools)?;
+    let path = format!(
+        "/v1/subagents/{}/log?limit={limit}&tools={tools}",
+        segment(target)
+    );
+    let log: view::RunLog = match asked_of_gateway(app, &path)? {
+        Some(answer) => serde_json::from_value(answer)?,
+        None => {
+            let (_, task) = one(app, target)?;
+            view::log(app, &task, limit, tools)?
+        }
+    };
     if json {
         print_json(&log)?;
         return Ok(ExitCode::SUCCESS);

@@ -396,13 +396,22 @@ impl Services for AppServices {
         }
     }
 
-    fn subagents(&self, caller: &Caller, args: &Value) -> Result<Value, String> {
+    fn subagents<'a>(
+        &'a self,
+        caller: &'a Caller,
+        args: &'a Value,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<Value, String>> + Send + 'a>>
+    {
         if self.read_only {
-            return Err("nothing is changed while the prompt is only shown".into());
+            return Box::pin(async {
+                Err("nothing is changed while the prompt is only shown".into())
+            });
         }
         match &self.gateway {
             Some(gateway) => gateway.control_subagents(&caller.session_key, args),
-            None => Err("the subagents tool needs the running gateway; without it no background run is alive".into()),
+            None => Box::pin(async {
+                Err("the subagents tool needs the running gateway; without it no background run is alive".into())
+            }),
         }
     }
 

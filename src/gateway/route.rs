@@ -219,9 +219,15 @@ impl GatewayPort for Port {
         &self,
         caller_session: &str,
         arguments: &serde_json::Value,
-    ) -> Result<serde_json::Value, String> {
-        let shared = self.shared()?;
-        super::subagent_control::tool(&shared, caller_session, arguments)
+    ) -> LaterAnswer {
+        let shared = self.shared();
+        let (session, arguments) = (caller_session.to_string(), arguments.clone());
+        Box::pin(async move {
+            let shared = shared?;
+            super::subagent_control::spawns_recorded(&shared).await;
+            // On the turn's own thread, as every tool is.
+            super::subagent_control::tool(&shared, &session, &arguments)
+        })
     }
 
     fn take_steering(&self, session_key: &str) -> Vec<String> {

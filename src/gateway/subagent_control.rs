@@ -9,9 +9,13 @@
 //! its own run; a run still waiting for a slot is stopped where it
 //! waits. `/stop` and `tasks cancel` cascade the same way. Steering goes
 //! only to a run alive now, and is read before its next model request. A
-//! target names nothing outside the asker's scope.
+//! target names nothing outside the asker's scope. Every action first
+//! waits for the intake to record the spawns acknowledged so far
+//! ([`spawns_recorded`]): a run its parent was told is accepted is
+//! listed, and stopped by `kill all` or `/stop`.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -20,6 +24,17 @@ use super::Shared;
 use crate::app::subagent_command::{Command, USAGE};
 use crate::app::subagents::{self as view, Runs};
 use crate::tasks::{Status, Task, TaskFilter};
+
+/// How long an action waits for the intake: a stalled feeder must not
+/// hold it forever (it then acts on what the ledger holds).
+const FEED_WAIT: Duration = Duration::from_secs(2);
+
+/// Waits until every spawn acknowledged so far is in the ledger. A spawn
+/// is acknowledged once in the intake log, and the feeder records its
+/// run a batch later (up to a tenth of a second under a stream).
+pub(crate) async fn spawns_recorded(shared: &Shared) {
+    shared.intake.caught_up(FEED_WAIT).await;
+}
 
 /// The runs in `scope` (every run when `None`). Blocking.
 fn runs_in(shared: &Shared, scope: Option<&str>) -> Result<Runs, String> {
@@ -235,6 +250,7 @@ pub(crate) async fn run_command(
     session: &str,
     command: Command,
 ) -> String {
+    spawns_recorded(shared).await;
     let working = shared.clone();
     let (agent_id, session) = (agent_id.to_string(), session.to_string());
     let answer = shared
@@ -317,4 +333,80 @@ fn strip_nulls(mut value: Value) -> Value {
         map.retain(|_, v| !v.is_null());
     }
     value
+}
+
+#[cfg(test)]
+mod tests {
+    use axum::body::Body;
+    use tower::ServiceExt;
+
+    use super::*;
+    use crate::app::gateway::GatewayPort;
+    use crate::gateway::supervisor::Component;
+
+    const TOKEN: &str = "t";
+    const PARENT: &str = "agent:main:main";
+
+    /// Spawns a child of the main session right after the feeder fed a
+    /// batch: the feeder then holds the next one back for a while.
+    async fn spawn_after_a_batch(shared: &Arc<Shared>, task: &str) {
+        shared.intake.caught_up(Duration::from_secs(5)).await;
+        let port = crate::gateway::route::Port::of(shared);
+        let accepted = port
+            .spawn_subagent("main", PARENT, &json!({"task": task}))
+            .unwrap();
+        assert_eq!(accepted["status"], "accepted", "{accepted}");
+    }
+
+    async fn listed_by_the_api(shared: &Arc<Shared>) -> usize {
+        let request = axum::http::Request::get("/v1/subagents")
+            .header("authorization", format!("Bearer {TOKEN}"))
+            .body(Body::empty())
+            .unwrap();
+        let router = crate::gateway::http::router(shared.clone());
+        let response = router.oneshot(request).await.unwrap();
+        let bytes = axum::body::to_bytes(response.into_body(), usize::MAX)
+            .await
+            .unwrap();
+        let answer: Value = serde_json::from_slice(&bytes).unwrap();
+        answer["runs"].as_array().map_or(0, Vec::len)
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn every_control_path_sees_the_spawns_acknowledged_before_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let shared = crate::gateway::test_shared(dir.path(), TOKEN);
+        let stop = tokio_util::sync::CancellationToken::new();
+        let feeder = tokio::spawn(
+            Arc::new(super::super::intake::Feeder).start(shared.clone(), stop.clone()),
+        );
+        let port = crate::gateway::route::Port::of(&shared);
+
+        spawn_after_a_batch(&shared, "one").await;
+        assert_eq!(listed_by_the_api(&shared).await, 1, "the control API");
+
+        spawn_after_a_batch(&shared, "two").await;
+        let answer = port
+            .control_subagents(PARENT, &json!({"action": "list"}))
+            .await
+            .unwrap();
+        assert_eq!(
+            answer["runs"].as_array().unwrap().len(),
+            2,
+            "the tool: {answer}"
+        );
+
+        spawn_after_a_batch(&shared, "three").await;
+        // The commands typed in a chat (`/subagents list`, `/stop`, …).
+        let listed = run_command(&shared, "main", PARENT, Command::List).await;
+        assert!(
+            listed
+                .lines()
+                .any(|l| l.starts_with("#3 ") && l.ends_with("· three")),
+            "a command: {listed}"
+        );
+
+        stop.cancel();
+        feeder.await.unwrap().unwrap();
+    }
 }

@@ -608,6 +608,10 @@ fn a_user_spawns_a_child_with_a_command_and_reads_its_info_and_log() {
         ])
         .ok();
     assert!(spawned.stdout.contains("Spawned run"), "{}", spawned.stdout);
+    // Listed at once: the gateway's ledger records a spawn's run a batch
+    // after acknowledging it, and the list waits for that.
+    let listed = sb.run(&["subagents", "list", "--json"]).ok().json();
+    assert_eq!(listed["runs"].as_array().unwrap().len(), 1, "{listed}");
     let task = eventually(WAIT, || {
         subagent_tasks(&gw)
             .into_iter()

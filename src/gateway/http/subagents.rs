@@ -40,12 +40,14 @@ pub(super) struct SteerBody {
     message: String,
 }
 
-/// Runs `work` on the blocking boundary; its `Err` is the caller's to
-/// fix (404 when no run matches, else 400).
+/// Runs `work` on the blocking boundary once the runs of acknowledged
+/// spawns are recorded; its `Err` is the caller's to fix (404 when no run
+/// matches, else 400).
 async fn blocking(
     shared: &Arc<Shared>,
     work: impl FnOnce(&Shared) -> Result<Value, String> + Send + 'static,
 ) -> ApiResult {
+    control::spawns_recorded(shared).await;
     let working = shared.clone();
     let answer = shared
         .engine
