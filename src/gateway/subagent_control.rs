@@ -378,7 +378,7 @@ mod tests {
         let shared = crate::gateway::test_shared(dir.path(), TOKEN);
         let stop = tokio_util::sync::CancellationToken::new();
         let feeder = tokio::spawn(
-            Arc::new(super::super::intake::Feeder).start(shared.clone(), stop.clone()),
+            Arc::new(crate::gateway::intake::Feeder).start(shared.clone(), stop.clone()),
         );
         let port = crate::gateway::route::Port::of(&shared);
 
