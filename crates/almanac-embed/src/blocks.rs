@@ -25,7 +25,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use candle_core::{Device, Tensor};
 
 use crate::crew::Crew;
-use crate::kernels::{Kernel, Row};
+use crate::kernels::{Kernel, Packed, Row};
 
 /// Values per block, as in Q8_0.
 pub(crate) const BLOCK: usize = 32;
@@ -51,7 +51,7 @@ pub(crate) struct BlockLinear {
     /// The weights laid out for the kernel, when it has a layout of its
     /// own and [`BlockLinear::pack`] was asked for: read in one stream
     /// instead of several rows at once.
-    packed: Option<Vec<u8>>,
+    packed: Option<Packed>,
     bias: Vec<f32>,
 }
 
@@ -171,7 +171,7 @@ impl BlockLinear {
             })
             .collect();
         let (weights, row_bytes) = match &self.packed {
-            Some(packed) => (&packed[..], per_row * BLOCK),
+            Some(packed) => (&packed.bytes[..], per_row * BLOCK),
             None => (self.weights(), per_row * BLOCK_BYTES),
         };
         // Output features in chunks, each a task for this thread or the
@@ -193,7 +193,9 @@ impl BlockLinear {
                     per_row,
                     &x,
                     &mut out,
-                    self.packed.is_some(),
+                    self.packed
+                        .as_ref()
+                        .map(|packed| &packed.starts[first * per_row..last * per_row]),
                 );
             };
             match crew {

@@ -87,7 +87,7 @@ impl Kernel {
 
     /// Q8_0 rows of `per_row` blocks in this kernel's own layout, when it
     /// reads one ([`Kernel::outputs`] with `packed`).
-    pub(crate) fn pack(self, bytes: &[u8], per_row: usize) -> Option<Vec<u8>> {
+    pub(crate) fn pack(self, bytes: &[u8], per_row: usize) -> Option<Packed> {
         match self {
             #[cfg(target_arch = "x86_64")]
             Kernel::Vnni => Some(vnni::pack(bytes, per_row)),
@@ -103,7 +103,8 @@ impl Kernel {
     /// `blocks` long, `scales` their block scales laid out as
     /// [`Kernel::outputs_at_once`] says, `rows` shifted when
     /// [`Kernel::shifts_rows`]. `packed`: `w` is in the layout
-    /// [`Kernel::pack`] makes (32 bytes a block, no scales).
+    /// [`Kernel::pack`] makes (32 bytes a block, no scales), and these
+    /// are its [`Packed::starts`], laid out as `scales`.
     pub(crate) fn outputs(
         self,
         w: &[u8],
@@ -111,10 +112,10 @@ impl Kernel {
         blocks: usize,
         rows: &[Row<'_>],
         out: &mut [f32],
-        packed: bool,
+        packed: Option<&[i16]>,
     ) {
         let count = out.len() / rows.len().max(1);
-        let row_bytes = blocks * if packed { BLOCK } else { BLOCK_BYTES };
+        let row_bytes = blocks * if packed.is_some() { BLOCK } else { BLOCK_BYTES };
         match self {
             #[cfg(target_arch = "x86_64")]
             Kernel::Vnni => {
@@ -124,7 +125,7 @@ impl Kernel {
                     let scale_span = first * blocks..(first + vnni::OUTPUTS) * blocks;
                     let weights = vnni::Eight {
                         w: &w[span],
-                        packed,
+                        starts: packed.map(|starts| &starts[scale_span.clone()]),
                         row_bytes,
                         scales: &scales[scale_span],
                     };
@@ -134,7 +135,7 @@ impl Kernel {
             _ => {
                 // One weight row at a time, from the file's layout: only
                 // the eight-output kernel has a layout of its own.
-                debug_assert!(!packed, "a row kernel got packed weights");
+                debug_assert!(packed.is_none(), "a row kernel got packed weights");
                 let mut sums = vec![0f32; rows.len()];
                 for o in 0..count {
                     let weights = &w[o * row_bytes..(o + 1) * row_bytes];
@@ -159,6 +160,17 @@ impl Kernel {
             _ => dot_rows_portable(w, w_scales, rows, sums),
         }
     }
+}
+
+/// Weights in a kernel's own layout ([`Kernel::pack`]).
+pub(crate) struct Packed {
+    /// The int8 values, turned as the kernel reads them.
+    pub(crate) bytes: Vec<u8>,
+    /// For each block of each output, −Σw: the kernel's sum for rows
+    /// shifted by 128 starts from 128 times it. Laid out as the block
+    /// scales are, made once here instead of for every product, and kept
+    /// in 16 bits (|Σw| ≤ 32 · 127) so that a pass reads few more bytes.
+    pub(crate) starts: Vec<i16>,
 }
 
 fn dot_rows_portable(w: &[u8], w_scales: &[f32], rows: &[Row<'_>], sums: &mut [f32]) {
@@ -296,24 +308,27 @@ mod vnni {
     //! block after block: the kernel then reads them in one stream and
     //! skips the transpose (the eight rows of the mapped file are eight
     //! streams through memory, which the memory system follows worse).
+    //! Their blocks' starting sums (−128·Σw) are made once there too.
     //!
     //! `vpdpbusd` multiplies unsigned by signed bytes, so activation rows
     //! come as x + 128; each lane starts from −128·Σw of its block, which
     //! leaves exactly Σ x·w (at most 32·255·127 in magnitude: no overflow).
 
-    use super::{BLOCK, BLOCK_BYTES, Row};
+    use super::{BLOCK, BLOCK_BYTES, Packed, Row};
     use std::arch::x86_64::*;
 
     /// Outputs made together.
     pub(super) const OUTPUTS: usize = 8;
 
-    /// Eight weight rows: Q8_0 rows of `row_bytes` each (or, `packed`,
-    /// their [`pack`] layout, `row_bytes` being 32 a block) and their
-    /// block scales, block after block, eight per block.
+    /// Eight weight rows: Q8_0 rows of `row_bytes` each (or, with
+    /// `starts`, their [`pack`] layout, `row_bytes` being 32 a block) and
+    /// their block scales, block after block, eight per block.
     #[derive(Clone, Copy)]
     pub(super) struct Eight<'a> {
         pub(super) w: &'a [u8],
-        pub(super) packed: bool,
+        /// The packed blocks' −Σw (see [`Packed::starts`]), laid out as
+        /// `scales`.
+        pub(super) starts: Option<&'a [i16]>,
         pub(super) row_bytes: usize,
         pub(super) scales: &'a [f32],
     }
@@ -322,18 +337,19 @@ mod vnni {
     pub(super) fn eight(weights: Eight<'_>, rows: &[Row<'_>], out: &mut [f32], stride: usize) {
         let Eight {
             w,
-            packed,
+            starts,
             row_bytes,
             scales,
         } = weights;
         let whole = if w.len() >= OUTPUTS * row_bytes {
-            row_bytes / if packed { BLOCK } else { BLOCK_BYTES }
+            row_bytes / if starts.is_some() { BLOCK } else { BLOCK_BYTES }
         } else {
             0
         };
+        let known = starts.map_or(scales.len(), |starts| starts.len().min(scales.len()));
         let blocks = rows
             .iter()
-            .fold(whole.min(scales.len() / OUTPUTS), |n, (x, x_scales)| {
+            .fold(whole.min(known / OUTPUTS), |n, (x, x_scales)| {
                 n.min(x.len() / BLOCK).min(x_scales.len())
             });
         let rows = &rows[..rows
@@ -349,15 +365,18 @@ mod vnni {
             // weight row, eight rows of `w` are within it (`blocks` counts
             // whole blocks of all eight), and each row's eight sums are
             // within `out`.
+            // Up to eight rows in one pass over the weights: a query's
+            // few rows read each weight once.
             first += unsafe {
-                if left >= 8 {
-                    group::<8>(weights, rows, blocks, place, stride)
-                } else if left >= 4 {
-                    group::<4>(weights, rows, blocks, place, stride)
-                } else if left >= 2 {
-                    group::<2>(weights, rows, blocks, place, stride)
-                } else {
-                    group::<1>(weights, rows, blocks, place, stride)
+                match left {
+                    1 => group::<1>(weights, rows, blocks, place, stride),
+                    2 => group::<2>(weights, rows, blocks, place, stride),
+                    3 => group::<3>(weights, rows, blocks, place, stride),
+                    4 => group::<4>(weights, rows, blocks, place, stride),
+                    5 => group::<5>(weights, rows, blocks, place, stride),
+                    6 => group::<6>(weights, rows, blocks, place, stride),
+                    7 => group::<7>(weights, rows, blocks, place, stride),
+                    _ => group::<8>(weights, rows, blocks, place, stride),
                 }
             };
         }
@@ -374,7 +393,7 @@ mod vnni {
     ) -> usize {
         let Eight {
             w,
-            packed,
+            starts,
             row_bytes,
             scales,
         } = weights;
@@ -385,7 +404,7 @@ mod vnni {
             // SAFETY (loads): block `b` of each of the eight weight rows,
             // its eight scales and bytes b·32.. b·32+32 of each row are
             // within their slices (see `eight`).
-            let turned = if packed {
+            let turned = if starts.is_some() {
                 std::array::from_fn(|t| unsafe {
                     _mm256_loadu_si256(w.as_ptr().add((b * OUTPUTS + t) * BLOCK).cast())
                 })
@@ -398,11 +417,20 @@ mod vnni {
                     }))
                 }
             };
-            let mut start = zero;
-            for part in turned {
-                start = _mm256_dpbusd_epi32(start, offset, part);
-            }
-            let start = _mm256_sub_epi32(zero, start);
+            let start = match starts {
+                // SAFETY: the block's eight starts are within `starts`.
+                Some(starts) => unsafe {
+                    let minus_sums = _mm_loadu_si128(starts.as_ptr().add(b * OUTPUTS).cast());
+                    _mm256_slli_epi32::<7>(_mm256_cvtepi16_epi32(minus_sums))
+                },
+                None => {
+                    let mut sum = zero;
+                    for part in turned {
+                        sum = _mm256_dpbusd_epi32(sum, offset, part);
+                    }
+                    _mm256_sub_epi32(zero, sum)
+                }
+            };
             let w_scales = unsafe { _mm256_loadu_ps(scales.as_ptr().add(b * OUTPUTS)) };
             for (k, (x, x_scales)) in rows[..N].iter().enumerate() {
                 let mut dot = start;
@@ -429,11 +457,12 @@ mod vnni {
     /// Q8_0 rows (`per_row` blocks each, a multiple of eight rows) laid
     /// out as the packed kernel reads them: for each group of eight rows,
     /// block after block, the block's 4-byte groups turned (group `t` of
-    /// all eight rows together).
-    pub(super) fn pack(bytes: &[u8], per_row: usize) -> Vec<u8> {
+    /// all eight rows together), with each block's starting sum.
+    pub(super) fn pack(bytes: &[u8], per_row: usize) -> Packed {
         // Whole groups only: the kernel runs on layers of eight outputs.
         let rows = bytes.len() / BLOCK_BYTES / per_row.max(1) / OUTPUTS * OUTPUTS;
         let mut out = Vec::with_capacity(rows * per_row * BLOCK);
+        let mut starts = Vec::with_capacity(rows * per_row);
         for group in (0..rows).step_by(OUTPUTS) {
             for b in 0..per_row {
                 for t in 0..BLOCK / 4 {
@@ -442,9 +471,17 @@ mod vnni {
                         out.extend_from_slice(&bytes[at..at + 4]);
                     }
                 }
+                for j in 0..OUTPUTS {
+                    let at = ((group + j) * per_row + b) * BLOCK_BYTES + 2;
+                    let sum: i16 = bytes[at..at + BLOCK]
+                        .iter()
+                        .map(|w| i16::from(*w as i8))
+                        .sum();
+                    starts.push(-sum);
+                }
             }
         }
-        out
+        Packed { bytes: out, starts }
     }
 
     /// Eight registers of eight 4-byte groups turned: lane `j` of result
