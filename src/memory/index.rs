@@ -27,6 +27,9 @@
 //! * `term_docs` holds exact counts of the very common terms searches
 //!   asked about (every item added or removed updates them), so no search
 //!   reads such a term's whole list to count it.
+//! * A search reads in one transaction: one snapshot for all it reads,
+//!   and one lock of the write-ahead log instead of one per statement. It
+//!   writes nothing inside it (a term count to keep waits for its end).
 //! * Writers take SQLite's write lock (`BEGIN IMMEDIATE`) before comparing,
 //!   so concurrent processes never index the same change twice.
 //! * Item ids grow with indexing order, and a full build indexes files
@@ -184,6 +187,9 @@ pub(crate) struct Index {
     /// The database file's device and inode when it was opened (none in
     /// memory): a file deleted or replaced since is another index.
     file: Option<(u64, u64)>,
+    /// Common terms a search counted in full inside its read transaction,
+    /// whose counts it keeps in `term_docs` once that has ended.
+    uncounted: std::cell::RefCell<Vec<String>>,
 }
 
 /// The page cache of a connection kept for searches, in KiB.
@@ -248,6 +254,7 @@ impl Index {
             layout,
             tz,
             file,
+            uncounted: Default::default(),
         };
         let identity = index.identity();
         let stored: Option<String> = index

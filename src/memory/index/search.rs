@@ -285,6 +285,32 @@ impl Index {
     /// Ranked search; see the module documentation. A limit or context
     /// larger than [`MAX_RESULTS`] / [`MAX_CONTEXT`] is cut to it.
     pub(crate) fn search_with(&self, q: &Query<'_>) -> Result<SearchOutcome, StoreError> {
+        let conn = &self.store.conn;
+        // One read transaction for the whole search (unless the caller
+        // holds one): one snapshot, and the log's read lock taken once
+        // rather than for each of its statements.
+        let own = conn.is_autocommit() && conn.execute_batch("BEGIN").is_ok();
+        let outcome = self.search_in_snapshot(q);
+        if own && conn.execute_batch("COMMIT").is_err() {
+            let _ = conn.execute_batch("ROLLBACK");
+        }
+        // A common term's count is kept now, under the write lock, counted
+        // again there so that no write falls between count and keeping.
+        // Keeping it only spares later searches the count: one that
+        // cannot be kept now (another writer, a read-only file) leaves the
+        // search's answer as it is.
+        let mut uncounted = std::mem::take(&mut *self.uncounted.borrow_mut());
+        uncounted.sort_unstable();
+        uncounted.dedup();
+        if conn.is_autocommit() {
+            for term in uncounted {
+                let _ = self.keep_docs(&term);
+            }
+        }
+        outcome
+    }
+
+    fn search_in_snapshot(&self, q: &Query<'_>) -> Result<SearchOutcome, StoreError> {
         let q = &Query {
             limit: q.limit.min(MAX_RESULTS),
             context: q.context.min(MAX_CONTEXT),

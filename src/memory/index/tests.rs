@@ -1113,3 +1113,56 @@ fn a_search_does_not_wait_for_another_writer_to_keep_a_count() {
         .unwrap();
     assert_eq!(kept, 1);
 }
+
+#[test]
+fn a_search_reads_in_one_transaction_while_another_process_writes() {
+    use super::search::{LateVector, Query, QueryVector};
+    let f = fixture(&[(
+        "memory/2026-11-02.md",
+        "- the gate code for the storage unit is 7719\n- the car goes to the doctor on Tuesday\n",
+    )]);
+    let mut idx = open(&f);
+    idx.sync(SyncMode::Full, wall_ns()).unwrap();
+    let idx = idx;
+    let db = f.db.clone();
+    let seen = std::sync::Mutex::new(None);
+    // Asked for the query's vector halfway, after the words' candidates
+    // were read, another process writes and checkpoints: it does not wait
+    // for the search, and cannot copy back what the search's snapshot
+    // still reads around (a search reading statement by statement holds
+    // no snapshot between them).
+    let late = LateVector::new(
+        || {
+            let writer = rusqlite::Connection::open(&db).unwrap();
+            writer.busy_timeout(Duration::ZERO).unwrap();
+            writer
+                .execute(
+                    "INSERT OR REPLACE INTO meta (key, value) VALUES ('probe', 'x')",
+                    [],
+                )
+                .unwrap();
+            let (log, copied): (i64, i64) = writer
+                .query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |r| {
+                    Ok((r.get(1)?, r.get(2)?))
+                })
+                .unwrap();
+            *seen.lock().unwrap() = Some((log, copied));
+            None::<QueryVector>
+        },
+        Option::as_ref,
+    );
+    let found = idx
+        .search_with(&Query {
+            text: "gate code",
+            vector: Some(&late),
+            ..Query::default()
+        })
+        .unwrap();
+    assert_eq!(found.hits.len(), 1);
+    let (log, copied) = seen.lock().unwrap().expect("the vector was asked for");
+    assert!(
+        copied < log,
+        "the search held no snapshot: {copied} of {log} copied"
+    );
+    assert!(idx.store.conn.is_autocommit(), "the transaction was ended");
+}

@@ -156,10 +156,14 @@ impl Index {
         if upto as usize <= cap {
             return Ok(None);
         }
-        if super::super::is_plain_term(term)
-            && let Some(docs) = self.keep_docs(term)?
-        {
-            return Ok(Some(docs));
+        if super::super::is_plain_term(term) {
+            // Inside a search's read transaction the count is kept once
+            // that has ended (see `Index::search_with`).
+            if !conn.is_autocommit() {
+                self.uncounted.borrow_mut().push(term.to_string());
+            } else if let Some(docs) = self.keep_docs(term)? {
+                return Ok(Some(docs));
+            }
         }
         Ok(Some(self.count_docs(term)?))
     }
@@ -181,7 +185,10 @@ impl Index {
     /// index cannot be written now: another process holds the write lock
     /// (a search does not wait for it) or the file is read-only; the
     /// caller counts without keeping.
-    fn keep_docs(&self, term: &str) -> Result<Option<usize>, StoreError> {
+    pub(in crate::memory::index) fn keep_docs(
+        &self,
+        term: &str,
+    ) -> Result<Option<usize>, StoreError> {
         let conn = &self.store.conn;
         let wait: i64 = conn.query_row("PRAGMA busy_timeout", [], |r| r.get(0))?;
         conn.busy_timeout(std::time::Duration::ZERO)?;
