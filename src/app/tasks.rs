@@ -6,6 +6,10 @@
 //! leases, and never declares lost a task of the gateway that runs now
 //! (it owns the latest generation and renews its leases even when a
 //! suspended machine let them lapse).
+//!
+//! While a gateway runs, list and show ask it: it has recorded every run
+//! it acknowledged before it answers, where the ledger may lag the
+//! acknowledgement by a batch of its intake.
 
 use anyhow::Context;
 use serde::Serialize;
@@ -50,6 +54,27 @@ pub(crate) fn list(
     filter: TaskFilter,
     limit: Option<usize>,
 ) -> anyhow::Result<TaskList> {
+    if let Some(client) = app.gateway_client()? {
+        let mut query = Vec::new();
+        if let Some(status) = filter.status {
+            query.push(format!("status={status}"));
+        }
+        if let Some(runtime) = filter.runtime {
+            query.push(format!("runtime={runtime}"));
+        }
+        if let Some(limit) = limit {
+            query.push(format!("limit={limit}"));
+        }
+        let path = match query.is_empty() {
+            true => "/v1/tasks".to_string(),
+            false => format!("/v1/tasks?{}", query.join("&")),
+        };
+        let answer = client.get(&path)?;
+        return Ok(TaskList {
+            tasks: serde_json::from_value(answer["tasks"].clone())
+                .context("the gateway's task list")?,
+        });
+    }
     Ok(TaskList {
         tasks: app.ledger_for_reading()?.list(filter, limit)?,
     })
@@ -58,6 +83,12 @@ pub(crate) fn list(
 /// One task by id, id prefix, run id or session key; [`TaskError::NotFound`]
 /// when none matches.
 pub(crate) fn show(app: &App, lookup: &str) -> anyhow::Result<Task> {
+    if let Some(client) = app.gateway_client()? {
+        let segment =
+            percent_encoding::utf8_percent_encode(lookup, percent_encoding::NON_ALPHANUMERIC);
+        let answer = client.get(&format!("/v1/tasks/{segment}"))?;
+        return serde_json::from_value(answer["task"].clone()).context("the gateway's task");
+    }
     match app.ledger_for_reading()?.get(lookup)? {
         Some(task) => Ok(task),
         None => Err(TaskError::NotFound(lookup.to_string()).into()),

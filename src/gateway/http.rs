@@ -118,8 +118,9 @@ pub(crate) fn router(shared: Arc<Shared>) -> Router {
         .route("/v1/memory/search", post(memory_search))
         .route("/v1/sessions", get(sessions))
         .route("/v1/status", get(status))
-        .route("/v1/tasks", get(tasks))
-        .route("/v1/tasks/{id}/cancel", post(cancel_task))
+        .route("/v1/tasks", get(tasks::list))
+        .route("/v1/tasks/{id}", get(tasks::show))
+        .route("/v1/tasks/{id}/cancel", post(tasks::cancel))
         .route("/v1/subagents", get(subagents::list))
         .route("/v1/subagents/{target}", get(subagents::info))
         .route("/v1/subagents/{target}/log", get(subagents::log))
@@ -697,85 +698,6 @@ pub(crate) fn bearer(headers: &axum::http::HeaderMap) -> Option<&str> {
         .then_some(token.trim())
 }
 
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct TasksQuery {
-    #[serde(default)]
-    status: Option<String>,
-    #[serde(default)]
-    runtime: Option<String>,
-    #[serde(default)]
-    limit: Option<usize>,
-}
-
-async fn tasks(
-    State(shared): State<Arc<Shared>>,
-    query: Result<axum::extract::Query<TasksQuery>, axum::extract::rejection::QueryRejection>,
-) -> ApiResult {
-    let axum::extract::Query(query) =
-        query.map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, e.body_text()))?;
-    let bad = |e: crate::tasks::UnknownValue| ApiError::new(StatusCode::BAD_REQUEST, e.to_string());
-    let filter = crate::tasks::TaskFilter {
-        status: query
-            .status
-            .as_deref()
-            .map(str::parse)
-            .transpose()
-            .map_err(bad)?,
-        runtime: query
-            .runtime
-            .as_deref()
-            .map(str::parse)
-            .transpose()
-            .map_err(bad)?,
-    };
-    let listing = shared.clone();
-    let list = shared
-        .engine
-        .blocking(move || listing.tasks.with(|l| l.list(filter, query.limit)))
-        .await
-        .map_err(ApiError::internal)?
-        .map_err(ApiError::internal)?;
-    Ok(Json(json!({"ok": true, "tasks": list})))
-}
-
-async fn cancel_task(
-    State(shared): State<Arc<Shared>>,
-    axum::extract::Path(id): axum::extract::Path<String>,
-) -> ApiResult {
-    let cancelling = shared.clone();
-    let outcome = shared
-        .engine
-        .blocking(move || {
-            let now = cancelling.host.now_ms();
-            let outcome = cancelling.tasks.cancel(&id, now)?;
-            // What the task started stops with it.
-            if !matches!(outcome, crate::tasks::CancelOutcome::AlreadyTerminal(_)) {
-                super::subagent_control::cascade(&cancelling, outcome.task());
-            }
-            Ok::<_, crate::tasks::TaskError>(outcome)
-        })
-        .await
-        .map_err(ApiError::internal)?
-        .map_err(|e| match e {
-            crate::tasks::TaskError::NotFound(_) => {
-                ApiError::new(StatusCode::NOT_FOUND, e.to_string())
-            }
-            crate::tasks::TaskError::Ambiguous(_) => {
-                ApiError::new(StatusCode::BAD_REQUEST, e.to_string())
-            }
-            other => ApiError::internal(other),
-        })?;
-    let result = match &outcome {
-        crate::tasks::CancelOutcome::Cancelled(_) => "cancelled",
-        crate::tasks::CancelOutcome::Requested(_) => "requested",
-        crate::tasks::CancelOutcome::AlreadyTerminal(_) => "already-ended",
-    };
-    Ok(Json(
-        json!({"ok": true, "result": result, "task": outcome.task()}),
-    ))
-}
-
 /// 4xx for what the caller can fix, 5xx for the rest.
 fn status_for(err: &anyhow::Error) -> StatusCode {
     if err.chain().any(|c| {
@@ -840,6 +762,7 @@ mod mcp;
 mod outbox;
 pub(crate) mod serve;
 mod subagents;
+mod tasks;
 mod webhook_replay;
 pub(crate) mod webhook_runs;
 pub(crate) mod webhooks;

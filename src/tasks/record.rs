@@ -1,7 +1,7 @@
 //! The task record as stored and printed, and what a caller gives to
 //! create, finish or lease one.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::vocab::{
     DeliveryStatus, NotifyPolicy, Runtime, ScopeKind, Status, TerminalOutcome, TerminalStatus,
@@ -13,7 +13,7 @@ pub(crate) const RETENTION_MS: i64 = 7 * 24 * 60 * 60 * 1000;
 /// One task as the ledger holds it. JSON names are OpenClaw's task record
 /// plus almanac's `generation`, `leaseUntil`, `laneKey`, `laneSeq`,
 /// `cancelRequestedAt` and `request`.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Task {
     pub task_id: String,

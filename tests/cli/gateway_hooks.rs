@@ -465,6 +465,22 @@ fn hook_agent_runs_are_checked_accepted_recorded_as_tasks_and_delivered() {
     assert_eq!(accepted.status, 200, "{}", accepted.body);
     let run_id = accepted.body["runId"].as_str().unwrap().to_string();
     assert_eq!(run_id.len(), 36, "a UUID");
+    // Acknowledged is listed: the commands ask the gateway, which records
+    // what its intake acknowledged before it answers.
+    let shown = sb.run(&["tasks", "show", &run_id, "--json"]).ok().json();
+    assert_eq!(shown["runId"], run_id.as_str(), "{shown}");
+    let listed = sb
+        .run(&["tasks", "list", "--runtime", "cli", "--json"])
+        .ok()
+        .json();
+    assert!(
+        listed["tasks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t["runId"] == run_id.as_str()),
+        "{listed}"
+    );
     let task = eventually(Duration::from_secs(10), || {
         hook_tasks(&gw)
             .into_iter()
