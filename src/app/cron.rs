@@ -764,7 +764,7 @@ pub(crate) fn run(app: &App, lookup: &str, due: bool) -> anyhow::Result<Value> {
     let id = app.cron_store().resolve(lookup, app.now_ms())?;
     let path = format!(
         "/v1/cron/jobs/{}/run",
-        percent_encoding::utf8_percent_encode(&id, percent_encoding::NON_ALPHANUMERIC)
+        crate::gateway_client::client::path_segment(&id)
     );
     let mode = if due { "due" } else { "force" };
     let mut answer = client.post(&path, &json!({"mode": mode}), RUN_ANSWER_WAIT)?;

@@ -248,7 +248,7 @@ pub(crate) fn system_event(
 /// tasks (`{ok, result, task}`).
 pub(crate) fn cancel_task(app: &App, lookup: &str) -> anyhow::Result<Value> {
     let client = app.require_gateway()?;
-    let segment = percent_encoding::utf8_percent_encode(lookup, percent_encoding::NON_ALPHANUMERIC);
+    let segment = crate::gateway_client::client::path_segment(lookup);
     let path = format!("/v1/tasks/{segment}/cancel");
     let mut answer = client.post(&path, &json!({}), Duration::from_secs(30))?;
     if let Some(map) = answer.as_object_mut() {

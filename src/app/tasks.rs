@@ -84,8 +84,7 @@ pub(crate) fn list(
 /// when none matches.
 pub(crate) fn show(app: &App, lookup: &str) -> anyhow::Result<Task> {
     if let Some(client) = app.gateway_client()? {
-        let segment =
-            percent_encoding::utf8_percent_encode(lookup, percent_encoding::NON_ALPHANUMERIC);
+        let segment = crate::gateway_client::client::path_segment(lookup);
         let answer = client.get(&format!("/v1/tasks/{segment}"))?;
         return serde_json::from_value(answer["task"].clone()).context("the gateway's task");
     }

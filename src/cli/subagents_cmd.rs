@@ -15,6 +15,7 @@ use super::JsonFlag;
 use super::output::print_json;
 use crate::app::App;
 use crate::app::subagents as view;
+use crate::gateway_client::client::path_segment;
 
 #[derive(Debug, Args)]
 #[command(args_conflicts_with_subcommands = true)]
@@ -122,7 +123,7 @@ fn asked_of_gateway(app: &App, path: &str) -> anyhow::Result<Option<Value>> {
 
 fn list_runs(app: &App, args: ListArgs) -> anyhow::Result<ExitCode> {
     let path = match &args.session {
-        Some(session) => format!("/v1/subagents?session={}", segment(session)),
+        Some(session) => format!("/v1/subagents?session={}", path_segment(session)),
         None => "/v1/subagents".to_string(),
     };
     let views: Vec<view::RunView> = match asked_of_gateway(app, &path)? {
@@ -141,7 +142,7 @@ fn list_runs(app: &App, args: ListArgs) -> anyhow::Result<ExitCode> {
 }
 
 fn info(app: &App, target: &str, json: bool) -> anyhow::Result<ExitCode> {
-    let path = format!("/v1/subagents/{}", segment(target));
+    let path = format!("/v1/subagents/{}", path_segment(target));
     let info: view::RunInfo = match asked_of_gateway(app, &path)? {
         Some(answer) => serde_json::from_value(answer)?,
         None => {
@@ -160,7 +161,7 @@ fn info(app: &App, target: &str, json: bool) -> anyhow::Result<ExitCode> {
 fn log(app: &App, target: &str, limit: usize, tools: bool, json: bool) -> anyhow::Result<ExitCode> {
     let path = format!(
         "/v1/subagents/{}/log?limit={limit}&tools={tools}",
-        segment(target)
+        path_segment(target)
     );
     let log: view::RunLog = match asked_of_gateway(app, &path)? {
         Some(answer) => serde_json::from_value(answer)?,
@@ -177,14 +178,9 @@ fn log(app: &App, target: &str, limit: usize, tools: bool, json: bool) -> anyhow
     Ok(ExitCode::SUCCESS)
 }
 
-/// The path segment of a target.
-fn segment(target: &str) -> String {
-    percent_encoding::utf8_percent_encode(target, percent_encoding::NON_ALPHANUMERIC).to_string()
-}
-
 fn kill(app: &App, target: &str, json: bool) -> anyhow::Result<ExitCode> {
     let client = app.require_gateway()?;
-    let path = format!("/v1/subagents/{}/kill", segment(target));
+    let path = format!("/v1/subagents/{}/kill", path_segment(target));
     let answer = client.post(&path, &json!({}), Duration::from_secs(30))?;
     if json {
         print_json(&answer)?;
@@ -198,7 +194,7 @@ fn kill(app: &App, target: &str, json: bool) -> anyhow::Result<ExitCode> {
 
 fn steer(app: &App, target: &str, message: &str, json: bool) -> anyhow::Result<ExitCode> {
     let client = app.require_gateway()?;
-    let path = format!("/v1/subagents/{}/steer", segment(target));
+    let path = format!("/v1/subagents/{}/steer", path_segment(target));
     let answer = client.post(&path, &json!({"message": message}), Duration::from_secs(30))?;
     if json {
         print_json(&answer)?;

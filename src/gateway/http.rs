@@ -768,4 +768,4 @@ pub(crate) mod webhook_runs;
 pub(crate) mod webhooks;
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

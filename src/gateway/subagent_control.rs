@@ -336,10 +336,7 @@ fn strip_nulls(mut value: Value) -> Value {
 }
 
 #[cfg(test)]
-mod tests {
-    use axum::body::Body;
-    use tower::ServiceExt;
-
+pub(crate) mod tests {
     use super::*;
     use crate::app::gateway::GatewayPort;
     use crate::gateway::supervisor::Component;
@@ -348,27 +345,22 @@ mod tests {
     const PARENT: &str = "agent:main:main";
 
     /// Spawns a child of the main session right after the feeder fed a
-    /// batch: the feeder then holds the next one back for a while.
-    async fn spawn_after_a_batch(shared: &Arc<Shared>, task: &str) {
+    /// batch (the feeder then holds the next one back for a while); its
+    /// run id.
+    pub(crate) async fn spawn_after_a_batch(shared: &Arc<Shared>, task: &str) -> String {
         shared.intake.caught_up(Duration::from_secs(5)).await;
         let port = crate::gateway::route::Port::of(shared);
         let accepted = port
             .spawn_subagent("main", PARENT, &json!({"task": task}))
             .unwrap();
         assert_eq!(accepted["status"], "accepted", "{accepted}");
+        accepted["runId"].as_str().unwrap().to_string()
     }
 
     async fn listed_by_the_api(shared: &Arc<Shared>) -> usize {
-        let request = axum::http::Request::get("/v1/subagents")
-            .header("authorization", format!("Bearer {TOKEN}"))
-            .body(Body::empty())
-            .unwrap();
+        use crate::gateway::http::tests::{call, get};
         let router = crate::gateway::http::router(shared.clone());
-        let response = router.oneshot(request).await.unwrap();
-        let bytes = axum::body::to_bytes(response.into_body(), usize::MAX)
-            .await
-            .unwrap();
-        let answer: Value = serde_json::from_slice(&bytes).unwrap();
+        let (_, answer) = call(&router, get("/v1/subagents", Some(TOKEN))).await;
         answer["runs"].as_array().map_or(0, Vec::len)
     }
 

@@ -126,6 +126,12 @@ impl Client {
     }
 }
 
+/// `text` as one segment of a request path (an id, a lookup, a session
+/// key): every byte but letters and digits percent-encoded.
+pub(crate) fn path_segment(text: &str) -> String {
+    percent_encoding::utf8_percent_encode(text, percent_encoding::NON_ALPHANUMERIC).to_string()
+}
+
 /// An answer's body as JSON; one that is not JSON as its text.
 fn value_of(body: &[u8]) -> Value {
     serde_json::from_slice(body)

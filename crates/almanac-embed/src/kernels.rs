@@ -163,6 +163,7 @@ impl Kernel {
 }
 
 /// Weights in a kernel's own layout ([`Kernel::pack`]).
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 pub(crate) struct Packed {
     /// The int8 values, turned as the kernel reads them.
     pub(crate) bytes: Vec<u8>,
@@ -360,13 +361,13 @@ mod vnni {
             let left = rows.len() - first;
             let place = &mut out[first * stride..];
             let rows = &rows[first..];
+            // Up to eight rows in one pass over the weights: a query's
+            // few rows read each weight once.
             // SAFETY: `Kernel::for_this_cpu` hands this kernel out only
             // after checking the CPU; `blocks` is within every row and
             // weight row, eight rows of `w` are within it (`blocks` counts
             // whole blocks of all eight), and each row's eight sums are
             // within `out`.
-            // Up to eight rows in one pass over the weights: a query's
-            // few rows read each weight once.
             first += unsafe {
                 match left {
                     1 => group::<1>(weights, rows, blocks, place, stride),

@@ -130,70 +130,41 @@ fn lookup_error(e: TaskError) -> ApiError {
 
 #[cfg(test)]
 mod tests {
-    use axum::body::Body;
-    use tower::ServiceExt;
-
     use super::*;
-    use crate::app::gateway::GatewayPort;
+    use crate::gateway::http::tests::{call, get, post};
+    use crate::gateway::subagent_control::tests::spawn_after_a_batch;
     use crate::gateway::supervisor::Component;
 
     const TOKEN: &str = "t";
-
-    /// Spawns a child of the main session right after the feeder fed a
-    /// batch (the feeder then holds the next record back a while); its
-    /// run id.
-    async fn spawn_after_a_batch(shared: &Arc<Shared>, task: &str) -> String {
-        shared.intake.caught_up(Duration::from_secs(5)).await;
-        let port = crate::gateway::route::Port::of(shared);
-        let accepted = port
-            .spawn_subagent("main", "agent:main:main", &json!({"task": task}))
-            .unwrap();
-        assert_eq!(accepted["status"], "accepted", "{accepted}");
-        accepted["runId"].as_str().unwrap().to_string()
-    }
-
-    async fn call(shared: &Arc<Shared>, method: &str, path: &str) -> (StatusCode, Value) {
-        let request = axum::http::Request::builder()
-            .method(method)
-            .uri(path)
-            .header("authorization", format!("Bearer {TOKEN}"))
-            .body(Body::empty())
-            .unwrap();
-        let router = crate::gateway::http::router(shared.clone());
-        let response = router.oneshot(request).await.unwrap();
-        let status = response.status();
-        let bytes = axum::body::to_bytes(response.into_body(), usize::MAX)
-            .await
-            .unwrap();
-        (status, serde_json::from_slice(&bytes).unwrap())
-    }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn the_task_routes_see_every_run_acknowledged_before_them() {
         let dir = tempfile::tempdir().unwrap();
         let shared = crate::gateway::test_shared(dir.path(), TOKEN);
+        let router = crate::gateway::http::router(shared.clone());
         let stop = tokio_util::sync::CancellationToken::new();
         let feeder = tokio::spawn(
             Arc::new(crate::gateway::intake::Feeder).start(shared.clone(), stop.clone()),
         );
 
         let one = spawn_after_a_batch(&shared, "one").await;
-        let (status, listed) = call(&shared, "GET", "/v1/tasks?runtime=subagent").await;
+        let (status, listed) = call(&router, get("/v1/tasks?runtime=subagent", Some(TOKEN))).await;
         assert_eq!(status, StatusCode::OK);
         assert_eq!(listed["tasks"].as_array().unwrap().len(), 1, "{listed}");
         assert_eq!(listed["tasks"][0]["runId"], one.as_str());
 
         let two = spawn_after_a_batch(&shared, "two").await;
-        let (status, shown) = call(&shared, "GET", &format!("/v1/tasks/{two}")).await;
+        let (status, shown) = call(&router, get(&format!("/v1/tasks/{two}"), Some(TOKEN))).await;
         assert_eq!(status, StatusCode::OK, "{shown}");
         assert_eq!(shown["task"]["task"], "two");
 
         let three = spawn_after_a_batch(&shared, "three").await;
-        let (status, cancelled) = call(&shared, "POST", &format!("/v1/tasks/{three}/cancel")).await;
+        let cancel = post(&format!("/v1/tasks/{three}/cancel"), Some(TOKEN), "");
+        let (status, cancelled) = call(&router, cancel).await;
         assert_eq!(status, StatusCode::OK, "{cancelled}");
         assert_eq!(cancelled["task"]["runId"], three.as_str());
 
-        let (status, missing) = call(&shared, "GET", "/v1/tasks/no-such-task").await;
+        let (status, missing) = call(&router, get("/v1/tasks/no-such-task", Some(TOKEN))).await;
         assert_eq!(status, StatusCode::NOT_FOUND, "{missing}");
 
         stop.cancel();

@@ -6,7 +6,7 @@ use super::*;
 
 const TOKEN: &str = "s3cret-token";
 
-async fn call(router: &Router, req: Request<Body>) -> (StatusCode, Value) {
+pub(crate) async fn call(router: &Router, req: Request<Body>) -> (StatusCode, Value) {
     let response = router.clone().oneshot(req).await.unwrap();
     let status = response.status();
     let bytes = axum::body::to_bytes(response.into_body(), usize::MAX)
@@ -17,7 +17,7 @@ async fn call(router: &Router, req: Request<Body>) -> (StatusCode, Value) {
     (status, value)
 }
 
-fn post(path: &str, token: Option<&str>, body: impl Into<Body>) -> Request<Body> {
+pub(crate) fn post(path: &str, token: Option<&str>, body: impl Into<Body>) -> Request<Body> {
     let mut b = Request::post(path).header(header::CONTENT_TYPE, "application/json");
     if let Some(t) = token {
         b = b.header(header::AUTHORIZATION, format!("Bearer {t}"));
@@ -25,7 +25,7 @@ fn post(path: &str, token: Option<&str>, body: impl Into<Body>) -> Request<Body>
     b.body(body.into()).unwrap()
 }
 
-fn get(path: &str, token: Option<&str>) -> Request<Body> {
+pub(crate) fn get(path: &str, token: Option<&str>) -> Request<Body> {
     let mut b = Request::get(path);
     if let Some(t) = token {
         b = b.header(header::AUTHORIZATION, format!("Bearer {t}"));
