@@ -599,7 +599,16 @@ pub(crate) fn query_vector(
             return (Semantic::lexical(notice), None);
         }
     };
-    match embedder.embed_query(query) {
+    query_semantic(embedder, embedder.embed_query(query))
+}
+
+/// What a search says of its query's vector `made` by `embedder`, and
+/// the vector.
+pub(crate) fn query_semantic(
+    embedder: &dyn Embedder,
+    made: Result<Vec<f32>, crate::memory::embed::EmbedError>,
+) -> (Semantic, Option<QueryVector>) {
+    match made {
         Ok(vector) => (
             Semantic {
                 provider: embedder.provider(),

@@ -9,10 +9,11 @@
 //!   compact weights), so both give the same query vector, with those
 //!   weights copied once into the layout the CPU's kernel reads fastest
 //!   (about 11 MB for all-MiniLM-L6-v2, dropped with the provider).
-//! * A search runs on one thread: the words are looked up first, then the
-//!   query is embedded when the ranking needs its vector, the model
-//!   sharing its matrix products with its own helper thread. A second
-//!   thread per search only contended with those two for the cores.
+//! * A search's query goes through the model on the model's helper thread
+//!   while the search thread looks the words up; once the ranking needs
+//!   the vector, the search thread waits for it, taking a share of the
+//!   model's last matrix products. The two overlap on two cores instead of
+//!   following each other; no thread is started per search.
 //! * The vectors of the provider's model are read from the index once,
 //!   then followed through the index's change log
 //!   ([`crate::memory::index::vectors::VectorSet`]): a search reads only
@@ -313,15 +314,32 @@ pub(crate) fn search(shared: &Shared, req: &ResolvedSearch) -> anyhow::Result<Se
     let started = std::time::Instant::now();
     let embedder = semantic.provider(&choice);
     let (index, searched) = match embedder.as_deref() {
-        Ok(model) => hybrid(semantic, &memory, kept, req, model, app.wall_ns(), || {
-            let embedding = std::time::Instant::now();
-            let made = crate::app::memory::query_vector(&app, Ok(model), &req.query);
-            tracing::debug!(
-                ms = embedding.elapsed().as_secs_f64() * 1000.0,
-                "memory search: query embedded"
-            );
-            made
-        })?,
+        Ok(model) => {
+            let mut kept = kept;
+            let mut answer = None;
+            // The query goes through the model while the words are looked
+            // up; the ranking waits for its vector once it needs it.
+            model.embed_query_alongside(&req.query, &mut |vector| {
+                answer = Some(hybrid(
+                    semantic,
+                    &memory,
+                    kept.take(),
+                    req,
+                    model,
+                    app.wall_ns(),
+                    || {
+                        let waiting = std::time::Instant::now();
+                        let made = crate::app::memory::query_semantic(model, vector());
+                        tracing::debug!(
+                            ms = waiting.elapsed().as_secs_f64() * 1000.0,
+                            "memory search: query vector waited for"
+                        );
+                        made
+                    },
+                ));
+            });
+            answer.ok_or_else(|| anyhow::anyhow!("the search did not run"))??
+        }
         Err(reason) => {
             let (index, sync) = reopened(&memory, kept, app.wall_ns())?;
             let (mode, _) = crate::app::memory::query_vector(&app, Err(reason), &req.query);
@@ -364,11 +382,9 @@ fn reopened(
     Ok((index, sync))
 }
 
-/// `req` ranked by words and by the query's vector, which `embed` makes
-/// when the ranking first needs it: once the words' candidates are scored.
-/// All on this thread: the model shares its products with its own helper
-/// thread, and a second thread here would only contend with the two for
-/// the cores (and add its start to the answer). A failed embedding leaves
+/// `req` ranked by words and by the query's vector, which `embed` gives
+/// when the ranking first needs it: once the words' candidates are scored
+/// (the caller has the model make it meanwhile). A failed embedding leaves
 /// the search lexical, with a notice, as it would without a gateway.
 fn hybrid(
     semantic: &SemanticState,

@@ -20,6 +20,12 @@
 //! 1.5 to 1.7 ms against 0.9 back to back; stepping aside, 1.0 to 1.4
 //! (after 10 ms idle: 1.7 to 2.1, and 1.2 to 1.5).
 //!
+//! The helper can also lead: [`Crew::lead`] hands it a whole task (a
+//! query's forward pass) while the asking thread does other work of its
+//! own (the words part of a search), then helps with the task's products
+//! once that work is done. The two overlap on two cores instead of
+//! following each other.
+//!
 //! Invariants:
 //! * The asking thread works on the tasks itself; the helper only takes
 //!   tasks nobody has taken. A busy or descheduled helper delays nothing
@@ -35,6 +41,10 @@
 //! * The helper narrows its CPU mask only by its asker's CPU, from the
 //!   mask it had before; a mask set on it from outside is the one it
 //!   narrows from then on.
+//! * A led task runs once: on the helper, or on the asking thread if the
+//!   helper has not started it when it is waited for. [`Crew::lead`]
+//!   returns only once the helper has let go of it; a task that panics on
+//!   the helper panics the thread that waits for it.
 //! * Dropping the crew stops and joins its thread.
 
 use std::sync::Arc;
@@ -50,6 +60,12 @@ const IDLE: u8 = 0;
 const POSTED: u8 = 1;
 const RUNNING: u8 = 2;
 const STOP: u8 = 3;
+
+/// States of the led task's slot.
+const NO_LEAD: u8 = 0;
+const LEAD_POSTED: u8 = 1;
+const LEAD_TAKEN: u8 = 2;
+const LEAD_DONE: u8 = 3;
 
 /// Tasks `0..tasks`, each run once by whichever thread takes it.
 struct Job<'a> {
@@ -81,6 +97,12 @@ struct Shared {
     job: AtomicPtr<()>,
     /// The CPU the last job was posted from ([`NO_CPU`]: unknown).
     asker_cpu: AtomicUsize,
+    /// A thread has a task posted for the helper to lead.
+    leading: AtomicBool,
+    lead_state: AtomicU8,
+    /// The posted task (a `LeadJob` on the posting thread's stack), valid
+    /// while `lead_state` is `LEAD_POSTED` or `LEAD_TAKEN`.
+    lead: AtomicPtr<()>,
     /// Turns of the helper's waiting loop, for tests.
     #[cfg(test)]
     spins: AtomicUsize,
@@ -120,6 +142,9 @@ impl Crew {
             asked: AtomicBool::new(false),
             job: AtomicPtr::new(std::ptr::null_mut()),
             asker_cpu: AtomicUsize::new(NO_CPU),
+            leading: AtomicBool::new(false),
+            lead_state: AtomicU8::new(NO_LEAD),
+            lead: AtomicPtr::new(std::ptr::null_mut()),
             #[cfg(test)]
             spins: AtomicUsize::new(0),
         });
@@ -158,7 +183,9 @@ impl Crew {
                 Ordering::Relaxed,
             );
             self.shared.state.store(POSTED, Ordering::Release);
-            if let Some(helper) = &self.helper {
+            if let Some(helper) = &self.helper
+                && helper.thread().id() != std::thread::current().id()
+            {
                 helper.thread().unpark();
             }
         }
@@ -184,6 +211,169 @@ impl Crew {
             panic!("a task shared with the helper thread panicked there");
         }
     }
+}
+
+impl Crew {
+    /// Runs `meanwhile` on this thread while the helper runs `task` (its
+    /// products shared through [`Crew::for_each`] as any asker's);
+    /// `meanwhile` gets `task`'s result from [`Led::wait`], which helps
+    /// with the task's products until it is done. Returns once the helper
+    /// has let go of `task`; a task nobody waited for may not have run.
+    pub(crate) fn lead<A: Send, R>(
+        &self,
+        task: impl FnOnce() -> A + Send,
+        meanwhile: impl FnOnce(&Led<'_, A>) -> R,
+    ) -> R {
+        let task = std::sync::Mutex::new(Some(task));
+        let out = std::sync::Mutex::new(None);
+        let run = || {
+            let task = task.lock().unwrap_or_else(|p| p.into_inner()).take();
+            if let Some(task) = task {
+                let made = std::panic::catch_unwind(std::panic::AssertUnwindSafe(task));
+                *out.lock().unwrap_or_else(|p| p.into_inner()) = Some(made);
+            }
+        };
+        let job = LeadJob { run: &run };
+        let posted = self.helper.is_some()
+            && self
+                .shared
+                .leading
+                .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+                .is_ok();
+        if posted {
+            self.shared.lead.store(
+                std::ptr::from_ref(&job).cast_mut().cast(),
+                Ordering::Relaxed,
+            );
+            self.shared.lead_state.store(LEAD_POSTED, Ordering::Release);
+            if let Some(helper) = &self.helper {
+                helper.thread().unpark();
+            }
+        }
+        let led = Led {
+            shared: &self.shared,
+            run: &run,
+            out: &out,
+            posted,
+        };
+        // Not unwound past the settling below: the helper may hold `task`.
+        let done = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| meanwhile(&led)));
+        led.settle();
+        done.unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+    }
+}
+
+/// The task a thread posted for the helper to lead.
+struct LeadJob<'a> {
+    run: &'a (dyn Fn() + Sync),
+}
+
+/// A task [`Crew::lead`] handed the helper, as the posting thread sees it.
+pub(crate) struct Led<'a, A> {
+    shared: &'a Shared,
+    /// Runs the task if nobody has (and keeps what it made in `out`).
+    run: &'a (dyn Fn() + Sync),
+    out: &'a std::sync::Mutex<Option<std::thread::Result<A>>>,
+    /// Handed to the helper (else the task runs here when waited for).
+    posted: bool,
+}
+
+impl<A> Led<'_, A> {
+    /// The task's result, once: waits for the helper to finish it (helping
+    /// with its products meanwhile), or runs it here if the helper has not
+    /// started it. `None` once taken. A task that panicked panics here.
+    pub(crate) fn wait(&self) -> Option<A> {
+        if !self.posted {
+            (self.run)();
+        } else if self
+            .shared
+            .lead_state
+            .compare_exchange(
+                LEAD_POSTED,
+                LEAD_TAKEN,
+                Ordering::Acquire,
+                Ordering::Acquire,
+            )
+            .is_ok()
+        {
+            (self.run)();
+            self.shared.lead_state.store(LEAD_DONE, Ordering::Release);
+        } else {
+            help_until_led(self.shared);
+        }
+        let made = self.out.lock().unwrap_or_else(|p| p.into_inner()).take();
+        made.map(|made| made.unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
+    }
+
+    /// Takes the task back if the helper has not started it, else waits
+    /// for it (helping) to finish; then frees the slot for the next lead.
+    fn settle(&self) {
+        if !self.posted {
+            return;
+        }
+        if self
+            .shared
+            .lead_state
+            .compare_exchange(LEAD_POSTED, NO_LEAD, Ordering::Acquire, Ordering::Acquire)
+            .is_err()
+        {
+            help_until_led(self.shared);
+            self.shared.lead_state.store(NO_LEAD, Ordering::Relaxed);
+        }
+        self.shared.leading.store(false, Ordering::Release);
+    }
+}
+
+/// Helps with the products the helper posts while it leads a task, until
+/// the task is done (or was never taken by the helper).
+fn help_until_led(shared: &Shared) {
+    let mut spins = 0u32;
+    while shared.lead_state.load(Ordering::Acquire) == LEAD_TAKEN {
+        if shared.state.load(Ordering::Acquire) == POSTED
+            && shared
+                .state
+                .compare_exchange(POSTED, RUNNING, Ordering::Acquire, Ordering::Relaxed)
+                .is_ok()
+        {
+            // SAFETY: the posting thread keeps the job alive until it
+            // sees the state leave RUNNING, set just below.
+            let job = unsafe { &*shared.job.load(Ordering::Relaxed).cast::<Job<'_>>() };
+            if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| job.work())).is_err() {
+                job.helper_panicked.store(true, Ordering::Release);
+            }
+            shared.state.store(IDLE, Ordering::Release);
+            spins = 0;
+        } else if spins < 100_000 {
+            spins += 1;
+            std::hint::spin_loop();
+        } else {
+            std::thread::yield_now();
+        }
+    }
+}
+
+/// Runs the task posted for the helper to lead, if it is still posted.
+fn lead_posted(shared: &Shared) {
+    if shared
+        .lead_state
+        .compare_exchange(
+            LEAD_POSTED,
+            LEAD_TAKEN,
+            Ordering::Acquire,
+            Ordering::Relaxed,
+        )
+        .is_err()
+    {
+        return;
+    }
+    // SAFETY: the posting thread keeps the job alive until it sees the
+    // state leave LEAD_TAKEN, set just below.
+    let job = unsafe { &*shared.lead.load(Ordering::Relaxed).cast::<LeadJob<'_>>() };
+    // The task catches its own panics.
+    (job.run)();
+    // The products were posted from here: no asker's CPU to keep off.
+    shared.asker_cpu.store(NO_CPU, Ordering::Relaxed);
+    shared.lead_state.store(LEAD_DONE, Ordering::Release);
 }
 
 impl Drop for Crew {
@@ -275,6 +465,11 @@ fn help(shared: &Shared) {
     let mut spins = 0u32;
     let mut aside = Aside::default();
     loop {
+        if shared.lead_state.load(Ordering::Acquire) == LEAD_POSTED {
+            lead_posted(shared);
+            awake_since = Instant::now();
+            continue;
+        }
         match shared.state.load(Ordering::Acquire) {
             STOP => return,
             POSTED => {
@@ -476,6 +671,141 @@ mod tests {
         assert_ne!(current_cpu(), now);
         assert!(unsafe { libc::CPU_EQUAL(&mask(), &without(now)) });
         set_mask(&all);
+    }
+
+    /// Spins for `micros` microseconds.
+    fn busy(micros: u64) {
+        let until = Instant::now() + Duration::from_micros(micros);
+        while Instant::now() < until {
+            std::hint::spin_loop();
+        }
+    }
+
+    #[test]
+    fn a_led_task_runs_on_the_helper_while_the_asker_works_and_shares_its_products() {
+        let Some(crew) = Crew::new() else { return };
+        let asker = std::thread::current().id();
+        let mut overlapped = 0;
+        let mut helped = 0;
+        for _ in 0..200 {
+            let ran_on = Mutex::new(None);
+            let tasks_by_asker = AtomicUsize::new(0);
+            let asker_busy = AtomicBool::new(false);
+            let seen_busy = AtomicBool::new(false);
+            let sum = crew.lead(
+                || {
+                    *ran_on.lock().unwrap() = Some(std::thread::current().id());
+                    seen_busy.store(asker_busy.load(Ordering::Acquire), Ordering::Relaxed);
+                    let total = AtomicUsize::new(0);
+                    for _ in 0..20 {
+                        crew.for_each(8, &|t| {
+                            if std::thread::current().id() == asker {
+                                tasks_by_asker.fetch_add(1, Ordering::Relaxed);
+                            }
+                            busy(5);
+                            total.fetch_add(t, Ordering::Relaxed);
+                        });
+                    }
+                    total.into_inner()
+                },
+                |led| {
+                    asker_busy.store(true, Ordering::Release);
+                    busy(300);
+                    asker_busy.store(false, Ordering::Release);
+                    let first = led.wait();
+                    (first, led.wait())
+                },
+            );
+            assert_eq!(sum, (Some(20 * 28), None), "the result once, then none");
+            let ran_on = ran_on.into_inner().unwrap();
+            // The asker runs the task itself only when the helper had not
+            // taken it by the time it was waited for.
+            if ran_on != Some(asker) {
+                overlapped += usize::from(seen_busy.load(Ordering::Relaxed));
+                helped += usize::from(tasks_by_asker.load(Ordering::Relaxed) > 0);
+            }
+        }
+        // On a loaded machine the helper may start late, so not every time.
+        assert!(overlapped > 0, "the task never ran while the asker worked");
+        assert!(
+            helped > 0,
+            "the asker never took one of the task's products"
+        );
+    }
+
+    #[test]
+    fn a_lead_nobody_waits_for_is_settled_and_the_next_one_runs() {
+        let Some(crew) = Crew::new() else { return };
+        for _ in 0..500 {
+            let runs = AtomicUsize::new(0);
+            crew.lead(
+                || {
+                    runs.fetch_add(1, Ordering::Relaxed);
+                    crew.for_each(4, &|_| busy(1));
+                },
+                |_| (),
+            );
+            // Run or taken back, never twice, and never after `lead` returned.
+            let ran = runs.load(Ordering::Relaxed);
+            assert!(ran <= 1);
+            busy(1);
+            assert_eq!(runs.load(Ordering::Relaxed), ran);
+        }
+        assert_eq!(crew.lead(|| 7, |led| led.wait()), Some(7));
+    }
+
+    #[test]
+    fn leads_from_several_threads_each_get_their_own_result() {
+        let Some(crew) = Crew::new() else { return };
+        std::thread::scope(|scope| {
+            for k in 0..3usize {
+                let crew = &crew;
+                scope.spawn(move || {
+                    for i in 0..300 {
+                        let got = crew.lead(
+                            || {
+                                let total = AtomicUsize::new(0);
+                                crew.for_each(16, &|t| {
+                                    total.fetch_add(t + k + i, Ordering::Relaxed);
+                                });
+                                total.into_inner()
+                            },
+                            |led| led.wait(),
+                        );
+                        assert_eq!(got, Some(120 + 16 * (k + i)));
+                    }
+                });
+            }
+        });
+    }
+
+    #[test]
+    fn a_led_task_that_panics_panics_its_waiter_and_the_crew_lives_on() {
+        let Some(crew) = Crew::new() else { return };
+        for _ in 0..50 {
+            let waited = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                crew.lead(
+                    || {
+                        crew.for_each(16, &|t| busy(u64::from(t == 3)));
+                        panic!("the led task fails")
+                    },
+                    |led: &Led<'_, ()>| led.wait(),
+                )
+            }));
+            assert!(waited.is_err());
+            // A panic while the helper leads still waits for it.
+            let meanwhile = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                crew.lead(
+                    || crew.for_each(16, &|_| busy(2)),
+                    |_| panic!("meanwhile fails"),
+                )
+            }));
+            assert!(meanwhile.is_err());
+        }
+        assert_eq!(crew.lead(|| 5, |led| led.wait()), Some(5));
+        let seen = Mutex::new(0);
+        crew.for_each(16, &|_| *seen.lock().unwrap() += 1);
+        assert_eq!(*seen.lock().unwrap(), 16);
     }
 
     #[test]

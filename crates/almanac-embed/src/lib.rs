@@ -52,7 +52,7 @@ pub enum LoadError {
 }
 
 /// Why a batch could not be embedded.
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 #[error("embedding failed: {0}")]
 pub struct EmbedError(String);
 
@@ -258,6 +258,50 @@ impl Encoder {
         }
     }
 
+    /// Runs `meanwhile` on this thread while `text` is embedded on the
+    /// crew's helper; `meanwhile` gets the vector from the function it is
+    /// handed, which waits for it there (this thread then shares the last
+    /// products). Where the helper cannot take it (one core, a model
+    /// without the plain pass, another thread's query on it), the vector
+    /// is made when first asked for, on the thread that asks.
+    ///
+    /// A search looks its words up while its query goes through the
+    /// model: on two cores the two overlap instead of following each
+    /// other.
+    pub fn embed_alongside<R>(
+        &self,
+        text: &str,
+        meanwhile: impl FnOnce(&(dyn Fn() -> Result<Vec<f32>, EmbedError> + Sync)) -> R,
+    ) -> R {
+        // Asked for twice, the vector is made once.
+        let made = std::sync::Mutex::new(None::<Result<Vec<f32>, EmbedError>>);
+        let once = |make: &dyn Fn() -> Result<Vec<f32>, EmbedError>| {
+            let mut made = made.lock().unwrap_or_else(|p| p.into_inner());
+            made.get_or_insert_with(make).clone()
+        };
+        match &self.crew {
+            Some(crew) if self.model.has_plain_pass() => crew.lead(
+                || self.embed_one(text),
+                |led| {
+                    meanwhile(&|| {
+                        once(&|| {
+                            led.wait()
+                                .unwrap_or_else(|| Err(EmbedError("no vector was made".into())))
+                        })
+                    })
+                },
+            ),
+            _ => meanwhile(&|| {
+                once(&|| {
+                    let mut vectors = self.embed(&[text])?;
+                    vectors
+                        .pop()
+                        .ok_or_else(|| EmbedError("no vector was made".into()))
+                })
+            }),
+        }
+    }
+
     /// One text through the pass without tensors.
     fn embed_one(&self, text: &str) -> Result<Vec<f32>, EmbedError> {
         let encoding = self
@@ -331,6 +375,25 @@ mod tests {
         let bytes = Encoder::build_compact(tmp.path()).unwrap();
         std::fs::write(tmp.path().join(COMPACT_FILE), bytes).unwrap();
         tmp
+    }
+
+    #[test]
+    fn a_query_embedded_alongside_other_work_is_the_query_embedded_alone() {
+        let tmp = with_compact();
+        let fast = Encoder::load_for_serving(tmp.path()).unwrap();
+        for text in SENTENCES {
+            let alone = fast.embed(&[text]).unwrap().remove(0);
+            let ran = std::sync::atomic::AtomicBool::new(false);
+            let (first, again) = fast.embed_alongside(text, |vector| {
+                ran.store(true, std::sync::atomic::Ordering::Relaxed);
+                (vector().unwrap(), vector().unwrap())
+            });
+            assert!(ran.into_inner());
+            assert_eq!(first, alone, "{text:?}");
+            assert_eq!(again, alone, "{text:?}: asked twice");
+        }
+        // Not asked for: the work meanwhile still runs, and nothing waits.
+        assert_eq!(fast.embed_alongside("unused", |_| 3), 3);
     }
 
     #[test]

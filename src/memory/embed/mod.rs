@@ -32,7 +32,7 @@ use crate::config::MemorySearchConfig;
 pub(crate) const DEFAULT_LOCAL_MODEL: &str = "all-MiniLM-L6-v2";
 
 /// Why a batch got no vectors.
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, thiserror::Error, Clone)]
 pub(crate) enum EmbedError {
     #[error("{0}")]
     Failed(String),
@@ -62,6 +62,25 @@ pub(crate) trait Embedder: Send + Sync {
                 want: 1,
             }),
         }
+    }
+    /// Runs `meanwhile` while the query's vector is made, where the
+    /// provider can make it on another thread (a local model, on its
+    /// helper): `meanwhile` gets the vector from the function it is
+    /// handed, which waits for it there. By default the vector is made
+    /// when first asked for, on the thread that asks. Either way it is
+    /// made once, and is [`Embedder::embed_query`]'s vector.
+    fn embed_query_alongside(
+        &self,
+        query: &str,
+        meanwhile: &mut dyn FnMut(&(dyn Fn() -> Result<Vec<f32>, EmbedError> + Sync)),
+    ) {
+        let made = std::sync::Mutex::new(None);
+        meanwhile(&|| {
+            made.lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .get_or_insert_with(|| self.embed_query(query))
+                .clone()
+        });
     }
     /// The key stored with each vector: a vector made by another model is
     /// not comparable, and is replaced.
@@ -367,6 +386,20 @@ impl Embedder for Local {
             .map_err(|e| EmbedError::Failed(e.to_string()))?;
         let mut vectors = check_batch(1, self.encoder.dims(), vectors)?;
         Ok(vectors.remove(0))
+    }
+
+    fn embed_query_alongside(
+        &self,
+        query: &str,
+        meanwhile: &mut dyn FnMut(&(dyn Fn() -> Result<Vec<f32>, EmbedError> + Sync)),
+    ) {
+        self.encoder.embed_alongside(query, |wait| {
+            meanwhile(&|| {
+                let vector = wait().map_err(|e| EmbedError::Failed(e.to_string()))?;
+                let mut vectors = check_batch(1, self.encoder.dims(), vec![vector])?;
+                Ok(vectors.remove(0))
+            });
+        });
     }
 }
 
