@@ -557,6 +557,7 @@ async fn memory_search(
     body: Result<Json<crate::app::memory::ResolvedSearch>, JsonRejection>,
 ) -> Result<Json<Answered<crate::app::memory::SearchAnswer>>, ApiError> {
     let Json(req) = body?;
+    shared.semantic.expect_query();
     let searching = shared.clone();
     let answer = shared
         .engine

@@ -113,6 +113,13 @@ impl<K: PartialEq, T: ?Sized> Warm<K, T> {
         Ok(value)
     }
 
+    /// The value held, if any and not being loaded; its use is not
+    /// counted (see [`Warm::get`]).
+    fn peek(&self) -> Option<Arc<T>> {
+        let held = self.held.try_lock().ok()?;
+        held.as_ref().map(|h| h.value.clone())
+    }
+
     /// Whether a value is held (or being loaded).
     pub(crate) fn is_loaded(&self) -> bool {
         match self.held.try_lock() {
@@ -216,6 +223,14 @@ impl SemanticState {
     }
 
     /// The provider `choice` names, started on first need.
+    /// A search has arrived: the loaded provider (if any) gets ready for
+    /// its query, before the search reaches a blocking thread.
+    pub(crate) fn expect_query(&self) {
+        if let Some(provider) = self.embedder.peek() {
+            provider.expect_query();
+        }
+    }
+
     fn provider(&self, choice: &Choice) -> Result<Arc<dyn Embedder>, String> {
         self.embedder.get(choice, || {
             let started = std::time::Instant::now();
@@ -562,6 +577,43 @@ fn embed_batch(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_loaded_provider_is_told_a_search_came_and_none_is_loaded_for_it() {
+        struct Expecting(std::sync::atomic::AtomicUsize);
+        impl Embedder for Expecting {
+            fn provider(&self) -> &'static str {
+                "test"
+            }
+            fn model(&self) -> &str {
+                "expecting"
+            }
+            fn embed(
+                &self,
+                texts: &[&str],
+            ) -> Result<Vec<Vec<f32>>, crate::memory::embed::EmbedError> {
+                Ok(texts.iter().map(|_| vec![1.0]).collect())
+            }
+            fn expect_query(&self) {
+                self.0.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        let state = SemanticState::default();
+        state.expect_query();
+        assert!(!state.embedder.is_loaded(), "nothing loaded for it");
+        let provider = Arc::new(Expecting(std::sync::atomic::AtomicUsize::new(0)));
+        let choice = Choice::Lexical {
+            reason: "any key".into(),
+        };
+        let loaded = provider.clone();
+        state
+            .embedder
+            .get(&choice, || Ok::<_, String>(loaded as Arc<dyn Embedder>))
+            .unwrap();
+        state.expect_query();
+        state.expect_query();
+        assert_eq!(provider.0.load(Ordering::Relaxed), 2);
+    }
 
     #[tokio::test(start_paused = true)]
     async fn a_warm_value_is_loaded_once_and_dropped_after_idle_minutes() {

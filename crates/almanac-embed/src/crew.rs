@@ -106,6 +106,9 @@ struct Shared {
     /// Turns of the helper's waiting loop, for tests.
     #[cfg(test)]
     spins: AtomicUsize,
+    /// The helper is parked, for tests.
+    #[cfg(test)]
+    parked: AtomicBool,
 }
 
 const NO_CPU: usize = usize::MAX;
@@ -147,6 +150,8 @@ impl Crew {
             lead: AtomicPtr::new(std::ptr::null_mut()),
             #[cfg(test)]
             spins: AtomicUsize::new(0),
+            #[cfg(test)]
+            parked: AtomicBool::new(false),
         });
         let theirs = shared.clone();
         let helper = std::thread::Builder::new()
@@ -214,6 +219,14 @@ impl Crew {
 }
 
 impl Crew {
+    /// Wakes the helper if it is parked: work is about to come. Awake, it
+    /// waits a while for it before it parks again.
+    pub(crate) fn wake(&self) {
+        if let Some(helper) = &self.helper {
+            helper.thread().unpark();
+        }
+    }
+
     /// Runs `meanwhile` on this thread while the helper runs `task` (its
     /// products shared through [`Crew::for_each`] as any asker's);
     /// `meanwhile` gets `task`'s result from [`Led::wait`], which helps
@@ -509,7 +522,11 @@ fn help(shared: &Shared) {
                     std::hint::spin_loop();
                 } else {
                     // An unpark since the last park returns at once.
+                    #[cfg(test)]
+                    shared.parked.store(true, Ordering::Release);
                     std::thread::park();
+                    #[cfg(test)]
+                    shared.parked.store(false, Ordering::Release);
                     awake_since = Instant::now();
                 }
             }
@@ -731,6 +748,32 @@ mod tests {
             helped > 0,
             "the asker never took one of the task's products"
         );
+    }
+
+    /// Yields until `done`, at most a million times; whether it came.
+    fn yield_until(done: impl Fn() -> bool) -> bool {
+        for _ in 0..1_000_000 {
+            if done() {
+                return true;
+            }
+            std::thread::yield_now();
+        }
+        done()
+    }
+
+    #[test]
+    fn a_parked_helper_told_work_is_coming_wakes_and_waits_for_it_awake() {
+        let Some(crew) = Crew::new() else { return };
+        let shared = &crew.shared;
+        for _ in 0..20 {
+            assert!(yield_until(|| shared.parked.load(Ordering::Acquire)));
+            let spun = shared.spins.load(Ordering::Relaxed);
+            crew.wake();
+            assert!(
+                yield_until(|| shared.spins.load(Ordering::Relaxed) > spun + 64),
+                "the helper did not wake"
+            );
+        }
     }
 
     #[test]

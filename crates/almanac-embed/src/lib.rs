@@ -258,6 +258,14 @@ impl Encoder {
         }
     }
 
+    /// A query is about to come ([`Encoder::embed_alongside`]): wakes the
+    /// crew's helper now, so that it is awake to take it.
+    pub fn expect_query(&self) {
+        if let Some(crew) = &self.crew {
+            crew.wake();
+        }
+    }
+
     /// Runs `meanwhile` on this thread while `text` is embedded on the
     /// crew's helper; `meanwhile` gets the vector from the function it is
     /// handed, which waits for it there (this thread then shares the last

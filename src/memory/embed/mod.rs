@@ -63,6 +63,11 @@ pub(crate) trait Embedder: Send + Sync {
             }),
         }
     }
+    /// A query is about to come: a provider that makes its vectors on a
+    /// thread of its own wakes that thread now, so that it is awake when
+    /// the query is handed over (waking it takes as long as a tenth of the
+    /// query's embedding on a virtual machine). By default nothing.
+    fn expect_query(&self) {}
     /// Runs `meanwhile` while the query's vector is made, where the
     /// provider can make it on another thread (a local model, on its
     /// helper): `meanwhile` gets the vector from the function it is
@@ -386,6 +391,10 @@ impl Embedder for Local {
             .map_err(|e| EmbedError::Failed(e.to_string()))?;
         let mut vectors = check_batch(1, self.encoder.dims(), vectors)?;
         Ok(vectors.remove(0))
+    }
+
+    fn expect_query(&self) {
+        self.encoder.expect_query();
     }
 
     fn embed_query_alongside(
