@@ -7,7 +7,11 @@
 # loads the model and reads every vector) and hybrid through a running
 # gateway (model warm, vectors in memory), and words only through a
 # gateway set to words only; then the gateway's hybrid p50 and its
-# words-only p50 over the command's words-only p50.
+# words-only p50 over the command's words-only p50. Last, the first and
+# the fourth column again, timed in turn (a words-only search without a
+# gateway, on a copy of the state where none runs, then a hybrid one
+# through the gateway, the order swapped every round), so that both meet
+# the same load on a busy machine.
 #
 #   bench/memory_semantic.sh                       (DAYS=90, RUNS=20 per query)
 #   DAYS=3 RUNS=3 ALMANAC_BIN=target/debug/almanac bench/memory_semantic.sh
@@ -92,6 +96,19 @@ time_queries() {
 time_queries lexical --set agents.defaults.memorySearch.provider=none
 time_queries cold
 
+# A copy of the state where no gateway runs, for the searches timed in
+# turn (the model folder linked, the workspace read where it is).
+state="${ALMANAC_STATE_DIR:-$HOME/.almanac}"
+cold_state="$work/cold-state"
+mkdir -p "$cold_state"
+for f in "$state"/*; do
+    case "$f" in
+        "$state/models") ln -s "$f" "$cold_state/models" ;;
+        "$ws") ;;
+        *) cp -a "$f" "$cold_state/" ;;
+    esac
+done
+
 port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
 # start_gateway [OPTION…]: a gateway with the global OPTIONs, once ready.
 start_gateway() {
@@ -106,6 +123,41 @@ start_gateway
 # Every note has its vector already; the first search loads the model.
 $A memory search --json -- "warm up" >/dev/null
 time_queries gateway
+# In turn: each words-only search without a gateway next to a hybrid one
+# through it, spawned and waited for alike.
+python3 - "$RUNS" "$BENCH_OUT/semantic-in-turn.json" "$cold_state" "$ws" "$A" "${queries[@]}" <<'PY'
+import json, os, shlex, sys, time
+runs, out, cold_state, ws, warm_cmd = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5]
+queries = sys.argv[6:]
+warm = shlex.split(warm_cmd)
+cold = [warm[0], "--workspace", ws, "--set", "agents.defaults.memorySearch.provider=none"]
+cold_env = dict(os.environ, ALMANAC_STATE_DIR=cold_state)
+quiet = [(os.POSIX_SPAWN_OPEN, 1, os.devnull, os.O_WRONLY, 0)]
+def timed(argv, env):
+    start = time.perf_counter_ns()
+    pid = os.posix_spawn(argv[0], argv, env, file_actions=quiet)
+    _, status = os.waitpid(pid, 0)
+    took = (time.perf_counter_ns() - start) / 1e6
+    if os.waitstatus_to_exitcode(status) != 0:
+        sys.exit(f"{shlex.join(argv)} failed")
+    return took
+sides = {"cold": (cold, cold_env), "warm": (warm, dict(os.environ))}
+times = {"cold": [], "warm": []}
+import subprocess
+for q in queries:
+    for side, (argv, env) in sides.items():
+        done = subprocess.run(argv + ["memory", "search", "--json", "--", q], env=env,
+                              capture_output=True, check=True)
+        mode = json.loads(done.stdout)["mode"]
+        if mode != {"cold": "fts-only", "warm": "hybrid"}[side]:
+            sys.exit(f"{side}: a {mode} search")
+for r in range(runs):
+    for q in queries:
+        for side in ("cold", "warm") if r % 2 == 0 else ("warm", "cold"):
+            argv, env = sides[side]
+            times[side].append(timed(argv + ["memory", "search", "--json", "--", q], env))
+json.dump(times, open(out, "w"))
+PY
 status="$($A gateway status --json)"
 kill "$gw" && wait "$gw" 2>/dev/null
 # The same words-only search as the first column, through a gateway whose
@@ -140,6 +192,11 @@ w, wg, c, g = (pct(every[l], 50) for l in labels)
 print(f"hybrid through the gateway / words only without it, at p50: {g / max(w, 1e-9):.2f}x "
       f"(hybrid without it: {c / max(g, 1e-9):.1f}x slower than through it)")
 print(f"words only through the gateway / words only without it, at p50: {wg / max(w, 1e-9):.2f}x")
+turns = json.load(open(f"{out}/semantic-in-turn.json"))
+tw, tg = pct(turns["cold"], 50), pct(turns["warm"], 50)
+print(f"in turn, {len(turns['cold'])} each: words only without a gateway {tw:.1f} / {pct(turns['cold'], 95):.1f}, "
+      f"hybrid through it {tg:.1f} / {pct(turns['warm'], 95):.1f} (p50 / p95 ms); "
+      f"hybrid / words only at p50: {tg / max(tw, 1e-9):.2f}x")
 m = status.get("memorySearch") or {}
 print(f"gateway: {m.get('searches', 0)} searches answered, {m.get('vectorsInMemory', 0)} vectors in memory, "
       f"provider {'loaded' if m.get('providerLoaded') else 'not loaded'}")
