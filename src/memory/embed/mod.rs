@@ -65,8 +65,8 @@ pub(crate) trait Embedder: Send + Sync {
     }
     /// A query is about to come: a provider that makes its vectors on a
     /// thread of its own wakes that thread now, so that it is awake when
-    /// the query is handed over (waking it takes as long as a tenth of the
-    /// query's embedding on a virtual machine). By default nothing.
+    /// the query is handed over (a parked thread is slow to wake on a
+    /// virtual machine). By default nothing.
     fn expect_query(&self) {}
     /// Runs `meanwhile` while the query's vector is made, where the
     /// provider can make it on another thread (a local model, on its
