@@ -65,9 +65,10 @@ pub(crate) fn list(
         if let Some(limit) = limit {
             query.push(format!("limit={limit}"));
         }
-        let path = match query.is_empty() {
-            true => "/v1/tasks".to_string(),
-            false => format!("/v1/tasks?{}", query.join("&")),
+        let path = if query.is_empty() {
+            "/v1/tasks".to_string()
+        } else {
+            format!("/v1/tasks?{}", query.join("&"))
         };
         let answer = client.get(&path)?;
         return Ok(TaskList {

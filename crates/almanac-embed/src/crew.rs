@@ -259,9 +259,7 @@ impl Crew {
                 Ordering::Relaxed,
             );
             self.shared.lead_state.store(LEAD_POSTED, Ordering::Release);
-            if let Some(helper) = &self.helper {
-                helper.thread().unpark();
-            }
+            self.wake();
         }
         let led = Led {
             shared: &self.shared,
@@ -298,17 +296,7 @@ impl<A> Led<'_, A> {
     pub(crate) fn wait(&self) -> Option<A> {
         if !self.posted {
             (self.run)();
-        } else if self
-            .shared
-            .lead_state
-            .compare_exchange(
-                LEAD_POSTED,
-                LEAD_TAKEN,
-                Ordering::Acquire,
-                Ordering::Acquire,
-            )
-            .is_ok()
-        {
+        } else if take_lead(self.shared) {
             (self.run)();
             self.shared.lead_state.store(LEAD_DONE, Ordering::Release);
         } else {
@@ -342,19 +330,7 @@ impl<A> Led<'_, A> {
 fn help_until_led(shared: &Shared) {
     let mut spins = 0u32;
     while shared.lead_state.load(Ordering::Acquire) == LEAD_TAKEN {
-        if shared.state.load(Ordering::Acquire) == POSTED
-            && shared
-                .state
-                .compare_exchange(POSTED, RUNNING, Ordering::Acquire, Ordering::Relaxed)
-                .is_ok()
-        {
-            // SAFETY: the posting thread keeps the job alive until it
-            // sees the state leave RUNNING, set just below.
-            let job = unsafe { &*shared.job.load(Ordering::Relaxed).cast::<Job<'_>>() };
-            if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| job.work())).is_err() {
-                job.helper_panicked.store(true, Ordering::Release);
-            }
-            shared.state.store(IDLE, Ordering::Release);
+        if shared.state.load(Ordering::Acquire) == POSTED && take_posted_job(shared) {
             spins = 0;
         } else if spins < 100_000 {
             spins += 1;
@@ -365,9 +341,32 @@ fn help_until_led(shared: &Shared) {
     }
 }
 
-/// Runs the task posted for the helper to lead, if it is still posted.
-fn lead_posted(shared: &Shared) {
+/// Works on the posted job of products, if it is still posted (it may
+/// have been taken back or by another thread); whether it did.
+fn take_posted_job(shared: &Shared) -> bool {
     if shared
+        .state
+        .compare_exchange(POSTED, RUNNING, Ordering::Acquire, Ordering::Relaxed)
+        .is_err()
+    {
+        return false;
+    }
+    // SAFETY: the asking thread keeps the job alive until it sees the
+    // state leave RUNNING, set just below.
+    let job = unsafe { &*shared.job.load(Ordering::Relaxed).cast::<Job<'_>>() };
+    // A panic is handed to the asking thread, and this thread lives on:
+    // the asker must not wait forever.
+    if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| job.work())).is_err() {
+        job.helper_panicked.store(true, Ordering::Release);
+    }
+    shared.state.store(IDLE, Ordering::Release);
+    true
+}
+
+/// Takes the posted lead task for this thread to run, if it is still
+/// posted; whether it did.
+fn take_lead(shared: &Shared) -> bool {
+    shared
         .lead_state
         .compare_exchange(
             LEAD_POSTED,
@@ -375,8 +374,12 @@ fn lead_posted(shared: &Shared) {
             Ordering::Acquire,
             Ordering::Relaxed,
         )
-        .is_err()
-    {
+        .is_ok()
+}
+
+/// Runs the task posted for the helper to lead, if it is still posted.
+fn lead_posted(shared: &Shared) {
+    if !take_lead(shared) {
         return;
     }
     // SAFETY: the posting thread keeps the job alive until it sees the
@@ -489,23 +492,7 @@ fn help(shared: &Shared) {
                 if on_askers_cpu(shared) {
                     aside.step(shared.asker_cpu.load(Ordering::Relaxed));
                 }
-                if shared
-                    .state
-                    .compare_exchange(POSTED, RUNNING, Ordering::Acquire, Ordering::Relaxed)
-                    .is_ok()
-                {
-                    // SAFETY: the asking thread keeps the job alive until
-                    // it sees the state leave RUNNING, set just below.
-                    let job = unsafe { &*shared.job.load(Ordering::Relaxed).cast::<Job<'_>>() };
-                    // A panic is handed to the asking thread, and the
-                    // helper lives on: the asker must not wait forever.
-                    if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| job.work()))
-                        .is_err()
-                    {
-                        job.helper_panicked.store(true, Ordering::Release);
-                    }
-                    shared.state.store(IDLE, Ordering::Release);
-                }
+                take_posted_job(shared);
                 awake_since = Instant::now();
             }
             _ => {
