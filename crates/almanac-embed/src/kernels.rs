@@ -7,6 +7,8 @@
 //!   rounding of the additions may differ.
 //! * A kernel reads only within the slices it is given: the counts of
 //!   blocks, rows and outputs it runs over are taken from their lengths.
+//!   (A prefetch hint may name an address past them: a hint reads
+//!   nothing and never faults.)
 
 use crate::blocks::{BLOCK, BLOCK_BYTES};
 
@@ -321,6 +323,15 @@ mod vnni {
     /// Outputs made together.
     pub(super) const OUTPUTS: usize = 8;
 
+    /// How far ahead of the block being multiplied the packed kernel asks
+    /// the memory system for weights, in bytes. A query's pass reads each
+    /// of its 11 MB of weights once, mostly from memory (other work has
+    /// pushed them out of the caches since the last query), and the
+    /// memory system's own prefetch follows the stream too late: asked
+    /// 2 KB ahead, a pass takes 12 to 20% less (1 to 4 KB measured alike,
+    /// 512 bytes less well).
+    const AHEAD: usize = 2048;
+
     /// Eight weight rows: Q8_0 rows of `row_bytes` each (or, with
     /// `starts`, their [`pack`] layout, `row_bytes` being 32 a block) and
     /// their block scales, block after block, eight per block.
@@ -402,6 +413,9 @@ mod vnni {
         let offset = _mm256_set1_epi8(-128);
         let mut acc = [_mm256_setzero_ps(); N];
         for b in 0..blocks {
+            if let Some(starts) = starts {
+                ahead(w, starts, scales, b);
+            }
             // SAFETY (loads): block `b` of each of the eight weight rows,
             // its eight scales and bytes b·32.. b·32+32 of each row are
             // within their slices (see `eight`).
@@ -453,6 +467,38 @@ mod vnni {
             unsafe { _mm256_storeu_ps(out.as_mut_ptr().add(k * stride), *sums) };
         }
         N
+    }
+
+    /// Asks for the packed weights, starts and scales [`AHEAD`] bytes of
+    /// weights past block `b`'s. Past the end of these slices they are
+    /// the next eight outputs' (the packed layout keeps a layer's groups
+    /// one after another), or nothing the pass reads.
+    #[inline]
+    fn ahead(w: &[u8], starts: &[i16], scales: &[f32], b: usize) {
+        const LINE: usize = 64;
+        // Starts and scales advance by eight of theirs for every block's
+        // 256 bytes of weights.
+        let later = AHEAD / (OUTPUTS * BLOCK) * OUTPUTS;
+        let at = w.as_ptr().wrapping_add(b * OUTPUTS * BLOCK + AHEAD);
+        // SAFETY: a prefetch hint reads nothing and never faults, whatever
+        // the address; `wrapping_add` keeps the arithmetic defined.
+        unsafe {
+            for line in 0..OUTPUTS * BLOCK / LINE {
+                _mm_prefetch::<_MM_HINT_T0>(at.wrapping_add(line * LINE).cast());
+            }
+            _mm_prefetch::<_MM_HINT_T0>(
+                starts
+                    .as_ptr()
+                    .wrapping_add((b + 1) * OUTPUTS + later)
+                    .cast(),
+            );
+            _mm_prefetch::<_MM_HINT_T0>(
+                scales
+                    .as_ptr()
+                    .wrapping_add((b + 1) * OUTPUTS + later)
+                    .cast(),
+            );
+        }
     }
 
     /// Q8_0 rows (`per_row` blocks each, a multiple of eight rows) laid
