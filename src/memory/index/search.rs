@@ -385,6 +385,11 @@ impl Index {
             scored.insert(hit.id, Scored { hit, base });
         }
 
+        // The words' candidates' neighbours, which the ranking reads
+        // whatever the vector brings, before the vector is asked for:
+        // a gateway makes it meanwhile.
+        let ahead = self.neighbors_ahead(q, &scored)?;
+
         // Hybrid: every item's similarity to the query's vector, and the
         // nearest items join the candidates whatever words they use.
         let loaded;
@@ -404,7 +409,7 @@ impl Index {
 
         // Context: the best items lend a share of their score to their
         // neighbours, which are scored too if they were not candidates.
-        let lent = self.lend_to_neighbors(q, &filter, &mut scorer, &mut scored)?;
+        let lent = self.lend_to_neighbors(q, &filter, &mut scorer, &mut scored, ahead)?;
 
         let boosted = self.mentioning(&outcome.entities, scored.keys().copied())?;
         let mut hits: Vec<Hit> = Vec::with_capacity(scored.len());
@@ -638,50 +643,6 @@ impl Index {
         }
         Ok((by_vector, vector_rank))
     }
-
-    /// The share of their score the best items lend their neighbours, by
-    /// neighbour; with context hits, neighbours that were no candidates
-    /// join `scored`.
-    fn lend_to_neighbors(
-        &self,
-        q: &Query<'_>,
-        filter: &Filter,
-        scorer: &mut Scorer<'_>,
-        scored: &mut HashMap<i64, Scored>,
-    ) -> Result<HashMap<i64, f64>, StoreError> {
-        let mut sources: Vec<(i64, f64)> = scored.values().map(|s| (s.hit.id, s.base)).collect();
-        sources.sort_unstable_by(|a, b| b.1.total_cmp(&a.1).then(b.0.cmp(&a.0)));
-        sources.truncate(if q.lend {
-            (q.limit + 8).clamp(16, NEIGHBOR_SOURCES)
-        } else {
-            0
-        });
-        let mut lent: HashMap<i64, f64> = HashMap::new();
-        let mut missing: Vec<i64> = Vec::new();
-        for &(id, base) in &sources {
-            let hit = &scored[&id].hit;
-            for neighbor in self.neighbors(hit, NEIGHBOR_SPAN)? {
-                let share = lent.entry(neighbor).or_default();
-                *share = share.max(NEIGHBOR_SHARE * base);
-                // Without context hits, only candidates can gain: an item
-                // outside the window is not read for a share it could not
-                // use.
-                if q.context_hits && !scored.contains_key(&neighbor) {
-                    missing.push(neighbor);
-                }
-            }
-        }
-        missing.sort_unstable();
-        missing.dedup();
-        for (hit, item_terms) in self.scoring_rows(missing.into_iter())?.into_values() {
-            if !filter.admits(&hit) {
-                continue;
-            }
-            let base = scorer.score(&hit, &item_terms);
-            scored.insert(hit.id, Scored { hit, base });
-        }
-        Ok(lent)
-    }
 }
 
 /// Which items a search may return.
@@ -751,6 +712,7 @@ impl Filter {
     }
 }
 
+mod lend;
 mod reads;
 mod score;
 

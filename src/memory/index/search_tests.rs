@@ -43,3 +43,54 @@ fn recency_lifts_a_little_and_fades() {
     assert!((1.0..1.0001).contains(&old));
     assert_eq!(recency_factor(None, today), 1.0);
 }
+
+#[test]
+fn the_words_candidates_neighbours_are_looked_up_before_the_vector_is_asked_for() {
+    use crate::memory::index::SyncMode;
+    use crate::memory::index::tests as support;
+    let f = support::fixture(&[(
+        "memory/2026-11-02.md",
+        "# 2026-11-02\n\n## Storage\n\n- rented a unit near the station\n- the gate code for the storage unit is 7719\n- the key is with Dana\n",
+    )]);
+    let mut idx = support::open(&f);
+    idx.sync(SyncMode::Full, support::wall_ns()).unwrap();
+    let lookups = || super::reads::NEIGHBOR_LOOKUPS.with(std::cell::Cell::get);
+    let search = |vector: Option<&dyn VectorSource>| {
+        idx.search_with(&Query {
+            text: "gate code",
+            vector,
+            context: 1,
+            context_hits: true,
+            lend: true,
+            ..Query::default()
+        })
+        .unwrap()
+    };
+    let alone = search(None);
+    let before = lookups();
+    let seen = std::sync::Mutex::new(None);
+    // Made on this thread, when the ranking first asks for it.
+    let late = LateVector::new(
+        || {
+            *seen.lock().unwrap() = Some(lookups() - before);
+            None::<QueryVector>
+        },
+        Option::as_ref,
+    );
+    let waited = search(Some(&late));
+    let ahead = seen.lock().unwrap().expect("the vector was asked for");
+    assert!(ahead > 0, "no neighbour was looked up before the vector");
+    assert_eq!(
+        lookups() - before,
+        ahead,
+        "neighbours looked up ahead were looked up again"
+    );
+    let shown = |o: &SearchOutcome| {
+        o.hits
+            .iter()
+            .map(|h| (h.id, h.score, h.before.len(), h.after.len()))
+            .collect::<Vec<_>>()
+    };
+    assert!(alone.hits.len() > 1, "a neighbour joins as context");
+    assert_eq!(shown(&waited), shown(&alone));
+}

@@ -14,6 +14,13 @@ use crate::memory::files::FileKind;
 use crate::memory::when::DayRange;
 use crate::store::StoreError;
 
+#[cfg(test)]
+thread_local! {
+    /// Neighbour lookups made on this thread (the ranking's order is
+    /// tested by it).
+    pub(super) static NEIGHBOR_LOOKUPS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
 impl Index {
     /// The best `window` distinct texts among `candidates` (best first)
     /// that pass `filter`, preferring the long-term copy of a text, read
@@ -267,6 +274,8 @@ impl Index {
     /// Ids of the items up to `span` either side of `hit` in its file,
     /// under the same heading.
     pub(super) fn neighbors(&self, hit: &Hit, span: usize) -> Result<Vec<i64>, StoreError> {
+        #[cfg(test)]
+        NEIGHBOR_LOOKUPS.with(|n| n.set(n.get() + 1));
         // Both sides in one statement.
         let mut stmt = self.store.conn.prepare_cached(
             "SELECT id FROM (SELECT id FROM items WHERE file_id = ?1 AND start_line < ?2 AND heading = ?3
