@@ -2,16 +2,17 @@
 # Hybrid memory search with the local sentence model on a synthetic
 # memory: `memory index` embedding every note (time, items/s, peak RSS),
 # then `memory search --json` for several distinct queries, p50 / p95,
-# side by side: words only in the command on its own (no gateway, the
-# provider set to none), hybrid in the command on its own (every search
-# loads the model and reads every vector) and hybrid through a running
-# gateway (model warm, vectors in memory), and words only through a
-# gateway set to words only; then the gateway's hybrid p50 and its
-# words-only p50 over the command's words-only p50. Last, the first and
-# the fourth column again, timed in turn (a words-only search without a
-# gateway, on a copy of the state where none runs, then a hybrid one
-# through the gateway, the order swapped every round), so that both meet
-# the same load on a busy machine.
+# side by side: words only in the command on its own (no gateway, on a
+# copy of the state whose config file sets no embedding provider, as a
+# user who chose words only has it), hybrid in the command on its own
+# (every search loads the model and reads every vector) and hybrid
+# through a running gateway (model warm, vectors in memory), and words
+# only through a gateway on the words-only copy; then the gateway's
+# hybrid p50 and its words-only p50 over the command's words-only p50.
+# Last, the first and the fourth column again, timed in turn (a
+# words-only search without a gateway, then a hybrid one through the
+# gateway, the order swapped every round), so that both meet the same
+# load on a busy machine.
 #
 #   bench/memory_semantic.sh                       (DAYS=90, RUNS=20 per query)
 #   DAYS=3 RUNS=3 ALMANAC_BIN=target/debug/almanac bench/memory_semantic.sh
@@ -80,7 +81,8 @@ queries=(
 )
 
 # time_queries LABEL [OPTION…]: each query timed RUNS times with the
-# global OPTIONs; its hyperfine JSON in $BENCH_OUT/semantic-LABEL-N.json.
+# global OPTIONs (the command is $A, read when called); its hyperfine
+# JSON in $BENCH_OUT/semantic-LABEL-N.json.
 time_queries() {
     local label="$1" i=0
     shift
@@ -92,22 +94,24 @@ time_queries() {
     done
 }
 
-# Words only, as a user gets it: no embedding provider.
-time_queries lexical --set agents.defaults.memorySearch.provider=none
-time_queries cold
-
-# A copy of the state where no gateway runs, for the searches timed in
-# turn (the model folder linked, the workspace read where it is).
+# Words only, as a user who chose it gets it: a copy of the state whose
+# config file sets no embedding provider (the model folder linked, the
+# workspace read where it is). No gateway runs on it until the last column.
 state="${ALMANAC_STATE_DIR:-$HOME/.almanac}"
-cold_state="$work/cold-state"
-mkdir -p "$cold_state"
+words_state="$work/words-state"
+mkdir -p "$words_state"
 for f in "$state"/*; do
     case "$f" in
-        "$state/models") ln -s "$f" "$cold_state/models" ;;
+        "$state/models") ln -s "$f" "$words_state/models" ;;
         "$ws") ;;
-        *) cp -a "$f" "$cold_state/" ;;
+        *) cp -a "$f" "$words_state/" ;;
     esac
 done
+rm -f "$words_state/gateway.json"
+W="$ALMANAC --workspace $ws"
+ALMANAC_STATE_DIR="$words_state" $W config set agents.defaults.memorySearch.provider none >/dev/null
+ALMANAC_STATE_DIR="$words_state" A="$W" time_queries lexical
+time_queries cold
 
 port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
 # start_gateway [OPTION…]: a gateway with the global OPTIONs, once ready.
@@ -125,13 +129,13 @@ $A memory search --json -- "warm up" >/dev/null
 time_queries gateway
 # In turn: each words-only search without a gateway next to a hybrid one
 # through it, spawned and waited for alike.
-python3 - "$RUNS" "$BENCH_OUT/semantic-in-turn.json" "$cold_state" "$ws" "$A" "${queries[@]}" <<'PY'
+python3 - "$RUNS" "$BENCH_OUT/semantic-in-turn.json" "$words_state" "$ws" "$A" "${queries[@]}" <<'PY'
 import json, os, shlex, sys, time
-runs, out, cold_state, ws, warm_cmd = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5]
+runs, out, words_state, ws, warm_cmd = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5]
 queries = sys.argv[6:]
 warm = shlex.split(warm_cmd)
-cold = [warm[0], "--workspace", ws, "--set", "agents.defaults.memorySearch.provider=none"]
-cold_env = dict(os.environ, ALMANAC_STATE_DIR=cold_state)
+cold = [warm[0], "--workspace", ws]
+cold_env = dict(os.environ, ALMANAC_STATE_DIR=words_state)
 quiet = [(os.POSIX_SPAWN_OPEN, 1, os.devnull, os.O_WRONLY, 0)]
 def timed(argv, env):
     start = time.perf_counter_ns()
@@ -160,12 +164,13 @@ json.dump(times, open(out, "w"))
 PY
 status="$($A gateway status --json)"
 kill "$gw" && wait "$gw" 2>/dev/null
-# The same words-only search as the first column, through a gateway whose
-# settings are words only too: the warm path doing the same work.
-start_gateway --set agents.defaults.memorySearch.provider=none
-$A --set agents.defaults.memorySearch.provider=none memory search --json -- "warm up" >/dev/null
-time_queries lexical-gateway --set agents.defaults.memorySearch.provider=none
-words_answered="$($A gateway status --json | python3 -c 'import json, sys; print((json.load(sys.stdin).get("memorySearch") or {}).get("searches", 0))')"
+# The same words-only search as the first column, through a gateway on
+# the same words-only state: the warm path doing the same work.
+export ALMANAC_STATE_DIR="$words_state"
+A="$W" start_gateway
+$W memory search --json -- "warm up" >/dev/null
+A="$W" time_queries lexical-gateway
+words_answered="$($W gateway status --json | python3 -c 'import json, sys; print((json.load(sys.stdin).get("memorySearch") or {}).get("searches", 0))')"
 
 python3 - "$BENCH_OUT" "${#queries[@]}" "$status" "${queries[@]}" <<'PY'
 import json, sys
