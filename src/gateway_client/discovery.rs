@@ -69,15 +69,26 @@ pub(crate) fn pid_alive(pid: u32) -> bool {
 /// A process that ended but was not yet reaped by its parent still
 /// answers signal 0; on Linux its state says so.
 fn is_zombie(pid: libc::pid_t) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .ok()
-        .and_then(|stat| {
-            // The state follows the command name, which is in parentheses
-            // and may hold anything.
-            let after = stat.rsplit_once(')')?.1;
-            after.split_whitespace().next().map(|s| s == "Z")
+    use std::io::Read;
+    // The state follows the command name, which is in parentheses, may
+    // hold anything and is at most 15 bytes: it is within the line's
+    // first bytes, read in one call (every command that finds the
+    // gateway asks).
+    let mut head = [0u8; 128];
+    let Ok(read) =
+        std::fs::File::open(format!("/proc/{pid}/stat")).and_then(|mut stat| stat.read(&mut head))
+    else {
+        return false;
+    };
+    let head = &head[..read];
+    head.iter()
+        .rposition(|&b| b == b')')
+        .and_then(|close| {
+            head[close + 1..]
+                .split(u8::is_ascii_whitespace)
+                .find(|field| !field.is_empty())
         })
-        .unwrap_or(false)
+        .is_some_and(|state| state == b"Z")
 }
 
 /// The running gateway of this state directory, if any: `gateway.json`
@@ -295,6 +306,29 @@ mod tests {
         assert_eq!(running(&paths), Some(info));
         drop(lock);
         assert!(!lock_held(&paths));
+    }
+
+    #[test]
+    fn an_ended_process_nobody_reaped_is_not_alive() {
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let pid = child.id();
+        // Waits for it to end and leaves it unreaped: a zombie.
+        // SAFETY: a zeroed siginfo_t is valid for waitid to fill.
+        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        // SAFETY: waitid on our own child, with WNOWAIT, reaps nothing.
+        let rc = unsafe {
+            libc::waitid(
+                libc::P_PID,
+                pid as libc::id_t,
+                &mut info,
+                libc::WEXITED | libc::WNOWAIT,
+            )
+        };
+        assert_eq!(rc, 0);
+        assert!(is_zombie(pid as libc::pid_t));
+        assert!(!pid_alive(pid));
+        child.wait().unwrap();
+        assert!(!pid_alive(pid));
     }
 
     #[test]
