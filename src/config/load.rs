@@ -540,7 +540,7 @@ pub(super) fn typed(
     value: &Value,
     source_name: &str,
 ) -> Result<(Config, Vec<String>), ConfigError> {
-    check_sections_are_objects(value, &default_shape(), &mut Vec::new(), source_name)?;
+    check_sections_are_objects(value, default_shape(), &mut Vec::new(), source_name)?;
     let mut unknown = Vec::new();
     let mut record = |path: serde_ignored::Path| unknown.push(clean_path(&path.to_string()));
     let ignored = serde_ignored::Deserializer::new(value, &mut record);
@@ -556,8 +556,11 @@ pub(super) fn typed(
 }
 
 /// The serialised defaults: every section (struct or map) is an object.
-fn default_shape() -> Value {
-    serde_json::to_value(Config::default()).expect("config serialises")
+/// Made once per process: each layer a command applies (a `--set`, an
+/// environment value) is read typed several times.
+fn default_shape() -> &'static Value {
+    static SHAPE: std::sync::OnceLock<Value> = std::sync::OnceLock::new();
+    SHAPE.get_or_init(|| serde_json::to_value(Config::default()).expect("config serialises"))
 }
 
 /// serde accepts a list for a struct (`defaults: []` would silently mean
