@@ -326,7 +326,7 @@ pub(crate) struct Semantic {
 }
 
 impl Searched {
-    fn disabled() -> Searched {
+    pub(super) fn disabled() -> Searched {
         Searched {
             outcome: SearchOutcome::default(),
             sync: SyncReport::default(),
@@ -420,6 +420,32 @@ pub(crate) fn search_command(app: &App, req: &SearchRequest) -> anyhow::Result<S
 const GATEWAY_SEARCH_WAIT: std::time::Duration = std::time::Duration::from_secs(20);
 
 fn search_through_gateway(app: &App, req: &ResolvedSearch) -> Option<Searched> {
+    match gateway_answer::<SearchAnswer>(app, req)?.into_searched() {
+        Ok(searched) => {
+            answered_by_gateway(searched.sync.mode, searched.semantic.mode);
+            Some(searched)
+        }
+        Err(err) => {
+            tracing::debug!(
+                "the gateway did not answer the memory search; searching here: {err:#}"
+            );
+            None
+        }
+    }
+}
+
+/// Logs who answered (the tests look for it).
+pub(super) fn answered_by_gateway(sync: &str, mode: &str) {
+    tracing::debug!(%sync, mode, "memory search answered by the gateway");
+}
+
+/// The gateway's answer to `req` as a `T`, when one runs for this state
+/// directory and watches this memory root (its model is loaded and its
+/// vectors are in memory); `None` when none can answer.
+pub(super) fn gateway_answer<T: serde::de::DeserializeOwned>(
+    app: &App,
+    req: &ResolvedSearch,
+) -> Option<T> {
     let client = match app.gateway_client() {
         Ok(Some(client)) => client,
         Ok(None) => return None,
@@ -432,16 +458,8 @@ fn search_through_gateway(app: &App, req: &ResolvedSearch) -> Option<Searched> {
         tracing::debug!("the gateway does not watch this memory root; searching here");
         return None;
     }
-    let answer = client.post_for::<SearchAnswer, _>("/v1/memory/search", req, GATEWAY_SEARCH_WAIT);
-    match answer.and_then(SearchAnswer::into_searched) {
-        Ok(searched) => {
-            tracing::debug!(
-                sync = %searched.sync.mode,
-                mode = searched.semantic.mode,
-                "memory search answered by the gateway"
-            );
-            Some(searched)
-        }
+    match client.post_for::<T, _>("/v1/memory/search", req, GATEWAY_SEARCH_WAIT) {
+        Ok(answer) => Some(answer),
         Err(err) => {
             tracing::debug!(
                 "the gateway did not answer the memory search; searching here: {err:#}"
@@ -454,7 +472,7 @@ fn search_through_gateway(app: &App, req: &ResolvedSearch) -> Option<Searched> {
 /// A search in this process: the index brought up to date (unless the
 /// gateway keeps it so), the provider started and the newest items
 /// without a vector embedded (a bounded number), then ranked.
-fn search_here(app: &App, req: &ResolvedSearch) -> anyhow::Result<Searched> {
+pub(super) fn search_here(app: &App, req: &ResolvedSearch) -> anyhow::Result<Searched> {
     app.ensure_state_dir()?;
     let memory = app.memory();
     let (mut index, sync) = app.current_index(&memory)?;
@@ -503,6 +521,10 @@ pub(crate) struct ResolvedSearch {
     /// The key of the vectors the caller's settings choose (`None`:
     /// lexical); a gateway whose settings choose otherwise does not answer.
     pub vector_key: Option<String>,
+    /// The caller prints `memory search --json`'s document: a gateway
+    /// answers with it written ([`super::memory_json::Printed`]).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub json: bool,
 }
 
 /// A gateway that cannot answer a search as the command would have.
@@ -542,6 +564,7 @@ impl App {
             until: range.until.map(|d| d.to_string()),
             today: self.today().to_string(),
             vector_key: self.embedding_choice().vector_key(),
+            json: false,
         }))
     }
 }

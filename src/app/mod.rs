@@ -25,6 +25,7 @@ pub(crate) mod mcp_resources;
 pub(crate) mod mcp_tools;
 pub(crate) mod memory;
 mod memory_answer;
+pub(crate) mod memory_json;
 pub(crate) mod outbox;
 pub(crate) mod session_memory;
 pub(crate) mod sessions;

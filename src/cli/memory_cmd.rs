@@ -3,10 +3,9 @@
 use std::process::ExitCode;
 
 use clap::Subcommand;
-use serde::Serialize;
 
 use super::JsonFlag;
-use super::output::{print_json, warn};
+use super::output::{print_json, print_json_text, warn};
 use super::values;
 use crate::app::App;
 use crate::app::memory::{self as app_memory, GetError, RecallRequest, SearchRequest};
@@ -107,74 +106,6 @@ pub(super) enum ModelCommand {
         #[command(flatten)]
         json: JsonFlag,
     },
-}
-
-/// One search result in OpenClaw's `memory_search` shape (`path`,
-/// `startLine`, `endLine`, `score`, `snippet`, `source`) plus almanac's
-/// fields; `memory search` and `session-memory search` print the same.
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-pub(super) struct JsonHit<'a> {
-    path: &'a str,
-    start_line: usize,
-    end_line: usize,
-    score: f64,
-    snippet: String,
-    source: &'static str,
-    kind: crate::memory::files::FileKind,
-    date: Option<&'a str>,
-    stamp: Option<&'a str>,
-    heading: &'a str,
-    /// The lexical part of the score.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    text_score: Option<f64>,
-    /// The vector similarity (hybrid searches).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    vector_score: Option<f64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    context: Option<JsonContext<'a>>,
-    /// Lines replaced by a marker (the read-time rule).
-    #[serde(skip_serializing_if = "<[usize]>::is_empty")]
-    withheld: &'a [usize],
-}
-
-#[derive(Serialize)]
-struct JsonContext<'a> {
-    before: Vec<&'a str>,
-    after: Vec<&'a str>,
-}
-
-/// OpenClaw's snippet limit.
-const SNIPPET_CHARS: usize = 700;
-
-impl<'a> JsonHit<'a> {
-    /// The hit with its snippet cut at `snippet_chars`.
-    pub(super) fn of(hit: &'a Hit, snippet_chars: usize) -> Self {
-        let context = (!hit.before.is_empty() || !hit.after.is_empty()).then(|| JsonContext {
-            before: hit.before.iter().map(|n| n.body.as_str()).collect(),
-            after: hit.after.iter().map(|n| n.body.as_str()).collect(),
-        });
-        JsonHit {
-            path: &hit.path,
-            start_line: hit.start_line,
-            end_line: hit.end_line,
-            score: round4(hit.score),
-            snippet: snippet(&hit.body, snippet_chars),
-            source: "memory",
-            kind: hit.kind,
-            date: hit.day.as_deref(),
-            stamp: hit.stamp.as_deref(),
-            heading: &hit.heading,
-            text_score: hit.text_score.map(round4),
-            vector_score: hit.vector_score.map(round4),
-            context,
-            withheld: &hit.withheld,
-        }
-    }
-}
-
-fn round4(x: f64) -> f64 {
-    (x * 10_000.0).round() / 10_000.0
 }
 
 pub(super) fn run(cmd: MemoryCommand, app: &App) -> anyhow::Result<ExitCode> {
@@ -336,14 +267,19 @@ fn status(app: &App, json: JsonFlag) -> anyhow::Result<ExitCode> {
 
 /// `memory search`.
 fn search(app: &App, req: &SearchRequest, json: JsonFlag) -> anyhow::Result<ExitCode> {
+    if json.json {
+        let printed = crate::app::memory_json::search_command(app, req)?;
+        printed.warnings.iter().for_each(warn);
+        if let Some(notice) = &printed.notice {
+            warn(notice);
+        }
+        print_json_text(&printed.json)?;
+        return Ok(ExitCode::SUCCESS);
+    }
     let searched = app_memory::search_command(app, req)?;
     searched.sync.warnings.iter().for_each(warn);
     if let Some(notice) = &searched.semantic.notice {
         warn(notice);
-    }
-    if json.json {
-        print_search_json(&searched)?;
-        return Ok(ExitCode::SUCCESS);
     }
     if searched.disabled {
         println!("Memory search is off (agents.defaults.memorySearch.enabled).");
@@ -361,71 +297,6 @@ fn search(app: &App, req: &SearchRequest, json: JsonFlag) -> anyhow::Result<Exit
     }
     print_search_hits(&searched.outcome.hits);
     Ok(ExitCode::SUCCESS)
-}
-
-/// `memory search --json`: OpenClaw's `memory_search` result plus the
-/// outcome's own fields.
-fn print_search_json(searched: &app_memory::Searched) -> anyhow::Result<()> {
-    if searched.disabled {
-        return print_json(&serde_json::json!({
-            "results": [],
-            "disabled": true,
-            "error": "memory search is off (agents.defaults.memorySearch.enabled)"
-        }));
-    }
-    print_json(&SearchJson::of(searched))
-}
-
-/// `memory search --json` when on: OpenClaw's fields, then the outcome's
-/// own but its hits (how the query was read), written in one pass.
-#[derive(Serialize)]
-struct SearchJson<'a> {
-    results: Vec<JsonHit<'a>>,
-    provider: &'a str,
-    model: Option<&'a str>,
-    mode: &'a str,
-    citations: &'static str,
-    #[serde(flatten)]
-    reading: QueryReading<'a>,
-}
-
-/// The fields of [`SearchOutcome`] but its hits, as it writes them.
-///
-/// [`SearchOutcome`]: crate::memory::index::search::SearchOutcome
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct QueryReading<'a> {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    time_range: Option<&'a crate::memory::when::DayRange>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    time_phrase: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    unmatched_time_phrase: Option<&'a str>,
-    #[serde(skip_serializing_if = "<[String]>::is_empty")]
-    entities: &'a [String],
-}
-
-impl<'a> SearchJson<'a> {
-    fn of(searched: &'a app_memory::Searched) -> SearchJson<'a> {
-        let outcome = &searched.outcome;
-        SearchJson {
-            results: outcome
-                .hits
-                .iter()
-                .map(|hit| JsonHit::of(hit, SNIPPET_CHARS))
-                .collect(),
-            provider: searched.semantic.provider,
-            model: searched.semantic.model.as_deref(),
-            mode: searched.semantic.mode,
-            citations: "auto",
-            reading: QueryReading {
-                time_range: outcome.time_range.as_ref(),
-                time_phrase: outcome.time_phrase.as_deref(),
-                unmatched_time_phrase: outcome.unmatched_time_phrase.as_deref(),
-                entities: &outcome.entities,
-            },
-        }
-    }
 }
 
 /// The hits as text, each with its neighbouring lines.

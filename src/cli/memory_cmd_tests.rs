@@ -1,4 +1,5 @@
 use super::*;
+use crate::app::memory_json::{JsonHit, SNIPPET_CHARS};
 
 /// `memory search --json` as it was first written: OpenClaw's fields,
 /// then every field of the outcome but its hits, through a JSON tree.
@@ -53,7 +54,8 @@ fn search_json_is_written_in_one_pass_byte_for_byte_as_through_a_tree() {
             ..Default::default()
         };
         let searched = app_memory::search(&app, &req).unwrap();
-        let typed = serde_json::to_string_pretty(&SearchJson::of(&searched)).unwrap();
+        let typed =
+            String::from_utf8(crate::app::memory_json::search_json(&searched).unwrap()).unwrap();
         let tree = serde_json::to_string_pretty(&through_a_tree(&searched)).unwrap();
         assert_eq!(typed, tree, "{query}");
         let doc: serde_json::Value = serde_json::from_str(&typed).unwrap();

@@ -177,6 +177,16 @@ pub(super) fn print_json<T: Serialize + ?Sized>(value: &T) -> anyhow::Result<()>
     Ok(())
 }
 
+/// A JSON document written already (by [`print_json`]'s rules), and its
+/// newline.
+pub(super) fn print_json_text(text: &str) -> anyhow::Result<()> {
+    let mut out = std::io::stdout().lock();
+    out.write_all(text.as_bytes())?;
+    writeln!(out)?;
+    out.flush()?;
+    Ok(())
+}
+
 /// Lets `almanac … | head` end quietly, as other command-line tools do,
 /// instead of failing on a closed pipe.
 pub(super) fn restore_default_sigpipe() {

@@ -7,9 +7,9 @@ use clap::Subcommand;
 use serde_json::json;
 
 use super::JsonFlag;
-use super::memory_cmd::JsonHit;
 use super::output::{print_json, warn};
 use super::values;
+use crate::app::memory_json::JsonHit;
 use crate::app::{App, session_memory};
 use crate::memory::index::Hit;
 use crate::memory::snippet;

@@ -550,18 +550,26 @@ async fn cron_reload(State(shared): State<Arc<Shared>>) -> ApiResult {
 }
 
 /// `memory search` answered here ([`super::semantic::search`]): `{ok,
-/// …}` with everything the command prints; 409 when this gateway's
-/// settings would answer otherwise than the command's.
+/// …}` with everything the command prints, or the document it prints
+/// when it asked for JSON; 409 when this gateway's settings would answer
+/// otherwise than the command's.
 async fn memory_search(
     State(shared): State<Arc<Shared>>,
     body: Result<Json<crate::app::memory::ResolvedSearch>, JsonRejection>,
-) -> Result<Json<Answered<crate::app::memory::SearchAnswer>>, ApiError> {
+) -> Result<Json<Answered<SearchReply>>, ApiError> {
     let Json(req) = body?;
     shared.semantic.expect_query();
     let searching = shared.clone();
     let answer = shared
         .engine
-        .blocking(move || super::semantic::search(&searching, &req))
+        .blocking(move || {
+            let searched = super::semantic::search(&searching, &req)?;
+            anyhow::Ok(if req.json {
+                SearchReply::Printed(crate::app::memory_json::Printed::of(&searched)?)
+            } else {
+                SearchReply::Parts(crate::app::memory::SearchAnswer::of(searched))
+            })
+        })
         .await
         .map_err(ApiError::internal)?
         .map_err(|err| {
@@ -572,6 +580,15 @@ async fn memory_search(
             }
         })?;
     Ok(Json(Answered { ok: true, answer }))
+}
+
+/// A search's answer: the document `memory search --json` prints, when
+/// the command asked for it, else everything the command shows.
+#[derive(serde::Serialize)]
+#[serde(untagged)]
+enum SearchReply {
+    Printed(crate::app::memory_json::Printed),
+    Parts(crate::app::memory::SearchAnswer),
 }
 
 /// An answer with `ok: true` before its own fields, written in one pass.

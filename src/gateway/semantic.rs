@@ -45,7 +45,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::supervisor::{Component, ComponentKind};
 use super::{GatewayEvent, Shared};
-use crate::app::memory::{ResolvedSearch, SearchAnswer, SearchMismatch, Searched, Semantic};
+use crate::app::memory::{ResolvedSearch, SearchMismatch, Searched, Semantic};
 use crate::gateway_client::MemorySearchStatus;
 use crate::memory::embed::{Choice, Embedder};
 use crate::memory::index::search::{LateVector, QueryVector};
@@ -307,7 +307,7 @@ impl SemanticState {
 
 /// `POST /v1/memory/search`: `req` answered as `memory search` would
 /// answer it on its own, with the warm provider and the vectors in memory.
-pub(crate) fn search(shared: &Shared, req: &ResolvedSearch) -> anyhow::Result<SearchAnswer> {
+pub(crate) fn search(shared: &Shared, req: &ResolvedSearch) -> anyhow::Result<Searched> {
     let app = shared.engine.app();
     let semantic = &shared.semantic;
     if !app.config.config.agents.defaults.memory_search.enabled {
@@ -382,7 +382,7 @@ pub(crate) fn search(shared: &Shared, req: &ResolvedSearch) -> anyhow::Result<Se
         hits = searched.outcome.hits.len(),
         "memory search answered"
     );
-    Ok(SearchAnswer::of(searched))
+    Ok(searched)
 }
 
 /// The index (`kept`, or opened anew) brought up to date with the files.

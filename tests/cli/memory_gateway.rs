@@ -94,7 +94,10 @@ fn a_running_gateway_embeds_in_the_background_and_answers_searches_as_the_comman
 
     // What the command will be compared with: text and JSON; a time
     // phrase, a range and a floor travel with the request.
-    let through_json = search(&sb, &["--json"], query).json();
+    let through = search(&sb, &["--json"], query);
+    assert!(through.stderr.contains(BY_GATEWAY), "{}", through.stderr);
+    let through_json_text = through.stdout.clone();
+    let through_json = through.json();
     let through_text = search(&sb, &[], query);
     assert!(through_text.stderr.contains(BY_GATEWAY));
     let ranged_args = ["--json", "--since", "2026-11-01", "--min-score", "0.01"];
@@ -136,6 +139,8 @@ fn a_running_gateway_embeds_in_the_background_and_answers_searches_as_the_comman
     assert!(!here.stderr.contains(BY_GATEWAY), "{}", here.stderr);
     assert!(here.stderr.contains(LOADS_MODEL), "{}", here.stderr);
     assert_eq!(here.json(), through_json);
+    // Written by the gateway or here, the document is the same bytes.
+    assert_eq!(here.stdout, through_json_text);
     assert_eq!(search(&sb, &[], query).stdout, through_text.stdout);
     assert_eq!(
         search(&sb, &ranged_args, "what did I buy last week").json(),

@@ -31,7 +31,7 @@ struct GatewayWarm(std::sync::Weak<Shared>);
 impl Warm for GatewayWarm {
     fn search(&self, req: &ResolvedSearch) -> Option<anyhow::Result<Searched>> {
         let shared = self.0.upgrade()?;
-        Some(crate::gateway::semantic::search(&shared, req).and_then(|a| a.into_searched()))
+        Some(crate::gateway::semantic::search(&shared, req))
     }
 
     fn cron_changed(&self, _app: &App) {

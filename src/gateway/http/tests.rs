@@ -532,6 +532,8 @@ async fn memory_search_answers_as_the_command_would_and_refuses_another_model() 
             .unwrap()
             .unwrap()
     };
+    let printed_here: Value =
+        serde_json::from_slice(&crate::app::memory_json::search_json(&here).unwrap()).unwrap();
     let mut here = serde_json::to_value(crate::app::memory::SearchAnswer::of(here)).unwrap();
     for v in [&mut here, &mut answer] {
         let v = v.as_object_mut().unwrap();
@@ -539,6 +541,25 @@ async fn memory_search_answers_as_the_command_would_and_refuses_another_model() 
         v.remove("ok");
     }
     assert_eq!(answer, here);
+    // A command that prints JSON gets the document it prints, written here.
+    let printing = crate::app::memory::ResolvedSearch {
+        json: true,
+        ..resolved.clone()
+    };
+    let (status, printed) = call(
+        &router,
+        post(
+            "/v1/memory/search",
+            Some(TOKEN),
+            serde_json::to_string(&printing).unwrap(),
+        ),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{printed}");
+    assert_eq!(printed["printed"], printed_here, "{printed}");
+    assert_eq!(printed["mode"], "fts-only");
+    assert!(printed.get("hits").is_none(), "{printed}");
+    assert_eq!(shared.semantic.status().searches, 2);
     // A command whose settings choose a model the gateway does not use:
     // refused, so it searches on its own.
     let mut other = resolved.clone();
@@ -560,7 +581,7 @@ async fn memory_search_answers_as_the_command_would_and_refuses_another_model() 
             .contains("local/another-model"),
         "{refused}"
     );
-    assert_eq!(shared.semantic.status().searches, 1);
+    assert_eq!(shared.semantic.status().searches, 2);
     // The gateway keeps its index connection between searches; an index
     // deleted meanwhile (and a note written) is not searched through it.
     crate::store::remove_database_files(&app.memory().index_path);
@@ -578,7 +599,7 @@ async fn memory_search_answers_as_the_command_would_and_refuses_another_model() 
         .map(|h| h["body"].as_str().unwrap())
         .collect();
     assert!(bodies.iter().any(|b| b.contains("third floor")), "{again}");
-    assert_eq!(shared.semantic.status().searches, 2);
+    assert_eq!(shared.semantic.status().searches, 3);
 }
 
 /// `what` within 10 s (a guard: nothing here waits for the clock).
