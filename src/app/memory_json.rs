@@ -69,10 +69,15 @@ pub(crate) struct Printed {
 
 impl Printed {
     pub(crate) fn of(searched: &Searched) -> anyhow::Result<Printed> {
+        let SearchPrint {
+            json,
+            warnings,
+            notice,
+        } = SearchPrint::of(searched)?;
         Ok(Printed {
-            printed: RawValue::from_string(String::from_utf8(search_json(searched)?)?)?,
-            warnings: searched.sync.warnings.clone(),
-            notice: searched.semantic.notice.clone(),
+            printed: RawValue::from_string(json)?,
+            warnings,
+            notice,
             sync: searched.sync.mode.to_string(),
             mode: searched.semantic.mode.to_string(),
         })

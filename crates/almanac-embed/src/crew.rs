@@ -173,12 +173,7 @@ impl Crew {
             run,
             helper_panicked: AtomicBool::new(false),
         };
-        let shared = tasks > 1
-            && self
-                .shared
-                .asked
-                .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
-                .is_ok();
+        let shared = tasks > 1 && claim(&self.shared.asked);
         if shared {
             self.shared
                 .asker_cpu
@@ -247,12 +242,7 @@ impl Crew {
             }
         };
         let job = LeadJob { run: &run };
-        let posted = self.helper.is_some()
-            && self
-                .shared
-                .leading
-                .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
-                .is_ok();
+        let posted = self.helper.is_some() && claim(&self.shared.leading);
         if posted {
             self.shared.lead.store(
                 std::ptr::from_ref(&job).cast_mut().cast(),
@@ -361,6 +351,13 @@ fn take_posted_job(shared: &Shared) -> bool {
     }
     shared.state.store(IDLE, Ordering::Release);
     true
+}
+
+/// Sets `flag` if it was clear; whether this thread did (and now holds
+/// what it guards until it clears it).
+fn claim(flag: &AtomicBool) -> bool {
+    flag.compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+        .is_ok()
 }
 
 /// Takes the posted lead task for this thread to run, if it is still
