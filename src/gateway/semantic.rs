@@ -307,7 +307,40 @@ impl SemanticState {
 
 /// `POST /v1/memory/search`: `req` answered as `memory search` would
 /// answer it on its own, with the warm provider and the vectors in memory.
+///
+/// A model already loaded under the key the command searches with takes
+/// the query first: the settings are checked and an index connection is
+/// taken while it makes the vector (a search whose checks fail leaves it
+/// unused).
 pub(crate) fn search(shared: &Shared, req: &ResolvedSearch) -> anyhow::Result<Searched> {
+    let loaded = shared
+        .semantic
+        .embedder
+        .peek()
+        .filter(|model| req.vector_key.as_deref() == Some(model.key().as_str()));
+    let Some(model) = loaded else {
+        return search_with(shared, req, None);
+    };
+    let mut answer = None;
+    model.embed_query_alongside(&req.query, &mut |vector| {
+        answer = Some(search_with(shared, req, Some((&model, vector))));
+    });
+    answer.ok_or_else(|| anyhow::anyhow!("the search did not run"))?
+}
+
+/// A query vector under way: the model making it, and how to wait for it.
+type Posted<'a> = (
+    &'a Arc<dyn Embedder>,
+    &'a (dyn Fn() -> Result<Vec<f32>, crate::memory::embed::EmbedError> + Sync),
+);
+
+/// [`search`], with the query's vector `posted` to a model already (used
+/// when that model is the provider the settings choose).
+fn search_with(
+    shared: &Shared,
+    req: &ResolvedSearch,
+    posted: Option<Posted<'_>>,
+) -> anyhow::Result<Searched> {
     let app = shared.engine.app();
     let semantic = &shared.semantic;
     if !app.config.config.agents.defaults.memory_search.enabled {
@@ -328,32 +361,41 @@ pub(crate) fn search(shared: &Shared, req: &ResolvedSearch) -> anyhow::Result<Se
     let kept = held.lock().unwrap_or_else(|p| p.into_inner()).pop();
     let started = std::time::Instant::now();
     let embedder = semantic.provider(&choice);
-    let (index, searched) = match embedder.as_deref() {
+    let (index, searched) = match embedder.as_ref() {
         Ok(model) => {
-            let mut kept = kept;
-            let mut answer = None;
-            // The query goes through the model while the words are looked
-            // up; the ranking waits for its vector once it needs it.
-            model.embed_query_alongside(&req.query, &mut |vector| {
-                answer = Some(hybrid(
+            let rank = |vector: &(dyn Fn() -> _ + Sync)| {
+                hybrid(
                     semantic,
                     &memory,
-                    kept.take(),
+                    kept,
                     req,
-                    model,
+                    model.as_ref(),
                     app.wall_ns(),
                     || {
                         let waiting = std::time::Instant::now();
-                        let made = crate::app::memory::query_semantic(model, vector());
+                        let made = crate::app::memory::query_semantic(model.as_ref(), vector());
                         tracing::debug!(
                             ms = waiting.elapsed().as_secs_f64() * 1000.0,
                             "memory search: query vector waited for"
                         );
                         made
                     },
-                ));
-            });
-            answer.ok_or_else(|| anyhow::anyhow!("the search did not run"))??
+                )
+            };
+            match posted {
+                Some((posted, vector)) if Arc::ptr_eq(posted, model) => rank(vector)?,
+                _ => {
+                    // The query goes through the model while the words are
+                    // looked up; the ranking waits for its vector once it
+                    // needs it.
+                    let mut rank = Some(rank);
+                    let mut answer = None;
+                    model.embed_query_alongside(&req.query, &mut |vector| {
+                        answer = rank.take().map(|rank| rank(vector));
+                    });
+                    answer.ok_or_else(|| anyhow::anyhow!("the search did not run"))??
+                }
+            }
         }
         Err(reason) => {
             let (index, sync) = reopened(&memory, kept, app.wall_ns())?;

@@ -628,12 +628,20 @@ fn bm25_idf(items: usize, df: usize) -> f64 {
 
 /// BM25 of one item: body terms with term frequency and length
 /// normalisation, plus heading matches at [`HEADING_WEIGHT`].
-fn bm25(query: &[String], idf: &[f64], body_terms: &str, heading_terms: &str, average: f64) -> f64 {
-    let body: Vec<&str> = body_terms.split(' ').filter(|t| !t.is_empty()).collect();
-    let norm = 1.0 - B + B * body.len() as f64 / average;
+/// `body_terms`: the item's stored terms split at spaces (empty pieces are
+/// not counted).
+fn bm25(
+    query: &[String],
+    idf: &[f64],
+    body_terms: &[&str],
+    heading_terms: &str,
+    average: f64,
+) -> f64 {
+    let length = body_terms.iter().filter(|t| !t.is_empty()).count();
+    let norm = 1.0 - B + B * length as f64 / average;
     let mut score = 0.0;
     for (term, weight) in query.iter().zip(idf) {
-        let tf = body.iter().filter(|t| **t == term).count() as f64;
+        let tf = body_terms.iter().filter(|t| **t == term).count() as f64;
         if tf > 0.0 {
             score += weight * tf * (K1 + 1.0) / (tf + K1 * norm);
         }

@@ -379,7 +379,11 @@ impl Index {
             corpus,
             headings: HashMap::new(),
         };
-        let mut scored: HashMap<i64, Scored> = HashMap::new();
+        // Room for the nearest items and the neighbours too: growing
+        // moves every entry, and an entry is a whole hit.
+        let mut scored: HashMap<i64, Scored> = HashMap::with_capacity(
+            chosen.len() + VECTOR_LIST.max(q.limit) + NEIGHBOR_SOURCES * 2 * NEIGHBOR_SPAN,
+        );
         for (hit, item_terms) in chosen {
             let base = scorer.score(&hit, &item_terms);
             scored.insert(hit.id, Scored { hit, base });

@@ -26,7 +26,14 @@ impl Scorer<'_> {
     /// `RARE_BOOST` for an item holding the query's rarest term when that
     /// term stands out (its IDF well above the others'): a name, a code or
     /// an unusual word usually carries the question.
+    #[cfg(test)]
     pub(super) fn rare_factor(&self, item_terms: &str) -> f64 {
+        let item: Vec<&str> = item_terms.split(' ').collect();
+        self.rare_factor_of(&item)
+    }
+
+    /// [`Scorer::rare_factor`] of an item's terms, split.
+    fn rare_factor_of(&self, item: &[&str]) -> f64 {
         if self.terms.len() < 2 {
             return 1.0;
         }
@@ -42,26 +49,31 @@ impl Scorer<'_> {
             return 1.0;
         }
         let term = &self.terms[rarest];
-        if item_terms.split(' ').any(|t| t == term) {
+        if item.iter().any(|t| t == term) {
             RARE_BOOST
         } else {
             1.0
         }
     }
 
+    /// The item's exact score. Its terms are split once for the three
+    /// factors, and a heading's terms are made once per heading (a search
+    /// scores a hundred or so items under a few headings).
     pub(super) fn score(&mut self, hit: &Hit, item_terms: &str) -> f64 {
-        let head = self
-            .headings
-            .entry(hit.heading.clone())
-            .or_insert_with(|| terms::index_terms(&hit.heading));
+        if !self.headings.contains_key(&hit.heading) {
+            let made = terms::index_terms(&hit.heading);
+            self.headings.insert(hit.heading.clone(), made);
+        }
+        let head = &self.headings[&hit.heading];
+        let item: Vec<&str> = item_terms.split(' ').collect();
         let s = bm25(
             self.terms,
             self.idf,
-            item_terms,
+            &item,
             head,
             self.corpus.average_terms(),
         );
-        s * phrase_factor(self.terms, item_terms) * self.rare_factor(item_terms)
+        s * phrase_factor_of(self.terms, &item) * self.rare_factor_of(&item)
     }
 }
 
@@ -79,11 +91,17 @@ pub(in crate::memory::index) fn fuse(text_rank: Option<usize>, vector_rank: Opti
 
 /// `1 + PHRASE_BOOST × (share of consecutive query-term pairs that occur
 /// next to each other, in order, in the item)`.
+#[cfg(test)]
 pub(super) fn phrase_factor(query: &[String], item_terms: &str) -> f64 {
+    let item: Vec<&str> = item_terms.split(' ').collect();
+    phrase_factor_of(query, &item)
+}
+
+/// [`phrase_factor`] of an item's terms, split.
+fn phrase_factor_of(query: &[String], item: &[&str]) -> f64 {
     if query.len() < 2 {
         return 1.0;
     }
-    let item: Vec<&str> = item_terms.split(' ').collect();
     let pairs = query.len() - 1;
     let matched = query
         .windows(2)
