@@ -26,14 +26,8 @@ impl Scorer<'_> {
     /// `RARE_BOOST` for an item holding the query's rarest term when that
     /// term stands out (its IDF well above the others'): a name, a code or
     /// an unusual word usually carries the question.
-    #[cfg(test)]
-    pub(super) fn rare_factor(&self, item_terms: &str) -> f64 {
-        let item: Vec<&str> = item_terms.split(' ').collect();
-        self.rare_factor_of(&item)
-    }
-
-    /// [`Scorer::rare_factor`] of an item's terms, split.
-    fn rare_factor_of(&self, item: &[&str]) -> f64 {
+    /// `item`: the item's stored terms, split at spaces.
+    pub(super) fn rare_factor(&self, item: &[&str]) -> f64 {
         if self.terms.len() < 2 {
             return 1.0;
         }
@@ -73,7 +67,7 @@ impl Scorer<'_> {
             head,
             self.corpus.average_terms(),
         );
-        s * phrase_factor_of(self.terms, &item) * self.rare_factor_of(&item)
+        s * phrase_factor(self.terms, &item) * self.rare_factor(&item)
     }
 }
 
@@ -91,14 +85,8 @@ pub(in crate::memory::index) fn fuse(text_rank: Option<usize>, vector_rank: Opti
 
 /// `1 + PHRASE_BOOST × (share of consecutive query-term pairs that occur
 /// next to each other, in order, in the item)`.
-#[cfg(test)]
-pub(super) fn phrase_factor(query: &[String], item_terms: &str) -> f64 {
-    let item: Vec<&str> = item_terms.split(' ').collect();
-    phrase_factor_of(query, &item)
-}
-
-/// [`phrase_factor`] of an item's terms, split.
-fn phrase_factor_of(query: &[String], item: &[&str]) -> f64 {
+/// `item`: the item's stored terms, split at spaces.
+pub(super) fn phrase_factor(query: &[String], item: &[&str]) -> f64 {
     if query.len() < 2 {
         return 1.0;
     }
