@@ -12,6 +12,7 @@ use crate::agent::policy::Approver;
 use crate::app::{App, GlobalOptions};
 pub(crate) use crate::engine::model::ModelError;
 pub(crate) use crate::engine::turn::{PromptView, TurnReport};
+pub(crate) use crate::gateway::commands::WarmSearch;
 pub(crate) use crate::gateway::{GatewayError, RunOptions};
 use crate::gateway_client::GatewayInfo;
 

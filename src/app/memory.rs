@@ -415,9 +415,24 @@ pub(crate) fn search_command(app: &App, req: &SearchRequest) -> anyhow::Result<S
     search_here(app, &resolved)
 }
 
+/// `req` resolved as [`search_command`] resolves it and ranked by
+/// `search`: a gateway's warm search, for a command line sent to it
+/// whole. `json` is whether the command prints JSON.
+pub(crate) fn search_command_with(
+    app: &App,
+    req: &SearchRequest,
+    json: bool,
+    search: impl FnOnce(&ResolvedSearch) -> anyhow::Result<Searched>,
+) -> anyhow::Result<Searched> {
+    let Some(resolved) = app.resolve_search(req)? else {
+        return Ok(Searched::disabled());
+    };
+    search(&ResolvedSearch { json, ..resolved })
+}
+
 /// How long a command waits for the gateway's answer before it searches
 /// on its own (the gateway may be loading its model).
-const GATEWAY_SEARCH_WAIT: std::time::Duration = std::time::Duration::from_secs(20);
+pub(crate) const GATEWAY_SEARCH_WAIT: std::time::Duration = std::time::Duration::from_secs(20);
 
 fn search_through_gateway(app: &App, req: &ResolvedSearch) -> Option<Searched> {
     match gateway_answer::<SearchAnswer>(app, req)?.into_searched() {

@@ -44,7 +44,7 @@ pub(crate) struct SearchPrint {
 }
 
 impl SearchPrint {
-    fn of(searched: &Searched) -> anyhow::Result<SearchPrint> {
+    pub(crate) fn of(searched: &Searched) -> anyhow::Result<SearchPrint> {
         Ok(SearchPrint {
             json: String::from_utf8(search_json(searched)?)?,
             warnings: searched.sync.warnings.clone(),

@@ -80,6 +80,7 @@ fn run_gateway(args: RunArgs, app: App, options: &GlobalOptions) -> anyhow::Resu
     let opts = RunOptions {
         port: args.port,
         bind: args.bind,
+        answer_command: Some(super::forward::answer),
     };
     let host = app.host.clone();
     entry::run(app, options.clone(), opts, move |info| {

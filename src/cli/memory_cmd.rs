@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use clap::Subcommand;
 
 use super::JsonFlag;
-use super::output::{print_json, print_json_text, warn};
+use super::output::{print_json, warn};
 use super::values;
 use crate::app::App;
 use crate::app::memory::{self as app_memory, GetError, RecallRequest, SearchRequest};
@@ -108,6 +108,45 @@ pub(super) enum ModelCommand {
     },
 }
 
+impl MemoryCommand {
+    /// The search `memory search` asks for and whether it prints JSON;
+    /// another command as it is.
+    pub(super) fn into_search(self) -> Result<(SearchRequest, JsonFlag), MemoryCommand> {
+        match self {
+            MemoryCommand::Search {
+                query,
+                max_results,
+                min_score,
+                since,
+                until,
+                context,
+                json,
+            } => Ok((
+                search_request(query, max_results, min_score, (since, until), context),
+                json,
+            )),
+            other => Err(other),
+        }
+    }
+}
+
+fn search_request(
+    query: Vec<String>,
+    max_results: Option<usize>,
+    min_score: Option<f64>,
+    (since, until): (Option<String>, Option<String>),
+    context: usize,
+) -> SearchRequest {
+    SearchRequest {
+        query: query.join(" "),
+        max_results,
+        min_score,
+        since,
+        until,
+        context,
+    }
+}
+
 pub(super) fn run(cmd: MemoryCommand, app: &App) -> anyhow::Result<ExitCode> {
     match cmd {
         MemoryCommand::Model(ModelCommand::Install { from, json }) => {
@@ -124,15 +163,8 @@ pub(super) fn run(cmd: MemoryCommand, app: &App) -> anyhow::Result<ExitCode> {
             context,
             json,
         } => {
-            let req = SearchRequest {
-                query: query.join(" "),
-                max_results,
-                min_score,
-                since,
-                until,
-                context,
-            };
-            search(app, &req, json)
+            let req = search_request(query, max_results, min_score, (since, until), context);
+            search_and_print(app, &req, json)
         }
         MemoryCommand::Get {
             path,
@@ -266,41 +298,108 @@ fn status(app: &App, json: JsonFlag) -> anyhow::Result<ExitCode> {
 }
 
 /// `memory search`.
-fn search(app: &App, req: &SearchRequest, json: JsonFlag) -> anyhow::Result<ExitCode> {
-    if json.json {
-        let printed = crate::app::memory_json::search_command(app, req)?;
-        printed.warnings.iter().for_each(warn);
-        if let Some(notice) = &printed.notice {
-            warn(notice);
-        }
-        print_json_text(&printed.json)?;
-        return Ok(ExitCode::SUCCESS);
-    }
-    let searched = app_memory::search_command(app, req)?;
-    searched.sync.warnings.iter().for_each(warn);
-    if let Some(notice) = &searched.semantic.notice {
-        warn(notice);
-    }
-    if searched.disabled {
-        println!("Memory search is off (agents.defaults.memorySearch.enabled).");
-        return Ok(ExitCode::SUCCESS);
-    }
-    if let Some(range) = &searched.outcome.time_range {
-        let show = |d: Option<jiff::civil::Date>| d.map_or("…".to_string(), |d| d.to_string());
-        println!("Notes from {} to {}", show(range.since), show(range.until));
-    }
-    if let Some(phrase) = &searched.outcome.unmatched_time_phrase {
-        println!("Nothing from \"{phrase}\"; searched all dates.");
-    }
-    if searched.outcome.hits.is_empty() {
-        println!("No matching memory.");
-    }
-    print_search_hits(&searched.outcome.hits);
+fn search_and_print(app: &App, req: &SearchRequest, json: JsonFlag) -> anyhow::Result<ExitCode> {
+    let printout = if json.json {
+        Printout::of_json(crate::app::memory_json::search_command(app, req)?)
+    } else {
+        Printout::of_text(&app_memory::search_command(app, req)?)
+    };
+    printout.emit()?;
     Ok(ExitCode::SUCCESS)
 }
 
+/// What `memory search` writes to stdout and to stderr, whole: printed
+/// here, or sent back by a gateway that answered the command line.
+#[derive(Debug, Default, PartialEq)]
+pub(super) struct Printout {
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Printout {
+    /// `memory search`'s output for `req`, ranked by `search` (a
+    /// gateway's warm search).
+    pub(super) fn of_search_with(
+        app: &App,
+        req: &SearchRequest,
+        json: JsonFlag,
+        search: impl FnOnce(&app_memory::ResolvedSearch) -> anyhow::Result<app_memory::Searched>,
+    ) -> anyhow::Result<Printout> {
+        let searched = app_memory::search_command_with(app, req, json.json, search)?;
+        Ok(if json.json {
+            Printout::of_json(crate::app::memory_json::SearchPrint::of(&searched)?)
+        } else {
+            Printout::of_text(&searched)
+        })
+    }
+
+    fn of_json(printed: crate::app::memory_json::SearchPrint) -> Printout {
+        let mut out = Printout::default();
+        for line in printed.warnings.iter().chain(&printed.notice) {
+            out.warn(line);
+        }
+        out.stdout = printed.json;
+        out.stdout.push('\n');
+        out
+    }
+
+    fn of_text(searched: &app_memory::Searched) -> Printout {
+        use std::fmt::Write as _;
+        let mut out = Printout::default();
+        for line in searched
+            .sync
+            .warnings
+            .iter()
+            .chain(&searched.semantic.notice)
+        {
+            out.warn(line);
+        }
+        let stdout = &mut out.stdout;
+        if searched.disabled {
+            stdout.push_str("Memory search is off (agents.defaults.memorySearch.enabled).\n");
+            return out;
+        }
+        if let Some(range) = &searched.outcome.time_range {
+            let show =
+                |d: Option<jiff::civil::Date>| d.map_or("…".to_string(), |d| d.to_string());
+            let _ = writeln!(
+                stdout,
+                "Notes from {} to {}",
+                show(range.since),
+                show(range.until)
+            );
+        }
+        if let Some(phrase) = &searched.outcome.unmatched_time_phrase {
+            let _ = writeln!(stdout, "Nothing from \"{phrase}\"; searched all dates.");
+        }
+        if searched.outcome.hits.is_empty() {
+            stdout.push_str("No matching memory.\n");
+        }
+        write_search_hits(stdout, &searched.outcome.hits);
+        out
+    }
+
+    fn warn(&mut self, message: &str) {
+        self.stderr.push_str("warning: ");
+        self.stderr.push_str(message);
+        self.stderr.push('\n');
+    }
+
+    /// Writes stderr, then stdout.
+    pub(super) fn emit(&self) -> std::io::Result<()> {
+        use std::io::Write as _;
+        if !self.stderr.is_empty() {
+            let _ = std::io::stderr().lock().write_all(self.stderr.as_bytes());
+        }
+        let mut stdout = std::io::stdout().lock();
+        stdout.write_all(self.stdout.as_bytes())?;
+        stdout.flush()
+    }
+}
+
 /// The hits as text, each with its neighbouring lines.
-fn print_search_hits(hits: &[Hit]) {
+fn write_search_hits(out: &mut String, hits: &[Hit]) {
+    use std::fmt::Write as _;
     // A hit already shown as the context of a better one is not
     // repeated.
     let mut shown: std::collections::HashSet<(&str, usize)> = std::collections::HashSet::new();
@@ -321,13 +420,13 @@ fn print_search_hits(hits: &[Hit]) {
         } else {
             format!("  ({})", hit.heading)
         };
-        println!("{}:{lines}  {:.2}{heading}", hit.path, hit.score);
+        let _ = writeln!(out, "{}:{lines}  {:.2}{heading}", hit.path, hit.score);
         for n in &hit.before {
-            println!("    {}", snippet(&n.body, 160));
+            let _ = writeln!(out, "    {}", snippet(&n.body, 160));
         }
-        println!("  > {}", snippet(&hit.body, 400));
+        let _ = writeln!(out, "  > {}", snippet(&hit.body, 400));
         for n in &hit.after {
-            println!("    {}", snippet(&n.body, 160));
+            let _ = writeln!(out, "    {}", snippet(&n.body, 160));
         }
     }
 }

@@ -15,6 +15,7 @@ mod agent_cmd;
 mod agents_cmd;
 mod config_cmd;
 mod cron_cmd;
+mod forward;
 mod gateway_cmd;
 mod heartbeat_cmd;
 mod hooks_cmd;
@@ -80,6 +81,20 @@ struct GlobalArgs {
     /// Log to stderr: -v info, -vv debug, -vvv trace [env: ALMANAC_LOG]
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
     verbose: u8,
+}
+
+impl GlobalArgs {
+    fn options(&self) -> GlobalOptions {
+        GlobalOptions {
+            paths: PathFlags {
+                state_dir: self.state_dir.clone(),
+                profile: self.profile.clone(),
+                workspace: self.workspace.clone(),
+                config: self.config.clone(),
+            },
+            config_values: self.set.clone(),
+        }
+    }
 }
 
 // The commands' own arguments are built only for the command that runs
@@ -193,6 +208,9 @@ fn parse_key_value(text: &str) -> Result<(String, String), String> {
 /// Runs the command line and returns the process exit code.
 pub fn main() -> ExitCode {
     output::restore_default_sigpipe();
+    if let Some(code) = forward::answered_by_gateway() {
+        return code;
+    }
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(err) => {
@@ -223,15 +241,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         host.set_now(host::parse_now(now)?);
     }
     logging::init_from_flags(cli.global.verbose, host.raw_var("ALMANAC_LOG"))?;
-    let options = GlobalOptions {
-        paths: PathFlags {
-            state_dir: cli.global.state_dir.clone(),
-            profile: cli.global.profile.clone(),
-            workspace: cli.global.workspace.clone(),
-            config: cli.global.config.clone(),
-        },
-        config_values: cli.global.set.clone(),
-    };
+    let options = cli.global.options();
     match cli.command {
         Command::Status(flag) => status_cmd::run(&options, &host, flag),
         Command::Config(cmd) => config_cmd::run(cmd, &options, host),

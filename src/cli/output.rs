@@ -133,18 +133,22 @@ pub(super) fn print_error(err: &anyhow::Error) {
 /// One warning line per unknown config key and per setting that could not
 /// be used as given.
 pub(super) fn print_config_warnings(config: &LoadedConfig) {
-    let file = &config.file;
     let mut stderr = std::io::stderr().lock();
-    for warning in &config.warnings {
+    for warning in config_warnings(config) {
         let _ = writeln!(stderr, "warning: {warning}");
     }
-    for key in &file.unknown_keys {
-        let _ = writeln!(
-            stderr,
-            "warning: unknown config key `{key}` in {} (ignored)",
+}
+
+/// What loading the settings has to say: values ignored, keys unknown.
+pub(super) fn config_warnings(config: &LoadedConfig) -> Vec<String> {
+    let file = &config.file;
+    let unknown = file.unknown_keys.iter().map(|key| {
+        format!(
+            "unknown config key `{key}` in {} (ignored)",
             file.path.display()
-        );
-    }
+        )
+    });
+    config.warnings.iter().cloned().chain(unknown).collect()
 }
 
 pub(super) fn warn(message: impl std::fmt::Display) {
@@ -172,16 +176,6 @@ pub(super) fn print_json<T: Serialize + ?Sized>(value: &T) -> anyhow::Result<()>
     // field.
     let mut out = std::io::BufWriter::with_capacity(64 * 1024, std::io::stdout().lock());
     serde_json::to_writer_pretty(&mut out, value)?;
-    writeln!(out)?;
-    out.flush()?;
-    Ok(())
-}
-
-/// A JSON document written already (by [`print_json`]'s rules), and its
-/// newline.
-pub(super) fn print_json_text(text: &str) -> anyhow::Result<()> {
-    let mut out = std::io::stdout().lock();
-    out.write_all(text.as_bytes())?;
     writeln!(out)?;
     out.flush()?;
     Ok(())

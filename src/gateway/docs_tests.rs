@@ -58,5 +58,15 @@ fn every_registered_component_is_in_the_list_of_all() {
         server_stop: tokio_util::sync::CancellationToken::new(),
     };
     registered.insert(super::supervisor::Component::kind(&control_api).name());
+    // So is the command socket, when the command line gives its answerer.
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let command_socket = super::commands::CommandSocket {
+        listener: super::commands::bind(dir.path()).expect("a socket"),
+        path: crate::gateway_client::forward::socket_path(dir.path()),
+        answer: |_, _| crate::gateway_client::forward::ForwardAnswer::Declined {
+            reason: String::new(),
+        },
+    };
+    registered.insert(super::supervisor::Component::kind(&command_socket).name());
     assert_eq!(registered, all());
 }

@@ -28,6 +28,7 @@
 
 pub(crate) mod chat;
 pub(crate) mod chat_runs;
+pub(crate) mod commands;
 pub(crate) mod cron;
 pub(crate) mod cron_delivery;
 mod cron_follow;
@@ -177,6 +178,9 @@ pub(crate) struct RunOptions {
     pub port: Option<u16>,
     /// `loopback`, `lan` or an IP address.
     pub bind: Option<String>,
+    /// Answers the command lines sent over `gateway.sock` (none: no
+    /// command socket).
+    pub answer_command: Option<commands::AnswerCommand>,
 }
 
 /// Everything the components and handlers share.
@@ -356,6 +360,9 @@ pub(crate) fn run(
             }
         })?;
     listener.set_nonblocking(true)?;
+    let command_socket = opts
+        .answer_command
+        .and_then(|answer| commands::CommandSocket::open(&app.paths.state_dir, answer));
     let (token, source) =
         crate::gateway_client::discovery::token(&app.paths, &app.config.config, &app.host, true)
             .with_context(|| {
@@ -382,7 +389,15 @@ pub(crate) fn run(
         .enable_all()
         .build()?;
     let result = runtime.block_on(serve(
-        app, options, listener, token, source, intake, book, stop, on_ready,
+        app,
+        options,
+        (listener, command_socket),
+        token,
+        source,
+        intake,
+        book,
+        stop,
+        on_ready,
     ));
     runtime.shutdown_timeout(RUNTIME_SHUTDOWN);
     drop(lock);
@@ -403,7 +418,7 @@ const EVENT_INTERVAL: u32 = 8;
 async fn serve(
     app: App,
     options: GlobalOptions,
-    listener: std::net::TcpListener,
+    (listener, command_socket): (std::net::TcpListener, Option<commands::CommandSocket>),
     token: String,
     source: crate::gateway_client::discovery::TokenSource,
     intake: intake::Intake,
@@ -501,6 +516,15 @@ async fn serve(
         &tracker,
         components_stop.clone(),
     );
+    if let Some(socket) = command_socket {
+        supervisor::supervise(
+            Arc::new(socket),
+            shared.clone(),
+            shared.registry.clone(),
+            &tracker,
+            components_stop.clone(),
+        );
+    }
     crate::gateway_client::discovery::publish(&paths, &shared.info)?;
     shared.ready.store(true, Ordering::Release);
     on_ready(&shared.info);

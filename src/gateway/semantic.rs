@@ -187,6 +187,7 @@ pub(crate) struct SemanticState {
     /// millisecond a search. Dropped after [`IDLE_DROP`] without a search.
     indexes: Warm<PathBuf, Mutex<Vec<Index>>>,
     searches: AtomicU64,
+    forwarded: AtomicU64,
     embedded: AtomicU64,
     /// Items without a vector after the last background run.
     pending: Mutex<Option<usize>>,
@@ -199,6 +200,7 @@ impl Default for SemanticState {
             vectors: RwLock::new(None),
             indexes: Warm::new(IDLE_DROP),
             searches: AtomicU64::new(0),
+            forwarded: AtomicU64::new(0),
             embedded: AtomicU64::new(0),
             pending: Mutex::new(None),
         }
@@ -209,6 +211,7 @@ impl SemanticState {
     pub(crate) fn status(&self) -> MemorySearchStatus {
         MemorySearchStatus {
             searches: self.searches.load(Ordering::Relaxed),
+            forwarded: self.forwarded.load(Ordering::Relaxed),
             embedded: self.embedded.load(Ordering::Relaxed),
             without_vector: *self.pending.lock().unwrap_or_else(|p| p.into_inner()),
             provider_loaded: self.embedder.is_loaded(),
@@ -222,7 +225,11 @@ impl SemanticState {
         }
     }
 
-    /// The provider `choice` names, started on first need.
+    /// A search was answered for a command line from the command socket.
+    pub(crate) fn forwarded_answered(&self) {
+        self.forwarded.fetch_add(1, Ordering::Relaxed);
+    }
+
     /// A search has arrived: the loaded provider (if any) gets ready for
     /// its query, before the search reaches a blocking thread.
     pub(crate) fn expect_query(&self) {
@@ -231,6 +238,7 @@ impl SemanticState {
         }
     }
 
+    /// The provider `choice` names, started on first need.
     fn provider(&self, choice: &Choice) -> Result<Arc<dyn Embedder>, String> {
         self.embedder.get(choice, || {
             let started = std::time::Instant::now();

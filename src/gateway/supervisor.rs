@@ -40,6 +40,8 @@ pub(crate) use crate::gateway_client::ComponentStatus;
 pub(crate) enum ComponentKind {
     /// Serves the HTTP routes: control API, webhooks, health.
     ControlApi,
+    /// Answers command lines sent over `gateway.sock`.
+    CommandSocket,
     /// Turns accepted triggers in the intake log into session events.
     IntakeFeeder,
     /// Keeps the memory index in step with the Markdown files.
@@ -70,8 +72,9 @@ impl ComponentKind {
     /// Every component a gateway supervises; `docs/gateway.md` names
     /// each under its `## Components` section (tests check both).
     #[cfg(test)]
-    pub(crate) const ALL: [ComponentKind; 10] = [
+    pub(crate) const ALL: [ComponentKind; 11] = [
         ComponentKind::ControlApi,
+        ComponentKind::CommandSocket,
         ComponentKind::IntakeFeeder,
         ComponentKind::MemoryWatcher,
         ComponentKind::MemoryEmbedder,
@@ -86,6 +89,7 @@ impl ComponentKind {
     pub(crate) fn name(self) -> &'static str {
         match self {
             ComponentKind::ControlApi => "control-api",
+            ComponentKind::CommandSocket => "command-socket",
             ComponentKind::IntakeFeeder => "intake",
             ComponentKind::MemoryWatcher => "memory-watcher",
             ComponentKind::MemoryEmbedder => "memory-embedder",

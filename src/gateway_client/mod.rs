@@ -13,6 +13,7 @@
 pub(crate) mod client;
 pub(crate) mod discovery;
 pub(crate) mod exchange;
+pub(crate) mod forward;
 pub(crate) mod install;
 pub(crate) mod wire;
 

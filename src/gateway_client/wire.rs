@@ -91,6 +91,10 @@ pub(crate) struct ComponentStatus {
 pub(crate) struct MemorySearchStatus {
     /// Searches this gateway answered.
     pub searches: u64,
+    /// Of those, the searches it answered for a command line sent over
+    /// its command socket (`gateway.sock`).
+    #[serde(default)]
+    pub forwarded: u64,
     /// Items it embedded in the background.
     pub embedded: u64,
     /// Items still without a vector, as of its last look.

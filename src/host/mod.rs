@@ -49,29 +49,60 @@ impl Host {
     /// timestamp, optionally with a `[Zone/Name]` suffix) fixes the clock for
     /// reproducible runs.
     pub(crate) fn from_process() -> Result<Host, HostError> {
-        let vars: BTreeMap<String, String> = std::env::vars_os()
-            .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
-            .collect();
+        let vars = process_vars();
         let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
+        Host::of_parts(vars, cwd, std::env::current_exe().ok(), TimeZone::system()).with_env_now()
+    }
+
+    /// The host of a command that sent its command line to this process
+    /// (the gateway answering it): the command's variables and working
+    /// directory, this process's executable and time zone (the caller has
+    /// checked that the command's `TZ` and `TZDIR` are this process's).
+    /// `ALMANAC_NOW` fixes its clock as in [`Host::from_process`].
+    pub(crate) fn for_command(
+        &self,
+        vars: BTreeMap<String, String>,
+        cwd: PathBuf,
+    ) -> Result<Host, HostError> {
+        Host::of_parts(vars, cwd, self.exe.clone(), self.zone.clone()).with_env_now()
+    }
+
+    /// Just enough of this process's host to find its state directory:
+    /// its variables and working directory, in UTC (its time is not read).
+    pub(crate) fn for_paths(vars: BTreeMap<String, String>, cwd: PathBuf) -> Host {
+        Host::of_parts(vars, cwd, None, TimeZone::UTC)
+    }
+
+    fn of_parts(
+        vars: BTreeMap<String, String>,
+        cwd: PathBuf,
+        exe: Option<PathBuf>,
+        zone: TimeZone,
+    ) -> Host {
         let home = vars
             .get("HOME")
             .filter(|h| !h.is_empty())
             .map(PathBuf::from)
             .or_else(std::env::home_dir);
-        let mut host = Host {
+        Host {
             vars,
             home,
             cwd,
-            exe: std::env::current_exe().ok(),
+            exe,
             clock: Arc::new(SystemClock),
             wall: Arc::new(SystemClock),
-            zone: TimeZone::system(),
-        };
-        if let Some(text) = host.var("ALMANAC_NOW") {
-            let now = parse_now(text)?;
-            host.set_now(now);
+            zone,
         }
-        Ok(host)
+    }
+
+    /// `ALMANAC_NOW` (an RFC 3339 timestamp, optionally with a
+    /// `[Zone/Name]` suffix) fixes the clock.
+    fn with_env_now(mut self) -> Result<Host, HostError> {
+        if let Some(text) = self.var("ALMANAC_NOW") {
+            let now = parse_now(text)?;
+            self.set_now(now);
+        }
+        Ok(self)
     }
 
     /// The current instant in the host's time zone.
@@ -245,6 +276,26 @@ pub(crate) fn compute_threads() -> usize {
 /// Parses a `--now` / `ALMANAC_NOW` value: RFC 3339 with offset, optionally
 /// with a bracketed IANA zone; a value without a zone is read in the host's
 /// zone.
+/// This process's variables whose name and value are UTF-8.
+pub(crate) fn process_vars() -> BTreeMap<String, String> {
+    std::env::vars_os()
+        .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+        .collect()
+}
+
+/// This process's arguments after its name, if every one is UTF-8.
+pub(crate) fn process_args() -> Option<Vec<String>> {
+    std::env::args_os()
+        .skip(1)
+        .map(|arg| arg.into_string().ok())
+        .collect()
+}
+
+/// This process's working directory.
+pub(crate) fn process_cwd() -> Option<PathBuf> {
+    std::env::current_dir().ok()
+}
+
 pub(crate) fn parse_now(text: &str) -> Result<ZonedDateTime, HostError> {
     let text = text.trim();
     if let Ok(zoned) = text.parse::<ZonedDateTime>() {

@@ -27,6 +27,7 @@ mod injection;
 mod json_names;
 mod mcp;
 mod memory;
+mod memory_forward;
 mod memory_gateway;
 mod memory_hybrid;
 mod outbox;
