@@ -178,7 +178,10 @@ export ALMANAC_STATE_DIR="$words_state"
 A="$W" start_gateway
 $W memory search --json -- "warm up" >/dev/null
 A="$W" time_queries lexical-gateway
-words_answered="$($W gateway status --json | python3 -c 'import json, sys; print((json.load(sys.stdin).get("memorySearch") or {}).get("searches", 0))')"
+words_answered="$($W gateway status --json | python3 -c '
+import json, sys
+m = json.load(sys.stdin).get("memorySearch") or {}
+print(m.get("searches", 0), "searches answered,", m.get("forwarded", 0), "of them sent whole over gateway.sock")')"
 
 python3 - "$BENCH_OUT" "${#queries[@]}" "$status" "${queries[@]}" <<'PY'
 import json, sys
@@ -211,7 +214,8 @@ print(f"in turn, {len(turns['cold'])} each: words only without a gateway {tw:.1f
       f"hybrid through it {tg:.1f} / {pct(turns['warm'], 95):.1f} (p50 / p95 ms); "
       f"hybrid / words only at p50: {tg / max(tw, 1e-9):.2f}x")
 m = status.get("memorySearch") or {}
-print(f"gateway: {m.get('searches', 0)} searches answered, {m.get('vectorsInMemory', 0)} vectors in memory, "
+print(f"gateway: {m.get('searches', 0)} searches answered, {m.get('forwarded', 0)} of them sent whole over "
+      f"gateway.sock, {m.get('vectorsInMemory', 0)} vectors in memory, "
       f"provider {'loaded' if m.get('providerLoaded') else 'not loaded'}")
 PY
-echo "words-only gateway: $words_answered searches answered"
+echo "words-only gateway: $words_answered"
