@@ -102,8 +102,11 @@ pub(crate) fn forward(
     command: &ForwardedCommand,
     limit: Duration,
 ) -> Option<(String, String, u8)> {
-    let mut stream = UnixStream::connect(socket).ok()?;
     let body = serde_json::to_vec(command).ok()?;
+    if body.len() > MAX_REQUEST {
+        return None;
+    }
+    let mut stream = UnixStream::connect(socket).ok()?;
     stream.set_write_timeout(Some(limit)).ok()?;
     stream.write_all(&body).ok()?;
     stream.shutdown(std::net::Shutdown::Write).ok()?;
