@@ -30,28 +30,7 @@ pub(super) enum MemoryCommand {
     #[command(subcommand)]
     Model(ModelCommand),
     /// Search memory: best lines and list items first, with context
-    Search {
-        /// A question or keywords; a time phrase ("in March 2024", "last week") filters by date
-        #[arg(required = true, num_args = 1..)]
-        query: Vec<String>,
-        /// Most results, 1 to 1000 [default: agents.defaults.memorySearch.query.maxResults]
-        #[arg(long, visible_alias = "limit", short = 'n', value_parser = values::max_results)]
-        max_results: Option<usize>,
-        /// Drop results scoring below this, 0..1 [default: agents.defaults.memorySearch.query.minScore]
-        #[arg(long, value_parser = values::score)]
-        min_score: Option<f64>,
-        /// Only notes from this day on: 2025-11-27, 2025-11, 2025, 30d, "last week"
-        #[arg(long)]
-        since: Option<String>,
-        /// Only notes up to this day
-        #[arg(long)]
-        until: Option<String>,
-        /// Neighbouring lines shown with each result, either side (at most 50)
-        #[arg(long, default_value_t = 1, value_parser = values::context_lines)]
-        context: usize,
-        #[command(flatten)]
-        json: JsonFlag,
-    },
+    Search(SearchArgs),
     /// Print lines of a memory file (MEMORY.md, memory/…, extra paths)
     Get {
         /// A memory file, relative to the memory root (e.g. memory/2025-11-27.md) or absolute
@@ -108,42 +87,54 @@ pub(super) enum ModelCommand {
     },
 }
 
+// `memory search`'s arguments. (A plain comment: a doc comment here
+// would replace the command's own help text.)
+#[derive(Debug, clap::Args)]
+pub(super) struct SearchArgs {
+    /// A question or keywords; a time phrase ("in March 2024", "last week") filters by date
+    #[arg(required = true, num_args = 1..)]
+    query: Vec<String>,
+    /// Most results, 1 to 1000 [default: agents.defaults.memorySearch.query.maxResults]
+    #[arg(long, visible_alias = "limit", short = 'n', value_parser = values::max_results)]
+    max_results: Option<usize>,
+    /// Drop results scoring below this, 0..1 [default: agents.defaults.memorySearch.query.minScore]
+    #[arg(long, value_parser = values::score)]
+    min_score: Option<f64>,
+    /// Only notes from this day on: 2025-11-27, 2025-11, 2025, 30d, "last week"
+    #[arg(long)]
+    since: Option<String>,
+    /// Only notes up to this day
+    #[arg(long)]
+    until: Option<String>,
+    /// Neighbouring lines shown with each result, either side (at most 50)
+    #[arg(long, default_value_t = 1, value_parser = values::context_lines)]
+    context: usize,
+    #[command(flatten)]
+    json: JsonFlag,
+}
+
+impl SearchArgs {
+    fn into_request(self) -> (SearchRequest, JsonFlag) {
+        let request = SearchRequest {
+            query: self.query.join(" "),
+            max_results: self.max_results,
+            min_score: self.min_score,
+            since: self.since,
+            until: self.until,
+            context: self.context,
+        };
+        (request, self.json)
+    }
+}
+
 impl MemoryCommand {
     /// The search `memory search` asks for and whether it prints JSON;
     /// another command as it is.
     pub(super) fn into_search(self) -> Result<(SearchRequest, JsonFlag), MemoryCommand> {
         match self {
-            MemoryCommand::Search {
-                query,
-                max_results,
-                min_score,
-                since,
-                until,
-                context,
-                json,
-            } => Ok((
-                search_request(query, max_results, min_score, (since, until), context),
-                json,
-            )),
+            MemoryCommand::Search(args) => Ok(args.into_request()),
             other => Err(other),
         }
-    }
-}
-
-fn search_request(
-    query: Vec<String>,
-    max_results: Option<usize>,
-    min_score: Option<f64>,
-    (since, until): (Option<String>, Option<String>),
-    context: usize,
-) -> SearchRequest {
-    SearchRequest {
-        query: query.join(" "),
-        max_results,
-        min_score,
-        since,
-        until,
-        context,
     }
 }
 
@@ -154,16 +145,8 @@ pub(super) fn run(cmd: MemoryCommand, app: &App) -> anyhow::Result<ExitCode> {
         }
         MemoryCommand::Index { force, json } => index(app, force, json),
         MemoryCommand::Status(json) => status(app, json),
-        MemoryCommand::Search {
-            query,
-            max_results,
-            min_score,
-            since,
-            until,
-            context,
-            json,
-        } => {
-            let req = search_request(query, max_results, min_score, (since, until), context);
+        MemoryCommand::Search(args) => {
+            let (req, json) = args.into_request();
             search_and_print(app, &req, json)
         }
         MemoryCommand::Get {
