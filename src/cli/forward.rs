@@ -79,16 +79,22 @@ pub(super) fn answered_by_gateway() -> Option<ExitCode> {
 /// commands the trip).
 fn may_be_forwarded(args: &[String]) -> bool {
     let options = || args.iter().take_while(|a| *a != "--");
-    let words: Vec<&String> = options().filter(|a| !a.starts_with('-')).collect();
-    let memory_search = words
-        .windows(2)
-        .any(|w| w[0] == "memory" && w[1] == "search");
-    let elsewhere = options().any(|a| {
-        ["--state-dir", "--profile"]
-            .iter()
-            .any(|flag| a == flag || a.starts_with(&format!("{flag}=")))
+    let mut words = options().filter(|a| !a.starts_with('-'));
+    let mut previous = words.next();
+    let memory_search = words.any(|word| {
+        let after_memory = previous.is_some_and(|p| p == "memory");
+        previous = Some(word);
+        after_memory && word == "search"
     });
-    memory_search && !elsewhere
+    memory_search && !options().any(|a| names_a_state(a))
+}
+
+/// `--state-dir` or `--profile`, with its value or before it.
+fn names_a_state(arg: &str) -> bool {
+    ["--state-dir", "--profile"].iter().any(|flag| {
+        arg.strip_prefix(flag)
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with('='))
+    })
 }
 
 /// A command line sent to the gateway, answered with `warm`'s search or
