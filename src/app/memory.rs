@@ -406,13 +406,12 @@ pub(crate) fn search(app: &App, req: &SearchRequest) -> anyhow::Result<Searched>
 /// model is loaded and its vectors are in memory), else here. A gateway
 /// that cannot answer is passed over, never a failure.
 pub(crate) fn search_command(app: &App, req: &SearchRequest) -> anyhow::Result<Searched> {
-    let Some(resolved) = app.resolve_search(req)? else {
-        return Ok(Searched::disabled());
-    };
-    if let Some(searched) = search_through_gateway(app, &resolved) {
-        return Ok(searched);
-    }
-    search_here(app, &resolved)
+    search_command_with(app, req, false, |resolved| {
+        match search_through_gateway(app, resolved) {
+            Some(searched) => Ok(searched),
+            None => search_here(app, resolved),
+        }
+    })
 }
 
 /// `req` resolved as [`search_command`] resolves it and ranked by

@@ -153,12 +153,14 @@ fn printed(warm: &dyn WarmSearch, command: ForwardedCommand) -> Result<Printout,
     if !warm.watches(&app.memory().root) {
         return Err("a memory root the gateway does not watch".into());
     }
-    let warnings = super::output::config_warnings(&app.config);
     let mut out = Printout::of_search_with(&app, &req, json, |resolved| warm.search(resolved))
         .map_err(|e| format!("{e:#}"))?;
-    let mut stderr: String = warnings.iter().map(|w| format!("warning: {w}\n")).collect();
-    stderr.push_str(&out.stderr);
-    out.stderr = stderr;
+    // Loading the settings spoke first, as in the command.
+    let loading: String = super::output::config_warnings(&app.config)
+        .iter()
+        .map(|w| format!("warning: {w}\n"))
+        .collect();
+    out.stderr.insert_str(0, &loading);
     Ok(out)
 }
 

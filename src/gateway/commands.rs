@@ -71,14 +71,13 @@ impl WarmSearch for Shared {
     }
 }
 
-/// Binds the socket for `state_dir`, 0600, replacing a stale file.
-pub(crate) fn bind(state_dir: &Path) -> std::io::Result<std::os::unix::net::UnixListener> {
-    let path = crate::gateway_client::forward::socket_path(state_dir);
-    crate::durable::remove_if_exists(&path)?;
-    let listener = std::os::unix::net::UnixListener::bind(&path)?;
+/// Binds the socket at `path`, 0600, replacing a stale file.
+fn bind(path: &Path) -> std::io::Result<std::os::unix::net::UnixListener> {
+    crate::durable::remove_if_exists(path)?;
+    let listener = std::os::unix::net::UnixListener::bind(path)?;
     // Nobody connects before `listen` returned; the mode is set before
     // the first accept, and the peer's id is checked anyway.
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))?;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
     listener.set_nonblocking(true)?;
     Ok(listener)
 }
@@ -95,7 +94,7 @@ impl CommandSocket {
     /// when it cannot be made: commands then ask over HTTP, as before.
     pub(crate) fn open(state_dir: &Path, answer: AnswerCommand) -> Option<CommandSocket> {
         let path = crate::gateway_client::forward::socket_path(state_dir);
-        match bind(state_dir) {
+        match bind(&path) {
             Ok(listener) => Some(CommandSocket {
                 listener,
                 path,

@@ -60,13 +60,12 @@ fn every_registered_component_is_in_the_list_of_all() {
     registered.insert(super::supervisor::Component::kind(&control_api).name());
     // So is the command socket, when the command line gives its answerer.
     let dir = tempfile::tempdir().expect("a temporary directory");
-    let command_socket = super::commands::CommandSocket {
-        listener: super::commands::bind(dir.path()).expect("a socket"),
-        path: crate::gateway_client::forward::socket_path(dir.path()),
-        answer: |_, _| crate::gateway_client::forward::ForwardAnswer::Declined {
+    let command_socket = super::commands::CommandSocket::open(dir.path(), |_, _| {
+        crate::gateway_client::forward::ForwardAnswer::Declined {
             reason: String::new(),
-        },
-    };
+        }
+    })
+    .expect("a socket");
     registered.insert(super::supervisor::Component::kind(&command_socket).name());
     assert_eq!(registered, all());
 }
